@@ -1,0 +1,360 @@
+//! DispatchActor pool: POSTs each committed run to its handler and records the outcome.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::Semaphore;
+
+use super::store::StoreHandle;
+use crate::store::models::InstanceStatus;
+use crate::store::queries::instances::{ResultOutcome, ResultRecord};
+use crate::store::to_db;
+
+/// Longest reply body read from a handler.
+const MAX_REPLY_BYTES: usize = 64 * 1024;
+/// Longest message stored from a reply.
+const MAX_MESSAGE_CHARS: usize = 1024;
+
+/// One delivery of a run to its handler.
+#[derive(Debug, Clone)]
+pub struct DispatchJob {
+    pub task_id: i64,
+    pub request_id: String,
+    pub handler_url: String,
+    /// The params as JSON text, sent as they are.
+    pub params: Arc<str>,
+    pub scheduled_at: DateTime<Utc>,
+    pub attempt: i32,
+    pub timeout_ms: i64,
+}
+
+/// The body POSTed to a handler.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DispatchBody<'a> {
+    task_id: i64,
+    request_id: &'a str,
+    params: &'a RawValue,
+    scheduled_at: String,
+    attempt: i32,
+}
+
+/// What a handler's reply means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DispatchOutcome {
+    /// A 2xx reply with no result: the executor reports by callback.
+    Accepted,
+    /// A result: a 2xx reply carrying `status`, or a failed attempt.
+    Finished {
+        status: InstanceStatus,
+        code: Option<String>,
+        message: Option<String>,
+    },
+}
+
+impl DispatchOutcome {
+    fn failed(code: &str, message: impl Into<String>) -> Self {
+        DispatchOutcome::Finished {
+            status: InstanceStatus::Failed,
+            code: Some(code.to_string()),
+            message: Some(truncate(message.into())),
+        }
+    }
+}
+
+/// Classifies a handler's reply: a 2xx whose JSON body has `"status": "SUCCESS"|"FAILED"` is
+/// the result; any other 2xx means the executor will call back; anything else failed.
+pub fn classify_reply(status: u16, body: &[u8]) -> DispatchOutcome {
+    if !(200..300).contains(&status) {
+        let text = String::from_utf8_lossy(body);
+        return DispatchOutcome::failed(&format!("HTTP_{status}"), text.trim().to_string());
+    }
+    let Ok(serde_json::Value::Object(reply)) = serde_json::from_slice(body) else {
+        return DispatchOutcome::Accepted;
+    };
+    let status = match reply.get("status").and_then(|s| s.as_str()) {
+        Some("SUCCESS") => InstanceStatus::Success,
+        Some("FAILED") => InstanceStatus::Failed,
+        _ => return DispatchOutcome::Accepted,
+    };
+    DispatchOutcome::Finished {
+        status,
+        code: reply.get("code").and_then(json_text),
+        message: reply.get("message").and_then(json_text).map(truncate),
+    }
+}
+
+/// A code or message as text: strings as they are, numbers and others as JSON.
+pub fn json_text(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn truncate(mut text: String) -> String {
+    if let Some((cut, _)) = text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        text.truncate(cut);
+    }
+    text
+}
+
+/// One dispatcher: an HTTP client with at most `max_in_flight` requests at a time.
+pub struct DispatchActor {
+    store: StoreHandle,
+    client: Option<awc::Client>,
+    max_in_flight: usize,
+    permits: Arc<Semaphore>,
+}
+
+impl DispatchActor {
+    pub fn new(store: StoreHandle, max_in_flight: usize) -> Self {
+        let max_in_flight = max_in_flight.max(1);
+        DispatchActor {
+            store,
+            client: None,
+            max_in_flight,
+            permits: Arc::new(Semaphore::new(max_in_flight)),
+        }
+    }
+}
+
+impl Actor for DispatchActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Context<Self>) {
+        // awc's client is bound to the thread that made it, so each actor makes its own.
+        let connector = awc::Connector::new()
+            .limit(self.max_in_flight)
+            .timeout(Duration::from_secs(5));
+        self.client = Some(
+            awc::Client::builder()
+                .connector(connector)
+                .disable_redirects()
+                .finish(),
+        );
+    }
+}
+
+/// Delivers a run. Answers once the request is under way (so senders feel the in-flight bound);
+/// the outcome goes to the store.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Dispatch(pub DispatchJob);
+
+impl Handler<Dispatch> for DispatchActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: Dispatch, _: &mut Context<Self>) -> Self::Result {
+        let client = self.client.clone().unwrap_or_default();
+        let store = self.store.clone();
+        let permits = self.permits.clone();
+        Box::pin(async move {
+            let Ok(permit) = permits.acquire_owned().await else {
+                return;
+            };
+            actix::spawn(async move {
+                deliver(&client, &store, msg.0).await;
+                drop(permit);
+            });
+        })
+    }
+}
+
+async fn deliver(client: &awc::Client, store: &StoreHandle, job: DispatchJob) {
+    let started = Utc::now();
+    let outcome = post(client, &job).await;
+    let (status, deadline) = match &outcome {
+        DispatchOutcome::Accepted => (
+            InstanceStatus::Running,
+            Some(started + chrono::Duration::milliseconds(job.timeout_ms)),
+        ),
+        DispatchOutcome::Finished { status, .. } => (*status, None),
+    };
+    let (code, message) = match outcome {
+        DispatchOutcome::Finished { code, message, .. } => (code, message),
+        DispatchOutcome::Accepted => (None, None),
+    };
+    log::info!(
+        "task {} request {} attempt {}: {status}{}",
+        job.task_id,
+        job.request_id,
+        job.attempt,
+        code.as_deref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default()
+    );
+    let record = ResultRecord {
+        request_id: job.request_id.clone(),
+        status,
+        code,
+        message,
+        at: to_db(Utc::now()),
+        deadline: deadline.map(to_db),
+    };
+    match store.record_result(record).await {
+        Ok(ResultOutcome::Applied) | Ok(ResultOutcome::Superseded) => {}
+        Ok(other) => log::debug!(
+            "task {} request {}: dispatch result not applied: {other:?}",
+            job.task_id,
+            job.request_id
+        ),
+        Err(err) => log::error!(
+            "task {} request {}: dispatch result not recorded: {err}",
+            job.task_id,
+            job.request_id
+        ),
+    }
+}
+
+async fn post(client: &awc::Client, job: &DispatchJob) -> DispatchOutcome {
+    let Ok(params) = RawValue::from_string(job.params.to_string()) else {
+        return DispatchOutcome::failed("BAD_PARAMS", "stored params are not JSON");
+    };
+    let body = DispatchBody {
+        task_id: job.task_id,
+        request_id: &job.request_id,
+        params: &params,
+        scheduled_at: job.scheduled_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        attempt: job.attempt,
+    };
+    let timeout = Duration::from_millis(job.timeout_ms.max(1) as u64);
+    let request = client
+        .post(&job.handler_url)
+        .timeout(timeout)
+        .insert_header(("X-Ax-Request-Id", job.request_id.as_str()));
+    let mut response = match request.send_json(&body).await {
+        Ok(response) => response,
+        Err(awc::error::SendRequestError::Timeout) => {
+            return DispatchOutcome::failed("TIMEOUT", "no reply before the task's timeoutMs")
+        }
+        Err(err) => return DispatchOutcome::failed("CONNECT_ERROR", err.to_string()),
+    };
+    let status = response.status().as_u16();
+    match response.body().limit(MAX_REPLY_BYTES).await {
+        Ok(bytes) => classify_reply(status, &bytes),
+        Err(err) => DispatchOutcome::failed("BAD_REPLY", err.to_string()),
+    }
+}
+
+/// Waits until every request in flight has finished.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Drain;
+
+impl Handler<Drain> for DispatchActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Drain, _: &mut Context<Self>) -> Self::Result {
+        let (permits, all) = (self.permits.clone(), self.max_in_flight as u32);
+        Box::pin(async move {
+            // Holding every permit means no request is in flight.
+            let _ = permits.acquire_many(all).await;
+        })
+    }
+}
+
+/// The dispatcher pool: each worker on its own thread, jobs handed out in turn.
+#[derive(Clone)]
+pub struct DispatchHandle {
+    workers: Arc<[Addr<DispatchActor>]>,
+    next: Arc<AtomicUsize>,
+}
+
+impl DispatchHandle {
+    /// Starts `workers` dispatchers, each on its own arbiter.
+    pub fn start(workers: usize, max_in_flight: usize, store: StoreHandle) -> Self {
+        let workers: Vec<_> = (0..workers.max(1))
+            .map(|_| {
+                let store = store.clone();
+                DispatchActor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
+                    DispatchActor::new(store, max_in_flight)
+                })
+            })
+            .collect();
+        DispatchHandle {
+            workers: workers.into(),
+            next: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Hands a run to the next dispatcher; waits while that one is at its in-flight bound.
+    pub async fn dispatch(&self, job: DispatchJob) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.workers.len();
+        if let Err(err) = self.workers[i].send(Dispatch(job.clone())).await {
+            log::error!(
+                "task {} request {}: dispatcher unavailable: {err}",
+                job.task_id,
+                job.request_id
+            );
+        }
+    }
+
+    /// Waits, at most `timeout`, for every request in flight to finish.
+    pub async fn drain(&self, timeout: Duration) {
+        let all = futures_util::future::join_all(self.workers.iter().map(|w| w.send(Drain)));
+        if tokio::time::timeout(timeout, all).await.is_err() {
+            log::warn!("shutdown: dispatches still in flight after {timeout:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_2xx_with_a_status_is_the_result() {
+        assert_eq!(
+            classify_reply(200, br#"{"status":"SUCCESS","code":0,"message":"ok"}"#),
+            DispatchOutcome::Finished {
+                status: InstanceStatus::Success,
+                code: Some("0".into()),
+                message: Some("ok".into()),
+            }
+        );
+        assert_eq!(
+            classify_reply(200, br#"{"status":"FAILED","code":"E42"}"#),
+            DispatchOutcome::Finished {
+                status: InstanceStatus::Failed,
+                code: Some("E42".into()),
+                message: None,
+            }
+        );
+    }
+
+    #[test]
+    fn any_other_2xx_means_a_callback_follows() {
+        assert_eq!(classify_reply(202, b""), DispatchOutcome::Accepted);
+        assert_eq!(classify_reply(200, b"ok"), DispatchOutcome::Accepted);
+        assert_eq!(
+            classify_reply(200, br#"{"status":"DONE"}"#),
+            DispatchOutcome::Accepted
+        );
+        assert_eq!(classify_reply(204, b"[1]"), DispatchOutcome::Accepted);
+    }
+
+    #[test]
+    fn non_2xx_is_a_failed_attempt_with_the_reason() {
+        assert_eq!(
+            classify_reply(503, b" busy \n"),
+            DispatchOutcome::Finished {
+                status: InstanceStatus::Failed,
+                code: Some("HTTP_503".into()),
+                message: Some("busy".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn long_messages_are_cut_on_a_char_boundary() {
+        let long = "é".repeat(MAX_MESSAGE_CHARS + 10);
+        assert_eq!(truncate(long).chars().count(), MAX_MESSAGE_CHARS);
+    }
+}

@@ -1,0 +1,280 @@
+//! LockActor: makes sure that of several ax processes only one fires a given run.
+//!
+//! With Redis: `SET ax:lock:{taskId} {instanceId} NX PX 3000`, pipelined for a whole tick, and
+//! released after the run is committed. Without Redis: the same rules in process memory.
+//! The lock saves the losers a database round trip; the compare-and-set on `next_run_at` and
+//! the unique request id are what make a second row impossible.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use bb8_redis::RedisConnectionManager;
+
+/// How long a fire lock lives if its holder never releases it.
+pub const LOCK_TTL: Duration = Duration::from_millis(3000);
+
+/// Errors of the lock layer.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("invalid Redis URL: {0}")]
+    BadUrl(String),
+    #[error("Redis unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The Redis key of a task's fire lock.
+pub fn lock_key(task_id: i64) -> String {
+    format!("ax:lock:{task_id}")
+}
+
+/// Deletes a lock only if this process still holds it.
+const RELEASE_SCRIPT: &str =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+/// Fire locks held in this process's memory: the lock of a single ax.
+#[derive(Debug, Default)]
+pub struct LocalLocks {
+    held: HashMap<i64, Instant>,
+}
+
+impl LocalLocks {
+    /// Takes the lock of each task not locked at `now`.
+    pub fn acquire(&mut self, task_ids: &[i64], now: Instant) -> Vec<bool> {
+        self.held.retain(|_, expires| *expires > now);
+        task_ids
+            .iter()
+            .map(|id| match self.held.get(id) {
+                Some(_) => false,
+                None => {
+                    self.held.insert(*id, now + LOCK_TTL);
+                    true
+                }
+            })
+            .collect()
+    }
+
+    pub fn release(&mut self, task_ids: &[i64]) {
+        for id in task_ids {
+            self.held.remove(id);
+        }
+    }
+}
+
+enum Backend {
+    Redis(bb8::Pool<RedisConnectionManager>),
+    Local(LocalLocks),
+}
+
+/// The actor holding the lock backend.
+pub struct LockActor {
+    backend: Backend,
+    instance_id: String,
+}
+
+impl LockActor {
+    /// An in-process lock.
+    pub fn local(instance_id: String) -> Self {
+        LockActor {
+            backend: Backend::Local(LocalLocks::default()),
+            instance_id,
+        }
+    }
+
+    /// A Redis lock; fails when Redis cannot be reached now.
+    pub async fn redis(url: &str, instance_id: String) -> Result<Self, LockError> {
+        let manager =
+            RedisConnectionManager::new(url).map_err(|err| LockError::BadUrl(err.to_string()))?;
+        let pool = bb8::Pool::builder()
+            .max_size(4)
+            .connection_timeout(Duration::from_secs(5))
+            .build(manager)
+            .await
+            .map_err(|err| LockError::Unavailable(err.to_string()))?;
+        {
+            let mut conn = pool
+                .get()
+                .await
+                .map_err(|err| LockError::Unavailable(err.to_string()))?;
+            let _: String = redis::cmd("PING")
+                .query_async(&mut *conn)
+                .await
+                .map_err(|err| LockError::Unavailable(err.to_string()))?;
+        }
+        Ok(LockActor {
+            backend: Backend::Redis(pool),
+            instance_id,
+        })
+    }
+}
+
+impl Actor for LockActor {
+    type Context = Context<Self>;
+}
+
+async fn redis_acquire(
+    pool: bb8::Pool<RedisConnectionManager>,
+    instance_id: String,
+    task_ids: Vec<i64>,
+) -> Result<Vec<bool>, LockError> {
+    let mut conn = pool
+        .get()
+        .await
+        .map_err(|err| LockError::Unavailable(err.to_string()))?;
+    let mut pipe = redis::pipe();
+    for id in &task_ids {
+        pipe.cmd("SET")
+            .arg(lock_key(*id))
+            .arg(&instance_id)
+            .arg("NX")
+            .arg("PX")
+            .arg(LOCK_TTL.as_millis() as u64);
+    }
+    let replies: Vec<Option<String>> = pipe
+        .query_async(&mut *conn)
+        .await
+        .map_err(|err| LockError::Unavailable(err.to_string()))?;
+    let mut held: Vec<bool> = replies.iter().map(Option::is_some).collect();
+    // A lock this process still holds from its previous fire of the task (released late) is
+    // ours: refusing it would leave the run to nobody.
+    let refused: Vec<usize> = (0..held.len()).filter(|&i| !held[i]).collect();
+    if !refused.is_empty() {
+        let keys: Vec<String> = refused.iter().map(|&i| lock_key(task_ids[i])).collect();
+        let holders: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut *conn)
+            .await
+            .map_err(|err| LockError::Unavailable(err.to_string()))?;
+        for (i, holder) in refused.into_iter().zip(holders) {
+            held[i] = holder.as_deref() == Some(instance_id.as_str());
+        }
+    }
+    Ok(held)
+}
+
+async fn redis_release(
+    pool: bb8::Pool<RedisConnectionManager>,
+    instance_id: String,
+    task_ids: Vec<i64>,
+) -> Result<(), LockError> {
+    let mut conn = pool
+        .get()
+        .await
+        .map_err(|err| LockError::Unavailable(err.to_string()))?;
+    let mut pipe = redis::pipe();
+    for id in &task_ids {
+        pipe.cmd("EVAL")
+            .arg(RELEASE_SCRIPT)
+            .arg(1)
+            .arg(lock_key(*id))
+            .arg(&instance_id)
+            .ignore();
+    }
+    pipe.query_async::<()>(&mut *conn)
+        .await
+        .map_err(|err| LockError::Unavailable(err.to_string()))
+}
+
+/// Takes the fire locks of these tasks; answers, per task, whether this process holds it.
+#[derive(Message)]
+#[rtype(result = "Vec<bool>")]
+pub struct Acquire(pub Vec<i64>);
+
+impl Handler<Acquire> for LockActor {
+    type Result = ResponseFuture<Vec<bool>>;
+
+    fn handle(&mut self, msg: Acquire, _: &mut Context<Self>) -> Self::Result {
+        match &mut self.backend {
+            Backend::Local(locks) => {
+                let held = locks.acquire(&msg.0, Instant::now());
+                Box::pin(async move { held })
+            }
+            Backend::Redis(pool) => {
+                let (pool, instance_id) = (pool.clone(), self.instance_id.clone());
+                Box::pin(async move {
+                    let count = msg.0.len();
+                    redis_acquire(pool, instance_id, msg.0)
+                        .await
+                        .unwrap_or_else(|err| {
+                            // Firing without the lock risks only a lost compare-and-set in the
+                            // database; not firing would lose the runs.
+                            log::warn!("fire lock unavailable, firing unlocked: {err}");
+                            vec![true; count]
+                        })
+                })
+            }
+        }
+    }
+}
+
+/// Releases the fire locks of these tasks (those this process holds).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Release(pub Vec<i64>);
+
+impl Handler<Release> for LockActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: Release, _: &mut Context<Self>) -> Self::Result {
+        match &mut self.backend {
+            Backend::Local(locks) => {
+                locks.release(&msg.0);
+                Box::pin(async {})
+            }
+            Backend::Redis(pool) => {
+                let (pool, instance_id) = (pool.clone(), self.instance_id.clone());
+                Box::pin(async move {
+                    if let Err(err) = redis_release(pool, instance_id, msg.0).await {
+                        log::warn!("fire locks not released (they expire in 3 s): {err}");
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// A handle to the LockActor.
+#[derive(Clone)]
+pub struct LockHandle {
+    addr: Addr<LockActor>,
+}
+
+impl LockHandle {
+    pub fn new(addr: Addr<LockActor>) -> Self {
+        LockHandle { addr }
+    }
+
+    /// Per task, whether this process now holds its fire lock.
+    pub async fn acquire(&self, task_ids: Vec<i64>) -> Vec<bool> {
+        let count = task_ids.len();
+        self.addr
+            .send(Acquire(task_ids))
+            .await
+            .unwrap_or_else(|_| vec![true; count])
+    }
+
+    pub async fn release(&self, task_ids: Vec<i64>) {
+        let _ = self.addr.send(Release(task_ids)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_lock_is_refused_until_released_or_expired() {
+        let mut locks = LocalLocks::default();
+        let t0 = Instant::now();
+        assert_eq!(locks.acquire(&[1, 2], t0), vec![true, true]);
+        assert_eq!(locks.acquire(&[1, 3], t0), vec![false, true]);
+        locks.release(&[1]);
+        assert_eq!(locks.acquire(&[1], t0), vec![true]);
+        assert_eq!(locks.acquire(&[2], t0 + LOCK_TTL), vec![true]);
+    }
+
+    #[test]
+    fn keys_follow_the_design() {
+        assert_eq!(lock_key(42), "ax:lock:42");
+    }
+}

@@ -1,0 +1,319 @@
+//! StoreActor: owns the database pool and group-commits instance writes.
+//!
+//! Fires are committed at once (a tick's fires are already one batch, and dispatch waits on
+//! them); results wait until `batch_size` rows are queued or `batch_interval` has passed, and
+//! ride along with any commit that happens sooner. Every caller is answered only after its
+//! write is committed.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use crate::store::queries::instances::{
+    self, FireOutcome, FireRecord, ResultOutcome, ResultRecord,
+};
+use crate::store::{Conn, Db, StoreError};
+
+/// A write waiting for the next commit, with the way back to its caller.
+enum Pending {
+    Fires(
+        Vec<FireRecord>,
+        oneshot::Sender<Result<Vec<FireOutcome>, StoreError>>,
+    ),
+    Result(
+        ResultRecord,
+        oneshot::Sender<Result<ResultOutcome, StoreError>>,
+    ),
+}
+
+impl Pending {
+    fn rows(&self) -> usize {
+        match self {
+            Pending::Fires(fires, _) => fires.len(),
+            Pending::Result(..) => 1,
+        }
+    }
+}
+
+/// The actor owning the pool and the write queue.
+pub struct StoreActor {
+    db: Db,
+    batch_size: usize,
+    batch_interval: Duration,
+    queue: Vec<Pending>,
+    queued_rows: usize,
+    /// When the oldest queued result arrived; it must be committed by `+ batch_interval`.
+    oldest_result: Option<Instant>,
+    committing: bool,
+    /// Set by `Flush`: commit everything now, whatever the batch policy says.
+    flushing: bool,
+    flush_waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl StoreActor {
+    pub fn new(db: Db, batch_size: usize, batch_interval: Duration) -> Self {
+        StoreActor {
+            db,
+            batch_size: batch_size.max(1),
+            batch_interval,
+            queue: Vec::new(),
+            queued_rows: 0,
+            oldest_result: None,
+            committing: false,
+            flushing: false,
+            flush_waiters: Vec::new(),
+        }
+    }
+
+    fn enqueue(&mut self, pending: Pending, ctx: &mut Context<Self>) {
+        self.queued_rows += pending.rows();
+        if matches!(pending, Pending::Result(..)) && self.oldest_result.is_none() {
+            self.oldest_result = Some(Instant::now());
+            ctx.run_later(self.batch_interval, |act, ctx| act.commit_if_due(ctx));
+        }
+        self.queue.push(pending);
+        self.commit_if_due(ctx);
+    }
+
+    fn commit_is_due(&self) -> bool {
+        self.flushing
+            || self.queued_rows >= self.batch_size
+            || self.queue.iter().any(|p| matches!(p, Pending::Fires(..)))
+            || self
+                .oldest_result
+                .is_some_and(|since| since.elapsed() >= self.batch_interval)
+    }
+
+    /// Starts a commit of the queue when one is due and none is running.
+    fn commit_if_due(&mut self, ctx: &mut Context<Self>) {
+        if self.committing || self.queue.is_empty() || !self.commit_is_due() {
+            return;
+        }
+        let batch = self.take_batch();
+        self.committing = true;
+        let db = self.db.clone();
+        ctx.spawn(commit(db, batch).into_actor(self).map(|_, act, ctx| {
+            act.committing = false;
+            act.commit_if_due(ctx);
+            act.notify_if_idle();
+        }));
+    }
+
+    fn notify_if_idle(&mut self) {
+        if !self.committing && self.queue.is_empty() {
+            self.flushing = false;
+            for waiter in self.flush_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+        }
+    }
+
+    /// Takes queued writes up to `batch_size` rows (at least one write).
+    fn take_batch(&mut self) -> Vec<Pending> {
+        let mut rows = 0;
+        let mut take = 0;
+        for pending in &self.queue {
+            if take > 0 && rows + pending.rows() > self.batch_size {
+                break;
+            }
+            rows += pending.rows();
+            take += 1;
+        }
+        self.queued_rows -= rows;
+        let batch: Vec<Pending> = self.queue.drain(..take).collect();
+        if !self.queue.iter().any(|p| matches!(p, Pending::Result(..))) {
+            self.oldest_result = None;
+        }
+        batch
+    }
+}
+
+impl Actor for StoreActor {
+    type Context = Context<Self>;
+}
+
+/// A write's result, handed to its caller after the commit.
+enum Done {
+    Fires(Vec<FireOutcome>),
+    Result(ResultOutcome),
+}
+
+/// Commits one batch in one transaction, then answers every caller. On failure the callers'
+/// channels are dropped with the batch, and each caller sees the write as failed.
+async fn commit(db: Db, batch: Vec<Pending>) {
+    let writes = batch.len();
+    let started = Instant::now();
+    match run_batch(&db, batch).await {
+        Ok(done) => {
+            log::debug!("committed {writes} writes in {:?}", started.elapsed());
+            for (pending, done) in done {
+                // A caller that gave up waiting (send fails) is no reason to fail the others.
+                match (pending, done) {
+                    (Pending::Fires(_, tx), Done::Fires(outcomes)) => {
+                        let _ = tx.send(Ok(outcomes));
+                    }
+                    (Pending::Result(_, tx), Done::Result(outcome)) => {
+                        let _ = tx.send(Ok(outcome));
+                    }
+                    _ => log::error!("store reply out of order"),
+                }
+            }
+        }
+        Err(err) => log::error!("a batch of {writes} writes failed: {err}"),
+    }
+}
+
+async fn run_batch(db: &Db, batch: Vec<Pending>) -> Result<Vec<(Pending, Done)>, StoreError> {
+    let mut conn = db.conn().await?;
+    conn.transaction(|conn| {
+        Box::pin(async move {
+            let mut done = Vec::with_capacity(batch.len());
+            for pending in batch {
+                let outcome = match &pending {
+                    Pending::Fires(fires, _) => {
+                        Done::Fires(instances::record_fires(conn, fires).await?)
+                    }
+                    Pending::Result(result, _) => {
+                        Done::Result(instances::apply_result(conn, result).await?)
+                    }
+                };
+                done.push((pending, outcome));
+            }
+            Ok(done)
+        })
+    })
+    .await
+}
+
+/// Records fires; answers once they are committed.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<FireOutcome>, StoreError>")]
+pub struct RecordFires(pub Vec<FireRecord>);
+
+impl Handler<RecordFires> for StoreActor {
+    type Result = ResponseFuture<Result<Vec<FireOutcome>, StoreError>>;
+
+    fn handle(&mut self, msg: RecordFires, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Pending::Fires(msg.0, tx), ctx);
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(dropped())) })
+    }
+}
+
+/// Records a result; answers once it is committed.
+#[derive(Message)]
+#[rtype(result = "Result<ResultOutcome, StoreError>")]
+pub struct RecordResult(pub ResultRecord);
+
+impl Handler<RecordResult> for StoreActor {
+    type Result = ResponseFuture<Result<ResultOutcome, StoreError>>;
+
+    fn handle(&mut self, msg: RecordResult, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Pending::Result(msg.0, tx), ctx);
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(dropped())) })
+    }
+}
+
+fn dropped() -> StoreError {
+    StoreError::Pool("the store stopped before committing".into())
+}
+
+/// A boxed query to run on a connection of the pool.
+pub type QueryFn<T> =
+    Box<dyn for<'c> FnOnce(&'c mut Conn) -> crate::store::ConnFuture<'c, T> + Send>;
+
+/// Runs a query outside the write queue (reads and task changes), concurrently with others.
+pub struct Query<T: 'static>(pub QueryFn<T>);
+
+impl<T: 'static> Message for Query<T> {
+    type Result = Result<T, StoreError>;
+}
+
+impl<T: Send + 'static> Handler<Query<T>> for StoreActor {
+    type Result = ResponseFuture<Result<T, StoreError>>;
+
+    fn handle(&mut self, msg: Query<T>, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let mut conn = db.conn().await?;
+            (msg.0)(&mut conn).await
+        })
+    }
+}
+
+/// Commits everything queued; answers when the queue is empty (shutdown).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Flush;
+
+impl Handler<Flush> for StoreActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Flush, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.flush_waiters.push(tx);
+        self.flushing = true;
+        self.commit_if_due(ctx);
+        self.notify_if_idle();
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}
+
+/// A handle to the StoreActor: the rest of ax calls these methods, not actix.
+#[derive(Clone)]
+pub struct StoreHandle {
+    addr: Addr<StoreActor>,
+}
+
+impl StoreHandle {
+    pub fn new(addr: Addr<StoreActor>) -> Self {
+        StoreHandle { addr }
+    }
+
+    pub async fn record_fires(
+        &self,
+        fires: Vec<FireRecord>,
+    ) -> Result<Vec<FireOutcome>, StoreError> {
+        self.addr.send(RecordFires(fires)).await.map_err(mailbox)?
+    }
+
+    pub async fn record_result(&self, result: ResultRecord) -> Result<ResultOutcome, StoreError> {
+        self.addr
+            .send(RecordResult(result))
+            .await
+            .map_err(mailbox)?
+    }
+
+    /// Runs `query` on a pooled connection.
+    pub async fn query<T, F>(&self, query: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut Conn) -> crate::store::ConnFuture<'c, T> + Send + 'static,
+    {
+        self.addr
+            .send(Query(Box::new(query)))
+            .await
+            .map_err(mailbox)?
+    }
+
+    pub async fn flush(&self) {
+        let _ = self.addr.send(Flush).await;
+    }
+}
+
+fn mailbox(err: MailboxError) -> StoreError {
+    StoreError::Pool(format!("store actor unavailable: {err}"))
+}
+
+/// Makes a boxed future for [`StoreHandle::query`] closures.
+pub fn boxed<'c, T, F>(fut: F) -> crate::store::ConnFuture<'c, T>
+where
+    F: Future<Output = Result<T, StoreError>> + Send + 'c,
+{
+    Box::pin(fut)
+}

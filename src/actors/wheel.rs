@@ -1,0 +1,360 @@
+//! WheelActor: holds the next window of due runs in the time wheel, ticks on whole seconds,
+//! and fires what is due: lock → store (commit) → dispatch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use chrono::{DateTime, TimeZone, Utc};
+
+use super::dispatch::{DispatchHandle, DispatchJob};
+use super::lock::LockHandle;
+use super::store::{boxed, StoreHandle};
+use crate::clock::SharedClock;
+use crate::ids::scheduled_request_id;
+use crate::schedule::{plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
+use crate::store::models::{InstanceStatus, NewInstance, TaskStatus, TriggerType};
+use crate::store::queries::instances::{FireOutcome, FireRecord};
+use crate::store::queries::tasks;
+use crate::store::{from_db, to_db};
+use crate::wheel::TimeWheel;
+
+/// What the firing pipeline needs, shared by every tick.
+#[derive(Clone)]
+pub struct FireContext {
+    pub lock: LockHandle,
+    pub store: StoreHandle,
+    pub dispatch: DispatchHandle,
+    pub instance_id: String,
+    /// Most runs per store transaction.
+    pub batch_size: usize,
+}
+
+/// Settings of the wheel.
+#[derive(Debug, Clone)]
+pub struct WheelSettings {
+    pub slots: usize,
+    pub tick_interval: Duration,
+    /// How far ahead runs are held.
+    pub window_secs: i64,
+    pub policy: MissedRunPolicy,
+}
+
+/// The actor holding the time wheel.
+pub struct WheelActor {
+    wheel: TimeWheel<i64, Arc<TaskSpec>>,
+    settings: WheelSettings,
+    clock: SharedClock,
+    fire: FireContext,
+    ticking: bool,
+}
+
+impl WheelActor {
+    pub fn new(settings: WheelSettings, clock: SharedClock, fire: FireContext) -> Self {
+        let now = clock.now().timestamp();
+        WheelActor {
+            // Start one second back so that a run due this very second still fires.
+            wheel: TimeWheel::new(settings.slots, now - 1),
+            settings,
+            clock,
+            fire,
+            ticking: true,
+        }
+    }
+
+    /// Schedules the next tick on the next whole second (or sooner, for a shorter interval):
+    /// the current second is always read from the clock, so late ticks never drift.
+    fn schedule_tick(&self, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        let to_next_second = 1_000 - u64::from(now.timestamp_subsec_millis().min(999));
+        let delay = self
+            .settings
+            .tick_interval
+            .min(Duration::from_millis(to_next_second));
+        ctx.run_later(delay, |act, ctx| {
+            if act.ticking {
+                act.tick(ctx);
+                act.schedule_tick(ctx);
+            }
+        });
+    }
+
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        let due = self.wheel.advance(now.timestamp());
+        if due.is_empty() {
+            return;
+        }
+        let horizon = now.timestamp() + self.settings.window_secs;
+        let mut batch = Vec::with_capacity(due.len());
+        for entry in due {
+            let spec = entry.value;
+            let plan = plan_fires(
+                &spec.cron,
+                at_second(entry.due_sec),
+                now,
+                self.settings.policy,
+            );
+            // The next run enters the wheel now; if this fire turns out stale, a refresh from
+            // the database corrects it.
+            if let Some(next) = plan.next.filter(|next| next.timestamp() <= horizon) {
+                self.wheel.insert(spec.id, next.timestamp(), spec.clone());
+            }
+            batch.push((spec, plan));
+        }
+        for chunk in chunks(batch, self.fire.batch_size) {
+            let fire = self.fire.clone();
+            actix::spawn(fire_batch(fire, ctx.address(), chunk, now));
+        }
+    }
+
+    fn schedule(&mut self, spec: Arc<TaskSpec>, due: DateTime<Utc>) {
+        let horizon = self.clock.now().timestamp() + self.settings.window_secs;
+        if due.timestamp() <= horizon {
+            self.wheel.insert(spec.id, due.timestamp(), spec);
+        } else {
+            self.wheel.remove(&spec.id);
+        }
+    }
+}
+
+impl Actor for WheelActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        self.schedule_tick(ctx);
+    }
+}
+
+fn at_second(secs: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(secs, 0)
+        .single()
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+fn chunks<T>(items: Vec<T>, size: usize) -> Vec<Vec<T>> {
+    let mut out = Vec::with_capacity(items.len().div_ceil(size.max(1)));
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        out.push(items.by_ref().take(size.max(1)).collect());
+    }
+    out
+}
+
+/// The rows to record for one task's plan: each decision advances `next_run_at` from its own
+/// time to the next decision's time, the last one to the plan's `next`.
+fn fire_records(
+    spec: &TaskSpec,
+    plan: &FirePlan,
+    now: DateTime<Utc>,
+    fired_by: &str,
+) -> Vec<FireRecord> {
+    let mut records = Vec::with_capacity(plan.decisions.len());
+    for (i, decision) in plan.decisions.iter().enumerate() {
+        let advance_to = plan
+            .decisions
+            .get(i + 1)
+            .map(|d| d.scheduled_at())
+            .or(plan.next);
+        let (status, finished_at) = match decision {
+            RunDecision::Fire(_) => (InstanceStatus::Ready, None),
+            RunDecision::Missed(_) => (InstanceStatus::Missed, Some(to_db(now))),
+        };
+        let scheduled_at = decision.scheduled_at();
+        records.push(FireRecord {
+            scheduled_at: to_db(scheduled_at),
+            next_run_at: advance_to.map(to_db),
+            instance: NewInstance {
+                task_id: spec.id,
+                request_id: scheduled_request_id(spec.id, scheduled_at).to_string(),
+                trigger_type: TriggerType::Schedule.as_str().into(),
+                scheduled_at: to_db(scheduled_at),
+                trigger_at: to_db(now),
+                status: status.as_str().into(),
+                fired_by: fired_by.to_string(),
+                created_at: to_db(now),
+                finished_at,
+            },
+        });
+    }
+    records
+}
+
+/// A run being fired, kept beside its record for dispatch after the commit.
+struct Run {
+    spec: Arc<TaskSpec>,
+    request_id: String,
+    scheduled_at: DateTime<Utc>,
+    dispatch: bool,
+}
+
+/// Fires one batch: takes the locks, commits the runs, releases the locks, then dispatches
+/// the committed runs — never before their rows are durable.
+async fn fire_batch(
+    fire: FireContext,
+    wheel: Addr<WheelActor>,
+    batch: Vec<(Arc<TaskSpec>, FirePlan)>,
+    now: DateTime<Utc>,
+) {
+    let held = fire
+        .lock
+        .acquire(batch.iter().map(|(spec, _)| spec.id).collect())
+        .await;
+    let mut locked = Vec::new();
+    let mut records = Vec::new();
+    let mut runs = Vec::new();
+    for ((spec, plan), held) in batch.into_iter().zip(held) {
+        if !held {
+            log::debug!("task {}: fire lock held elsewhere", spec.id);
+            continue;
+        }
+        locked.push(spec.id);
+        for record in fire_records(&spec, &plan, now, &fire.instance_id) {
+            runs.push(Run {
+                spec: spec.clone(),
+                request_id: record.instance.request_id.clone(),
+                scheduled_at: from_db(record.scheduled_at),
+                dispatch: record.instance.status == InstanceStatus::Ready.as_str(),
+            });
+            records.push(record);
+        }
+    }
+    if records.is_empty() {
+        return;
+    }
+    let outcomes = fire.store.record_fires(records).await;
+    fire.lock.release(locked.clone()).await;
+    let outcomes = match outcomes {
+        Ok(outcomes) => outcomes,
+        Err(err) => {
+            log::error!(
+                "fires of {} tasks not recorded, will retry: {err}",
+                locked.len()
+            );
+            refresh(&fire, &wheel, locked).await;
+            return;
+        }
+    };
+    let mut stale = Vec::new();
+    for (run, outcome) in runs.into_iter().zip(outcomes) {
+        let (task_id, request_id) = (run.spec.id, &run.request_id);
+        match outcome {
+            FireOutcome::Fired if run.dispatch => {
+                log::info!(
+                    "task {task_id} request {request_id}: fired run scheduled at {}",
+                    run.scheduled_at
+                );
+                fire.dispatch
+                    .dispatch(DispatchJob {
+                        task_id,
+                        request_id: run.request_id,
+                        handler_url: run.spec.handler_url.clone(),
+                        params: run.spec.params.clone(),
+                        scheduled_at: run.scheduled_at,
+                        attempt: 1,
+                        timeout_ms: run.spec.timeout_ms,
+                    })
+                    .await;
+            }
+            FireOutcome::Fired => log::warn!(
+                "task {task_id} request {request_id}: run scheduled at {} recorded MISSED",
+                run.scheduled_at
+            ),
+            FireOutcome::Duplicate => log::warn!(
+                "task {task_id} request {request_id}: run exists already, not fired again"
+            ),
+            FireOutcome::Stale => stale.push(task_id),
+        }
+    }
+    if !stale.is_empty() {
+        stale.dedup();
+        log::debug!("tasks {stale:?}: schedule changed elsewhere, refreshing");
+        refresh(&fire, &wheel, stale).await;
+    }
+}
+
+/// Re-reads tasks whose wheel entries may be wrong and reschedules them from the database.
+async fn refresh(fire: &FireContext, wheel: &Addr<WheelActor>, task_ids: Vec<i64>) {
+    let ids = task_ids.clone();
+    let rows = fire
+        .store
+        .query(move |conn| boxed(tasks::find_many(conn, ids)))
+        .await;
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(err) => {
+            log::error!("tasks {task_ids:?} not refreshed: {err}");
+            return;
+        }
+    };
+    let mut schedule = Vec::new();
+    for task in &rows {
+        match (TaskSpec::from_task(task), task.next_run_at) {
+            (Ok(spec), Some(next)) if task.status == TaskStatus::Enabled.as_str() => {
+                schedule.push((Arc::new(spec), from_db(next)))
+            }
+            _ => wheel.do_send(Unschedule(task.id)),
+        }
+    }
+    for id in task_ids {
+        if !rows.iter().any(|task| task.id == id) {
+            wheel.do_send(Unschedule(id));
+        }
+    }
+    wheel.do_send(Schedule(schedule));
+}
+
+/// Puts runs in the wheel (replacing each task's entry); runs beyond the window are left to
+/// the supervisor's next top-up.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Schedule(pub Vec<(Arc<TaskSpec>, DateTime<Utc>)>);
+
+impl Handler<Schedule> for WheelActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Schedule, _: &mut Context<Self>) {
+        for (spec, due) in msg.0 {
+            self.schedule(spec, due);
+        }
+    }
+}
+
+/// Takes a task out of the wheel.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unschedule(pub i64);
+
+impl Handler<Unschedule> for WheelActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Unschedule, _: &mut Context<Self>) {
+        self.wheel.remove(&msg.0);
+    }
+}
+
+/// How many runs the wheel holds.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct WheelSize;
+
+impl Handler<WheelSize> for WheelActor {
+    type Result = usize;
+
+    fn handle(&mut self, _: WheelSize, _: &mut Context<Self>) -> usize {
+        self.wheel.len()
+    }
+}
+
+/// Stops ticking (shutdown): nothing fires after this answers.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopTicking;
+
+impl Handler<StopTicking> for WheelActor {
+    type Result = ();
+
+    fn handle(&mut self, _: StopTicking, _: &mut Context<Self>) {
+        self.ticking = false;
+    }
+}

@@ -1,0 +1,41 @@
+//! Run history: a task's instances, and one instance by request id.
+
+use std::collections::HashMap;
+
+use actix_web::{web, HttpResponse};
+
+use super::validate;
+use super::views::{InstanceView, PageView};
+use super::ApiState;
+use crate::error::ApiError;
+
+/// `GET /api/tasks/{id}/instances?limit=&offset=`: newest scheduled first.
+pub async fn for_task(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, ApiError> {
+    let id = validate::task_id(&path)?;
+    let page = validate::page(&query)?;
+    let (runs, total) = state.scheduler.task_instances(id, page).await?;
+    Ok(HttpResponse::Ok().json(PageView {
+        items: runs.into_iter().map(InstanceView::from).collect(),
+        total,
+        limit: page.limit,
+        offset: page.offset,
+    }))
+}
+
+/// `GET /api/instances/{requestId}`.
+pub async fn get(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let request_id = validate::request_id(&path, "requestId")?;
+    let run = state
+        .scheduler
+        .instance(request_id.clone())
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no run with requestId {request_id}")))?;
+    Ok(HttpResponse::Ok().json(InstanceView::from(run)))
+}

@@ -1,0 +1,311 @@
+//! Input validation: every rule of the HTTP contract, each failure naming its field.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::cron::CronSchedule;
+use crate::error::ApiError;
+use crate::scheduler::TaskInput;
+use crate::store::queries::Page;
+
+pub const MAX_NAME_CHARS: usize = 128;
+pub const MAX_SCENE_CHARS: usize = 64;
+pub const MAX_URL_CHARS: usize = 2048;
+pub const MAX_PARAMS_BYTES: usize = 64 * 1024;
+pub const MAX_RETRY: i64 = 10;
+pub const TIMEOUT_MS: (i64, i64) = (100, 24 * 60 * 60 * 1000);
+pub const DEFAULT_SCENE: &str = "default";
+pub const DEFAULT_MAX_RETRY: i32 = 3;
+pub const DEFAULT_TIMEOUT_MS: i64 = 30_000;
+pub const MAX_PAGE_LIMIT: i64 = 500;
+pub const DEFAULT_PAGE_LIMIT: i64 = 50;
+const MAX_OFFSET: i64 = 1_000_000_000;
+
+const TASK_FIELDS: &[&str] = &[
+    "name",
+    "scene",
+    "cron",
+    "handlerUrl",
+    "params",
+    "maxRetry",
+    "timeoutMs",
+    "enabled",
+];
+
+/// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
+pub fn task_input(body: Value) -> Result<TaskInput, ApiError> {
+    let Value::Object(mut body) = body else {
+        return Err(ApiError::Invalid {
+            field: None,
+            message: "the body must be a JSON object".into(),
+        });
+    };
+    if let Some(unknown) = body.keys().find(|k| !TASK_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::invalid(
+            unknown.clone(),
+            format!("unknown field `{unknown}`"),
+        ));
+    }
+    let cron_text = required_string(&mut body, "cron")?;
+    let cron = CronSchedule::parse(&cron_text)
+        .map_err(|err| ApiError::invalid("cron", err.to_string()))?;
+    Ok(TaskInput {
+        name: text(required_string(&mut body, "name")?, "name", MAX_NAME_CHARS)?,
+        scene: text(
+            optional_string(&mut body, "scene")?.unwrap_or_else(|| DEFAULT_SCENE.into()),
+            "scene",
+            MAX_SCENE_CHARS,
+        )?,
+        cron,
+        handler_url: handler_url(required_string(&mut body, "handlerUrl")?)?,
+        params: params(body.remove("params"))?,
+        max_retry: integer(&mut body, "maxRetry", (0, MAX_RETRY))?
+            .map_or(DEFAULT_MAX_RETRY, |n| n as i32),
+        timeout_ms: integer(&mut body, "timeoutMs", TIMEOUT_MS)?.unwrap_or(DEFAULT_TIMEOUT_MS),
+        enabled: match body.remove("enabled") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(enabled)) => enabled,
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "enabled",
+                    "enabled must be true or false",
+                ))
+            }
+        },
+    })
+}
+
+fn required_string(body: &mut Map<String, Value>, field: &str) -> Result<String, ApiError> {
+    optional_string(body, field)?
+        .ok_or_else(|| ApiError::invalid(field, format!("{field} is required")))
+}
+
+fn optional_string(body: &mut Map<String, Value>, field: &str) -> Result<Option<String>, ApiError> {
+    match body.remove(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ApiError::invalid(
+            field,
+            format!("{field} must be a string"),
+        )),
+    }
+}
+
+/// A name-like string: not blank, at most `max` characters, no control characters.
+fn text(value: String, field: &str, max: usize) -> Result<String, ApiError> {
+    if value.trim().is_empty() {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} must not be empty"),
+        ));
+    }
+    if value.chars().count() > max {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} is longer than {max} characters"),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} contains control characters"),
+        ));
+    }
+    Ok(value)
+}
+
+fn handler_url(value: String) -> Result<String, ApiError> {
+    let invalid = |why: &str| ApiError::invalid("handlerUrl", format!("handlerUrl {why}"));
+    if value.len() > MAX_URL_CHARS {
+        return Err(invalid(&format!(
+            "is longer than {MAX_URL_CHARS} characters"
+        )));
+    }
+    let url = url::Url::parse(&value).map_err(|err| invalid(&format!("is not a URL: {err}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("must be an http or https URL"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("must name a host"));
+    }
+    Ok(value)
+}
+
+fn params(value: Option<Value>) -> Result<String, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok("{}".into()),
+        Some(value @ Value::Object(_)) => {
+            let text = value.to_string();
+            if text.len() > MAX_PARAMS_BYTES {
+                return Err(ApiError::invalid(
+                    "params",
+                    format!("params are larger than {MAX_PARAMS_BYTES} bytes"),
+                ));
+            }
+            Ok(text)
+        }
+        Some(_) => Err(ApiError::invalid("params", "params must be a JSON object")),
+    }
+}
+
+fn integer(
+    body: &mut Map<String, Value>,
+    field: &str,
+    (min, max): (i64, i64),
+) -> Result<Option<i64>, ApiError> {
+    match body.remove(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(ApiError::invalid(
+                field,
+                format!("{field} must be an integer from {min} to {max}"),
+            )),
+        },
+        Some(_) => Err(ApiError::invalid(
+            field,
+            format!("{field} must be an integer"),
+        )),
+    }
+}
+
+/// `limit` and `offset` of a listing.
+pub fn page(query: &HashMap<String, String>) -> Result<Page, ApiError> {
+    Ok(Page {
+        limit: query_int(query, "limit", (1, MAX_PAGE_LIMIT))?.unwrap_or(DEFAULT_PAGE_LIMIT),
+        offset: query_int(query, "offset", (0, MAX_OFFSET))?.unwrap_or(0),
+    })
+}
+
+fn query_int(
+    query: &HashMap<String, String>,
+    name: &str,
+    (min, max): (i64, i64),
+) -> Result<Option<i64>, ApiError> {
+    let Some(value) = query.get(name) else {
+        return Ok(None);
+    };
+    match value.parse::<i64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
+        _ => Err(ApiError::invalid(
+            name,
+            format!("{name} must be an integer from {min} to {max}"),
+        )),
+    }
+}
+
+/// A task id from the path.
+pub fn task_id(raw: &str) -> Result<i64, ApiError> {
+    raw.parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| ApiError::invalid("id", "id must be a positive integer"))
+}
+
+/// A request id: a UUID, in its canonical lowercase form as stored.
+pub fn request_id(raw: &str, field: &str) -> Result<String, ApiError> {
+    uuid::Uuid::parse_str(raw)
+        .map(|id| id.to_string())
+        .map_err(|_| ApiError::invalid(field, format!("{field} must be a UUID")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn field_of(err: ApiError) -> Option<String> {
+        match err {
+            ApiError::Invalid { field, .. } => field,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    fn valid() -> Value {
+        json!({"name": "report", "cron": "0 */5 * * * *", "handlerUrl": "http://127.0.0.1:9000/run"})
+    }
+
+    #[test]
+    fn defaults_fill_the_optional_fields() {
+        let input = task_input(valid()).expect("valid");
+        assert_eq!(input.scene, "default");
+        assert_eq!(input.params, "{}");
+        assert_eq!(
+            (input.max_retry, input.timeout_ms, input.enabled),
+            (3, 30_000, true)
+        );
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        let cases = [
+            ("name", json!("")),
+            ("name", json!("x".repeat(129))),
+            ("scene", json!("s".repeat(65))),
+            ("cron", json!("0 0 0 31 2 *")),
+            ("cron", json!("* * *")),
+            ("handlerUrl", json!("ftp://host/x")),
+            ("handlerUrl", json!("http://")),
+            ("handlerUrl", json!("not a url")),
+            ("params", json!([1, 2])),
+            ("params", json!({"big": "x".repeat(MAX_PARAMS_BYTES)})),
+            ("maxRetry", json!(11)),
+            ("maxRetry", json!(-1)),
+            ("timeoutMs", json!(99)),
+            ("timeoutMs", json!(86_400_001)),
+            ("timeoutMs", json!("100")),
+            ("enabled", json!("yes")),
+            ("bogus", json!(1)),
+        ];
+        for (field, value) in cases {
+            let mut body = valid();
+            body[field] = value;
+            assert_eq!(
+                field_of(task_input(body).expect_err(field)).as_deref(),
+                Some(field)
+            );
+        }
+        let mut body = valid();
+        body.as_object_mut().expect("object").remove("handlerUrl");
+        assert_eq!(
+            field_of(task_input(body).unwrap_err()).as_deref(),
+            Some("handlerUrl")
+        );
+        assert_eq!(field_of(task_input(json!([])).unwrap_err()), None);
+    }
+
+    #[test]
+    fn pagination_is_bounded() {
+        let q = |k: &str, v: &str| HashMap::from([(k.to_string(), v.to_string())]);
+        assert_eq!(
+            page(&HashMap::new()).unwrap(),
+            Page {
+                limit: 50,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            field_of(page(&q("limit", "501")).unwrap_err()).as_deref(),
+            Some("limit")
+        );
+        assert_eq!(
+            field_of(page(&q("limit", "0")).unwrap_err()).as_deref(),
+            Some("limit")
+        );
+        let huge = "99999999999999999999999";
+        assert_eq!(
+            field_of(page(&q("offset", huge)).unwrap_err()).as_deref(),
+            Some("offset")
+        );
+    }
+
+    #[test]
+    fn ids_are_checked() {
+        assert_eq!(task_id("12").unwrap(), 12);
+        assert!(task_id("0").is_err() && task_id("x").is_err() && task_id("1; drop").is_err());
+        assert!(request_id("not-a-uuid", "requestId").is_err());
+        let id = "6A1C52E4-93B7-4C0E-8F2D-3B5A7E91C4D8";
+        assert_eq!(request_id(id, "requestId").unwrap(), id.to_lowercase());
+    }
+}

@@ -1,0 +1,102 @@
+//! The JSON shapes of tasks and instances.
+
+use chrono::{NaiveDateTime, SecondsFormat};
+use serde::Serialize;
+
+use crate::store::from_db;
+use crate::store::models::{Instance, Task, TaskStatus};
+
+fn time(at: NaiveDateTime) -> String {
+    from_db(at).to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A task as the API shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskView {
+    id: i64,
+    name: String,
+    scene: String,
+    cron: String,
+    handler_url: String,
+    params: serde_json::Value,
+    max_retry: i32,
+    timeout_ms: i64,
+    status: String,
+    enabled: bool,
+    next_run_at: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<Task> for TaskView {
+    fn from(task: Task) -> Self {
+        TaskView {
+            id: task.id,
+            enabled: task.status == TaskStatus::Enabled.as_str(),
+            params: serde_json::from_str(&task.params).unwrap_or(serde_json::Value::Null),
+            name: task.name,
+            scene: task.scene,
+            cron: task.cron,
+            handler_url: task.handler_url,
+            max_retry: task.max_retry,
+            timeout_ms: task.timeout_ms,
+            status: task.status,
+            next_run_at: task.next_run_at.map(time),
+            created_at: time(task.created_at),
+            updated_at: time(task.updated_at),
+        }
+    }
+}
+
+/// A run as the API shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceView {
+    id: i64,
+    task_id: i64,
+    request_id: String,
+    trigger_type: String,
+    scheduled_at: String,
+    trigger_at: String,
+    status: String,
+    attempt: i32,
+    retry_count: i32,
+    code: Option<String>,
+    message: Option<String>,
+    deadline_at: Option<String>,
+    fired_by: String,
+    created_at: String,
+    finished_at: Option<String>,
+}
+
+impl From<Instance> for InstanceView {
+    fn from(run: Instance) -> Self {
+        InstanceView {
+            id: run.id,
+            task_id: run.task_id,
+            request_id: run.request_id,
+            trigger_type: run.trigger_type,
+            scheduled_at: time(run.scheduled_at),
+            trigger_at: time(run.trigger_at),
+            status: run.status,
+            attempt: run.attempt,
+            retry_count: run.retry_count,
+            code: run.callback_code,
+            message: run.callback_message,
+            deadline_at: run.deadline_at.map(time),
+            fired_by: run.fired_by,
+            created_at: time(run.created_at),
+            finished_at: run.finished_at.map(time),
+        }
+    }
+}
+
+/// One page of a listing.
+#[derive(Serialize)]
+pub struct PageView<T> {
+    pub items: Vec<T>,
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}

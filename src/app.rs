@@ -1,0 +1,159 @@
+//! Start-up and shutdown of one ax process: store, lock, actors, HTTP server.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_web::{dev::ServerHandle, web, App, HttpServer};
+
+use crate::actors::dispatch::DispatchHandle;
+use crate::actors::lock::{LockActor, LockError, LockHandle};
+use crate::actors::store::{StoreActor, StoreHandle};
+use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
+use crate::actors::wheel::{FireContext, StopTicking, WheelActor, WheelSettings};
+use crate::api::{self, ApiState};
+use crate::clock::SharedClock;
+use crate::config::Config;
+use crate::schedule::MissedRunPolicy;
+use crate::scheduler::Scheduler;
+use crate::store::{Db, StoreError};
+
+/// Why ax could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+}
+
+/// A running ax process.
+pub struct Ax {
+    addr: SocketAddr,
+    server: ServerHandle,
+    wheel: Addr<WheelActor>,
+    supervisor: Addr<SupervisorActor>,
+    dispatch: DispatchHandle,
+    store: StoreHandle,
+    shutdown_timeout: Duration,
+}
+
+/// Starts ax: connects (and migrates) the store, connects the lock, starts the actors and the
+/// HTTP API. Must run inside an actix system.
+pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError> {
+    let db = Db::connect(&config.store.url, config.store.pool_size).await?;
+    log::info!("store: {} ({})", db.backend(), config.store.url);
+    let backend = db.backend();
+    let lock = match &config.redis.url {
+        Some(url) => LockActor::redis(url, config.server.instance_id.clone()).await?,
+        None => LockActor::local(config.server.instance_id.clone()),
+    };
+    log::info!(
+        "fire lock: {}",
+        if config.redis.url.is_some() {
+            "redis"
+        } else {
+            "in-process"
+        }
+    );
+    let store = StoreHandle::new(
+        StoreActor::new(
+            db,
+            config.store.batch_size,
+            Duration::from_millis(config.store.batch_interval_ms),
+        )
+        .start(),
+    );
+    let dispatch = DispatchHandle::start(
+        config.dispatch.workers,
+        config.dispatch.max_in_flight,
+        store.clone(),
+    );
+    let fire = FireContext {
+        lock: LockHandle::new(lock.start()),
+        store: store.clone(),
+        dispatch: dispatch.clone(),
+        instance_id: config.server.instance_id.clone(),
+        batch_size: config.store.batch_size,
+    };
+    let wheel_settings = WheelSettings {
+        slots: config.scheduler.wheel_size,
+        tick_interval: Duration::from_millis(config.scheduler.tick_interval_ms),
+        window_secs: config.scheduler.preload_window_secs,
+        policy: MissedRunPolicy::default(),
+    };
+    let wheel = WheelActor::new(wheel_settings, clock.clone(), fire).start();
+    let supervisor = SupervisorActor::new(
+        SupervisorSettings {
+            window_secs: config.scheduler.preload_window_secs,
+            preload_interval: Duration::from_secs(config.scheduler.preload_interval_secs.max(1)),
+            page_size: config.scheduler.max_grab_batch,
+        },
+        clock.clone(),
+        store.clone(),
+        wheel.clone(),
+    )
+    .start();
+
+    let state = ApiState {
+        scheduler: Scheduler::new(store.clone(), wheel.clone(), clock),
+        instance_id: config.server.instance_id.clone(),
+        backend,
+    };
+    let bind = format!("{}:{}", config.server.bind, config.server.port);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(web::Data::new(state.clone()))
+            .configure(api::routes)
+    })
+    // Signals are handled once, by the caller, which then runs `Ax::shutdown`.
+    .disable_signals()
+    .workers(2)
+    .shutdown_timeout(config.server.shutdown_timeout_ms.div_ceil(1000))
+    .bind(&bind)
+    .map_err(|source| StartError::Bind {
+        addr: bind.clone(),
+        source,
+    })?;
+    let addr = server.addrs()[0];
+    let server = server.run();
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    log::info!(
+        "ax {} listening on http://{addr}",
+        config.server.instance_id
+    );
+    Ok(Ax {
+        addr,
+        server: handle,
+        wheel,
+        supervisor,
+        dispatch,
+        store,
+        shutdown_timeout: Duration::from_millis(config.server.shutdown_timeout_ms),
+    })
+}
+
+impl Ax {
+    /// The address the HTTP API listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The one shutdown path: stop taking requests, stop the wheel, let in-flight dispatches
+    /// finish (bounded), and commit the store's queue.
+    pub async fn shutdown(self) {
+        log::info!("shutting down");
+        self.server.stop(true).await;
+        let _ = self.wheel.send(StopTicking).await;
+        self.supervisor.do_send(StopSupervisor);
+        self.dispatch.drain(self.shutdown_timeout).await;
+        self.store.flush().await;
+        log::info!("shutdown complete");
+    }
+}

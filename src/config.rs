@@ -1,0 +1,356 @@
+//! Configuration, layered: built-in defaults, then `config/ax.yaml` (or `--config PATH`), then
+//! `AX_…` environment variables.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The config file read when no `--config` is given and it exists.
+pub const DEFAULT_CONFIG_PATH: &str = "config/ax.yaml";
+
+/// Errors reading the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: serde_yaml::Error,
+    },
+    #[error("invalid value `{value}` for {name}: {reason}")]
+    Invalid {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
+}
+
+/// All settings of one ax process.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub store: StoreConfig,
+    pub redis: RedisConfig,
+    pub scheduler: SchedulerConfig,
+    pub dispatch: DispatchConfig,
+}
+
+/// `server.*`: the HTTP API and this process's identity in a cluster.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub bind: String,
+    pub port: u16,
+    /// Unique per ax process sharing one database; the value of the Redis lock.
+    pub instance_id: String,
+    /// How long shutdown waits for in-flight dispatches.
+    pub shutdown_timeout_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: "0.0.0.0".into(),
+            port: 8901,
+            instance_id: default_instance_id(),
+            shutdown_timeout_ms: 10_000,
+        }
+    }
+}
+
+fn default_instance_id() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "ax".into());
+    format!("{host}-{}", std::process::id())
+}
+
+/// `store.*`: the database.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `sqlite://PATH` (embedded) or `mysql://user:pass@host:port/db`.
+    pub url: String,
+    pub pool_size: u32,
+    /// Most instance writes in one transaction.
+    pub batch_size: usize,
+    /// Longest a write waits in the queue before its batch is committed.
+    pub batch_interval_ms: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            url: "sqlite://./data/ax.db".into(),
+            pool_size: 8,
+            batch_size: 100,
+            batch_interval_ms: 500,
+        }
+    }
+}
+
+/// `redis.*`: the cluster lock; unset means an in-process lock (one ax process).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisConfig {
+    pub url: Option<String>,
+}
+
+/// `scheduler.*`: the time wheel and its preload window.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchedulerConfig {
+    pub tick_interval_ms: u64,
+    pub wheel_size: usize,
+    /// Page size of the preload query.
+    pub max_grab_batch: i64,
+    /// How far ahead tasks are held in the wheel.
+    pub preload_window_secs: i64,
+    /// How often the window is topped up from the database.
+    pub preload_interval_secs: u64,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            tick_interval_ms: 1000,
+            wheel_size: 600,
+            max_grab_batch: 500,
+            preload_window_secs: 600,
+            preload_interval_secs: 30,
+        }
+    }
+}
+
+/// `dispatch.*`: the HTTP callers.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DispatchConfig {
+    /// DispatchActors, each on its own thread.
+    pub workers: usize,
+    /// Most requests in flight per worker.
+    pub max_in_flight: usize,
+}
+
+impl Default for DispatchConfig {
+    fn default() -> Self {
+        DispatchConfig {
+            workers: 2,
+            max_in_flight: 512,
+        }
+    }
+}
+
+/// Environment variables, each overriding one key. Exact names: operators' scripts rely on them.
+pub const ENV_KEYS: &[(&str, &str)] = &[
+    ("AX_BIND", "server.bind"),
+    ("AX_PORT", "server.port"),
+    ("AX_INSTANCE_ID", "server.instance_id"),
+    ("AX_SHUTDOWN_TIMEOUT_MS", "server.shutdown_timeout_ms"),
+    ("AX_STORE_URL", "store.url"),
+    ("AX_STORE_POOL_SIZE", "store.pool_size"),
+    ("AX_STORE_BATCH_SIZE", "store.batch_size"),
+    ("AX_STORE_BATCH_INTERVAL_MS", "store.batch_interval_ms"),
+    ("AX_REDIS_URL", "redis.url"),
+    ("AX_TICK_INTERVAL_MS", "scheduler.tick_interval_ms"),
+    ("AX_WHEEL_SIZE", "scheduler.wheel_size"),
+    ("AX_MAX_GRAB_BATCH", "scheduler.max_grab_batch"),
+    ("AX_PRELOAD_WINDOW_SECS", "scheduler.preload_window_secs"),
+    (
+        "AX_PRELOAD_INTERVAL_SECS",
+        "scheduler.preload_interval_secs",
+    ),
+    ("AX_DISPATCH_WORKERS", "dispatch.workers"),
+    ("AX_DISPATCH_MAX_IN_FLIGHT", "dispatch.max_in_flight"),
+];
+
+impl Config {
+    /// Loads the configuration: `path` if given, else `config/ax.yaml` if present, else
+    /// defaults; then the process environment.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let default_path = Path::new(DEFAULT_CONFIG_PATH);
+        let file = path.or_else(|| default_path.exists().then_some(default_path));
+        let mut config = match file {
+            Some(path) => Config::from_file(path)?,
+            None => Config::default(),
+        };
+        config.apply_env(|name| std::env::var(name).ok())?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Reads a YAML file; absent keys keep their defaults.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        serde_yaml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Applies every `AX_…` variable that `lookup` finds.
+    pub fn apply_env(
+        &mut self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        for (name, key) in ENV_KEYS {
+            if let Some(value) = lookup(name) {
+                self.set(name, key, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, name: &'static str, key: &str, value: String) -> Result<(), ConfigError> {
+        match key {
+            "server.bind" => self.server.bind = value,
+            "server.port" => self.server.port = parse(name, &value)?,
+            "server.instance_id" => self.server.instance_id = value,
+            "server.shutdown_timeout_ms" => self.server.shutdown_timeout_ms = parse(name, &value)?,
+            "store.url" => self.store.url = value,
+            "store.pool_size" => self.store.pool_size = parse(name, &value)?,
+            "store.batch_size" => self.store.batch_size = parse(name, &value)?,
+            "store.batch_interval_ms" => self.store.batch_interval_ms = parse(name, &value)?,
+            // An empty value clears it: the way to fall back to the in-process lock.
+            "redis.url" => self.redis.url = Some(value).filter(|v| !v.is_empty()),
+            "scheduler.tick_interval_ms" => self.scheduler.tick_interval_ms = parse(name, &value)?,
+            "scheduler.wheel_size" => self.scheduler.wheel_size = parse(name, &value)?,
+            "scheduler.max_grab_batch" => self.scheduler.max_grab_batch = parse(name, &value)?,
+            "scheduler.preload_window_secs" => {
+                self.scheduler.preload_window_secs = parse(name, &value)?
+            }
+            "scheduler.preload_interval_secs" => {
+                self.scheduler.preload_interval_secs = parse(name, &value)?
+            }
+            "dispatch.workers" => self.dispatch.workers = parse(name, &value)?,
+            "dispatch.max_in_flight" => self.dispatch.max_in_flight = parse(name, &value)?,
+            _ => unreachable!("ENV_KEYS names only keys handled here"),
+        }
+        Ok(())
+    }
+
+    /// Rejects values the scheduler cannot run with.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive: [(&'static str, i64); 8] = [
+            ("store.pool_size", self.store.pool_size.into()),
+            ("store.batch_size", self.store.batch_size as i64),
+            (
+                "scheduler.tick_interval_ms",
+                self.scheduler.tick_interval_ms as i64,
+            ),
+            ("scheduler.wheel_size", self.scheduler.wheel_size as i64),
+            ("scheduler.max_grab_batch", self.scheduler.max_grab_batch),
+            (
+                "scheduler.preload_window_secs",
+                self.scheduler.preload_window_secs,
+            ),
+            ("dispatch.workers", self.dispatch.workers as i64),
+            ("dispatch.max_in_flight", self.dispatch.max_in_flight as i64),
+        ];
+        for (name, value) in positive {
+            if value <= 0 {
+                return Err(invalid(name, value.to_string(), "must be positive"));
+            }
+        }
+        if self.server.instance_id.is_empty() || self.server.instance_id.len() > 64 {
+            return Err(invalid(
+                "server.instance_id",
+                self.server.instance_id.clone(),
+                "must be 1-64 characters",
+            ));
+        }
+        crate::store::StoreUrl::parse(&self.store.url)
+            .map_err(|err| invalid("store.url", self.store.url.clone(), &err.to_string()))?;
+        Ok(())
+    }
+}
+
+fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    value
+        .trim()
+        .parse()
+        .map_err(|err: T::Err| invalid(name, value.to_string(), &err.to_string()))
+}
+
+fn invalid(name: &'static str, value: String, reason: &str) -> ConfigError {
+    ConfigError::Invalid {
+        name,
+        value,
+        reason: reason.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_embedded_store_on_port_8901() {
+        let config = Config::default();
+        assert_eq!(config.server.port, 8901);
+        assert_eq!(config.store.url, "sqlite://./data/ax.db");
+        assert_eq!(config.redis.url, None);
+        assert_eq!(config.scheduler.wheel_size, 600);
+        assert_eq!(config.scheduler.max_grab_batch, 500);
+        assert_eq!(config.scheduler.preload_window_secs, 600);
+        assert_eq!(config.store.batch_size, 100);
+        assert_eq!(config.store.batch_interval_ms, 500);
+        config.validate().expect("defaults are valid");
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let mut config: Config =
+            serde_yaml::from_str("server:\n  port: 9000\nstore:\n  url: sqlite://x.db\n")
+                .expect("yaml");
+        assert_eq!(config.server.port, 9000);
+        config
+            .apply_env(|name| match name {
+                "AX_PORT" => Some("9100".into()),
+                "AX_INSTANCE_ID" => Some("node-a".into()),
+                "AX_STORE_URL" => Some("mysql://root@127.0.0.1:3306/ax".into()),
+                "AX_REDIS_URL" => Some("redis://127.0.0.1:6379".into()),
+                _ => None,
+            })
+            .expect("env");
+        assert_eq!(config.server.port, 9100);
+        assert_eq!(config.server.instance_id, "node-a");
+        assert_eq!(config.store.url, "mysql://root@127.0.0.1:3306/ax");
+        assert_eq!(config.redis.url.as_deref(), Some("redis://127.0.0.1:6379"));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let mut config = Config::default();
+        let err = config
+            .apply_env(|name| (name == "AX_PORT").then(|| "eighty".into()))
+            .expect_err("not a port");
+        assert!(err.to_string().contains("AX_PORT"), "{err}");
+        let config = Config {
+            store: StoreConfig {
+                url: "postgres://x".into(),
+                ..StoreConfig::default()
+            },
+            ..Config::default()
+        };
+        assert!(config
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("store.url"));
+        assert!(serde_yaml::from_str::<Config>("server:\n  prot: 1\n").is_err());
+    }
+}

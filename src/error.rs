@@ -1,0 +1,90 @@
+//! The API's error type: every failure maps once to a status and a JSON body
+//! `{"error": {"code", "message", "field"?}}`.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::store::StoreError;
+
+/// Errors answered by the HTTP API.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Bad input; `field` names the offending field or parameter.
+    #[error("{message}")]
+    Invalid {
+        field: Option<String>,
+        message: String,
+    },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("request body larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the store is unavailable")]
+    Store(#[from] StoreError),
+}
+
+impl ApiError {
+    /// Bad input in `field`.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::Invalid {
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            ApiError::Invalid { .. } => "INVALID_ARGUMENT",
+            ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::Conflict(_) => "CONFLICT",
+            ApiError::TooLarge(_) => "PAYLOAD_TOO_LARGE",
+            ApiError::Store(_) => "STORE_UNAVAILABLE",
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    code: &'a str,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let ApiError::Store(err) = self {
+            // The detail is for the operator's log, not for the client.
+            log::error!("request failed: {err}");
+        }
+        let field = match self {
+            ApiError::Invalid { field, .. } => field.as_deref(),
+            _ => None,
+        };
+        HttpResponse::build(self.status_code()).json(ErrorBody {
+            error: ErrorDetail {
+                code: self.code(),
+                message: self.to_string(),
+                field,
+            },
+        })
+    }
+}

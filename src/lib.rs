@@ -1,0 +1,14 @@
+//! ax (Action eXecutor): a distributed cron scheduler that calls HTTP handlers.
+
+pub mod actors;
+pub mod api;
+pub mod app;
+pub mod clock;
+pub mod config;
+pub mod cron;
+pub mod error;
+pub mod ids;
+pub mod schedule;
+pub mod scheduler;
+pub mod store;
+pub mod wheel;

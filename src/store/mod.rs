@@ -1,0 +1,321 @@
+//! Durable state: one source of queries for SQLite (embedded default) and MySQL/MariaDB.
+//!
+//! `Db` is an enum of pools; `with_conn!` expands one query body per backend, so every query
+//! is written once and type-checked against both real backends.
+
+pub mod models;
+pub mod queries;
+pub mod schema;
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+
+use chrono::{DateTime, NaiveDateTime, Timelike, Utc};
+use diesel::{Connection, SqliteConnection};
+use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
+use diesel_async::pooled_connection::bb8::{Pool, PooledConnection};
+use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+use futures_util::FutureExt;
+
+/// The async SQLite connection: diesel's sync connection run on blocking threads.
+pub type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+
+/// A blocking MySQL connection for the migration harness, which is synchronous.
+type MysqlSyncConn = AsyncConnectionWrapper<AsyncMysqlConnection>;
+
+const MYSQL_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/mysql");
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+
+/// SQLite settings applied to every connection: WAL so readers never block the writer, a busy
+/// timeout so concurrent writers wait instead of failing, and full sync so a committed run
+/// survives a crash.
+const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
+     PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
+
+/// Errors of the storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("unsupported store URL `{0}`: use sqlite://PATH or mysql://user:pass@host:port/db")]
+    BadUrl(String),
+    #[error("cannot connect to the store: {0}")]
+    Connect(String),
+    #[error("migration failed: {0}")]
+    Migration(String),
+    #[error("no database connection available: {0}")]
+    Pool(String),
+    #[error("database error: {0}")]
+    Query(#[from] diesel::result::Error),
+}
+
+impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for StoreError {
+    fn from(err: bb8::RunError<E>) -> Self {
+        StoreError::Pool(err.to_string())
+    }
+}
+
+/// Which database a store URL names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// A file path for the embedded store.
+    Sqlite(String),
+    /// A `mysql://` URL.
+    Mysql(String),
+}
+
+impl StoreUrl {
+    /// Parses `sqlite://PATH` or `mysql://user:pass@host:port/db`.
+    pub fn parse(url: &str) -> Result<Self, StoreError> {
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(StoreError::BadUrl(url.to_string()));
+            }
+            Ok(StoreUrl::Sqlite(path.to_string()))
+        } else if url.starts_with("mysql://") {
+            let parsed = url::Url::parse(url).map_err(|_| StoreError::BadUrl(url.to_string()))?;
+            if parsed.host_str().is_none() || database_name(&parsed).is_none() {
+                return Err(StoreError::BadUrl(url.to_string()));
+            }
+            Ok(StoreUrl::Mysql(url.to_string()))
+        } else {
+            Err(StoreError::BadUrl(url.to_string()))
+        }
+    }
+}
+
+fn database_name(url: &url::Url) -> Option<String> {
+    let name = url.path().trim_start_matches('/');
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+/// A pool of connections to one backend.
+#[derive(Clone)]
+pub enum Db {
+    Mysql(Pool<AsyncMysqlConnection>),
+    Sqlite(Pool<SqliteConn>),
+}
+
+/// One connection taken from a `Db` pool.
+pub enum Conn {
+    Mysql(PooledConnection<'static, AsyncMysqlConnection>),
+    Sqlite(PooledConnection<'static, SqliteConn>),
+}
+
+/// Runs one query body against whichever backend `conn` is, binding `$c` to the concrete
+/// connection so the body is type-checked for each backend.
+#[macro_export]
+macro_rules! with_conn {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::store::Conn::Mysql(pooled) => {
+                let $c: &mut diesel_async::AsyncMysqlConnection = &mut *pooled;
+                $body
+            }
+            $crate::store::Conn::Sqlite(pooled) => {
+                let $c: &mut $crate::store::SqliteConn = &mut *pooled;
+                $body
+            }
+        }
+    };
+}
+
+/// A boxed future borrowing a connection, as taken by [`Conn::transaction`].
+pub type ConnFuture<'c, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'c>>;
+
+impl Conn {
+    /// Runs `body` in one transaction: committed if it returns `Ok`, rolled back otherwise.
+    /// SQLite takes the write lock up front (`BEGIN IMMEDIATE`) so that a transaction never
+    /// fails half-way for want of it.
+    pub async fn transaction<T, F>(&mut self, body: F) -> Result<T, StoreError>
+    where
+        F: for<'c> FnOnce(&'c mut Conn) -> ConnFuture<'c, T>,
+    {
+        self.begin().await?;
+        match body(self).await {
+            Ok(value) => {
+                self.commit().await?;
+                Ok(value)
+            }
+            Err(err) => {
+                if let Err(rollback) = self.rollback().await {
+                    log::warn!("rollback failed after `{err}`: {rollback}");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    async fn begin(&mut self) -> Result<(), StoreError> {
+        let sql = match self {
+            Conn::Mysql(_) => "BEGIN",
+            Conn::Sqlite(_) => "BEGIN IMMEDIATE",
+        };
+        self.execute(sql).await
+    }
+
+    async fn commit(&mut self) -> Result<(), StoreError> {
+        self.execute("COMMIT").await
+    }
+
+    async fn rollback(&mut self) -> Result<(), StoreError> {
+        self.execute("ROLLBACK").await
+    }
+
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        with_conn!(self, |c| c.batch_execute(sql).await)?;
+        Ok(())
+    }
+}
+
+impl Db {
+    /// Connects to the store named by `url`, creating the SQLite file (and its folder) or the
+    /// MySQL database when missing, and applies pending migrations.
+    pub async fn connect(url: &str, pool_size: u32) -> Result<Db, StoreError> {
+        let parsed = StoreUrl::parse(url)?;
+        run_migrations(parsed.clone()).await?;
+        let db = match parsed {
+            StoreUrl::Mysql(url) => {
+                let manager = AsyncDieselConnectionManager::<AsyncMysqlConnection>::new(url);
+                Db::Mysql(
+                    pool_builder(pool_size)
+                        .build(manager)
+                        .await
+                        .map_err(connect_error)?,
+                )
+            }
+            StoreUrl::Sqlite(path) => {
+                let mut config = ManagerConfig::default();
+                config.custom_setup = Box::new(|path| establish_sqlite(path.to_string()).boxed());
+                let manager =
+                    AsyncDieselConnectionManager::<SqliteConn>::new_with_config(path, config);
+                Db::Sqlite(
+                    pool_builder(pool_size)
+                        .build(manager)
+                        .await
+                        .map_err(connect_error)?,
+                )
+            }
+        };
+        // Fail at start-up, not at the first request, when the store is unreachable.
+        db.conn().await?;
+        Ok(db)
+    }
+
+    /// Takes a connection from the pool.
+    pub async fn conn(&self) -> Result<Conn, StoreError> {
+        Ok(match self {
+            Db::Mysql(pool) => Conn::Mysql(pool.get_owned().await?),
+            Db::Sqlite(pool) => Conn::Sqlite(pool.get_owned().await?),
+        })
+    }
+
+    /// The backend's name, for logs.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Db::Mysql(_) => "mysql",
+            Db::Sqlite(_) => "sqlite",
+        }
+    }
+}
+
+fn pool_builder<M: bb8::ManageConnection>(size: u32) -> bb8::Builder<M> {
+    bb8::Pool::builder()
+        .max_size(size.max(1))
+        .connection_timeout(std::time::Duration::from_secs(10))
+}
+
+fn connect_error(err: impl std::fmt::Display) -> StoreError {
+    StoreError::Connect(err.to_string())
+}
+
+async fn establish_sqlite(path: String) -> diesel::ConnectionResult<SqliteConn> {
+    let mut conn = SqliteConn::establish(&path).await?;
+    conn.batch_execute(SQLITE_PRAGMAS)
+        .await
+        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+    Ok(conn)
+}
+
+/// Applies the embedded migrations on a thread of its own: diesel's migration harness is
+/// synchronous and must not block an actix arbiter.
+pub async fn run_migrations(url: StoreUrl) -> Result<(), StoreError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(migrate_blocking(&url));
+    });
+    rx.await
+        .map_err(|_| StoreError::Migration("migration thread died".into()))?
+}
+
+fn migrate_blocking(url: &StoreUrl) -> Result<(), StoreError> {
+    match url {
+        StoreUrl::Sqlite(path) => {
+            if let Some(dir) = Path::new(path)
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+            {
+                std::fs::create_dir_all(dir).map_err(|err| {
+                    StoreError::Connect(format!("cannot create {}: {err}", dir.display()))
+                })?;
+            }
+            let mut conn = SqliteConnection::establish(path)
+                .map_err(|err| StoreError::Connect(format!("{path}: {err}")))?;
+            diesel::connection::SimpleConnection::batch_execute(&mut conn, SQLITE_PRAGMAS)?;
+            apply(&mut conn, SQLITE_MIGRATIONS)
+        }
+        StoreUrl::Mysql(url) => {
+            create_mysql_database(url)?;
+            let mut conn = <MysqlSyncConn as Connection>::establish(url)
+                .map_err(|err| StoreError::Connect(err.to_string()))?;
+            apply(&mut conn, MYSQL_MIGRATIONS)
+        }
+    }
+}
+
+fn apply<C, B>(conn: &mut C, migrations: EmbeddedMigrations) -> Result<(), StoreError>
+where
+    C: MigrationHarness<B>,
+    B: diesel::backend::Backend,
+{
+    let applied = conn
+        .run_pending_migrations(migrations)
+        .map_err(|err| StoreError::Migration(err.to_string()))?;
+    for version in applied {
+        log::info!("applied migration {version}");
+    }
+    Ok(())
+}
+
+/// Creates the database a MySQL URL names, if the user may; a user without the right gets the
+/// connection error of the next step instead, which names the real problem.
+fn create_mysql_database(url: &str) -> Result<(), StoreError> {
+    let mut server = url::Url::parse(url).map_err(|_| StoreError::BadUrl(url.to_string()))?;
+    let name = database_name(&server).ok_or_else(|| StoreError::BadUrl(url.to_string()))?;
+    server.set_path("");
+    let mut conn = <MysqlSyncConn as Connection>::establish(server.as_str())
+        .map_err(|err| StoreError::Connect(err.to_string()))?;
+    let sql = format!(
+        "CREATE DATABASE IF NOT EXISTS `{}`",
+        name.replace('`', "``")
+    );
+    if let Err(err) = diesel::connection::SimpleConnection::batch_execute(&mut conn, &sql) {
+        log::warn!("could not create database `{name}`: {err}");
+    }
+    Ok(())
+}
+
+/// A time as stored: UTC, truncated to milliseconds (MySQL `DATETIME(3)` would round the rest,
+/// and compare-and-set on `next_run_at` needs the exact stored value).
+pub fn to_db(time: DateTime<Utc>) -> NaiveDateTime {
+    let naive = time.naive_utc();
+    let millis = naive.nanosecond() / 1_000_000 * 1_000_000;
+    naive.with_nanosecond(millis).unwrap_or(naive)
+}
+
+/// A stored time, read back as UTC.
+pub fn from_db(time: NaiveDateTime) -> DateTime<Utc> {
+    time.and_utc()
+}

@@ -1,0 +1,11 @@
+//! Every query ax runs, written once for all backends (see `with_conn!`).
+
+pub mod instances;
+pub mod tasks;
+
+/// One page of a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub limit: i64,
+    pub offset: i64,
+}

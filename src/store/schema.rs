@@ -1,0 +1,41 @@
+//! Table definitions shared by every backend: only portable column types are used, and
+//! times are UTC `Timestamp`s (MySQL `DATETIME(3)`, SQLite text).
+
+diesel::table! {
+    ax_task (id) {
+        id -> BigInt,
+        name -> Text,
+        scene -> Text,
+        cron -> Text,
+        handler_url -> Text,
+        params -> Text,
+        max_retry -> Integer,
+        timeout_ms -> BigInt,
+        status -> Text,
+        next_run_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    ax_instance (id) {
+        id -> BigInt,
+        task_id -> BigInt,
+        request_id -> Text,
+        trigger_type -> Text,
+        scheduled_at -> Timestamp,
+        trigger_at -> Timestamp,
+        status -> Text,
+        attempt -> Integer,
+        retry_count -> Integer,
+        callback_code -> Nullable<Text>,
+        callback_message -> Nullable<Text>,
+        deadline_at -> Nullable<Timestamp>,
+        fired_by -> Text,
+        created_at -> Timestamp,
+        finished_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(ax_task, ax_instance);
