@@ -1,132 +1,163 @@
 //! Next-fire search: field-by-field jumps over plain integers.
 //!
-//! The search works on `(year, month, day, hour, minute, second)` with our
-//! own calendar arithmetic and converts to `DateTime<Utc>` once at the end;
-//! chrono's calendar types are comparatively slow in a hot loop.
+//! The search works on `(year, month, day, hour, minute, second)` plus the
+//! weekday of January 1st, tracked incrementally, so the hot loop does no
+//! day-number conversions; chrono is touched once to read the start and once
+//! to build the result.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Timelike, Utc};
 
 use super::CronSchedule;
-
-const SECS_PER_DAY: i64 = 86_400;
 
 /// Years searched after the start year. The Gregorian calendar, weekdays
 /// included, repeats every 400 years (146097 days = 20871 weeks), so a
 /// window this long contains every (month, day, weekday) combination that
 /// can ever occur: anything that fires at all is found within it.
-const SEARCH_YEARS: i64 = 400;
+const SEARCH_YEARS: i32 = 400;
 
-/// Reference start for the parse-time "does it ever fire" check:
-/// 2000-01-01T00:00:00Z (any instant works, see [`SEARCH_YEARS`]).
-const REFERENCE_SECS: i64 = 946_684_800;
+/// Day of year (0-based) of the 1st of each month in a common year,
+/// indexed by month 1..=12.
+const MONTH_START: [u32; 13] = [0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+
+/// A broken-down UTC time; fields may overflow by one (e.g. second 60,
+/// day 32) and the search carries them into the next-coarser field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cursor {
+    year: i32,
+    month: u32,
+    day: u32,
+    hour: u32,
+    minute: u32,
+    second: u32,
+}
 
 /// See [`CronSchedule::next_after`].
 pub(super) fn next_after(s: &CronSchedule, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    // `timestamp()` floors, so the sub-second part is dropped and +1 gives
-    // the first whole second strictly after `after`.
-    next_from_secs(s, after.timestamp().checked_add(1)?)
+    // `naive_utc` is a plain field read; `date_naive`/`time` would go through
+    // the (zero) offset arithmetic.
+    let naive = after.naive_utc();
+    let date = naive.date();
+    // Whole seconds only (a leap second's extra nanoseconds are ignored too).
+    let sod = naive.time().num_seconds_from_midnight();
+    let start = Cursor {
+        year: date.year(),
+        month: date.month(),
+        day: date.day(),
+        hour: sod / 3600,
+        minute: sod / 60 % 60,
+        // Strictly after: may be 60, which the search carries over.
+        second: sod % 60 + 1,
+    };
+    let wd = date.weekday().num_days_from_sunday();
+    let jan1_wd = (wd + 7 - date.ordinal0() % 7) % 7;
+    let c = search(s, start, jan1_wd)?;
+    // Year + ordinal is chrono's native date layout: cheaper than from_ymd.
+    let ordinal = month_start(c.year, c.month) + c.day;
+    Some(
+        NaiveDate::from_yo_opt(c.year, ordinal)?
+            .and_hms_opt(c.hour, c.minute, c.second)?
+            .and_utc(),
+    )
 }
 
-/// Whether the schedule fires at all (used by the parser).
-pub(super) fn first_fire_from_reference(s: &CronSchedule) -> Option<()> {
-    search(s, REFERENCE_SECS).map(|_| ())
+/// Whether the schedule fires at all (used by the parser). Any start works,
+/// see [`SEARCH_YEARS`]; this is 2000-01-01T00:00:00Z, a Saturday.
+pub(super) fn fires_at_all(s: &CronSchedule) -> bool {
+    let start = Cursor {
+        year: 2000,
+        month: 1,
+        day: 1,
+        hour: 0,
+        minute: 0,
+        second: 0,
+    };
+    search(s, start, 6).is_some()
 }
 
-/// First fire at or after Unix second `t`.
-fn next_from_secs(s: &CronSchedule, t: i64) -> Option<DateTime<Utc>> {
-    let secs = search(s, t)?;
-    DateTime::from_timestamp(secs, 0)
-}
-
-/// First fire at or after Unix second `t`, as Unix seconds.
-fn search(s: &CronSchedule, t: i64) -> Option<i64> {
-    let days = t.div_euclid(SECS_PER_DAY);
-    let sod = t.rem_euclid(SECS_PER_DAY) as u32;
-    let (mut year, mut month, mut day) = civil_from_days(days);
-    let mut hour = sod / 3600;
-    let mut minute = sod / 60 % 60;
-    let mut second = sod % 60;
-    let last_year = year + SEARCH_YEARS;
+/// First fire at or after `c`; `jan1_wd` is the weekday (0 = Sunday) of
+/// January 1st of `c.year`.
+#[inline(always)]
+fn search(s: &CronSchedule, mut c: Cursor, mut jan1_wd: u32) -> Option<Cursor> {
+    let last_year = c.year + SEARCH_YEARS;
 
     // Each level either finds a value at or after its lower bound or bumps the
     // next-coarser field and resets the finer ones to their minimum.
     'month: loop {
-        match next_bit(u64::from(s.months), month) {
+        match next_bit(u64::from(s.months), c.month) {
             Some(m) => {
-                if m != month {
-                    month = m;
-                    (day, hour, minute, second) = (1, 0, 0, 0);
+                if m != c.month {
+                    c.month = m;
+                    (c.day, c.hour, c.minute, c.second) = (1, 0, 0, 0);
                 }
             }
             None => {
-                year += 1;
-                if year > last_year {
+                jan1_wd = (jan1_wd + if is_leap(c.year) { 366 } else { 365 }) % 7;
+                c.year += 1;
+                if c.year > last_year {
                     return None;
                 }
-                month = s.months.trailing_zeros();
-                (day, hour, minute, second) = (1, 0, 0, 0);
+                c.month = s.months.trailing_zeros();
+                (c.day, c.hour, c.minute, c.second) = (1, 0, 0, 0);
             }
         }
-        let first_day = days_from_civil(year, month, 1);
-        let first_wd = weekday(first_day);
+        let leap = is_leap(c.year);
+        let first_wd = (jan1_wd + month_start(c.year, c.month)) % 7;
         // Bits 1..=days_in_month; bit 0 is never set in day_masks.
-        let month_mask =
-            u64::from(s.day_masks[first_wd as usize]) & ((2u64 << days_in_month(year, month)) - 1);
+        let month_mask = u64::from(s.day_masks[first_wd as usize])
+            & ((2u64 << days_in_month(leap, c.month)) - 1);
 
         'day: loop {
-            match next_bit(month_mask, day) {
+            match next_bit(month_mask, c.day) {
                 Some(d) => {
-                    if d != day {
-                        day = d;
-                        (hour, minute, second) = (0, 0, 0);
+                    if d != c.day {
+                        c.day = d;
+                        (c.hour, c.minute, c.second) = (0, 0, 0);
                     }
                 }
                 None => {
                     // Month exhausted; `month` may become 13, which the month
                     // lookup treats as "none left this year".
-                    month += 1;
-                    (day, hour, minute, second) = (1, 0, 0, 0);
+                    c.month += 1;
+                    (c.day, c.hour, c.minute, c.second) = (1, 0, 0, 0);
                     continue 'month;
                 }
             }
             'hour: loop {
-                match next_bit(u64::from(s.hours), hour) {
+                match next_bit(u64::from(s.hours), c.hour) {
                     Some(h) => {
-                        if h != hour {
-                            hour = h;
-                            (minute, second) = (0, 0);
+                        if h != c.hour {
+                            c.hour = h;
+                            (c.minute, c.second) = (0, 0);
                         }
                     }
                     None => {
-                        day += 1;
-                        (hour, minute, second) = (0, 0, 0);
+                        c.day += 1;
+                        (c.hour, c.minute, c.second) = (0, 0, 0);
                         continue 'day;
                     }
                 }
                 loop {
-                    match next_bit(s.minutes, minute) {
+                    match next_bit(s.minutes, c.minute) {
                         Some(m) => {
-                            if m != minute {
-                                minute = m;
-                                second = 0;
+                            if m != c.minute {
+                                c.minute = m;
+                                c.second = 0;
                             }
                         }
                         None => {
-                            hour += 1;
-                            (minute, second) = (0, 0);
+                            c.hour += 1;
+                            (c.minute, c.second) = (0, 0);
                             continue 'hour;
                         }
                     }
-                    match next_bit(s.seconds, second) {
+                    match next_bit(s.seconds, c.second) {
                         Some(sec) => {
-                            let secs_of_day = i64::from(hour * 3600 + minute * 60 + sec);
-                            return Some(
-                                (first_day + i64::from(day) - 1) * SECS_PER_DAY + secs_of_day,
-                            );
+                            c.second = sec;
+                            return Some(c);
                         }
                         None => {
-                            minute += 1;
-                            second = 0;
+                            c.minute += 1;
+                            c.second = 0;
                         }
                     }
                 }
@@ -149,49 +180,22 @@ fn next_bit(mask: u64, from: u32) -> Option<u32> {
     }
 }
 
-fn is_leap(year: i64) -> bool {
+/// Day of year (0-based) of the 1st of `month` (1..=12).
+fn month_start(year: i32, month: u32) -> u32 {
+    MONTH_START[month as usize] + u32::from(month > 2 && is_leap(year))
+}
+
+fn is_leap(year: i32) -> bool {
     year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
 }
 
-fn days_in_month(year: i64, month: u32) -> u32 {
+fn days_in_month(leap: bool, month: u32) -> u32 {
     match month {
-        2 if is_leap(year) => 29,
+        2 if leap => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     }
-}
-
-/// Weekday of a day number (days since 1970-01-01), 0 = Sunday.
-fn weekday(days: i64) -> u32 {
-    // 1970-01-01 was a Thursday.
-    (days + 4).rem_euclid(7) as u32
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    // Shift the year to start in March so the leap day is last.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = i64::from((month + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Inverse of [`days_from_civil`].
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
@@ -200,35 +204,22 @@ mod tests {
     use chrono::{Datelike, NaiveDate};
 
     #[test]
-    fn calendar_math_matches_chrono() {
-        let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap();
-        // Every day over a bit more than one 400-year cycle, plus far dates.
-        let ranges = [
-            (-200_000i64, -50_000i64),
-            (-1000, 150_000),
-            (3_000_000, 3_001_000),
-        ];
-        for (lo, hi) in ranges {
-            for days in lo..hi {
-                let date = epoch + chrono::Duration::days(days);
-                let (y, m, d) = civil_from_days(days);
+    fn month_tables_match_chrono() {
+        for year in [1900, 1999, 2000, 2023, 2024, 2100, -4, -1] {
+            for month in 1..=12u32 {
+                let first = NaiveDate::from_ymd_opt(year, month, 1).unwrap();
+                let leap = is_leap(year);
+                assert_eq!(month_start(year, month), first.ordinal0(), "{year}-{month}");
+                let next = first.checked_add_months(chrono::Months::new(1)).unwrap();
                 assert_eq!(
-                    (y, m, d),
-                    (i64::from(date.year()), date.month(), date.day())
+                    i64::from(days_in_month(leap, month)),
+                    (next - first).num_days()
                 );
-                assert_eq!(days_from_civil(y, m, d), days);
-                assert_eq!(weekday(days), date.weekday().num_days_from_sunday());
-                if d == 1 {
-                    let next = if m == 12 {
-                        NaiveDate::from_ymd_opt(date.year() + 1, 1, 1)
-                    } else {
-                        NaiveDate::from_ymd_opt(date.year(), m + 1, 1)
-                    }
-                    .unwrap();
-                    assert_eq!(i64::from(days_in_month(y, m)), (next - date).num_days());
-                }
             }
         }
+        // The parse-time reference start assumes 2000-01-01 is a Saturday.
+        let y2k = NaiveDate::from_ymd_opt(2000, 1, 1).unwrap();
+        assert_eq!(y2k.weekday().num_days_from_sunday(), 6);
     }
 
     #[test]
@@ -238,10 +229,10 @@ mod tests {
         assert!(!is_leap(1900));
         assert!(!is_leap(2100));
         assert!(!is_leap(2023));
-        assert_eq!(days_in_month(2000, 2), 29);
-        assert_eq!(days_in_month(1900, 2), 28);
-        assert_eq!(days_in_month(2100, 2), 28);
-        assert_eq!(days_in_month(2024, 2), 29);
+        assert_eq!(days_in_month(is_leap(2000), 2), 29);
+        assert_eq!(days_in_month(is_leap(1900), 2), 28);
+        assert_eq!(days_in_month(is_leap(2100), 2), 28);
+        assert_eq!(days_in_month(is_leap(2024), 2), 29);
     }
 
     #[test]

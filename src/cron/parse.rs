@@ -96,7 +96,7 @@ pub(super) fn parse(expr: &str) -> Result<CronSchedule, CronError> {
     };
     // The Gregorian calendar (weekdays included) repeats every 400 years, so a
     // bounded search from any instant decides whether anything ever fires.
-    if next::first_fire_from_reference(&schedule).is_none() {
+    if !next::fires_at_all(&schedule) {
         return Err(CronError::NeverFires(trimmed.to_string()));
     }
     Ok(schedule)

@@ -745,6 +745,9 @@ fn brute_force_consistency() {
         at(1999, 12, 31, 23, 0, 0),
         at(2099, 11, 30, 0, 0, 0),
         at(2024, 9, 13, 0, 0, 0),
+        at(-1, 12, 31, 23, 59, 59),
+        at(2399, 6, 1, 0, 0, 0),
+        at(200_000, 2, 27, 23, 59, 0),
     ];
     for expr in exprs {
         sched(expr); // every listed expression must be valid

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every test of ax: unit tests (cron, wheel, scheduling decisions), integration tests on
+# both stores (embedded SQLite and MariaDB) with Redis, and end-to-end tests that start ax with
+# a real HTTP executor. Starts MariaDB and Redis if they are installed but stopped; fails loudly
+# if they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MYSQL_HOST=127.0.0.1 MYSQL_PORT=3306 REDIS_PORT=6379
+
+wait_for() { # name, seconds, command...
+  local name=$1 seconds=$2; shift 2
+  for _ in $(seq 1 "$seconds"); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done
+  echo "test.sh: $name did not come up within ${seconds}s" >&2; exit 1
+}
+
+mariadb_up() { mysqladmin --protocol=tcp -h "$MYSQL_HOST" -P "$MYSQL_PORT" -uroot ping; }
+if ! mariadb_up >/dev/null 2>&1; then
+  if [ -x /usr/sbin/mariadbd ]; then
+    echo "test.sh: starting MariaDB"
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+    wait_for MariaDB 60 mariadb_up
+  else
+    echo "test.sh: MariaDB is not running on $MYSQL_HOST:$MYSQL_PORT and is not installed" >&2
+    exit 1
+  fi
+fi
+
+redis_up() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping | grep -q PONG; }
+if ! redis_up >/dev/null 2>&1; then
+  if command -v redis-server >/dev/null; then
+    echo "test.sh: starting Redis"
+    redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no
+    wait_for Redis 30 redis_up
+  else
+    echo "test.sh: Redis is not running on 127.0.0.1:$REDIS_PORT and is not installed" >&2
+    exit 1
+  fi
+fi
+
+cargo fmt --all -- --check
+cargo clippy --all-targets -- -D warnings
+cargo test "$@"

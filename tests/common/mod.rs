@@ -1,0 +1,287 @@
+//! Shared test harness: real MariaDB databases (one per test, dropped afterwards), SQLite files
+//! in temp dirs, Redis, an in-test HTTP executor, and ax itself started in-process.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::{web, App, HttpResponse, HttpServer};
+use ax::app::Ax;
+use ax::clock::SystemClock;
+use ax::config::Config;
+use serde_json::Value;
+
+pub const MYSQL_SERVER: &str = "mysql://root@127.0.0.1:3306";
+pub const REDIS_URL: &str = "redis://127.0.0.1:6379";
+
+/// The store a test runs on.
+pub enum TestStore {
+    Sqlite(tempfile::TempDir),
+    Mysql(String),
+}
+
+impl TestStore {
+    /// A fresh SQLite file.
+    pub fn sqlite() -> TestStore {
+        TestStore::Sqlite(tempfile::tempdir().expect("temp dir"))
+    }
+
+    /// A uniquely named MariaDB database (created by ax's own start-up).
+    pub fn mysql() -> TestStore {
+        let name = format!("ax_test_{}", uuid::Uuid::new_v4().simple());
+        TestStore::Mysql(name)
+    }
+
+    pub fn url(&self) -> String {
+        match self {
+            TestStore::Sqlite(dir) => format!("sqlite://{}/ax.db", dir.path().display()),
+            TestStore::Mysql(name) => format!("{MYSQL_SERVER}/{name}"),
+        }
+    }
+
+    pub fn is_mysql(&self) -> bool {
+        matches!(self, TestStore::Mysql(_))
+    }
+}
+
+impl Drop for TestStore {
+    fn drop(&mut self) {
+        if let TestStore::Mysql(name) = self {
+            drop_mysql_database(name);
+        }
+    }
+}
+
+/// Drops a test database from a thread of its own (drop may run inside a runtime).
+fn drop_mysql_database(name: &str) {
+    use diesel::connection::SimpleConnection;
+    use diesel::Connection;
+    type Sync = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<
+        diesel_async::AsyncMysqlConnection,
+    >;
+    let sql = format!("DROP DATABASE IF EXISTS `{name}`");
+    let _ = std::thread::spawn(move || {
+        if let Ok(mut conn) = <Sync as Connection>::establish(&format!("{MYSQL_SERVER}/")) {
+            let _ = conn.batch_execute(&sql);
+        }
+    })
+    .join();
+}
+
+/// A config for a test ax: port 0, fast batches, the given store, Redis if clustered.
+pub fn config(store: &TestStore, redis: bool, instance_id: &str) -> Config {
+    let mut config = Config::default();
+    config.server.bind = "127.0.0.1".into();
+    config.server.port = 0;
+    config.server.instance_id = instance_id.into();
+    config.server.shutdown_timeout_ms = 3_000;
+    config.store.url = store.url();
+    config.store.batch_interval_ms = 50;
+    config.redis.url = redis.then(|| REDIS_URL.to_string());
+    config.scheduler.preload_interval_secs = 2;
+    config
+}
+
+/// Starts ax on the wall clock.
+pub async fn start_ax(config: &Config) -> Ax {
+    ax::app::start(config, Arc::new(SystemClock))
+        .await
+        .expect("ax starts")
+}
+
+/// One request the executor received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub request_id: String,
+    pub header_request_id: String,
+    pub body: Value,
+    pub at: Instant,
+}
+
+/// How the test executor answers.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// 200 `{"status":"SUCCESS"}`.
+    Success,
+    /// 200 `{"status":"FAILED","code":..,"message":..}`.
+    Failed,
+    /// 202 with no result: a callback is expected.
+    Accepted,
+    /// This HTTP status, with a short body.
+    Status(u16),
+    /// Sleeps before answering SUCCESS.
+    Slow(Duration),
+}
+
+/// A real HTTP executor running inside the test.
+pub struct Executor {
+    pub url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+    server: actix_web::dev::ServerHandle,
+}
+
+impl Executor {
+    pub async fn start(reply: Reply) -> Executor {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let state = (received.clone(), reply);
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(web::Data::new(state.clone()))
+                .default_service(web::to(handle))
+        })
+        .workers(1)
+        .disable_signals()
+        .bind("127.0.0.1:0")
+        .expect("bind executor");
+        let addr = server.addrs()[0];
+        let server = server.run();
+        let handle = server.handle();
+        actix_rt::spawn(server);
+        Executor {
+            url: format!("http://{addr}/run"),
+            received,
+            server: handle,
+        }
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().expect("lock").clone()
+    }
+
+    /// Waits until at least `n` requests arrived (or the timeout passes); returns them all.
+    pub async fn wait_for(&self, n: usize, timeout: Duration) -> Vec<Received> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let received = self.received();
+            if received.len() >= n || Instant::now() > deadline {
+                return received;
+            }
+            actix_rt::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn stop(self) {
+        self.server.stop(false).await;
+    }
+}
+
+async fn handle(
+    state: web::Data<(Arc<Mutex<Vec<Received>>>, Reply)>,
+    req: actix_web::HttpRequest,
+    body: web::Bytes,
+) -> HttpResponse {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let received = Received {
+        request_id: body["requestId"].as_str().unwrap_or_default().to_string(),
+        header_request_id: req
+            .headers()
+            .get("X-Ax-Request-Id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
+        body,
+        at: Instant::now(),
+    };
+    state.0.lock().expect("lock").push(received);
+    match &state.1 {
+        Reply::Success => HttpResponse::Ok().json(serde_json::json!({"status": "SUCCESS"})),
+        Reply::Failed => HttpResponse::Ok()
+            .json(serde_json::json!({"status": "FAILED", "code": "E1", "message": "boom"})),
+        Reply::Accepted => HttpResponse::Accepted().finish(),
+        Reply::Status(code) => HttpResponse::build(
+            actix_web::http::StatusCode::from_u16(*code).expect("status"),
+        )
+        .body("executor says no"),
+        Reply::Slow(delay) => {
+            actix_rt::time::sleep(*delay).await;
+            HttpResponse::Ok().json(serde_json::json!({"status": "SUCCESS"}))
+        }
+    }
+}
+
+/// A small JSON client for ax's API.
+pub struct Api {
+    base: String,
+    client: awc::Client,
+}
+
+impl Api {
+    pub fn new(ax: &Ax) -> Api {
+        Api {
+            base: format!("http://{}", ax.addr()),
+            client: awc::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .finish(),
+        }
+    }
+
+    /// Sends a request; returns the status and the JSON body (Null when empty).
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
+        let request = self.client.request(method, format!("{}{path}", self.base));
+        let mut response = match body {
+            Some(body) => request.send_json(&body).await,
+            None => request.send().await,
+        }
+        .expect("request sent");
+        let status = response.status().as_u16();
+        let bytes = response.body().limit(16 << 20).await.expect("body");
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (status, json)
+    }
+
+    /// Sends raw bytes with a content type.
+    pub async fn raw(&self, method: &str, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
+        let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut response = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .insert_header(("Content-Type", content_type))
+            .send_body(body)
+            .await
+            .expect("request sent");
+        let status = response.status().as_u16();
+        let bytes = response.body().limit(16 << 20).await.expect("body");
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.call("GET", path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call("POST", path, Some(body)).await
+    }
+
+    /// Creates a task; panics unless 201.
+    pub async fn create_task(&self, body: Value) -> Value {
+        let (status, task) = self.post("/api/tasks", body).await;
+        assert_eq!(status, 201, "create task: {task}");
+        task
+    }
+
+    /// Every instance of a task (up to 500), newest first.
+    pub async fn instances(&self, task_id: i64) -> Vec<Value> {
+        let (status, page) = self
+            .get(&format!("/api/tasks/{task_id}/instances?limit=500"))
+            .await;
+        assert_eq!(status, 200, "{page}");
+        page["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until every instance of the task that exists is in a final state and at least `n`
+    /// exist; returns them.
+    pub async fn wait_final(&self, task_id: i64, n: usize, timeout: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let runs = self.instances(task_id).await;
+            let all_final = runs.iter().all(|r| {
+                matches!(r["status"].as_str(), Some("SUCCESS" | "FAILED" | "MISSED"))
+            });
+            if (runs.len() >= n && all_final) || Instant::now() > deadline {
+                return runs;
+            }
+            actix_rt::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

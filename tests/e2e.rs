@@ -1,0 +1,307 @@
+//! End to end: ax started in-process on a real store, a real HTTP executor, the public API.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use common::{config, start_ax, Api, Executor, Reply, TestStore};
+use serde_json::{json, Value};
+
+fn every_second(handler: &str) -> Value {
+    json!({"name": "tick", "cron": "* * * * * *", "handlerUrl": handler, "params": {"k": "v"}})
+}
+
+fn time(value: &Value) -> DateTime<Utc> {
+    value
+        .as_str()
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_else(|| panic!("not a time: {value}"))
+}
+
+/// A task fires on schedule; every delivery is recorded, final, and carries its request id.
+async fn fires_dispatches_and_records(store: TestStore, redis: bool) {
+    let ax = start_ax(&config(&store, redis, "e2e")).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Success).await;
+    let task = api.create_task(every_second(&executor.url)).await;
+    let id = task["id"].as_i64().expect("id");
+    assert_eq!(task["status"], "ENABLED");
+    assert!(time(&task["nextRunAt"]) > Utc::now() - chrono::Duration::seconds(1));
+
+    let received = executor.wait_for(3, Duration::from_secs(8)).await;
+    assert!(received.len() >= 3, "only {} deliveries", received.len());
+    let mut scheduled = HashSet::new();
+    for delivery in &received {
+        assert_eq!(delivery.body["taskId"], id);
+        assert_eq!(delivery.body["params"], json!({"k": "v"}));
+        assert_eq!(delivery.body["attempt"], 1);
+        assert_eq!(delivery.request_id, delivery.header_request_id);
+        let at = delivery.body["scheduledAt"].as_str().expect("scheduledAt");
+        assert!(at.ends_with('Z') && !at.contains('.'), "whole UTC seconds: {at}");
+        assert!(scheduled.insert(at.to_string()), "one delivery per second: {at}");
+    }
+
+    ax.shutdown().await;
+    // After a clean shutdown every delivered run is recorded, final, under its request id.
+    let ax = start_ax(&config(&store, redis, "e2e")).await;
+    let api = Api::new(&ax);
+    let runs = api.instances(id).await;
+    for delivery in executor.received() {
+        let (status, run) = api
+            .get(&format!("/api/instances/{}", delivery.request_id))
+            .await;
+        assert_eq!(status, 200, "{run}");
+        assert_eq!(run["status"], "SUCCESS", "{run}");
+        assert_eq!(run["taskId"], id);
+        assert_eq!(run["scheduledAt"].as_str().map(|s| &s[..19]), delivery.body["scheduledAt"].as_str().map(|s| &s[..19]));
+    }
+    let ids: HashSet<&str> = runs.iter().filter_map(|r| r["requestId"].as_str()).collect();
+    assert_eq!(ids.len(), runs.len(), "request ids are unique");
+    ax.shutdown().await;
+    executor.stop().await;
+}
+
+#[actix_rt::test]
+async fn fires_on_sqlite() {
+    fires_dispatches_and_records(TestStore::sqlite(), false).await;
+}
+
+#[actix_rt::test]
+async fn fires_on_mariadb_with_redis() {
+    fires_dispatches_and_records(TestStore::mysql(), true).await;
+}
+
+/// A 202 leaves the run RUNNING until the executor's callback; a second result changes nothing.
+async fn callback_completes_a_run(store: TestStore) {
+    let ax = start_ax(&config(&store, store.is_mysql(), "cb")).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Accepted).await;
+    let task = api.create_task(every_second(&executor.url)).await;
+    let delivery = executor.wait_for(1, Duration::from_secs(5)).await[0].clone();
+    let path = format!("/api/instances/{}", delivery.request_id);
+    let run = wait_status(&api, &path, "RUNNING").await;
+    assert!(run["deadlineAt"].is_string(), "{run}");
+
+    let (status, reply) = api
+        .post(
+            "/api/callback",
+            json!({"requestId": delivery.request_id, "status": "SUCCESS", "code": 0, "message": "done"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["applied"], true);
+    let (_, run) = api.get(&path).await;
+    assert_eq!(run["status"], "SUCCESS");
+    assert_eq!(run["code"], "0");
+    assert_eq!(run["message"], "done");
+    assert!(run["finishedAt"].is_string());
+
+    let (status, reply) = api
+        .post(
+            "/api/callback",
+            json!({"requestId": delivery.request_id, "status": "FAILED", "message": "late"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["applied"], false);
+    assert_eq!(reply["status"], "SUCCESS");
+    let (_, again) = api.get(&path).await;
+    assert_eq!(again["status"], "SUCCESS");
+    assert_eq!(again["message"], "done");
+
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let (status, reply) = api
+        .post("/api/callback", json!({"requestId": unknown, "status": "SUCCESS"}))
+        .await;
+    assert_eq!(status, 404, "{reply}");
+    for (body, field) in [
+        (json!({"status": "SUCCESS"}), "requestId"),
+        (json!({"requestId": "nope", "status": "SUCCESS"}), "requestId"),
+        (json!({"requestId": delivery.request_id, "status": "DONE"}), "status"),
+        (json!({"requestId": delivery.request_id, "status": "SUCCESS", "x": 1}), "x"),
+    ] {
+        let (status, reply) = api.post("/api/callback", body).await;
+        assert_eq!(status, 400, "{reply}");
+        assert_eq!(reply["error"]["field"], field, "{reply}");
+    }
+    let _ = api.call("DELETE", &format!("/api/tasks/{}", task["id"]), None).await;
+    ax.shutdown().await;
+    executor.stop().await;
+}
+
+async fn wait_status(api: &Api, path: &str, want: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, run) = api.get(path).await;
+        if (status == 200 && run["status"] == want) || std::time::Instant::now() > deadline {
+            assert_eq!(run["status"], want, "{run}");
+            return run;
+        }
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn callback_on_sqlite() {
+    callback_completes_a_run(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn callback_on_mariadb() {
+    callback_completes_a_run(TestStore::mysql()).await;
+}
+
+/// Each way an attempt fails ends the run FAILED with the reason recorded.
+#[actix_rt::test]
+async fn failed_attempts_record_the_reason() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "fail")).await;
+    let api = Api::new(&ax);
+    let error = Executor::start(Reply::Status(500)).await;
+    let refuses = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+        let port = listener.local_addr().expect("addr").port();
+        drop(listener);
+        format!("http://127.0.0.1:{port}/run")
+    };
+    let slow = Executor::start(Reply::Slow(Duration::from_secs(3))).await;
+    let silent = Executor::start(Reply::Accepted).await;
+    let failed = Executor::start(Reply::Failed).await;
+    let cases = [
+        (error.url.clone(), 30_000, "HTTP_500"),
+        (refuses, 30_000, "CONNECT_ERROR"),
+        (slow.url.clone(), 500, "TIMEOUT"),
+        (silent.url.clone(), 500, "TIMEOUT"),
+        (failed.url.clone(), 30_000, "E1"),
+    ];
+    let mut tasks = Vec::new();
+    for (url, timeout_ms, code) in cases {
+        let mut body = every_second(&url);
+        body["timeoutMs"] = json!(timeout_ms);
+        let task = api.create_task(body).await;
+        tasks.push((task["id"].as_i64().expect("id"), code));
+    }
+    for (id, code) in tasks {
+        let runs = api.wait_final(id, 1, Duration::from_secs(8)).await;
+        let run = runs
+            .iter()
+            .find(|r| r["status"] != "RUNNING" && r["status"] != "READY")
+            .unwrap_or_else(|| panic!("task {id}: no final run in {runs:?}"));
+        assert_eq!(run["status"], "FAILED", "task {id}: {run}");
+        assert_eq!(run["code"], code, "task {id}: {run}");
+        assert!(run["message"].is_string(), "{run}");
+    }
+    ax.shutdown().await;
+}
+
+/// Changing a task reaches the wheel at once: a disabled or deleted task stops firing.
+#[actix_rt::test]
+async fn updates_and_deletes_take_effect_at_once() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "upd")).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Success).await;
+    let a = api.create_task(every_second(&executor.url)).await;
+    let b = api.create_task(every_second(&executor.url)).await;
+    executor.wait_for(2, Duration::from_secs(5)).await;
+
+    let mut disabled = every_second(&executor.url);
+    disabled["enabled"] = json!(false);
+    disabled["name"] = json!("renamed");
+    let (status, updated) = api
+        .call("PUT", &format!("/api/tasks/{}", a["id"]), Some(disabled))
+        .await;
+    assert_eq!(status, 200, "{updated}");
+    assert_eq!(updated["name"], "renamed");
+    assert_eq!(updated["status"], "DISABLED");
+    assert_eq!(updated["nextRunAt"], Value::Null);
+    let (status, _) = api.call("DELETE", &format!("/api/tasks/{}", b["id"]), None).await;
+    assert_eq!(status, 204);
+    let (status, _) = api.get(&format!("/api/tasks/{}", b["id"])).await;
+    assert_eq!(status, 404);
+
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    let before = executor.received().len();
+    actix_rt::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(executor.received().len(), before, "nothing fires after disable/delete");
+    ax.shutdown().await;
+}
+
+/// Tasks and their schedule survive a restart.
+#[actix_rt::test]
+async fn tasks_survive_a_restart() {
+    let store = TestStore::sqlite();
+    let executor = Executor::start(Reply::Success).await;
+    let ax = start_ax(&config(&store, false, "one")).await;
+    let task = Api::new(&ax).create_task(every_second(&executor.url)).await;
+    ax.shutdown().await;
+    let delivered = executor.received().len();
+
+    let ax = start_ax(&config(&store, false, "two")).await;
+    let api = Api::new(&ax);
+    let (status, again) = api.get(&format!("/api/tasks/{}", task["id"])).await;
+    assert_eq!(status, 200);
+    assert_eq!(again["cron"], "* * * * * *");
+    let received = executor.wait_for(delivered + 2, Duration::from_secs(6)).await;
+    assert!(received.len() >= delivered + 2, "fires after restart");
+    ax.shutdown().await;
+}
+
+/// The API's contract for bad input and listings.
+#[actix_rt::test]
+async fn api_rejects_bad_input_and_pages_listings() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "api")).await;
+    let api = Api::new(&ax);
+    let url = "http://127.0.0.1:9/run";
+    for (body, field) in [
+        (json!({"cron": "* * * * * *", "handlerUrl": url}), "name"),
+        (json!({"name": "x", "cron": "0 0 0 30 2 *", "handlerUrl": url}), "cron"),
+        (json!({"name": "x", "cron": "L * * * * *", "handlerUrl": url}), "cron"),
+        (json!({"name": "x", "cron": "* * * * * *", "handlerUrl": "file:///etc"}), "handlerUrl"),
+        (json!({"name": "x", "cron": "* * * * * *", "handlerUrl": url, "maxRetry": 99}), "maxRetry"),
+        (json!({"name": "x", "cron": "* * * * * *", "handlerUrl": url, "params": "s"}), "params"),
+        (json!({"name": "x'; DROP TABLE ax_task; --", "cron": "* * * * * *", "handlerUrl": url, "scene": "s".repeat(65)}), "scene"),
+    ] {
+        let (status, reply) = api.post("/api/tasks", body).await;
+        assert_eq!(status, 400, "{reply}");
+        assert_eq!(reply["error"]["code"], "INVALID_ARGUMENT");
+        assert_eq!(reply["error"]["field"], field, "{reply}");
+    }
+    let (status, reply) = api.raw("POST", "/api/tasks", "application/json", b"{not json".to_vec()).await;
+    assert_eq!(status, 400, "{reply}");
+    let (status, _) = api
+        .raw("POST", "/api/tasks", "application/json", vec![b' '; 2 * 1024 * 1024])
+        .await;
+    assert_eq!(status, 413);
+    let (_, page) = api.get("/api/tasks").await;
+    assert_eq!(page["total"], 0, "nothing stored by rejected requests");
+
+    for (i, scene) in ["a", "a", "b"].iter().enumerate() {
+        let body = json!({"name": format!("t{i}"), "scene": scene, "cron": "0 0 0 1 1 *", "handlerUrl": url});
+        api.create_task(body).await;
+    }
+    let (_, page) = api.get("/api/tasks?scene=a&limit=1&offset=1").await;
+    assert_eq!(page["total"], 2);
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(page["items"][0]["name"], "t1");
+    let (status, reply) = api.get("/api/tasks?limit=100000").await;
+    assert_eq!((status, &reply["error"]["field"]), (400, &json!("limit")));
+    let (status, reply) = api.get("/api/tasks?status=SLEEPING").await;
+    assert_eq!((status, &reply["error"]["field"]), (400, &json!("status")));
+    let (status, _) = api.get("/api/tasks/424242").await;
+    assert_eq!(status, 404);
+    let (status, reply) = api.get("/api/tasks/abc").await;
+    assert_eq!((status, &reply["error"]["field"]), (400, &json!("id")));
+    let (status, _) = api.get("/api/instances/not-a-uuid").await;
+    assert_eq!(status, 400);
+    let (status, _) = api.get(&format!("/api/instances/{}", uuid::Uuid::new_v4())).await;
+    assert_eq!(status, 404);
+    let (status, health) = api.get("/healthz").await;
+    assert_eq!(status, 200);
+    assert_eq!(health["status"], "ok");
+    ax.shutdown().await;
+}
