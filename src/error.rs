@@ -18,8 +18,6 @@ pub enum ApiError {
     },
     #[error("{0}")]
     NotFound(String),
-    #[error("{0}")]
-    Conflict(String),
     #[error("request body larger than {0} bytes")]
     TooLarge(usize),
     #[error("the store is unavailable")]
@@ -39,7 +37,6 @@ impl ApiError {
         match self {
             ApiError::Invalid { .. } => "INVALID_ARGUMENT",
             ApiError::NotFound(_) => "NOT_FOUND",
-            ApiError::Conflict(_) => "CONFLICT",
             ApiError::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::Store(_) => "STORE_UNAVAILABLE",
         }
@@ -64,7 +61,6 @@ impl ResponseError for ApiError {
         match self {
             ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
