@@ -14,9 +14,9 @@ use crate::actors::wheel::{FireContext, StopTicking, WheelActor, WheelSettings};
 use crate::api::{self, ApiState};
 use crate::clock::SharedClock;
 use crate::config::Config;
-use crate::schedule::MissedRunPolicy;
 use crate::scheduler::Scheduler;
-use crate::store::{Db, StoreError};
+use crate::store::queries::instances;
+use crate::store::{to_db, Db, StoreError};
 
 /// Why ax could not start.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +48,7 @@ pub struct Ax {
 pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError> {
     let db = Db::connect(&config.store.url, config.store.pool_size).await?;
     log::info!("store: {} ({})", db.backend(), config.store.url);
+    recover_own_runs(&db, &config.server.instance_id, clock.now()).await?;
     let backend = db.backend();
     let lock = match &config.redis.url {
         Some(url) => LockActor::redis(url, config.server.instance_id.clone()).await?,
@@ -64,6 +65,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     let store = StoreHandle::new(
         StoreActor::new(
             db,
+            config.retry_policy(),
             config.store.batch_size,
             Duration::from_millis(config.store.batch_interval_ms),
         )
@@ -85,7 +87,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         slots: config.scheduler.wheel_size,
         tick_interval: Duration::from_millis(config.scheduler.tick_interval_ms),
         window_secs: config.scheduler.preload_window_secs,
-        policy: MissedRunPolicy::default(),
+        policy: config.missed_run_policy(),
     };
     let wheel = WheelActor::new(wheel_settings, clock.clone(), fire).start();
     let supervisor = SupervisorActor::new(
@@ -93,6 +95,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             window_secs: config.scheduler.preload_window_secs,
             preload_interval: Duration::from_secs(config.scheduler.preload_interval_secs.max(1)),
             page_size: config.scheduler.max_grab_batch,
+            grace_secs: config.missed_run_policy().grace_secs,
         },
         clock.clone(),
         store.clone(),
@@ -137,6 +140,24 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         store,
         shutdown_timeout: Duration::from_millis(config.server.shutdown_timeout_ms),
     })
+}
+
+/// Runs this process left READY when it last stopped (it crashed between commit and
+/// dispatch, or before recording the outcome) are due again at once; the supervisor's attempt
+/// scan then dispatches them.
+async fn recover_own_runs(
+    db: &Db,
+    instance_id: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), StoreError> {
+    let mut conn = db.conn().await?;
+    let count = instances::reclaim_own(&mut conn, instance_id, to_db(now)).await?;
+    if count > 0 {
+        log::warn!(
+            "recovery: {count} runs committed but not finished by {instance_id} are due again"
+        );
+    }
+    Ok(())
 }
 
 impl Ax {

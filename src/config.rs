@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::schedule::{MissedRunPolicy, RetryPolicy};
+
 /// The config file read when no `--config` is given and it exists.
 pub const DEFAULT_CONFIG_PATH: &str = "config/ax.yaml";
 
@@ -115,6 +117,12 @@ pub struct SchedulerConfig {
     pub preload_window_secs: i64,
     /// How often the window is topped up from the database.
     pub preload_interval_secs: u64,
+    /// A run later than this when ax sees it is recorded MISSED instead of fired.
+    pub misfire_threshold_secs: i64,
+    /// Wait before the first retry of a failed attempt.
+    pub retry_backoff_secs: i64,
+    /// Each further retry waits this many times longer.
+    pub retry_factor: i64,
 }
 
 impl Default for SchedulerConfig {
@@ -125,6 +133,9 @@ impl Default for SchedulerConfig {
             max_grab_batch: 500,
             preload_window_secs: 600,
             preload_interval_secs: 30,
+            misfire_threshold_secs: 300,
+            retry_backoff_secs: 5,
+            retry_factor: 5,
         }
     }
 }
@@ -186,6 +197,22 @@ impl Config {
         Ok(config)
     }
 
+    /// The global missed-run policy.
+    pub fn missed_run_policy(&self) -> MissedRunPolicy {
+        MissedRunPolicy {
+            misfire_threshold_secs: self.scheduler.misfire_threshold_secs,
+            ..MissedRunPolicy::default()
+        }
+    }
+
+    /// The global retry back-off.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            backoff_secs: self.scheduler.retry_backoff_secs,
+            factor: self.scheduler.retry_factor,
+        }
+    }
+
     /// Reads a YAML file; absent keys keep their defaults.
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -232,6 +259,13 @@ impl Config {
             "scheduler.preload_interval_secs" => {
                 self.scheduler.preload_interval_secs = parse(name, &value)?
             }
+            "scheduler.misfire_threshold_secs" => {
+                self.scheduler.misfire_threshold_secs = parse(name, &value)?
+            }
+            "scheduler.retry_backoff_secs" => {
+                self.scheduler.retry_backoff_secs = parse(name, &value)?
+            }
+            "scheduler.retry_factor" => self.scheduler.retry_factor = parse(name, &value)?,
             "dispatch.workers" => self.dispatch.workers = parse(name, &value)?,
             "dispatch.max_in_flight" => self.dispatch.max_in_flight = parse(name, &value)?,
             _ => unreachable!("ENV_KEYS names only keys handled here"),
@@ -241,7 +275,7 @@ impl Config {
 
     /// Rejects values the scheduler cannot run with.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&'static str, i64); 8] = [
+        let positive: &[(&'static str, i64)] = &[
             ("store.pool_size", self.store.pool_size.into()),
             ("store.batch_size", self.store.batch_size as i64),
             (
@@ -257,7 +291,7 @@ impl Config {
             ("dispatch.workers", self.dispatch.workers as i64),
             ("dispatch.max_in_flight", self.dispatch.max_in_flight as i64),
         ];
-        for (name, value) in positive {
+        for &(name, value) in positive {
             if value <= 0 {
                 return Err(invalid(name, value.to_string(), "must be positive"));
             }

@@ -17,7 +17,8 @@ pub struct TaskSpec {
     /// The task's params as JSON text, sent as they are.
     pub params: Arc<str>,
     pub timeout_ms: i64,
-    pub max_retry: i32,
+    /// The task's own misfire threshold, if it has one.
+    pub misfire_threshold_secs: Option<i64>,
 }
 
 impl TaskSpec {
@@ -29,8 +30,97 @@ impl TaskSpec {
             handler_url: task.handler_url.clone(),
             params: task.params.as_str().into(),
             timeout_ms: task.timeout_ms,
-            max_retry: task.max_retry,
+            misfire_threshold_secs: task.misfire_threshold_secs.map(i64::from),
         })
+    }
+
+    /// The missed-run policy for this task: the global one, with the task's threshold if set.
+    pub fn missed_run_policy(&self, global: MissedRunPolicy) -> MissedRunPolicy {
+        MissedRunPolicy {
+            misfire_threshold_secs: self
+                .misfire_threshold_secs
+                .unwrap_or(global.misfire_threshold_secs),
+            ..global
+        }
+    }
+}
+
+/// Slack beyond a task's timeout before a dispatcher's claim on an attempt lapses: time to
+/// record the outcome. A claim that lapses means the dispatcher died; the attempt is redone.
+pub const CLAIM_MARGIN_SECS: i64 = 10;
+
+/// When a claim on an attempt started at `now` lapses.
+pub fn claim_until(now: DateTime<Utc>, timeout_ms: i64) -> DateTime<Utc> {
+    now + Duration::milliseconds(timeout_ms) + Duration::seconds(CLAIM_MARGIN_SECS)
+}
+
+/// Longest wait between two attempts, whatever the back-off says.
+pub const MAX_RETRY_DELAY_SECS: i64 = 7 * 24 * 60 * 60;
+
+/// Exponential back-off: retry n waits `backoff_secs · factor^(n-1)` (5 s, 25 s, 125 s … by
+/// default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub backoff_secs: i64,
+    pub factor: i64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            backoff_secs: 5,
+            factor: 5,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The policy of a task: its own values where set, else these.
+    pub fn with_overrides(self, backoff_secs: Option<i32>, factor: Option<i32>) -> Self {
+        RetryPolicy {
+            backoff_secs: backoff_secs.map_or(self.backoff_secs, i64::from),
+            factor: factor.map_or(self.factor, i64::from),
+        }
+    }
+
+    /// How long retry number `retry` (1-based) waits after the failed attempt.
+    pub fn delay(&self, retry: i32) -> Duration {
+        let mut secs = self.backoff_secs.max(0);
+        for _ in 1..retry.max(1) {
+            secs = secs.saturating_mul(self.factor.max(1));
+            if secs >= MAX_RETRY_DELAY_SECS {
+                break;
+            }
+        }
+        Duration::seconds(secs.min(MAX_RETRY_DELAY_SECS))
+    }
+}
+
+/// What a failed attempt leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureDecision {
+    /// Attempt again at `at`; this is retry number `retry`.
+    Retry { at: DateTime<Utc>, retry: i32 },
+    /// The run is FAILED for good.
+    GiveUp,
+}
+
+/// Decides what follows a failed attempt of a run that has used `retries_used` of `max_retry`
+/// retries. `retry_allowed` is false when the executor said not to retry.
+pub fn on_failure(
+    retries_used: i32,
+    max_retry: i32,
+    retry_allowed: bool,
+    policy: RetryPolicy,
+    failed_at: DateTime<Utc>,
+) -> FailureDecision {
+    if !retry_allowed || retries_used >= max_retry {
+        return FailureDecision::GiveUp;
+    }
+    let retry = retries_used + 1;
+    FailureDecision::Retry {
+        at: failed_at + policy.delay(retry),
+        retry,
     }
 }
 
@@ -131,6 +221,78 @@ mod tests {
         grace_secs: 2,
         misfire_threshold_secs: 300,
     };
+
+    #[test]
+    fn backoff_is_five_times_longer_each_retry() {
+        let policy = RetryPolicy::default();
+        let delays: Vec<i64> = (1..=5).map(|n| policy.delay(n).num_seconds()).collect();
+        assert_eq!(delays, vec![5, 25, 125, 625, 3125]);
+        let custom = policy.with_overrides(Some(2), Some(3));
+        assert_eq!(custom.delay(3).num_seconds(), 18);
+        assert_eq!(
+            policy.with_overrides(None, Some(1)).delay(9).num_seconds(),
+            5
+        );
+        assert_eq!(policy.delay(1000).num_seconds(), MAX_RETRY_DELAY_SECS);
+    }
+
+    #[test]
+    fn failures_retry_until_max_retry_is_used() {
+        let t = at(1, 0, 0);
+        let policy = RetryPolicy::default();
+        assert_eq!(
+            on_failure(0, 3, true, policy, t),
+            FailureDecision::Retry {
+                at: at(1, 0, 5),
+                retry: 1
+            }
+        );
+        assert_eq!(
+            on_failure(2, 3, true, policy, t),
+            FailureDecision::Retry {
+                at: at(1, 2, 5),
+                retry: 3
+            }
+        );
+        assert_eq!(on_failure(3, 3, true, policy, t), FailureDecision::GiveUp);
+        assert_eq!(on_failure(0, 0, true, policy, t), FailureDecision::GiveUp);
+    }
+
+    #[test]
+    fn the_executor_can_stop_retries() {
+        let policy = RetryPolicy::default();
+        assert_eq!(
+            on_failure(0, 10, false, policy, at(1, 0, 0)),
+            FailureDecision::GiveUp
+        );
+    }
+
+    #[test]
+    fn a_task_threshold_overrides_the_global_one() {
+        let mut spec = TaskSpec {
+            id: 1,
+            cron: cron("* * * * * *"),
+            handler_url: "http://h/".into(),
+            params: "{}".into(),
+            timeout_ms: 1000,
+            misfire_threshold_secs: Some(10),
+        };
+        assert_eq!(spec.missed_run_policy(POLICY).misfire_threshold_secs, 10);
+        assert_eq!(spec.missed_run_policy(POLICY).grace_secs, 2);
+        spec.misfire_threshold_secs = None;
+        assert_eq!(spec.missed_run_policy(POLICY), POLICY);
+    }
+
+    #[test]
+    fn several_periods_missed_under_a_short_threshold_is_one_missed_row() {
+        let policy = MissedRunPolicy {
+            grace_secs: 2,
+            misfire_threshold_secs: 1,
+        };
+        let plan = plan_fires(&cron("* * * * * *"), at(1, 0, 0), at(1, 0, 9), policy);
+        assert_eq!(plan.decisions, vec![RunDecision::Missed(at(1, 0, 0))]);
+        assert_eq!(plan.next, Some(at(1, 0, 9)));
+    }
 
     #[test]
     fn on_time_fires_once_and_moves_to_the_next_period() {

@@ -29,6 +29,10 @@ pub struct TaskInput {
     pub max_retry: i32,
     pub timeout_ms: i64,
     pub enabled: bool,
+    /// Overrides of the global retry back-off and misfire threshold.
+    pub retry_backoff_secs: Option<i32>,
+    pub retry_factor: Option<i32>,
+    pub misfire_threshold_secs: Option<i32>,
 }
 
 /// The facade over the actors that the HTTP API uses.
@@ -72,6 +76,9 @@ impl Scheduler {
             status: status.as_str().into(),
             next_run_at,
             updated_at: to_db(now),
+            retry_backoff_secs: input.retry_backoff_secs,
+            retry_factor: input.retry_factor,
+            misfire_threshold_secs: input.misfire_threshold_secs,
         }
     }
 
@@ -121,9 +128,10 @@ impl Scheduler {
     }
 
     pub async fn delete_task(&self, id: i64) -> Result<bool, StoreError> {
+        let now = to_db(self.clock.now());
         let deleted = self
             .store
-            .query(move |conn| boxed(tasks::delete(conn, id)))
+            .query(move |conn| boxed(tasks::delete(conn, id, now)))
             .await?;
         if deleted {
             log::info!("task {id} deleted");

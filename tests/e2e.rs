@@ -40,8 +40,14 @@ async fn fires_dispatches_and_records(store: TestStore, redis: bool) {
         assert_eq!(delivery.body["attempt"], 1);
         assert_eq!(delivery.request_id, delivery.header_request_id);
         let at = delivery.body["scheduledAt"].as_str().expect("scheduledAt");
-        assert!(at.ends_with('Z') && !at.contains('.'), "whole UTC seconds: {at}");
-        assert!(scheduled.insert(at.to_string()), "one delivery per second: {at}");
+        assert!(
+            at.ends_with('Z') && !at.contains('.'),
+            "whole UTC seconds: {at}"
+        );
+        assert!(
+            scheduled.insert(at.to_string()),
+            "one delivery per second: {at}"
+        );
     }
 
     ax.shutdown().await;
@@ -56,9 +62,15 @@ async fn fires_dispatches_and_records(store: TestStore, redis: bool) {
         assert_eq!(status, 200, "{run}");
         assert_eq!(run["status"], "SUCCESS", "{run}");
         assert_eq!(run["taskId"], id);
-        assert_eq!(run["scheduledAt"].as_str().map(|s| &s[..19]), delivery.body["scheduledAt"].as_str().map(|s| &s[..19]));
+        assert_eq!(
+            run["scheduledAt"].as_str().map(|s| &s[..19]),
+            delivery.body["scheduledAt"].as_str().map(|s| &s[..19])
+        );
     }
-    let ids: HashSet<&str> = runs.iter().filter_map(|r| r["requestId"].as_str()).collect();
+    let ids: HashSet<&str> = runs
+        .iter()
+        .filter_map(|r| r["requestId"].as_str())
+        .collect();
     assert_eq!(ids.len(), runs.len(), "request ids are unique");
     ax.shutdown().await;
     executor.stop().await;
@@ -82,7 +94,7 @@ async fn callback_completes_a_run(store: TestStore) {
     let task = api.create_task(every_second(&executor.url)).await;
     let delivery = executor.wait_for(1, Duration::from_secs(5)).await[0].clone();
     let path = format!("/api/instances/{}", delivery.request_id);
-    let run = wait_status(&api, &path, "RUNNING").await;
+    let run = wait_status(&api, &path, "RUNNING", Duration::from_secs(5)).await;
     assert!(run["deadlineAt"].is_string(), "{run}");
 
     let (status, reply) = api
@@ -114,26 +126,40 @@ async fn callback_completes_a_run(store: TestStore) {
 
     let unknown = uuid::Uuid::new_v4().to_string();
     let (status, reply) = api
-        .post("/api/callback", json!({"requestId": unknown, "status": "SUCCESS"}))
+        .post(
+            "/api/callback",
+            json!({"requestId": unknown, "status": "SUCCESS"}),
+        )
         .await;
     assert_eq!(status, 404, "{reply}");
     for (body, field) in [
         (json!({"status": "SUCCESS"}), "requestId"),
-        (json!({"requestId": "nope", "status": "SUCCESS"}), "requestId"),
-        (json!({"requestId": delivery.request_id, "status": "DONE"}), "status"),
-        (json!({"requestId": delivery.request_id, "status": "SUCCESS", "x": 1}), "x"),
+        (
+            json!({"requestId": "nope", "status": "SUCCESS"}),
+            "requestId",
+        ),
+        (
+            json!({"requestId": delivery.request_id, "status": "DONE"}),
+            "status",
+        ),
+        (
+            json!({"requestId": delivery.request_id, "status": "SUCCESS", "x": 1}),
+            "x",
+        ),
     ] {
         let (status, reply) = api.post("/api/callback", body).await;
         assert_eq!(status, 400, "{reply}");
         assert_eq!(reply["error"]["field"], field, "{reply}");
     }
-    let _ = api.call("DELETE", &format!("/api/tasks/{}", task["id"]), None).await;
+    let _ = api
+        .call("DELETE", &format!("/api/tasks/{}", task["id"]), None)
+        .await;
     ax.shutdown().await;
     executor.stop().await;
 }
 
-async fn wait_status(api: &Api, path: &str, want: &str) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+async fn wait_status(api: &Api, path: &str, want: &str, timeout: Duration) -> Value {
+    let deadline = std::time::Instant::now() + timeout;
     loop {
         let (status, run) = api.get(path).await;
         if (status == 200 && run["status"] == want) || std::time::Instant::now() > deadline {
@@ -181,6 +207,7 @@ async fn failed_attempts_record_the_reason() {
     for (url, timeout_ms, code) in cases {
         let mut body = every_second(&url);
         body["timeoutMs"] = json!(timeout_ms);
+        body["maxRetry"] = json!(0);
         let task = api.create_task(body).await;
         tasks.push((task["id"].as_i64().expect("id"), code));
     }
@@ -194,6 +221,118 @@ async fn failed_attempts_record_the_reason() {
         assert_eq!(run["code"], code, "task {id}: {run}");
         assert!(run["message"].is_string(), "{run}");
     }
+    ax.shutdown().await;
+}
+
+/// A failed attempt is retried with the same request id until it succeeds or the retries are
+/// used up; the executor can stop retries.
+async fn retries_until_success_or_given_up(store: TestStore) {
+    let ax = start_ax(&config(&store, store.is_mysql(), "retry")).await;
+    let api = Api::new(&ax);
+    let flaky = Executor::start(Reply::FailFirst(2)).await;
+    let broken = Executor::start(Reply::Status(503)).await;
+    let fatal = Executor::start(Reply::FailNoRetry).await;
+    let mut ids = Vec::new();
+    for (url, max_retry) in [(&flaky.url, 3), (&broken.url, 2), (&fatal.url, 5)] {
+        let mut body = every_second(url);
+        body["maxRetry"] = json!(max_retry);
+        body["retryBackoffSecs"] = json!(1);
+        body["retryFactor"] = json!(2);
+        let task = api.create_task(body).await;
+        ids.push(task["id"].as_i64().expect("id"));
+    }
+    // Let each task fire once, then stop its schedule so only retries follow.
+    let first = flaky.wait_for(1, Duration::from_secs(5)).await[0].clone();
+    broken.wait_for(1, Duration::from_secs(5)).await;
+    let fatal_first = fatal.wait_for(1, Duration::from_secs(5)).await[0].clone();
+    for id in &ids {
+        let (status, task) = api.get(&format!("/api/tasks/{id}")).await;
+        assert_eq!(status, 200);
+        let mut body = task.clone();
+        for key in ["id", "status", "nextRunAt", "createdAt", "updatedAt"] {
+            body.as_object_mut().expect("object").remove(key);
+        }
+        body["enabled"] = json!(false);
+        let (status, reply) = api.call("PUT", &format!("/api/tasks/{id}"), Some(body)).await;
+        assert_eq!(status, 200, "{reply}");
+    }
+
+    // flaky: 500, 500, then SUCCESS — attempts 1, 2, 3 one and two seconds apart.
+    let path = format!("/api/instances/{}", first.request_id);
+    let run = wait_status(&api, &path, "SUCCESS", Duration::from_secs(10)).await;
+    assert_eq!(run["attempt"], 3, "{run}");
+    assert_eq!(run["retryCount"], 2, "{run}");
+    let deliveries: Vec<_> = flaky
+        .received()
+        .into_iter()
+        .filter(|r| r.request_id == first.request_id)
+        .collect();
+    let attempts: Vec<_> = deliveries.iter().map(|r| r.body["attempt"].clone()).collect();
+    assert_eq!(attempts, vec![json!(1), json!(2), json!(3)]);
+    assert!(deliveries.iter().all(|r| r.body["scheduledAt"] == first.body["scheduledAt"]));
+    let gap = |a: usize, b: usize| deliveries[b].at.duration_since(deliveries[a].at);
+    assert!(gap(0, 1) >= Duration::from_millis(900), "first retry after ~1 s: {:?}", gap(0, 1));
+    assert!(gap(1, 2) >= Duration::from_millis(1900), "second after ~2 s: {:?}", gap(1, 2));
+
+    // broken: always 503 — 1 attempt + 2 retries, then FAILED for good.
+    let runs = api.wait_final(ids[1], 1, Duration::from_secs(10)).await;
+    let last = runs.last().expect("a run");
+    assert_eq!(last["status"], "FAILED", "{last}");
+    assert_eq!(last["retryCount"], 2, "{last}");
+    assert_eq!(last["code"], "HTTP_503");
+    let request_id = last["requestId"].as_str().expect("id");
+    assert_eq!(broken.received().iter().filter(|r| r.request_id == request_id).count(), 3);
+
+    // fatal: "retry": false ends the run at once.
+    let path = format!("/api/instances/{}", fatal_first.request_id);
+    let run = wait_status(&api, &path, "FAILED", Duration::from_secs(5)).await;
+    assert_eq!(run["retryCount"], 0, "{run}");
+    assert_eq!(run["code"], "FATAL");
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    let fatal_deliveries = fatal.received().iter().filter(|r| r.request_id == fatal_first.request_id).count();
+    assert_eq!(fatal_deliveries, 1);
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn retries_on_sqlite() {
+    retries_until_success_or_given_up(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn retries_on_mariadb() {
+    retries_until_success_or_given_up(TestStore::mysql()).await;
+}
+
+/// A late result still counts while the run is open: a SUCCESS after a timeout ends the run
+/// and cancels the pending retry.
+#[actix_rt::test]
+async fn a_late_success_cancels_the_retry() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "late")).await;
+    let api = Api::new(&ax);
+    let silent = Executor::start(Reply::Accepted).await;
+    let mut body = every_second(&silent.url);
+    body["timeoutMs"] = json!(300);
+    body["retryBackoffSecs"] = json!(30);
+    body["enabled"] = json!(true);
+    let task = api.create_task(body.clone()).await;
+    let first = silent.wait_for(1, Duration::from_secs(5)).await[0].clone();
+    body["enabled"] = json!(false);
+    api.call("PUT", &format!("/api/tasks/{}", task["id"]), Some(body)).await;
+    let path = format!("/api/instances/{}", first.request_id);
+    // Attempt 1 is accepted, then times out: the run waits for its retry (READY, attempt 2).
+    wait_status(&api, &path, "RUNNING", Duration::from_secs(5)).await;
+    let run = wait_status(&api, &path, "READY", Duration::from_secs(5)).await;
+    assert_eq!(run["attempt"], 2, "{run}");
+    assert_eq!(run["code"], "TIMEOUT");
+    let (status, reply) = api
+        .post("/api/callback", json!({"requestId": first.request_id, "status": "SUCCESS"}))
+        .await;
+    assert_eq!((status, &reply["applied"]), (200, &json!(true)), "{reply}");
+    let (_, run) = api.get(&path).await;
+    assert_eq!(run["status"], "SUCCESS");
+    assert_eq!(run["nextAttemptAt"], Value::Null);
     ax.shutdown().await;
 }
 
@@ -218,7 +357,9 @@ async fn updates_and_deletes_take_effect_at_once() {
     assert_eq!(updated["name"], "renamed");
     assert_eq!(updated["status"], "DISABLED");
     assert_eq!(updated["nextRunAt"], Value::Null);
-    let (status, _) = api.call("DELETE", &format!("/api/tasks/{}", b["id"]), None).await;
+    let (status, _) = api
+        .call("DELETE", &format!("/api/tasks/{}", b["id"]), None)
+        .await;
     assert_eq!(status, 204);
     let (status, _) = api.get(&format!("/api/tasks/{}", b["id"])).await;
     assert_eq!(status, 404);
@@ -226,7 +367,11 @@ async fn updates_and_deletes_take_effect_at_once() {
     actix_rt::time::sleep(Duration::from_millis(1500)).await;
     let before = executor.received().len();
     actix_rt::time::sleep(Duration::from_millis(2500)).await;
-    assert_eq!(executor.received().len(), before, "nothing fires after disable/delete");
+    assert_eq!(
+        executor.received().len(),
+        before,
+        "nothing fires after disable/delete"
+    );
     ax.shutdown().await;
 }
 
@@ -245,7 +390,9 @@ async fn tasks_survive_a_restart() {
     let (status, again) = api.get(&format!("/api/tasks/{}", task["id"])).await;
     assert_eq!(status, 200);
     assert_eq!(again["cron"], "* * * * * *");
-    let received = executor.wait_for(delivered + 2, Duration::from_secs(6)).await;
+    let received = executor
+        .wait_for(delivered + 2, Duration::from_secs(6))
+        .await;
     assert!(received.len() >= delivered + 2, "fires after restart");
     ax.shutdown().await;
 }
@@ -259,22 +406,52 @@ async fn api_rejects_bad_input_and_pages_listings() {
     let url = "http://127.0.0.1:9/run";
     for (body, field) in [
         (json!({"cron": "* * * * * *", "handlerUrl": url}), "name"),
-        (json!({"name": "x", "cron": "0 0 0 30 2 *", "handlerUrl": url}), "cron"),
-        (json!({"name": "x", "cron": "L * * * * *", "handlerUrl": url}), "cron"),
-        (json!({"name": "x", "cron": "* * * * * *", "handlerUrl": "file:///etc"}), "handlerUrl"),
-        (json!({"name": "x", "cron": "* * * * * *", "handlerUrl": url, "maxRetry": 99}), "maxRetry"),
-        (json!({"name": "x", "cron": "* * * * * *", "handlerUrl": url, "params": "s"}), "params"),
-        (json!({"name": "x'; DROP TABLE ax_task; --", "cron": "* * * * * *", "handlerUrl": url, "scene": "s".repeat(65)}), "scene"),
+        (
+            json!({"name": "x", "cron": "0 0 0 30 2 *", "handlerUrl": url}),
+            "cron",
+        ),
+        (
+            json!({"name": "x", "cron": "L * * * * *", "handlerUrl": url}),
+            "cron",
+        ),
+        (
+            json!({"name": "x", "cron": "* * * * * *", "handlerUrl": "file:///etc"}),
+            "handlerUrl",
+        ),
+        (
+            json!({"name": "x", "cron": "* * * * * *", "handlerUrl": url, "maxRetry": 99}),
+            "maxRetry",
+        ),
+        (
+            json!({"name": "x", "cron": "* * * * * *", "handlerUrl": url, "params": "s"}),
+            "params",
+        ),
+        (
+            json!({"name": "x'; DROP TABLE ax_task; --", "cron": "* * * * * *", "handlerUrl": url, "scene": "s".repeat(65)}),
+            "scene",
+        ),
     ] {
         let (status, reply) = api.post("/api/tasks", body).await;
         assert_eq!(status, 400, "{reply}");
         assert_eq!(reply["error"]["code"], "INVALID_ARGUMENT");
         assert_eq!(reply["error"]["field"], field, "{reply}");
     }
-    let (status, reply) = api.raw("POST", "/api/tasks", "application/json", b"{not json".to_vec()).await;
+    let (status, reply) = api
+        .raw(
+            "POST",
+            "/api/tasks",
+            "application/json",
+            b"{not json".to_vec(),
+        )
+        .await;
     assert_eq!(status, 400, "{reply}");
     let (status, _) = api
-        .raw("POST", "/api/tasks", "application/json", vec![b' '; 2 * 1024 * 1024])
+        .raw(
+            "POST",
+            "/api/tasks",
+            "application/json",
+            vec![b' '; 2 * 1024 * 1024],
+        )
         .await;
     assert_eq!(status, 413);
     let (_, page) = api.get("/api/tasks").await;
@@ -298,7 +475,9 @@ async fn api_rejects_bad_input_and_pages_listings() {
     assert_eq!((status, &reply["error"]["field"]), (400, &json!("id")));
     let (status, _) = api.get("/api/instances/not-a-uuid").await;
     assert_eq!(status, 400);
-    let (status, _) = api.get(&format!("/api/instances/{}", uuid::Uuid::new_v4())).await;
+    let (status, _) = api
+        .get(&format!("/api/instances/{}", uuid::Uuid::new_v4()))
+        .await;
     assert_eq!(status, 404);
     let (status, health) = api.get("/healthz").await;
     assert_eq!(status, 200);

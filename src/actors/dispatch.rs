@@ -54,6 +54,8 @@ pub enum DispatchOutcome {
         status: InstanceStatus,
         code: Option<String>,
         message: Option<String>,
+        /// False when the reply said `"retry": false`.
+        retry_allowed: bool,
     },
 }
 
@@ -63,12 +65,14 @@ impl DispatchOutcome {
             status: InstanceStatus::Failed,
             code: Some(code.to_string()),
             message: Some(truncate(message.into())),
+            retry_allowed: true,
         }
     }
 }
 
 /// Classifies a handler's reply: a 2xx whose JSON body has `"status": "SUCCESS"|"FAILED"` is
-/// the result; any other 2xx means the executor will call back; anything else failed.
+/// the result (`"retry": false` stops retries of a failure); any other 2xx means the executor
+/// will call back; anything else failed.
 pub fn classify_reply(status: u16, body: &[u8]) -> DispatchOutcome {
     if !(200..300).contains(&status) {
         let text = String::from_utf8_lossy(body);
@@ -86,6 +90,7 @@ pub fn classify_reply(status: u16, body: &[u8]) -> DispatchOutcome {
         status,
         code: reply.get("code").and_then(json_text),
         message: reply.get("message").and_then(json_text).map(truncate),
+        retry_allowed: reply.get("retry") != Some(&serde_json::Value::Bool(false)),
     }
 }
 
@@ -177,9 +182,14 @@ async fn deliver(client: &awc::Client, store: &StoreHandle, job: DispatchJob) {
         ),
         DispatchOutcome::Finished { status, .. } => (*status, None),
     };
-    let (code, message) = match outcome {
-        DispatchOutcome::Finished { code, message, .. } => (code, message),
-        DispatchOutcome::Accepted => (None, None),
+    let (code, message, retry_allowed) = match outcome {
+        DispatchOutcome::Finished {
+            code,
+            message,
+            retry_allowed,
+            ..
+        } => (code, message, retry_allowed),
+        DispatchOutcome::Accepted => (None, None, true),
     };
     log::info!(
         "task {} request {} attempt {}: {status}{}",
@@ -197,9 +207,16 @@ async fn deliver(client: &awc::Client, store: &StoreHandle, job: DispatchJob) {
         message,
         at: to_db(Utc::now()),
         deadline: deadline.map(to_db),
+        attempt: Some(job.attempt),
+        retry_allowed,
     };
     match store.record_result(record).await {
-        Ok(ResultOutcome::Applied) | Ok(ResultOutcome::Superseded) => {}
+        Ok(ResultOutcome::Applied(_)) | Ok(ResultOutcome::Superseded) => {}
+        Ok(ResultOutcome::RetryScheduled { at, attempt }) => log::info!(
+            "task {} request {}: attempt {attempt} due at {at}",
+            job.task_id,
+            job.request_id
+        ),
         Ok(other) => log::debug!(
             "task {} request {}: dispatch result not applied: {other:?}",
             job.task_id,
@@ -317,14 +334,16 @@ mod tests {
                 status: InstanceStatus::Success,
                 code: Some("0".into()),
                 message: Some("ok".into()),
+                retry_allowed: true,
             }
         );
         assert_eq!(
-            classify_reply(200, br#"{"status":"FAILED","code":"E42"}"#),
+            classify_reply(200, br#"{"status":"FAILED","code":"E42","retry":false}"#),
             DispatchOutcome::Finished {
                 status: InstanceStatus::Failed,
                 code: Some("E42".into()),
                 message: None,
+                retry_allowed: false,
             }
         );
     }
@@ -348,6 +367,7 @@ mod tests {
                 status: InstanceStatus::Failed,
                 code: Some("HTTP_503".into()),
                 message: Some("busy".into()),
+                retry_allowed: true,
             }
         );
     }

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
+use crate::schedule::RetryPolicy;
 use crate::store::queries::instances::{
-    self, FireOutcome, FireRecord, ResultOutcome, ResultRecord,
+    self, Claim, FireOutcome, FireRecord, ResultOutcome, ResultRecord,
 };
 use crate::store::{Conn, Db, StoreError};
 
@@ -26,12 +27,14 @@ enum Pending {
         ResultRecord,
         oneshot::Sender<Result<ResultOutcome, StoreError>>,
     ),
+    Claims(Vec<Claim>, oneshot::Sender<Result<Vec<bool>, StoreError>>),
 }
 
 impl Pending {
     fn rows(&self) -> usize {
         match self {
             Pending::Fires(fires, _) => fires.len(),
+            Pending::Claims(claims, _) => claims.len(),
             Pending::Result(..) => 1,
         }
     }
@@ -40,6 +43,7 @@ impl Pending {
 /// The actor owning the pool and the write queue.
 pub struct StoreActor {
     db: Db,
+    retry_defaults: RetryPolicy,
     batch_size: usize,
     batch_interval: Duration,
     queue: Vec<Pending>,
@@ -53,9 +57,15 @@ pub struct StoreActor {
 }
 
 impl StoreActor {
-    pub fn new(db: Db, batch_size: usize, batch_interval: Duration) -> Self {
+    pub fn new(
+        db: Db,
+        retry_defaults: RetryPolicy,
+        batch_size: usize,
+        batch_interval: Duration,
+    ) -> Self {
         StoreActor {
             db,
+            retry_defaults,
             batch_size: batch_size.max(1),
             batch_interval,
             queue: Vec::new(),
@@ -77,10 +87,21 @@ impl StoreActor {
         self.commit_if_due(ctx);
     }
 
+    /// Queues a write; the returned future resolves once it is committed.
+    fn enqueue_reply<T: Send + 'static>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        pending: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> Pending,
+    ) -> ResponseFuture<Result<T, StoreError>> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(pending(tx), ctx);
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(dropped())) })
+    }
+
     fn commit_is_due(&self) -> bool {
         self.flushing
             || self.queued_rows >= self.batch_size
-            || self.queue.iter().any(|p| matches!(p, Pending::Fires(..)))
+            || self.queue.iter().any(|p| !matches!(p, Pending::Result(..)))
             || self
                 .oldest_result
                 .is_some_and(|since| since.elapsed() >= self.batch_interval)
@@ -94,11 +115,15 @@ impl StoreActor {
         let batch = self.take_batch();
         self.committing = true;
         let db = self.db.clone();
-        ctx.spawn(commit(db, batch).into_actor(self).map(|_, act, ctx| {
-            act.committing = false;
-            act.commit_if_due(ctx);
-            act.notify_if_idle();
-        }));
+        ctx.spawn(
+            commit(db, self.retry_defaults, batch)
+                .into_actor(self)
+                .map(|_, act, ctx| {
+                    act.committing = false;
+                    act.commit_if_due(ctx);
+                    act.notify_if_idle();
+                }),
+        );
     }
 
     fn notify_if_idle(&mut self) {
@@ -138,14 +163,15 @@ impl Actor for StoreActor {
 enum Done {
     Fires(Vec<FireOutcome>),
     Result(ResultOutcome),
+    Claims(Vec<bool>),
 }
 
 /// Commits one batch in one transaction, then answers every caller. On failure the callers'
 /// channels are dropped with the batch, and each caller sees the write as failed.
-async fn commit(db: Db, batch: Vec<Pending>) {
+async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
     let writes = batch.len();
     let started = Instant::now();
-    match run_batch(&db, batch).await {
+    match run_batch(&db, retry_defaults, batch).await {
         Ok(done) => {
             log::debug!("committed {writes} writes in {:?}", started.elapsed());
             for (pending, done) in done {
@@ -157,6 +183,9 @@ async fn commit(db: Db, batch: Vec<Pending>) {
                     (Pending::Result(_, tx), Done::Result(outcome)) => {
                         let _ = tx.send(Ok(outcome));
                     }
+                    (Pending::Claims(_, tx), Done::Claims(won)) => {
+                        let _ = tx.send(Ok(won));
+                    }
                     _ => log::error!("store reply out of order"),
                 }
             }
@@ -165,7 +194,11 @@ async fn commit(db: Db, batch: Vec<Pending>) {
     }
 }
 
-async fn run_batch(db: &Db, batch: Vec<Pending>) -> Result<Vec<(Pending, Done)>, StoreError> {
+async fn run_batch(
+    db: &Db,
+    retry_defaults: RetryPolicy,
+    batch: Vec<Pending>,
+) -> Result<Vec<(Pending, Done)>, StoreError> {
     let mut conn = db.conn().await?;
     conn.transaction(|conn| {
         Box::pin(async move {
@@ -176,7 +209,14 @@ async fn run_batch(db: &Db, batch: Vec<Pending>) -> Result<Vec<(Pending, Done)>,
                         Done::Fires(instances::record_fires(conn, fires).await?)
                     }
                     Pending::Result(result, _) => {
-                        Done::Result(instances::apply_result(conn, result).await?)
+                        Done::Result(instances::apply_result(conn, result, retry_defaults).await?)
+                    }
+                    Pending::Claims(claims, _) => {
+                        let mut won = Vec::with_capacity(claims.len());
+                        for claim in claims {
+                            won.push(instances::claim(conn, claim).await?);
+                        }
+                        Done::Claims(won)
                     }
                 };
                 done.push((pending, outcome));
@@ -196,9 +236,7 @@ impl Handler<RecordFires> for StoreActor {
     type Result = ResponseFuture<Result<Vec<FireOutcome>, StoreError>>;
 
     fn handle(&mut self, msg: RecordFires, ctx: &mut Context<Self>) -> Self::Result {
-        let (tx, rx) = oneshot::channel();
-        self.enqueue(Pending::Fires(msg.0, tx), ctx);
-        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(dropped())) })
+        self.enqueue_reply(ctx, |tx| Pending::Fires(msg.0, tx))
     }
 }
 
@@ -211,14 +249,25 @@ impl Handler<RecordResult> for StoreActor {
     type Result = ResponseFuture<Result<ResultOutcome, StoreError>>;
 
     fn handle(&mut self, msg: RecordResult, ctx: &mut Context<Self>) -> Self::Result {
-        let (tx, rx) = oneshot::channel();
-        self.enqueue(Pending::Result(msg.0, tx), ctx);
-        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(dropped())) })
+        self.enqueue_reply(ctx, |tx| Pending::Result(msg.0, tx))
     }
 }
 
 fn dropped() -> StoreError {
     StoreError::Pool("the store stopped before committing".into())
+}
+
+/// Claims attempts for dispatch; answers, per claim, whether this process won it.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<bool>, StoreError>")]
+pub struct RecordClaims(pub Vec<Claim>);
+
+impl Handler<RecordClaims> for StoreActor {
+    type Result = ResponseFuture<Result<Vec<bool>, StoreError>>;
+
+    fn handle(&mut self, msg: RecordClaims, ctx: &mut Context<Self>) -> Self::Result {
+        self.enqueue_reply(ctx, |tx| Pending::Claims(msg.0, tx))
+    }
 }
 
 /// A boxed query to run on a connection of the pool.
@@ -285,6 +334,13 @@ impl StoreHandle {
     pub async fn record_result(&self, result: ResultRecord) -> Result<ResultOutcome, StoreError> {
         self.addr
             .send(RecordResult(result))
+            .await
+            .map_err(mailbox)?
+    }
+
+    pub async fn record_claims(&self, claims: Vec<Claim>) -> Result<Vec<bool>, StoreError> {
+        self.addr
+            .send(RecordClaims(claims))
             .await
             .map_err(mailbox)?
     }

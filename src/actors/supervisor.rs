@@ -1,22 +1,30 @@
 //! SupervisorActor: fills the wheel at start-up with every enabled task due within the preload
 //! window (overdue ones included: the missed-run policy decides for them), keeps the window
-//! topped up, and fails runs whose result did not come in time.
+//! topped up, finds tasks nobody fired (a dead ax), offers due attempts (retries, and runs whose
+//! dispatcher died) to the wheel, and sends RUNNING runs past their deadline to the retry path.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
 
 use super::store::{boxed, StoreHandle};
-use super::wheel::{Schedule, WheelActor};
+use super::wheel::{Schedule, ScheduleAttempts, WheelActor};
 use crate::clock::SharedClock;
 use crate::schedule::TaskSpec;
-use crate::store::queries::{instances, tasks};
+use crate::store::models::InstanceStatus;
+use crate::store::queries::instances::{self, ResultRecord};
+use crate::store::queries::tasks;
 use crate::store::{from_db, to_db, StoreError};
 
-/// How often overdue RUNNING runs are looked for.
-const EXPIRY_INTERVAL: Duration = Duration::from_secs(1);
+/// How often due attempts and expired runs are looked for.
+const SCAN_INTERVAL: Duration = Duration::from_secs(1);
+/// How often tasks that nobody fired are looked for.
+const OVERDUE_INTERVAL: Duration = Duration::from_secs(3);
+/// How far ahead the attempt scan looks, so the wheel holds an attempt before its second.
+const ATTEMPT_LOOKAHEAD_SECS: i64 = 2;
 
 /// Settings of the supervisor.
 #[derive(Debug, Clone)]
@@ -24,6 +32,17 @@ pub struct SupervisorSettings {
     pub window_secs: i64,
     pub preload_interval: Duration,
     pub page_size: i64,
+    /// A task this late that the wheel has not fired is overdue (see `MissedRunPolicy`).
+    pub grace_secs: i64,
+}
+
+/// The supervisor's periodic jobs; each runs at most once at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Job {
+    Preload,
+    Overdue,
+    Attempts,
+    Expiry,
 }
 
 /// The actor keeping the wheel filled and runs from waiting forever.
@@ -32,8 +51,7 @@ pub struct SupervisorActor {
     clock: SharedClock,
     store: StoreHandle,
     wheel: Addr<WheelActor>,
-    preloading: bool,
-    expiring: bool,
+    running: Vec<Job>,
 }
 
 impl SupervisorActor {
@@ -48,16 +66,31 @@ impl SupervisorActor {
             clock,
             store,
             wheel,
-            preloading: false,
-            expiring: false,
+            running: Vec::new(),
         }
     }
 
-    fn preload(&mut self, ctx: &mut Context<Self>) {
-        if self.preloading {
+    /// Runs `work` unless the same job is still running (a slow database must not pile up
+    /// scans).
+    fn run<F>(&mut self, job: Job, ctx: &mut Context<Self>, work: F)
+    where
+        F: std::future::Future<Output = Result<usize, StoreError>> + 'static,
+    {
+        if self.running.contains(&job) {
             return;
         }
-        self.preloading = true;
+        self.running.push(job);
+        ctx.spawn(work.into_actor(self).map(move |result, act, _| {
+            act.running.retain(|j| *j != job);
+            match result {
+                Ok(0) => {}
+                Ok(count) => log::debug!("{job:?}: {count} found"),
+                Err(err) => log::error!("{job:?} failed, retrying at the next interval: {err}"),
+            }
+        }));
+    }
+
+    fn preload(&mut self, ctx: &mut Context<Self>) {
         let until = self.clock.now() + chrono::Duration::seconds(self.settings.window_secs);
         let work = preload(
             self.store.clone(),
@@ -65,35 +98,65 @@ impl SupervisorActor {
             until,
             self.settings.page_size,
         );
-        ctx.spawn(work.into_actor(self).map(|result, act, _| {
-            act.preloading = false;
-            match result {
-                Ok(count) => log::debug!("preload: {count} tasks due in the window"),
-                Err(err) => log::error!("preload failed, retrying at the next top-up: {err}"),
-            }
-        }));
+        self.run(Job::Preload, ctx, work);
     }
 
-    fn expire(&mut self, ctx: &mut Context<Self>) {
-        if self.expiring {
-            return;
-        }
-        self.expiring = true;
-        let now = to_db(self.clock.now());
-        let store = self.store.clone();
-        let work = async move {
-            store
-                .query(move |conn| boxed(instances::fail_expired(conn, now)))
-                .await
-        };
-        ctx.spawn(work.into_actor(self).map(|result, act, _| {
-            act.expiring = false;
-            match result {
-                Ok(0) => {}
-                Ok(count) => log::warn!("{count} runs FAILED: no result before their timeout"),
-                Err(err) => log::error!("expiry check failed: {err}"),
+    fn overdue(&mut self, ctx: &mut Context<Self>) {
+        let until = self.clock.now() - chrono::Duration::seconds(self.settings.grace_secs);
+        let work = preload(
+            self.store.clone(),
+            self.wheel.clone(),
+            until,
+            self.settings.page_size,
+        );
+        self.run(Job::Overdue, ctx, work);
+    }
+
+    fn attempts(&mut self, ctx: &mut Context<Self>) {
+        let until = to_db(self.clock.now() + chrono::Duration::seconds(ATTEMPT_LOOKAHEAD_SECS));
+        let (store, wheel, limit) = (
+            self.store.clone(),
+            self.wheel.clone(),
+            self.settings.page_size,
+        );
+        self.run(Job::Attempts, ctx, async move {
+            let due = store
+                .query(move |conn| boxed(instances::due_attempts(conn, until, limit)))
+                .await?;
+            let count = due.len();
+            if count > 0 {
+                wheel.do_send(ScheduleAttempts(due));
             }
-        }));
+            Ok(count)
+        });
+    }
+
+    fn expiry(&mut self, ctx: &mut Context<Self>) {
+        let now = to_db(self.clock.now());
+        let (store, limit) = (self.store.clone(), self.settings.page_size);
+        self.run(Job::Expiry, ctx, async move {
+            let expired = store
+                .query(move |conn| boxed(instances::expired_running(conn, now, limit)))
+                .await?;
+            let count = expired.len();
+            let results = expired.into_iter().map(|(request_id, attempt)| {
+                log::warn!("request {request_id}: attempt {attempt} got no result in time");
+                store.record_result(ResultRecord {
+                    request_id,
+                    status: InstanceStatus::Failed,
+                    code: Some("TIMEOUT".into()),
+                    message: Some("no result before the task's timeoutMs".into()),
+                    at: now,
+                    deadline: None,
+                    attempt: Some(attempt),
+                    retry_allowed: true,
+                })
+            });
+            for result in join_all(results).await {
+                result?;
+            }
+            Ok(count)
+        });
     }
 }
 
@@ -140,8 +203,13 @@ impl Actor for SupervisorActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.preload(ctx);
+        self.attempts(ctx);
         ctx.run_interval(self.settings.preload_interval, |act, ctx| act.preload(ctx));
-        ctx.run_interval(EXPIRY_INTERVAL, |act, ctx| act.expire(ctx));
+        ctx.run_interval(OVERDUE_INTERVAL, |act, ctx| act.overdue(ctx));
+        ctx.run_interval(SCAN_INTERVAL, |act, ctx| {
+            act.attempts(ctx);
+            act.expiry(ctx);
+        });
     }
 }
 

@@ -12,9 +12,9 @@ use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
 use crate::clock::SharedClock;
 use crate::ids::scheduled_request_id;
-use crate::schedule::{plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
+use crate::schedule::{claim_until, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
 use crate::store::models::{InstanceStatus, NewInstance, TaskStatus, TriggerType};
-use crate::store::queries::instances::{FireOutcome, FireRecord};
+use crate::store::queries::instances::{Claim, DueAttempt, FireOutcome, FireRecord};
 use crate::store::queries::tasks;
 use crate::store::{from_db, to_db};
 use crate::wheel::TimeWheel;
@@ -40,9 +40,23 @@ pub struct WheelSettings {
     pub policy: MissedRunPolicy,
 }
 
+/// What the wheel holds: a task's next scheduled run, or a run's next attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum WheelKey {
+    Task(i64),
+    Attempt(String),
+}
+
+/// The payload of a wheel entry.
+#[derive(Debug, Clone)]
+pub enum WheelEntry {
+    Task(Arc<TaskSpec>),
+    Attempt(Arc<DueAttempt>),
+}
+
 /// The actor holding the time wheel.
 pub struct WheelActor {
-    wheel: TimeWheel<i64, Arc<TaskSpec>>,
+    wheel: TimeWheel<WheelKey, WheelEntry>,
     settings: WheelSettings,
     clock: SharedClock,
     fire: FireContext,
@@ -86,34 +100,41 @@ impl WheelActor {
             return;
         }
         let horizon = now.timestamp() + self.settings.window_secs;
-        let mut batch = Vec::with_capacity(due.len());
+        let mut fires = Vec::new();
+        let mut attempts = Vec::new();
         for entry in due {
-            let spec = entry.value;
-            let plan = plan_fires(
-                &spec.cron,
-                at_second(entry.due_sec),
-                now,
-                self.settings.policy,
-            );
-            // The next run enters the wheel now; if this fire turns out stale, a refresh from
-            // the database corrects it.
-            if let Some(next) = plan.next.filter(|next| next.timestamp() <= horizon) {
-                self.wheel.insert(spec.id, next.timestamp(), spec.clone());
+            match entry.value {
+                WheelEntry::Task(spec) => {
+                    let policy = spec.missed_run_policy(self.settings.policy);
+                    let plan = plan_fires(&spec.cron, at_second(entry.due_sec), now, policy);
+                    // The next run enters the wheel now; if this fire turns out stale, a
+                    // refresh from the database corrects it.
+                    if let Some(next) = plan.next.filter(|next| next.timestamp() <= horizon) {
+                        let (key, value) =
+                            (WheelKey::Task(spec.id), WheelEntry::Task(spec.clone()));
+                        self.wheel.insert(key, next.timestamp(), value);
+                    }
+                    fires.push((spec, plan));
+                }
+                WheelEntry::Attempt(attempt) => attempts.push(attempt),
             }
-            batch.push((spec, plan));
         }
-        for chunk in chunks(batch, self.fire.batch_size) {
-            let fire = self.fire.clone();
-            actix::spawn(fire_batch(fire, ctx.address(), chunk, now));
+        for chunk in chunks(fires, self.fire.batch_size) {
+            actix::spawn(fire_batch(self.fire.clone(), ctx.address(), chunk, now));
+        }
+        for chunk in chunks(attempts, self.fire.batch_size) {
+            actix::spawn(attempt_batch(self.fire.clone(), chunk, now));
         }
     }
 
-    fn schedule(&mut self, spec: Arc<TaskSpec>, due: DateTime<Utc>) {
+    /// Puts an entry in the wheel if it is due within the window; otherwise takes the key out
+    /// (a later top-up brings it back in time).
+    fn schedule(&mut self, key: WheelKey, entry: WheelEntry, due: DateTime<Utc>) {
         let horizon = self.clock.now().timestamp() + self.settings.window_secs;
         if due.timestamp() <= horizon {
-            self.wheel.insert(spec.id, due.timestamp(), spec);
+            self.wheel.insert(key, due.timestamp(), entry);
         } else {
-            self.wheel.remove(&spec.id);
+            self.wheel.remove(&key);
         }
     }
 }
@@ -156,9 +177,13 @@ fn fire_records(
             .get(i + 1)
             .map(|d| d.scheduled_at())
             .or(plan.next);
-        let (status, finished_at) = match decision {
-            RunDecision::Fire(_) => (InstanceStatus::Ready, None),
-            RunDecision::Missed(_) => (InstanceStatus::Missed, Some(to_db(now))),
+        let (status, finished_at, claimed_until) = match decision {
+            RunDecision::Fire(_) => (
+                InstanceStatus::Ready,
+                None,
+                Some(to_db(claim_until(now, spec.timeout_ms))),
+            ),
+            RunDecision::Missed(_) => (InstanceStatus::Missed, Some(to_db(now)), None),
         };
         let scheduled_at = decision.scheduled_at();
         records.push(FireRecord {
@@ -174,6 +199,7 @@ fn fire_records(
                 fired_by: fired_by.to_string(),
                 created_at: to_db(now),
                 finished_at,
+                next_attempt_at: claimed_until,
             },
         });
     }
@@ -273,6 +299,52 @@ async fn fire_batch(
     }
 }
 
+/// Dispatches runs whose next attempt is due: retries, and attempts whose dispatcher died.
+/// Each is claimed first, so that of several ax processes holding it only one dispatches.
+async fn attempt_batch(fire: FireContext, attempts: Vec<Arc<DueAttempt>>, now: DateTime<Utc>) {
+    let claims = attempts
+        .iter()
+        .map(|a| Claim {
+            request_id: a.request_id.clone(),
+            attempt: a.attempt,
+            expected: a.next_attempt_at,
+            until: to_db(claim_until(now, a.timeout_ms)),
+            claimant: fire.instance_id.clone(),
+        })
+        .collect();
+    let won = match fire.store.record_claims(claims).await {
+        Ok(won) => won,
+        Err(err) => {
+            // Unclaimed attempts stay due in the database; the next scan offers them again.
+            log::error!("{} attempts not claimed: {err}", attempts.len());
+            return;
+        }
+    };
+    for (attempt, won) in attempts.into_iter().zip(won) {
+        if !won {
+            continue;
+        }
+        log::info!(
+            "task {} request {}: attempt {} of run scheduled at {}",
+            attempt.task_id,
+            attempt.request_id,
+            attempt.attempt,
+            attempt.scheduled_at
+        );
+        fire.dispatch
+            .dispatch(DispatchJob {
+                task_id: attempt.task_id,
+                request_id: attempt.request_id.clone(),
+                handler_url: attempt.handler_url.clone(),
+                params: attempt.params.as_str().into(),
+                scheduled_at: from_db(attempt.scheduled_at),
+                attempt: attempt.attempt,
+                timeout_ms: attempt.timeout_ms,
+            })
+            .await;
+    }
+}
+
 /// Re-reads tasks whose wheel entries may be wrong and reschedules them from the database.
 async fn refresh(fire: &FireContext, wheel: &Addr<WheelActor>, task_ids: Vec<i64>) {
     let ids = task_ids.clone();
@@ -315,7 +387,7 @@ impl Handler<Schedule> for WheelActor {
 
     fn handle(&mut self, msg: Schedule, _: &mut Context<Self>) {
         for (spec, due) in msg.0 {
-            self.schedule(spec, due);
+            self.schedule(WheelKey::Task(spec.id), WheelEntry::Task(spec), due);
         }
     }
 }
@@ -329,7 +401,24 @@ impl Handler<Unschedule> for WheelActor {
     type Result = ();
 
     fn handle(&mut self, msg: Unschedule, _: &mut Context<Self>) {
-        self.wheel.remove(&msg.0);
+        self.wheel.remove(&WheelKey::Task(msg.0));
+    }
+}
+
+/// Puts due attempts in the wheel (each at its time, or now if that passed).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ScheduleAttempts(pub Vec<DueAttempt>);
+
+impl Handler<ScheduleAttempts> for WheelActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ScheduleAttempts, _: &mut Context<Self>) {
+        for attempt in msg.0 {
+            let due = from_db(attempt.next_attempt_at);
+            let key = WheelKey::Attempt(attempt.request_id.clone());
+            self.schedule(key, WheelEntry::Attempt(Arc::new(attempt)), due);
+        }
     }
 }
 

@@ -10,12 +10,13 @@ use crate::store::models::InstanceStatus;
 use crate::store::queries::instances::{ResultOutcome, ResultRecord};
 use crate::store::to_db;
 
-const FIELDS: &[&str] = &["requestId", "status", "code", "message"];
+const FIELDS: &[&str] = &["requestId", "status", "code", "message", "retry", "attempt"];
 const MAX_CODE_CHARS: usize = 64;
 const MAX_MESSAGE_CHARS: usize = 1024;
 
-/// `{requestId, status: "SUCCESS"|"FAILED", code?, message?}` → 200 with `applied`; a result
-/// for a run already final changes nothing and says so; an unknown run is 404.
+/// `{requestId, status: "SUCCESS"|"FAILED", code?, message?, retry?, attempt?}` → 200 with
+/// `applied`; a result for a run already final changes nothing and says so; an unknown run is
+/// 404. `"retry": false` makes a failure final; `attempt` ties the result to one attempt.
 pub async fn report(
     state: web::Data<ApiState>,
     body: web::Json<Value>,
@@ -24,11 +25,20 @@ pub async fn report(
     let request_id = result.request_id.clone();
     let reported = result.status;
     let (applied, status, note) = match state.scheduler.report_result(result).await? {
-        ResultOutcome::Applied => (true, reported, "result recorded"),
+        ResultOutcome::Applied(status) => (true, status, "result recorded"),
+        ResultOutcome::RetryScheduled { .. } => (
+            true,
+            InstanceStatus::Ready,
+            "failure recorded; the run will be retried",
+        ),
         ResultOutcome::AlreadyFinal(current) => {
             (false, current, "the run was already final; nothing changed")
         }
-        ResultOutcome::Superseded => (false, reported, "nothing changed"),
+        ResultOutcome::Superseded => (
+            false,
+            reported,
+            "the result is for an earlier attempt; nothing changed",
+        ),
         ResultOutcome::Unknown => {
             return Err(ApiError::NotFound(format!(
                 "no run with requestId {request_id}"
@@ -71,6 +81,28 @@ fn parse(body: Value, state: &ApiState) -> Result<ResultRecord, ApiError> {
             ))
         }
     };
+    let retry_allowed = match body.remove("retry") {
+        None | Some(Value::Null) | Some(Value::Bool(true)) => true,
+        Some(Value::Bool(false)) => false,
+        Some(_) => return Err(ApiError::invalid("retry", "retry must be true or false")),
+    };
+    let attempt = match body.remove("attempt") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => Some(
+            n.as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| {
+                    ApiError::invalid("attempt", "attempt must be a positive integer")
+                })?,
+        ),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "attempt",
+                "attempt must be a positive integer",
+            ))
+        }
+    };
     Ok(ResultRecord {
         request_id,
         status,
@@ -78,6 +110,8 @@ fn parse(body: Value, state: &ApiState) -> Result<ResultRecord, ApiError> {
         message: bounded(&mut body, "message", MAX_MESSAGE_CHARS)?,
         at: to_db(state.scheduler.now()),
         deadline: None,
+        attempt,
+        retry_allowed,
     })
 }
 

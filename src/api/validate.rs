@@ -15,6 +15,9 @@ pub const MAX_URL_CHARS: usize = 2048;
 pub const MAX_PARAMS_BYTES: usize = 64 * 1024;
 pub const MAX_RETRY: i64 = 10;
 pub const TIMEOUT_MS: (i64, i64) = (100, 24 * 60 * 60 * 1000);
+pub const RETRY_BACKOFF_SECS: (i64, i64) = (1, 24 * 60 * 60);
+pub const RETRY_FACTOR: (i64, i64) = (1, 10);
+pub const MISFIRE_THRESHOLD_SECS: (i64, i64) = (1, 24 * 60 * 60);
 pub const DEFAULT_SCENE: &str = "default";
 pub const DEFAULT_MAX_RETRY: i32 = 3;
 pub const DEFAULT_TIMEOUT_MS: i64 = 30_000;
@@ -31,6 +34,9 @@ const TASK_FIELDS: &[&str] = &[
     "maxRetry",
     "timeoutMs",
     "enabled",
+    "retryBackoffSecs",
+    "retryFactor",
+    "misfireThresholdSecs",
 ];
 
 /// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
@@ -73,6 +79,9 @@ pub fn task_input(body: Value) -> Result<TaskInput, ApiError> {
                 ))
             }
         },
+        retry_backoff_secs: small(&mut body, "retryBackoffSecs", RETRY_BACKOFF_SECS)?,
+        retry_factor: small(&mut body, "retryFactor", RETRY_FACTOR)?,
+        misfire_threshold_secs: small(&mut body, "misfireThresholdSecs", MISFIRE_THRESHOLD_SECS)?,
     })
 }
 
@@ -170,6 +179,15 @@ fn integer(
     }
 }
 
+/// An optional integer whose bounds fit an `i32`.
+fn small(
+    body: &mut Map<String, Value>,
+    field: &str,
+    bounds: (i64, i64),
+) -> Result<Option<i32>, ApiError> {
+    Ok(integer(body, field, bounds)?.map(|n| n as i32))
+}
+
 /// `limit` and `offset` of a listing.
 pub fn page(query: &HashMap<String, String>) -> Result<Page, ApiError> {
     Ok(Page {
@@ -229,6 +247,7 @@ mod tests {
     #[test]
     fn defaults_fill_the_optional_fields() {
         let input = task_input(valid()).expect("valid");
+        assert_eq!(input.retry_backoff_secs, None);
         assert_eq!(input.scene, "default");
         assert_eq!(input.params, "{}");
         assert_eq!(
@@ -256,6 +275,9 @@ mod tests {
             ("timeoutMs", json!(86_400_001)),
             ("timeoutMs", json!("100")),
             ("enabled", json!("yes")),
+            ("retryBackoffSecs", json!(0)),
+            ("retryFactor", json!(11)),
+            ("misfireThresholdSecs", json!(-5)),
             ("bogus", json!(1)),
         ];
         for (field, value) in cases {

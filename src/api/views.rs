@@ -24,6 +24,9 @@ pub struct TaskView {
     timeout_ms: i64,
     status: String,
     enabled: bool,
+    retry_backoff_secs: Option<i32>,
+    retry_factor: Option<i32>,
+    misfire_threshold_secs: Option<i32>,
     next_run_at: Option<String>,
     created_at: String,
     updated_at: String,
@@ -42,6 +45,9 @@ impl From<Task> for TaskView {
             max_retry: task.max_retry,
             timeout_ms: task.timeout_ms,
             status: task.status,
+            retry_backoff_secs: task.retry_backoff_secs,
+            retry_factor: task.retry_factor,
+            misfire_threshold_secs: task.misfire_threshold_secs,
             next_run_at: task.next_run_at.map(time),
             created_at: time(task.created_at),
             updated_at: time(task.updated_at),
@@ -68,6 +74,7 @@ pub struct InstanceView {
     fired_by: String,
     created_at: String,
     finished_at: Option<String>,
+    next_attempt_at: Option<String>,
 }
 
 impl From<Instance> for InstanceView {
@@ -88,6 +95,7 @@ impl From<Instance> for InstanceView {
             fired_by: run.fired_by,
             created_at: time(run.created_at),
             finished_at: run.finished_at.map(time),
+            next_attempt_at: run.next_attempt_at.map(time),
         }
     }
 }

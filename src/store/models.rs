@@ -80,6 +80,9 @@ pub struct Task {
     pub next_run_at: Option<NaiveDateTime>,
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,
+    pub retry_backoff_secs: Option<i32>,
+    pub retry_factor: Option<i32>,
+    pub misfire_threshold_secs: Option<i32>,
 }
 
 /// The fields a user sets on a task; used for insert and full update.
@@ -97,6 +100,9 @@ pub struct TaskFields {
     pub status: String,
     pub next_run_at: Option<NaiveDateTime>,
     pub updated_at: NaiveDateTime,
+    pub retry_backoff_secs: Option<i32>,
+    pub retry_factor: Option<i32>,
+    pub misfire_threshold_secs: Option<i32>,
 }
 
 /// An instance row.
@@ -119,6 +125,8 @@ pub struct Instance {
     pub fired_by: String,
     pub created_at: NaiveDateTime,
     pub finished_at: Option<NaiveDateTime>,
+    /// READY: when it is to be (re)dispatched, or, once claimed, when the claim lapses.
+    pub next_attempt_at: Option<NaiveDateTime>,
 }
 
 /// A new run, inserted when it fires.
@@ -135,4 +143,6 @@ pub struct NewInstance {
     pub created_at: NaiveDateTime,
     /// Set for runs final at birth (`MISSED`).
     pub finished_at: Option<NaiveDateTime>,
+    /// For READY runs: when the firing process's claim on the dispatch lapses.
+    pub next_attempt_at: Option<NaiveDateTime>,
 }

@@ -15,6 +15,9 @@ diesel::table! {
         next_run_at -> Nullable<Timestamp>,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        retry_backoff_secs -> Nullable<Integer>,
+        retry_factor -> Nullable<Integer>,
+        misfire_threshold_secs -> Nullable<Integer>,
     }
 }
 
@@ -35,6 +38,7 @@ diesel::table! {
         fired_by -> Text,
         created_at -> Timestamp,
         finished_at -> Nullable<Timestamp>,
+        next_attempt_at -> Nullable<Timestamp>,
     }
 }
 

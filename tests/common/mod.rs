@@ -111,6 +111,10 @@ pub enum Reply {
     Status(u16),
     /// Sleeps before answering SUCCESS.
     Slow(Duration),
+    /// Answers 500 to the first `n` deliveries of each run, then SUCCESS.
+    FailFirst(usize),
+    /// 200 `{"status":"FAILED","retry":false}`.
+    FailNoRetry,
 }
 
 /// A real HTTP executor running inside the test.
@@ -182,20 +186,32 @@ async fn handle(
         body,
         at: Instant::now(),
     };
-    state.0.lock().expect("lock").push(received);
+    let deliveries_of_run = {
+        let mut all = state.0.lock().expect("lock");
+        all.push(received.clone());
+        all.iter()
+            .filter(|r| r.request_id == received.request_id)
+            .count()
+    };
     match &state.1 {
         Reply::Success => HttpResponse::Ok().json(serde_json::json!({"status": "SUCCESS"})),
         Reply::Failed => HttpResponse::Ok()
             .json(serde_json::json!({"status": "FAILED", "code": "E1", "message": "boom"})),
         Reply::Accepted => HttpResponse::Accepted().finish(),
-        Reply::Status(code) => HttpResponse::build(
-            actix_web::http::StatusCode::from_u16(*code).expect("status"),
-        )
-        .body("executor says no"),
+        Reply::Status(code) => {
+            HttpResponse::build(actix_web::http::StatusCode::from_u16(*code).expect("status"))
+                .body("executor says no")
+        }
         Reply::Slow(delay) => {
             actix_rt::time::sleep(*delay).await;
             HttpResponse::Ok().json(serde_json::json!({"status": "SUCCESS"}))
         }
+        Reply::FailFirst(n) if deliveries_of_run <= *n => {
+            HttpResponse::InternalServerError().body("not yet")
+        }
+        Reply::FailFirst(_) => HttpResponse::Ok().json(serde_json::json!({"status": "SUCCESS"})),
+        Reply::FailNoRetry => HttpResponse::Ok()
+            .json(serde_json::json!({"status": "FAILED", "code": "FATAL", "retry": false})),
     }
 }
 
@@ -231,7 +247,13 @@ impl Api {
     }
 
     /// Sends raw bytes with a content type.
-    pub async fn raw(&self, method: &str, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
+    pub async fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (u16, Value) {
         let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
         let mut response = self
             .client
@@ -242,7 +264,10 @@ impl Api {
             .expect("request sent");
         let status = response.status().as_u16();
         let bytes = response.body().limit(16 << 20).await.expect("body");
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
@@ -275,9 +300,9 @@ impl Api {
         let deadline = Instant::now() + timeout;
         loop {
             let runs = self.instances(task_id).await;
-            let all_final = runs.iter().all(|r| {
-                matches!(r["status"].as_str(), Some("SUCCESS" | "FAILED" | "MISSED"))
-            });
+            let all_final = runs
+                .iter()
+                .all(|r| matches!(r["status"].as_str(), Some("SUCCESS" | "FAILED" | "MISSED")));
             if (runs.len() >= n && all_final) || Instant::now() > deadline {
                 return runs;
             }

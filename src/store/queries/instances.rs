@@ -6,10 +6,11 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_async::RunQueryDsl;
 
 use super::Page;
+use crate::schedule::{on_failure, FailureDecision, RetryPolicy};
 use crate::store::models::{Instance, InstanceStatus, NewInstance, TaskStatus};
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
-use crate::store::{Conn, StoreError};
+use crate::store::{from_db, to_db, Conn, StoreError};
 use crate::with_conn;
 
 /// A due run to record: advance the task from `scheduled_at` to `next_run_at` and insert the run.
@@ -76,8 +77,8 @@ pub async fn insert_instance(
     }
 }
 
-/// A reported state of a run: from the dispatcher (RUNNING, or a synchronous result) or from
-/// the executor's callback.
+/// A reported state of a run: from the dispatcher (RUNNING, or a synchronous result), from
+/// the executor's callback, or from the expiry of a RUNNING run.
 #[derive(Debug, Clone)]
 pub struct ResultRecord {
     pub request_id: String,
@@ -87,79 +88,295 @@ pub struct ResultRecord {
     pub at: NaiveDateTime,
     /// For RUNNING: when the run times out without a result.
     pub deadline: Option<NaiveDateTime>,
+    /// The attempt this result is about; `None` means the current one.
+    pub attempt: Option<i32>,
+    /// False when the executor said not to retry a failure.
+    pub retry_allowed: bool,
 }
 
 /// What became of one result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResultOutcome {
-    Applied,
+    /// The run is now in this state.
+    Applied(InstanceStatus),
+    /// The attempt failed; the next one is due at `at`.
+    RetryScheduled {
+        at: NaiveDateTime,
+        attempt: i32,
+    },
     /// The run had already reached this final state; nothing changed.
     AlreadyFinal(InstanceStatus),
-    /// RUNNING reported for a run that had moved on already; nothing changed.
+    /// The report is about an earlier attempt, or RUNNING came after a result; nothing changed.
     Superseded,
     Unknown,
 }
 
-const OPEN: [&str; 3] = ["PENDING", "READY", "RUNNING"];
+/// The state of a run that a result is applied to, and the retry settings of its task.
+#[derive(Debug, Queryable)]
+struct Current {
+    status: String,
+    attempt: i32,
+    retry_count: i32,
+    max_retry: Option<i32>,
+    retry_backoff_secs: Option<i32>,
+    retry_factor: Option<i32>,
+}
 
-/// Applies one result: RUNNING only to a READY run, a final state only to an open run, so a
-/// late or repeated report never overwrites a final one.
+/// Applies one result. The row is read, the decision made (`schedule::on_failure` for
+/// failures), and written with a compare-and-set on the status and attempt read, so a late or
+/// repeated report never overwrites a newer state.
 pub async fn apply_result(
     conn: &mut Conn,
     result: &ResultRecord,
+    retry_defaults: RetryPolicy,
 ) -> Result<ResultOutcome, StoreError> {
-    let target = i::ax_instance.filter(i::request_id.eq(&result.request_id));
-    let changed = if result.status == InstanceStatus::Running {
-        with_conn!(conn, |c| diesel::update(
-            target.filter(i::status.eq(InstanceStatus::Ready.as_str()))
-        )
-        .set((
-            i::status.eq(InstanceStatus::Running.as_str()),
-            i::deadline_at.eq(result.deadline),
+    let current: Option<Current> = with_conn!(conn, |c| i::ax_instance
+        .left_join(t::ax_task.on(t::id.eq(i::task_id)))
+        .filter(i::request_id.eq(&result.request_id))
+        .select((
+            i::status,
+            i::attempt,
+            i::retry_count,
+            t::max_retry.nullable(),
+            t::retry_backoff_secs.nullable(),
+            t::retry_factor.nullable(),
         ))
-        .execute(c)
-        .await)?
-    } else {
-        with_conn!(conn, |c| diesel::update(
-            target.filter(i::status.eq_any(OPEN))
-        )
-        .set((
-            i::status.eq(result.status.as_str()),
-            i::callback_code.eq(&result.code),
-            i::callback_message.eq(&result.message),
-            i::finished_at.eq(result.at),
-        ))
-        .execute(c)
-        .await)?
+        .first(c)
+        .await
+        .optional())?;
+    let Some(current) = current else {
+        return Ok(ResultOutcome::Unknown);
     };
-    if changed > 0 {
-        return Ok(ResultOutcome::Applied);
+    let status = InstanceStatus::parse(&current.status).unwrap_or(InstanceStatus::Failed);
+    if status.is_final() {
+        return Ok(ResultOutcome::AlreadyFinal(status));
     }
-    let current: Option<String> =
-        with_conn!(conn, |c| target.select(i::status).first(c).await.optional())?;
-    Ok(match current.as_deref().and_then(InstanceStatus::parse) {
-        None => ResultOutcome::Unknown,
-        Some(status) if status.is_final() => ResultOutcome::AlreadyFinal(status),
-        Some(_) => ResultOutcome::Superseded,
+    if result
+        .attempt
+        .is_some_and(|attempt| attempt != current.attempt)
+        || (result.status == InstanceStatus::Running && status != InstanceStatus::Ready)
+    {
+        return Ok(ResultOutcome::Superseded);
+    }
+    // Every write below is a compare-and-set on what was just read.
+    let target = i::ax_instance
+        .filter(i::request_id.eq(&result.request_id))
+        .filter(i::status.eq(&current.status))
+        .filter(i::attempt.eq(current.attempt));
+    let (changed, outcome) = match result.status {
+        InstanceStatus::Running => {
+            let changed = with_conn!(conn, |c| diesel::update(target)
+                .set((
+                    i::status.eq(InstanceStatus::Running.as_str()),
+                    i::deadline_at.eq(result.deadline),
+                    i::next_attempt_at.eq(None::<NaiveDateTime>),
+                ))
+                .execute(c)
+                .await)?;
+            (changed, ResultOutcome::Applied(InstanceStatus::Running))
+        }
+        InstanceStatus::Failed => {
+            let policy =
+                retry_defaults.with_overrides(current.retry_backoff_secs, current.retry_factor);
+            // A run whose task was deleted is not retried.
+            let max_retry = current.max_retry.unwrap_or(0);
+            match on_failure(
+                current.retry_count,
+                max_retry,
+                result.retry_allowed,
+                policy,
+                from_db(result.at),
+            ) {
+                FailureDecision::GiveUp => (
+                    finish(conn, target, result, InstanceStatus::Failed).await?,
+                    ResultOutcome::Applied(InstanceStatus::Failed),
+                ),
+                FailureDecision::Retry { at, retry } => {
+                    let at = to_db(at);
+                    let changed = with_conn!(conn, |c| diesel::update(target)
+                        .set((
+                            i::status.eq(InstanceStatus::Ready.as_str()),
+                            i::attempt.eq(current.attempt + 1),
+                            i::retry_count.eq(retry),
+                            i::next_attempt_at.eq(at),
+                            i::deadline_at.eq(None::<NaiveDateTime>),
+                            i::callback_code.eq(&result.code),
+                            i::callback_message.eq(&result.message),
+                        ))
+                        .execute(c)
+                        .await)?;
+                    let attempt = current.attempt + 1;
+                    (changed, ResultOutcome::RetryScheduled { at, attempt })
+                }
+            }
+        }
+        final_status => (
+            finish(conn, target, result, final_status).await?,
+            ResultOutcome::Applied(final_status),
+        ),
+    };
+    Ok(if changed > 0 {
+        outcome
+    } else {
+        ResultOutcome::Superseded
     })
 }
 
-/// Fails RUNNING runs whose deadline passed with no result; returns how many.
-pub async fn fail_expired(conn: &mut Conn, now: NaiveDateTime) -> Result<usize, StoreError> {
+/// The rows a result may change: this run, in the status and attempt it was read in.
+type Target<'a> = diesel::dsl::Filter<
+    diesel::dsl::Filter<
+        diesel::dsl::Filter<i::ax_instance, diesel::dsl::Eq<i::request_id, &'a String>>,
+        diesel::dsl::Eq<i::status, &'a String>,
+    >,
+    diesel::dsl::Eq<i::attempt, i32>,
+>;
+
+/// Ends a run in a final state.
+async fn finish(
+    conn: &mut Conn,
+    target: Target<'_>,
+    result: &ResultRecord,
+    status: InstanceStatus,
+) -> Result<usize, StoreError> {
+    Ok(with_conn!(conn, |c| diesel::update(target)
+        .set((
+            i::status.eq(status.as_str()),
+            i::callback_code.eq(&result.code),
+            i::callback_message.eq(&result.message),
+            i::finished_at.eq(result.at),
+            i::next_attempt_at.eq(None::<NaiveDateTime>),
+        ))
+        .execute(c)
+        .await)?)
+}
+
+/// A READY run due for (re)dispatch, with what its dispatch needs.
+#[derive(Debug, Clone, PartialEq, Eq, Queryable)]
+pub struct DueAttempt {
+    pub request_id: String,
+    pub task_id: i64,
+    pub scheduled_at: NaiveDateTime,
+    pub attempt: i32,
+    pub next_attempt_at: NaiveDateTime,
+    pub handler_url: String,
+    pub params: String,
+    pub timeout_ms: i64,
+}
+
+/// READY runs whose next attempt is due by `until`: retries, and runs whose dispatcher's claim
+/// lapsed (it died before recording an outcome).
+pub async fn due_attempts(
+    conn: &mut Conn,
+    until: NaiveDateTime,
+    limit: i64,
+) -> Result<Vec<DueAttempt>, StoreError> {
+    Ok(with_conn!(conn, |c| i::ax_instance
+        .inner_join(t::ax_task.on(t::id.eq(i::task_id)))
+        .filter(i::status.eq(InstanceStatus::Ready.as_str()))
+        .filter(i::next_attempt_at.le(until))
+        .order(i::next_attempt_at.asc())
+        .limit(limit)
+        .select((
+            i::request_id,
+            i::task_id,
+            i::scheduled_at,
+            i::attempt,
+            i::next_attempt_at.assume_not_null(),
+            t::handler_url,
+            t::params,
+            t::timeout_ms,
+        ))
+        .load(c)
+        .await)?)
+}
+
+/// A claim on the dispatch of one attempt.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub request_id: String,
+    pub attempt: i32,
+    /// The `next_attempt_at` the claimant saw; the claim fails if it moved.
+    pub expected: NaiveDateTime,
+    /// When the claim lapses if no outcome is recorded.
+    pub until: NaiveDateTime,
+    pub claimant: String,
+}
+
+/// Claims an attempt for dispatch; of several ax processes racing, one wins.
+pub async fn claim(conn: &mut Conn, claim: &Claim) -> Result<bool, StoreError> {
+    let changed = with_conn!(conn, |c| diesel::update(
+        i::ax_instance
+            .filter(i::request_id.eq(&claim.request_id))
+            .filter(i::status.eq(InstanceStatus::Ready.as_str()))
+            .filter(i::attempt.eq(claim.attempt))
+            .filter(i::next_attempt_at.eq(claim.expected))
+    )
+    .set((
+        i::next_attempt_at.eq(claim.until),
+        i::fired_by.eq(&claim.claimant),
+    ))
+    .execute(c)
+    .await)?;
+    Ok(changed > 0)
+}
+
+/// Makes this process's own READY runs due now: after a restart nothing of its previous life
+/// is in flight, so there is no reason to wait for those claims to lapse.
+pub async fn reclaim_own(
+    conn: &mut Conn,
+    instance_id: &str,
+    now: NaiveDateTime,
+) -> Result<usize, StoreError> {
     Ok(with_conn!(conn, |c| diesel::update(
         i::ax_instance
-            .filter(i::status.eq(InstanceStatus::Running.as_str()))
-            .filter(i::deadline_at.lt(now))
+            .filter(i::status.eq(InstanceStatus::Ready.as_str()))
+            .filter(i::fired_by.eq(instance_id))
+            .filter(i::next_attempt_at.gt(now))
+    )
+    .set(i::next_attempt_at.eq(now))
+    .execute(c)
+    .await)?)
+}
+
+/// RUNNING runs whose deadline passed with no result: (request id, attempt).
+pub async fn expired_running(
+    conn: &mut Conn,
+    now: NaiveDateTime,
+    limit: i64,
+) -> Result<Vec<(String, i32)>, StoreError> {
+    Ok(with_conn!(conn, |c| i::ax_instance
+        .filter(i::status.eq(InstanceStatus::Running.as_str()))
+        .filter(i::deadline_at.lt(now))
+        .order(i::deadline_at.asc())
+        .limit(limit)
+        .select((i::request_id, i::attempt))
+        .load(c)
+        .await)?)
+}
+
+/// Ends the open runs of a deleted task: nothing will dispatch them any more.
+pub async fn cancel_open(
+    conn: &mut Conn,
+    task_id: i64,
+    now: NaiveDateTime,
+) -> Result<usize, StoreError> {
+    Ok(with_conn!(conn, |c| diesel::update(
+        i::ax_instance
+            .filter(i::task_id.eq(task_id))
+            .filter(i::status.eq_any(OPEN))
     )
     .set((
         i::status.eq(InstanceStatus::Failed.as_str()),
-        i::callback_code.eq("TIMEOUT"),
-        i::callback_message.eq("no result before the task's timeoutMs"),
+        i::callback_code.eq("TASK_DELETED"),
+        i::callback_message.eq("the task was deleted before the run finished"),
         i::finished_at.eq(now),
+        i::next_attempt_at.eq(None::<NaiveDateTime>),
     ))
     .execute(c)
     .await)?)
 }
+
+const OPEN: [&str; 3] = ["PENDING", "READY", "RUNNING"];
 
 /// The run with this request id.
 pub async fn find_by_request_id(

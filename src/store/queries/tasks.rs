@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use diesel_async::RunQueryDsl;
 
-use super::Page;
+use super::{instances, Page};
 use crate::store::models::{Task, TaskFields, TaskStatus};
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{Conn, StoreError};
@@ -135,12 +135,21 @@ pub async fn update(
     .await
 }
 
-/// Deletes a task; `false` when there was none. Its run history stays.
-pub async fn delete(conn: &mut Conn, id: i64) -> Result<bool, StoreError> {
-    let deleted = with_conn!(conn, |c| diesel::delete(t::ax_task.find(id))
-        .execute(c)
-        .await)?;
-    Ok(deleted > 0)
+/// Deletes a task; `false` when there was none. Its run history stays; its open runs end
+/// FAILED (`TASK_DELETED`).
+pub async fn delete(conn: &mut Conn, id: i64, now: NaiveDateTime) -> Result<bool, StoreError> {
+    conn.transaction(|conn| {
+        Box::pin(async move {
+            let deleted = with_conn!(conn, |c| diesel::delete(t::ax_task.find(id))
+                .execute(c)
+                .await)?;
+            if deleted > 0 {
+                instances::cancel_open(conn, id, now).await?;
+            }
+            Ok(deleted > 0)
+        })
+    })
+    .await
 }
 
 /// Enabled tasks due at or before `until`, by id after `after_id`: one page of the preload
