@@ -1,0 +1,335 @@
+//! The `ax` binary: `cron next`, `migrate` and a failing `serve`, run as a real process.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// An `ax` command isolated from the developer's environment: no `AX_…` variables, and run in
+/// a folder of its own so neither `config/ax.yaml` nor `./data` of the repository is touched.
+fn ax(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ax"));
+    command.current_dir(dir).env("RUST_LOG", "warn");
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("AX_") {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+fn run(command: &mut Command) -> Output {
+    command.output().expect("run ax")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn cron_next(args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().expect("temp dir");
+    run(ax(dir.path()).arg("cron").arg("next").args(args))
+}
+
+fn assert_lines(output: &Output, expected: &[&str]) {
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(output));
+    let expected: String = expected.iter().map(|line| format!("{line}\n")).collect();
+    assert_eq!(stdout(output), expected);
+}
+
+fn assert_usage_error(output: &Output, what: &str) {
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{what}: stdout {:?} stderr {:?}",
+        stdout(output),
+        stderr(output)
+    );
+    assert!(!stderr(output).trim().is_empty(), "{what}: stderr is empty");
+    assert_eq!(stdout(output), "", "{what}: stdout");
+    assert!(
+        !stderr(output).contains("panicked"),
+        "{what}: {}",
+        stderr(output)
+    );
+}
+
+#[test]
+fn cron_next_prints_the_requested_count() {
+    let output = cron_next(&[
+        "*/15 * * * * *",
+        "--from",
+        "2027-02-03T04:05:06Z",
+        "--count",
+        "3",
+    ]);
+    assert_lines(
+        &output,
+        &[
+            "2027-02-03T04:05:15Z",
+            "2027-02-03T04:05:30Z",
+            "2027-02-03T04:05:45Z",
+        ],
+    );
+}
+
+#[test]
+fn cron_next_start_is_exclusive() {
+    let output = cron_next(&[
+        "*/15 * * * * *",
+        "--from",
+        "2027-02-03T04:05:15Z",
+        "--count",
+        "1",
+    ]);
+    assert_lines(&output, &["2027-02-03T04:05:30Z"]);
+}
+
+#[test]
+fn cron_next_prints_five_by_default() {
+    let output = cron_next(&["0 0 12 * * *", "--from", "2027-12-30T00:00:00Z"]);
+    assert_lines(
+        &output,
+        &[
+            "2027-12-30T12:00:00Z",
+            "2027-12-31T12:00:00Z",
+            "2028-01-01T12:00:00Z",
+            "2028-01-02T12:00:00Z",
+            "2028-01-03T12:00:00Z",
+        ],
+    );
+}
+
+#[test]
+fn cron_next_without_from_starts_now() {
+    let before = chrono::Utc::now();
+    let output = cron_next(&["* * * * * *", "--count", "2"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let times: Vec<chrono::DateTime<chrono::Utc>> = stdout(&output)
+        .lines()
+        .map(|line| {
+            chrono::DateTime::parse_from_rfc3339(line)
+                .unwrap_or_else(|err| panic!("{line}: {err}"))
+                .with_timezone(&chrono::Utc)
+        })
+        .collect();
+    assert_eq!(times.len(), 2);
+    assert!(times[0] > before, "{} after {before}", times[0]);
+    assert!(times[0] < before + chrono::TimeDelta::seconds(30));
+    assert_eq!(times[1] - times[0], chrono::TimeDelta::seconds(1));
+}
+
+#[test]
+fn cron_next_converts_an_offset_to_utc() {
+    // 06:05:06+02:00 is 04:05:06Z: the next hour boundaries are in UTC.
+    let output = cron_next(&[
+        "0 0 * * * *",
+        "--from",
+        "2027-02-03T06:05:06+02:00",
+        "--count",
+        "2",
+    ]);
+    assert_lines(&output, &["2027-02-03T05:00:00Z", "2027-02-03T06:00:00Z"]);
+    // Across a date line, with a negative offset.
+    let output = cron_next(&[
+        "0 0 0 * * *",
+        "--from",
+        "2027-02-03T20:00:00-05:00",
+        "--count",
+        "1",
+    ]);
+    assert_lines(&output, &["2027-02-05T00:00:00Z"]);
+}
+
+#[test]
+fn cron_next_finds_a_rare_leap_day_monday() {
+    let output = cron_next(&[
+        "0 0 0 29 2 MON",
+        "--from",
+        "2072-03-01T00:00:00Z",
+        "--count",
+        "1",
+    ]);
+    assert_lines(&output, &["2112-02-29T00:00:00Z"]);
+}
+
+#[test]
+fn cron_next_rejects_invalid_expressions() {
+    for expr in [
+        "0 0 0 31 2 *",
+        "* * *",
+        "L * * * * *",
+        "60 * * * * *",
+        "",
+        "* * * * * * * *",
+    ] {
+        let output = cron_next(&[expr, "--from", "2027-02-03T04:05:06Z"]);
+        assert_usage_error(&output, expr);
+        assert!(
+            stderr(&output).contains("invalid cron expression"),
+            "{expr}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn cron_next_rejects_an_invalid_from() {
+    for from in [
+        "yesterday",
+        "2027-02-03",
+        "2027-02-03T04:05:06",
+        "2027-13-03T04:05:06Z",
+    ] {
+        let output = cron_next(&["* * * * * *", "--from", from]);
+        assert_usage_error(&output, from);
+        assert!(
+            stderr(&output).contains("--from"),
+            "{from}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn cron_next_rejects_a_bad_count() {
+    for count in ["0", "-1", "many", "100001"] {
+        let output = cron_next(&[
+            "* * * * * *",
+            "--from",
+            "2027-02-03T04:05:06Z",
+            "--count",
+            count,
+        ]);
+        assert_usage_error(&output, count);
+    }
+}
+
+#[test]
+fn migrate_creates_the_sqlite_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("nested/x.db");
+    let url = format!("sqlite://{}", db.display());
+    let output = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert!(db.is_file(), "{} was not created", db.display());
+    assert!(stdout(&output).contains(&url), "{}", stdout(&output));
+    // Migrating again is a no-op that succeeds.
+    let again = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
+    assert_eq!(again.status.code(), Some(0), "stderr: {}", stderr(&again));
+}
+
+#[test]
+fn migrate_reads_the_store_url_from_a_config_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("from-file.db");
+    let config = dir.path().join("ax.yaml");
+    std::fs::write(
+        &config,
+        format!("store:\n  url: sqlite://{}\n", db.display()),
+    )
+    .expect("write config");
+    let output = run(ax(dir.path()).arg("migrate").arg("--config").arg(&config));
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert!(db.is_file());
+}
+
+#[test]
+fn migrate_rejects_a_bad_store_url() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = run(ax(dir.path())
+        .arg("migrate")
+        .env("AX_STORE_URL", "bogus://x"));
+    assert_usage_error(&output, "bogus://x");
+    let message = stderr(&output);
+    assert!(message.contains("store.url"), "{message}");
+    assert!(message.contains("bogus://x"), "{message}");
+}
+
+#[test]
+fn migrate_rejects_a_bad_config_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("ax.yaml");
+    std::fs::write(&config, "server:\n  prot: 1\n").expect("write config");
+    let output = run(ax(dir.path()).arg("migrate").arg("--config").arg(&config));
+    assert_usage_error(&output, "unknown key");
+    let missing = run(ax(dir.path())
+        .arg("migrate")
+        .arg("--config")
+        .arg(dir.path().join("missing.yaml")));
+    assert_usage_error(&missing, "missing file");
+}
+
+/// Waits for a child to exit, killing it after `timeout`.
+fn wait_with_timeout(mut child: Child, timeout: Duration) -> (Option<i32>, Duration, String) {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            let output = child.wait_with_output().expect("output");
+            return (status.code(), started.elapsed(), stderr(&output));
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("output");
+            panic!(
+                "ax serve still running after {timeout:?}; stderr: {}",
+                stderr(&output)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn serve_exits_when_the_store_is_unreachable() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let child = ax(dir.path())
+        .arg("serve")
+        .env("AX_STORE_URL", "mysql://root@127.0.0.1:1/x")
+        .env("AX_PORT", "0")
+        .env("AX_BIND", "127.0.0.1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ax serve");
+    let (code, elapsed, stderr) = wait_with_timeout(child, Duration::from_secs(20));
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    assert!(matches!(code, Some(c) if c != 0), "exit {code:?}; {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("cannot start"), "{stderr}");
+}
+
+#[test]
+fn serve_exits_when_redis_is_unreachable() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let child = ax(dir.path())
+        .arg("serve")
+        .env(
+            "AX_STORE_URL",
+            format!("sqlite://{}/ax.db", dir.path().display()),
+        )
+        .env("AX_REDIS_URL", "redis://127.0.0.1:1")
+        .env("AX_PORT", "0")
+        .env("AX_BIND", "127.0.0.1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ax serve");
+    let (code, _, stderr) = wait_with_timeout(child, Duration::from_secs(20));
+    assert!(matches!(code, Some(c) if c != 0), "exit {code:?}; {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("Redis unavailable"), "{stderr}");
+}
+
+#[test]
+fn serve_rejects_a_bad_port() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = run(ax(dir.path()).arg("serve").env("AX_PORT", "eighty"));
+    assert_usage_error(&output, "AX_PORT=eighty");
+    assert!(stderr(&output).contains("AX_PORT"), "{}", stderr(&output));
+}

@@ -1,0 +1,209 @@
+//! The fire lock through its actor: Redis between two nodes, and the in-process lock.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use actix::Actor;
+use ax::actors::lock::{lock_key, LockActor, LockError, LockHandle, LOCK_TTL};
+use common::REDIS_URL;
+
+/// Task ids no other test run uses: a random base with room for a few ids above it.
+fn unique_ids<const N: usize>() -> [i64; N] {
+    let random = uuid::Uuid::new_v4().as_u64_pair().0 >> 16;
+    let base = (random as i64) * 16;
+    std::array::from_fn(|i| base + 1 + i as i64)
+}
+
+async fn redis_node(instance_id: &str) -> LockHandle {
+    let actor = LockActor::redis(REDIS_URL, instance_id.to_string())
+        .await
+        .unwrap_or_else(|err| panic!("Redis lock at {REDIS_URL}: {err}"));
+    LockHandle::new(actor.start())
+}
+
+async fn redis() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(REDIS_URL)
+        .expect("redis url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to redis")
+}
+
+async fn holder(conn: &mut redis::aio::MultiplexedConnection, task_id: i64) -> Option<String> {
+    redis::cmd("GET")
+        .arg(lock_key(task_id))
+        .query_async(conn)
+        .await
+        .expect("GET")
+}
+
+async fn pttl(conn: &mut redis::aio::MultiplexedConnection, task_id: i64) -> i64 {
+    redis::cmd("PTTL")
+        .arg(lock_key(task_id))
+        .query_async(conn)
+        .await
+        .expect("PTTL")
+}
+
+/// Deletes the test's keys even when an assertion fails.
+struct Cleanup(Vec<i64>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let keys: Vec<String> = self.0.iter().copied().map(lock_key).collect();
+        let _ = std::thread::spawn(move || {
+            if let Ok(mut conn) = redis::Client::open(REDIS_URL).and_then(|c| c.get_connection()) {
+                let _: redis::RedisResult<i64> = redis::cmd("DEL").arg(&keys).query(&mut conn);
+            }
+        })
+        .join();
+    }
+}
+
+#[actix_rt::test]
+async fn redis_lock_is_exclusive_between_nodes() {
+    let [t1, t2, t3] = unique_ids::<3>();
+    let _cleanup = Cleanup(vec![t1, t2, t3]);
+    let a = redis_node("node-a").await;
+    let b = redis_node("node-b").await;
+    let mut conn = redis().await;
+
+    assert_eq!(a.acquire(vec![t1, t2]).await, vec![true, true]);
+    assert_eq!(holder(&mut conn, t1).await.as_deref(), Some("node-a"));
+    assert_eq!(holder(&mut conn, t2).await.as_deref(), Some("node-a"));
+
+    assert_eq!(b.acquire(vec![t1, t3]).await, vec![false, true]);
+    assert_eq!(
+        holder(&mut conn, t1).await.as_deref(),
+        Some("node-a"),
+        "b took nothing of a's"
+    );
+    assert_eq!(holder(&mut conn, t3).await.as_deref(), Some("node-b"));
+
+    // A lock a node still holds is its own.
+    assert_eq!(a.acquire(vec![t1]).await, vec![true]);
+    assert_eq!(a.acquire(vec![t3, t1]).await, vec![false, true]);
+
+    a.release(vec![t1]).await;
+    assert_eq!(holder(&mut conn, t1).await, None, "released");
+    assert_eq!(b.acquire(vec![t1]).await, vec![true]);
+    assert_eq!(holder(&mut conn, t1).await.as_deref(), Some("node-b"));
+    assert_eq!(a.acquire(vec![t1]).await, vec![false]);
+
+    // Release is compare-and-delete: a cannot release b's locks.
+    a.release(vec![t3, t1]).await;
+    assert_eq!(holder(&mut conn, t3).await.as_deref(), Some("node-b"));
+    assert_eq!(holder(&mut conn, t1).await.as_deref(), Some("node-b"));
+    // a's own lock on t2 is untouched by b's release either.
+    b.release(vec![t2]).await;
+    assert_eq!(holder(&mut conn, t2).await.as_deref(), Some("node-a"));
+
+    // Every lock expires on its own: a TTL is set and is at most LOCK_TTL.
+    assert_eq!(LOCK_TTL, Duration::from_millis(3000));
+    for id in [t1, t2, t3] {
+        let ttl = pttl(&mut conn, id).await;
+        assert!(ttl > 0 && ttl <= 3000, "task {id}: PTTL {ttl}");
+    }
+
+    b.release(vec![t1, t3]).await;
+    assert_eq!(holder(&mut conn, t1).await, None);
+    assert_eq!(holder(&mut conn, t3).await, None);
+    assert_eq!(a.acquire(vec![t3]).await, vec![true]);
+}
+
+#[actix_rt::test]
+async fn an_expired_redis_lock_goes_to_the_next_node() {
+    let [t1] = unique_ids::<1>();
+    let _cleanup = Cleanup(vec![t1]);
+    let a = redis_node("node-a").await;
+    let b = redis_node("node-b").await;
+    let mut conn = redis().await;
+
+    assert_eq!(a.acquire(vec![t1]).await, vec![true]);
+    assert_eq!(b.acquire(vec![t1]).await, vec![false]);
+    // Shorten a's lock instead of waiting out the 3 s TTL.
+    let _: i64 = redis::cmd("PEXPIRE")
+        .arg(lock_key(t1))
+        .arg(1)
+        .query_async(&mut conn)
+        .await
+        .expect("PEXPIRE");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while holder(&mut conn, t1).await.is_some() {
+        assert!(Instant::now() < deadline, "the lock never expired");
+        actix_rt::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(b.acquire(vec![t1]).await, vec![true]);
+    assert_eq!(holder(&mut conn, t1).await.as_deref(), Some("node-b"));
+    // a's late release does not free b's lock.
+    a.release(vec![t1]).await;
+    assert_eq!(holder(&mut conn, t1).await.as_deref(), Some("node-b"));
+}
+
+#[actix_rt::test]
+async fn empty_requests_are_answered() {
+    let a = redis_node("node-a").await;
+    assert_eq!(a.acquire(vec![]).await, Vec::<bool>::new());
+    a.release(vec![]).await;
+    let local = LockHandle::new(LockActor::local("solo".into()).start());
+    assert_eq!(local.acquire(vec![]).await, Vec::<bool>::new());
+    local.release(vec![]).await;
+}
+
+#[actix_rt::test]
+async fn redis_lock_fails_to_start_when_redis_is_unreachable() {
+    let started = Instant::now();
+    let outcome = LockActor::redis("redis://127.0.0.1:1", "node-a".into()).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    match outcome {
+        Ok(_) => panic!("a lock on an unreachable Redis started"),
+        Err(err) => {
+            assert!(matches!(err, LockError::Unavailable(_)), "{err:?}");
+            assert!(err.to_string().starts_with("Redis unavailable"), "{err}");
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn redis_lock_rejects_a_bad_url() {
+    match LockActor::redis("not-a-redis-url", "node-a".into()).await {
+        Ok(_) => panic!("a lock with a bad URL started"),
+        Err(err) => {
+            assert!(matches!(err, LockError::BadUrl(_)), "{err:?}");
+            assert!(err.to_string().starts_with("invalid Redis URL"), "{err}");
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn local_lock_through_the_handle() {
+    let lock = LockHandle::new(LockActor::local("solo".into()).start());
+    assert_eq!(lock.acquire(vec![1, 2]).await, vec![true, true]);
+    assert_eq!(lock.acquire(vec![1, 3]).await, vec![false, true]);
+    lock.release(vec![1]).await;
+    assert_eq!(lock.acquire(vec![1, 2]).await, vec![true, false]);
+    lock.release(vec![1, 2, 3]).await;
+    assert_eq!(lock.acquire(vec![3, 2, 1]).await, vec![true, true, true]);
+
+    // Each local actor has locks of its own.
+    let other = LockHandle::new(LockActor::local("other".into()).start());
+    assert_eq!(other.acquire(vec![1]).await, vec![true]);
+}
+
+#[actix_rt::test]
+async fn a_clone_of_a_handle_shares_the_lock() {
+    let [t1] = unique_ids::<1>();
+    let _cleanup = Cleanup(vec![t1]);
+    let a = redis_node("node-a").await;
+    let b = redis_node("node-b").await;
+    let a2 = a.clone();
+    assert_eq!(a.acquire(vec![t1]).await, vec![true]);
+    assert_eq!(b.acquire(vec![t1]).await, vec![false]);
+    a2.release(vec![t1]).await;
+    assert_eq!(b.acquire(vec![t1]).await, vec![true]);
+}
