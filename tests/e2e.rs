@@ -253,7 +253,9 @@ async fn retries_until_success_or_given_up(store: TestStore) {
             body.as_object_mut().expect("object").remove(key);
         }
         body["enabled"] = json!(false);
-        let (status, reply) = api.call("PUT", &format!("/api/tasks/{id}"), Some(body)).await;
+        let (status, reply) = api
+            .call("PUT", &format!("/api/tasks/{id}"), Some(body))
+            .await;
         assert_eq!(status, 200, "{reply}");
     }
 
@@ -267,12 +269,25 @@ async fn retries_until_success_or_given_up(store: TestStore) {
         .into_iter()
         .filter(|r| r.request_id == first.request_id)
         .collect();
-    let attempts: Vec<_> = deliveries.iter().map(|r| r.body["attempt"].clone()).collect();
+    let attempts: Vec<_> = deliveries
+        .iter()
+        .map(|r| r.body["attempt"].clone())
+        .collect();
     assert_eq!(attempts, vec![json!(1), json!(2), json!(3)]);
-    assert!(deliveries.iter().all(|r| r.body["scheduledAt"] == first.body["scheduledAt"]));
+    assert!(deliveries
+        .iter()
+        .all(|r| r.body["scheduledAt"] == first.body["scheduledAt"]));
     let gap = |a: usize, b: usize| deliveries[b].at.duration_since(deliveries[a].at);
-    assert!(gap(0, 1) >= Duration::from_millis(900), "first retry after ~1 s: {:?}", gap(0, 1));
-    assert!(gap(1, 2) >= Duration::from_millis(1900), "second after ~2 s: {:?}", gap(1, 2));
+    assert!(
+        gap(0, 1) >= Duration::from_millis(900),
+        "first retry after ~1 s: {:?}",
+        gap(0, 1)
+    );
+    assert!(
+        gap(1, 2) >= Duration::from_millis(1900),
+        "second after ~2 s: {:?}",
+        gap(1, 2)
+    );
 
     // broken: always 503 — 1 attempt + 2 retries, then FAILED for good.
     let runs = api.wait_final(ids[1], 1, Duration::from_secs(10)).await;
@@ -281,7 +296,14 @@ async fn retries_until_success_or_given_up(store: TestStore) {
     assert_eq!(last["retryCount"], 2, "{last}");
     assert_eq!(last["code"], "HTTP_503");
     let request_id = last["requestId"].as_str().expect("id");
-    assert_eq!(broken.received().iter().filter(|r| r.request_id == request_id).count(), 3);
+    assert_eq!(
+        broken
+            .received()
+            .iter()
+            .filter(|r| r.request_id == request_id)
+            .count(),
+        3
+    );
 
     // fatal: "retry": false ends the run at once.
     let path = format!("/api/instances/{}", fatal_first.request_id);
@@ -289,7 +311,11 @@ async fn retries_until_success_or_given_up(store: TestStore) {
     assert_eq!(run["retryCount"], 0, "{run}");
     assert_eq!(run["code"], "FATAL");
     actix_rt::time::sleep(Duration::from_millis(1500)).await;
-    let fatal_deliveries = fatal.received().iter().filter(|r| r.request_id == fatal_first.request_id).count();
+    let fatal_deliveries = fatal
+        .received()
+        .iter()
+        .filter(|r| r.request_id == fatal_first.request_id)
+        .count();
     assert_eq!(fatal_deliveries, 1);
     ax.shutdown().await;
 }
@@ -319,7 +345,8 @@ async fn a_late_success_cancels_the_retry() {
     let task = api.create_task(body.clone()).await;
     let first = silent.wait_for(1, Duration::from_secs(5)).await[0].clone();
     body["enabled"] = json!(false);
-    api.call("PUT", &format!("/api/tasks/{}", task["id"]), Some(body)).await;
+    api.call("PUT", &format!("/api/tasks/{}", task["id"]), Some(body))
+        .await;
     let path = format!("/api/instances/{}", first.request_id);
     // Attempt 1 is accepted, then times out: the run waits for its retry (READY, attempt 2).
     wait_status(&api, &path, "RUNNING", Duration::from_secs(5)).await;
@@ -327,7 +354,10 @@ async fn a_late_success_cancels_the_retry() {
     assert_eq!(run["attempt"], 2, "{run}");
     assert_eq!(run["code"], "TIMEOUT");
     let (status, reply) = api
-        .post("/api/callback", json!({"requestId": first.request_id, "status": "SUCCESS"}))
+        .post(
+            "/api/callback",
+            json!({"requestId": first.request_id, "status": "SUCCESS"}),
+        )
         .await;
     assert_eq!((status, &reply["applied"]), (200, &json!(true)), "{reply}");
     let (_, run) = api.get(&path).await;
