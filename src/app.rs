@@ -40,6 +40,7 @@ pub struct Ax {
     supervisor: Addr<SupervisorActor>,
     dispatch: DispatchHandle,
     store: StoreHandle,
+    lock: LockHandle,
     shutdown_timeout: Duration,
 }
 
@@ -76,8 +77,9 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         config.dispatch.max_in_flight,
         store.clone(),
     );
+    let lock = LockHandle::new(lock.start());
     let fire = FireContext {
-        lock: LockHandle::new(lock.start()),
+        lock: lock.clone(),
         store: store.clone(),
         dispatch: dispatch.clone(),
         instance_id: config.server.instance_id.clone(),
@@ -104,7 +106,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     .start();
 
     let state = ApiState {
-        scheduler: Scheduler::new(store.clone(), wheel.clone(), clock),
+        scheduler: Scheduler::new(store.clone(), wheel.clone(), lock.clone(), clock),
         instance_id: config.server.instance_id.clone(),
         backend,
     };
@@ -124,6 +126,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         source,
     })?;
     let addr = server.addrs()[0];
+    lock.announce(addr.to_string());
     let server = server.run();
     let handle = server.handle();
     actix_rt::spawn(server);
@@ -138,6 +141,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         supervisor,
         dispatch,
         store,
+        lock,
         shutdown_timeout: Duration::from_millis(config.server.shutdown_timeout_ms),
     })
 }
@@ -167,7 +171,7 @@ impl Ax {
     }
 
     /// The one shutdown path: stop taking requests, stop the wheel, let in-flight dispatches
-    /// finish (bounded), and commit the store's queue.
+    /// finish (bounded), commit the store's queue, and leave the cluster.
     pub async fn shutdown(self) {
         log::info!("shutting down");
         self.server.stop(true).await;
@@ -175,6 +179,7 @@ impl Ax {
         self.supervisor.do_send(StopSupervisor);
         self.dispatch.drain(self.shutdown_timeout).await;
         self.store.flush().await;
+        self.lock.leave().await;
         log::info!("shutdown complete");
     }
 }

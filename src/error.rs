@@ -5,6 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
+use crate::actors::lock::LockError;
 use crate::store::StoreError;
 
 /// Errors answered by the HTTP API.
@@ -22,6 +23,8 @@ pub enum ApiError {
     TooLarge(usize),
     #[error("the store is unavailable")]
     Store(#[from] StoreError),
+    #[error("Redis is unavailable")]
+    Lock(#[from] LockError),
 }
 
 impl ApiError {
@@ -39,6 +42,7 @@ impl ApiError {
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::Store(_) => "STORE_UNAVAILABLE",
+            ApiError::Lock(_) => "REDIS_UNAVAILABLE",
         }
     }
 }
@@ -62,14 +66,16 @@ impl ResponseError for ApiError {
             ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Store(_) | ApiError::Lock(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
     fn error_response(&self) -> HttpResponse {
-        if let ApiError::Store(err) = self {
-            // The detail is for the operator's log, not for the client.
-            log::error!("request failed: {err}");
+        // The detail of an outage is for the operator's log, not for the client.
+        match self {
+            ApiError::Store(err) => log::error!("request failed: {err}"),
+            ApiError::Lock(err) => log::error!("request failed: {err}"),
+            _ => {}
         }
         let field = match self {
             ApiError::Invalid { field, .. } => field.as_deref(),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use actix::Addr;
 use chrono::{DateTime, Utc};
 
+use crate::actors::lock::{LockError, LockHandle, Member};
 use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::wheel::{Schedule, Unschedule, WheelActor, WheelSize};
 use crate::clock::SharedClock;
@@ -40,16 +41,28 @@ pub struct TaskInput {
 pub struct Scheduler {
     store: StoreHandle,
     wheel: Addr<WheelActor>,
+    lock: LockHandle,
     clock: SharedClock,
 }
 
 impl Scheduler {
-    pub fn new(store: StoreHandle, wheel: Addr<WheelActor>, clock: SharedClock) -> Self {
+    pub fn new(
+        store: StoreHandle,
+        wheel: Addr<WheelActor>,
+        lock: LockHandle,
+        clock: SharedClock,
+    ) -> Self {
         Scheduler {
             store,
             wheel,
+            lock,
             clock,
         }
+    }
+
+    /// The live ax processes sharing this store.
+    pub async fn cluster(&self) -> Result<Vec<Member>, LockError> {
+        self.lock.members().await
     }
 
     /// The stored fields of a task, its next run computed from now.

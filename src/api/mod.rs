@@ -45,7 +45,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/tasks/{id}", web::delete().to(tasks::delete))
             .route("/tasks/{id}/instances", web::get().to(instances::for_task))
             .route("/instances/{request_id}", web::get().to(instances::get))
-            .route("/callback", web::post().to(callback::report)),
+            .route("/callback", web::post().to(callback::report))
+            .route("/cluster", web::get().to(health::cluster)),
     )
     .default_service(web::to(not_found));
 }

@@ -223,8 +223,13 @@ pub struct Api {
 
 impl Api {
     pub fn new(ax: &Ax) -> Api {
+        Api::at(format!("http://{}", ax.addr()))
+    }
+
+    /// A client of the ax listening at `base` (`http://host:port`).
+    pub fn at(base: String) -> Api {
         Api {
-            base: format!("http://{}", ax.addr()),
+            base,
             client: awc::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .finish(),
@@ -309,4 +314,130 @@ impl Api {
             actix_rt::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// An `ax serve` child process, for tests that kill it.
+pub struct AxProcess {
+    pub port: u16,
+    pub instance_id: String,
+    child: std::process::Child,
+    env: Vec<(String, String)>,
+    dir: std::path::PathBuf,
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl AxProcess {
+    /// Starts `ax serve` in `dir` with these `AX_…` settings and waits until it is healthy.
+    pub async fn start(
+        dir: &std::path::Path,
+        instance_id: &str,
+        env: Vec<(String, String)>,
+    ) -> AxProcess {
+        let port = free_port();
+        let child = spawn_ax(dir, instance_id, port, &env);
+        let process = AxProcess {
+            port,
+            instance_id: instance_id.to_string(),
+            child,
+            env,
+            dir: dir.to_path_buf(),
+        };
+        process.wait_healthy().await;
+        process
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    async fn wait_healthy(&self) {
+        let client = awc::Client::default();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(response) = client.get(format!("{}/healthz", self.base())).send().await {
+                if response.status().is_success() {
+                    return;
+                }
+            }
+            actix_rt::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "ax {} did not become healthy; see {}",
+            self.instance_id,
+            self.log_path().display()
+        );
+    }
+
+    pub fn log_path(&self) -> std::path::PathBuf {
+        self.dir.join(format!("{}.log", self.instance_id))
+    }
+
+    /// `kill -9`: no shutdown path runs.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits for the exit; returns its status code.
+    pub async fn terminate(mut self) -> Option<i32> {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            actix_rt::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.kill();
+        None
+    }
+
+    /// Starts the same instance again (same id, settings and port) and waits until healthy.
+    pub async fn restart(&mut self) {
+        self.child = spawn_ax(&self.dir, &self.instance_id, self.port, &self.env);
+        self.wait_healthy().await;
+    }
+}
+
+impl Drop for AxProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_ax(
+    dir: &std::path::Path,
+    instance_id: &str,
+    port: u16,
+    env: &[(String, String)],
+) -> std::process::Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{instance_id}.log")))
+        .expect("log file");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ax"));
+    command
+        .arg("serve")
+        .current_dir(dir)
+        .env("AX_BIND", "127.0.0.1")
+        .env("AX_PORT", port.to_string())
+        .env("AX_INSTANCE_ID", instance_id)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.spawn().expect("spawn ax")
 }
