@@ -238,17 +238,31 @@ impl Api {
 
     /// Sends a request; returns the status and the JSON body (Null when empty).
     pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.try_call(method, path, body)
+            .await
+            .unwrap_or_else(|| panic!("{method} {path}: no answer from {}", self.base))
+    }
+
+    /// Like `call`, but `None` when the server cannot be reached (it may have been killed).
+    pub async fn try_call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Option<(u16, Value)> {
         let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
         let request = self.client.request(method, format!("{}{path}", self.base));
         let mut response = match body {
             Some(body) => request.send_json(&body).await,
             None => request.send().await,
         }
-        .expect("request sent");
+        .ok()?;
         let status = response.status().as_u16();
-        let bytes = response.body().limit(16 << 20).await.expect("body");
-        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        (status, json)
+        let bytes = response.body().limit(16 << 20).await.ok()?;
+        Some((
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        ))
     }
 
     /// Sends raw bytes with a content type.

@@ -1,0 +1,205 @@
+//! Three ax processes on one MariaDB and one Redis: each run is recorded once and delivered,
+//! results reach any instance, and when one instance is killed the others take over its share
+//! within the documented failover gap and report it gone from `/api/cluster`.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use ax::store::queries::{instances, Page};
+use ax::store::Db;
+use chrono::Utc;
+use common::{Api, AxProcess, Executor, Reply, TestStore, REDIS_URL};
+use serde_json::json;
+
+const TASKS: usize = 6;
+/// The documented failover gap: the dead instance's fire locks expire (3 s), then the next
+/// fire of each of its tasks catches up.
+const FAILOVER_GAP_SECS: i64 = 5;
+
+async fn live_members(api: &Api) -> Vec<String> {
+    let (status, body) = api.get("/api/cluster").await;
+    assert_eq!(status, 200, "{body}");
+    body["instances"]
+        .as_array()
+        .map(|members| {
+            members
+                .iter()
+                .filter_map(|m| m["instanceId"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[actix_rt::test]
+async fn three_instances_one_killed() {
+    let store = TestStore::mysql();
+    let dir = tempfile::tempdir().expect("dir");
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let names: Vec<String> = (1..=3)
+        .map(|n| format!("node{n}-{}", &run_id[..8]))
+        .collect();
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), REDIS_URL.to_string()),
+        ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
+    ];
+    // The executor answers 202; each result is then reported to a different instance.
+    let executor = Executor::start(Reply::Accepted).await;
+    let mut nodes = Vec::new();
+    for name in &names {
+        nodes.push(AxProcess::start(dir.path(), name, env.clone()).await);
+    }
+    let apis: Vec<Api> = nodes.iter().map(|n| Api::at(n.base())).collect();
+    let mut tasks = Vec::new();
+    for i in 0..TASKS {
+        let task = apis[i % 3]
+            .create_task(json!({
+                "name": format!("cluster-{i}"), "cron": "* * * * * *",
+                "handlerUrl": executor.url, "maxRetry": 0, "timeoutMs": 1000,
+            }))
+            .await;
+        tasks.push(task["id"].as_i64().expect("id"));
+    }
+    let mut members = live_members(&apis[0]).await;
+    for _ in 0..40 {
+        if names.iter().all(|n| members.contains(n)) {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+        members = live_members(&apis[0]).await;
+    }
+    assert!(
+        names.iter().all(|n| members.contains(n)),
+        "all three live: {members:?}"
+    );
+
+    let mut answered = HashSet::new();
+    answer_for(&executor, &apis, &mut answered, Duration::from_secs(5)).await;
+    nodes[1].kill();
+    let killed = Utc::now();
+    answer_for(&executor, &apis, &mut answered, Duration::from_secs(8)).await;
+
+    // The survivors drop the dead instance once its heartbeat expires (10 s).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut gone_after = None;
+    while Instant::now() < deadline {
+        answer_for(&executor, &apis, &mut answered, Duration::from_millis(500)).await;
+        let seen = live_members(&apis[0]).await;
+        if !seen.contains(&names[1]) {
+            assert!(
+                seen.contains(&names[0]) && seen.contains(&names[2]),
+                "{seen:?}"
+            );
+            assert_eq!(live_members(&apis[2]).await.contains(&names[1]), false);
+            gone_after = Some(Utc::now() - killed);
+            break;
+        }
+    }
+    let gone_after = gone_after.expect("the killed instance leaves /api/cluster");
+    let ended = Utc::now();
+    let survivors: Vec<AxProcess> = nodes
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 1)
+        .map(|(_, n)| n)
+        .collect();
+    for node in survivors {
+        assert_eq!(node.terminate().await, Some(0));
+    }
+
+    let db = Db::connect(&store.url(), 2).await.expect("store");
+    let mut conn = db.conn().await.expect("conn");
+    let deliveries = executor.received();
+    let delivered: HashSet<&str> = deliveries.iter().map(|d| d.request_id.as_str()).collect();
+    let (mut rows_total, mut lost_in_gap, mut worst_gap) = (0usize, 0i64, 0i64);
+    for task_id in &tasks {
+        let page = Page {
+            limit: 100_000,
+            offset: 0,
+        };
+        let (rows, _) = instances::list_for_task(&mut conn, *task_id, page)
+            .await
+            .expect("rows");
+        rows_total += rows.len();
+        let mut seconds = BTreeSet::new();
+        for row in &rows {
+            let second = row.scheduled_at.and_utc().timestamp();
+            assert!(
+                seconds.insert(second),
+                "task {task_id}: two rows for {second}"
+            );
+            if row.scheduled_at.and_utc() < ended - chrono::Duration::seconds(15) {
+                assert!(
+                    delivered.contains(row.request_id.as_str()),
+                    "undelivered {row:?}"
+                );
+            }
+        }
+        let seconds: Vec<i64> = seconds.into_iter().collect();
+        for pair in seconds.windows(2) {
+            let gap = pair[1] - pair[0];
+            if gap > 1 {
+                let near_kill = (pair[0] - killed.timestamp()).abs() <= 2;
+                assert!(
+                    near_kill,
+                    "task {task_id}: {}..{} lost away from the kill",
+                    pair[0], pair[1]
+                );
+                assert!(
+                    gap <= FAILOVER_GAP_SECS,
+                    "task {task_id}: failover gap {gap} s"
+                );
+                lost_in_gap += gap - 1;
+                worst_gap = worst_gap.max(gap);
+            }
+        }
+        assert!(*seconds.last().expect("rows") >= ended.timestamp() - 20);
+    }
+    let mut per_run: HashMap<&str, usize> = HashMap::new();
+    for d in &deliveries {
+        *per_run.entry(d.request_id.as_str()).or_default() += 1;
+    }
+    let duplicates: usize = per_run.values().map(|n| n - 1).sum();
+    println!(
+        "cluster test: 3 instances, {TASKS} every-second tasks, {rows_total} rows, 0 duplicate \
+         rows, {} deliveries ({duplicates} duplicate), {lost_in_gap} runs collapsed in failover, \
+         worst gap {worst_gap} s, dead instance left /api/cluster after {} s",
+        deliveries.len(),
+        gone_after.num_seconds()
+    );
+    executor.stop().await;
+}
+
+/// For `time`, answers every new delivery by callback (see `answer_new`).
+async fn answer_for(
+    executor: &Executor,
+    apis: &[Api],
+    answered: &mut HashSet<String>,
+    time: Duration,
+) {
+    let until = Instant::now() + time;
+    while Instant::now() < until {
+        answer_new(executor, apis, answered).await;
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Reports SUCCESS for every delivery not yet answered, spreading the callbacks over the
+/// instances (a result may reach any of them); a killed instance is skipped.
+async fn answer_new(executor: &Executor, apis: &[Api], answered: &mut HashSet<String>) {
+    for (i, delivery) in executor.received().iter().enumerate() {
+        if !answered.insert(delivery.request_id.clone()) {
+            continue;
+        }
+        // Any live instance will do: try them in turn from a rotating start.
+        for k in 0..apis.len() {
+            let api = &apis[(i + k) % apis.len()];
+            let body = json!({"requestId": delivery.request_id, "status": "SUCCESS"});
+            if let Some((200, _)) = api.try_call("POST", "/api/callback", Some(body)).await {
+                break;
+            }
+        }
+    }
+}
