@@ -6,7 +6,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::cron::{CronError, CronSchedule};
-use crate::store::models::Task;
+use crate::store::models::{InstanceStatus, Task};
 
 /// What the scheduler needs to fire a task, parsed once when the task enters the wheel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,6 +202,80 @@ pub fn plan_fires(
     }
 }
 
+/// Where a run stands when a report about it arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunState {
+    pub status: InstanceStatus,
+    pub attempt: i32,
+    pub retries_used: i32,
+    pub max_retry: i32,
+}
+
+/// A report about a run: the dispatcher's (RUNNING or a reply's result), an executor's callback,
+/// or an expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// RUNNING, SUCCESS or FAILED.
+    pub status: InstanceStatus,
+    /// The attempt reported on; `None` means the current one.
+    pub attempt: Option<i32>,
+    /// False when the executor said not to retry.
+    pub retry_allowed: bool,
+    pub at: DateTime<Utc>,
+}
+
+/// What a report does to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportDecision {
+    /// The run is final already: nothing changes.
+    AlreadyFinal(InstanceStatus),
+    /// The report is about an attempt that was already dealt with: nothing changes.
+    Superseded,
+    /// The handler accepted the attempt; its result comes by callback.
+    Running,
+    /// The run ends in this state.
+    Finish(InstanceStatus),
+    /// The attempt failed; attempt `attempt` is due at `at`.
+    Retry {
+        at: DateTime<Utc>,
+        attempt: i32,
+        retry: i32,
+    },
+}
+
+/// Decides what a report does to a run. A SUCCESS counts whenever the run is open, even for an
+/// attempt that timed out (it ends the run and cancels the pending retry); a failure of an
+/// earlier attempt was already counted when that attempt ended, so it changes nothing.
+pub fn decide_report(run: RunState, report: Report, policy: RetryPolicy) -> ReportDecision {
+    if run.status.is_final() {
+        return ReportDecision::AlreadyFinal(run.status);
+    }
+    let current = report.attempt.is_none_or(|attempt| attempt == run.attempt);
+    match report.status {
+        InstanceStatus::Success => ReportDecision::Finish(InstanceStatus::Success),
+        InstanceStatus::Running if current && run.status == InstanceStatus::Ready => {
+            ReportDecision::Running
+        }
+        InstanceStatus::Failed if current => {
+            match on_failure(
+                run.retries_used,
+                run.max_retry,
+                report.retry_allowed,
+                policy,
+                report.at,
+            ) {
+                FailureDecision::GiveUp => ReportDecision::Finish(InstanceStatus::Failed),
+                FailureDecision::Retry { at, retry } => ReportDecision::Retry {
+                    at,
+                    attempt: run.attempt + 1,
+                    retry,
+                },
+            }
+        }
+        _ => ReportDecision::Superseded,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,6 +366,130 @@ mod tests {
         let plan = plan_fires(&cron("* * * * * *"), at(1, 0, 0), at(1, 0, 9), policy);
         assert_eq!(plan.decisions, vec![RunDecision::Missed(at(1, 0, 0))]);
         assert_eq!(plan.next, Some(at(1, 0, 9)));
+    }
+
+    fn run(status: InstanceStatus, attempt: i32) -> RunState {
+        RunState {
+            status,
+            attempt,
+            retries_used: attempt - 1,
+            max_retry: 3,
+        }
+    }
+
+    fn report(status: InstanceStatus, attempt: Option<i32>) -> Report {
+        Report {
+            status,
+            attempt,
+            retry_allowed: true,
+            at: at(1, 0, 0),
+        }
+    }
+
+    #[test]
+    fn a_failed_attempt_schedules_the_next_one() {
+        let decision = decide_report(
+            run(InstanceStatus::Running, 1),
+            report(InstanceStatus::Failed, Some(1)),
+            RetryPolicy::default(),
+        );
+        assert_eq!(
+            decision,
+            ReportDecision::Retry {
+                at: at(1, 0, 5),
+                attempt: 2,
+                retry: 1
+            }
+        );
+        let last = RunState {
+            retries_used: 3,
+            ..run(InstanceStatus::Running, 4)
+        };
+        let decision = decide_report(
+            last,
+            report(InstanceStatus::Failed, None),
+            RetryPolicy::default(),
+        );
+        assert_eq!(decision, ReportDecision::Finish(InstanceStatus::Failed));
+    }
+
+    #[test]
+    fn a_late_success_ends_a_run_waiting_for_its_retry() {
+        // Attempt 1 timed out; the run waits (READY) for attempt 2; attempt 1's SUCCESS comes.
+        let waiting = run(InstanceStatus::Ready, 2);
+        let decision = decide_report(
+            waiting,
+            report(InstanceStatus::Success, Some(1)),
+            RetryPolicy::default(),
+        );
+        assert_eq!(decision, ReportDecision::Finish(InstanceStatus::Success));
+    }
+
+    #[test]
+    fn a_late_failure_of_an_earlier_attempt_changes_nothing() {
+        let waiting = run(InstanceStatus::Ready, 2);
+        let decision = decide_report(
+            waiting,
+            report(InstanceStatus::Failed, Some(1)),
+            RetryPolicy::default(),
+        );
+        assert_eq!(decision, ReportDecision::Superseded);
+        let running_late = decide_report(
+            waiting,
+            report(InstanceStatus::Running, Some(1)),
+            RetryPolicy::default(),
+        );
+        assert_eq!(running_late, ReportDecision::Superseded);
+    }
+
+    #[test]
+    fn a_result_after_the_run_is_final_changes_nothing() {
+        for status in [
+            InstanceStatus::Success,
+            InstanceStatus::Failed,
+            InstanceStatus::Missed,
+        ] {
+            for reported in [
+                InstanceStatus::Success,
+                InstanceStatus::Failed,
+                InstanceStatus::Running,
+            ] {
+                let decision = decide_report(
+                    run(status, 1),
+                    report(reported, None),
+                    RetryPolicy::default(),
+                );
+                assert_eq!(decision, ReportDecision::AlreadyFinal(status));
+            }
+        }
+    }
+
+    #[test]
+    fn running_only_follows_ready() {
+        let policy = RetryPolicy::default();
+        let ready = run(InstanceStatus::Ready, 1);
+        assert_eq!(
+            decide_report(ready, report(InstanceStatus::Running, Some(1)), policy),
+            ReportDecision::Running
+        );
+        let running = run(InstanceStatus::Running, 1);
+        assert_eq!(
+            decide_report(running, report(InstanceStatus::Running, None), policy),
+            ReportDecision::Superseded
+        );
+    }
+
+    #[test]
+    fn no_retry_from_the_executor_ends_the_run() {
+        let decision = decide_report(
+            run(InstanceStatus::Running, 1),
+            Report {
+                retry_allowed: false,
+                ..report(InstanceStatus::Failed, None)
+            },
+            RetryPolicy::default(),
+        );
+        assert_eq!(decision, ReportDecision::Finish(InstanceStatus::Failed));
     }
 
     #[test]

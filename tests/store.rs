@@ -799,8 +799,9 @@ async fn apply_result_schedules_retries(db: &Db) {
     assert_eq!(row.callback_code.as_deref(), Some("E1"));
     assert_eq!(row.callback_message.as_deref(), Some("boom"));
 
-    // A late report about attempt 1 changes nothing.
-    let mut stale = result(&rid, Success, Some("OK"), None, failed_at, None);
+    // A late failure or RUNNING of attempt 1 changes nothing (a late SUCCESS would end the
+    // run: see schedule::decide_report).
+    let mut stale = result(&rid, Failed, Some("E0"), None, failed_at, None);
     stale.attempt = Some(1);
     assert_eq!(apply(db, stale).await, ResultOutcome::Superseded);
     let mut stale_running = result(&rid, Running, None, None, failed_at, Some(at + secs(99)));

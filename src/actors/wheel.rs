@@ -107,6 +107,7 @@ impl WheelActor {
                 WheelEntry::Task(spec) => {
                     let policy = spec.missed_run_policy(self.settings.policy);
                     let plan = plan_fires(&spec.cron, at_second(entry.due_sec), now, policy);
+                    log_stall(&spec, &plan, now, policy);
                     // The next run enters the wheel now; if this fire turns out stale, a
                     // refresh from the database corrects it.
                     if let Some(next) = plan.next.filter(|next| next.timestamp() <= horizon) {
@@ -144,6 +145,26 @@ impl Actor for WheelActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.schedule_tick(ctx);
+    }
+}
+
+/// Says why a stalled task fires once or records MISSED (the policy's decision).
+fn log_stall(spec: &TaskSpec, plan: &FirePlan, now: DateTime<Utc>, policy: MissedRunPolicy) {
+    if let [only] = plan.decisions.as_slice() {
+        let late = (now - only.scheduled_at()).num_seconds();
+        match only {
+            RunDecision::Fire(at) if late > policy.grace_secs => log::warn!(
+                "task {}: run scheduled at {at} is {late} s late: firing it once for every \
+                 missed period",
+                spec.id
+            ),
+            RunDecision::Missed(at) => log::warn!(
+                "task {}: run scheduled at {at} is {late} s late, past the misfire threshold: \
+                 recording MISSED",
+                spec.id
+            ),
+            RunDecision::Fire(_) => {}
+        }
     }
 }
 

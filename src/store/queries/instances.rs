@@ -6,7 +6,7 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_async::RunQueryDsl;
 
 use super::Page;
-use crate::schedule::{on_failure, FailureDecision, RetryPolicy};
+use crate::schedule::{decide_report, Report, ReportDecision, RetryPolicy, RunState};
 use crate::store::models::{Instance, InstanceStatus, NewInstance, TaskStatus};
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
@@ -122,9 +122,9 @@ struct Current {
     retry_factor: Option<i32>,
 }
 
-/// Applies one result. The row is read, the decision made (`schedule::on_failure` for
-/// failures), and written with a compare-and-set on the status and attempt read, so a late or
-/// repeated report never overwrites a newer state.
+/// Applies one result. The row is read, the decision made (`schedule::decide_report`), and
+/// written with a compare-and-set on the status and attempt read, so a late or repeated report
+/// never overwrites a newer state.
 pub async fn apply_result(
     conn: &mut Conn,
     result: &ResultRecord,
@@ -147,24 +147,29 @@ pub async fn apply_result(
     let Some(current) = current else {
         return Ok(ResultOutcome::Unknown);
     };
-    let status = InstanceStatus::parse(&current.status).unwrap_or(InstanceStatus::Failed);
-    if status.is_final() {
-        return Ok(ResultOutcome::AlreadyFinal(status));
-    }
-    if result
-        .attempt
-        .is_some_and(|attempt| attempt != current.attempt)
-        || (result.status == InstanceStatus::Running && status != InstanceStatus::Ready)
-    {
-        return Ok(ResultOutcome::Superseded);
-    }
+    let state = RunState {
+        status: InstanceStatus::parse(&current.status).unwrap_or(InstanceStatus::Failed),
+        attempt: current.attempt,
+        retries_used: current.retry_count,
+        // A run whose task was deleted is not retried.
+        max_retry: current.max_retry.unwrap_or(0),
+    };
+    let report = Report {
+        status: result.status,
+        attempt: result.attempt,
+        retry_allowed: result.retry_allowed,
+        at: from_db(result.at),
+    };
+    let policy = retry_defaults.with_overrides(current.retry_backoff_secs, current.retry_factor);
     // Every write below is a compare-and-set on what was just read.
     let target = i::ax_instance
         .filter(i::request_id.eq(&result.request_id))
         .filter(i::status.eq(&current.status))
         .filter(i::attempt.eq(current.attempt));
-    let (changed, outcome) = match result.status {
-        InstanceStatus::Running => {
+    let (changed, outcome) = match decide_report(state, report, policy) {
+        ReportDecision::AlreadyFinal(status) => return Ok(ResultOutcome::AlreadyFinal(status)),
+        ReportDecision::Superseded => return Ok(ResultOutcome::Superseded),
+        ReportDecision::Running => {
             let changed = with_conn!(conn, |c| diesel::update(target)
                 .set((
                     i::status.eq(InstanceStatus::Running.as_str()),
@@ -175,46 +180,28 @@ pub async fn apply_result(
                 .await)?;
             (changed, ResultOutcome::Applied(InstanceStatus::Running))
         }
-        InstanceStatus::Failed => {
-            let policy =
-                retry_defaults.with_overrides(current.retry_backoff_secs, current.retry_factor);
-            // A run whose task was deleted is not retried.
-            let max_retry = current.max_retry.unwrap_or(0);
-            match on_failure(
-                current.retry_count,
-                max_retry,
-                result.retry_allowed,
-                policy,
-                from_db(result.at),
-            ) {
-                FailureDecision::GiveUp => (
-                    finish(conn, target, result, InstanceStatus::Failed).await?,
-                    ResultOutcome::Applied(InstanceStatus::Failed),
-                ),
-                FailureDecision::Retry { at, retry } => {
-                    let at = to_db(at);
-                    let changed = with_conn!(conn, |c| diesel::update(target)
-                        .set((
-                            i::status.eq(InstanceStatus::Ready.as_str()),
-                            i::attempt.eq(current.attempt + 1),
-                            i::retry_count.eq(retry),
-                            i::next_attempt_at.eq(at),
-                            i::deadline_at.eq(None::<NaiveDateTime>),
-                            i::callback_code.eq(&result.code),
-                            i::callback_message.eq(&result.message),
-                        ))
-                        .execute(c)
-                        .await)?;
-                    let attempt = current.attempt + 1;
-                    (changed, ResultOutcome::RetryScheduled { at, attempt })
-                }
-            }
-        }
-        final_status => (
-            finish(conn, target, result, final_status).await?,
-            ResultOutcome::Applied(final_status),
+        ReportDecision::Finish(status) => (
+            finish(conn, target, result, status).await?,
+            ResultOutcome::Applied(status),
         ),
+        ReportDecision::Retry { at, attempt, retry } => {
+            let at = to_db(at);
+            let changed = with_conn!(conn, |c| diesel::update(target)
+                .set((
+                    i::status.eq(InstanceStatus::Ready.as_str()),
+                    i::attempt.eq(attempt),
+                    i::retry_count.eq(retry),
+                    i::next_attempt_at.eq(at),
+                    i::deadline_at.eq(None::<NaiveDateTime>),
+                    i::callback_code.eq(&result.code),
+                    i::callback_message.eq(&result.message),
+                ))
+                .execute(c)
+                .await)?;
+            (changed, ResultOutcome::RetryScheduled { at, attempt })
+        }
     };
+    // Lost the compare-and-set: another report changed the run in between.
     Ok(if changed > 0 {
         outcome
     } else {
