@@ -102,6 +102,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         clock.clone(),
         store.clone(),
         wheel.clone(),
+        config.redis.url.is_some().then(|| lock.clone()),
     )
     .start();
 

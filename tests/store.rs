@@ -1094,6 +1094,23 @@ async fn due_attempts_and_claims(db: &Db) {
         instance(db, &not_yet).await.next_attempt_at,
         Some(t + secs(60))
     );
+
+    // Claims of a live process stay; those of a process that is gone are due at once.
+    let live = vec!["node-test".to_string(), "node-b".to_string()];
+    let reclaimed = instances::reclaim_orphans(&mut conn(db).await, &live, now)
+        .await
+        .expect("reclaim_orphans");
+    assert_eq!(reclaimed, 0);
+    assert_eq!(
+        instance(db, &not_yet).await.next_attempt_at,
+        Some(t + secs(60))
+    );
+    let live = vec!["node-b".to_string()];
+    let reclaimed = instances::reclaim_orphans(&mut conn(db).await, &live, now)
+        .await
+        .expect("reclaim_orphans");
+    assert_eq!(reclaimed, 1, "only node-test's future claim");
+    assert_eq!(instance(db, &not_yet).await.next_attempt_at, Some(now));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 
+use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
 use super::wheel::{Schedule, ScheduleAttempts, WheelActor};
 use crate::clock::SharedClock;
@@ -23,6 +24,8 @@ use crate::store::{from_db, to_db, StoreError};
 const SCAN_INTERVAL: Duration = Duration::from_secs(1);
 /// How often tasks that nobody fired are looked for.
 const OVERDUE_INTERVAL: Duration = Duration::from_secs(3);
+/// How often runs claimed by dead processes are looked for (cluster only).
+const ORPHAN_INTERVAL: Duration = Duration::from_secs(5);
 /// How far ahead the attempt scan looks, so the wheel holds an attempt before its second.
 const ATTEMPT_LOOKAHEAD_SECS: i64 = 2;
 
@@ -43,6 +46,7 @@ enum Job {
     Overdue,
     Attempts,
     Expiry,
+    Orphans,
 }
 
 /// The actor keeping the wheel filled and runs from waiting forever.
@@ -51,6 +55,8 @@ pub struct SupervisorActor {
     clock: SharedClock,
     store: StoreHandle,
     wheel: Addr<WheelActor>,
+    /// The cluster's membership, when there is a cluster (Redis).
+    cluster: Option<LockHandle>,
     running: Vec<Job>,
 }
 
@@ -60,12 +66,14 @@ impl SupervisorActor {
         clock: SharedClock,
         store: StoreHandle,
         wheel: Addr<WheelActor>,
+        cluster: Option<LockHandle>,
     ) -> Self {
         SupervisorActor {
             settings,
             clock,
             store,
             wheel,
+            cluster,
             running: Vec::new(),
         }
     }
@@ -126,6 +134,33 @@ impl SupervisorActor {
             let count = due.len();
             if count > 0 {
                 wheel.do_send(ScheduleAttempts(due));
+            }
+            Ok(count)
+        });
+    }
+
+    /// Runs claimed by a process whose heartbeat expired are due again at once: nothing waits
+    /// on a dead process.
+    fn orphans(&mut self, ctx: &mut Context<Self>) {
+        let Some(cluster) = self.cluster.clone() else {
+            return;
+        };
+        let (store, now) = (self.store.clone(), to_db(self.clock.now()));
+        self.run(Job::Orphans, ctx, async move {
+            let live: Vec<String> = match cluster.members().await {
+                Ok(members) if !members.is_empty() => {
+                    members.into_iter().map(|m| m.instance_id).collect()
+                }
+                // Without a membership list, every claim might be a live one's.
+                _ => return Ok(0),
+            };
+            let count = store
+                .query(move |conn| {
+                    boxed(async move { instances::reclaim_orphans(conn, &live, now).await })
+                })
+                .await?;
+            if count > 0 {
+                log::warn!("{count} runs claimed by processes that are gone are due again");
             }
             Ok(count)
         });
@@ -206,6 +241,7 @@ impl Actor for SupervisorActor {
         self.attempts(ctx);
         ctx.run_interval(self.settings.preload_interval, |act, ctx| act.preload(ctx));
         ctx.run_interval(OVERDUE_INTERVAL, |act, ctx| act.overdue(ctx));
+        ctx.run_interval(ORPHAN_INTERVAL, |act, ctx| act.orphans(ctx));
         ctx.run_interval(SCAN_INTERVAL, |act, ctx| {
             act.attempts(ctx);
             act.expiry(ctx);

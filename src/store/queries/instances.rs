@@ -325,6 +325,24 @@ pub async fn reclaim_own(
     .await)?)
 }
 
+/// Makes the READY runs claimed by processes that are no longer alive due now, instead of
+/// waiting for their claims to lapse.
+pub async fn reclaim_orphans(
+    conn: &mut Conn,
+    live: &[String],
+    now: NaiveDateTime,
+) -> Result<usize, StoreError> {
+    Ok(with_conn!(conn, |c| diesel::update(
+        i::ax_instance
+            .filter(i::status.eq(InstanceStatus::Ready.as_str()))
+            .filter(i::next_attempt_at.gt(now))
+            .filter(i::fired_by.ne_all(live))
+    )
+    .set(i::next_attempt_at.eq(now))
+    .execute(c)
+    .await)?)
+}
+
 /// RUNNING runs whose deadline passed with no result: (request id, attempt).
 pub async fn expired_running(
     conn: &mut Conn,
