@@ -84,6 +84,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         dispatch: dispatch.clone(),
         instance_id: config.server.instance_id.clone(),
         batch_size: config.store.batch_size,
+        dependency_timeout_secs: config.scheduler.dependency_timeout_secs,
     };
     let wheel_settings = WheelSettings {
         slots: config.scheduler.wheel_size,
@@ -98,6 +99,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             preload_interval: Duration::from_secs(config.scheduler.preload_interval_secs.max(1)),
             page_size: config.scheduler.max_grab_batch,
             grace_secs: config.missed_run_policy().grace_secs,
+            retention: chrono::Duration::days(config.store.retention_days),
         },
         clock.clone(),
         store.clone(),
@@ -107,7 +109,14 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     .start();
 
     let state = ApiState {
-        scheduler: Scheduler::new(store.clone(), wheel.clone(), lock.clone(), clock),
+        scheduler: Scheduler::new(
+            store.clone(),
+            wheel.clone(),
+            lock.clone(),
+            dispatch.clone(),
+            clock,
+            config.server.instance_id.clone(),
+        ),
         instance_id: config.server.instance_id.clone(),
         backend,
     };

@@ -85,6 +85,8 @@ pub struct StoreConfig {
     pub batch_size: usize,
     /// Longest a write waits in the queue before its batch is committed.
     pub batch_interval_ms: u64,
+    /// Finished runs older than this are deleted.
+    pub retention_days: i64,
 }
 
 impl Default for StoreConfig {
@@ -94,6 +96,7 @@ impl Default for StoreConfig {
             pool_size: 8,
             batch_size: 100,
             batch_interval_ms: 500,
+            retention_days: 30,
         }
     }
 }
@@ -123,6 +126,8 @@ pub struct SchedulerConfig {
     pub retry_backoff_secs: i64,
     /// Each further retry waits this many times longer.
     pub retry_factor: i64,
+    /// How long a run waits for its upstream tasks before it fails.
+    pub dependency_timeout_secs: i64,
 }
 
 impl Default for SchedulerConfig {
@@ -136,6 +141,7 @@ impl Default for SchedulerConfig {
             misfire_threshold_secs: 300,
             retry_backoff_secs: 5,
             retry_factor: 5,
+            dependency_timeout_secs: 3600,
         }
     }
 }
@@ -178,6 +184,17 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
         "AX_PRELOAD_INTERVAL_SECS",
         "scheduler.preload_interval_secs",
     ),
+    (
+        "AX_MISFIRE_THRESHOLD_SECS",
+        "scheduler.misfire_threshold_secs",
+    ),
+    ("AX_RETRY_BACKOFF_SECS", "scheduler.retry_backoff_secs"),
+    ("AX_RETRY_FACTOR", "scheduler.retry_factor"),
+    (
+        "AX_DEPENDENCY_TIMEOUT_SECS",
+        "scheduler.dependency_timeout_secs",
+    ),
+    ("AX_RETENTION_DAYS", "store.retention_days"),
     ("AX_DISPATCH_WORKERS", "dispatch.workers"),
     ("AX_DISPATCH_MAX_IN_FLIGHT", "dispatch.max_in_flight"),
 ];
@@ -266,6 +283,10 @@ impl Config {
                 self.scheduler.retry_backoff_secs = parse(name, &value)?
             }
             "scheduler.retry_factor" => self.scheduler.retry_factor = parse(name, &value)?,
+            "scheduler.dependency_timeout_secs" => {
+                self.scheduler.dependency_timeout_secs = parse(name, &value)?
+            }
+            "store.retention_days" => self.store.retention_days = parse(name, &value)?,
             "dispatch.workers" => self.dispatch.workers = parse(name, &value)?,
             "dispatch.max_in_flight" => self.dispatch.max_in_flight = parse(name, &value)?,
             _ => unreachable!("ENV_KEYS names only keys handled here"),
@@ -290,6 +311,20 @@ impl Config {
             ),
             ("dispatch.workers", self.dispatch.workers as i64),
             ("dispatch.max_in_flight", self.dispatch.max_in_flight as i64),
+            (
+                "scheduler.misfire_threshold_secs",
+                self.scheduler.misfire_threshold_secs,
+            ),
+            (
+                "scheduler.retry_backoff_secs",
+                self.scheduler.retry_backoff_secs,
+            ),
+            ("scheduler.retry_factor", self.scheduler.retry_factor),
+            (
+                "scheduler.dependency_timeout_secs",
+                self.scheduler.dependency_timeout_secs,
+            ),
+            ("store.retention_days", self.store.retention_days),
         ];
         for &(name, value) in positive {
             if value <= 0 {
@@ -364,6 +399,33 @@ mod tests {
         assert_eq!(config.server.instance_id, "node-a");
         assert_eq!(config.store.url, "mysql://root@127.0.0.1:3306/ax");
         assert_eq!(config.redis.url.as_deref(), Some("redis://127.0.0.1:6379"));
+    }
+
+    #[test]
+    fn every_environment_variable_sets_its_key() {
+        for (name, key) in ENV_KEYS {
+            let mut config = Config::default();
+            let value = if key.ends_with("url") {
+                "sqlite://x.db"
+            } else {
+                "7"
+            };
+            config
+                .apply_env(|n| (n == *name).then(|| value.to_string()))
+                .unwrap_or_else(|err| panic!("{name}: {err}"));
+            assert_ne!(config, Config::default(), "{name} changes {key}");
+        }
+    }
+
+    #[test]
+    fn the_readme_documents_every_variable() {
+        let readme = include_str!("../README.md");
+        for (name, key) in ENV_KEYS {
+            assert!(
+                readme.contains(name) && readme.contains(key),
+                "{name} / {key}"
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::actors::lock::LockError;
+use crate::scheduler::SchedulerError;
 use crate::store::StoreError;
 
 /// Errors answered by the HTTP API.
@@ -25,6 +26,18 @@ pub enum ApiError {
     Store(#[from] StoreError),
     #[error("Redis is unavailable")]
     Lock(#[from] LockError),
+}
+
+impl From<SchedulerError> for ApiError {
+    fn from(err: SchedulerError) -> Self {
+        match err {
+            SchedulerError::Store(err) => ApiError::Store(err),
+            SchedulerError::TaskNotFound(_) => ApiError::NotFound(err.to_string()),
+            SchedulerError::UnknownUpstreams(_) | SchedulerError::Cycle(_) => {
+                ApiError::invalid("dependsOn", err.to_string())
+            }
+        }
+    }
 }
 
 impl ApiError {

@@ -38,6 +38,8 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Load-test ax: a mock executor, ax child processes, tasks, one JSON line of figures.
+    Bench(ax::bench::Args),
     /// Cron expression tools.
     Cron {
         #[command(subcommand)]
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Serve { config } => with_config(config, serve),
         Command::Migrate { config } => with_config(config, migrate),
+        Command::Bench(args) => ax::bench::run(args),
         Command::Cron {
             command: CronCommand::Next { expr, from, count },
         } => cron_next(&expr, from.as_deref(), count),

@@ -1,12 +1,13 @@
 //! What fires when: the plan for a task whose time came, including the missed-run policy.
 //! Pure logic, no I/O: time is always an argument.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
 use crate::cron::{CronError, CronSchedule};
-use crate::store::models::{InstanceStatus, Task};
+use crate::store::models::{InstanceStatus, Task, TaskStatus};
 
 /// What the scheduler needs to fire a task, parsed once when the task enters the wheel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,11 +20,15 @@ pub struct TaskSpec {
     pub timeout_ms: i64,
     /// The task's own misfire threshold, if it has one.
     pub misfire_threshold_secs: Option<i64>,
+    /// Whether its runs wait for upstream tasks (PENDING) before dispatch.
+    pub has_dependencies: bool,
+    /// The task's own dependency timeout, if it has one.
+    pub dependency_timeout_secs: Option<i64>,
 }
 
 impl TaskSpec {
     /// The spec of a stored task.
-    pub fn from_task(task: &Task) -> Result<TaskSpec, CronError> {
+    pub fn from_task(task: &Task, has_dependencies: bool) -> Result<TaskSpec, CronError> {
         Ok(TaskSpec {
             id: task.id,
             cron: CronSchedule::parse(&task.cron)?,
@@ -31,7 +36,28 @@ impl TaskSpec {
             params: task.params.as_str().into(),
             timeout_ms: task.timeout_ms,
             misfire_threshold_secs: task.misfire_threshold_secs.map(i64::from),
+            has_dependencies,
+            dependency_timeout_secs: task.dependency_timeout_secs.map(i64::from),
         })
+    }
+
+    /// What a stored task puts in the wheel: its spec and next run, if it is enabled and has
+    /// one. A stored cron that no longer parses is logged and left out.
+    pub fn wheel_entry(
+        task: &Task,
+        has_dependencies: bool,
+    ) -> Option<(Arc<TaskSpec>, DateTime<Utc>)> {
+        if task.status != TaskStatus::Enabled.as_str() {
+            return None;
+        }
+        let next = task.next_run_at?.and_utc();
+        match TaskSpec::from_task(task, has_dependencies) {
+            Ok(spec) => Some((Arc::new(spec), next)),
+            Err(err) => {
+                log::error!("task {}: stored cron is invalid: {err}", task.id);
+                None
+            }
+        }
     }
 
     /// The missed-run policy for this task: the global one, with the task's threshold if set.
@@ -276,6 +302,69 @@ pub fn decide_report(run: RunState, report: Report, policy: RetryPolicy) -> Repo
     }
 }
 
+/// The cycle that giving `task` these upstreams would close, if any (as a path from `task`
+/// back to itself). `edges` are the existing (task, upstream) pairs; `task`'s own are replaced.
+pub fn dependency_cycle(edges: &[(i64, i64)], task: i64, depends_on: &[i64]) -> Option<Vec<i64>> {
+    let mut upstreams: HashMap<i64, Vec<i64>> = HashMap::new();
+    for &(from, to) in edges.iter().filter(|(from, _)| *from != task) {
+        upstreams.entry(from).or_default().push(to);
+    }
+    upstreams.insert(task, depends_on.to_vec());
+    // Depth-first from `task`; a path that comes back to it is the cycle.
+    let mut stack = vec![(task, vec![task])];
+    let mut seen = HashSet::new();
+    while let Some((node, path)) = stack.pop() {
+        for &next in upstreams.get(&node).map(Vec::as_slice).unwrap_or(&[]) {
+            if next == task {
+                let mut cycle = path.clone();
+                cycle.push(task);
+                return Some(cycle);
+            }
+            if seen.insert(next) {
+                let mut longer = path.clone();
+                longer.push(next);
+                stack.push((next, longer));
+            }
+        }
+    }
+    None
+}
+
+/// What a run waiting for its upstreams does now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DependencyDecision {
+    /// Every upstream's latest run at or before the run's time succeeded: dispatch it.
+    Release,
+    /// Keep waiting.
+    Wait,
+    /// End the run FAILED with this code, without retries.
+    Fail(&'static str),
+}
+
+/// Decides for a run waiting on upstreams, given each upstream's latest run scheduled at or
+/// before it (`None`: no such run yet) and the run's dependency deadline.
+pub fn dependency_decision(
+    upstreams: &[Option<InstanceStatus>],
+    now: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+) -> DependencyDecision {
+    let failed = |s: &Option<InstanceStatus>| {
+        s.is_some_and(|s| s.is_final() && s != InstanceStatus::Success)
+    };
+    if upstreams.iter().any(failed) {
+        DependencyDecision::Fail("UPSTREAM_FAILED")
+    } else if upstreams
+        .iter()
+        .all(|s| *s == Some(InstanceStatus::Success))
+    {
+        DependencyDecision::Release
+    } else if now >= deadline {
+        DependencyDecision::Fail("DEPENDENCY_TIMEOUT")
+    } else {
+        DependencyDecision::Wait
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +439,8 @@ mod tests {
             params: "{}".into(),
             timeout_ms: 1000,
             misfire_threshold_secs: Some(10),
+            has_dependencies: false,
+            dependency_timeout_secs: None,
         };
         assert_eq!(spec.missed_run_policy(POLICY).misfire_threshold_secs, 10);
         assert_eq!(spec.missed_run_policy(POLICY).grace_secs, 2);
@@ -490,6 +581,51 @@ mod tests {
             RetryPolicy::default(),
         );
         assert_eq!(decision, ReportDecision::Finish(InstanceStatus::Failed));
+    }
+
+    #[test]
+    fn cycles_are_found_however_long() {
+        // 1 waits on 2, 2 on 3.
+        let edges = [(1, 2), (2, 3)];
+        assert_eq!(dependency_cycle(&edges, 3, &[1]), Some(vec![3, 1, 2, 3]));
+        assert_eq!(dependency_cycle(&edges, 2, &[1]), Some(vec![2, 1, 2]));
+        assert_eq!(dependency_cycle(&edges, 4, &[4]), Some(vec![4, 4]));
+        assert_eq!(dependency_cycle(&edges, 4, &[1, 3]), None);
+        // Replacing 2's upstreams removes the edge 2 → 3.
+        assert_eq!(dependency_cycle(&edges, 2, &[]), None);
+        assert_eq!(dependency_cycle(&[(1, 2), (2, 1)], 1, &[3]), None);
+    }
+
+    #[test]
+    fn a_waiting_run_is_released_only_when_every_upstream_succeeded() {
+        use InstanceStatus::*;
+        let (now, deadline) = (at(1, 0, 0), at(2, 0, 0));
+        let decide = |ups: &[Option<InstanceStatus>]| dependency_decision(ups, now, deadline);
+        assert_eq!(
+            decide(&[Some(Success), Some(Success)]),
+            DependencyDecision::Release
+        );
+        assert_eq!(
+            decide(&[Some(Success), Some(Running)]),
+            DependencyDecision::Wait
+        );
+        assert_eq!(decide(&[Some(Success), None]), DependencyDecision::Wait);
+        assert_eq!(
+            decide(&[Some(Ready), Some(Failed)]),
+            DependencyDecision::Fail("UPSTREAM_FAILED")
+        );
+        assert_eq!(
+            decide(&[Some(Missed)]),
+            DependencyDecision::Fail("UPSTREAM_FAILED")
+        );
+        assert_eq!(
+            dependency_decision(&[None], deadline, deadline),
+            DependencyDecision::Fail("DEPENDENCY_TIMEOUT")
+        );
+        assert_eq!(
+            dependency_decision(&[Some(Success)], deadline, deadline),
+            DependencyDecision::Release
+        );
     }
 
     #[test]

@@ -1,22 +1,26 @@
 //! The scheduler as the API sees it: task changes go to the store and then, at once, to the
-//! wheel; reads and results go to the store.
+//! wheel; manual runs are recorded and dispatched; reads and results go to the store.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 
 use actix::Addr;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 
+use crate::actors::dispatch::{DispatchHandle, DispatchJob};
 use crate::actors::lock::{LockError, LockHandle, Member};
 use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::wheel::{Schedule, Unschedule, WheelActor, WheelSize};
 use crate::clock::SharedClock;
 use crate::cron::CronSchedule;
-use crate::schedule::TaskSpec;
-use crate::store::models::{Instance, Task, TaskFields, TaskStatus};
-use crate::store::queries::instances::{self, ResultOutcome, ResultRecord};
-use crate::store::queries::tasks::{self, TaskFilter};
+use crate::ids::manual_request_id;
+use crate::schedule::{claim_until, dependency_cycle};
+use crate::store::models::{
+    Instance, InstanceStatus, NewInstance, Task, TaskFields, TaskStatus, TriggerType,
+};
+use crate::store::queries::instances::{self, Cursor, InstanceFilter, ResultOutcome, ResultRecord};
+use crate::store::queries::tasks::{self, Resume, TaskFilter};
 use crate::store::queries::Page;
-use crate::store::{from_db, to_db, StoreError};
+use crate::store::{to_db, StoreError};
 
 /// A task as the user defines it, validated.
 #[derive(Debug, Clone)]
@@ -30,10 +34,50 @@ pub struct TaskInput {
     pub max_retry: i32,
     pub timeout_ms: i64,
     pub enabled: bool,
-    /// Overrides of the global retry back-off and misfire threshold.
+    /// Overrides of the global retry back-off, misfire threshold and dependency timeout.
     pub retry_backoff_secs: Option<i32>,
     pub retry_factor: Option<i32>,
     pub misfire_threshold_secs: Option<i32>,
+    pub dependency_timeout_secs: Option<i32>,
+    /// Tasks whose runs must succeed first (one level).
+    pub depends_on: Vec<i64>,
+}
+
+/// Errors of scheduler operations.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("task {0} not found")]
+    TaskNotFound(i64),
+    #[error("dependsOn names tasks that do not exist: {0:?}")]
+    UnknownUpstreams(Vec<i64>),
+    #[error("dependsOn would close a cycle: {0}")]
+    Cycle(String),
+}
+
+/// A task with its upstreams.
+#[derive(Debug, Clone)]
+pub struct TaskDetails {
+    pub task: Task,
+    pub depends_on: Vec<i64>,
+}
+
+/// A scene and its task counts by status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SceneCounts {
+    pub scene: String,
+    pub by_status: HashMap<String, i64>,
+}
+
+/// Counts and trigger lags of a task's runs over a window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskStats {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub by_status: HashMap<String, i64>,
+    /// Trigger lag (recorded minus scheduled) percentiles in milliseconds: p50, p90, p99, max.
+    pub lag_ms: Option<[i64; 4]>,
 }
 
 /// The facade over the actors that the HTTP API uses.
@@ -42,31 +86,39 @@ pub struct Scheduler {
     store: StoreHandle,
     wheel: Addr<WheelActor>,
     lock: LockHandle,
+    dispatch: DispatchHandle,
     clock: SharedClock,
+    instance_id: String,
 }
+
+type Result<T> = std::result::Result<T, SchedulerError>;
 
 impl Scheduler {
     pub fn new(
         store: StoreHandle,
         wheel: Addr<WheelActor>,
         lock: LockHandle,
+        dispatch: DispatchHandle,
         clock: SharedClock,
+        instance_id: String,
     ) -> Self {
         Scheduler {
             store,
             wheel,
             lock,
+            dispatch,
             clock,
+            instance_id,
         }
     }
 
     /// The live ax processes sharing this store.
-    pub async fn cluster(&self) -> Result<Vec<Member>, LockError> {
+    pub async fn cluster(&self) -> std::result::Result<Vec<Member>, LockError> {
         self.lock.members().await
     }
 
     /// The stored fields of a task, its next run computed from now.
-    fn fields(&self, input: TaskInput) -> TaskFields {
+    fn fields(&self, input: &TaskInput) -> TaskFields {
         let now = self.clock.now();
         let next_run_at = input
             .enabled
@@ -76,14 +128,14 @@ impl Scheduler {
         let status = if input.enabled {
             TaskStatus::Enabled
         } else {
-            TaskStatus::Disabled
+            TaskStatus::Paused
         };
         TaskFields {
-            name: input.name,
-            scene: input.scene,
+            name: input.name.clone(),
+            scene: input.scene.clone(),
             cron: input.cron.expression().to_string(),
-            handler_url: input.handler_url,
-            params: input.params,
+            handler_url: input.handler_url.clone(),
+            params: input.params.clone(),
             max_retry: input.max_retry,
             timeout_ms: input.timeout_ms,
             status: status.as_str().into(),
@@ -92,25 +144,63 @@ impl Scheduler {
             retry_backoff_secs: input.retry_backoff_secs,
             retry_factor: input.retry_factor,
             misfire_threshold_secs: input.misfire_threshold_secs,
+            dependency_timeout_secs: input.dependency_timeout_secs,
         }
     }
 
-    /// Puts a task's next run in the wheel, or takes it out.
-    fn reschedule(&self, task: &Task) {
-        match (TaskSpec::from_task(task), task.next_run_at) {
-            (Ok(spec), Some(next)) if task.status == TaskStatus::Enabled.as_str() => {
-                self.wheel
-                    .do_send(Schedule(vec![(Arc::new(spec), from_db(next))]));
+    /// Puts the tasks' next runs in the wheel, or takes them out.
+    async fn reschedule(&self, changed: Vec<Task>) -> Result<()> {
+        let ids: Vec<i64> = changed.iter().map(|task| task.id).collect();
+        let entries = self
+            .store
+            .query(move |conn| boxed(tasks::wheel_entries(conn, changed)))
+            .await?;
+        for id in ids {
+            if !entries.iter().any(|(spec, _)| spec.id == id) {
+                self.wheel.do_send(Unschedule(id));
             }
-            _ => self.wheel.do_send(Unschedule(task.id)),
         }
+        self.wheel.do_send(Schedule(entries));
+        Ok(())
     }
 
-    pub async fn create_task(&self, input: TaskInput) -> Result<Task, StoreError> {
-        let fields = self.fields(input);
+    /// Checks that the upstreams exist and would close no cycle.
+    async fn check_upstreams(&self, task: Option<i64>, depends_on: &[i64]) -> Result<()> {
+        if depends_on.is_empty() {
+            return Ok(());
+        }
+        let wanted = depends_on.to_vec();
+        let (found, edges) = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let found = tasks::existing(conn, &wanted).await?;
+                    Ok((found, tasks::all_dependencies(conn).await?))
+                })
+            })
+            .await?;
+        let unknown: Vec<i64> = depends_on
+            .iter()
+            .copied()
+            .filter(|id| !found.contains(id))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(SchedulerError::UnknownUpstreams(unknown));
+        }
+        if let Some(cycle) = task.and_then(|id| dependency_cycle(&edges, id, depends_on)) {
+            let path: Vec<String> = cycle.iter().map(i64::to_string).collect();
+            return Err(SchedulerError::Cycle(path.join(" waits on ")));
+        }
+        Ok(())
+    }
+
+    pub async fn create_task(&self, input: TaskInput) -> Result<TaskDetails> {
+        self.check_upstreams(None, &input.depends_on).await?;
+        let (fields, depends_on) = (self.fields(&input), input.depends_on);
+        let upstreams = depends_on.clone();
         let task = self
             .store
-            .query(move |conn| boxed(tasks::insert(conn, fields)))
+            .query(move |conn| boxed(tasks::insert(conn, fields, upstreams)))
             .await?;
         log::info!(
             "task {} created: `{}` {}",
@@ -118,81 +208,275 @@ impl Scheduler {
             task.cron,
             task.handler_url
         );
-        self.reschedule(&task);
-        Ok(task)
+        self.reschedule(vec![task.clone()]).await?;
+        Ok(TaskDetails { task, depends_on })
     }
 
-    pub async fn update_task(&self, id: i64, input: TaskInput) -> Result<Option<Task>, StoreError> {
-        let fields = self.fields(input);
+    pub async fn update_task(&self, id: i64, input: TaskInput) -> Result<TaskDetails> {
+        self.check_upstreams(Some(id), &input.depends_on).await?;
+        let (fields, depends_on) = (self.fields(&input), input.depends_on);
+        let upstreams = depends_on.clone();
         let task = self
             .store
-            .query(move |conn| boxed(tasks::update(conn, id, fields)))
-            .await?;
-        if let Some(task) = &task {
-            log::info!(
-                "task {} updated: `{}` {}",
-                task.id,
-                task.cron,
-                task.handler_url
-            );
-            self.reschedule(task);
-        }
-        Ok(task)
+            .query(move |conn| boxed(tasks::update(conn, id, fields, upstreams)))
+            .await?
+            .ok_or(SchedulerError::TaskNotFound(id))?;
+        log::info!(
+            "task {} updated: `{}` {}",
+            task.id,
+            task.cron,
+            task.handler_url
+        );
+        self.reschedule(vec![task.clone()]).await?;
+        Ok(TaskDetails { task, depends_on })
     }
 
-    pub async fn delete_task(&self, id: i64) -> Result<bool, StoreError> {
+    pub async fn delete_task(&self, id: i64) -> Result<()> {
         let now = to_db(self.clock.now());
         let deleted = self
             .store
             .query(move |conn| boxed(tasks::delete(conn, id, now)))
             .await?;
-        if deleted {
-            log::info!("task {id} deleted");
-            self.wheel.do_send(Unschedule(id));
+        if !deleted {
+            return Err(SchedulerError::TaskNotFound(id));
         }
-        Ok(deleted)
+        log::info!("task {id} deleted");
+        self.wheel.do_send(Unschedule(id));
+        Ok(())
     }
 
-    pub async fn task(&self, id: i64) -> Result<Option<Task>, StoreError> {
-        self.store
-            .query(move |conn| boxed(tasks::find(conn, id)))
-            .await
+    pub async fn task(&self, id: i64) -> Result<TaskDetails> {
+        let (task, upstreams) = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let task = tasks::find(conn, id).await?;
+                    Ok((task, tasks::dependencies_of(conn, &[id]).await?))
+                })
+            })
+            .await?;
+        let task = task.ok_or(SchedulerError::TaskNotFound(id))?;
+        let depends_on = upstreams.get(&id).cloned().unwrap_or_default();
+        Ok(TaskDetails { task, depends_on })
     }
 
-    pub async fn tasks(
-        &self,
-        filter: TaskFilter,
-        page: Page,
-    ) -> Result<(Vec<Task>, i64), StoreError> {
-        self.store
-            .query(move |conn| boxed(async move { tasks::list(conn, &filter, page).await }))
-            .await
+    pub async fn tasks(&self, filter: TaskFilter, page: Page) -> Result<(Vec<TaskDetails>, i64)> {
+        let (rows, total, mut upstreams) = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let (rows, total) = tasks::list(conn, &filter, page).await?;
+                    let ids: Vec<i64> = rows.iter().map(|task| task.id).collect();
+                    Ok((rows, total, tasks::dependencies_of(conn, &ids).await?))
+                })
+            })
+            .await?;
+        let details = rows
+            .into_iter()
+            .map(|task| TaskDetails {
+                depends_on: upstreams.remove(&task.id).unwrap_or_default(),
+                task,
+            })
+            .collect();
+        Ok((details, total))
     }
 
-    pub async fn task_instances(
-        &self,
-        task_id: i64,
-        page: Page,
-    ) -> Result<(Vec<Instance>, i64), StoreError> {
+    /// Pauses a task: it fires no more, on any ax process, until resumed.
+    pub async fn pause_task(&self, id: i64) -> Result<TaskDetails> {
+        let now = to_db(self.clock.now());
         self.store
+            .query(move |conn| boxed(tasks::pause(conn, id, now)))
+            .await?;
+        self.wheel.do_send(Unschedule(id));
+        log::info!("task {id} paused");
+        self.task(id).await
+    }
+
+    /// Resumes a task; its next run is computed from now, so runs that fell in the pause do not
+    /// fire.
+    pub async fn resume_task(&self, id: i64) -> Result<TaskDetails> {
+        let resumed = self.resume(Resume::Task(id)).await?;
+        if resumed > 0 {
+            log::info!("task {id} resumed");
+        }
+        self.task(id).await
+    }
+
+    /// Pauses every task of a scene in one statement; returns how many were paused.
+    pub async fn pause_scene(&self, scene: String) -> Result<usize> {
+        let now = to_db(self.clock.now());
+        let name = scene.clone();
+        let count = self
+            .store
+            .query(move |conn| boxed(async move { tasks::pause_scene(conn, &name, now).await }))
+            .await?;
+        // Wheel entries of these tasks (here and on other processes) fail their
+        // compare-and-set on the status and leave the wheel when they come due.
+        log::info!("scene `{scene}` paused: {count} tasks");
+        Ok(count)
+    }
+
+    /// Resumes every paused task of a scene; returns how many were resumed.
+    pub async fn resume_scene(&self, scene: String) -> Result<usize> {
+        let count = self.resume(Resume::Scene(scene.clone())).await?;
+        log::info!("scene `{scene}` resumed: {count} tasks");
+        Ok(count)
+    }
+
+    async fn resume(&self, which: Resume) -> Result<usize> {
+        let now = self.clock.now();
+        let resumed = self
+            .store
+            .query(move |conn| boxed(tasks::resume(conn, which, now)))
+            .await?;
+        let count = resumed.len();
+        self.reschedule(resumed).await?;
+        Ok(count)
+    }
+
+    /// Every scene with its task counts by status.
+    pub async fn scenes(&self) -> Result<Vec<SceneCounts>> {
+        let rows = self
+            .store
+            .query(move |conn| boxed(tasks::scene_counts(conn)))
+            .await?;
+        let mut scenes: Vec<SceneCounts> = Vec::new();
+        for (scene, status, count) in rows {
+            match scenes.last_mut().filter(|last| last.scene == scene) {
+                Some(last) => {
+                    last.by_status.insert(status, count);
+                }
+                None => scenes.push(SceneCounts {
+                    scene,
+                    by_status: HashMap::from([(status, count)]),
+                }),
+            }
+        }
+        Ok(scenes)
+    }
+
+    /// Fires one run of the task now, outside its schedule (its schedule is untouched): a new
+    /// request id, the same dispatch, retries and records. `params` override the task's.
+    pub async fn trigger(&self, id: i64, params: Option<String>) -> Result<Instance> {
+        let task = self.task(id).await?.task;
+        let now = self.clock.now();
+        let request_id = manual_request_id().to_string();
+        let run = NewInstance {
+            task_id: id,
+            request_id: request_id.clone(),
+            trigger_type: TriggerType::Manual.as_str().into(),
+            scheduled_at: to_db(now),
+            trigger_at: to_db(now),
+            status: InstanceStatus::Ready.as_str().into(),
+            fired_by: self.instance_id.clone(),
+            created_at: to_db(now),
+            finished_at: None,
+            next_attempt_at: Some(to_db(claim_until(now, task.timeout_ms))),
+            deadline_at: None,
+            params: params.clone(),
+        };
+        let lookup = request_id.clone();
+        let stored = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    instances::insert_instance(conn, &run).await?;
+                    instances::find_by_request_id(conn, &lookup).await
+                })
+            })
+            .await?
+            .ok_or(SchedulerError::Store(StoreError::Query(diesel::NotFound)))?;
+        log::info!("task {id} request {request_id}: manual run");
+        self.dispatch
+            .dispatch(DispatchJob {
+                task_id: id,
+                request_id,
+                handler_url: task.handler_url,
+                params: params.unwrap_or(task.params).into(),
+                scheduled_at: now,
+                attempt: 1,
+                timeout_ms: task.timeout_ms,
+            })
+            .await;
+        Ok(stored)
+    }
+
+    pub async fn task_instances(&self, task_id: i64, page: Page) -> Result<(Vec<Instance>, i64)> {
+        Ok(self
+            .store
             .query(move |conn| boxed(instances::list_for_task(conn, task_id, page)))
-            .await
+            .await?)
     }
 
-    pub async fn instance(&self, request_id: String) -> Result<Option<Instance>, StoreError> {
-        self.store
+    pub async fn instance(&self, request_id: String) -> Result<Option<Instance>> {
+        Ok(self
+            .store
             .query(move |conn| {
                 boxed(async move { instances::find_by_request_id(conn, &request_id).await })
             })
-            .await
+            .await?)
+    }
+
+    /// The run history: newest scheduled first, one page after `cursor`, and the cursor of the
+    /// next page if there may be one.
+    pub async fn history(
+        &self,
+        filter: InstanceFilter,
+        cursor: Option<Cursor>,
+        limit: i64,
+    ) -> Result<(Vec<Instance>, Option<Cursor>)> {
+        let runs = self
+            .store
+            .query(move |conn| {
+                boxed(async move { instances::history(conn, &filter, cursor, limit).await })
+            })
+            .await?;
+        let next = (runs.len() as i64 == limit)
+            .then(|| runs.last())
+            .flatten()
+            .map(|last| Cursor {
+                scheduled_at: last.scheduled_at,
+                id: last.id,
+            });
+        Ok((runs, next))
+    }
+
+    /// Counts by status and trigger-lag percentiles of a task's runs scheduled in the last
+    /// `window`.
+    pub async fn task_stats(&self, task_id: i64, window: Duration) -> Result<TaskStats> {
+        self.task(task_id).await?;
+        let to = self.clock.now();
+        let from = to - window;
+        let (from_db, to_db_) = (to_db(from), to_db(to));
+        let rows = self
+            .store
+            .query(move |conn| boxed(instances::for_stats(conn, task_id, from_db, to_db_)))
+            .await?;
+        let mut by_status: HashMap<String, i64> = HashMap::new();
+        let mut lags: Vec<i64> = Vec::with_capacity(rows.len());
+        for (status, scheduled, triggered) in rows {
+            *by_status.entry(status).or_default() += 1;
+            lags.push((triggered - scheduled).num_milliseconds());
+        }
+        lags.sort_unstable();
+        let lag_ms = (!lags.is_empty()).then(|| {
+            let at = |q: f64| lags[((lags.len() - 1) as f64 * q).round() as usize];
+            [at(0.5), at(0.9), at(0.99), lags[lags.len() - 1]]
+        });
+        Ok(TaskStats {
+            from,
+            to,
+            by_status,
+            lag_ms,
+        })
     }
 
     /// Applies an executor's result; answers after it is committed.
-    pub async fn report_result(&self, result: ResultRecord) -> Result<ResultOutcome, StoreError> {
-        self.store.record_result(result).await
+    pub async fn report_result(&self, result: ResultRecord) -> Result<ResultOutcome> {
+        Ok(self.store.record_result(result).await?)
     }
 
-    /// How many runs the wheel holds.
+    /// How many entries the wheel holds.
     pub async fn wheel_size(&self) -> Option<usize> {
         self.wheel.send(WheelSize).await.ok()
     }

@@ -385,7 +385,7 @@ async fn updates_and_deletes_take_effect_at_once() {
         .await;
     assert_eq!(status, 200, "{updated}");
     assert_eq!(updated["name"], "renamed");
-    assert_eq!(updated["status"], "DISABLED");
+    assert_eq!(updated["status"], "PAUSED");
     assert_eq!(updated["nextRunAt"], Value::Null);
     let (status, _) = api
         .call("DELETE", &format!("/api/tasks/{}", b["id"]), None)

@@ -71,11 +71,12 @@ fn fields(
         retry_backoff_secs: None,
         retry_factor: None,
         misfire_threshold_secs: None,
+        dependency_timeout_secs: None,
     }
 }
 
 async fn insert_task(db: &Db, fields: TaskFields) -> Task {
-    tasks::insert(&mut conn(db).await, fields)
+    tasks::insert(&mut conn(db).await, fields, Vec::new())
         .await
         .expect("insert task")
 }
@@ -107,6 +108,8 @@ fn new_instance(
         created_at: now_db(),
         finished_at: None,
         next_attempt_at: None,
+        deadline_at: None,
+        params: None,
     }
 }
 
@@ -315,7 +318,7 @@ async fn task_crud(db: &Db) {
         (None, None, None)
     );
 
-    let b = insert_task(db, fields("b", "s1", TaskStatus::Disabled, None)).await;
+    let b = insert_task(db, fields("b", "s1", TaskStatus::Paused, None)).await;
     let c = insert_task(db, fields("c", "s2", TaskStatus::Enabled, None)).await;
     assert!(
         a.id < b.id && b.id < c.id,
@@ -324,7 +327,7 @@ async fn task_crud(db: &Db) {
         b.id,
         c.id
     );
-    assert_eq!(b.status, "DISABLED");
+    assert_eq!(b.status, "PAUSED");
     assert_eq!(b.next_run_at, None);
 
     // find / find_many
@@ -361,7 +364,7 @@ async fn task_crud(db: &Db) {
     assert_eq!((ids(&rows), total), (vec![a.id, c.id], 2));
     let disabled_s1 = TaskFilter {
         scene: Some("s1".into()),
-        status: Some(TaskStatus::Disabled),
+        status: Some(TaskStatus::Paused),
     };
     let (rows, total) = list(disabled_s1, page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![b.id], 1));
@@ -373,7 +376,7 @@ async fn task_crud(db: &Db) {
     assert_eq!((ids(&rows), total), (vec![], 3), "past the end");
 
     // update replaces every field
-    let mut changed = fields("a2", "s9", TaskStatus::Disabled, None);
+    let mut changed = fields("a2", "s9", TaskStatus::Paused, None);
     changed.cron = "*/5 * * * * *".into();
     changed.handler_url = "http://example.test/other".into();
     changed.params = "{}".into();
@@ -383,7 +386,7 @@ async fn task_crud(db: &Db) {
     changed.retry_backoff_secs = Some(7);
     changed.retry_factor = Some(2);
     changed.misfire_threshold_secs = Some(90);
-    let updated = tasks::update(&mut conn(db).await, a.id, changed.clone())
+    let updated = tasks::update(&mut conn(db).await, a.id, changed.clone(), Vec::new())
         .await
         .expect("update")
         .expect("a exists");
@@ -395,7 +398,7 @@ async fn task_crud(db: &Db) {
     assert_eq!(updated.params, "{}");
     assert_eq!(updated.max_retry, 0);
     assert_eq!(updated.timeout_ms, 1_500);
-    assert_eq!(updated.status, "DISABLED");
+    assert_eq!(updated.status, "PAUSED");
     assert_eq!(updated.next_run_at, None, "None clears next_run_at");
     assert_eq!(updated.updated_at, changed.updated_at);
     assert_eq!(updated.created_at, a.created_at, "created_at is kept");
@@ -411,12 +414,12 @@ async fn task_crud(db: &Db) {
     assert_eq!((reread.name, reread.next_run_at), ("a2".to_string(), None));
 
     // An update that changes nothing still finds the task (MySQL must count matched rows).
-    let same = tasks::update(&mut conn(db).await, a.id, changed.clone())
+    let same = tasks::update(&mut conn(db).await, a.id, changed.clone(), Vec::new())
         .await
         .expect("update");
     assert!(same.is_some(), "an identical update still returns the task");
 
-    let missing = tasks::update(&mut conn(db).await, c.id + 1000, changed)
+    let missing = tasks::update(&mut conn(db).await, c.id + 1000, changed, Vec::new())
         .await
         .expect("update of a missing task is not an error");
     assert!(missing.is_none());
@@ -488,7 +491,7 @@ async fn record_fires_compare_and_set(db: &Db) {
     assert_eq!(runs_of(db, task.id).await.1, 1);
 
     // A paused task never fires.
-    let paused = insert_task(db, fields("paused", "s", TaskStatus::Disabled, Some(t0))).await;
+    let paused = insert_task(db, fields("paused", "s", TaskStatus::Paused, Some(t0))).await;
     let outcomes = record(
         db,
         vec![fire_record(paused.id, &request_id(), t0, Some(t1))],
@@ -1127,7 +1130,7 @@ async fn due_until_pages_by_id(db: &Db) {
         ("due-late", Enabled, Some(until - millis(1)), true),
         ("not-due-1ms", Enabled, Some(until + millis(1)), false),
         ("due-early", Enabled, Some(until - secs(86_400)), true),
-        ("paused-due", Disabled, Some(until - secs(5)), false),
+        ("paused-due", Paused, Some(until - secs(5)), false),
         ("due-exactly", Enabled, Some(until), true),
         ("never", Enabled, None, false),
         ("not-due", Enabled, Some(until + secs(3600)), false),

@@ -3,7 +3,6 @@
 //! topped up, finds tasks nobody fired (a dead ax), offers due attempts (retries, and runs whose
 //! dispatcher died) to the wheel, and sends RUNNING runs past their deadline to the retry path.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -14,11 +13,10 @@ use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
 use super::wheel::{Schedule, ScheduleAttempts, WheelActor};
 use crate::clock::SharedClock;
-use crate::schedule::TaskSpec;
 use crate::store::models::InstanceStatus;
 use crate::store::queries::instances::{self, ResultRecord};
 use crate::store::queries::tasks;
-use crate::store::{from_db, to_db, StoreError};
+use crate::store::{to_db, StoreError};
 
 /// How often due attempts and expired runs are looked for.
 const SCAN_INTERVAL: Duration = Duration::from_secs(1);
@@ -26,6 +24,11 @@ const SCAN_INTERVAL: Duration = Duration::from_secs(1);
 const OVERDUE_INTERVAL: Duration = Duration::from_secs(3);
 /// How often runs claimed by dead processes are looked for (cluster only).
 const ORPHAN_INTERVAL: Duration = Duration::from_secs(5);
+/// How often old finished runs are deleted, and how many per statement.
+const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
+const RETENTION_BATCH: i64 = 1000;
+/// Most retention batches per run, so one run stays short.
+const RETENTION_BATCHES: usize = 20;
 /// How far ahead the attempt scan looks, so the wheel holds an attempt before its second.
 const ATTEMPT_LOOKAHEAD_SECS: i64 = 2;
 
@@ -37,6 +40,8 @@ pub struct SupervisorSettings {
     pub page_size: i64,
     /// A task this late that the wheel has not fired is overdue (see `MissedRunPolicy`).
     pub grace_secs: i64,
+    /// Finished runs older than this are deleted.
+    pub retention: chrono::Duration,
 }
 
 /// The supervisor's periodic jobs; each runs at most once at a time.
@@ -47,6 +52,8 @@ enum Job {
     Attempts,
     Expiry,
     Orphans,
+    Dependencies,
+    Retention,
 }
 
 /// The actor keeping the wheel filled and runs from waiting forever.
@@ -166,6 +173,53 @@ impl SupervisorActor {
         });
     }
 
+    /// Releases runs whose upstreams succeeded, fails those whose upstreams failed or took too
+    /// long.
+    fn dependencies(&mut self, ctx: &mut Context<Self>) {
+        let (store, now, limit) = (
+            self.store.clone(),
+            self.clock.now(),
+            self.settings.page_size,
+        );
+        self.run(Job::Dependencies, ctx, async move {
+            let (released, failed) = store
+                .query(move |conn| boxed(instances::check_pending(conn, now, limit)))
+                .await?;
+            if released > 0 {
+                log::info!("{released} runs released: their upstreams succeeded");
+            }
+            Ok(released + failed)
+        });
+    }
+
+    /// Deletes finished runs past the retention age, in small batches.
+    fn retention(&mut self, ctx: &mut Context<Self>) {
+        let before = to_db(self.clock.now() - self.settings.retention);
+        let store = self.store.clone();
+        self.run(Job::Retention, ctx, async move {
+            let mut deleted = 0;
+            for _ in 0..RETENTION_BATCHES {
+                let batch = store
+                    .query(move |conn| {
+                        boxed(instances::delete_finished_before(
+                            conn,
+                            before,
+                            RETENTION_BATCH,
+                        ))
+                    })
+                    .await?;
+                deleted += batch;
+                if batch < RETENTION_BATCH as usize {
+                    break;
+                }
+            }
+            if deleted > 0 {
+                log::info!("retention: {deleted} finished runs deleted");
+            }
+            Ok(deleted)
+        });
+    }
+
     fn expiry(&mut self, ctx: &mut Context<Self>) {
         let now = to_db(self.clock.now());
         let (store, limit) = (self.store.clone(), self.settings.page_size);
@@ -215,14 +269,9 @@ async fn preload(
         after_id = last.id;
         count += page.len();
         let full = page.len() as i64 == page_size;
-        let mut schedule = Vec::with_capacity(page.len());
-        for task in page {
-            match (TaskSpec::from_task(&task), task.next_run_at) {
-                (Ok(spec), Some(next)) => schedule.push((Arc::new(spec), from_db(next))),
-                (Err(err), _) => log::error!("task {}: stored cron is invalid: {err}", task.id),
-                (Ok(_), None) => {}
-            }
-        }
+        let schedule = store
+            .query(move |conn| boxed(tasks::wheel_entries(conn, page)))
+            .await?;
         wheel
             .send(Schedule(schedule))
             .await
@@ -242,7 +291,9 @@ impl Actor for SupervisorActor {
         ctx.run_interval(self.settings.preload_interval, |act, ctx| act.preload(ctx));
         ctx.run_interval(OVERDUE_INTERVAL, |act, ctx| act.overdue(ctx));
         ctx.run_interval(ORPHAN_INTERVAL, |act, ctx| act.orphans(ctx));
+        ctx.run_interval(RETENTION_INTERVAL, |act, ctx| act.retention(ctx));
         ctx.run_interval(SCAN_INTERVAL, |act, ctx| {
+            act.dependencies(ctx);
             act.attempts(ctx);
             act.expiry(ctx);
         });

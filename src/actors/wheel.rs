@@ -13,7 +13,7 @@ use super::store::{boxed, StoreHandle};
 use crate::clock::SharedClock;
 use crate::ids::scheduled_request_id;
 use crate::schedule::{claim_until, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
-use crate::store::models::{InstanceStatus, NewInstance, TaskStatus, TriggerType};
+use crate::store::models::{InstanceStatus, NewInstance, TriggerType};
 use crate::store::queries::instances::{Claim, DueAttempt, FireOutcome, FireRecord};
 use crate::store::queries::tasks;
 use crate::store::{from_db, to_db};
@@ -28,6 +28,8 @@ pub struct FireContext {
     pub instance_id: String,
     /// Most runs per store transaction.
     pub batch_size: usize,
+    /// How long a run waits for its upstreams, unless its task says otherwise.
+    pub dependency_timeout_secs: i64,
 }
 
 /// Settings of the wheel.
@@ -189,8 +191,12 @@ fn fire_records(
     spec: &TaskSpec,
     plan: &FirePlan,
     now: DateTime<Utc>,
-    fired_by: &str,
+    fire: &FireContext,
 ) -> Vec<FireRecord> {
+    let fired_by = fire.instance_id.as_str();
+    let dependency_timeout_secs = spec
+        .dependency_timeout_secs
+        .unwrap_or(fire.dependency_timeout_secs);
     let mut records = Vec::with_capacity(plan.decisions.len());
     for (i, decision) in plan.decisions.iter().enumerate() {
         let advance_to = plan
@@ -198,15 +204,25 @@ fn fire_records(
             .get(i + 1)
             .map(|d| d.scheduled_at())
             .or(plan.next);
-        let (status, finished_at, claimed_until) = match decision {
+        let scheduled_at = decision.scheduled_at();
+        let (status, finished_at, claimed_until, deadline) = match decision {
+            // It waits for its upstreams; the supervisor releases it.
+            RunDecision::Fire(_) if spec.has_dependencies => (
+                InstanceStatus::Pending,
+                None,
+                None,
+                Some(to_db(
+                    scheduled_at + chrono::Duration::seconds(dependency_timeout_secs),
+                )),
+            ),
             RunDecision::Fire(_) => (
                 InstanceStatus::Ready,
                 None,
                 Some(to_db(claim_until(now, spec.timeout_ms))),
+                None,
             ),
-            RunDecision::Missed(_) => (InstanceStatus::Missed, Some(to_db(now)), None),
+            RunDecision::Missed(_) => (InstanceStatus::Missed, Some(to_db(now)), None, None),
         };
-        let scheduled_at = decision.scheduled_at();
         records.push(FireRecord {
             scheduled_at: to_db(scheduled_at),
             next_run_at: advance_to.map(to_db),
@@ -221,6 +237,8 @@ fn fire_records(
                 created_at: to_db(now),
                 finished_at,
                 next_attempt_at: claimed_until,
+                deadline_at: deadline,
+                params: None,
             },
         });
     }
@@ -256,7 +274,7 @@ async fn fire_batch(
             continue;
         }
         locked.push(spec.id);
-        for record in fire_records(&spec, &plan, now, &fire.instance_id) {
+        for record in fire_records(&spec, &plan, now, &fire) {
             runs.push(Run {
                 spec: spec.clone(),
                 request_id: record.instance.request_id.clone(),
@@ -303,8 +321,9 @@ async fn fire_batch(
                     })
                     .await;
             }
-            FireOutcome::Fired => log::warn!(
-                "task {task_id} request {request_id}: run scheduled at {} recorded MISSED",
+            FireOutcome::Fired => log::info!(
+                "task {task_id} request {request_id}: run scheduled at {} recorded, not \
+                 dispatched (MISSED, or waiting for its upstreams)",
                 run.scheduled_at
             ),
             FireOutcome::Duplicate => log::warn!(
@@ -371,26 +390,23 @@ async fn refresh(fire: &FireContext, wheel: &Addr<WheelActor>, task_ids: Vec<i64
     let ids = task_ids.clone();
     let rows = fire
         .store
-        .query(move |conn| boxed(tasks::find_many(conn, ids)))
+        .query(move |conn| {
+            boxed(async move {
+                let rows = tasks::find_many(conn, ids).await?;
+                tasks::wheel_entries(conn, rows).await
+            })
+        })
         .await;
-    let rows = match rows {
-        Ok(rows) => rows,
+    let schedule = match rows {
+        Ok(schedule) => schedule,
         Err(err) => {
             log::error!("tasks {task_ids:?} not refreshed: {err}");
             return;
         }
     };
-    let mut schedule = Vec::new();
-    for task in &rows {
-        match (TaskSpec::from_task(task), task.next_run_at) {
-            (Ok(spec), Some(next)) if task.status == TaskStatus::Enabled.as_str() => {
-                schedule.push((Arc::new(spec), from_db(next)))
-            }
-            _ => wheel.do_send(Unschedule(task.id)),
-        }
-    }
+    // Tasks deleted, paused or without a next run leave the wheel.
     for id in task_ids {
-        if !rows.iter().any(|task| task.id == id) {
+        if !schedule.iter().any(|(spec, _)| spec.id == id) {
             wheel.do_send(Unschedule(id));
         }
     }

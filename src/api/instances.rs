@@ -1,13 +1,27 @@
-//! Run history: a task's instances, and one instance by request id.
+//! Run history: all runs with filters, a task's runs, and one run by request id.
 
 use std::collections::HashMap;
 
 use actix_web::{web, HttpResponse};
 
 use super::validate;
-use super::views::{InstanceView, PageView};
+use super::views::{HistoryView, InstanceView, PageView};
 use super::ApiState;
 use crate::error::ApiError;
+
+/// `GET /api/instances?taskId=&scene=&status=&from=&to=&limit=&cursor=`: newest scheduled
+/// first; `nextCursor` fetches the next page.
+pub async fn history(
+    state: web::Data<ApiState>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, ApiError> {
+    let (filter, cursor, limit) = validate::history_query(&query)?;
+    let (runs, next) = state.scheduler.history(filter, cursor, limit).await?;
+    Ok(HttpResponse::Ok().json(HistoryView {
+        items: runs.into_iter().map(InstanceView::from).collect(),
+        next_cursor: next.map(validate::encode_cursor),
+    }))
+}
 
 /// `GET /api/tasks/{id}/instances?limit=&offset=`: newest scheduled first.
 pub async fn for_task(

@@ -4,6 +4,7 @@
 mod callback;
 mod health;
 mod instances;
+mod scenes;
 mod tasks;
 mod validate;
 mod views;
@@ -44,6 +45,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/tasks/{id}", web::put().to(tasks::update))
             .route("/tasks/{id}", web::delete().to(tasks::delete))
             .route("/tasks/{id}/instances", web::get().to(instances::for_task))
+            .route("/tasks/{id}/pause", web::post().to(tasks::pause))
+            .route("/tasks/{id}/resume", web::post().to(tasks::resume))
+            .route("/tasks/{id}/trigger", web::post().to(tasks::trigger))
+            .route("/tasks/{id}/stats", web::get().to(tasks::stats))
+            .route("/scenes", web::get().to(scenes::list))
+            .route("/scenes/{scene}/pause", web::post().to(scenes::pause))
+            .route("/scenes/{scene}/resume", web::post().to(scenes::resume))
+            .route("/instances", web::get().to(instances::history))
             .route("/instances/{request_id}", web::get().to(instances::get))
             .route("/callback", web::post().to(callback::report))
             .route("/cluster", web::get().to(health::cluster)),

@@ -1,4 +1,4 @@
-//! `/api/tasks`: create, list, read, replace and delete tasks.
+//! `/api/tasks`: create, list, read, replace, delete, pause, resume and trigger tasks.
 
 use std::collections::HashMap;
 
@@ -6,15 +6,11 @@ use actix_web::{web, HttpResponse};
 use serde_json::Value;
 
 use super::validate;
-use super::views::{PageView, TaskView};
+use super::views::{InstanceView, PageView, StatsView, TaskView};
 use super::ApiState;
 use crate::error::ApiError;
 use crate::store::models::TaskStatus;
 use crate::store::queries::tasks::TaskFilter;
-
-fn no_task(id: i64) -> ApiError {
-    ApiError::NotFound(format!("task {id} not found"))
-}
 
 /// `POST /api/tasks` → 201 with the task.
 pub async fn create(
@@ -36,7 +32,7 @@ pub async fn list(
         None => None,
         Some(text) => Some(
             TaskStatus::parse(text)
-                .ok_or_else(|| ApiError::invalid("status", "status must be ENABLED or DISABLED"))?,
+                .ok_or_else(|| ApiError::invalid("status", "status must be ENABLED or PAUSED"))?,
         ),
     };
     let filter = TaskFilter {
@@ -57,8 +53,7 @@ pub async fn get(
     state: web::Data<ApiState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = validate::task_id(&path)?;
-    let task = state.scheduler.task(id).await?.ok_or_else(|| no_task(id))?;
+    let task = state.scheduler.task(validate::task_id(&path)?).await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
@@ -70,11 +65,7 @@ pub async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
     let input = validate::task_input(body.into_inner())?;
-    let task = state
-        .scheduler
-        .update_task(id, input)
-        .await?
-        .ok_or_else(|| no_task(id))?;
+    let task = state.scheduler.update_task(id, input).await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
@@ -83,9 +74,58 @@ pub async fn delete(
     state: web::Data<ApiState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = validate::task_id(&path)?;
-    if !state.scheduler.delete_task(id).await? {
-        return Err(no_task(id));
-    }
+    state
+        .scheduler
+        .delete_task(validate::task_id(&path)?)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// `POST /api/tasks/{id}/pause`: the task fires no more until resumed.
+pub async fn pause(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let task = state
+        .scheduler
+        .pause_task(validate::task_id(&path)?)
+        .await?;
+    Ok(HttpResponse::Ok().json(TaskView::from(task)))
+}
+
+/// `POST /api/tasks/{id}/resume`: the next run is computed from now.
+pub async fn resume(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let task = state
+        .scheduler
+        .resume_task(validate::task_id(&path)?)
+        .await?;
+    Ok(HttpResponse::Ok().json(TaskView::from(task)))
+}
+
+/// `POST /api/tasks/{id}/trigger` (body optional: `{"params": {…}}`) → 201 with the new run.
+pub async fn trigger(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let id = validate::task_id(&path)?;
+    let params = validate::trigger_params(&body)?;
+    let run = state.scheduler.trigger(id, params).await?;
+    Ok(HttpResponse::Created().json(InstanceView::from(run)))
+}
+
+/// `GET /api/tasks/{id}/stats?windowSecs=`: counts by status and trigger-lag percentiles of
+/// the runs scheduled in the window (default one day).
+pub async fn stats(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, ApiError> {
+    let id = validate::task_id(&path)?;
+    let window = validate::stats_window(&query)?;
+    let stats = state.scheduler.task_stats(id, window).await?;
+    Ok(HttpResponse::Ok().json(StatsView::new(id, stats)))
 }

@@ -7,7 +7,10 @@ use serde_json::{Map, Value};
 use crate::cron::CronSchedule;
 use crate::error::ApiError;
 use crate::scheduler::TaskInput;
+use crate::store::models::InstanceStatus;
+use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
+use crate::store::to_db;
 
 pub const MAX_NAME_CHARS: usize = 128;
 pub const MAX_SCENE_CHARS: usize = 64;
@@ -18,6 +21,11 @@ pub const TIMEOUT_MS: (i64, i64) = (100, 24 * 60 * 60 * 1000);
 pub const RETRY_BACKOFF_SECS: (i64, i64) = (1, 24 * 60 * 60);
 pub const RETRY_FACTOR: (i64, i64) = (1, 10);
 pub const MISFIRE_THRESHOLD_SECS: (i64, i64) = (1, 24 * 60 * 60);
+pub const DEPENDENCY_TIMEOUT_SECS: (i64, i64) = (1, 7 * 24 * 60 * 60);
+pub const MAX_UPSTREAMS: usize = 100;
+/// Stats windows: one minute to 31 days; one day by default.
+pub const STATS_WINDOW_SECS: (i64, i64) = (60, 31 * 24 * 60 * 60);
+pub const DEFAULT_STATS_WINDOW_SECS: i64 = 24 * 60 * 60;
 pub const DEFAULT_SCENE: &str = "default";
 pub const DEFAULT_MAX_RETRY: i32 = 3;
 pub const DEFAULT_TIMEOUT_MS: i64 = 30_000;
@@ -37,6 +45,8 @@ const TASK_FIELDS: &[&str] = &[
     "retryBackoffSecs",
     "retryFactor",
     "misfireThresholdSecs",
+    "dependencyTimeoutSecs",
+    "dependsOn",
 ];
 
 /// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
@@ -58,11 +68,7 @@ pub fn task_input(body: Value) -> Result<TaskInput, ApiError> {
         .map_err(|err| ApiError::invalid("cron", err.to_string()))?;
     Ok(TaskInput {
         name: text(required_string(&mut body, "name")?, "name", MAX_NAME_CHARS)?,
-        scene: text(
-            optional_string(&mut body, "scene")?.unwrap_or_else(|| DEFAULT_SCENE.into()),
-            "scene",
-            MAX_SCENE_CHARS,
-        )?,
+        scene: scene(optional_string(&mut body, "scene")?.unwrap_or_else(|| DEFAULT_SCENE.into()))?,
         cron,
         handler_url: handler_url(required_string(&mut body, "handlerUrl")?)?,
         params: params(body.remove("params"))?,
@@ -82,6 +88,147 @@ pub fn task_input(body: Value) -> Result<TaskInput, ApiError> {
         retry_backoff_secs: small(&mut body, "retryBackoffSecs", RETRY_BACKOFF_SECS)?,
         retry_factor: small(&mut body, "retryFactor", RETRY_FACTOR)?,
         misfire_threshold_secs: small(&mut body, "misfireThresholdSecs", MISFIRE_THRESHOLD_SECS)?,
+        dependency_timeout_secs: small(
+            &mut body,
+            "dependencyTimeoutSecs",
+            DEPENDENCY_TIMEOUT_SECS,
+        )?,
+        depends_on: depends_on(body.remove("dependsOn"))?,
+    })
+}
+
+/// A scene name: it appears in URL paths, so letters, digits and `_ . : -` only.
+pub fn scene(value: String) -> Result<String, ApiError> {
+    let value = text(value, "scene", MAX_SCENE_CHARS)?;
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "_.:-".contains(c);
+    if !value.chars().all(allowed) {
+        return Err(ApiError::invalid(
+            "scene",
+            "scene may hold only letters, digits and _ . : -",
+        ));
+    }
+    Ok(value)
+}
+
+/// Upstream task ids: distinct positive integers, at most `MAX_UPSTREAMS`.
+fn depends_on(value: Option<Value>) -> Result<Vec<i64>, ApiError> {
+    let invalid = || {
+        ApiError::invalid(
+            "dependsOn",
+            format!("dependsOn must be a list of at most {MAX_UPSTREAMS} task ids"),
+        )
+    };
+    let items = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) if items.len() <= MAX_UPSTREAMS => items,
+        Some(_) => return Err(invalid()),
+    };
+    let mut ids = Vec::with_capacity(items.len());
+    for item in items {
+        let id = item.as_i64().filter(|id| *id > 0).ok_or_else(invalid)?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// The optional body of a manual run: `{"params": {…}}`; returns the params as JSON text.
+pub fn trigger_params(body: &[u8]) -> Result<Option<String>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|err| ApiError::Invalid {
+        field: None,
+        message: format!("invalid JSON body: {err}"),
+    })?;
+    let Value::Object(mut body) = value else {
+        return Err(ApiError::Invalid {
+            field: None,
+            message: "the body must be a JSON object".into(),
+        });
+    };
+    if let Some(unknown) = body.keys().find(|k| k.as_str() != "params") {
+        return Err(ApiError::invalid(
+            unknown.clone(),
+            format!("unknown field `{unknown}`"),
+        ));
+    }
+    match body.remove("params") {
+        None | Some(Value::Null) => Ok(None),
+        value => params(value).map(Some),
+    }
+}
+
+/// `windowSecs` of the task stats.
+pub fn stats_window(query: &HashMap<String, String>) -> Result<chrono::Duration, ApiError> {
+    let secs =
+        query_int(query, "windowSecs", STATS_WINDOW_SECS)?.unwrap_or(DEFAULT_STATS_WINDOW_SECS);
+    Ok(chrono::Duration::seconds(secs))
+}
+
+/// The filters, cursor and page size of `GET /api/instances`.
+pub fn history_query(
+    query: &HashMap<String, String>,
+) -> Result<(InstanceFilter, Option<Cursor>, i64), ApiError> {
+    let status = match query.get("status") {
+        None => None,
+        Some(text) => Some(InstanceStatus::parse(text).ok_or_else(|| {
+            ApiError::invalid(
+                "status",
+                "status must be PENDING, READY, RUNNING, SUCCESS, FAILED or MISSED",
+            )
+        })?),
+    };
+    let filter = InstanceFilter {
+        task_id: query
+            .get("taskId")
+            .map(|id| task_id(id))
+            .transpose()
+            .map_err(|_| ApiError::invalid("taskId", "taskId must be a positive integer"))?,
+        scene: query.get("scene").cloned().map(scene).transpose()?,
+        status,
+        from: query_time(query, "from")?,
+        to: query_time(query, "to")?,
+    };
+    let cursor = query.get("cursor").map(|c| decode_cursor(c)).transpose()?;
+    let limit = query_int(query, "limit", (1, MAX_PAGE_LIMIT))?.unwrap_or(DEFAULT_PAGE_LIMIT);
+    Ok((filter, cursor, limit))
+}
+
+fn query_time(
+    query: &HashMap<String, String>,
+    name: &str,
+) -> Result<Option<chrono::NaiveDateTime>, ApiError> {
+    query
+        .get(name)
+        .map(|text| {
+            chrono::DateTime::parse_from_rfc3339(text)
+                .map(|at| to_db(at.with_timezone(&chrono::Utc)))
+                .map_err(|_| ApiError::invalid(name, format!("{name} must be an RFC3339 time")))
+        })
+        .transpose()
+}
+
+/// A history cursor as the client sees it: `<scheduled ms>.<id>`, opaque to it.
+pub fn encode_cursor(cursor: Cursor) -> String {
+    format!(
+        "{}.{}",
+        cursor.scheduled_at.and_utc().timestamp_millis(),
+        cursor.id
+    )
+}
+
+fn decode_cursor(text: &str) -> Result<Cursor, ApiError> {
+    let invalid =
+        || ApiError::invalid("cursor", "cursor must be a nextCursor from a previous page");
+    let (millis, id) = text.split_once('.').ok_or_else(invalid)?;
+    let millis: i64 = millis.parse().map_err(|_| invalid())?;
+    let id: i64 = id.parse().map_err(|_| invalid())?;
+    let at = chrono::DateTime::from_timestamp_millis(millis).ok_or_else(invalid)?;
+    Ok(Cursor {
+        scheduled_at: at.naive_utc(),
+        id,
     })
 }
 
@@ -278,6 +425,12 @@ mod tests {
             ("retryBackoffSecs", json!(0)),
             ("retryFactor", json!(11)),
             ("misfireThresholdSecs", json!(-5)),
+            ("dependencyTimeoutSecs", json!(0)),
+            ("dependsOn", json!([1, "two"])),
+            ("dependsOn", json!([0])),
+            ("dependsOn", json!(3)),
+            ("scene", json!("a/b")),
+            ("scene", json!("x'; DROP TABLE ax_task; --")),
             ("bogus", json!(1)),
         ];
         for (field, value) in cases {
@@ -320,6 +473,51 @@ mod tests {
             field_of(page(&q("offset", huge)).unwrap_err()).as_deref(),
             Some("offset")
         );
+    }
+
+    #[test]
+    fn upstreams_are_deduplicated() {
+        let mut body = valid();
+        body["dependsOn"] = json!([3, 1, 3]);
+        assert_eq!(task_input(body).expect("valid").depends_on, vec![3, 1]);
+    }
+
+    #[test]
+    fn cursors_round_trip_and_junk_is_named() {
+        let at = chrono::DateTime::from_timestamp_millis(1_800_000_000_123).expect("time");
+        let cursor = Cursor {
+            scheduled_at: at.naive_utc(),
+            id: 42,
+        };
+        assert_eq!(
+            decode_cursor(&encode_cursor(cursor)).expect("decodes"),
+            cursor
+        );
+        for junk in ["", "1", "x.1", "1.x", "99999999999999999999.1"] {
+            assert_eq!(
+                field_of(decode_cursor(junk).unwrap_err()).as_deref(),
+                Some("cursor")
+            );
+        }
+    }
+
+    #[test]
+    fn trigger_bodies() {
+        assert_eq!(trigger_params(b"").unwrap(), None);
+        assert_eq!(trigger_params(b"{}").unwrap(), None);
+        assert_eq!(
+            trigger_params(br#"{"params":{"a":1}}"#).unwrap().as_deref(),
+            Some(r#"{"a":1}"#)
+        );
+        assert_eq!(
+            field_of(trigger_params(br#"{"params":[1]}"#).unwrap_err()).as_deref(),
+            Some("params")
+        );
+        assert_eq!(
+            field_of(trigger_params(br#"{"p":1}"#).unwrap_err()).as_deref(),
+            Some("p")
+        );
+        assert_eq!(field_of(trigger_params(b"\xff").unwrap_err()), None);
     }
 
     #[test]

@@ -3,11 +3,19 @@
 use chrono::{NaiveDateTime, SecondsFormat};
 use serde::Serialize;
 
+use std::collections::HashMap;
+
+use crate::scheduler::{SceneCounts, TaskDetails, TaskStats};
 use crate::store::from_db;
-use crate::store::models::{Instance, Task, TaskStatus};
+use crate::store::models::{Instance, TaskStatus};
 
 fn time(at: NaiveDateTime) -> String {
     from_db(at).to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A UTC time as the API shows it: RFC3339 with milliseconds and `Z`.
+pub fn utc(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// A task as the API shows it.
@@ -27,14 +35,19 @@ pub struct TaskView {
     retry_backoff_secs: Option<i32>,
     retry_factor: Option<i32>,
     misfire_threshold_secs: Option<i32>,
+    dependency_timeout_secs: Option<i32>,
+    depends_on: Vec<i64>,
     next_run_at: Option<String>,
     created_at: String,
     updated_at: String,
 }
 
-impl From<Task> for TaskView {
-    fn from(task: Task) -> Self {
+impl From<TaskDetails> for TaskView {
+    fn from(details: TaskDetails) -> Self {
+        let task = details.task;
         TaskView {
+            depends_on: details.depends_on,
+            dependency_timeout_secs: task.dependency_timeout_secs,
             id: task.id,
             enabled: task.status == TaskStatus::Enabled.as_str(),
             params: serde_json::from_str(&task.params).unwrap_or(serde_json::Value::Null),
@@ -75,6 +88,8 @@ pub struct InstanceView {
     created_at: String,
     finished_at: Option<String>,
     next_attempt_at: Option<String>,
+    /// A manual run's own params, when they overrode the task's.
+    params: Option<serde_json::Value>,
 }
 
 impl From<Instance> for InstanceView {
@@ -96,6 +111,7 @@ impl From<Instance> for InstanceView {
             created_at: time(run.created_at),
             finished_at: run.finished_at.map(time),
             next_attempt_at: run.next_attempt_at.map(time),
+            params: run.params.and_then(|p| serde_json::from_str(&p).ok()),
         }
     }
 }
@@ -107,4 +123,67 @@ pub struct PageView<T> {
     pub total: i64,
     pub limit: i64,
     pub offset: i64,
+}
+
+/// A scene and its tasks by status.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SceneView {
+    scene: String,
+    total: i64,
+    tasks: HashMap<String, i64>,
+}
+
+impl From<SceneCounts> for SceneView {
+    fn from(counts: SceneCounts) -> Self {
+        SceneView {
+            scene: counts.scene,
+            total: counts.by_status.values().sum(),
+            tasks: counts.by_status,
+        }
+    }
+}
+
+/// A task's run statistics over a window.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsView {
+    task_id: i64,
+    from: String,
+    to: String,
+    total: i64,
+    by_status: HashMap<String, i64>,
+    /// Trigger lag (scheduled → recorded) in milliseconds.
+    lag_ms: Option<LagView>,
+}
+
+#[derive(Serialize)]
+pub struct LagView {
+    p50: i64,
+    p90: i64,
+    p99: i64,
+    max: i64,
+}
+
+impl StatsView {
+    pub fn new(task_id: i64, stats: TaskStats) -> Self {
+        StatsView {
+            task_id,
+            from: utc(stats.from),
+            to: utc(stats.to),
+            total: stats.by_status.values().sum(),
+            by_status: stats.by_status,
+            lag_ms: stats
+                .lag_ms
+                .map(|[p50, p90, p99, max]| LagView { p50, p90, p99, max }),
+        }
+    }
+}
+
+/// One page of the run history, with the cursor of the next.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryView {
+    pub items: Vec<InstanceView>,
+    pub next_cursor: Option<String>,
 }

@@ -35,8 +35,8 @@ macro_rules! string_enum {
 }
 
 string_enum! {
-    /// Whether a task is scheduled.
-    TaskStatus { Enabled => "ENABLED", Disabled => "DISABLED" }
+    /// Whether a task is scheduled: `PAUSED` tasks keep their definition but never fire.
+    TaskStatus { Enabled => "ENABLED", Paused => "PAUSED" }
 }
 
 string_enum! {
@@ -83,6 +83,7 @@ pub struct Task {
     pub retry_backoff_secs: Option<i32>,
     pub retry_factor: Option<i32>,
     pub misfire_threshold_secs: Option<i32>,
+    pub dependency_timeout_secs: Option<i32>,
 }
 
 /// The fields a user sets on a task; used for insert and full update.
@@ -103,6 +104,7 @@ pub struct TaskFields {
     pub retry_backoff_secs: Option<i32>,
     pub retry_factor: Option<i32>,
     pub misfire_threshold_secs: Option<i32>,
+    pub dependency_timeout_secs: Option<i32>,
 }
 
 /// An instance row.
@@ -127,6 +129,8 @@ pub struct Instance {
     pub finished_at: Option<NaiveDateTime>,
     /// READY: when it is to be (re)dispatched, or, once claimed, when the claim lapses.
     pub next_attempt_at: Option<NaiveDateTime>,
+    /// Params of a manual run that overrode the task's.
+    pub params: Option<String>,
 }
 
 /// A new run, inserted when it fires.
@@ -143,6 +147,11 @@ pub struct NewInstance {
     pub created_at: NaiveDateTime,
     /// Set for runs final at birth (`MISSED`).
     pub finished_at: Option<NaiveDateTime>,
-    /// For READY runs: when the firing process's claim on the dispatch lapses.
+    /// For READY runs: when the firing process's claim on the dispatch lapses; for PENDING
+    /// runs: when their upstreams are checked next.
     pub next_attempt_at: Option<NaiveDateTime>,
+    /// For PENDING runs: when waiting for upstreams gives up.
+    pub deadline_at: Option<NaiveDateTime>,
+    /// A manual run's params, when they override the task's.
+    pub params: Option<String>,
 }

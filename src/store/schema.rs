@@ -18,6 +18,7 @@ diesel::table! {
         retry_backoff_secs -> Nullable<Integer>,
         retry_factor -> Nullable<Integer>,
         misfire_threshold_secs -> Nullable<Integer>,
+        dependency_timeout_secs -> Nullable<Integer>,
     }
 }
 
@@ -39,7 +40,22 @@ diesel::table! {
         created_at -> Timestamp,
         finished_at -> Nullable<Timestamp>,
         next_attempt_at -> Nullable<Timestamp>,
+        params -> Nullable<Text>,
     }
 }
 
-diesel::allow_tables_to_appear_in_same_query!(ax_task, ax_instance);
+diesel::table! {
+    ax_task_dependency (task_id, depends_on) {
+        task_id -> BigInt,
+        depends_on -> BigInt,
+    }
+}
+
+diesel::table! {
+    ax_meta (name) {
+        name -> Text,
+        value -> Text,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(ax_task, ax_instance, ax_task_dependency);

@@ -1,12 +1,15 @@
 //! Instance rows: recording fires, applying results, and the run history.
 
-use chrono::NaiveDateTime;
+use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_async::RunQueryDsl;
 
 use super::Page;
-use crate::schedule::{decide_report, Report, ReportDecision, RetryPolicy, RunState};
+use crate::schedule::{
+    decide_report, dependency_decision, DependencyDecision, Report, ReportDecision, RetryPolicy,
+    RunState,
+};
 use crate::store::models::{Instance, InstanceStatus, NewInstance, TaskStatus};
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
@@ -270,7 +273,10 @@ pub async fn due_attempts(
             i::attempt,
             i::next_attempt_at.assume_not_null(),
             t::handler_url,
-            t::params,
+            // A manual run's own params win over the task's.
+            diesel::dsl::sql::<diesel::sql_types::Text>(
+                "COALESCE(ax_instance.params, ax_task.params)",
+            ),
             t::timeout_ms,
         ))
         .load(c)
@@ -341,6 +347,88 @@ pub async fn reclaim_orphans(
     .set(i::next_attempt_at.eq(now))
     .execute(c)
     .await)?)
+}
+
+/// Decides every PENDING run (up to `limit`, oldest first) whose upstreams allow it: released
+/// runs become READY and due now (the attempt scan dispatches them); failed ones end FAILED,
+/// without retries. Returns (released, failed).
+pub async fn check_pending(
+    conn: &mut Conn,
+    now: DateTime<Utc>,
+    limit: i64,
+) -> Result<(usize, usize), StoreError> {
+    let pending: Vec<(String, i64, NaiveDateTime, Option<NaiveDateTime>)> =
+        with_conn!(conn, |c| i::ax_instance
+            .filter(i::status.eq(InstanceStatus::Pending.as_str()))
+            .order(i::scheduled_at.asc())
+            .limit(limit)
+            .select((i::request_id, i::task_id, i::scheduled_at, i::deadline_at))
+            .load(c)
+            .await)?;
+    let (mut released, mut failed) = (0, 0);
+    for (request_id, task_id, scheduled_at, deadline) in pending {
+        let upstreams = upstream_states(conn, task_id, scheduled_at).await?;
+        let deadline = deadline.map_or(now, from_db);
+        let target = i::ax_instance
+            .filter(i::request_id.eq(&request_id))
+            .filter(i::status.eq(InstanceStatus::Pending.as_str()));
+        match dependency_decision(&upstreams, now, deadline) {
+            DependencyDecision::Wait => {}
+            DependencyDecision::Release => {
+                released += with_conn!(conn, |c| diesel::update(target)
+                    .set((
+                        i::status.eq(InstanceStatus::Ready.as_str()),
+                        i::next_attempt_at.eq(to_db(now)),
+                        i::deadline_at.eq(None::<NaiveDateTime>),
+                    ))
+                    .execute(c)
+                    .await)?;
+            }
+            DependencyDecision::Fail(code) => {
+                log::warn!("task {task_id} request {request_id}: {code}");
+                failed += with_conn!(conn, |c| diesel::update(target)
+                    .set((
+                        i::status.eq(InstanceStatus::Failed.as_str()),
+                        i::callback_code.eq(code),
+                        i::callback_message.eq(dependency_message(code)),
+                        i::finished_at.eq(to_db(now)),
+                        i::deadline_at.eq(None::<NaiveDateTime>),
+                    ))
+                    .execute(c)
+                    .await)?;
+            }
+        }
+    }
+    Ok((released, failed))
+}
+
+fn dependency_message(code: &str) -> &'static str {
+    match code {
+        "UPSTREAM_FAILED" => "an upstream task's run at or before this one did not succeed",
+        _ => "upstream tasks did not succeed within the dependency timeout",
+    }
+}
+
+/// For each upstream of `task_id`, the status of its latest run scheduled at or before `at`.
+async fn upstream_states(
+    conn: &mut Conn,
+    task_id: i64,
+    at: NaiveDateTime,
+) -> Result<Vec<Option<InstanceStatus>>, StoreError> {
+    let upstreams = super::tasks::dependencies_of(conn, &[task_id]).await?;
+    let mut states = Vec::new();
+    for upstream in upstreams.get(&task_id).into_iter().flatten() {
+        let latest: Option<String> = with_conn!(conn, |c| i::ax_instance
+            .filter(i::task_id.eq(*upstream))
+            .filter(i::scheduled_at.le(at))
+            .order((i::scheduled_at.desc(), i::id.desc()))
+            .select(i::status)
+            .first(c)
+            .await
+            .optional())?;
+        states.push(latest.as_deref().and_then(InstanceStatus::parse));
+    }
+    Ok(states)
 }
 
 /// RUNNING runs whose deadline passed with no result: (request id, attempt).
@@ -418,4 +506,104 @@ pub async fn list_for_task(
             .await?;
         (rows, total)
     }))
+}
+
+/// Filters of the run history.
+#[derive(Debug, Clone, Default)]
+pub struct InstanceFilter {
+    pub task_id: Option<i64>,
+    pub scene: Option<String>,
+    pub status: Option<InstanceStatus>,
+    /// Scheduled at or after.
+    pub from: Option<NaiveDateTime>,
+    /// Scheduled before.
+    pub to: Option<NaiveDateTime>,
+}
+
+/// Where a page of the history ends: the (scheduled time, id) of its last run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub scheduled_at: NaiveDateTime,
+    pub id: i64,
+}
+
+/// Runs matching the filter, newest scheduled first, after `cursor`; at most `limit`.
+pub async fn history(
+    conn: &mut Conn,
+    filter: &InstanceFilter,
+    cursor: Option<Cursor>,
+    limit: i64,
+) -> Result<Vec<Instance>, StoreError> {
+    Ok(with_conn!(conn, |c| {
+        let mut query = i::ax_instance.into_boxed();
+        if let Some(task_id) = filter.task_id {
+            query = query.filter(i::task_id.eq(task_id));
+        }
+        if let Some(scene) = &filter.scene {
+            let ids = t::ax_task.filter(t::scene.eq(scene.clone())).select(t::id);
+            query = query.filter(i::task_id.eq_any(ids));
+        }
+        if let Some(status) = filter.status {
+            query = query.filter(i::status.eq(status.as_str()));
+        }
+        if let Some(from) = filter.from {
+            query = query.filter(i::scheduled_at.ge(from));
+        }
+        if let Some(to) = filter.to {
+            query = query.filter(i::scheduled_at.lt(to));
+        }
+        if let Some(cursor) = cursor {
+            query = query.filter(
+                i::scheduled_at.lt(cursor.scheduled_at).or(i::scheduled_at
+                    .eq(cursor.scheduled_at)
+                    .and(i::id.lt(cursor.id))),
+            );
+        }
+        query
+            .order((i::scheduled_at.desc(), i::id.desc()))
+            .limit(limit)
+            .select(Instance::as_select())
+            .load(c)
+            .await
+    })?)
+}
+
+/// (status, scheduled, triggered) of a task's runs scheduled in `[from, to)`.
+pub async fn for_stats(
+    conn: &mut Conn,
+    task_id: i64,
+    from: NaiveDateTime,
+    to: NaiveDateTime,
+) -> Result<Vec<(String, NaiveDateTime, NaiveDateTime)>, StoreError> {
+    Ok(with_conn!(conn, |c| i::ax_instance
+        .filter(i::task_id.eq(task_id))
+        .filter(i::scheduled_at.ge(from))
+        .filter(i::scheduled_at.lt(to))
+        .select((i::status, i::scheduled_at, i::trigger_at))
+        .load(c)
+        .await)?)
+}
+
+/// Deletes up to `limit` final runs that finished before `before`; returns how many. Small
+/// batches keep each statement short, so firing never waits behind retention.
+pub async fn delete_finished_before(
+    conn: &mut Conn,
+    before: NaiveDateTime,
+    limit: i64,
+) -> Result<usize, StoreError> {
+    let ids: Vec<i64> = with_conn!(conn, |c| i::ax_instance
+        .filter(i::finished_at.lt(before))
+        .order(i::finished_at.asc())
+        .limit(limit)
+        .select(i::id)
+        .load(c)
+        .await)?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    Ok(with_conn!(conn, |c| diesel::delete(
+        i::ax_instance.filter(i::id.eq_any(&ids))
+    )
+    .execute(c)
+    .await)?)
 }

@@ -1,15 +1,20 @@
 //! Task rows: CRUD for the API and the preload window for the scheduler.
 
-use chrono::NaiveDateTime;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use diesel_async::RunQueryDsl;
 
 use super::{instances, Page};
+use crate::schedule::TaskSpec;
 use crate::store::models::{Task, TaskFields, TaskStatus};
 use crate::store::schema::ax_task::dsl as t;
-use crate::store::{Conn, StoreError};
+use crate::store::schema::ax_task_dependency::dsl as d;
+use crate::store::{to_db, Conn, StoreError};
 use crate::with_conn;
 
 /// Filters of a task listing.
@@ -19,8 +24,12 @@ pub struct TaskFilter {
     pub status: Option<TaskStatus>,
 }
 
-/// Inserts a task and returns it as stored.
-pub async fn insert(conn: &mut Conn, fields: TaskFields) -> Result<Task, StoreError> {
+/// Inserts a task with its upstreams and returns it as stored.
+pub async fn insert(
+    conn: &mut Conn,
+    fields: TaskFields,
+    depends_on: Vec<i64>,
+) -> Result<Task, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
             let id = with_conn!(conn, |c| {
@@ -30,12 +39,78 @@ pub async fn insert(conn: &mut Conn, fields: TaskFields) -> Result<Task, StoreEr
                     .await?;
                 last_insert_id(c).await?
             });
+            set_dependencies(conn, id, &depends_on).await?;
             find(conn, id)
                 .await?
                 .ok_or(StoreError::Query(diesel::NotFound))
         })
     })
     .await
+}
+
+/// Replaces a task's upstreams.
+async fn set_dependencies(conn: &mut Conn, id: i64, depends_on: &[i64]) -> Result<(), StoreError> {
+    with_conn!(conn, |c| {
+        diesel::delete(d::ax_task_dependency.filter(d::task_id.eq(id)))
+            .execute(c)
+            .await?;
+        // One row at a time: the async SQLite wrapper has no multi-row insert.
+        for upstream in depends_on {
+            diesel::insert_into(d::ax_task_dependency)
+                .values((d::task_id.eq(id), d::depends_on.eq(*upstream)))
+                .execute(c)
+                .await?;
+        }
+    });
+    Ok(())
+}
+
+/// The upstreams of these tasks, by task.
+pub async fn dependencies_of(
+    conn: &mut Conn,
+    ids: &[i64],
+) -> Result<HashMap<i64, Vec<i64>>, StoreError> {
+    let edges: Vec<(i64, i64)> = with_conn!(conn, |c| d::ax_task_dependency
+        .filter(d::task_id.eq_any(ids))
+        .order((d::task_id, d::depends_on))
+        .select((d::task_id, d::depends_on))
+        .load(c)
+        .await)?;
+    let mut by_task: HashMap<i64, Vec<i64>> = HashMap::new();
+    for (task, upstream) in edges {
+        by_task.entry(task).or_default().push(upstream);
+    }
+    Ok(by_task)
+}
+
+/// Every dependency edge (task, upstream), for cycle checks.
+pub async fn all_dependencies(conn: &mut Conn) -> Result<Vec<(i64, i64)>, StoreError> {
+    Ok(with_conn!(conn, |c| d::ax_task_dependency
+        .select((d::task_id, d::depends_on))
+        .load(c)
+        .await)?)
+}
+
+/// Which of these task ids exist.
+pub async fn existing(conn: &mut Conn, ids: &[i64]) -> Result<Vec<i64>, StoreError> {
+    Ok(with_conn!(conn, |c| t::ax_task
+        .filter(t::id.eq_any(ids))
+        .select(t::id)
+        .load(c)
+        .await)?)
+}
+
+/// The wheel entries of these tasks (see `TaskSpec::wheel_entry`).
+pub async fn wheel_entries(
+    conn: &mut Conn,
+    tasks: Vec<Task>,
+) -> Result<Vec<(Arc<TaskSpec>, DateTime<Utc>)>, StoreError> {
+    let ids: Vec<i64> = tasks.iter().map(|task| task.id).collect();
+    let upstreams = dependencies_of(conn, &ids).await?;
+    Ok(tasks
+        .iter()
+        .filter_map(|task| TaskSpec::wheel_entry(task, upstreams.contains_key(&task.id)))
+        .collect())
 }
 
 /// The id the connection's last insert generated. The one backend-specific query: MySQL has no
@@ -114,21 +189,23 @@ pub async fn list(
     }))
 }
 
-/// Replaces a task's fields; `None` when there is no such task.
+/// Replaces a task's fields and upstreams; `None` when there is no such task.
 pub async fn update(
     conn: &mut Conn,
     id: i64,
     fields: TaskFields,
+    depends_on: Vec<i64>,
 ) -> Result<Option<Task>, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
-            let changed = with_conn!(conn, |c| diesel::update(t::ax_task.find(id))
+            if find(conn, id).await?.is_none() {
+                return Ok(None);
+            }
+            with_conn!(conn, |c| diesel::update(t::ax_task.find(id))
                 .set(&fields)
                 .execute(c)
                 .await)?;
-            if changed == 0 {
-                return Ok(None);
-            }
+            set_dependencies(conn, id, &depends_on).await?;
             find(conn, id).await
         })
     })
@@ -140,9 +217,12 @@ pub async fn update(
 pub async fn delete(conn: &mut Conn, id: i64, now: NaiveDateTime) -> Result<bool, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
-            let deleted = with_conn!(conn, |c| diesel::delete(t::ax_task.find(id))
-                .execute(c)
-                .await)?;
+            let deleted = with_conn!(conn, |c| {
+                diesel::delete(d::ax_task_dependency.filter(d::task_id.eq(id)))
+                    .execute(c)
+                    .await?;
+                diesel::delete(t::ax_task.find(id)).execute(c).await?
+            });
             if deleted > 0 {
                 instances::cancel_open(conn, id, now).await?;
             }
@@ -150,6 +230,120 @@ pub async fn delete(conn: &mut Conn, id: i64, now: NaiveDateTime) -> Result<bool
         })
     })
     .await
+}
+
+/// Pauses a task (no next run); `false` if it is not enabled (or not there).
+pub async fn pause(conn: &mut Conn, id: i64, now: NaiveDateTime) -> Result<bool, StoreError> {
+    let changed = with_conn!(conn, |c| diesel::update(
+        t::ax_task
+            .filter(t::id.eq(id))
+            .filter(t::status.eq(TaskStatus::Enabled.as_str()))
+    )
+    .set(paused(now))
+    .execute(c)
+    .await)?;
+    Ok(changed > 0)
+}
+
+/// Pauses every enabled task of a scene in one statement; returns how many.
+pub async fn pause_scene(
+    conn: &mut Conn,
+    scene: &str,
+    now: NaiveDateTime,
+) -> Result<usize, StoreError> {
+    Ok(with_conn!(conn, |c| diesel::update(
+        t::ax_task
+            .filter(t::scene.eq(scene))
+            .filter(t::status.eq(TaskStatus::Enabled.as_str()))
+    )
+    .set(paused(now))
+    .execute(c)
+    .await)?)
+}
+
+type Paused = (
+    diesel::dsl::Eq<t::status, &'static str>,
+    diesel::dsl::Eq<t::next_run_at, Option<NaiveDateTime>>,
+    diesel::dsl::Eq<t::updated_at, NaiveDateTime>,
+);
+
+fn paused(now: NaiveDateTime) -> Paused {
+    (
+        t::status.eq(TaskStatus::Paused.as_str()),
+        t::next_run_at.eq(None),
+        t::updated_at.eq(now),
+    )
+}
+
+/// Resumes the paused tasks among `ids` (or of `scene`): enables them in one statement, then
+/// gives each its next run computed from `now`, so no run that fell in the pause fires.
+/// Returns the resumed tasks.
+pub async fn resume(
+    conn: &mut Conn,
+    which: Resume,
+    now: DateTime<Utc>,
+) -> Result<Vec<Task>, StoreError> {
+    conn.transaction(|conn| {
+        Box::pin(async move {
+            let paused: Vec<Task> = with_conn!(conn, |c| {
+                let query = match &which {
+                    Resume::Task(id) => t::ax_task.filter(t::id.eq(*id)).into_boxed(),
+                    Resume::Scene(scene) => {
+                        t::ax_task.filter(t::scene.eq(scene.clone())).into_boxed()
+                    }
+                };
+                query
+                    .filter(t::status.eq(TaskStatus::Paused.as_str()))
+                    .select(Task::as_select())
+                    .load(c)
+                    .await
+            })?;
+            let ids: Vec<i64> = paused.iter().map(|task| task.id).collect();
+            with_conn!(conn, |c| diesel::update(
+                t::ax_task.filter(t::id.eq_any(&ids))
+            )
+            .set((
+                t::status.eq(TaskStatus::Enabled.as_str()),
+                t::updated_at.eq(to_db(now)),
+            ))
+            .execute(c)
+            .await)?;
+            let mut resumed = Vec::with_capacity(paused.len());
+            for mut task in paused {
+                let next = crate::cron::CronSchedule::parse(&task.cron)
+                    .ok()
+                    .and_then(|cron| cron.next_after(now))
+                    .map(to_db);
+                with_conn!(conn, |c| diesel::update(t::ax_task.find(task.id))
+                    .set(t::next_run_at.eq(next))
+                    .execute(c)
+                    .await)?;
+                task.status = TaskStatus::Enabled.as_str().into();
+                task.next_run_at = next;
+                task.updated_at = to_db(now);
+                resumed.push(task);
+            }
+            Ok(resumed)
+        })
+    })
+    .await
+}
+
+/// Which paused tasks to resume.
+#[derive(Debug, Clone)]
+pub enum Resume {
+    Task(i64),
+    Scene(String),
+}
+
+/// Task counts by scene and status.
+pub async fn scene_counts(conn: &mut Conn) -> Result<Vec<(String, String, i64)>, StoreError> {
+    Ok(with_conn!(conn, |c| t::ax_task
+        .group_by((t::scene, t::status))
+        .select((t::scene, t::status, diesel::dsl::count_star()))
+        .order((t::scene, t::status))
+        .load(c)
+        .await)?)
 }
 
 /// Enabled tasks due at or before `until`, by id after `after_id`: one page of the preload

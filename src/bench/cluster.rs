@@ -1,0 +1,304 @@
+//! The ax processes under test: children of the bench, running `ax serve` from this very
+//! binary, each with its own port, instance id and log file. Whatever happens to the bench,
+//! dropping the [`Cluster`] stops them.
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+
+use crate::config::ENV_KEYS;
+
+/// How long an ax process may take to answer `/healthz` after it is spawned.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an ax process may take to exit after SIGTERM in a normal stop: ax's own shutdown
+/// waits up to `server.shutdown_timeout_ms` (10 s by default) for in-flight dispatches.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+/// The same when the bench is failing: no figures depend on a clean exit any more.
+const ABORT_TIMEOUT: Duration = Duration::from_secs(5);
+/// `/proc/<pid>/stat` counts CPU time in clock ticks: USER_HZ, 100 on every Linux
+/// architecture ax runs on (the kernel fixes it for user space whatever HZ is).
+pub const CLOCK_TICKS_PER_SEC: u64 = 100;
+
+/// What every ax process of the cluster shares.
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    pub store_url: String,
+    pub redis_url: Option<String>,
+    pub instances: u32,
+    /// Where the config file and the log files go.
+    pub dir: PathBuf,
+}
+
+/// One ax child process.
+struct AxProcess {
+    instance_id: String,
+    base_url: String,
+    log: PathBuf,
+    child: Child,
+    exit: Option<ExitStatus>,
+}
+
+/// The ax processes of one bench run.
+pub struct Cluster {
+    processes: Vec<AxProcess>,
+}
+
+impl Cluster {
+    /// Spawns every ax process and waits until each answers `/healthz`.
+    pub async fn start(spec: &ClusterSpec) -> anyhow::Result<Cluster> {
+        let config = spec.dir.join("ax.yaml");
+        // An empty config file: ax's built-in defaults, whatever `config/ax.yaml` of the
+        // current directory says; the environment below sets the rest.
+        std::fs::write(&config, "# ax bench: built-in defaults\n{}\n")
+            .with_context(|| format!("cannot write {}", config.display()))?;
+        let mut cluster = Cluster {
+            processes: Vec::new(),
+        };
+        for n in 1..=spec.instances {
+            cluster.processes.push(spawn(spec, &config, n)?);
+        }
+        let client = awc::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .finish();
+        for process in &mut cluster.processes {
+            wait_healthy(&client, process).await?;
+        }
+        Ok(cluster)
+    }
+
+    pub fn base_urls(&self) -> Vec<String> {
+        self.processes.iter().map(|p| p.base_url.clone()).collect()
+    }
+
+    /// CPU time used so far by all processes, in clock ticks.
+    pub fn cpu_ticks(&self) -> anyhow::Result<u64> {
+        let mut total = 0;
+        for process in &self.processes {
+            let path = format!("/proc/{}/stat", process.child.id());
+            let stat = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {path} of {}", process.instance_id))?;
+            total +=
+                parse_cpu_ticks(&stat).with_context(|| format!("unexpected format of {path}"))?;
+        }
+        Ok(total)
+    }
+
+    /// The largest peak resident set size of the processes, in MiB.
+    pub fn peak_rss_mb(&self) -> anyhow::Result<f64> {
+        let mut peak_kb = 0;
+        for process in &self.processes {
+            let path = format!("/proc/{}/status", process.child.id());
+            let status = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {path} of {}", process.instance_id))?;
+            let kb = parse_vm_hwm_kb(&status).with_context(|| format!("no VmHWM in {path}"))?;
+            peak_kb = peak_kb.max(kb);
+        }
+        Ok(peak_kb as f64 / 1024.0)
+    }
+
+    /// Stops every process the way an operator would (SIGTERM), waiting at most `timeout`
+    /// before killing the stragglers. Returns whether all of them exited 0 by themselves.
+    pub async fn stop(&mut self, timeout: Duration) -> bool {
+        for process in &mut self.processes {
+            process.terminate();
+        }
+        let deadline = Instant::now() + timeout;
+        while !self.all_exited() && Instant::now() < deadline {
+            actix_rt::time::sleep(Duration::from_millis(50)).await;
+        }
+        let clean = self.all_exited()
+            && self
+                .processes
+                .iter()
+                .all(|p| p.exit.is_some_and(|status| status.success()));
+        self.kill_remaining();
+        clean
+    }
+
+    fn all_exited(&mut self) -> bool {
+        self.processes.iter_mut().all(AxProcess::has_exited)
+    }
+
+    fn kill_remaining(&mut self) {
+        for process in &mut self.processes {
+            if !process.has_exited() {
+                log::warn!("{} did not stop in time: killing it", process.instance_id);
+                let _ = process.child.kill();
+                process.exit = process.child.wait().ok();
+            }
+        }
+    }
+
+    /// Log files, for the report of a failed run.
+    pub fn logs(&self) -> Vec<PathBuf> {
+        self.processes.iter().map(|p| p.log.clone()).collect()
+    }
+}
+
+impl Drop for Cluster {
+    /// The safety net for errors and panics: never leave an ax process behind.
+    fn drop(&mut self) {
+        if self.all_exited() {
+            return;
+        }
+        for process in &mut self.processes {
+            process.terminate();
+        }
+        let deadline = Instant::now() + ABORT_TIMEOUT;
+        while !self.all_exited() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill_remaining();
+    }
+}
+
+impl AxProcess {
+    fn has_exited(&mut self) -> bool {
+        if self.exit.is_none() {
+            self.exit = self.child.try_wait().ok().flatten();
+        }
+        self.exit.is_some()
+    }
+
+    /// Sends SIGTERM (ax's graceful shutdown) through kill(1): std can only send SIGKILL, and
+    /// this keeps the bench free of `unsafe` and of a libc dependency.
+    fn terminate(&mut self) {
+        if self.has_exited() {
+            return;
+        }
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if !sent && !self.has_exited() {
+            let _ = self.child.kill();
+        }
+    }
+}
+
+fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess> {
+    let instance_id = format!("bench-{n}");
+    let port = free_port()?;
+    let log = spec.dir.join(format!("{instance_id}.log"));
+    let out = File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    let err = out
+        .try_clone()
+        .with_context(|| format!("cannot open {} twice", log.display()))?;
+    let exe = std::env::current_exe().context("cannot find the ax binary")?;
+    let mut command = Command::new(exe);
+    command.arg("serve").arg("--config").arg(config);
+    // Only the settings below: a stray AX_… variable of the caller would skew the figures.
+    for (name, _) in ENV_KEYS {
+        command.env_remove(name);
+    }
+    command
+        .env("AX_BIND", "127.0.0.1")
+        .env("AX_PORT", port.to_string())
+        .env("AX_INSTANCE_ID", &instance_id)
+        .env("AX_STORE_URL", &spec.store_url)
+        .env("AX_REDIS_URL", spec.redis_url.as_deref().unwrap_or(""))
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    let child = command
+        .spawn()
+        .with_context(|| format!("cannot start {instance_id}"))?;
+    Ok(AxProcess {
+        instance_id,
+        base_url: format!("http://127.0.0.1:{port}"),
+        log,
+        child,
+        exit: None,
+    })
+}
+
+/// A port free now. Another process may take it before ax binds it; ax then exits with a
+/// clear message, which the start-up check reports.
+fn free_port() -> anyhow::Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("no free port on 127.0.0.1")?;
+    Ok(listener.local_addr().context("no local address")?.port())
+}
+
+async fn wait_healthy(client: &awc::Client, process: &mut AxProcess) -> anyhow::Result<()> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    let url = format!("{}/healthz", process.base_url);
+    loop {
+        if process.has_exited() {
+            bail!(
+                "{} exited during start-up ({}); see {}",
+                process.instance_id,
+                process.exit.map_or("?".into(), |s| s.to_string()),
+                process.log.display()
+            );
+        }
+        if let Ok(response) = client.get(&url).send().await {
+            if response.status().is_success() {
+                return Ok(());
+            }
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "{} did not answer {url} within {START_TIMEOUT:?}; see {}",
+                process.instance_id,
+                process.log.display()
+            );
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// utime + stime of a `/proc/<pid>/stat` line, in clock ticks.
+pub fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+    // Fields after it start at field 3 (state); utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// `VmHWM` (peak resident set size) of a `/proc/<pid>/status` text, in KiB.
+pub fn parse_vm_hwm_kb(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.split_whitespace().next())
+        .and_then(|kb| kb.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_ticks_are_utime_plus_stime() {
+        let stat = "4242 (ax serve (x)) S 1 4242 4242 0 -1 4194560 1234 0 0 0 \
+                    250 70 0 0 20 0 9 0 123456 1000000 2000 18446744073709551615";
+        assert_eq!(parse_cpu_ticks(stat), Some(320));
+        assert_eq!(parse_cpu_ticks("4242 (ax) S 1"), None);
+    }
+
+    #[test]
+    fn peak_rss_is_read_from_vm_hwm() {
+        let status = "Name:\tax\nVmPeak:\t  900000 kB\nVmHWM:\t   51234 kB\nVmRSS:\t 40000 kB\n";
+        assert_eq!(parse_vm_hwm_kb(status), Some(51_234));
+        assert_eq!(parse_vm_hwm_kb("Name:\tax\n"), None);
+    }
+
+    #[test]
+    fn this_process_can_be_measured() {
+        let pid = std::process::id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+        assert!(parse_cpu_ticks(&stat).is_some());
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+        assert!(parse_vm_hwm_kb(&status).is_some_and(|kb| kb > 0));
+    }
+}

@@ -1,0 +1,249 @@
+//! The mock executor: an HTTP handler fast enough not to be what is measured. It records every
+//! run it receives and answers it at once (sync mode) or with 202 and a later callback.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use actix_web::{dev::ServerHandle, web, App, HttpResponse, HttpServer};
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::analysis::{injects_failure, Delivery};
+use super::Mode;
+
+/// How the executor answers.
+#[derive(Debug, Clone, Copy)]
+pub struct Behaviour {
+    pub mode: Mode,
+    pub fail_rate: f64,
+    /// Simulated work: before the reply (sync) or before the callback (callback).
+    pub delay: Duration,
+}
+
+/// Counters of what the executor did besides recording deliveries. All but `bad_requests`
+/// count runs scheduled in the measuring window only: runs still firing while ax shuts down
+/// after the grace period must not blur them.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Requests whose body was not a run.
+    pub bad_requests: AtomicU64,
+    /// Deliveries answered 500 on purpose (`--fail-rate`).
+    pub injected_failures: AtomicU64,
+    pub callbacks_ok: AtomicU64,
+    /// Callbacks refused by ax or not sent.
+    pub callback_errors: AtomicU64,
+}
+
+/// State shared by the executor's worker threads.
+struct Shared {
+    behaviour: Behaviour,
+    deliveries: Mutex<Vec<Delivery>>,
+    counters: Counters,
+    /// `/api/callback` URLs of the ax processes, known once they are up.
+    callback_urls: OnceLock<Vec<String>>,
+    next_callback: AtomicUsize,
+    /// Scheduled seconds of the measuring window, known before it starts.
+    window: OnceLock<Range<i64>>,
+}
+
+impl Shared {
+    fn count(&self, counter: &AtomicU64, scheduled_at: i64) {
+        if self.window.get().is_some_and(|w| w.contains(&scheduled_at)) {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The running mock executor.
+pub struct MockExecutor {
+    /// The handler URL to register tasks with.
+    pub url: String,
+    shared: Arc<Shared>,
+    server: ServerHandle,
+}
+
+/// Worker threads: enough for ~10k requests/s on a small machine without taking a core from ax.
+const WORKERS: usize = 2;
+/// Connections the callback client of each worker may open: callbacks wait for ax's group
+/// commit, so many are in flight at once.
+const CALLBACK_CONNECTIONS: usize = 1024;
+
+impl MockExecutor {
+    /// Starts the executor on a free port of 127.0.0.1. Must run inside an actix system.
+    pub fn start(behaviour: Behaviour) -> anyhow::Result<MockExecutor> {
+        let shared = Arc::new(Shared {
+            behaviour,
+            deliveries: Mutex::new(Vec::with_capacity(1 << 16)),
+            counters: Counters::default(),
+            callback_urls: OnceLock::new(),
+            next_callback: AtomicUsize::new(0),
+            window: OnceLock::new(),
+        });
+        let state = web::Data::from(shared.clone());
+        let server = HttpServer::new(move || {
+            // awc's client is bound to the worker thread that makes it.
+            let client = awc::Client::builder()
+                .connector(awc::Connector::new().limit(CALLBACK_CONNECTIONS))
+                .timeout(Duration::from_secs(10))
+                .finish();
+            App::new()
+                .app_data(state.clone())
+                .app_data(web::Data::new(client))
+                .default_service(web::to(handle_run))
+        })
+        .workers(WORKERS)
+        .disable_signals()
+        .keep_alive(Duration::from_secs(75))
+        .backlog(4096)
+        .bind("127.0.0.1:0")
+        .context("cannot start the mock executor")?;
+        let addr = server.addrs()[0];
+        let server = server.run();
+        let handle = server.handle();
+        actix_rt::spawn(server);
+        Ok(MockExecutor {
+            url: format!("http://{addr}/run"),
+            shared,
+            server: handle,
+        })
+    }
+
+    /// Where callbacks go, round-robin: one URL per ax process.
+    pub fn set_callback_targets(&self, ax_base_urls: &[String]) {
+        let urls = ax_base_urls
+            .iter()
+            .map(|base| format!("{base}/api/callback"))
+            .collect();
+        let _ = self.shared.callback_urls.set(urls);
+    }
+
+    /// The scheduled seconds `[start, end)` whose runs the counters count.
+    pub fn set_window(&self, start: i64, end: i64) {
+        let _ = self.shared.window.set(start..end);
+    }
+
+    /// Every delivery so far.
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        match self.shared.deliveries.lock() {
+            Ok(deliveries) => deliveries.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.shared.counters
+    }
+
+    pub async fn stop(&self) {
+        self.server.stop(false).await;
+    }
+}
+
+/// The part of ax's dispatch body the bench needs.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunBody<'a> {
+    task_id: i64,
+    request_id: &'a str,
+    scheduled_at: &'a str,
+}
+
+fn parse_run(body: &[u8], received_at_us: i64) -> Option<Delivery> {
+    let run: RunBody = serde_json::from_slice(body).ok()?;
+    Some(Delivery {
+        request_id: Uuid::parse_str(run.request_id).ok()?,
+        task_id: run.task_id,
+        scheduled_at: DateTime::parse_from_rfc3339(run.scheduled_at)
+            .ok()?
+            .timestamp(),
+        received_at_us,
+    })
+}
+
+async fn handle_run(
+    shared: web::Data<Shared>,
+    client: web::Data<awc::Client>,
+    body: web::Bytes,
+) -> HttpResponse {
+    // Read the clock first: the lag is up to the moment the request arrived.
+    let received_at_us = Utc::now().timestamp_micros();
+    let Some(delivery) = parse_run(&body, received_at_us) else {
+        shared.counters.bad_requests.fetch_add(1, Ordering::Relaxed);
+        return HttpResponse::BadRequest().body("not an ax run");
+    };
+    match shared.deliveries.lock() {
+        Ok(mut deliveries) => deliveries.push(delivery),
+        Err(poisoned) => poisoned.into_inner().push(delivery),
+    }
+    let behaviour = shared.behaviour;
+    if injects_failure(&delivery.request_id, behaviour.fail_rate) {
+        shared.count(&shared.counters.injected_failures, delivery.scheduled_at);
+        return HttpResponse::InternalServerError().body("injected failure");
+    }
+    match behaviour.mode {
+        Mode::Sync => {
+            if !behaviour.delay.is_zero() {
+                actix_rt::time::sleep(behaviour.delay).await;
+            }
+            HttpResponse::Ok().json(json!({"status": "SUCCESS"}))
+        }
+        Mode::Callback => {
+            let shared = shared.into_inner();
+            let client = client.get_ref().clone();
+            actix_rt::spawn(async move {
+                actix_rt::time::sleep(behaviour.delay).await;
+                send_callback(&shared, &client, &delivery).await;
+            });
+            HttpResponse::Accepted().finish()
+        }
+    }
+}
+
+async fn send_callback(shared: &Shared, client: &awc::Client, delivery: &Delivery) {
+    let (counters, request_id) = (&shared.counters, delivery.request_id);
+    let Some(urls) = shared.callback_urls.get().filter(|urls| !urls.is_empty()) else {
+        shared.count(&counters.callback_errors, delivery.scheduled_at);
+        return;
+    };
+    let url = &urls[shared.next_callback.fetch_add(1, Ordering::Relaxed) % urls.len()];
+    let body = json!({"requestId": request_id.to_string(), "status": "SUCCESS"});
+    match client.post(url).send_json(&body).await {
+        Ok(response) if response.status().is_success() => {
+            shared.count(&counters.callbacks_ok, delivery.scheduled_at);
+        }
+        Ok(response) => {
+            log::debug!("callback {request_id}: HTTP {}", response.status());
+            shared.count(&counters.callback_errors, delivery.scheduled_at);
+        }
+        Err(err) => {
+            log::debug!("callback {request_id}: {err}");
+            shared.count(&counters.callback_errors, delivery.scheduled_at);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dispatch_body_is_parsed() {
+        let body = br#"{"taskId": 7, "requestId": "c8681e86-bdcd-5673-a08a-f227603c9451",
+            "params": {"a": 1}, "scheduledAt": "2027-02-03T04:05:10Z", "attempt": 1}"#;
+        let delivery = parse_run(body, 42).expect("a run");
+        assert_eq!(delivery.task_id, 7);
+        assert_eq!(delivery.scheduled_at, 1_801_627_510);
+        assert_eq!(delivery.received_at_us, 42);
+        assert_eq!(
+            delivery.request_id.to_string(),
+            "c8681e86-bdcd-5673-a08a-f227603c9451"
+        );
+        assert!(parse_run(b"{}", 0).is_none());
+        assert!(parse_run(br#"{"taskId":1,"requestId":"x","scheduledAt":"now"}"#, 0).is_none());
+    }
+}

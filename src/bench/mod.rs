@@ -1,0 +1,552 @@
+//! `ax bench`: a load test of ax from the outside. It starts a mock executor in this process and
+//! ax itself as child processes (`ax serve` of this very binary), registers tasks through the
+//! HTTP API, lets them fire for a measured window, and compares what the executor received with
+//! what the tasks' schedules asked for. The result is one JSON line on stdout.
+//!
+//! Every step is bounded in time, and the ax processes are stopped whatever happens (see
+//! [`cluster::Cluster`]'s `Drop`).
+
+mod analysis;
+mod cluster;
+mod db;
+mod executor;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _};
+use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
+use serde_json::{json, Value};
+
+use crate::config::StoreConfig;
+use crate::cron::CronSchedule;
+use analysis::{cpu_percent, expected_fires, match_deliveries, task_cron};
+use cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
+use db::BenchStore;
+use executor::{Behaviour, MockExecutor};
+use report::{round1, Lag, Report};
+
+/// Exit status for bad arguments, as for every ax command.
+const EXIT_USAGE: u8 = 2;
+const REDIS_URL: &str = "redis://127.0.0.1:6379";
+/// Task registrations in flight at once.
+const REGISTER_CONCURRENCY: u32 = 64;
+/// The largest run the bench accepts: expected runs are held in memory.
+const MAX_EXPECTED_RUNS: u64 = 20_000_000;
+
+/// Which store the ax processes run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreKind {
+    /// A fresh SQLite file in a temporary directory.
+    Sqlite,
+    /// A fresh database on the MariaDB of 127.0.0.1:3306, dropped at the end.
+    Mysql,
+}
+
+impl StoreKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => "sqlite",
+            StoreKind::Mysql => "mysql",
+        }
+    }
+}
+
+/// How the mock executor reports results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// 200 `{"status":"SUCCESS"}` in the reply.
+    Sync,
+    /// 202, then `POST /api/callback` to one of the ax processes.
+    Callback,
+}
+
+impl Mode {
+    fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sync => "sync",
+            Mode::Callback => "callback",
+        }
+    }
+}
+
+/// Options of `ax bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Tasks to register.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub tasks: u32,
+    /// Seconds between two runs of a task; must divide 60. Task i fires at the seconds
+    /// congruent to i mod PERIOD, so fires spread evenly: TASKS/PERIOD per second.
+    #[arg(long, default_value_t = 30, value_parser = parse_period)]
+    pub period: u32,
+    /// Seconds between the last registration and the measuring window.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=600))]
+    pub warmup: u64,
+    /// Length of the measuring window, in seconds.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub duration: u64,
+    #[arg(long, value_enum, default_value_t = StoreKind::Sqlite)]
+    pub store: StoreKind,
+    /// Use the Redis of 127.0.0.1:6379 for the fire lock.
+    #[arg(long)]
+    pub redis: bool,
+    /// ax processes sharing the store (more than one needs --store mysql).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub instances: u32,
+    #[arg(long, value_enum, default_value_t = Mode::Sync)]
+    pub mode: Mode,
+    /// Fraction of runs the executor answers with HTTP 500 (0.0-1.0).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_fraction)]
+    pub fail_rate: f64,
+    /// The executor's simulated work, in ms: before its reply (sync) or its callback.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub executor_delay_ms: u64,
+}
+
+fn parse_period(text: &str) -> Result<u32, String> {
+    let period: u32 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a whole number of seconds"))?;
+    if period == 0 || 60 % period != 0 {
+        return Err("must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60)".into());
+    }
+    Ok(period)
+}
+
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if !(0.0..=1.0).contains(&value) {
+        return Err("must be between 0.0 and 1.0".into());
+    }
+    Ok(value)
+}
+
+impl Args {
+    /// Rules that involve several options.
+    fn check(&self) -> Result<(), String> {
+        if self.instances > 1 && self.store != StoreKind::Mysql {
+            return Err(
+                "--instances above 1 needs --store mysql: one ax process per SQLite file".into(),
+            );
+        }
+        let runs = u64::from(self.tasks) * self.duration / u64::from(self.period);
+        if runs > MAX_EXPECTED_RUNS {
+            return Err(format!(
+                "{runs} runs in the window is too many (at most {MAX_EXPECTED_RUNS}): lower \
+                 --tasks or --duration, or raise --period"
+            ));
+        }
+        Ok(())
+    }
+
+    /// How long the results may take to land after the window: late deliveries, callbacks and
+    /// the group commit of their results (twice its interval).
+    fn grace(&self) -> Duration {
+        Duration::from_secs(5) + 2 * Duration::from_millis(StoreConfig::default().batch_interval_ms)
+    }
+
+    /// The longest a whole run may take before the bench gives up on it.
+    fn time_limit(&self) -> Duration {
+        let startup = Duration::from_secs(30 * u64::from(self.instances) + 30);
+        startup
+            + registration_limit(self.tasks)
+            + Duration::from_secs(self.warmup + self.duration + 1)
+            + self.grace()
+            + STOP_TIMEOUT
+            + Duration::from_secs(30)
+    }
+}
+
+fn registration_limit(tasks: u32) -> Duration {
+    Duration::from_secs(30) + Duration::from_millis(20) * tasks
+}
+
+/// Runs `ax bench`; 0 when the run completed (whatever its figures), 2 for bad arguments,
+/// 1 when the set-up failed.
+pub fn run(args: Args) -> ExitCode {
+    if let Err(message) = args.check() {
+        eprintln!("ax bench: {message}");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let dir = std::env::temp_dir().join(format!("ax-bench-{}", uuid::Uuid::new_v4().simple()));
+    if let Err(err) = std::fs::create_dir_all(&dir) {
+        eprintln!("ax bench: cannot create {}: {err}", dir.display());
+        return ExitCode::FAILURE;
+    }
+    let result = actix_rt::System::new().block_on(run_bounded(&args, &dir));
+    match result {
+        Ok(report) => {
+            println!("{}", report.to_json_line());
+            if report.ax_log_warnings > 0 {
+                eprintln!(
+                    "ax bench: {} warnings in the ax logs, kept in {}",
+                    report.ax_log_warnings,
+                    dir.display()
+                );
+            } else if let Err(err) = std::fs::remove_dir_all(&dir) {
+                eprintln!("ax bench: cannot remove {}: {err}", dir.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("ax bench: {err:#}");
+            eprintln!("ax bench: logs kept in {}", dir.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The bench, stopped by its time limit or by SIGINT/SIGTERM; either way the ax processes are
+/// stopped when the bench's future is dropped.
+async fn run_bounded(args: &Args, dir: &Path) -> anyhow::Result<Report> {
+    let limit = args.time_limit();
+    tokio::select! {
+        result = tokio::time::timeout(limit, bench(args, dir)) => {
+            result.unwrap_or_else(|_| Err(anyhow!("the run took longer than {limit:?}: stopped")))
+        }
+        signal = interrupted() => Err(anyhow!("{signal} received: stopped")),
+    }
+}
+
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        },
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
+    }
+}
+
+/// One bench run, start to end. Locals drop in reverse order, so on any error the cluster
+/// stops before the store (and its database) goes.
+async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let store = BenchStore::create(args.store, dir).await?;
+    let executor = MockExecutor::start(Behaviour {
+        mode: args.mode,
+        fail_rate: args.fail_rate,
+        delay: Duration::from_millis(args.executor_delay_ms),
+    })?;
+    let mut cluster = Cluster::start(&ClusterSpec {
+        store_url: store.url.clone(),
+        redis_url: args.redis.then(|| REDIS_URL.to_string()),
+        instances: args.instances,
+        dir: dir.to_path_buf(),
+    })
+    .await?;
+    executor.set_callback_targets(&cluster.base_urls());
+    log::info!(
+        "bench: {} ax process(es) up; registering {} tasks",
+        args.instances,
+        args.tasks
+    );
+
+    let registering = Instant::now();
+    let limit = registration_limit(args.tasks);
+    let tasks = tokio::time::timeout(
+        limit,
+        register_tasks(&cluster.base_urls(), &executor.url, args),
+    )
+    .await
+    .map_err(|_| anyhow!("registering {} tasks took over {limit:?}", args.tasks))??;
+    let registration_secs = registering.elapsed().as_secs_f64();
+
+    let start = next_whole_second(Utc::now() + Duration::from_secs(args.warmup));
+    let end = start + Duration::from_secs(args.duration);
+    executor.set_window(start.timestamp(), end.timestamp());
+    log::info!("bench: tasks registered; measuring [{start}, {end})");
+    sleep_until(start).await;
+    let window = Window::open(&cluster, &store).await?;
+    sleep_until(end).await;
+    let window = window.close(&cluster, &store).await?;
+
+    actix_rt::time::sleep(args.grace()).await;
+    let ax_peak_rss_mb = cluster.peak_rss_mb()?;
+    let ax_clean_exit = cluster.stop(STOP_TIMEOUT).await;
+    let ax_log_warnings = count_log_warnings(&cluster.logs());
+    let deliveries = executor.deliveries();
+    executor.stop().await;
+
+    let expected = expected_fires(&tasks, start, end);
+    let matching = match_deliveries(&expected, &deliveries, start.timestamp(), end.timestamp());
+    let statuses = store.statuses_in(start, end).await?;
+    // Every run of the bench: none is scheduled a day after the window.
+    let all_statuses = store
+        .statuses_in(DateTime::UNIX_EPOCH, end + chrono::Duration::days(1))
+        .await?;
+    let counters = executor.counters();
+    let load =
+        |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(Report {
+        tasks: args.tasks,
+        period: args.period,
+        store: args.store.as_str(),
+        redis: args.redis,
+        instances: args.instances,
+        mode: args.mode.as_str(),
+        fail_rate: args.fail_rate,
+        window_secs: args.duration,
+        expected: expected.len(),
+        delivered: matching.delivered,
+        fires_per_sec: round1(matching.delivered as f64 / args.duration as f64),
+        lag_ms: Lag::of(&matching),
+        lost: matching.lost,
+        duplicate_deliveries: matching.duplicate_deliveries,
+        unexpected: matching.unexpected,
+        mismatched_request_ids: matching.mismatched_request_ids,
+        duplicate_rows: store.duplicate_rows().await?,
+        not_final: db::not_final(&statuses),
+        statuses,
+        open_after_stop: db::open_only(all_statuses),
+        ax_cpu_percent: cpu_percent(window.cpu_ticks, CLOCK_TICKS_PER_SEC, window.wall_secs)
+            .map(round1),
+        ax_peak_rss_mb: round1(ax_peak_rss_mb),
+        db_statements_per_fire: window
+            .questions
+            .filter(|_| matching.delivered > 0)
+            .map(|q| round1(q as f64 / matching.delivered as f64)),
+        injected_failures: load(&counters.injected_failures),
+        callbacks_ok: load(&counters.callbacks_ok),
+        callback_errors: load(&counters.callback_errors),
+        bad_requests: load(&counters.bad_requests),
+        ax_log_warnings,
+        ax_clean_exit,
+        registration_secs: round1(registration_secs),
+        elapsed_secs: round1(started.elapsed().as_secs_f64()),
+    })
+}
+
+/// Counters sampled at the start of the measuring window.
+struct Window {
+    opened: Instant,
+    cpu_ticks: u64,
+    questions: Option<u64>,
+}
+
+/// What the ax processes and the database did during the window.
+struct WindowUse {
+    wall_secs: f64,
+    cpu_ticks: u64,
+    /// MariaDB statements (server-wide); `None` on SQLite.
+    questions: Option<u64>,
+}
+
+impl Window {
+    async fn open(cluster: &Cluster, store: &BenchStore) -> anyhow::Result<Window> {
+        Ok(Window {
+            opened: Instant::now(),
+            cpu_ticks: cluster.cpu_ticks()?,
+            questions: store.questions().await?,
+        })
+    }
+
+    async fn close(self, cluster: &Cluster, store: &BenchStore) -> anyhow::Result<WindowUse> {
+        let wall_secs = self.opened.elapsed().as_secs_f64();
+        let cpu_ticks = cluster.cpu_ticks()?.saturating_sub(self.cpu_ticks);
+        let questions = match (self.questions, store.questions().await?) {
+            (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+            _ => None,
+        };
+        Ok(WindowUse {
+            wall_secs,
+            cpu_ticks,
+            questions,
+        })
+    }
+}
+
+/// Registers the bench's tasks, round-robin over the ax processes, a bounded number at a time;
+/// returns each task's id and schedule.
+async fn register_tasks(
+    ax_urls: &[String],
+    handler_url: &str,
+    args: &Args,
+) -> anyhow::Result<Vec<(i64, CronSchedule)>> {
+    let client = awc::Client::builder()
+        .connector(awc::Connector::new().limit(REGISTER_CONCURRENCY as usize))
+        .timeout(Duration::from_secs(30))
+        .finish();
+    let client = &client;
+    let lanes = (0..REGISTER_CONCURRENCY).map(|lane| async move {
+        let mut registered = Vec::new();
+        for index in (lane..args.tasks).step_by(REGISTER_CONCURRENCY as usize) {
+            let ax_url = &ax_urls[index as usize % ax_urls.len()];
+            registered.push(
+                register_task(client, ax_url, handler_url, index, args.period)
+                    .await
+                    .with_context(|| format!("cannot register task {index} on {ax_url}"))?,
+            );
+        }
+        anyhow::Ok(registered)
+    });
+    let mut tasks = Vec::with_capacity(args.tasks as usize);
+    for lane in join_all(lanes).await {
+        tasks.extend(lane?);
+    }
+    Ok(tasks)
+}
+
+async fn register_task(
+    client: &awc::Client,
+    ax_url: &str,
+    handler_url: &str,
+    index: u32,
+    period: u32,
+) -> anyhow::Result<(i64, CronSchedule)> {
+    let cron = task_cron(index, period);
+    let schedule = CronSchedule::parse(&cron).with_context(|| format!("bad cron `{cron}`"))?;
+    let body = json!({
+        "name": format!("bench-{index}"),
+        "scene": "bench",
+        "cron": cron,
+        "handlerUrl": handler_url,
+        "timeoutMs": 30_000,
+        "maxRetry": 0,
+    });
+    // awc's errors are not `Send`: keep their text only.
+    let mut response = client
+        .post(format!("{ax_url}/api/tasks"))
+        .send_json(&body)
+        .await
+        .map_err(|err| anyhow!("{err}"))?;
+    let bytes = response
+        .body()
+        .limit(1 << 20)
+        .await
+        .map_err(|err| anyhow!("reading the reply: {err}"))?;
+    if response.status().as_u16() != 201 {
+        bail!(
+            "HTTP {}: {}",
+            response.status(),
+            String::from_utf8_lossy(&bytes)
+        );
+    }
+    let task: Value = serde_json::from_slice(&bytes).context("the reply is not JSON")?;
+    let id = task["id"]
+        .as_i64()
+        .ok_or_else(|| anyhow!("no id in the reply: {task}"))?;
+    Ok((id, schedule))
+}
+
+/// The first whole second at or after `at`.
+fn next_whole_second(at: DateTime<Utc>) -> DateTime<Utc> {
+    let secs = at.timestamp() + i64::from(at.timestamp_subsec_nanos() > 0);
+    DateTime::from_timestamp(secs, 0).unwrap_or(at)
+}
+
+async fn sleep_until(at: DateTime<Utc>) {
+    let wait = (at - Utc::now()).to_std().unwrap_or_default();
+    actix_rt::time::sleep(wait).await;
+}
+
+/// WARN and ERROR lines (and panics) in the ax logs: a clean run has none.
+fn count_log_warnings(logs: &[PathBuf]) -> usize {
+    logs.iter()
+        .filter_map(|log| std::fs::read_to_string(log).ok())
+        .map(|text| {
+            text.lines()
+                .filter(|line| {
+                    line.contains(" WARN ") || line.contains(" ERROR ") || line.contains("panicked")
+                })
+                .count()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Args, clap::Error> {
+        Cli::try_parse_from(std::iter::once("bench").chain(argv.iter().copied())).map(|c| c.args)
+    }
+
+    #[test]
+    fn defaults_follow_the_brief() {
+        let args = parse(&[]).expect("defaults");
+        assert_eq!(
+            (args.tasks, args.period, args.warmup, args.duration),
+            (1000, 30, 5, 20)
+        );
+        assert_eq!(
+            (args.store, args.mode, args.instances),
+            (StoreKind::Sqlite, Mode::Sync, 1)
+        );
+        assert_eq!((args.fail_rate, args.executor_delay_ms), (0.0, 1));
+        assert!(!args.redis);
+        assert!(args.check().is_ok());
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        for argv in [
+            &["--period", "7"][..],
+            &["--period", "0"],
+            &["--tasks", "0"],
+            &["--duration", "0"],
+            &["--fail-rate", "1.5"],
+            &["--fail-rate", "NaN"],
+            &["--instances", "0"],
+            &["--store", "postgres"],
+            &["--mode", "async"],
+        ] {
+            let err = parse(argv)
+                .err()
+                .unwrap_or_else(|| panic!("{argv:?} accepted"));
+            assert_eq!(err.exit_code(), 2, "{argv:?}");
+        }
+        let args = parse(&["--instances", "2"]).expect("parses");
+        assert!(args.check().unwrap_err().contains("--store mysql"));
+        let args =
+            parse(&["--tasks", "100000", "--period", "1", "--duration", "3600"]).expect("parses");
+        assert!(args.check().unwrap_err().contains("too many"));
+        let args = parse(&["--instances", "3", "--store", "mysql", "--redis"]).expect("parses");
+        assert!(args.check().is_ok());
+    }
+
+    #[test]
+    fn the_window_starts_on_a_whole_second() {
+        let whole = Utc.timestamp_opt(1_800_000_000, 0).single().expect("time");
+        assert_eq!(next_whole_second(whole), whole);
+        let later = Utc
+            .timestamp_opt(1_800_000_000, 1_000)
+            .single()
+            .expect("time");
+        assert_eq!(next_whole_second(later), whole + Duration::from_secs(1));
+    }
+
+    #[test]
+    fn log_warnings_are_counted() {
+        let dir = std::env::temp_dir().join(format!("ax-bench-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let log = dir.join("a.log");
+        std::fs::write(
+            &log,
+            "[2027-01-01T00:00:00Z WARN  ax::actors::wheel] late\n\
+             [2027-01-01T00:00:00Z INFO  ax] fine\n\
+             [2027-01-01T00:00:01Z ERROR ax::actors::store] boom\n",
+        )
+        .expect("write");
+        assert_eq!(count_log_warnings(&[log, dir.join("missing.log")]), 2);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

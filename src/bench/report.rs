@@ -1,0 +1,116 @@
+//! The bench's result: one JSON line on stdout.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::analysis::{percentile, Matching};
+
+/// Everything one run measured. Field names are the report's keys.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub tasks: u32,
+    pub period: u32,
+    pub store: &'static str,
+    pub redis: bool,
+    pub instances: u32,
+    pub mode: &'static str,
+    pub fail_rate: f64,
+    pub window_secs: u64,
+    /// Runs scheduled in the window.
+    pub expected: usize,
+    /// Distinct runs scheduled in the window that reached the executor.
+    pub delivered: usize,
+    pub fires_per_sec: f64,
+    /// Receive time minus scheduled time of the window's deliveries.
+    pub lag_ms: Lag,
+    pub lost: usize,
+    pub duplicate_deliveries: usize,
+    /// Distinct runs delivered in the window that no task's schedule holds.
+    pub unexpected: usize,
+    /// Deliveries whose request id is not derived from (task, scheduled second).
+    pub mismatched_request_ids: usize,
+    /// From the database, after ax stopped.
+    pub duplicate_rows: u64,
+    pub not_final: u64,
+    /// Runs scheduled in the window, by status, from the database.
+    pub statuses: BTreeMap<String, u64>,
+    /// Runs of any time (the window's and the grace period's) left open, by status, once ax
+    /// stopped: its shutdown should leave none.
+    pub open_after_stop: BTreeMap<String, u64>,
+    pub ax_cpu_percent: Option<f64>,
+    pub ax_peak_rss_mb: f64,
+    /// MariaDB `Questions` (server-wide) during the window per delivered run; null on SQLite.
+    pub db_statements_per_fire: Option<f64>,
+    /// Executor counters, for runs scheduled in the window.
+    pub injected_failures: u64,
+    pub callbacks_ok: u64,
+    pub callback_errors: u64,
+    pub bad_requests: u64,
+    /// WARN and ERROR lines in the ax logs.
+    pub ax_log_warnings: usize,
+    /// Every ax process exited 0 on SIGTERM within the stop timeout.
+    pub ax_clean_exit: bool,
+    pub registration_secs: f64,
+    pub elapsed_secs: f64,
+}
+
+/// Percentiles of the lag, in milliseconds; null when nothing was delivered.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Lag {
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+    /// Negative means a run reached the executor before its time.
+    pub min: Option<f64>,
+}
+
+impl Lag {
+    pub fn of(matching: &Matching) -> Lag {
+        let lags = &matching.lags_ms;
+        Lag {
+            p50: percentile(lags, 50.0).map(round1),
+            p99: percentile(lags, 99.0).map(round1),
+            max: lags.last().copied().map(round1),
+            min: lags.first().copied().map(round1),
+        }
+    }
+}
+
+/// Rounds to one decimal: finer figures are noise and make the line hard to read.
+pub fn round1(value: f64) -> f64 {
+    (value * 10.0).round() / 10.0
+}
+
+impl Report {
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|err| format!("{{\"error\":\"{err}\"}}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_is_summarised_from_sorted_values() {
+        let matching = Matching {
+            lags_ms: vec![-3.0, 1.04, 2.0, 250.56],
+            ..Matching::default()
+        };
+        assert_eq!(
+            Lag::of(&matching),
+            Lag {
+                p50: Some(1.0),
+                p99: Some(250.6),
+                max: Some(250.6),
+                min: Some(-3.0),
+            }
+        );
+        let empty = Lag::of(&Matching::default());
+        assert_eq!(
+            serde_json::to_string(&empty).expect("json"),
+            r#"{"p50":null,"p99":null,"max":null,"min":null}"#
+        );
+    }
+}
