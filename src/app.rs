@@ -185,7 +185,16 @@ impl Ax {
     pub async fn shutdown(self) {
         log::info!("shutting down");
         self.server.stop(true).await;
-        let _ = self.wheel.send(StopTicking).await;
+        let stopped = self.wheel.send(StopTicking);
+        if tokio::time::timeout(self.shutdown_timeout, stopped)
+            .await
+            .is_err()
+        {
+            log::warn!(
+                "shutdown: fire batches still committing after {:?}",
+                self.shutdown_timeout
+            );
+        }
         self.supervisor.do_send(StopSupervisor);
         self.dispatch.drain(self.shutdown_timeout).await;
         self.store.flush().await;

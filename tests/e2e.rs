@@ -52,6 +52,7 @@ async fn fires_dispatches_and_records(store: TestStore, redis: bool) {
 
     ax.shutdown().await;
     // After a clean shutdown every delivered run is recorded, final, under its request id.
+    let restarted = Utc::now();
     let ax = start_ax(&config(&store, redis, "e2e")).await;
     let api = Api::new(&ax);
     let runs = api.instances(id).await;
@@ -72,6 +73,17 @@ async fn fires_dispatches_and_records(store: TestStore, redis: bool) {
         .filter_map(|r| r["requestId"].as_str())
         .collect();
     assert_eq!(ids.len(), runs.len(), "request ids are unique");
+    // A clean shutdown leaves no run behind: whatever fired was delivered and recorded.
+    let fired_before_restart: Vec<&Value> = runs
+        .iter()
+        .filter(|r| time(&r["triggerAt"]) < restarted)
+        .collect();
+    assert!(
+        fired_before_restart
+            .iter()
+            .all(|r| r["status"] == "SUCCESS"),
+        "open runs after shutdown: {fired_before_restart:?}"
+    );
     ax.shutdown().await;
     executor.stop().await;
 }

@@ -1,11 +1,13 @@
 //! WheelActor: holds the next window of due runs in the time wheel, ticks on whole seconds,
 //! and fires what is due: lock → store (commit) → dispatch.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use chrono::{DateTime, TimeZone, Utc};
+use tokio::sync::Notify;
 
 use super::dispatch::{DispatchHandle, DispatchJob};
 use super::lock::LockHandle;
@@ -63,6 +65,7 @@ pub struct WheelActor {
     clock: SharedClock,
     fire: FireContext,
     ticking: bool,
+    in_flight: InFlight,
 }
 
 impl WheelActor {
@@ -75,6 +78,7 @@ impl WheelActor {
             clock,
             fire,
             ticking: true,
+            in_flight: InFlight::default(),
         }
     }
 
@@ -123,10 +127,12 @@ impl WheelActor {
             }
         }
         for chunk in chunks(fires, self.fire.batch_size) {
-            actix::spawn(fire_batch(self.fire.clone(), ctx.address(), chunk, now));
+            let batch = fire_batch(self.fire.clone(), ctx.address(), chunk, now);
+            actix::spawn(self.in_flight.track(batch));
         }
         for chunk in chunks(attempts, self.fire.batch_size) {
-            actix::spawn(attempt_batch(self.fire.clone(), chunk, now));
+            let batch = attempt_batch(self.fire.clone(), chunk, now);
+            actix::spawn(self.in_flight.track(batch));
         }
     }
 
@@ -472,15 +478,50 @@ impl Handler<WheelSize> for WheelActor {
     }
 }
 
-/// Stops ticking (shutdown): nothing fires after this answers.
+/// Stops ticking (shutdown) and answers once the batches already firing have committed and
+/// handed their runs to the dispatchers: nothing fires after this answers.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct StopTicking;
 
 impl Handler<StopTicking> for WheelActor {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, _: StopTicking, _: &mut Context<Self>) {
+    fn handle(&mut self, _: StopTicking, _: &mut Context<Self>) -> Self::Result {
         self.ticking = false;
+        let in_flight = self.in_flight.clone();
+        Box::pin(async move { in_flight.idle().await })
+    }
+}
+
+/// Counts the fire batches under way, so shutdown can wait for them.
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<(AtomicUsize, Notify)>);
+
+impl InFlight {
+    /// Runs `work`, counted as in flight until it ends.
+    pub fn track<F: std::future::Future<Output = ()>>(
+        &self,
+        work: F,
+    ) -> impl std::future::Future<Output = ()> {
+        let state = self.0.clone();
+        state.0.fetch_add(1, Ordering::SeqCst);
+        async move {
+            work.await;
+            if state.0.fetch_sub(1, Ordering::SeqCst) == 1 {
+                state.1.notify_waiters();
+            }
+        }
+    }
+
+    /// Resolves when nothing is in flight.
+    pub async fn idle(&self) {
+        loop {
+            let notified = self.0 .1.notified();
+            if self.0 .0.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::pin::Pin;
 
 use chrono::{DateTime, NaiveDateTime, Timelike, Utc};
-use diesel::{Connection, SqliteConnection};
+use diesel::{Connection, RunQueryDsl, SqliteConnection};
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::pooled_connection::bb8::{Pool, PooledConnection};
 use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
@@ -270,7 +270,12 @@ fn migrate_blocking(url: &StoreUrl) -> Result<(), StoreError> {
             create_mysql_database(url)?;
             let mut conn = <MysqlSyncConn as Connection>::establish(url)
                 .map_err(|err| StoreError::Connect(err.to_string()))?;
-            apply(&mut conn, MYSQL_MIGRATIONS)
+            // Several ax processes may start at once on a new database: one migrates, the
+            // others wait for it and then find nothing pending.
+            diesel::sql_query("SELECT GET_LOCK('ax_migrations', 120)").execute(&mut conn)?;
+            let applied = apply(&mut conn, MYSQL_MIGRATIONS);
+            diesel::sql_query("SELECT RELEASE_LOCK('ax_migrations')").execute(&mut conn)?;
+            applied
         }
     }
 }
