@@ -15,8 +15,10 @@ use crate::api::{self, ApiState};
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::scheduler::Scheduler;
-use crate::store::queries::instances;
+use crate::security::{Allowlist, Security};
+use crate::store::queries::{instances, meta};
 use crate::store::{to_db, Db, StoreError};
+use uuid::Uuid;
 
 /// Why ax could not start.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +52,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     let db = Db::connect(&config.store.url, config.store.pool_size).await?;
     log::info!("store: {} ({})", db.backend(), config.store.url);
     recover_own_runs(&db, &config.server.instance_id, clock.now()).await?;
+    let security = security(config, &db).await?;
     let backend = db.backend();
     let lock = match &config.redis.url {
         Some(url) => LockActor::redis(url, config.server.instance_id.clone()).await?,
@@ -76,6 +79,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         config.dispatch.workers,
         config.dispatch.max_in_flight,
         store.clone(),
+        security.secret.clone(),
     );
     let lock = LockHandle::new(lock.start());
     let fire = FireContext {
@@ -119,11 +123,19 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         ),
         instance_id: config.server.instance_id.clone(),
         backend,
+        security,
     };
-    let bind = format!("{}:{}", config.server.bind, config.server.port);
+    let bind = format!("{}:{}", config.bind_address(), config.server.port);
+    if config.server.admin_token.is_none() {
+        log::warn!(
+            "no admin token (server.admin_token / AX_ADMIN_TOKEN): the admin API is open to \
+             anyone who can reach {bind}; set one before exposing ax beyond this machine"
+        );
+    }
     let server = HttpServer::new(move || {
         App::new()
             .app_data(web::Data::new(state.clone()))
+            .wrap(actix_web::middleware::from_fn(api::admin_only))
             .configure(api::routes)
     })
     // Signals are handled once, by the caller, which then runs `Ax::shutdown`.
@@ -153,6 +165,24 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         store,
         lock,
         shutdown_timeout: Duration::from_millis(config.server.shutdown_timeout_ms),
+    })
+}
+
+/// The security settings: the configured signing secret, or the one this database keeps.
+async fn security(config: &Config, db: &Db) -> Result<Security, StartError> {
+    let secret = match &config.security.signing_secret {
+        Some(secret) => secret.clone(),
+        None => {
+            let generated = format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple());
+            let mut conn = db.conn().await?;
+            meta::signing_secret(&mut conn, generated).await?
+        }
+    };
+    Ok(Security {
+        admin_token: config.server.admin_token.clone(),
+        secret: secret.into_bytes().into(),
+        // Validated with the configuration.
+        allowlist: Allowlist::parse(&config.security.handler_allowlist).unwrap_or_default(),
     })
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::schedule::{MissedRunPolicy, RetryPolicy};
+use crate::security::Allowlist;
 
 /// The config file read when no `--config` is given and it exists.
 pub const DEFAULT_CONFIG_PATH: &str = "config/ax.yaml";
@@ -40,27 +41,43 @@ pub struct Config {
     pub redis: RedisConfig,
     pub scheduler: SchedulerConfig,
     pub dispatch: DispatchConfig,
+    pub security: SecurityConfig,
+}
+
+/// `security.*`: signatures, callback tokens and where handlers may live.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecurityConfig {
+    /// Key of dispatch signatures and callback tokens; unset: one generated and kept in the
+    /// database, shared by every ax process on it.
+    pub signing_secret: Option<String>,
+    /// Hosts, `*.domains`, IPs and CIDRs handlers may live on; empty: anywhere.
+    pub handler_allowlist: Vec<String>,
 }
 
 /// `server.*`: the HTTP API and this process's identity in a cluster.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
-    pub bind: String,
+    /// Listen address; unset: 0.0.0.0 with an admin token, 127.0.0.1 without one.
+    pub bind: Option<String>,
     pub port: u16,
     /// Unique per ax process sharing one database; the value of the Redis lock.
     pub instance_id: String,
     /// How long shutdown waits for in-flight dispatches.
     pub shutdown_timeout_ms: u64,
+    /// When set, the admin API requires `Authorization: Bearer <token>`.
+    pub admin_token: Option<String>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
-            bind: "0.0.0.0".into(),
+            bind: None,
             port: 8901,
             instance_id: default_instance_id(),
             shutdown_timeout_ms: 10_000,
+            admin_token: None,
         }
     }
 }
@@ -168,6 +185,9 @@ impl Default for DispatchConfig {
 /// Environment variables, each overriding one key. Exact names: operators' scripts rely on them.
 pub const ENV_KEYS: &[(&str, &str)] = &[
     ("AX_BIND", "server.bind"),
+    ("AX_ADMIN_TOKEN", "server.admin_token"),
+    ("AX_SIGNING_SECRET", "security.signing_secret"),
+    ("AX_HANDLER_ALLOWLIST", "security.handler_allowlist"),
     ("AX_PORT", "server.port"),
     ("AX_INSTANCE_ID", "server.instance_id"),
     ("AX_SHUTDOWN_TIMEOUT_MS", "server.shutdown_timeout_ms"),
@@ -214,6 +234,16 @@ impl Config {
         Ok(config)
     }
 
+    /// The listen address: as configured, else all interfaces only when the admin API is
+    /// protected by a token.
+    pub fn bind_address(&self) -> &str {
+        match (&self.server.bind, &self.server.admin_token) {
+            (Some(bind), _) => bind,
+            (None, Some(_)) => "0.0.0.0",
+            (None, None) => "127.0.0.1",
+        }
+    }
+
     /// The global missed-run policy.
     pub fn missed_run_policy(&self) -> MissedRunPolicy {
         MissedRunPolicy {
@@ -257,7 +287,19 @@ impl Config {
 
     fn set(&mut self, name: &'static str, key: &str, value: String) -> Result<(), ConfigError> {
         match key {
-            "server.bind" => self.server.bind = value,
+            "server.bind" => self.server.bind = Some(value).filter(|v| !v.is_empty()),
+            "server.admin_token" => self.server.admin_token = Some(value).filter(|v| !v.is_empty()),
+            "security.signing_secret" => {
+                self.security.signing_secret = Some(value).filter(|v| !v.is_empty())
+            }
+            "security.handler_allowlist" => {
+                self.security.handler_allowlist = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|entry| !entry.is_empty())
+                    .map(String::from)
+                    .collect()
+            }
             "server.port" => self.server.port = parse(name, &value)?,
             "server.instance_id" => self.server.instance_id = value,
             "server.shutdown_timeout_ms" => self.server.shutdown_timeout_ms = parse(name, &value)?,
@@ -338,6 +380,13 @@ impl Config {
                 "must be 1-64 characters",
             ));
         }
+        Allowlist::parse(&self.security.handler_allowlist).map_err(|err| {
+            invalid(
+                "security.handler_allowlist",
+                self.security.handler_allowlist.join(","),
+                &err,
+            )
+        })?;
         crate::store::StoreUrl::parse(&self.store.url)
             .map_err(|err| invalid("store.url", self.store.url.clone(), &err.to_string()))?;
         Ok(())
@@ -407,6 +456,8 @@ mod tests {
             let mut config = Config::default();
             let value = if key.ends_with("url") {
                 "sqlite://x.db"
+            } else if key.ends_with("allowlist") {
+                "10.0.0.0/8"
             } else {
                 "7"
             };

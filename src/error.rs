@@ -18,6 +18,10 @@ pub enum ApiError {
         field: Option<String>,
         message: String,
     },
+    #[error("missing or wrong admin token: send Authorization: Bearer <token>")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("request body larger than {0} bytes")]
@@ -52,6 +56,8 @@ impl ApiError {
     fn code(&self) -> &'static str {
         match self {
             ApiError::Invalid { .. } => "INVALID_ARGUMENT",
+            ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::Store(_) => "STORE_UNAVAILABLE",
@@ -77,6 +83,8 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Store(_) | ApiError::Lock(_) => StatusCode::SERVICE_UNAVAILABLE,

@@ -196,7 +196,7 @@ async fn answer_new(executor: &Executor, apis: &[Api], answered: &mut HashSet<St
         // Any live instance will do: try them in turn from a rotating start.
         for k in 0..apis.len() {
             let api = &apis[(i + k) % apis.len()];
-            let body = json!({"requestId": delivery.request_id, "status": "SUCCESS"});
+            let body = delivery.callback("SUCCESS", json!({}));
             if let Some((200, _)) = api.try_call("POST", "/api/callback", Some(body)).await {
                 break;
             }

@@ -39,6 +39,8 @@ async fn fires_dispatches_and_records(store: TestStore, redis: bool) {
         assert_eq!(delivery.body["params"], json!({"k": "v"}));
         assert_eq!(delivery.body["attempt"], 1);
         assert_eq!(delivery.request_id, delivery.header_request_id);
+        assert!(delivery.signed_with(common::SECRET), "signed: {delivery:?}");
+        assert!(!delivery.signed_with("another secret"));
         let at = delivery.body["scheduledAt"].as_str().expect("scheduledAt");
         assert!(
             at.ends_with('Z') && !at.contains('.'),
@@ -112,7 +114,7 @@ async fn callback_completes_a_run(store: TestStore) {
     let (status, reply) = api
         .post(
             "/api/callback",
-            json!({"requestId": delivery.request_id, "status": "SUCCESS", "code": 0, "message": "done"}),
+            delivery.callback("SUCCESS", json!({"code": 0, "message": "done"})),
         )
         .await;
     assert_eq!(status, 200, "{reply}");
@@ -126,7 +128,7 @@ async fn callback_completes_a_run(store: TestStore) {
     let (status, reply) = api
         .post(
             "/api/callback",
-            json!({"requestId": delivery.request_id, "status": "FAILED", "message": "late"}),
+            delivery.callback("FAILED", json!({"message": "late"})),
         )
         .await;
     assert_eq!(status, 200, "{reply}");
@@ -137,26 +139,52 @@ async fn callback_completes_a_run(store: TestStore) {
     assert_eq!(again["message"], "done");
 
     let unknown = uuid::Uuid::new_v4().to_string();
+    let token = ax::security::callback_token(common::SECRET.as_bytes(), &unknown);
     let (status, reply) = api
         .post(
             "/api/callback",
-            json!({"requestId": unknown, "status": "SUCCESS"}),
+            json!({"requestId": unknown, "callbackToken": token, "status": "SUCCESS"}),
         )
         .await;
     assert_eq!(status, 404, "{reply}");
+    // A forged token is refused before anything is looked up, and changes nothing.
+    let (status, reply) = api
+        .post(
+            "/api/callback",
+            delivery.callback("FAILED", json!({"callbackToken": "0".repeat(64)})),
+        )
+        .await;
+    assert_eq!(
+        (status, &reply["error"]["code"]),
+        (403, &json!("FORBIDDEN")),
+        "{reply}"
+    );
+    let other = uuid::Uuid::new_v4().to_string();
+    let (status, _) = api
+        .post(
+            "/api/callback",
+            json!({"requestId": delivery.request_id, "status": "FAILED",
+                   "callbackToken": ax::security::callback_token(common::SECRET.as_bytes(), &other)}),
+        )
+        .await;
+    assert_eq!(status, 403, "a token of another run");
+    let (_, still) = api.get(&path).await;
+    assert_eq!(still["status"], "SUCCESS");
+    assert!(
+        delivery.signed_with(common::SECRET),
+        "the dispatch is signed"
+    );
     for (body, field) in [
         (json!({"status": "SUCCESS"}), "requestId"),
         (
             json!({"requestId": "nope", "status": "SUCCESS"}),
             "requestId",
         ),
+        (delivery.callback("DONE", json!({})), "status"),
+        (delivery.callback("SUCCESS", json!({"x": 1})), "x"),
         (
-            json!({"requestId": delivery.request_id, "status": "DONE"}),
-            "status",
-        ),
-        (
-            json!({"requestId": delivery.request_id, "status": "SUCCESS", "x": 1}),
-            "x",
+            json!({"requestId": delivery.request_id, "status": "SUCCESS"}),
+            "callbackToken",
         ),
     ] {
         let (status, reply) = api.post("/api/callback", body).await;
@@ -366,10 +394,7 @@ async fn a_late_success_cancels_the_retry() {
     assert_eq!(run["attempt"], 2, "{run}");
     assert_eq!(run["code"], "TIMEOUT");
     let (status, reply) = api
-        .post(
-            "/api/callback",
-            json!({"requestId": first.request_id, "status": "SUCCESS"}),
-        )
+        .post("/api/callback", first.callback("SUCCESS", json!({})))
         .await;
     assert_eq!((status, &reply["applied"]), (200, &json!(true)), "{reply}");
     let (_, run) = api.get(&path).await;

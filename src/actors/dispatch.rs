@@ -11,6 +11,8 @@ use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 
 use super::store::StoreHandle;
+use crate::metrics::{metrics, DispatchResult};
+use crate::security::{callback_token, sign_dispatch, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::store::models::InstanceStatus;
 use crate::store::queries::instances::{ResultOutcome, ResultRecord};
 use crate::store::to_db;
@@ -42,6 +44,8 @@ struct DispatchBody<'a> {
     params: &'a RawValue,
     scheduled_at: String,
     attempt: i32,
+    /// The result callback must carry this token (see `security::callback_token`).
+    callback_token: String,
 }
 
 /// What a handler's reply means.
@@ -113,16 +117,18 @@ fn truncate(mut text: String) -> String {
 /// One dispatcher: an HTTP client with at most `max_in_flight` requests at a time.
 pub struct DispatchActor {
     store: StoreHandle,
+    secret: Arc<[u8]>,
     client: Option<awc::Client>,
     max_in_flight: usize,
     permits: Arc<Semaphore>,
 }
 
 impl DispatchActor {
-    pub fn new(store: StoreHandle, max_in_flight: usize) -> Self {
+    pub fn new(store: StoreHandle, max_in_flight: usize, secret: Arc<[u8]>) -> Self {
         let max_in_flight = max_in_flight.max(1);
         DispatchActor {
             store,
+            secret,
             client: None,
             max_in_flight,
             permits: Arc::new(Semaphore::new(max_in_flight)),
@@ -160,21 +166,35 @@ impl Handler<Dispatch> for DispatchActor {
         let client = self.client.clone().unwrap_or_default();
         let store = self.store.clone();
         let permits = self.permits.clone();
+        let secret = self.secret.clone();
         Box::pin(async move {
             let Ok(permit) = permits.acquire_owned().await else {
                 return;
             };
             actix::spawn(async move {
-                deliver(&client, &store, msg.0).await;
+                deliver(&client, &store, &secret, msg.0).await;
                 drop(permit);
             });
         })
     }
 }
 
-async fn deliver(client: &awc::Client, store: &StoreHandle, job: DispatchJob) {
+async fn deliver(client: &awc::Client, store: &StoreHandle, secret: &[u8], job: DispatchJob) {
     let started = Utc::now();
-    let outcome = post(client, &job).await;
+    if job.attempt == 1 {
+        let lag = (started - job.scheduled_at)
+            .num_microseconds()
+            .unwrap_or(i64::MAX);
+        metrics().trigger_lag.observe(lag as f64 / 1e6);
+    }
+    let outcome = post(client, secret, &job).await;
+    metrics().dispatch_result(match &outcome {
+        DispatchOutcome::Accepted => DispatchResult::Accepted,
+        DispatchOutcome::Finished { status, .. } if *status == InstanceStatus::Success => {
+            DispatchResult::Success
+        }
+        DispatchOutcome::Finished { .. } => DispatchResult::Failed,
+    });
     let (status, deadline) = match &outcome {
         DispatchOutcome::Accepted => (
             InstanceStatus::Running,
@@ -230,7 +250,9 @@ async fn deliver(client: &awc::Client, store: &StoreHandle, job: DispatchJob) {
     }
 }
 
-async fn post(client: &awc::Client, job: &DispatchJob) -> DispatchOutcome {
+/// POSTs one attempt, signed: `X-Ax-Timestamp` and `X-Ax-Signature` over exactly the bytes
+/// sent.
+async fn post(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> DispatchOutcome {
     let Ok(params) = RawValue::from_string(job.params.to_string()) else {
         return DispatchOutcome::failed("BAD_PARAMS", "stored params are not JSON");
     };
@@ -240,13 +262,21 @@ async fn post(client: &awc::Client, job: &DispatchJob) -> DispatchOutcome {
         params: &params,
         scheduled_at: job.scheduled_at.to_rfc3339_opts(SecondsFormat::Secs, true),
         attempt: job.attempt,
+        callback_token: callback_token(secret, &job.request_id),
     };
+    let Ok(body) = serde_json::to_vec(&body) else {
+        return DispatchOutcome::failed("BAD_PARAMS", "the dispatch body could not be encoded");
+    };
+    let timestamp = Utc::now().timestamp();
     let timeout = Duration::from_millis(job.timeout_ms.max(1) as u64);
     let request = client
         .post(&job.handler_url)
         .timeout(timeout)
-        .insert_header(("X-Ax-Request-Id", job.request_id.as_str()));
-    let mut response = match request.send_json(&body).await {
+        .content_type("application/json")
+        .insert_header(("X-Ax-Request-Id", job.request_id.as_str()))
+        .insert_header((TIMESTAMP_HEADER, timestamp.to_string()))
+        .insert_header((SIGNATURE_HEADER, sign_dispatch(secret, timestamp, &body)));
+    let mut response = match request.send_body(body).await {
         Ok(response) => response,
         Err(awc::error::SendRequestError::Timeout) => {
             return DispatchOutcome::failed("TIMEOUT", "no reply before the task's timeoutMs")
@@ -286,12 +316,17 @@ pub struct DispatchHandle {
 
 impl DispatchHandle {
     /// Starts `workers` dispatchers, each on its own arbiter.
-    pub fn start(workers: usize, max_in_flight: usize, store: StoreHandle) -> Self {
+    pub fn start(
+        workers: usize,
+        max_in_flight: usize,
+        store: StoreHandle,
+        secret: Arc<[u8]>,
+    ) -> Self {
         let workers: Vec<_> = (0..workers.max(1))
             .map(|_| {
-                let store = store.clone();
+                let (store, secret) = (store.clone(), secret.clone());
                 DispatchActor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-                    DispatchActor::new(store, max_in_flight)
+                    DispatchActor::new(store, max_in_flight, secret)
                 })
             })
             .collect();

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
+use crate::metrics::{add, metrics};
 use crate::schedule::RetryPolicy;
 use crate::store::queries::instances::{
     self, Claim, FireOutcome, FireRecord, ResultOutcome, ResultRecord,
@@ -170,10 +171,13 @@ enum Done {
 /// channels are dropped with the batch, and each caller sees the write as failed.
 async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
     let writes = batch.len();
+    let rows: usize = batch.iter().map(Pending::rows).sum();
     let started = Instant::now();
     match run_batch(&db, retry_defaults, batch).await {
         Ok(done) => {
             log::debug!("committed {writes} writes in {:?}", started.elapsed());
+            metrics().commit_seconds.observe_duration(started.elapsed());
+            metrics().batch_rows.observe(rows as f64);
             for (pending, done) in done {
                 // A caller that gave up waiting (send fails) is no reason to fail the others.
                 match (pending, done) {
@@ -181,6 +185,9 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
                         let _ = tx.send(Ok(outcomes));
                     }
                     (Pending::Result(_, tx), Done::Result(outcome)) => {
+                        if matches!(outcome, ResultOutcome::RetryScheduled { .. }) {
+                            add(&metrics().retries, 1);
+                        }
                         let _ = tx.send(Ok(outcome));
                     }
                     (Pending::Claims(_, tx), Done::Claims(won)) => {

@@ -14,6 +14,7 @@ use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
 use crate::clock::SharedClock;
 use crate::ids::scheduled_request_id;
+use crate::metrics::{add, metrics};
 use crate::schedule::{claim_until, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
 use crate::store::models::{InstanceStatus, NewInstance, TriggerType};
 use crate::store::queries::instances::{Claim, DueAttempt, FireOutcome, FireRecord};
@@ -257,6 +258,7 @@ struct Run {
     request_id: String,
     scheduled_at: DateTime<Utc>,
     dispatch: bool,
+    missed: bool,
 }
 
 /// Fires one batch: takes the locks, commits the runs, releases the locks, then dispatches
@@ -277,6 +279,7 @@ async fn fire_batch(
     for ((spec, plan), held) in batch.into_iter().zip(held) {
         if !held {
             log::debug!("task {}: fire lock held elsewhere", spec.id);
+            add(&metrics().lock_conflicts, 1);
             continue;
         }
         locked.push(spec.id);
@@ -286,6 +289,7 @@ async fn fire_batch(
                 request_id: record.instance.request_id.clone(),
                 scheduled_at: from_db(record.scheduled_at),
                 dispatch: record.instance.status == InstanceStatus::Ready.as_str(),
+                missed: record.instance.status == InstanceStatus::Missed.as_str(),
             });
             records.push(record);
         }
@@ -311,6 +315,7 @@ async fn fire_batch(
         let (task_id, request_id) = (run.spec.id, &run.request_id);
         match outcome {
             FireOutcome::Fired if run.dispatch => {
+                add(&metrics().fires, 1);
                 log::info!(
                     "task {task_id} request {request_id}: fired run scheduled at {}",
                     run.scheduled_at
@@ -327,11 +332,19 @@ async fn fire_batch(
                     })
                     .await;
             }
-            FireOutcome::Fired => log::info!(
-                "task {task_id} request {request_id}: run scheduled at {} recorded, not \
+            FireOutcome::Fired => {
+                let counter = if run.missed {
+                    &metrics().missed
+                } else {
+                    &metrics().fires
+                };
+                add(counter, 1);
+                log::info!(
+                    "task {task_id} request {request_id}: run scheduled at {} recorded, not \
                  dispatched (MISSED, or waiting for its upstreams)",
-                run.scheduled_at
-            ),
+                    run.scheduled_at
+                );
+            }
             FireOutcome::Duplicate => log::warn!(
                 "task {task_id} request {request_id}: run exists already, not fired again"
             ),

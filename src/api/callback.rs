@@ -6,11 +6,21 @@ use serde_json::{json, Map, Value};
 use super::{validate, ApiState};
 use crate::actors::dispatch::json_text;
 use crate::error::ApiError;
+use crate::metrics::metrics;
+use crate::security::{callback_token, same_secret};
 use crate::store::models::InstanceStatus;
 use crate::store::queries::instances::{ResultOutcome, ResultRecord};
 use crate::store::to_db;
 
-const FIELDS: &[&str] = &["requestId", "status", "code", "message", "retry", "attempt"];
+const FIELDS: &[&str] = &[
+    "requestId",
+    "callbackToken",
+    "status",
+    "code",
+    "message",
+    "retry",
+    "attempt",
+];
 const MAX_CODE_CHARS: usize = 64;
 const MAX_MESSAGE_CHARS: usize = 1024;
 
@@ -21,6 +31,7 @@ pub async fn report(
     state: web::Data<ApiState>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
+    let started = std::time::Instant::now();
     let result = parse(body.into_inner(), &state)?;
     let request_id = result.request_id.clone();
     let reported = result.status;
@@ -46,6 +57,9 @@ pub async fn report(
         }
     };
     log::info!("request {request_id}: callback {reported} ({note})");
+    metrics()
+        .callback_seconds
+        .observe_duration(started.elapsed());
     Ok(HttpResponse::Ok().json(json!({
         "requestId": request_id,
         "status": status,
@@ -71,6 +85,18 @@ fn parse(body: Value, state: &ApiState) -> Result<ResultRecord, ApiError> {
         Some(Value::String(id)) => validate::request_id(&id, "requestId")?,
         _ => return Err(ApiError::invalid("requestId", "requestId is required")),
     };
+    let Some(Value::String(token)) = body.remove("callbackToken") else {
+        return Err(ApiError::invalid(
+            "callbackToken",
+            "callbackToken (from the dispatch body) is required",
+        ));
+    };
+    // Checked before anything is looked up: a forged result learns nothing and changes nothing.
+    if !same_secret(&token, &callback_token(&state.security.secret, &request_id)) {
+        return Err(ApiError::Forbidden(
+            "callbackToken does not match this requestId".into(),
+        ));
+    }
     let status = match body.remove("status") {
         Some(Value::String(s)) if s == "SUCCESS" => InstanceStatus::Success,
         Some(Value::String(s)) if s == "FAILED" => InstanceStatus::Failed,

@@ -3,6 +3,7 @@ use serde_json::json;
 
 use super::ApiState;
 use crate::error::ApiError;
+use crate::metrics::metrics;
 
 /// `GET /healthz`: liveness, and which instance and store answered.
 pub async fn healthz(state: web::Data<ApiState>) -> HttpResponse {
@@ -12,6 +13,14 @@ pub async fn healthz(state: web::Data<ApiState>) -> HttpResponse {
         "store": state.backend,
         "wheelSize": state.scheduler.wheel_size().await,
     }))
+}
+
+/// `GET /metrics`: Prometheus text format.
+pub async fn prometheus(state: web::Data<ApiState>) -> HttpResponse {
+    let text = metrics().render(state.scheduler.wheel_size().await);
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(text)
 }
 
 /// `GET /api/cluster`: the live ax processes (heartbeats in Redis; just this one without).

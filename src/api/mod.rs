@@ -4,15 +4,20 @@
 mod callback;
 mod health;
 mod instances;
+mod openapi;
 mod scenes;
 mod tasks;
 mod validate;
 mod views;
 
-use actix_web::{error::JsonPayloadError, web, HttpRequest};
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header;
+use actix_web::{error::JsonPayloadError, middleware, web, HttpRequest};
 
 use crate::error::ApiError;
 use crate::scheduler::Scheduler;
+use crate::security::{is_admin, Security};
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -23,9 +28,58 @@ pub struct ApiState {
     pub scheduler: Scheduler,
     pub instance_id: String,
     pub backend: &'static str,
+    pub security: Security,
 }
 
-/// Mounts every route.
+/// One endpoint: the router mounts it and the OpenAPI document describes it, from this one
+/// table, so the two cannot drift apart.
+pub struct Endpoint {
+    pub method: &'static str,
+    /// The path, with `{name}` parameters (the same syntax for actix-web and OpenAPI).
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Whether the admin token is required (when one is configured).
+    pub admin: bool,
+    route: fn() -> actix_web::Route,
+}
+
+macro_rules! endpoint {
+    ($method:ident $path:literal, $handler:path, $admin:literal, $summary:literal) => {
+        Endpoint {
+            method: stringify!($method),
+            path: $path,
+            summary: $summary,
+            admin: $admin,
+            route: || web::$method().to($handler),
+        }
+    };
+}
+
+/// Every endpoint of the HTTP API.
+pub const ENDPOINTS: &[Endpoint] = &[
+    endpoint!(get "/healthz", health::healthz, false, "Liveness, and which instance and store answered"),
+    endpoint!(get "/metrics", health::prometheus, false, "Metrics in the Prometheus text format"),
+    endpoint!(get "/api/openapi.json", openapi::document, false, "This document"),
+    endpoint!(post "/api/tasks", tasks::create, true, "Create a task"),
+    endpoint!(get "/api/tasks", tasks::list, true, "List tasks by id, filtered by scene and status"),
+    endpoint!(get "/api/tasks/{id}", tasks::get, true, "One task"),
+    endpoint!(put "/api/tasks/{id}", tasks::update, true, "Replace a task's definition"),
+    endpoint!(delete "/api/tasks/{id}", tasks::delete, true, "Delete a task; its history stays"),
+    endpoint!(get "/api/tasks/{id}/instances", instances::for_task, true, "A task's runs, newest first"),
+    endpoint!(post "/api/tasks/{id}/pause", tasks::pause, true, "Pause a task"),
+    endpoint!(post "/api/tasks/{id}/resume", tasks::resume, true, "Resume a task from now"),
+    endpoint!(post "/api/tasks/{id}/trigger", tasks::trigger, true, "Fire one run now, outside the schedule"),
+    endpoint!(get "/api/tasks/{id}/stats", tasks::stats, true, "Run counts by status and trigger-lag percentiles"),
+    endpoint!(get "/api/scenes", scenes::list, true, "Scenes with their task counts by status"),
+    endpoint!(post "/api/scenes/{scene}/pause", scenes::pause, true, "Pause every task of a scene"),
+    endpoint!(post "/api/scenes/{scene}/resume", scenes::resume, true, "Resume every paused task of a scene"),
+    endpoint!(get "/api/instances", instances::history, true, "Run history with filters and a cursor"),
+    endpoint!(get "/api/instances/{requestId}", instances::get, true, "One run by request id"),
+    endpoint!(post "/api/callback", callback::report, false, "An executor reports a run's result"),
+    endpoint!(get "/api/cluster", health::cluster, true, "Live ax processes"),
+];
+
+/// Mounts every endpoint.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.app_data(
         web::JsonConfig::default()
@@ -35,29 +89,33 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .app_data(
         web::PathConfig::default()
             .error_handler(|err, _| ApiError::invalid("path", err.to_string()).into()),
-    )
-    .route("/healthz", web::get().to(health::healthz))
-    .service(
-        web::scope("/api")
-            .route("/tasks", web::post().to(tasks::create))
-            .route("/tasks", web::get().to(tasks::list))
-            .route("/tasks/{id}", web::get().to(tasks::get))
-            .route("/tasks/{id}", web::put().to(tasks::update))
-            .route("/tasks/{id}", web::delete().to(tasks::delete))
-            .route("/tasks/{id}/instances", web::get().to(instances::for_task))
-            .route("/tasks/{id}/pause", web::post().to(tasks::pause))
-            .route("/tasks/{id}/resume", web::post().to(tasks::resume))
-            .route("/tasks/{id}/trigger", web::post().to(tasks::trigger))
-            .route("/tasks/{id}/stats", web::get().to(tasks::stats))
-            .route("/scenes", web::get().to(scenes::list))
-            .route("/scenes/{scene}/pause", web::post().to(scenes::pause))
-            .route("/scenes/{scene}/resume", web::post().to(scenes::resume))
-            .route("/instances", web::get().to(instances::history))
-            .route("/instances/{request_id}", web::get().to(instances::get))
-            .route("/callback", web::post().to(callback::report))
-            .route("/cluster", web::get().to(health::cluster)),
-    )
-    .default_service(web::to(not_found));
+    );
+    for endpoint in ENDPOINTS {
+        cfg.route(endpoint.path, (endpoint.route)());
+    }
+    cfg.default_service(web::to(not_found));
+}
+
+/// Requires the admin token (when one is configured) on every endpoint that says so; the
+/// result callback proves itself with its run's callback token instead.
+pub async fn admin_only(
+    req: ServiceRequest,
+    next: middleware::Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let token = req
+        .app_data::<web::Data<ApiState>>()
+        .and_then(|state| state.security.admin_token.clone());
+    if let Some(token) = token {
+        let authorization = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok());
+        let open = ENDPOINTS.iter().any(|e| !e.admin && e.path == req.path());
+        if !open && !is_admin(authorization, &token) {
+            return Err(ApiError::Unauthorized.into());
+        }
+    }
+    Ok(next.call(req).await?.map_into_boxed_body())
 }
 
 fn json_error(err: JsonPayloadError, _: &HttpRequest) -> actix_web::Error {

@@ -17,7 +17,7 @@ pub async fn create(
     state: web::Data<ApiState>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let input = validate::task_input(body.into_inner())?;
+    let input = validate::task_input(body.into_inner(), &state.security.allowlist)?;
     let task = state.scheduler.create_task(input).await?;
     Ok(HttpResponse::Created().json(TaskView::from(task)))
 }
@@ -64,7 +64,7 @@ pub async fn update(
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
-    let input = validate::task_input(body.into_inner())?;
+    let input = validate::task_input(body.into_inner(), &state.security.allowlist)?;
     let task = state.scheduler.update_task(id, input).await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use crate::cron::CronSchedule;
 use crate::error::ApiError;
 use crate::scheduler::TaskInput;
+use crate::security::Allowlist;
 use crate::store::models::InstanceStatus;
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
@@ -50,7 +51,7 @@ const TASK_FIELDS: &[&str] = &[
 ];
 
 /// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
-pub fn task_input(body: Value) -> Result<TaskInput, ApiError> {
+pub fn task_input(body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiError> {
     let Value::Object(mut body) = body else {
         return Err(ApiError::Invalid {
             field: None,
@@ -70,7 +71,7 @@ pub fn task_input(body: Value) -> Result<TaskInput, ApiError> {
         name: text(required_string(&mut body, "name")?, "name", MAX_NAME_CHARS)?,
         scene: scene(optional_string(&mut body, "scene")?.unwrap_or_else(|| DEFAULT_SCENE.into()))?,
         cron,
-        handler_url: handler_url(required_string(&mut body, "handlerUrl")?)?,
+        handler_url: handler_url(required_string(&mut body, "handlerUrl")?, allowlist)?,
         params: params(body.remove("params"))?,
         max_retry: integer(&mut body, "maxRetry", (0, MAX_RETRY))?
             .map_or(DEFAULT_MAX_RETRY, |n| n as i32),
@@ -271,7 +272,7 @@ fn text(value: String, field: &str, max: usize) -> Result<String, ApiError> {
     Ok(value)
 }
 
-fn handler_url(value: String) -> Result<String, ApiError> {
+fn handler_url(value: String, allowlist: &Allowlist) -> Result<String, ApiError> {
     let invalid = |why: &str| ApiError::invalid("handlerUrl", format!("handlerUrl {why}"));
     if value.len() > MAX_URL_CHARS {
         return Err(invalid(&format!(
@@ -282,8 +283,14 @@ fn handler_url(value: String) -> Result<String, ApiError> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid("must be an http or https URL"));
     }
-    if url.host_str().is_none_or(str::is_empty) {
+    let host = url.host_str().unwrap_or_default();
+    if host.is_empty() {
         return Err(invalid("must name a host"));
+    }
+    if !allowlist.allows(host) {
+        return Err(invalid(&format!(
+            "host `{host}` is not in security.handler_allowlist"
+        )));
     }
     Ok(value)
 }
@@ -393,7 +400,7 @@ mod tests {
 
     #[test]
     fn defaults_fill_the_optional_fields() {
-        let input = task_input(valid()).expect("valid");
+        let input = task_input(valid(), &Allowlist::default()).expect("valid");
         assert_eq!(input.retry_backoff_secs, None);
         assert_eq!(input.scene, "default");
         assert_eq!(input.params, "{}");
@@ -437,17 +444,20 @@ mod tests {
             let mut body = valid();
             body[field] = value;
             assert_eq!(
-                field_of(task_input(body).expect_err(field)).as_deref(),
+                field_of(task_input(body, &Allowlist::default()).expect_err(field)).as_deref(),
                 Some(field)
             );
         }
         let mut body = valid();
         body.as_object_mut().expect("object").remove("handlerUrl");
         assert_eq!(
-            field_of(task_input(body).unwrap_err()).as_deref(),
+            field_of(task_input(body, &Allowlist::default()).unwrap_err()).as_deref(),
             Some("handlerUrl")
         );
-        assert_eq!(field_of(task_input(json!([])).unwrap_err()), None);
+        assert_eq!(
+            field_of(task_input(json!([]), &Allowlist::default()).unwrap_err()),
+            None
+        );
     }
 
     #[test]
@@ -476,10 +486,29 @@ mod tests {
     }
 
     #[test]
+    fn handlers_outside_the_allowlist_are_refused() {
+        let allow = Allowlist::parse(&["10.0.0.0/8".to_string()]).expect("valid");
+        let mut body = valid();
+        body["handlerUrl"] = json!("http://169.254.169.254/latest/meta-data");
+        assert_eq!(
+            field_of(task_input(body, &allow).unwrap_err()).as_deref(),
+            Some("handlerUrl")
+        );
+        let mut body = valid();
+        body["handlerUrl"] = json!("http://10.1.2.3:8080/run");
+        assert!(task_input(body, &allow).is_ok());
+    }
+
+    #[test]
     fn upstreams_are_deduplicated() {
         let mut body = valid();
         body["dependsOn"] = json!([3, 1, 3]);
-        assert_eq!(task_input(body).expect("valid").depends_on, vec![3, 1]);
+        assert_eq!(
+            task_input(body, &Allowlist::default())
+                .expect("valid")
+                .depends_on,
+            vec![3, 1]
+        );
     }
 
     #[test]

@@ -151,18 +151,21 @@ struct RunBody<'a> {
     task_id: i64,
     request_id: &'a str,
     scheduled_at: &'a str,
+    callback_token: &'a str,
 }
 
-fn parse_run(body: &[u8], received_at_us: i64) -> Option<Delivery> {
+/// The run a dispatch body describes, and the token its callback must carry.
+fn parse_run(body: &[u8], received_at_us: i64) -> Option<(Delivery, String)> {
     let run: RunBody = serde_json::from_slice(body).ok()?;
-    Some(Delivery {
+    let delivery = Delivery {
         request_id: Uuid::parse_str(run.request_id).ok()?,
         task_id: run.task_id,
         scheduled_at: DateTime::parse_from_rfc3339(run.scheduled_at)
             .ok()?
             .timestamp(),
         received_at_us,
-    })
+    };
+    Some((delivery, run.callback_token.to_string()))
 }
 
 async fn handle_run(
@@ -172,7 +175,7 @@ async fn handle_run(
 ) -> HttpResponse {
     // Read the clock first: the lag is up to the moment the request arrived.
     let received_at_us = Utc::now().timestamp_micros();
-    let Some(delivery) = parse_run(&body, received_at_us) else {
+    let Some((delivery, token)) = parse_run(&body, received_at_us) else {
         shared.counters.bad_requests.fetch_add(1, Ordering::Relaxed);
         return HttpResponse::BadRequest().body("not an ax run");
     };
@@ -197,21 +200,25 @@ async fn handle_run(
             let client = client.get_ref().clone();
             actix_rt::spawn(async move {
                 actix_rt::time::sleep(behaviour.delay).await;
-                send_callback(&shared, &client, &delivery).await;
+                send_callback(&shared, &client, &delivery, &token).await;
             });
             HttpResponse::Accepted().finish()
         }
     }
 }
 
-async fn send_callback(shared: &Shared, client: &awc::Client, delivery: &Delivery) {
+async fn send_callback(shared: &Shared, client: &awc::Client, delivery: &Delivery, token: &str) {
     let (counters, request_id) = (&shared.counters, delivery.request_id);
     let Some(urls) = shared.callback_urls.get().filter(|urls| !urls.is_empty()) else {
         shared.count(&counters.callback_errors, delivery.scheduled_at);
         return;
     };
     let url = &urls[shared.next_callback.fetch_add(1, Ordering::Relaxed) % urls.len()];
-    let body = json!({"requestId": request_id.to_string(), "status": "SUCCESS"});
+    let body = json!({
+        "requestId": request_id.to_string(),
+        "callbackToken": token,
+        "status": "SUCCESS",
+    });
     match client.post(url).send_json(&body).await {
         Ok(response) if response.status().is_success() => {
             shared.count(&counters.callbacks_ok, delivery.scheduled_at);
@@ -234,8 +241,10 @@ mod tests {
     #[test]
     fn a_dispatch_body_is_parsed() {
         let body = br#"{"taskId": 7, "requestId": "c8681e86-bdcd-5673-a08a-f227603c9451",
-            "params": {"a": 1}, "scheduledAt": "2027-02-03T04:05:10Z", "attempt": 1}"#;
-        let delivery = parse_run(body, 42).expect("a run");
+            "params": {"a": 1}, "scheduledAt": "2027-02-03T04:05:10Z", "attempt": 1,
+            "callbackToken": "ab12"}"#;
+        let (delivery, token) = parse_run(body, 42).expect("a run");
+        assert_eq!(token, "ab12");
         assert_eq!(delivery.task_id, 7);
         assert_eq!(delivery.scheduled_at, 1_801_627_510);
         assert_eq!(delivery.received_at_us, 42);

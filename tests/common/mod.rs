@@ -13,6 +13,8 @@ use serde_json::Value;
 
 pub const MYSQL_SERVER: &str = "mysql://root@127.0.0.1:3306";
 pub const REDIS_URL: &str = "redis://127.0.0.1:6379";
+/// The signing secret of in-process test instances, so tests can check signatures and tokens.
+pub const SECRET: &str = "test-signing-secret";
 
 /// The store a test runs on.
 pub enum TestStore {
@@ -71,13 +73,14 @@ fn drop_mysql_database(name: &str) {
 /// A config for a test ax: port 0, fast batches, the given store, Redis if clustered.
 pub fn config(store: &TestStore, redis: bool, instance_id: &str) -> Config {
     let mut config = Config::default();
-    config.server.bind = "127.0.0.1".into();
+    config.server.bind = Some("127.0.0.1".into());
     config.server.port = 0;
     config.server.instance_id = instance_id.into();
     config.server.shutdown_timeout_ms = 3_000;
     config.store.url = store.url();
     config.store.batch_interval_ms = 50;
     config.redis.url = redis.then(|| REDIS_URL.to_string());
+    config.security.signing_secret = Some(SECRET.into());
     config.scheduler.preload_interval_secs = 2;
     config
 }
@@ -96,6 +99,33 @@ pub struct Received {
     pub header_request_id: String,
     pub body: Value,
     pub at: Instant,
+    /// `X-Ax-Signature` as sent.
+    pub signature: String,
+    /// `X-Ax-Timestamp` as sent.
+    pub timestamp: String,
+    /// The raw body, as signed.
+    pub raw: Vec<u8>,
+}
+
+impl Received {
+    /// A result callback for this run, with its callback token and these extra fields.
+    pub fn callback(&self, status: &str, extra: Value) -> Value {
+        let mut body = serde_json::json!({
+            "requestId": self.request_id,
+            "callbackToken": self.body["callbackToken"],
+            "status": status,
+        });
+        if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
+            body.extend(extra);
+        }
+        body
+    }
+
+    /// Whether the signature is valid for `secret`.
+    pub fn signed_with(&self, secret: &str) -> bool {
+        let timestamp: i64 = self.timestamp.parse().unwrap_or(-1);
+        self.signature == ax::security::sign_dispatch(secret.as_bytes(), timestamp, &self.raw)
+    }
 }
 
 /// How the test executor answers.
@@ -172,19 +202,24 @@ impl Executor {
 async fn handle(
     state: web::Data<(Arc<Mutex<Vec<Received>>>, Reply)>,
     req: actix_web::HttpRequest,
-    body: web::Bytes,
+    raw: web::Bytes,
 ) -> HttpResponse {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let received = Received {
-        request_id: body["requestId"].as_str().unwrap_or_default().to_string(),
-        header_request_id: req
-            .headers()
-            .get("X-Ax-Request-Id")
+    let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
-            .to_string(),
+            .to_string()
+    };
+    let received = Received {
+        request_id: body["requestId"].as_str().unwrap_or_default().to_string(),
+        header_request_id: header("X-Ax-Request-Id"),
         body,
         at: Instant::now(),
+        signature: header("X-Ax-Signature"),
+        timestamp: header("X-Ax-Timestamp"),
+        raw: raw.to_vec(),
     };
     let deliveries_of_run = {
         let mut all = state.0.lock().expect("lock");

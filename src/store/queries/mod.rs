@@ -1,6 +1,7 @@
 //! Every query ax runs, written once for all backends (see `with_conn!`).
 
 pub mod instances;
+pub mod meta;
 pub mod tasks;
 
 /// One page of a listing.

@@ -1,0 +1,216 @@
+//! `GET /api/openapi.json`: the OpenAPI 3.0 document of the HTTP API, built from the same
+//! endpoint table the router mounts.
+
+use actix_web::HttpResponse;
+use serde_json::{json, Map, Value};
+
+use super::ENDPOINTS;
+
+/// `GET /api/openapi.json`.
+pub async fn document() -> HttpResponse {
+    HttpResponse::Ok().json(openapi())
+}
+
+/// The document: every endpoint of `ENDPOINTS`, with its parameters, body and replies.
+pub fn openapi() -> Value {
+    let mut paths = Map::new();
+    for endpoint in ENDPOINTS {
+        let op = operation(
+            endpoint.method,
+            endpoint.path,
+            endpoint.summary,
+            endpoint.admin,
+        );
+        if let Some(item) = paths
+            .entry(endpoint.path)
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+        {
+            item.insert(endpoint.method.to_string(), op);
+        }
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "ax (Action eXecutor)",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "A distributed cron scheduler that calls HTTP handlers.",
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"adminToken": {"type": "http", "scheme": "bearer"}},
+            "schemas": schemas(),
+        },
+    })
+}
+
+fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
+    let mut parameters: Vec<Value> = path
+        .split('/')
+        .filter_map(|part| part.strip_prefix('{')?.strip_suffix('}'))
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .collect();
+    parameters.extend(query_parameters(method, path));
+    let (status, reply) = reply(method, path);
+    let mut op = json!({
+        "summary": summary,
+        "parameters": parameters,
+        "responses": {
+            status: {"description": "success", "content": content(&reply)},
+            "400": error("invalid input; `field` names it"),
+            "401": error("missing or wrong admin token"),
+            "404": error("not found"),
+            "503": error("store or Redis unavailable"),
+        },
+    });
+    if let Some(body) = request_body(method, path) {
+        op["requestBody"] = json!({"required": true, "content": content(&body)});
+    }
+    if admin {
+        op["security"] = json!([{"adminToken": []}]);
+    }
+    op
+}
+
+fn content(schema: &Value) -> Value {
+    json!({"application/json": {"schema": schema}})
+}
+
+fn error(description: &str) -> Value {
+    json!({"description": description, "content": content(&schema_ref("Error"))})
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn query(name: &str, kind: &str, description: &str) -> Value {
+    json!({"name": name, "in": "query", "required": false, "description": description,
+           "schema": {"type": kind}})
+}
+
+fn query_parameters(method: &str, path: &str) -> Vec<Value> {
+    let page = || {
+        vec![
+            query("limit", "integer", "1-500, default 50"),
+            query("offset", "integer", "default 0"),
+        ]
+    };
+    match (method, path) {
+        ("get", "/api/tasks") => {
+            let mut params = vec![
+                query("scene", "string", "only this scene"),
+                query("status", "string", "ENABLED or PAUSED"),
+            ];
+            params.extend(page());
+            params
+        }
+        ("get", "/api/tasks/{id}/instances") => page(),
+        ("get", "/api/tasks/{id}/stats") => {
+            vec![query(
+                "windowSecs",
+                "integer",
+                "60 s - 31 days, default one day",
+            )]
+        }
+        ("get", "/api/instances") => vec![
+            query("taskId", "integer", "only this task's runs"),
+            query("scene", "string", "only runs of this scene's tasks"),
+            query(
+                "status",
+                "string",
+                "PENDING, READY, RUNNING, SUCCESS, FAILED or MISSED",
+            ),
+            query("from", "string", "scheduled at or after (RFC3339)"),
+            query("to", "string", "scheduled before (RFC3339)"),
+            query("limit", "integer", "1-500, default 50"),
+            query("cursor", "string", "nextCursor of the previous page"),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+fn request_body(method: &str, path: &str) -> Option<Value> {
+    match (method, path) {
+        ("post", "/api/tasks") | ("put", "/api/tasks/{id}") => Some(schema_ref("TaskInput")),
+        ("post", "/api/tasks/{id}/trigger") => Some(json!({"type": "object", "properties": {
+            "params": {"type": "object", "description": "overrides the task's params"}}})),
+        ("post", "/api/callback") => Some(schema_ref("Callback")),
+        _ => None,
+    }
+}
+
+fn reply(method: &str, path: &str) -> (&'static str, Value) {
+    let page = |item: &str| {
+        json!({"type": "object", "properties": {
+            "items": {"type": "array", "items": schema_ref(item)},
+            "total": {"type": "integer"}, "limit": {"type": "integer"}, "offset": {"type": "integer"}}})
+    };
+    match (method, path) {
+        ("post", "/api/tasks") => ("201", schema_ref("Task")),
+        ("post", "/api/tasks/{id}/trigger") => ("201", schema_ref("Instance")),
+        ("delete", _) => ("204", json!({})),
+        ("get", "/api/tasks") => ("200", page("Task")),
+        ("get", "/api/tasks/{id}/instances") => ("200", page("Instance")),
+        ("get", "/api/instances") => (
+            "200",
+            json!({"type": "object", "properties": {
+            "items": {"type": "array", "items": schema_ref("Instance")},
+            "nextCursor": {"type": "string", "nullable": true}}}),
+        ),
+        ("get", "/api/instances/{requestId}") => ("200", schema_ref("Instance")),
+        ("get", "/api/tasks/{id}/stats") => ("200", schema_ref("Stats")),
+        ("post", "/api/callback") => (
+            "200",
+            json!({"type": "object", "properties": {
+            "requestId": {"type": "string"}, "status": {"type": "string"},
+            "applied": {"type": "boolean"}, "message": {"type": "string"}}}),
+        ),
+        ("get", "/metrics") => ("200", json!({"type": "string"})),
+        (_, path) if path.starts_with("/api/tasks/{id}") => ("200", schema_ref("Task")),
+        _ => ("200", json!({"type": "object"})),
+    }
+}
+
+fn schemas() -> Value {
+    let string = json!({"type": "string"});
+    let time = json!({"type": "string", "format": "date-time"});
+    let int = json!({"type": "integer"});
+    let opt_int = json!({"type": "integer", "nullable": true});
+    json!({
+        "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
+            "code": string, "message": string, "field": string}}}},
+        "TaskInput": {"type": "object", "required": ["name", "cron", "handlerUrl"], "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 128},
+            "scene": {"type": "string", "maxLength": 64, "pattern": "^[A-Za-z0-9_.:-]+$"},
+            "cron": {"type": "string", "description": "6 fields sec min hour day month weekday, UTC"},
+            "handlerUrl": {"type": "string", "format": "uri"},
+            "params": {"type": "object"},
+            "maxRetry": {"type": "integer", "minimum": 0, "maximum": 10},
+            "timeoutMs": {"type": "integer", "minimum": 100, "maximum": 86_400_000},
+            "enabled": {"type": "boolean"},
+            "retryBackoffSecs": opt_int, "retryFactor": opt_int,
+            "misfireThresholdSecs": opt_int, "dependencyTimeoutSecs": opt_int,
+            "dependsOn": {"type": "array", "items": int}}},
+        "Task": {"allOf": [{"$ref": "#/components/schemas/TaskInput"}, {"type": "object", "properties": {
+            "id": int, "status": {"type": "string", "enum": ["ENABLED", "PAUSED"]},
+            "nextRunAt": {"type": "string", "format": "date-time", "nullable": true},
+            "createdAt": time, "updatedAt": time}}]},
+        "Instance": {"type": "object", "properties": {
+            "id": int, "taskId": int, "requestId": string, "triggerType": string,
+            "scheduledAt": time, "triggerAt": time,
+            "status": {"type": "string", "enum": ["PENDING", "READY", "RUNNING", "SUCCESS", "FAILED", "MISSED"]},
+            "attempt": int, "retryCount": int, "code": string, "message": string,
+            "deadlineAt": time, "nextAttemptAt": time, "firedBy": string, "createdAt": time,
+            "finishedAt": time, "params": {"type": "object"}}},
+        "Callback": {"type": "object", "required": ["requestId", "callbackToken", "status"], "properties": {
+            "requestId": string, "callbackToken": string,
+            "status": {"type": "string", "enum": ["SUCCESS", "FAILED"]},
+            "code": string, "message": string, "retry": {"type": "boolean"}, "attempt": int}},
+        "Stats": {"type": "object", "properties": {
+            "taskId": int, "from": time, "to": time, "total": int,
+            "byStatus": {"type": "object", "additionalProperties": int},
+            "lagMs": {"type": "object", "nullable": true, "properties": {
+                "p50": int, "p90": int, "p99": int, "max": int}}}},
+    })
+}

@@ -1,0 +1,230 @@
+//! Process metrics in the Prometheus text format: counters and histograms kept in atomics, so
+//! recording on hot paths costs an atomic add.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+/// A Prometheus histogram with fixed upper bounds.
+pub struct Histogram {
+    bounds: &'static [f64],
+    /// Per bound (not cumulative), plus one for +Inf.
+    counts: Vec<AtomicU64>,
+    /// Sum of observations, in millionths.
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Self {
+        Histogram {
+            bounds,
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_micros: AtomicU64::new(0),
+        }
+    }
+
+    pub fn observe(&self, value: f64) {
+        let value = value.max(0.0);
+        let slot = self
+            .bounds
+            .iter()
+            .position(|bound| value <= *bound)
+            .unwrap_or(self.bounds.len());
+        self.counts[slot].fetch_add(1, Ordering::Relaxed);
+        self.sum_micros
+            .fetch_add((value * 1e6) as u64, Ordering::Relaxed);
+    }
+
+    pub fn observe_duration(&self, elapsed: Duration) {
+        self.observe(elapsed.as_secs_f64());
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cumulative = 0;
+        for (i, count) in self.counts.iter().enumerate() {
+            cumulative += count.load(Ordering::Relaxed);
+            let le = self
+                .bounds
+                .get(i)
+                .map_or("+Inf".to_string(), |b| b.to_string());
+            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
+        }
+        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {cumulative}");
+    }
+}
+
+const SECONDS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+const ROWS: &[f64] = &[1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0];
+
+/// How a dispatch attempt ended, as counted.
+#[derive(Debug, Clone, Copy)]
+pub enum DispatchResult {
+    Success,
+    Failed,
+    Accepted,
+}
+
+/// Every metric of the process.
+pub struct Metrics {
+    pub fires: AtomicU64,
+    pub missed: AtomicU64,
+    pub retries: AtomicU64,
+    pub lock_conflicts: AtomicU64,
+    dispatch_results: [AtomicU64; 3],
+    /// Scheduled time to dispatch.
+    pub trigger_lag: Histogram,
+    pub batch_rows: Histogram,
+    pub commit_seconds: Histogram,
+    /// Time to handle a result callback (until it is committed).
+    pub callback_seconds: Histogram,
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
+    fires: AtomicU64::new(0),
+    missed: AtomicU64::new(0),
+    retries: AtomicU64::new(0),
+    lock_conflicts: AtomicU64::new(0),
+    dispatch_results: Default::default(),
+    trigger_lag: Histogram::new(SECONDS),
+    batch_rows: Histogram::new(ROWS),
+    commit_seconds: Histogram::new(SECONDS),
+    callback_seconds: Histogram::new(SECONDS),
+});
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    &METRICS
+}
+
+/// Adds `n` to a counter.
+pub fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Metrics {
+    pub fn dispatch_result(&self, result: DispatchResult) {
+        add(&self.dispatch_results[result as usize], 1);
+    }
+
+    /// The metrics in the Prometheus text exposition format.
+    pub fn render(&self, wheel_entries: Option<usize>) -> String {
+        let mut out = String::new();
+        let counter = |out: &mut String, name: &str, help: &str, value: &AtomicU64| {
+            let value = value.load(Ordering::Relaxed);
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        };
+        counter(
+            &mut out,
+            "ax_fires_total",
+            "Runs recorded for dispatch.",
+            &self.fires,
+        );
+        counter(
+            &mut out,
+            "ax_missed_runs_total",
+            "Runs recorded MISSED.",
+            &self.missed,
+        );
+        counter(
+            &mut out,
+            "ax_retries_total",
+            "Failed attempts scheduled for a retry.",
+            &self.retries,
+        );
+        counter(
+            &mut out,
+            "ax_lock_conflicts_total",
+            "Fires skipped because another ax held the task's lock.",
+            &self.lock_conflicts,
+        );
+        let name = "ax_dispatch_results_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Dispatch attempts by outcome.\n# TYPE {name} counter"
+        );
+        for (outcome, count) in ["success", "failed", "accepted"]
+            .iter()
+            .zip(&self.dispatch_results)
+        {
+            let _ = writeln!(
+                out,
+                "{name}{{outcome=\"{outcome}\"}} {}",
+                count.load(Ordering::Relaxed)
+            );
+        }
+        self.trigger_lag.render(
+            &mut out,
+            "ax_trigger_lag_seconds",
+            "From a run's scheduled time to its dispatch.",
+        );
+        self.batch_rows.render(
+            &mut out,
+            "ax_store_batch_rows",
+            "Writes per store transaction.",
+        );
+        self.commit_seconds.render(
+            &mut out,
+            "ax_store_commit_seconds",
+            "Duration of store transactions.",
+        );
+        self.callback_seconds.render(
+            &mut out,
+            "ax_callback_seconds",
+            "Time to handle a result callback, until it is committed.",
+        );
+        if let Some(entries) = wheel_entries {
+            let name = "ax_wheel_entries";
+            let _ = writeln!(out, "# HELP {name} Runs and attempts held in the time wheel.\n# TYPE {name} gauge\n{name} {entries}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_are_cumulative_with_sum_and_count() {
+        let histogram = Histogram::new(&[0.1, 1.0]);
+        for value in [0.05, 0.5, 0.7, 3.0] {
+            histogram.observe(value);
+        }
+        let mut out = String::new();
+        histogram.render(&mut out, "x", "help");
+        assert!(out.contains("x_bucket{le=\"0.1\"} 1\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"1\"} 3\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"+Inf\"} 4\n"), "{out}");
+        assert!(
+            out.contains("x_sum 4.25\n") && out.contains("x_count 4\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn every_metric_is_rendered() {
+        let text = metrics().render(Some(7));
+        for name in [
+            "ax_fires_total",
+            "ax_missed_runs_total",
+            "ax_retries_total",
+            "ax_lock_conflicts_total",
+            "ax_dispatch_results_total{outcome=\"success\"}",
+            "ax_trigger_lag_seconds_bucket",
+            "ax_store_batch_rows_count",
+            "ax_store_commit_seconds_sum",
+            "ax_callback_seconds_bucket",
+            "ax_wheel_entries 7",
+        ] {
+            assert!(text.contains(name), "{name} missing");
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Security rules as pure functions: dispatch signatures, per-run callback tokens, the admin
+//! token check and the handler allowlist.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The security settings in force in one ax process.
+#[derive(Debug, Clone)]
+pub struct Security {
+    /// When set, the admin API requires it as a bearer token.
+    pub admin_token: Option<String>,
+    /// Key of dispatch signatures and callback tokens.
+    pub secret: Arc<[u8]>,
+    pub allowlist: Allowlist,
+}
+
+/// The header carrying the dispatch signature (`v1=<hex>`), and the one carrying its time.
+pub const SIGNATURE_HEADER: &str = "X-Ax-Signature";
+pub const TIMESTAMP_HEADER: &str = "X-Ax-Timestamp";
+
+fn hmac_hex(secret: &[u8], parts: &[&[u8]]) -> String {
+    // An HMAC key may have any length, so this cannot fail.
+    let mut mac = HmacSha256::new_from_slice(secret).unwrap_or_else(|_| unreachable!());
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The `X-Ax-Signature` of a dispatch: HMAC-SHA256 over `"{timestamp}.{body}"`, like webhook
+/// signatures, so an executor can check that the call came from ax and is fresh.
+pub fn sign_dispatch(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
+    let ts = timestamp.to_string();
+    format!("v1={}", hmac_hex(secret, &[ts.as_bytes(), b".", body]))
+}
+
+/// The token a run's result callback must carry: derived from the run's request id, so any ax
+/// process sharing the secret can check it without a lookup.
+pub fn callback_token(secret: &[u8], request_id: &str) -> String {
+    hmac_hex(secret, &[b"callback:", request_id.as_bytes()])
+}
+
+/// Compares secrets in constant time.
+pub fn same_secret(given: &str, expected: &str) -> bool {
+    given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+}
+
+/// Whether an `Authorization` header carries the admin token.
+pub fn is_admin(authorization: Option<&str>, token: &str) -> bool {
+    authorization
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .is_some_and(|given| same_secret(given.trim(), token))
+}
+
+/// One allowed handler host: an exact host name, a `*.domain` wildcard, an IP, or a CIDR block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Rule {
+    Host(String),
+    Suffix(String),
+    Net(IpAddr, u8),
+}
+
+/// The hosts handlers may live on; empty allows every host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allowlist(Vec<Rule>);
+
+impl Allowlist {
+    /// Parses entries like `executor.internal`, `*.svc.example.com`, `10.1.2.3`, `10.0.0.0/8`.
+    pub fn parse(entries: &[String]) -> Result<Allowlist, String> {
+        entries
+            .iter()
+            .map(|entry| parse_rule(entry.trim()))
+            .collect::<Result<_, _>>()
+            .map(Allowlist)
+    }
+
+    /// Whether a handler on `host` may be called. Host names are matched as written, not
+    /// resolved: to fence off internal addresses, list names and public ranges only.
+    pub fn allows(&self, host: &str) -> bool {
+        if self.0.is_empty() {
+            return true;
+        }
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        let ip: Option<IpAddr> = host.parse().ok();
+        self.0.iter().any(|rule| match (rule, ip) {
+            (Rule::Net(net, bits), Some(ip)) => in_net(ip, *net, *bits),
+            (Rule::Host(name), None) => *name == host,
+            (Rule::Suffix(domain), None) => host.ends_with(domain.as_str()),
+            _ => false,
+        })
+    }
+}
+
+fn parse_rule(entry: &str) -> Result<Rule, String> {
+    let bad = || format!("`{entry}` is not a host, *.domain, IP or CIDR");
+    if entry.is_empty() {
+        return Err(bad());
+    }
+    if let Some(domain) = entry.strip_prefix("*.") {
+        return Ok(Rule::Suffix(format!(".{}", domain.to_ascii_lowercase())));
+    }
+    let (addr, bits) = match entry.split_once('/') {
+        Some((addr, bits)) => (addr, Some(bits.parse::<u8>().map_err(|_| bad())?)),
+        None => (entry, None),
+    };
+    match addr.parse::<IpAddr>() {
+        Ok(ip) => {
+            let max = if ip.is_ipv4() { 32 } else { 128 };
+            let bits = bits.unwrap_or(max);
+            if bits > max {
+                return Err(bad());
+            }
+            Ok(Rule::Net(ip, bits))
+        }
+        Err(_) if bits.is_none() && !entry.contains(['/', ' ', '*']) => {
+            Ok(Rule::Host(entry.to_ascii_lowercase()))
+        }
+        Err(_) => Err(bad()),
+    }
+}
+
+fn in_net(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(ip), IpAddr::V4(net)) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+            u32::from(ip) & mask == u32::from(net) & mask
+        }
+        (IpAddr::V6(ip), IpAddr::V6(net)) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+            u128::from(ip) & mask == u128::from(net) & mask
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_follow_the_documented_scheme() {
+        // `printf '1700000000.{}' | openssl dgst -sha256 -hmac secret`
+        let sig = sign_dispatch(b"secret", 1_700_000_000, b"{}");
+        assert_eq!(
+            sig,
+            "v1=b8569b78799ff9e3cbff0fc2d63a33a2b57f3282abd07c37ae5e8e7d79a5f163"
+        );
+        assert_ne!(sig, sign_dispatch(b"secret", 1_700_000_001, b"{}"));
+        assert_ne!(sig, sign_dispatch(b"other", 1_700_000_000, b"{}"));
+        assert_ne!(sig, sign_dispatch(b"secret", 1_700_000_000, b"{ }"));
+    }
+
+    #[test]
+    fn callback_tokens_are_per_run_and_per_secret() {
+        let token = callback_token(b"s", "run-1");
+        assert_eq!(token.len(), 64);
+        assert_ne!(token, callback_token(b"s", "run-2"));
+        assert_ne!(token, callback_token(b"t", "run-1"));
+    }
+
+    #[test]
+    fn admin_token_needs_the_bearer_scheme_and_the_exact_value() {
+        assert!(is_admin(Some("Bearer s3cret"), "s3cret"));
+        assert!(!is_admin(Some("Bearer s3cre"), "s3cret"));
+        assert!(!is_admin(Some("s3cret"), "s3cret"));
+        assert!(!is_admin(Some("Basic s3cret"), "s3cret"));
+        assert!(!is_admin(None, "s3cret"));
+    }
+
+    #[test]
+    fn allowlist_matches_hosts_domains_ips_and_cidrs() {
+        let rules: Vec<String> = [
+            "executor.internal",
+            "*.svc.example.com",
+            "10.0.0.0/8",
+            "127.0.0.1",
+            "fd00::/8",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let allow = Allowlist::parse(&rules).expect("valid");
+        for host in [
+            "executor.internal",
+            "EXECUTOR.internal",
+            "a.svc.example.com",
+            "10.9.8.7",
+            "127.0.0.1",
+            "[fd12::1]",
+        ] {
+            assert!(allow.allows(host), "{host}");
+        }
+        for host in [
+            "svc.example.com",
+            "evil.internal",
+            "11.0.0.1",
+            "127.0.0.2",
+            "169.254.169.254",
+            "[::1]",
+            "example.com.evil",
+        ] {
+            assert!(!allow.allows(host), "{host}");
+        }
+        assert!(Allowlist::default().allows("169.254.169.254"));
+        for bad in ["10.0.0.0/33", "", "a b", "10.0.0.0/x", "host/8"] {
+            assert!(Allowlist::parse(&[bad.to_string()]).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! The OpenAPI document describes exactly the routes the router serves, and `/metrics` speaks
+//! the Prometheus text format.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use ax::api::ENDPOINTS;
+use common::{config, start_ax, Api, Executor, Reply, TestStore};
+use serde_json::json;
+
+#[actix_rt::test]
+async fn the_document_matches_the_router() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "openapi")).await;
+    let api = Api::new(&ax);
+    let (status, doc) = api.get("/api/openapi.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.0.3");
+    let documented: BTreeSet<(String, String)> = doc["paths"]
+        .as_object()
+        .expect("paths")
+        .iter()
+        .flat_map(|(path, item)| {
+            let methods = item
+                .as_object()
+                .map(|m| m.keys().cloned().collect::<Vec<_>>());
+            methods
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |method| (method, path.clone()))
+        })
+        .collect();
+    let routed: BTreeSet<(String, String)> = ENDPOINTS
+        .iter()
+        .map(|e| (e.method.to_string(), e.path.to_string()))
+        .collect();
+    assert_eq!(documented, routed);
+
+    // Every documented endpoint is served: none falls through to the router's "no route".
+    let no_route = |reply: &serde_json::Value| {
+        reply["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("no route"))
+    };
+    let (status, reply) = api.call("GET", "/api/nothing-here", None).await;
+    assert!(
+        status == 404 && no_route(&reply),
+        "the check can fail: {reply}"
+    );
+    for (method, path) in &documented {
+        let concrete = path
+            .replace("{id}", "1")
+            .replace("{scene}", "default")
+            .replace("{requestId}", &uuid::Uuid::new_v4().to_string());
+        let body = (method == "post" || method == "put").then(|| json!({}));
+        let (status, reply) = api.call(&method.to_uppercase(), &concrete, body).await;
+        assert!(
+            !no_route(&reply),
+            "{method} {path} is not routed ({status}: {reply})"
+        );
+        let op = &doc["paths"][path.as_str()][method.as_str()];
+        assert!(
+            op["summary"].is_string() && op["responses"].is_object(),
+            "{method} {path}"
+        );
+    }
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn metrics_count_what_happens() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "metrics")).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Success).await;
+    api.create_task(json!({"name": "m", "cron": "* * * * * *", "handlerUrl": executor.url}))
+        .await;
+    executor
+        .wait_for(2, std::time::Duration::from_secs(5))
+        .await;
+    let client = awc::Client::default();
+    let mut response = client
+        .get(format!("http://{}/metrics", ax.addr()))
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(response.status(), 200);
+    let text = String::from_utf8(response.body().await.expect("body").to_vec()).expect("utf-8");
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
+    };
+    assert!(value("ax_fires_total") >= 2.0);
+    assert!(value("ax_dispatch_results_total{outcome=\"success\"}") >= 1.0);
+    assert!(value("ax_trigger_lag_seconds_count") >= 1.0);
+    assert!(value("ax_store_batch_rows_count") >= 1.0);
+    assert!(value("ax_wheel_entries") >= 1.0);
+    for family in [
+        "ax_store_commit_seconds",
+        "ax_callback_seconds",
+        "ax_retries_total",
+        "ax_missed_runs_total",
+        "ax_lock_conflicts_total",
+    ] {
+        assert!(text.contains(&format!("# TYPE {family}")), "{family}");
+    }
+    ax.shutdown().await;
+}

@@ -1,0 +1,241 @@
+//! Security end to end: the admin token, the default bind, the handler allowlist, and hostile
+//! input that must get a clear 4xx, store nothing, and leave the server serving.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{config, start_ax, Api, TestStore};
+use serde_json::{json, Value};
+
+const TOKEN: &str = "admin-s3cret";
+
+fn body(handler: &str) -> Value {
+    json!({"name": "t", "cron": "0 0 0 1 1 *", "handlerUrl": handler})
+}
+
+async fn call_with(
+    api_base: &str,
+    auth: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> u16 {
+    let client = awc::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .finish();
+    let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
+    let mut request = client.request(method, format!("{api_base}{path}"));
+    if let Some(auth) = auth {
+        request = request.insert_header(("Authorization", auth));
+    }
+    let response = match body {
+        Some(body) => request.send_json(&body).await,
+        None => request.send().await,
+    };
+    response.expect("answer").status().as_u16()
+}
+
+#[actix_rt::test]
+async fn the_admin_api_requires_the_token() {
+    let store = TestStore::sqlite();
+    let mut config = config(&store, false, "auth");
+    config.server.admin_token = Some(TOKEN.into());
+    let ax = start_ax(&config).await;
+    let base = format!("http://{}", ax.addr());
+    let bearer = format!("Bearer {TOKEN}");
+    let handler = Some(body("http://127.0.0.1:9/run"));
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some(TOKEN),
+        Some("Basic admin-s3cret"),
+    ] {
+        assert_eq!(
+            call_with(&base, auth, "GET", "/api/tasks", None).await,
+            401,
+            "{auth:?}"
+        );
+        assert_eq!(
+            call_with(&base, auth, "POST", "/api/tasks", handler.clone()).await,
+            401
+        );
+        assert_eq!(
+            call_with(&base, auth, "POST", "/api/scenes/default/pause", None).await,
+            401
+        );
+        assert_eq!(
+            call_with(&base, auth, "GET", "/api/cluster", None).await,
+            401
+        );
+    }
+    assert_eq!(
+        call_with(&base, Some(&bearer), "GET", "/api/tasks", None).await,
+        200
+    );
+    assert_eq!(
+        call_with(&base, Some(&bearer), "POST", "/api/tasks", handler).await,
+        201
+    );
+    // Open: health, metrics, and the callback (it carries its run's token instead).
+    assert_eq!(call_with(&base, None, "GET", "/healthz", None).await, 200);
+    assert_eq!(call_with(&base, None, "GET", "/metrics", None).await, 200);
+    let callback = json!({"requestId": uuid::Uuid::new_v4().to_string(), "callbackToken": "x", "status": "SUCCESS"});
+    assert_eq!(
+        call_with(&base, None, "POST", "/api/callback", Some(callback)).await,
+        403
+    );
+    // The rejected calls stored nothing: one task, created with the token.
+    let client = awc::Client::default();
+    let mut response = client
+        .get(format!("{base}/api/tasks"))
+        .insert_header(("Authorization", bearer.as_str()))
+        .send()
+        .await
+        .expect("answer");
+    let page: Value = response.json().await.expect("json");
+    assert_eq!(page["total"], 1);
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn without_a_token_ax_listens_on_loopback_only() {
+    let store = TestStore::sqlite();
+    let mut config = config(&store, false, "loopback");
+    config.server.bind = None;
+    let ax = start_ax(&config).await;
+    assert!(ax.addr().ip().is_loopback(), "{}", ax.addr());
+    ax.shutdown().await;
+    config.server.admin_token = Some(TOKEN.into());
+    let ax = start_ax(&config).await;
+    assert!(
+        ax.addr().ip().is_unspecified(),
+        "with a token: all interfaces, {}",
+        ax.addr()
+    );
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn handlers_outside_the_allowlist_are_rejected() {
+    let store = TestStore::sqlite();
+    let mut config = config(&store, false, "allow");
+    config.security.handler_allowlist = vec!["127.0.0.1".into(), "*.executors.internal".into()];
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    for url in [
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.5/run",
+        "http://db.internal/x",
+        "http://[::1]:9/run",
+    ] {
+        let (status, reply) = api.post("/api/tasks", body(url)).await;
+        assert_eq!(
+            (status, &reply["error"]["field"]),
+            (400, &json!("handlerUrl")),
+            "{url}: {reply}"
+        );
+    }
+    for url in ["http://127.0.0.1:9/run", "https://a.executors.internal/run"] {
+        let (status, reply) = api.post("/api/tasks", body(url)).await;
+        assert_eq!(status, 201, "{url}: {reply}");
+    }
+    let (_, page) = api.get("/api/tasks").await;
+    assert_eq!(page["total"], 2);
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn hostile_input_gets_a_clear_4xx_and_changes_nothing() {
+    let store = TestStore::mysql();
+    let ax = start_ax(&config(&store, false, "hostile")).await;
+    let api = Api::new(&ax);
+    let json_type = "application/json";
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes();
+    let cases: Vec<(&str, &str, &str, Vec<u8>, u16)> = vec![
+        ("deep JSON", "POST", "/api/tasks", deep.clone(), 400),
+        ("deep JSON callback", "POST", "/api/callback", deep, 400),
+        (
+            "bad UTF-8",
+            "POST",
+            "/api/tasks",
+            b"{\"name\": \"\xff\xfe\"}".to_vec(),
+            400,
+        ),
+        ("oversized", "POST", "/api/tasks", vec![b'{'; 2 << 20], 413),
+        (
+            "not JSON",
+            "POST",
+            "/api/callback",
+            b"requestId=1".to_vec(),
+            400,
+        ),
+        (
+            "trigger junk",
+            "POST",
+            "/api/tasks/1/trigger",
+            b"\x00\x01".to_vec(),
+            400,
+        ),
+    ];
+    for (what, method, path, body, want) in cases {
+        let (status, reply) = api.raw(method, path, json_type, body).await;
+        assert_eq!(status, want, "{what}: {reply}");
+        assert!(
+            reply["error"]["code"].is_string(),
+            "{what}: a JSON error body"
+        );
+    }
+    let sql = "'; DROP TABLE ax_task; --";
+    let valid = json!({"name": "n", "cron": "* * * * * *", "handlerUrl": "http://127.0.0.1:9/run"});
+    for field in [
+        "cron",
+        "handlerUrl",
+        "scene",
+        "params",
+        "maxRetry",
+        "timeoutMs",
+        "enabled",
+        "dependsOn",
+        "retryFactor",
+    ] {
+        let mut bad = valid.clone();
+        bad[field] = json!(sql);
+        let (status, reply) = api.post("/api/tasks", bad).await;
+        assert_eq!(
+            (status, &reply["error"]["field"]),
+            (400, &json!(field)),
+            "{field}: {reply}"
+        );
+    }
+    for (query, field) in [
+        ("/api/tasks?limit=99999999999999999999", "limit"),
+        ("/api/tasks?offset=-1", "offset"),
+        ("/api/instances?limit=1e9", "limit"),
+        ("/api/instances?taskId=1%20OR%201%3D1", "taskId"),
+        ("/api/instances?scene=x%27%20OR%20%271", "scene"),
+        ("/api/tasks/1%20OR%201=1", "id"),
+    ] {
+        let (status, reply) = api.get(query).await;
+        assert_eq!(
+            (status, &reply["error"]["field"]),
+            (400, &json!(field)),
+            "{query}: {reply}"
+        );
+    }
+    let (_, page) = api.get("/api/tasks").await;
+    assert_eq!(page["total"], 0, "nothing stored by rejected requests");
+    // A name is free text: stored as given, and the tables are intact.
+    let mut named = valid.clone();
+    named["name"] = json!(sql);
+    let created = api.create_task(named).await;
+    let (_, again) = api.get(&format!("/api/tasks/{}", created["id"])).await;
+    assert_eq!(again["name"], sql);
+    let (status, health) = api.get("/healthz").await;
+    assert_eq!(
+        (status, &health["status"]),
+        (200, &json!("ok")),
+        "still serving"
+    );
+    ax.shutdown().await;
+}
