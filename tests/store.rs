@@ -231,6 +231,16 @@ on_both_backends!(
     due_attempts_and_claims,
     due_until_pages_by_id,
     times_round_trip_exactly,
+    pause_tasks_and_scenes,
+    resume_tasks_and_scenes,
+    scene_counts_by_status,
+    task_dependencies,
+    check_pending_follows_upstreams,
+    history_filters_and_pages,
+    stats_rows_in_range,
+    retention_deletes_in_batches,
+    signing_secret_is_shared,
+    due_attempts_use_manual_params,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1359,4 +1369,769 @@ async fn connect_reports_an_unwritable_sqlite_path() {
     let err = connect_error(&format!("sqlite://{}/ax.db", file.display())).await;
     assert!(matches!(err, StoreError::Connect(_)), "{err:?}");
     assert!(err.to_string().contains("plain-file"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pause and resume
+// ---------------------------------------------------------------------------------------------
+
+/// A fixed time on the minute grid.
+fn at_hms(h: u32, m: u32, s: u32, ms: u32) -> NaiveDateTime {
+    NaiveDate::from_ymd_opt(2027, 3, 4)
+        .and_then(|d| d.and_hms_milli_opt(h, m, s, ms))
+        .expect("valid time")
+}
+
+async fn pause_tasks_and_scenes(db: &Db) {
+    use TaskStatus::*;
+    let t = base();
+    let now = t + secs(60);
+    let a = insert_task(db, fields("a", "s1", Enabled, Some(t))).await;
+    let b = insert_task(db, fields("b", "s1", Enabled, Some(t + secs(1)))).await;
+    let e = insert_task(db, fields("e", "s1", Enabled, None)).await;
+    let c = insert_task(db, fields("c", "s1", Paused, None)).await;
+    let d = insert_task(db, fields("d", "s2", Enabled, Some(t))).await;
+
+    let pause = |id: i64, at: NaiveDateTime| async move {
+        tasks::pause(&mut conn(db).await, id, at)
+            .await
+            .expect("pause")
+    };
+    assert!(pause(a.id, now).await, "an enabled task pauses");
+    let row = find_task(db, a.id).await.expect("a");
+    assert_eq!(row.status, "PAUSED");
+    assert_eq!(row.next_run_at, None, "a paused task has no next run");
+    assert_eq!(row.updated_at, now);
+    assert!(!pause(a.id, now + secs(1)).await, "already paused");
+    assert_eq!(
+        find_task(db, a.id).await.expect("a").updated_at,
+        now,
+        "a second pause changes nothing"
+    );
+    assert!(!pause(c.id, now).await, "a task created paused");
+    assert_eq!(
+        find_task(db, c.id).await.expect("c").updated_at,
+        c.updated_at
+    );
+    assert!(!pause(d.id + 1000, now).await, "a missing task");
+
+    // The scene: only its enabled tasks (b and e), in one call.
+    let pause_scene = |scene: &'static str, at: NaiveDateTime| async move {
+        tasks::pause_scene(&mut conn(db).await, scene, at)
+            .await
+            .expect("pause_scene")
+    };
+    let later = now + secs(5);
+    assert_eq!(pause_scene("s1", later).await, 2);
+    for id in [b.id, e.id] {
+        let row = find_task(db, id).await.expect("task");
+        assert_eq!(
+            (row.status.as_str(), row.next_run_at, row.updated_at),
+            ("PAUSED", None, later),
+            "task {id}"
+        );
+    }
+    assert_eq!(
+        find_task(db, a.id).await.expect("a").updated_at,
+        now,
+        "an already paused task is not touched again"
+    );
+    assert_eq!(
+        find_task(db, c.id).await.expect("c").updated_at,
+        c.updated_at
+    );
+    let other = find_task(db, d.id).await.expect("d");
+    assert_eq!(
+        (other.status.as_str(), other.next_run_at, other.updated_at),
+        ("ENABLED", Some(t), d.updated_at),
+        "another scene is untouched"
+    );
+    assert_eq!(pause_scene("s1", later).await, 0, "nothing left to pause");
+    assert_eq!(pause_scene("nope", later).await, 0);
+    assert_eq!(pause_scene("s2", later).await, 1);
+}
+
+async fn resume_tasks_and_scenes(db: &Db) {
+    use TaskStatus::*;
+    let t = base();
+    let p1 = insert_task(db, fields("p1", "s1", Paused, None)).await;
+    let p2 = insert_task(db, fields("p2", "s1", Paused, None)).await;
+    let enabled = insert_task(db, fields("on", "s1", Enabled, Some(t + secs(999)))).await;
+    let q = insert_task(db, fields("q", "s2", Paused, None)).await;
+    let mut every_5s = fields("r", "s2", Paused, None);
+    every_5s.cron = "*/5 * * * * *".into();
+    let r = insert_task(db, every_5s).await;
+
+    let resume = |which: tasks::Resume, now: NaiveDateTime| async move {
+        tasks::resume(&mut conn(db).await, which, from_db(now))
+            .await
+            .expect("resume")
+    };
+
+    // 05:06:07.123 → the next whole minute, 05:07:00.
+    let now = at_hms(5, 6, 7, 123);
+    let next = at_hms(5, 7, 0, 0);
+    let resumed = resume(tasks::Resume::Task(p1.id), now).await;
+    assert_eq!(ids(&resumed), vec![p1.id]);
+    assert_eq!(resumed[0].status, "ENABLED");
+    assert_eq!(resumed[0].next_run_at, Some(next));
+    assert_eq!(resumed[0].updated_at, now);
+    let row = find_task(db, p1.id).await.expect("p1");
+    assert_eq!(
+        (row.status.as_str(), row.next_run_at, row.updated_at),
+        ("ENABLED", Some(next), now),
+        "as stored"
+    );
+
+    // Resuming an enabled task (or a missing one) changes nothing.
+    let again = now + secs(30);
+    assert!(resume(tasks::Resume::Task(p1.id), again).await.is_empty());
+    let row = find_task(db, p1.id).await.expect("p1");
+    assert_eq!((row.next_run_at, row.updated_at), (Some(next), now));
+    assert!(resume(tasks::Resume::Task(enabled.id), again)
+        .await
+        .is_empty());
+    let row = find_task(db, enabled.id).await.expect("enabled");
+    assert_eq!(
+        (row.status.as_str(), row.next_run_at, row.updated_at),
+        ("ENABLED", Some(t + secs(999)), enabled.updated_at)
+    );
+    assert!(resume(tasks::Resume::Task(r.id + 1000), again)
+        .await
+        .is_empty());
+
+    // A scene: only its paused tasks; other scenes stay paused.
+    let resumed = resume(tasks::Resume::Scene("s1".into()), again).await;
+    assert_eq!(ids(&resumed), vec![p2.id]);
+    assert_eq!(resumed[0].next_run_at, Some(at_hms(5, 7, 0, 0)));
+    let row = find_task(db, p2.id).await.expect("p2");
+    assert_eq!(
+        (row.status.as_str(), row.next_run_at),
+        ("ENABLED", Some(next))
+    );
+    assert_eq!(
+        find_task(db, p1.id).await.expect("p1").updated_at,
+        now,
+        "already enabled"
+    );
+    for id in [q.id, r.id] {
+        let row = find_task(db, id).await.expect("s2 task");
+        assert_eq!((row.status.as_str(), row.next_run_at), ("PAUSED", None));
+    }
+    assert!(resume(tasks::Resume::Scene("s1".into()), again)
+        .await
+        .is_empty());
+    assert!(resume(tasks::Resume::Scene("nope".into()), again)
+        .await
+        .is_empty());
+
+    // Strictly after `now`: on a fire time exactly, the next one.
+    let on_the_minute = at_hms(5, 10, 0, 0);
+    let mut resumed = resume(tasks::Resume::Scene("s2".into()), on_the_minute).await;
+    resumed.sort_by_key(|t| t.id);
+    let got: Vec<(i64, Option<NaiveDateTime>)> =
+        resumed.iter().map(|t| (t.id, t.next_run_at)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (q.id, Some(at_hms(5, 11, 0, 0))),
+            (r.id, Some(at_hms(5, 10, 5, 0))),
+        ]
+    );
+    for (id, next) in got {
+        let row = find_task(db, id).await.expect("task");
+        assert_eq!(
+            (row.status.as_str(), row.next_run_at, row.updated_at),
+            ("ENABLED", next, on_the_minute)
+        );
+    }
+}
+
+async fn scene_counts_by_status(db: &Db) {
+    use TaskStatus::*;
+    let counts = || async move {
+        tasks::scene_counts(&mut conn(db).await)
+            .await
+            .expect("scene_counts")
+    };
+    assert!(counts().await.is_empty());
+    for (name, scene, status) in [
+        ("a", "s2", Enabled),
+        ("b", "s1", Paused),
+        ("c", "s1", Enabled),
+        ("d", "s10", Paused),
+        ("e", "s1", Enabled),
+        ("f", "s2", Enabled),
+        ("g", "s1", Enabled),
+    ] {
+        insert_task(db, fields(name, scene, status, None)).await;
+    }
+    let expected: Vec<(String, String, i64)> = [
+        ("s1", "ENABLED", 3),
+        ("s1", "PAUSED", 1),
+        ("s10", "PAUSED", 1),
+        ("s2", "ENABLED", 2),
+    ]
+    .into_iter()
+    .map(|(scene, status, n)| (scene.to_string(), status.to_string(), n))
+    .collect();
+    assert_eq!(counts().await, expected);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dependencies
+// ---------------------------------------------------------------------------------------------
+
+async fn task_dependencies(db: &Db) {
+    use TaskStatus::*;
+    let a = insert_task(db, fields("a", "s", Enabled, None)).await;
+    let b = insert_task(db, fields("b", "s", Enabled, None)).await;
+    let c = insert_task(db, fields("c", "s", Enabled, None)).await;
+    let deps_of = |ids: Vec<i64>| async move {
+        tasks::dependencies_of(&mut conn(db).await, &ids)
+            .await
+            .expect("dependencies_of")
+    };
+    let all = || async move {
+        let mut edges = tasks::all_dependencies(&mut conn(db).await)
+            .await
+            .expect("all_dependencies");
+        edges.sort();
+        edges
+    };
+    assert!(all().await.is_empty());
+
+    // Stored with the task, listed by upstream id.
+    let d = tasks::insert(
+        &mut conn(db).await,
+        fields("d", "s", Enabled, None),
+        vec![b.id, a.id],
+    )
+    .await
+    .expect("insert with upstreams");
+    let deps = deps_of(vec![d.id]).await;
+    assert_eq!(deps.len(), 1);
+    assert_eq!(deps.get(&d.id), Some(&vec![a.id, b.id]));
+    assert!(deps_of(vec![a.id]).await.is_empty(), "a has no upstreams");
+    assert!(deps_of(vec![]).await.is_empty());
+
+    let e = tasks::insert(
+        &mut conn(db).await,
+        fields("e", "s", Enabled, None),
+        vec![a.id],
+    )
+    .await
+    .expect("insert with upstreams");
+    assert_eq!(all().await, vec![(d.id, a.id), (d.id, b.id), (e.id, a.id)]);
+    let deps = deps_of(vec![d.id, e.id, c.id]).await;
+    assert_eq!(deps.len(), 2);
+    assert_eq!(deps.get(&d.id), Some(&vec![a.id, b.id]));
+    assert_eq!(deps.get(&e.id), Some(&vec![a.id]));
+
+    // An update replaces the upstreams.
+    tasks::update(
+        &mut conn(db).await,
+        d.id,
+        fields("d", "s", Enabled, None),
+        vec![c.id],
+    )
+    .await
+    .expect("update")
+    .expect("d exists");
+    assert_eq!(deps_of(vec![d.id]).await.get(&d.id), Some(&vec![c.id]));
+    assert_eq!(all().await, vec![(d.id, c.id), (e.id, a.id)]);
+    // An update of a missing task stores none.
+    let missing = tasks::update(
+        &mut conn(db).await,
+        e.id + 1000,
+        fields("x", "s", Enabled, None),
+        vec![a.id],
+    )
+    .await
+    .expect("update");
+    assert!(missing.is_none());
+    assert_eq!(all().await, vec![(d.id, c.id), (e.id, a.id)]);
+    // No upstreams clears them.
+    tasks::update(
+        &mut conn(db).await,
+        d.id,
+        fields("d", "s", Enabled, None),
+        Vec::new(),
+    )
+    .await
+    .expect("update")
+    .expect("d exists");
+    assert!(deps_of(vec![d.id]).await.is_empty());
+    assert_eq!(all().await, vec![(e.id, a.id)]);
+
+    // existing
+    let existing = |ids: Vec<i64>| async move {
+        let mut found = tasks::existing(&mut conn(db).await, &ids)
+            .await
+            .expect("existing");
+        found.sort();
+        found
+    };
+    assert_eq!(
+        existing(vec![e.id, a.id, e.id + 1000]).await,
+        vec![a.id, e.id]
+    );
+    assert!(existing(vec![]).await.is_empty());
+    assert!(existing(vec![-1, 0]).await.is_empty());
+
+    // Deleting a task removes its dependency rows.
+    assert!(tasks::delete(&mut conn(db).await, e.id, now_db())
+        .await
+        .expect("delete"));
+    assert!(deps_of(vec![e.id]).await.is_empty());
+    assert!(all().await.is_empty());
+    assert_eq!(existing(vec![e.id, a.id]).await, vec![a.id]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// check_pending: runs waiting on their upstreams
+// ---------------------------------------------------------------------------------------------
+
+async fn check_pending_follows_upstreams(db: &Db) {
+    use InstanceStatus::*;
+    let t = base();
+    let a = insert_task(db, fields("up", "s", TaskStatus::Enabled, None)).await;
+    let b = tasks::insert(
+        &mut conn(db).await,
+        fields("down", "s", TaskStatus::Enabled, None),
+        vec![a.id],
+    )
+    .await
+    .expect("insert downstream");
+
+    // The upstream's history.
+    let upstream = |at: NaiveDateTime, status: InstanceStatus| {
+        let rid = request_id();
+        let mut row = new_instance(a.id, &rid, at, status);
+        if status.is_final() {
+            row.finished_at = Some(at + secs(1));
+        }
+        (rid, row)
+    };
+    let (_, a_ok) = upstream(t, Success);
+    let (_, a_failed) = upstream(t + secs(10), Failed);
+    let (_, a_missed) = upstream(t + secs(20), Missed);
+    let (a_running, a_running_row) = upstream(t + secs(30), Running);
+    for row in [&a_ok, &a_failed, &a_missed, &a_running_row] {
+        assert_eq!(insert_instance(db, row).await, FireOutcome::Fired);
+    }
+
+    let now1 = t + secs(100);
+    let deadline = t + secs(200);
+    let pending = |at: NaiveDateTime, deadline: NaiveDateTime| {
+        let rid = request_id();
+        let mut row = new_instance(b.id, &rid, at, Pending);
+        row.deadline_at = Some(deadline);
+        (rid, row)
+    };
+    // Before any upstream run: waits until its deadline (later upstream runs do not count).
+    let (early, early_row) = pending(t - secs(10), deadline);
+    // After a SUCCESS (and before a FAILED): released, even past its own deadline.
+    let (ok, ok_row) = pending(t + secs(5), now1 - secs(1));
+    // At the very time of a FAILED upstream run: failed.
+    let (failed, failed_row) = pending(t + secs(10), deadline);
+    // After a MISSED: failed.
+    let (missed, missed_row) = pending(t + secs(25), deadline);
+    // The upstream still runs: waits.
+    let (waiting, waiting_row) = pending(t + secs(30), deadline);
+    for row in [&early_row, &ok_row, &failed_row, &missed_row, &waiting_row] {
+        assert_eq!(insert_instance(db, row).await, FireOutcome::Fired);
+    }
+    // A run that is not PENDING is not looked at.
+    let ready = request_id();
+    insert_instance(db, &new_instance(b.id, &ready, t + secs(7), Ready)).await;
+
+    let check = |now: NaiveDateTime, limit: i64| async move {
+        instances::check_pending(&mut conn(db).await, from_db(now), limit)
+            .await
+            .expect("check_pending")
+    };
+
+    // Oldest first, `limit` of them: `early` waits, then `ok` is released.
+    assert_eq!(check(now1, 1).await, (0, 0));
+    assert_eq!(check(now1, 2).await, (1, 0));
+    let row = instance(db, &ok).await;
+    assert_eq!(row.status, "READY");
+    assert_eq!(row.next_attempt_at, Some(now1), "due at once");
+    assert_eq!(row.deadline_at, None);
+    assert_eq!((row.finished_at, row.callback_code), (None, None));
+    assert_eq!(check(now1, 100).await, (0, 2));
+
+    for (rid, scheduled) in [(&failed, t + secs(10)), (&missed, t + secs(25))] {
+        let row = instance(db, rid).await;
+        assert_eq!(row.status, "FAILED", "scheduled at {scheduled}");
+        assert_eq!(row.callback_code.as_deref(), Some("UPSTREAM_FAILED"));
+        assert!(row.callback_message.is_some());
+        assert_eq!(row.finished_at, Some(now1));
+        assert_eq!(row.deadline_at, None);
+        assert_eq!(row.next_attempt_at, None, "no retry");
+    }
+    for rid in [&early, &waiting] {
+        let row = instance(db, rid).await;
+        assert_eq!(row.status, "PENDING");
+        assert_eq!(row.deadline_at, Some(deadline), "the deadline is kept");
+        assert_eq!((row.finished_at, row.callback_code), (None, None));
+    }
+    let row = instance(db, &ready).await;
+    assert_eq!((row.status.as_str(), row.next_attempt_at), ("READY", None));
+    assert_eq!(check(now1, 100).await, (0, 0), "nothing changed since");
+
+    // The running upstream succeeds: its downstream is released at the next check.
+    let outcome = apply(
+        db,
+        result(&a_running, Success, None, None, now1 + secs(1), None),
+    )
+    .await;
+    assert_eq!(outcome, ResultOutcome::Applied(Success));
+    let now2 = now1 + secs(2);
+    assert_eq!(check(now2, 100).await, (1, 0));
+    let row = instance(db, &waiting).await;
+    assert_eq!(
+        (row.status.as_str(), row.next_attempt_at, row.deadline_at),
+        ("READY", Some(now2), None)
+    );
+
+    // `early` has no upstream run at or before it: PENDING until its deadline, then FAILED.
+    assert_eq!(check(deadline - millis(1), 100).await, (0, 0));
+    assert_eq!(instance(db, &early).await.status, "PENDING");
+    assert_eq!(check(deadline, 100).await, (0, 1));
+    let row = instance(db, &early).await;
+    assert_eq!(row.status, "FAILED");
+    assert_eq!(row.callback_code.as_deref(), Some("DEPENDENCY_TIMEOUT"));
+    assert!(row.callback_message.is_some());
+    assert_eq!(row.finished_at, Some(deadline));
+    assert_eq!(row.deadline_at, None);
+    assert_eq!(check(deadline + secs(1), 100).await, (0, 0));
+
+    // A PENDING run that is past its deadline while its upstream still runs times out too.
+    let (_, late_running) = upstream(t + secs(300), Running);
+    insert_instance(db, &late_running).await;
+    let (late, late_row) = pending(t + secs(300), t + secs(310));
+    insert_instance(db, &late_row).await;
+    assert_eq!(check(t + secs(305), 100).await, (0, 0));
+    assert_eq!(check(t + secs(310), 100).await, (0, 1));
+    assert_eq!(
+        instance(db, &late).await.callback_code.as_deref(),
+        Some("DEPENDENCY_TIMEOUT")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// History, stats, retention
+// ---------------------------------------------------------------------------------------------
+
+async fn history_filters_and_pages(db: &Db) {
+    use ax::store::queries::instances::{Cursor, InstanceFilter};
+    use InstanceStatus::*;
+    let t = base();
+    let x = insert_task(db, fields("x", "s1", TaskStatus::Enabled, None)).await;
+    let y = insert_task(db, fields("y", "s2", TaskStatus::Enabled, None)).await;
+    // Inserted in this order, so ids grow down the list.
+    let plan = [
+        ("r1", x.id, t, Success),
+        ("r2", x.id, t + secs(10), Failed),
+        ("r3", x.id, t + secs(10), Success),
+        ("r4", x.id, t + secs(20), Ready),
+        ("r5", x.id, t + secs(30), Success),
+        ("y1", y.id, t + secs(10), Success),
+        ("y2", y.id, t + secs(40), Failed),
+    ];
+    let mut rid_of = std::collections::HashMap::new();
+    for (name, task, at, status) in plan {
+        let rid = request_id();
+        insert_instance(db, &new_instance(task, &rid, at, status)).await;
+        rid_of.insert(rid, name);
+    }
+
+    let history = |filter: InstanceFilter, cursor: Option<Cursor>, limit: i64| {
+        let rid_of = rid_of.clone();
+        async move {
+            let rows = instances::history(&mut conn(db).await, &filter, cursor, limit)
+                .await
+                .expect("history");
+            let names: Vec<&str> = rows.iter().map(|r| rid_of[&r.request_id]).collect();
+            (names, rows)
+        }
+    };
+    let names = |filter: InstanceFilter| {
+        let history = &history;
+        async move { history(filter, None, 100).await.0 }
+    };
+    let all = InstanceFilter::default;
+
+    // Newest scheduled first; the same time by id, newest first.
+    assert_eq!(
+        names(all()).await,
+        vec!["y2", "r5", "r4", "y1", "r3", "r2", "r1"]
+    );
+    let by_task = InstanceFilter {
+        task_id: Some(x.id),
+        ..all()
+    };
+    assert_eq!(
+        names(by_task.clone()).await,
+        vec!["r5", "r4", "r3", "r2", "r1"]
+    );
+    let by_scene = |scene: &str| InstanceFilter {
+        scene: Some(scene.into()),
+        ..all()
+    };
+    assert_eq!(names(by_scene("s2")).await, vec!["y2", "y1"]);
+    assert_eq!(
+        names(by_scene("s1")).await,
+        vec!["r5", "r4", "r3", "r2", "r1"]
+    );
+    assert!(names(by_scene("nope")).await.is_empty());
+    let by_status = |status: InstanceStatus| InstanceFilter {
+        status: Some(status),
+        ..all()
+    };
+    assert_eq!(
+        names(by_status(Success)).await,
+        vec!["r5", "y1", "r3", "r1"]
+    );
+    assert_eq!(names(by_status(Failed)).await, vec!["y2", "r2"]);
+    assert!(names(by_status(Running)).await.is_empty());
+    let from = InstanceFilter {
+        from: Some(t + secs(10)),
+        ..all()
+    };
+    assert_eq!(
+        names(from).await,
+        vec!["y2", "r5", "r4", "y1", "r3", "r2"],
+        "from is inclusive"
+    );
+    let to = InstanceFilter {
+        to: Some(t + secs(30)),
+        ..all()
+    };
+    assert_eq!(
+        names(to).await,
+        vec!["r4", "y1", "r3", "r2", "r1"],
+        "to is exclusive"
+    );
+    let combined = InstanceFilter {
+        task_id: Some(x.id),
+        scene: Some("s1".into()),
+        status: Some(Success),
+        from: Some(t + secs(10)),
+        to: Some(t + secs(30)),
+    };
+    assert_eq!(names(combined).await, vec!["r3"]);
+    let mismatch = InstanceFilter {
+        task_id: Some(x.id),
+        scene: Some("s2".into()),
+        ..all()
+    };
+    assert!(names(mismatch).await.is_empty());
+    let (limited, _) = history(all(), None, 3).await;
+    assert_eq!(limited, vec!["y2", "r5", "r4"]);
+
+    // Cursor pages of 2: every row exactly once, across the tie at t+10.
+    let pages_of = |filter: InstanceFilter| {
+        let history = &history;
+        async move {
+            let mut pages: Vec<Vec<&str>> = Vec::new();
+            let mut cursor = None;
+            loop {
+                let (names, rows) = history(filter.clone(), cursor, 2).await;
+                if rows.is_empty() {
+                    break;
+                }
+                let last = rows.last().expect("non-empty");
+                cursor = Some(Cursor {
+                    scheduled_at: last.scheduled_at,
+                    id: last.id,
+                });
+                pages.push(names);
+                assert!(pages.len() <= 10, "paging does not terminate: {pages:?}");
+            }
+            pages
+        }
+    };
+    assert_eq!(
+        pages_of(all()).await,
+        vec![
+            vec!["y2", "r5"],
+            vec!["r4", "y1"],
+            vec!["r3", "r2"],
+            vec!["r1"]
+        ]
+    );
+    assert_eq!(
+        pages_of(by_task).await,
+        vec![vec!["r5", "r4"], vec!["r3", "r2"], vec!["r1"]]
+    );
+}
+
+async fn stats_rows_in_range(db: &Db) {
+    use InstanceStatus::*;
+    let t = base();
+    let x = insert_task(db, fields("x", "s", TaskStatus::Enabled, None)).await;
+    let y = insert_task(db, fields("y", "s", TaskStatus::Enabled, None)).await;
+    let mut expected = Vec::new();
+    for (task, at, status, counted) in [
+        (x.id, t - millis(1), Success, false),
+        (x.id, t, Success, true),
+        (x.id, t + secs(5), Failed, true),
+        (x.id, t + secs(5), Missed, true),
+        (x.id, t + secs(10) - millis(1), Running, true),
+        (x.id, t + secs(10), Success, false),
+        (y.id, t + secs(5), Success, false),
+    ] {
+        let mut row = new_instance(task, &request_id(), at, status);
+        row.trigger_at = at + millis(250);
+        insert_instance(db, &row).await;
+        if counted {
+            expected.push((status.as_str().to_string(), at, at + millis(250)));
+        }
+    }
+    let mut rows = instances::for_stats(&mut conn(db).await, x.id, t, t + secs(10))
+        .await
+        .expect("for_stats");
+    rows.sort();
+    expected.sort();
+    assert_eq!(rows, expected);
+    let none = instances::for_stats(&mut conn(db).await, x.id, t + secs(20), t + secs(30))
+        .await
+        .expect("for_stats");
+    assert!(none.is_empty());
+    let missing = instances::for_stats(&mut conn(db).await, y.id + 1000, t, t + secs(10))
+        .await
+        .expect("for_stats");
+    assert!(missing.is_empty());
+}
+
+async fn retention_deletes_in_batches(db: &Db) {
+    use InstanceStatus::*;
+    let t = base();
+    let task = insert_task(db, fields("old", "s", TaskStatus::Enabled, None)).await;
+    let before = t + secs(3);
+    // Inserted out of order: the oldest finished go first, not the lowest ids.
+    let mut rids = std::collections::HashMap::new();
+    for (name, status, finished) in [
+        ("f3", Success, Some(t + secs(2))),
+        ("f1", Failed, Some(t)),
+        ("f5", Success, Some(t + secs(10))),
+        ("open-ready", Ready, None),
+        ("f2", Missed, Some(t + secs(1))),
+        ("f4", Success, Some(before)),
+        ("open-running", Running, None),
+        ("open-pending", Pending, None),
+    ] {
+        let rid = request_id();
+        // Scheduled long ago, so only finished_at decides.
+        let mut row = new_instance(task.id, &rid, t - secs(86_400), status);
+        row.finished_at = finished;
+        insert_instance(db, &row).await;
+        rids.insert(name, rid);
+    }
+    let remaining = || {
+        let rids = rids.clone();
+        async move {
+            let (rows, _) = runs_of(db, task.id).await;
+            let mut names: Vec<&str> = rids
+                .iter()
+                .filter(|(_, rid)| rows.iter().any(|r| &r.request_id == *rid))
+                .map(|(name, _)| *name)
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    let delete = |before: NaiveDateTime, limit: i64| async move {
+        instances::delete_finished_before(&mut conn(db).await, before, limit)
+            .await
+            .expect("delete_finished_before")
+    };
+
+    assert_eq!(delete(before, 2).await, 2);
+    assert_eq!(
+        remaining().await,
+        vec![
+            "f3",
+            "f4",
+            "f5",
+            "open-pending",
+            "open-ready",
+            "open-running"
+        ],
+        "the two oldest go first"
+    );
+    assert_eq!(delete(before, 2).await, 1);
+    assert_eq!(
+        remaining().await,
+        vec!["f4", "f5", "open-pending", "open-ready", "open-running"],
+        "finished exactly at `before` stays"
+    );
+    assert_eq!(delete(before, 2).await, 0, "done");
+    // Far in the future: every finished row, but never an open one.
+    let future = t + secs(86_400 * 365);
+    assert_eq!(delete(future, 100).await, 2);
+    assert_eq!(
+        remaining().await,
+        vec!["open-pending", "open-ready", "open-running"]
+    );
+    assert_eq!(delete(future, 100).await, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meta and manual params
+// ---------------------------------------------------------------------------------------------
+
+async fn signing_secret_is_shared(db: &Db) {
+    use ax::store::queries::meta;
+    let first = meta::signing_secret(&mut conn(db).await, "first-secret".into())
+        .await
+        .expect("signing_secret");
+    assert_eq!(first, "first-secret", "the first call stores its value");
+    let second = meta::signing_secret(&mut conn(db).await, "second-secret".into())
+        .await
+        .expect("signing_secret");
+    assert_eq!(second, "first-secret", "later calls read the stored one");
+    // Every caller gets the same one.
+    let third = meta::signing_secret(&mut conn(db).await, "third-secret".into())
+        .await
+        .expect("signing_secret");
+    assert_eq!(third, "first-secret");
+}
+
+async fn due_attempts_use_manual_params(db: &Db) {
+    let t = base();
+    let task = insert_task(db, fields("manual", "s", TaskStatus::Enabled, None)).await;
+    let (manual, scheduled) = (request_id(), request_id());
+    let mut row = new_instance(task.id, &manual, t, InstanceStatus::Ready);
+    row.trigger_type = TriggerType::Manual.as_str().into();
+    row.next_attempt_at = Some(t);
+    row.params = Some(r#"{"o":1}"#.into());
+    insert_instance(db, &row).await;
+    let mut row = new_instance(task.id, &scheduled, t, InstanceStatus::Ready);
+    row.next_attempt_at = Some(t + secs(1));
+    insert_instance(db, &row).await;
+
+    let due = instances::due_attempts(&mut conn(db).await, t + secs(1), 100)
+        .await
+        .expect("due_attempts");
+    let got: Vec<(&str, &str)> = due
+        .iter()
+        .map(|d| (d.request_id.as_str(), d.params.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (manual.as_str(), r#"{"o":1}"#),
+            (scheduled.as_str(), task.params.as_str()),
+        ]
+    );
+    assert_eq!(
+        instance(db, &manual).await.params.as_deref(),
+        Some(r#"{"o":1}"#),
+        "stored as given"
+    );
+    assert_eq!(instance(db, &scheduled).await.params, None);
 }

@@ -218,9 +218,12 @@ pub async fn delete(conn: &mut Conn, id: i64, now: NaiveDateTime) -> Result<bool
     conn.transaction(|conn| {
         Box::pin(async move {
             let deleted = with_conn!(conn, |c| {
-                diesel::delete(d::ax_task_dependency.filter(d::task_id.eq(id)))
-                    .execute(c)
-                    .await?;
+                // Its downstreams stop waiting on it too.
+                diesel::delete(
+                    d::ax_task_dependency.filter(d::task_id.eq(id).or(d::depends_on.eq(id))),
+                )
+                .execute(c)
+                .await?;
                 diesel::delete(t::ax_task.find(id)).execute(c).await?
             });
             if deleted > 0 {
