@@ -160,7 +160,7 @@ impl Scheduler {
                 self.wheel.do_send(Unschedule(id));
             }
         }
-        self.wheel.do_send(Schedule(entries));
+        self.wheel.do_send(Schedule::replace(entries));
         Ok(())
     }
 

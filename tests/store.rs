@@ -1131,11 +1131,12 @@ async fn due_attempts_and_claims(db: &Db) {
 // ---------------------------------------------------------------------------------------------
 
 async fn due_until_pages_by_id(db: &Db) {
+    use tasks::DueCursor;
     let until = NaiveDate::from_ymd_opt(2027, 3, 4)
         .and_then(|d| d.and_hms_opt(6, 0, 0))
         .expect("valid time");
     use TaskStatus::*;
-    // Next-run times deliberately out of id order: the result is ordered by id.
+    // Inserted out of time order: the result is ordered by (next run, id).
     let plan: Vec<(&str, TaskStatus, Option<NaiveDateTime>, bool)> = vec![
         ("due-late", Enabled, Some(until - millis(1)), true),
         ("not-due-1ms", Enabled, Some(until + millis(1)), false),
@@ -1144,58 +1145,59 @@ async fn due_until_pages_by_id(db: &Db) {
         ("due-exactly", Enabled, Some(until), true),
         ("never", Enabled, None, false),
         ("not-due", Enabled, Some(until + secs(3600)), false),
-        (
-            "due-mid",
-            Enabled,
-            Some(until - secs(30) + millis(500)),
-            true,
-        ),
+        ("due-mid", Enabled, Some(until - secs(30)), true),
+        ("due-mid-too", Enabled, Some(until - secs(30)), true),
         ("due-last", Enabled, Some(until - secs(1)), true),
     ];
-    let mut expected = Vec::new();
+    let mut due_tasks = Vec::new();
     for (name, status, next, due) in plan {
         let task = insert_task(db, fields(name, "s", status, next)).await;
         if due {
-            expected.push(task.id);
+            due_tasks.push(task);
         }
     }
-    assert_eq!(expected.len(), 5);
+    due_tasks.sort_by_key(|t| (t.next_run_at, t.id));
+    let expected = ids(&due_tasks);
+    assert_eq!(expected.len(), 6);
 
-    let due = |after: i64, limit: i64| async move {
-        tasks::due_until(&mut conn(db).await, until, after, limit)
+    let due = |cursor: DueCursor, limit: i64| async move {
+        tasks::due_until(&mut conn(db).await, cursor, until, limit)
             .await
             .expect("due_until")
     };
-    let all = due(0, 100).await;
+    let all = due(DueCursor::start(), 100).await;
     assert_eq!(ids(&all), expected);
     assert!(all.iter().all(|t| t.status == "ENABLED"));
 
-    // Keyset pages of 2: 2, 2, 1, then nothing.
-    let mut after = 0;
+    // Keyset pages of 4: 4, 2, then nothing — also across the two tasks due at one time.
+    let mut cursor = DueCursor::start();
     let mut pages = Vec::new();
     loop {
-        let page = due(after, 2).await;
-        if page.is_empty() {
+        let page = due(cursor, 4).await;
+        let Some(last) = page.last() else {
             break;
-        }
-        after = page.last().expect("non-empty").id;
+        };
+        cursor = DueCursor::past(last);
         pages.push(ids(&page));
         assert!(pages.len() <= 5, "paging does not terminate: {pages:?}");
     }
-    assert_eq!(
-        pages.iter().map(Vec::len).collect::<Vec<_>>(),
-        vec![2, 2, 1]
-    );
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), vec![4, 2]);
     assert_eq!(pages.concat(), expected);
 
-    // Starting after an id in the middle skips everything up to it.
-    assert_eq!(ids(&due(expected[2], 100).await), expected[3..].to_vec());
-    assert!(due(expected[4], 100).await.is_empty());
+    // From a time on: only what is due strictly after it (the incremental top-up).
+    let after_mid = due(DueCursor::after(until - secs(30)), 100).await;
+    assert_eq!(ids(&after_mid), expected[3..].to_vec());
+    assert!(due(DueCursor::after(until), 100).await.is_empty());
     // An earlier horizon sees only the earliest task.
-    let early = tasks::due_until(&mut conn(db).await, until - secs(3600), 0, 100)
-        .await
-        .expect("due_until");
-    assert_eq!(ids(&early), vec![expected[1]]);
+    let early = tasks::due_until(
+        &mut conn(db).await,
+        DueCursor::start(),
+        until - secs(3600),
+        100,
+    )
+    .await
+    .expect("due_until");
+    assert_eq!(ids(&early), vec![expected[0]]);
 }
 
 // ---------------------------------------------------------------------------------------------

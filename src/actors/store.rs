@@ -1,9 +1,9 @@
 //! StoreActor: owns the database pool and group-commits instance writes.
 //!
 //! Fires are committed at once (a tick's fires are already one batch, and dispatch waits on
-//! them); results wait until `batch_size` rows are queued or `batch_interval` has passed, and
-//! ride along with any commit that happens sooner. Every caller is answered only after its
-//! write is committed.
+//! them); results wait until `batch_size` rows are queued or `batch_interval` has passed. Fires
+//! and results commit in two lanes side by side. Every caller is answered only after its write
+//! is committed.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -32,6 +32,13 @@ enum Pending {
 }
 
 impl Pending {
+    fn lane(&self) -> usize {
+        match self {
+            Pending::Fires(..) | Pending::Claims(..) => FIRES,
+            Pending::Result(..) => RESULTS,
+        }
+    }
+
     fn rows(&self) -> usize {
         match self {
             Pending::Fires(fires, _) => fires.len(),
@@ -41,17 +48,53 @@ impl Pending {
     }
 }
 
-/// The actor owning the pool and the write queue.
-pub struct StoreActor {
-    db: Db,
-    retry_defaults: RetryPolicy,
-    batch_size: usize,
-    batch_interval: Duration,
+/// A queue of writes committed one transaction at a time.
+#[derive(Default)]
+struct Lane {
     queue: Vec<Pending>,
     queued_rows: usize,
     /// When the oldest queued result arrived; it must be committed by `+ batch_interval`.
     oldest_result: Option<Instant>,
     committing: bool,
+}
+
+impl Lane {
+    fn is_idle(&self) -> bool {
+        !self.committing && self.queue.is_empty()
+    }
+
+    /// Takes queued writes up to `batch_size` rows (at least one write).
+    fn take_batch(&mut self, batch_size: usize) -> Vec<Pending> {
+        let mut rows = 0;
+        let mut take = 0;
+        for pending in &self.queue {
+            if take > 0 && rows + pending.rows() > batch_size {
+                break;
+            }
+            rows += pending.rows();
+            take += 1;
+        }
+        self.queued_rows -= rows;
+        let batch: Vec<Pending> = self.queue.drain(..take).collect();
+        if self.queue.is_empty() {
+            self.oldest_result = None;
+        }
+        batch
+    }
+}
+
+/// Fires and claims go in one lane, results in the other: a fire's dispatch waits for its
+/// commit, so it never queues behind results, and the two commit side by side.
+const FIRES: usize = 0;
+const RESULTS: usize = 1;
+
+/// The actor owning the pool and the write queues.
+pub struct StoreActor {
+    db: Db,
+    retry_defaults: RetryPolicy,
+    batch_size: usize,
+    batch_interval: Duration,
+    lanes: [Lane; 2],
     /// Set by `Flush`: commit everything now, whatever the batch policy says.
     flushing: bool,
     flush_waiters: Vec<oneshot::Sender<()>>,
@@ -69,23 +112,24 @@ impl StoreActor {
             retry_defaults,
             batch_size: batch_size.max(1),
             batch_interval,
-            queue: Vec::new(),
-            queued_rows: 0,
-            oldest_result: None,
-            committing: false,
+            lanes: Default::default(),
             flushing: false,
             flush_waiters: Vec::new(),
         }
     }
 
     fn enqueue(&mut self, pending: Pending, ctx: &mut Context<Self>) {
-        self.queued_rows += pending.rows();
-        if matches!(pending, Pending::Result(..)) && self.oldest_result.is_none() {
-            self.oldest_result = Some(Instant::now());
-            ctx.run_later(self.batch_interval, |act, ctx| act.commit_if_due(ctx));
+        let lane_index = pending.lane();
+        let lane = &mut self.lanes[lane_index];
+        lane.queued_rows += pending.rows();
+        if lane_index == RESULTS && lane.oldest_result.is_none() {
+            lane.oldest_result = Some(Instant::now());
+            ctx.run_later(self.batch_interval, move |act, ctx| {
+                act.commit_if_due(lane_index, ctx)
+            });
         }
-        self.queue.push(pending);
-        self.commit_if_due(ctx);
+        lane.queue.push(pending);
+        self.commit_if_due(lane_index, ctx);
     }
 
     /// Queues a write; the returned future resolves once it is committed.
@@ -99,60 +143,43 @@ impl StoreActor {
         Box::pin(async move { rx.await.unwrap_or_else(|_| Err(dropped())) })
     }
 
-    fn commit_is_due(&self) -> bool {
+    /// Fires commit at once; results when `batch_size` rows wait or the oldest has waited
+    /// `batch_interval`.
+    fn commit_is_due(&self, lane_index: usize) -> bool {
+        let lane = &self.lanes[lane_index];
         self.flushing
-            || self.queued_rows >= self.batch_size
-            || self.queue.iter().any(|p| !matches!(p, Pending::Result(..)))
-            || self
+            || lane_index == FIRES
+            || lane.queued_rows >= self.batch_size
+            || lane
                 .oldest_result
                 .is_some_and(|since| since.elapsed() >= self.batch_interval)
     }
 
-    /// Starts a commit of the queue when one is due and none is running.
-    fn commit_if_due(&mut self, ctx: &mut Context<Self>) {
-        if self.committing || self.queue.is_empty() || !self.commit_is_due() {
+    /// Starts a commit of a lane when one is due and none is running in it.
+    fn commit_if_due(&mut self, lane_index: usize, ctx: &mut Context<Self>) {
+        let lane = &self.lanes[lane_index];
+        if lane.committing || lane.queue.is_empty() || !self.commit_is_due(lane_index) {
             return;
         }
-        let batch = self.take_batch();
-        self.committing = true;
+        let batch = self.lanes[lane_index].take_batch(self.batch_size);
+        self.lanes[lane_index].committing = true;
         let db = self.db.clone();
-        ctx.spawn(
-            commit(db, self.retry_defaults, batch)
-                .into_actor(self)
-                .map(|_, act, ctx| {
-                    act.committing = false;
-                    act.commit_if_due(ctx);
-                    act.notify_if_idle();
-                }),
-        );
+        ctx.spawn(commit(db, self.retry_defaults, batch).into_actor(self).map(
+            move |_, act, ctx| {
+                act.lanes[lane_index].committing = false;
+                act.commit_if_due(lane_index, ctx);
+                act.notify_if_idle();
+            },
+        ));
     }
 
     fn notify_if_idle(&mut self) {
-        if !self.committing && self.queue.is_empty() {
+        if self.lanes.iter().all(Lane::is_idle) {
             self.flushing = false;
             for waiter in self.flush_waiters.drain(..) {
                 let _ = waiter.send(());
             }
         }
-    }
-
-    /// Takes queued writes up to `batch_size` rows (at least one write).
-    fn take_batch(&mut self) -> Vec<Pending> {
-        let mut rows = 0;
-        let mut take = 0;
-        for pending in &self.queue {
-            if take > 0 && rows + pending.rows() > self.batch_size {
-                break;
-            }
-            rows += pending.rows();
-            take += 1;
-        }
-        self.queued_rows -= rows;
-        let batch: Vec<Pending> = self.queue.drain(..take).collect();
-        if !self.queue.iter().any(|p| matches!(p, Pending::Result(..))) {
-            self.oldest_result = None;
-        }
-        batch
     }
 }
 
@@ -312,7 +339,9 @@ impl Handler<Flush> for StoreActor {
         let (tx, rx) = oneshot::channel();
         self.flush_waiters.push(tx);
         self.flushing = true;
-        self.commit_if_due(ctx);
+        for lane in [FIRES, RESULTS] {
+            self.commit_if_due(lane, ctx);
+        }
         self.notify_if_idle();
         Box::pin(async move {
             let _ = rx.await;

@@ -11,11 +11,11 @@ use futures_util::future::join_all;
 
 use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
-use super::wheel::{Schedule, ScheduleAttempts, WheelActor};
+use super::wheel::{Schedule, ScheduleAttempts, ScheduleMode, WheelActor};
 use crate::clock::SharedClock;
 use crate::store::models::InstanceStatus;
 use crate::store::queries::instances::{self, ResultRecord};
-use crate::store::queries::tasks;
+use crate::store::queries::tasks::{self, DueCursor};
 use crate::store::{to_db, StoreError};
 
 /// How often due attempts and expired runs are looked for.
@@ -65,6 +65,8 @@ pub struct SupervisorActor {
     /// The cluster's membership, when there is a cluster (Redis).
     cluster: Option<LockHandle>,
     running: Vec<Job>,
+    /// How far the window has been loaded.
+    loaded_until: Option<DateTime<Utc>>,
 }
 
 impl SupervisorActor {
@@ -82,6 +84,7 @@ impl SupervisorActor {
             wheel,
             cluster,
             running: Vec::new(),
+            loaded_until: None,
         }
     }
 
@@ -91,6 +94,19 @@ impl SupervisorActor {
     where
         F: std::future::Future<Output = Result<usize, StoreError>> + 'static,
     {
+        self.run_then(job, ctx, work, |_| {});
+    }
+
+    /// Like `run`, calling `done` on the actor when the job succeeded.
+    fn run_then<F>(
+        &mut self,
+        job: Job,
+        ctx: &mut Context<Self>,
+        work: F,
+        done: impl FnOnce(&mut Self) + 'static,
+    ) where
+        F: std::future::Future<Output = Result<usize, StoreError>> + 'static,
+    {
         if self.running.contains(&job) {
             return;
         }
@@ -98,22 +114,34 @@ impl SupervisorActor {
         ctx.spawn(work.into_actor(self).map(move |result, act, _| {
             act.running.retain(|j| *j != job);
             match result {
-                Ok(0) => {}
-                Ok(count) => log::debug!("{job:?}: {count} found"),
+                Ok(count) => {
+                    if count > 0 {
+                        log::debug!("{job:?}: {count} found");
+                    }
+                    done(act);
+                }
                 Err(err) => log::error!("{job:?} failed, retrying at the next interval: {err}"),
             }
         }));
     }
 
+    /// Loads the window: all of it at start-up, then only the part the clock added since the
+    /// last load (the wheel re-inserts what fires, and the overdue scan catches the rest).
     fn preload(&mut self, ctx: &mut Context<Self>) {
         let until = self.clock.now() + chrono::Duration::seconds(self.settings.window_secs);
+        let from = self
+            .loaded_until
+            .map_or(DueCursor::start(), |at| DueCursor::after(to_db(at)));
         let work = preload(
             self.store.clone(),
             self.wheel.clone(),
+            from,
             until,
             self.settings.page_size,
         );
-        self.run(Job::Preload, ctx, work);
+        self.run_then(Job::Preload, ctx, work, move |act| {
+            act.loaded_until = Some(until)
+        });
     }
 
     fn overdue(&mut self, ctx: &mut Context<Self>) {
@@ -121,6 +149,7 @@ impl SupervisorActor {
         let work = preload(
             self.store.clone(),
             self.wheel.clone(),
+            DueCursor::start(),
             until,
             self.settings.page_size,
         );
@@ -249,31 +278,35 @@ impl SupervisorActor {
     }
 }
 
-/// Streams the enabled tasks due by `until` into the wheel, a page at a time.
+/// Streams the enabled tasks due after `from` and by `until` into the wheel, a page at a time.
 async fn preload(
     store: StoreHandle,
     wheel: Addr<WheelActor>,
+    from: DueCursor,
     until: DateTime<Utc>,
     page_size: i64,
 ) -> Result<usize, StoreError> {
     let until = to_db(until);
-    let mut after_id = 0;
+    let mut cursor = from;
     let mut count = 0;
     loop {
         let page = store
-            .query(move |conn| boxed(tasks::due_until(conn, until, after_id, page_size)))
+            .query(move |conn| boxed(tasks::due_until(conn, cursor, until, page_size)))
             .await?;
         let Some(last) = page.last() else {
             return Ok(count);
         };
-        after_id = last.id;
+        cursor = DueCursor::past(last);
         count += page.len();
         let full = page.len() as i64 == page_size;
         let schedule = store
             .query(move |conn| boxed(tasks::wheel_entries(conn, page)))
             .await?;
         wheel
-            .send(Schedule(schedule))
+            .send(Schedule {
+                entries: schedule,
+                mode: ScheduleMode::Fill,
+            })
             .await
             .map_err(|err| StoreError::Pool(format!("wheel unavailable: {err}")))?;
         if !full {

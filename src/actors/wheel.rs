@@ -429,21 +429,52 @@ async fn refresh(fire: &FireContext, wheel: &Addr<WheelActor>, task_ids: Vec<i64
             wheel.do_send(Unschedule(id));
         }
     }
-    wheel.do_send(Schedule(schedule));
+    wheel.do_send(Schedule::replace(schedule));
 }
 
-/// Puts runs in the wheel (replacing each task's entry); runs beyond the window are left to
-/// the supervisor's next top-up.
+/// Puts tasks' next runs in the wheel; runs beyond the window are left to the supervisor's
+/// next top-up.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Schedule(pub Vec<(Arc<TaskSpec>, DateTime<Utc>)>);
+pub struct Schedule {
+    pub entries: Vec<(Arc<TaskSpec>, DateTime<Utc>)>,
+    pub mode: ScheduleMode,
+}
+
+/// How a scheduled run meets the wheel's entry for the same task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleMode {
+    /// The task changed, or a fire found the database ahead of the wheel: replace.
+    Replace,
+    /// A scan of the database: only add what the wheel lacks or has behind the database. A
+    /// wheel ahead of the database is firing that task right now (its commit is under way);
+    /// putting the old time back would fire it twice.
+    Fill,
+}
+
+impl Schedule {
+    pub fn replace(entries: Vec<(Arc<TaskSpec>, DateTime<Utc>)>) -> Self {
+        Schedule {
+            entries,
+            mode: ScheduleMode::Replace,
+        }
+    }
+}
 
 impl Handler<Schedule> for WheelActor {
     type Result = ();
 
     fn handle(&mut self, msg: Schedule, _: &mut Context<Self>) {
-        for (spec, due) in msg.0 {
-            self.schedule(WheelKey::Task(spec.id), WheelEntry::Task(spec), due);
+        for (spec, due) in msg.entries {
+            let key = WheelKey::Task(spec.id);
+            let ahead = self
+                .wheel
+                .due_of(&key)
+                .is_some_and(|held| held >= due.timestamp());
+            if msg.mode == ScheduleMode::Fill && ahead {
+                continue;
+            }
+            self.schedule(key, WheelEntry::Task(spec), due);
         }
     }
 }

@@ -1,8 +1,11 @@
 //! Instance rows: recording fires, applying results, and the run history.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel::sql_types::{BigInt, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use super::Page;
@@ -37,7 +40,151 @@ pub enum FireOutcome {
 
 /// Records a batch of fires in the caller's transaction: for each, compare-and-set the task's
 /// `next_run_at` on the scheduled value, and insert the run only if that succeeded.
+///
+/// A batch of distinct tasks takes three statements whatever its size: lock and read the tasks,
+/// advance the fresh ones in one `UPDATE … CASE`, insert their runs in one multi-row `INSERT`.
+/// A batch that fires one task more than once (a late tick's chain) goes row by row.
 pub async fn record_fires(
+    conn: &mut Conn,
+    fires: &[FireRecord],
+) -> Result<Vec<FireOutcome>, StoreError> {
+    let mut ids: Vec<i64> = fires.iter().map(|f| f.instance.task_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() == fires.len() && fires.len() > 1 {
+        record_fires_at_once(conn, fires, ids).await
+    } else {
+        record_fires_one_by_one(conn, fires).await
+    }
+}
+
+async fn record_fires_at_once(
+    conn: &mut Conn,
+    fires: &[FireRecord],
+    ids: Vec<i64>,
+) -> Result<Vec<FireOutcome>, StoreError> {
+    let current = lock_task_schedules(conn, &ids).await?;
+    let fresh: Vec<&FireRecord> = fires
+        .iter()
+        .filter(|f| current.get(&f.instance.task_id) == Some(&Some(f.scheduled_at)))
+        .collect();
+    if !fresh.is_empty() {
+        advance_tasks(conn, &fresh).await?;
+    }
+    let inserted = if fresh.is_empty() {
+        Ok(())
+    } else {
+        insert_instances(conn, &fresh).await
+    };
+    let duplicates = match inserted {
+        Ok(()) => Vec::new(),
+        // Some run exists already: insert one by one to find which.
+        Err(StoreError::Query(DieselError::DatabaseError(
+            DatabaseErrorKind::UniqueViolation,
+            _,
+        ))) => {
+            let mut duplicates = Vec::new();
+            for fire in &fresh {
+                if insert_instance(conn, &fire.instance).await? == FireOutcome::Duplicate {
+                    duplicates.push(fire.instance.request_id.as_str());
+                }
+            }
+            duplicates
+        }
+        Err(err) => return Err(err),
+    };
+    Ok(fires
+        .iter()
+        .map(|fire| {
+            if !fresh.iter().any(|f| std::ptr::eq(*f, fire)) {
+                FireOutcome::Stale
+            } else if duplicates.contains(&fire.instance.request_id.as_str()) {
+                FireOutcome::Duplicate
+            } else {
+                FireOutcome::Fired
+            }
+        })
+        .collect())
+}
+
+/// The `next_run_at` of these tasks, locked for the rest of the transaction (enabled ones
+/// only; a paused or deleted task is absent).
+async fn lock_task_schedules(
+    conn: &mut Conn,
+    ids: &[i64],
+) -> Result<HashMap<i64, Option<NaiveDateTime>>, StoreError> {
+    let query = t::ax_task
+        .filter(t::id.eq_any(ids))
+        .filter(t::status.eq(TaskStatus::Enabled.as_str()))
+        .select((t::id, t::next_run_at));
+    // MySQL needs the row locks to keep another process from advancing a task in between;
+    // SQLite's `BEGIN IMMEDIATE` already holds the only write lock.
+    let rows: Vec<(i64, Option<NaiveDateTime>)> = match conn {
+        Conn::Mysql(c) => query.for_update().load(&mut **c).await?,
+        Conn::Sqlite(c) => query.load(&mut **c).await?,
+    };
+    Ok(rows.into_iter().collect())
+}
+
+/// Moves each task's `next_run_at` on, in one statement.
+async fn advance_tasks(conn: &mut Conn, fires: &[&FireRecord]) -> Result<(), StoreError> {
+    let sql = format!(
+        "UPDATE ax_task SET next_run_at = CASE id {} END WHERE id IN ({})",
+        "WHEN ? THEN ? ".repeat(fires.len()),
+        placeholders(fires.len(), 1)
+    );
+    with_conn!(conn, |c| {
+        let mut query = diesel::sql_query(sql.as_str()).into_boxed();
+        for fire in fires {
+            query = query
+                .bind::<BigInt, _>(fire.instance.task_id)
+                .bind::<Nullable<Timestamp>, _>(fire.next_run_at);
+        }
+        for fire in fires {
+            query = query.bind::<BigInt, _>(fire.instance.task_id);
+        }
+        query.execute(c).await
+    })?;
+    Ok(())
+}
+
+/// Inserts the runs in one statement; fails whole on a duplicate request id.
+async fn insert_instances(conn: &mut Conn, fires: &[&FireRecord]) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO ax_instance (task_id, request_id, trigger_type, scheduled_at, trigger_at, \
+         status, fired_by, created_at, finished_at, next_attempt_at, deadline_at, params) \
+         VALUES {}",
+        vec![format!("({})", placeholders(12, 1)); fires.len()].join(", ")
+    );
+    with_conn!(conn, |c| {
+        let mut query = diesel::sql_query(sql.as_str()).into_boxed();
+        for fire in fires {
+            let run = &fire.instance;
+            query = query
+                .bind::<BigInt, _>(run.task_id)
+                .bind::<Text, _>(&run.request_id)
+                .bind::<Text, _>(&run.trigger_type)
+                .bind::<Timestamp, _>(run.scheduled_at)
+                .bind::<Timestamp, _>(run.trigger_at)
+                .bind::<Text, _>(&run.status)
+                .bind::<Text, _>(&run.fired_by)
+                .bind::<Timestamp, _>(run.created_at)
+                .bind::<Nullable<Timestamp>, _>(run.finished_at)
+                .bind::<Nullable<Timestamp>, _>(run.next_attempt_at)
+                .bind::<Nullable<Timestamp>, _>(run.deadline_at)
+                .bind::<Nullable<Text>, _>(&run.params);
+        }
+        query.execute(c).await
+    })?;
+    Ok(())
+}
+
+/// `n` groups of `width` comma-separated placeholders.
+fn placeholders(n: usize, width: usize) -> String {
+    vec!["?"; n * width].join(", ")
+}
+
+async fn record_fires_one_by_one(
     conn: &mut Conn,
     fires: &[FireRecord],
 ) -> Result<Vec<FireOutcome>, StoreError> {
@@ -338,10 +485,23 @@ pub async fn reclaim_orphans(
     live: &[String],
     now: NaiveDateTime,
 ) -> Result<usize, StoreError> {
+    // Find them first, then update by id: a range update would lock the index range that
+    // fires are inserting into.
+    let orphans: Vec<i64> = with_conn!(conn, |c| i::ax_instance
+        .filter(i::status.eq(InstanceStatus::Ready.as_str()))
+        .filter(i::next_attempt_at.gt(now))
+        .filter(i::fired_by.ne_all(live))
+        .select(i::id)
+        .limit(1000)
+        .load(c)
+        .await)?;
+    if orphans.is_empty() {
+        return Ok(0);
+    }
     Ok(with_conn!(conn, |c| diesel::update(
         i::ax_instance
+            .filter(i::id.eq_any(&orphans))
             .filter(i::status.eq(InstanceStatus::Ready.as_str()))
-            .filter(i::next_attempt_at.gt(now))
             .filter(i::fired_by.ne_all(live))
     )
     .set(i::next_attempt_at.eq(now))

@@ -349,19 +349,57 @@ pub async fn scene_counts(conn: &mut Conn) -> Result<Vec<(String, String, i64)>,
         .await)?)
 }
 
-/// Enabled tasks due at or before `until`, by id after `after_id`: one page of the preload
-/// window, read with a keyset so a large window streams in bounded pages.
+/// Where a scan of due tasks has got to: the (next run, id) of the last task seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DueCursor {
+    pub next_run_at: NaiveDateTime,
+    pub id: i64,
+}
+
+impl DueCursor {
+    /// Before every task due after `at` (and after every task due at or before it).
+    pub fn after(at: NaiveDateTime) -> Self {
+        DueCursor {
+            next_run_at: at,
+            id: i64::MAX,
+        }
+    }
+
+    /// Before every task (no task runs before 1970; MySQL cannot store chrono's minimum).
+    pub fn start() -> Self {
+        DueCursor {
+            next_run_at: DateTime::UNIX_EPOCH.naive_utc(),
+            id: i64::MIN,
+        }
+    }
+
+    /// The cursor after `task`.
+    pub fn past(task: &Task) -> Self {
+        DueCursor {
+            next_run_at: task.next_run_at.unwrap_or(DateTime::UNIX_EPOCH.naive_utc()),
+            id: task.id,
+        }
+    }
+}
+
+/// Enabled tasks due at or before `until`, after `cursor`, by (next run, id): one page of a
+/// window scan. The keyset follows the (status, next_run_at) index, so a large window streams
+/// in bounded pages and a narrow one (the overdue scan) costs an index probe.
 pub async fn due_until(
     conn: &mut Conn,
+    cursor: DueCursor,
     until: NaiveDateTime,
-    after_id: i64,
     limit: i64,
 ) -> Result<Vec<Task>, StoreError> {
     Ok(with_conn!(conn, |c| t::ax_task
         .filter(t::status.eq(TaskStatus::Enabled.as_str()))
         .filter(t::next_run_at.le(until))
-        .filter(t::id.gt(after_id))
-        .order(t::id.asc())
+        .filter(
+            t::next_run_at.gt(cursor.next_run_at).or(t::next_run_at
+                .eq(cursor.next_run_at)
+                .and(t::id.gt(cursor.id))),
+        )
+        .order((t::next_run_at.asc(), t::id.asc()))
         .limit(limit)
         .select(Task::as_select())
         .load(c)
