@@ -177,6 +177,7 @@ fn result(
         deadline,
         attempt: None,
         retry_allowed: true,
+        batchable: false,
     }
 }
 
@@ -241,6 +242,8 @@ on_both_backends!(
     retention_deletes_in_batches,
     signing_secret_is_shared,
     due_attempts_use_manual_params,
+    results_applied_at_once,
+    fires_recorded_at_once,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -2136,4 +2139,131 @@ async fn due_attempts_use_manual_params(db: &Db) {
         "stored as given"
     );
     assert_eq!(instance(db, &scheduled).await.params, None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Many results, and many fires, per statement
+// ---------------------------------------------------------------------------------------------
+
+async fn results_applied_at_once(db: &Db) {
+    use InstanceStatus::*;
+    let t = base();
+    let task = insert_task(db, fields("bulk", "s", TaskStatus::Enabled, None)).await;
+    let rids: Vec<String> = (0..4).map(|_| request_id()).collect();
+    for (k, rid) in rids.iter().enumerate() {
+        insert_instance(db, &new_instance(task.id, rid, t + secs(k as i64), Ready)).await;
+    }
+    // RUNNING applies to READY runs of the reported attempt only.
+    let running: Vec<ResultRecord> = rids
+        .iter()
+        .enumerate()
+        .map(|(k, rid)| {
+            let mut r = result(rid, Running, None, None, t, Some(t + secs(100 + k as i64)));
+            r.attempt = Some(if k == 3 { 2 } else { 1 });
+            r
+        })
+        .collect();
+    let refs: Vec<&ResultRecord> = running
+        .iter()
+        .take(3)
+        .chain(running.iter().skip(3))
+        .collect();
+    let changed = instances::apply_results_at_once(&mut conn(db).await, Running, &refs)
+        .await
+        .expect("bulk running");
+    assert_eq!(changed, 3, "the stale attempt is left alone");
+    for (k, rid) in rids.iter().enumerate().take(3) {
+        let row = instance(db, rid).await;
+        assert_eq!(row.status, "RUNNING");
+        assert_eq!(row.deadline_at, Some(t + secs(100 + k as i64)));
+    }
+    assert_eq!(instance(db, &rids[3]).await.status, "READY");
+
+    // Run 0 is final already; SUCCESS reaches the open ones, READY or RUNNING, each with its
+    // own code, message and time.
+    let mut fatal = result(&rids[0], Failed, Some("E"), None, t, None);
+    fatal.retry_allowed = false;
+    assert_eq!(apply(db, fatal).await, ResultOutcome::Applied(Failed));
+    let successes: Vec<ResultRecord> = rids
+        .iter()
+        .enumerate()
+        .map(|(k, rid)| {
+            let code = format!("c{k}");
+            result(
+                rid,
+                Success,
+                Some(&code),
+                Some("ok"),
+                t + secs(10 + k as i64),
+                None,
+            )
+        })
+        .collect();
+    let refs: Vec<&ResultRecord> = successes.iter().collect();
+    let changed = instances::apply_results_at_once(&mut conn(db).await, Success, &refs)
+        .await
+        .expect("bulk success");
+    assert_eq!(changed, 3);
+    let first = instance(db, &rids[0]).await;
+    assert_eq!(
+        (first.status.as_str(), first.callback_code.as_deref()),
+        ("FAILED", Some("E"))
+    );
+    for (k, rid) in rids.iter().enumerate().skip(1) {
+        let row = instance(db, rid).await;
+        assert_eq!(row.status, "SUCCESS");
+        assert_eq!(row.callback_code, Some(format!("c{k}")));
+        assert_eq!(row.callback_message.as_deref(), Some("ok"));
+        assert_eq!(row.finished_at, Some(t + secs(10 + k as i64)));
+        assert_eq!(row.next_attempt_at, None);
+    }
+}
+
+async fn fires_recorded_at_once(db: &Db) {
+    let t = base();
+    let mut records = Vec::new();
+    let mut tasks_ = Vec::new();
+    for k in 0..5 {
+        let task = insert_task(
+            db,
+            fields(&format!("f{k}"), "s", TaskStatus::Enabled, Some(t)),
+        )
+        .await;
+        let rid = request_id();
+        records.push(fire_record(task.id, &rid, t, Some(t + secs(1))));
+        tasks_.push(task);
+    }
+    // Task 1 moved on elsewhere; task 2 is paused; task 3's run exists already.
+    let moved = fire_record(tasks_[1].id, &request_id(), t, Some(t + secs(1)));
+    assert_eq!(record(db, vec![moved]).await, vec![FireOutcome::Fired]);
+    tasks::pause(&mut conn(db).await, tasks_[2].id, now_db())
+        .await
+        .expect("pause");
+    let existing = records[3].instance.clone();
+    insert_instance(db, &existing).await;
+    let outcomes = record(db, records.clone()).await;
+    assert_eq!(
+        outcomes,
+        vec![
+            FireOutcome::Fired,
+            FireOutcome::Stale,
+            FireOutcome::Stale,
+            FireOutcome::Duplicate,
+            FireOutcome::Fired,
+        ]
+    );
+    for k in [0, 3, 4] {
+        assert_eq!(
+            find_task(db, tasks_[k].id)
+                .await
+                .and_then(|t| t.next_run_at),
+            Some(t + secs(1))
+        );
+    }
+    for k in [0, 4] {
+        let row = instance(db, &records[k].instance.request_id).await;
+        assert_eq!(row.status, "READY");
+    }
+    let (runs, _) = runs_of(db, tasks_[3].id).await;
+    assert_eq!(runs.len(), 1, "no second row for a duplicate");
 }

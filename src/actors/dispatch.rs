@@ -229,6 +229,8 @@ async fn deliver(client: &awc::Client, store: &StoreHandle, secret: &[u8], job: 
         deadline: deadline.map(to_db),
         attempt: Some(job.attempt),
         retry_allowed,
+        // A failure needs its retry decided one by one; the rest only needs recording.
+        batchable: status != InstanceStatus::Failed,
     };
     match store.record_result(record).await {
         Ok(ResultOutcome::Applied(_)) | Ok(ResultOutcome::Superseded) => {}

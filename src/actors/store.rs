@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 
 use crate::metrics::{add, metrics};
 use crate::schedule::RetryPolicy;
+use crate::store::models::InstanceStatus;
 use crate::store::queries::instances::{
     self, Claim, FireOutcome, FireRecord, ResultOutcome, ResultRecord,
 };
@@ -236,16 +237,18 @@ async fn run_batch(
     let mut conn = db.conn().await?;
     conn.transaction(|conn| {
         Box::pin(async move {
+            let mut outcomes = apply_batchable(conn, &batch).await?;
             let mut done = Vec::with_capacity(batch.len());
-            for pending in batch {
-                let outcome = match &pending {
-                    Pending::Fires(fires, _) => {
+            for (pending, bulk) in batch.into_iter().zip(outcomes.drain(..)) {
+                let outcome = match (&pending, bulk) {
+                    (_, Some(outcome)) => Done::Result(outcome),
+                    (Pending::Fires(fires, _), None) => {
                         Done::Fires(instances::record_fires(conn, fires).await?)
                     }
-                    Pending::Result(result, _) => {
+                    (Pending::Result(result, _), None) => {
                         Done::Result(instances::apply_result(conn, result, retry_defaults).await?)
                     }
-                    Pending::Claims(claims, _) => {
+                    (Pending::Claims(claims, _), None) => {
                         let mut won = Vec::with_capacity(claims.len());
                         for claim in claims {
                             won.push(instances::claim(conn, claim).await?);
@@ -259,6 +262,39 @@ async fn run_batch(
         })
     })
     .await
+}
+
+/// Applies the batch's batchable results, RUNNING first, then SUCCESS, one statement each;
+/// returns, per write, its outcome if it was one of them.
+async fn apply_batchable(
+    conn: &mut Conn,
+    batch: &[Pending],
+) -> Result<Vec<Option<ResultOutcome>>, StoreError> {
+    let mut outcomes = vec![None; batch.len()];
+    for status in [InstanceStatus::Running, InstanceStatus::Success] {
+        let (positions, results): (Vec<usize>, Vec<&ResultRecord>) = batch
+            .iter()
+            .enumerate()
+            .filter_map(|(i, pending)| match pending {
+                Pending::Result(r, _) if r.batchable && r.status == status => Some((i, r)),
+                _ => None,
+            })
+            .unzip();
+        if results.is_empty() {
+            continue;
+        }
+        let changed = instances::apply_results_at_once(conn, status, &results).await?;
+        // The dispatcher only logs these outcomes: all-or-nothing detail is enough.
+        let outcome = if changed == results.len() {
+            ResultOutcome::Applied(status)
+        } else {
+            ResultOutcome::Superseded
+        };
+        for i in positions {
+            outcomes[i] = Some(outcome);
+        }
+    }
+    Ok(outcomes)
 }
 
 /// Records fires; answers once they are committed.

@@ -268,6 +268,7 @@ impl SupervisorActor {
                     deadline: None,
                     attempt: Some(attempt),
                     retry_allowed: true,
+                    batchable: false,
                 })
             });
             for result in join_all(results).await {

@@ -138,6 +138,8 @@ fn parse(body: Value, state: &ApiState) -> Result<ResultRecord, ApiError> {
         deadline: None,
         attempt,
         retry_allowed,
+        // The executor is told exactly what its result did.
+        batchable: false,
     })
 }
 

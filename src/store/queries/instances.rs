@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-use diesel::sql_types::{BigInt, Nullable, Text, Timestamp};
+use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use super::Page;
@@ -242,6 +242,9 @@ pub struct ResultRecord {
     pub attempt: Option<i32>,
     /// False when the executor said not to retry a failure.
     pub retry_allowed: bool,
+    /// True when the caller needs no exact outcome (the dispatcher's SUCCESS and RUNNING
+    /// reports): such results are applied many to a statement.
+    pub batchable: bool,
 }
 
 /// What became of one result.
@@ -357,6 +360,75 @@ pub async fn apply_result(
     } else {
         ResultOutcome::Superseded
     })
+}
+
+/// Applies many SUCCESS or many RUNNING reports (`batchable` ones) in one statement each:
+/// SUCCESS to open READY or RUNNING runs, RUNNING to READY runs of the same attempt. Returns
+/// how many runs changed; a report whose run had moved on changes nothing.
+pub async fn apply_results_at_once(
+    conn: &mut Conn,
+    status: InstanceStatus,
+    results: &[&ResultRecord],
+) -> Result<usize, StoreError> {
+    let n = results.len();
+    let case = || format!("CASE request_id {}END", "WHEN ? THEN ? ".repeat(n));
+    let ids = placeholders(n, 1);
+    let running = status == InstanceStatus::Running;
+    let sql = if running {
+        format!(
+            "UPDATE ax_instance SET status = 'RUNNING', next_attempt_at = NULL, deadline_at = {} \
+             WHERE status = 'READY' AND request_id IN ({ids}) AND attempt = {}",
+            case(),
+            case()
+        )
+    } else {
+        format!(
+            "UPDATE ax_instance SET status = ?, next_attempt_at = NULL, callback_code = {}, \
+             callback_message = {}, finished_at = {} \
+             WHERE status IN ('READY', 'RUNNING') AND request_id IN ({ids})",
+            case(),
+            case(),
+            case()
+        )
+    };
+    Ok(with_conn!(conn, |c| {
+        let mut query = diesel::sql_query(sql.as_str()).into_boxed();
+        if running {
+            for r in results {
+                query = query
+                    .bind::<Text, _>(&r.request_id)
+                    .bind::<Nullable<Timestamp>, _>(r.deadline);
+            }
+        } else {
+            query = query.bind::<Text, _>(status.as_str());
+            for r in results {
+                query = query
+                    .bind::<Text, _>(&r.request_id)
+                    .bind::<Nullable<Text>, _>(&r.code);
+            }
+            for r in results {
+                query = query
+                    .bind::<Text, _>(&r.request_id)
+                    .bind::<Nullable<Text>, _>(&r.message);
+            }
+            for r in results {
+                query = query
+                    .bind::<Text, _>(&r.request_id)
+                    .bind::<Timestamp, _>(r.at);
+            }
+        }
+        for r in results {
+            query = query.bind::<Text, _>(&r.request_id);
+        }
+        if running {
+            for r in results {
+                query = query
+                    .bind::<Text, _>(&r.request_id)
+                    .bind::<Integer, _>(r.attempt.unwrap_or(0));
+            }
+        }
+        query.execute(c).await
+    })?)
 }
 
 /// The rows a result may change: this run, in the status and attempt it was read in.
