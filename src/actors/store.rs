@@ -49,19 +49,29 @@ impl Pending {
     }
 }
 
-/// A queue of writes committed one transaction at a time.
-#[derive(Default)]
+/// A queue of writes, committed by up to `max_commits` transactions at a time.
 struct Lane {
     queue: Vec<Pending>,
     queued_rows: usize,
     /// When the oldest queued result arrived; it must be committed by `+ batch_interval`.
     oldest_result: Option<Instant>,
-    committing: bool,
+    commits: usize,
+    max_commits: usize,
 }
 
 impl Lane {
+    fn new(max_commits: usize) -> Self {
+        Lane {
+            queue: Vec::new(),
+            queued_rows: 0,
+            oldest_result: None,
+            commits: 0,
+            max_commits: max_commits.max(1),
+        }
+    }
+
     fn is_idle(&self) -> bool {
-        !self.committing && self.queue.is_empty()
+        self.commits == 0 && self.queue.is_empty()
     }
 
     /// Takes queued writes up to `batch_size` rows (at least one write).
@@ -85,7 +95,9 @@ impl Lane {
 }
 
 /// Fires and claims go in one lane, results in the other: a fire's dispatch waits for its
-/// commit, so it never queues behind results, and the two commit side by side.
+/// commit, so it never queues behind results, and the two commit side by side. Fire batches
+/// touch distinct rows, so on MySQL several commit at once (each locks its tasks in id order);
+/// results keep their order in one transaction at a time.
 const FIRES: usize = 0;
 const RESULTS: usize = 1;
 
@@ -109,11 +121,11 @@ impl StoreActor {
         batch_interval: Duration,
     ) -> Self {
         StoreActor {
+            lanes: [Lane::new(fire_commits(&db)), Lane::new(1)],
             db,
             retry_defaults,
             batch_size: batch_size.max(1),
             batch_interval,
-            lanes: Default::default(),
             flushing: false,
             flush_waiters: Vec::new(),
         }
@@ -159,15 +171,18 @@ impl StoreActor {
     /// Starts a commit of a lane when one is due and none is running in it.
     fn commit_if_due(&mut self, lane_index: usize, ctx: &mut Context<Self>) {
         let lane = &self.lanes[lane_index];
-        if lane.committing || lane.queue.is_empty() || !self.commit_is_due(lane_index) {
+        if lane.commits >= lane.max_commits
+            || lane.queue.is_empty()
+            || !self.commit_is_due(lane_index)
+        {
             return;
         }
         let batch = self.lanes[lane_index].take_batch(self.batch_size);
-        self.lanes[lane_index].committing = true;
+        self.lanes[lane_index].commits += 1;
         let db = self.db.clone();
         ctx.spawn(commit(db, self.retry_defaults, batch).into_actor(self).map(
             move |_, act, ctx| {
-                act.lanes[lane_index].committing = false;
+                act.lanes[lane_index].commits -= 1;
                 act.commit_if_due(lane_index, ctx);
                 act.notify_if_idle();
             },
@@ -181,6 +196,14 @@ impl StoreActor {
                 let _ = waiter.send(());
             }
         }
+    }
+}
+
+/// Fire transactions committing at once: several on MySQL, one on SQLite (one writer).
+fn fire_commits(db: &Db) -> usize {
+    match db {
+        Db::Mysql(_) => 4,
+        Db::Sqlite(_) => 1,
     }
 }
 
