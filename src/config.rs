@@ -110,7 +110,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             url: "sqlite://./data/ax.db".into(),
-            pool_size: 8,
+            pool_size: 16,
             batch_size: 100,
             batch_interval_ms: 500,
             retention_days: 30,

@@ -388,7 +388,7 @@ impl Scheduler {
             .ok_or(SchedulerError::Store(StoreError::Query(diesel::NotFound)))?;
         log::info!("task {id} request {request_id}: manual run");
         self.dispatch
-            .dispatch(DispatchJob {
+            .dispatch(vec![DispatchJob {
                 task_id: id,
                 request_id,
                 handler_url: task.handler_url,
@@ -396,7 +396,7 @@ impl Scheduler {
                 scheduled_at: now,
                 attempt: 1,
                 timeout_ms: task.timeout_ms,
-            })
+            }])
             .await;
         Ok(stored)
     }

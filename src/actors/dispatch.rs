@@ -153,11 +153,11 @@ impl Actor for DispatchActor {
     }
 }
 
-/// Delivers a run. Answers once the request is under way (so senders feel the in-flight bound);
-/// the outcome goes to the store.
+/// Delivers runs. Answers once every request is under way (so senders feel the in-flight
+/// bound); the outcomes go to the store.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Dispatch(pub DispatchJob);
+pub struct Dispatch(pub Vec<DispatchJob>);
 
 impl Handler<Dispatch> for DispatchActor {
     type Result = ResponseFuture<()>;
@@ -168,13 +168,16 @@ impl Handler<Dispatch> for DispatchActor {
         let permits = self.permits.clone();
         let secret = self.secret.clone();
         Box::pin(async move {
-            let Ok(permit) = permits.acquire_owned().await else {
-                return;
-            };
-            actix::spawn(async move {
-                deliver(&client, &store, &secret, msg.0).await;
-                drop(permit);
-            });
+            for job in msg.0 {
+                let Ok(permit) = permits.clone().acquire_owned().await else {
+                    return;
+                };
+                let (client, store, secret) = (client.clone(), store.clone(), secret.clone());
+                actix::spawn(async move {
+                    deliver(&client, &store, &secret, job).await;
+                    drop(permit);
+                });
+            }
         })
     }
 }
@@ -338,16 +341,26 @@ impl DispatchHandle {
         }
     }
 
-    /// Hands a run to the next dispatcher; waits while that one is at its in-flight bound.
-    pub async fn dispatch(&self, job: DispatchJob) {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.workers.len();
-        if let Err(err) = self.workers[i].send(Dispatch(job.clone())).await {
-            log::error!(
-                "task {} request {}: dispatcher unavailable: {err}",
-                job.task_id,
-                job.request_id
-            );
+    /// Hands runs to the dispatchers, spread evenly, one message each; waits while they are
+    /// at their in-flight bound.
+    pub async fn dispatch(&self, jobs: Vec<DispatchJob>) {
+        let workers = self.workers.len();
+        let first = self.next.fetch_add(jobs.len(), Ordering::Relaxed);
+        let mut shares: Vec<Vec<DispatchJob>> = (0..workers).map(|_| Vec::new()).collect();
+        for (k, job) in jobs.into_iter().enumerate() {
+            shares[(first + k) % workers].push(job);
         }
+        let sends = shares
+            .into_iter()
+            .zip(self.workers.iter())
+            .filter(|(share, _)| !share.is_empty())
+            .map(|(share, worker)| async move {
+                let count = share.len();
+                if let Err(err) = worker.send(Dispatch(share)).await {
+                    log::error!("{count} runs not dispatched: dispatcher unavailable: {err}");
+                }
+            });
+        futures_util::future::join_all(sends).await;
     }
 
     /// Waits, at most `timeout`, for every request in flight to finish.

@@ -298,7 +298,10 @@ async fn fire_batch(
         return;
     }
     let outcomes = fire.store.record_fires(records).await;
-    fire.lock.release(locked.clone()).await;
+    // Off the dispatch path: the runs' rows are committed, the locks have done their work.
+    let lock = fire.lock.clone();
+    let to_release = locked.clone();
+    actix::spawn(async move { lock.release(to_release).await });
     let outcomes = match outcomes {
         Ok(outcomes) => outcomes,
         Err(err) => {
@@ -311,6 +314,7 @@ async fn fire_batch(
         }
     };
     let mut stale = Vec::new();
+    let mut jobs = Vec::with_capacity(runs.len());
     for (run, outcome) in runs.into_iter().zip(outcomes) {
         let (task_id, request_id) = (run.spec.id, &run.request_id);
         match outcome {
@@ -320,17 +324,15 @@ async fn fire_batch(
                     "task {task_id} request {request_id}: fired run scheduled at {}",
                     run.scheduled_at
                 );
-                fire.dispatch
-                    .dispatch(DispatchJob {
-                        task_id,
-                        request_id: run.request_id,
-                        handler_url: run.spec.handler_url.clone(),
-                        params: run.spec.params.clone(),
-                        scheduled_at: run.scheduled_at,
-                        attempt: 1,
-                        timeout_ms: run.spec.timeout_ms,
-                    })
-                    .await;
+                jobs.push(DispatchJob {
+                    task_id,
+                    request_id: run.request_id,
+                    handler_url: run.spec.handler_url.clone(),
+                    params: run.spec.params.clone(),
+                    scheduled_at: run.scheduled_at,
+                    attempt: 1,
+                    timeout_ms: run.spec.timeout_ms,
+                });
             }
             FireOutcome::Fired => {
                 let counter = if run.missed {
@@ -351,6 +353,7 @@ async fn fire_batch(
             FireOutcome::Stale => stale.push(task_id),
         }
     }
+    fire.dispatch.dispatch(jobs).await;
     if !stale.is_empty() {
         stale.dedup();
         log::debug!("tasks {stale:?}: schedule changed elsewhere, refreshing");
@@ -379,6 +382,7 @@ async fn attempt_batch(fire: FireContext, attempts: Vec<Arc<DueAttempt>>, now: D
             return;
         }
     };
+    let mut jobs = Vec::new();
     for (attempt, won) in attempts.into_iter().zip(won) {
         if !won {
             continue;
@@ -390,18 +394,17 @@ async fn attempt_batch(fire: FireContext, attempts: Vec<Arc<DueAttempt>>, now: D
             attempt.attempt,
             attempt.scheduled_at
         );
-        fire.dispatch
-            .dispatch(DispatchJob {
-                task_id: attempt.task_id,
-                request_id: attempt.request_id.clone(),
-                handler_url: attempt.handler_url.clone(),
-                params: attempt.params.as_str().into(),
-                scheduled_at: from_db(attempt.scheduled_at),
-                attempt: attempt.attempt,
-                timeout_ms: attempt.timeout_ms,
-            })
-            .await;
+        jobs.push(DispatchJob {
+            task_id: attempt.task_id,
+            request_id: attempt.request_id.clone(),
+            handler_url: attempt.handler_url.clone(),
+            params: attempt.params.as_str().into(),
+            scheduled_at: from_db(attempt.scheduled_at),
+            attempt: attempt.attempt,
+            timeout_ms: attempt.timeout_ms,
+        });
     }
+    fire.dispatch.dispatch(jobs).await;
 }
 
 /// Re-reads tasks whose wheel entries may be wrong and reschedules them from the database.
