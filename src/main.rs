@@ -11,6 +11,10 @@ use ax::clock::SystemClock;
 use ax::config::Config;
 use ax::cron::CronSchedule;
 
+/// A fast allocator: firing and dispatching allocate many small, short-lived buffers.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Exit status for bad input (an invalid expression, option or config).
 const EXIT_USAGE: u8 = 2;
 

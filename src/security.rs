@@ -29,11 +29,14 @@ fn hmac_hex(secret: &[u8], parts: &[&[u8]]) -> String {
     for part in parts {
         mac.update(part);
     }
-    mac.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = mac.finalize().into_bytes();
+    let mut hex = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        hex.push(HEX[usize::from(byte >> 4)] as char);
+        hex.push(HEX[usize::from(byte & 0xf)] as char);
+    }
+    hex
 }
 
 /// The `X-Ax-Signature` of a dispatch: HMAC-SHA256 over `"{timestamp}.{body}"`, like webhook

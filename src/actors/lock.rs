@@ -53,9 +53,9 @@ pub struct Member {
     pub last_seen: DateTime<Utc>,
 }
 
-/// Deletes a lock only if this process still holds it.
-const RELEASE_SCRIPT: &str =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+/// Deletes each lock this process still holds (and only those).
+const RELEASE_SCRIPT: &str = "for _, key in ipairs(KEYS) do \
+     if redis.call('get', key) == ARGV[1] then redis.call('del', key) end end return 0";
 
 /// Fire locks held in this process's memory: the lock of a single ax.
 #[derive(Debug, Default)]
@@ -285,16 +285,14 @@ async fn redis_release(
         .get()
         .await
         .map_err(|err| LockError::Unavailable(err.to_string()))?;
-    let mut pipe = redis::pipe();
+    // One script call for the whole batch, atomic per key.
+    let mut eval = redis::cmd("EVAL");
+    eval.arg(RELEASE_SCRIPT).arg(task_ids.len());
     for id in &task_ids {
-        pipe.cmd("EVAL")
-            .arg(RELEASE_SCRIPT)
-            .arg(1)
-            .arg(lock_key(*id))
-            .arg(&instance_id)
-            .ignore();
+        eval.arg(lock_key(*id));
     }
-    pipe.query_async::<()>(&mut *conn)
+    eval.arg(&instance_id)
+        .query_async::<()>(&mut *conn)
         .await
         .map_err(|err| LockError::Unavailable(err.to_string()))
 }
