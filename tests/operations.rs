@@ -64,7 +64,14 @@ async fn pause_and_resume(store: TestStore) {
         deliveries_of(&executor, id(&c)),
     );
     let b_before = deliveries_of(&executor, id(&b));
-    actix_rt::time::sleep(Duration::from_millis(3000)).await;
+    // At least three seconds, and until the enabled task fired twice more.
+    let waited = std::time::Instant::now();
+    while waited.elapsed() < Duration::from_secs(3)
+        || (deliveries_of(&executor, id(&b)) < b_before + 2
+            && waited.elapsed() < Duration::from_secs(15))
+    {
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_eq!(
         deliveries_of(&executor, id(&a)),
         a_before,
