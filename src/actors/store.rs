@@ -295,11 +295,19 @@ async fn apply_batchable(
 ) -> Result<Vec<Option<ResultOutcome>>, StoreError> {
     let mut outcomes = vec![None; batch.len()];
     for status in [InstanceStatus::Running, InstanceStatus::Success] {
+        // SUCCESS from callbacks too (a SUCCESS ends any open attempt); each run once.
+        let mut seen = std::collections::HashSet::new();
         let (positions, results): (Vec<usize>, Vec<&ResultRecord>) = batch
             .iter()
             .enumerate()
             .filter_map(|(i, pending)| match pending {
-                Pending::Result(r, _) if r.batchable && r.status == status => Some((i, r)),
+                Pending::Result(r, _)
+                    if r.status == status
+                        && (r.batchable || status == InstanceStatus::Success)
+                        && seen.insert(r.request_id.as_str()) =>
+                {
+                    Some((i, r))
+                }
                 _ => None,
             })
             .unzip();
@@ -307,14 +315,35 @@ async fn apply_batchable(
             continue;
         }
         let changed = instances::apply_results_at_once(conn, status, &results).await?;
-        // The dispatcher only logs these outcomes: all-or-nothing detail is enough.
+        // The dispatcher only logs its outcomes: all-or-nothing detail is enough for it.
         let outcome = if changed == results.len() {
             ResultOutcome::Applied(status)
         } else {
             ResultOutcome::Superseded
         };
-        for i in positions {
+        for &i in &positions {
             outcomes[i] = Some(outcome);
+        }
+        // A callback is told exactly what its result did.
+        let exact: Vec<(usize, &ResultRecord)> = positions
+            .into_iter()
+            .zip(results)
+            .filter(|(_, r)| !r.batchable)
+            .collect();
+        if !exact.is_empty() {
+            let ids: Vec<String> = exact.iter().map(|(_, r)| r.request_id.clone()).collect();
+            let now = instances::states_of(conn, &ids).await?;
+            for (i, r) in exact {
+                outcomes[i] = match now.get(&r.request_id) {
+                    None => Some(ResultOutcome::Unknown),
+                    Some((s, finished)) if *s == status && *finished == Some(r.at) => {
+                        Some(ResultOutcome::Applied(status))
+                    }
+                    Some((s, _)) if s.is_final() => Some(ResultOutcome::AlreadyFinal(*s)),
+                    // Still open (a run waiting for upstreams): decided one by one.
+                    Some(_) => None,
+                };
+            }
         }
     }
     Ok(outcomes)

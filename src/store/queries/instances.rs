@@ -431,6 +431,24 @@ pub async fn apply_results_at_once(
     })?)
 }
 
+/// The status and finish time of these runs, by request id.
+pub async fn states_of(
+    conn: &mut Conn,
+    request_ids: &[String],
+) -> Result<HashMap<String, (InstanceStatus, Option<NaiveDateTime>)>, StoreError> {
+    let rows: Vec<(String, String, Option<NaiveDateTime>)> = with_conn!(conn, |c| i::ax_instance
+        .filter(i::request_id.eq_any(request_ids))
+        .select((i::request_id, i::status, i::finished_at))
+        .load(c)
+        .await)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, status, finished)| {
+            InstanceStatus::parse(&status).map(|status| (id, (status, finished)))
+        })
+        .collect())
+}
+
 /// The rows a result may change: this run, in the status and attempt it was read in.
 type Target<'a> = diesel::dsl::Filter<
     diesel::dsl::Filter<
