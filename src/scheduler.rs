@@ -202,14 +202,7 @@ impl Scheduler {
             .store
             .query(move |conn| boxed(tasks::insert(conn, fields, upstreams)))
             .await?;
-        log::info!(
-            "task {} created: `{}` {}",
-            task.id,
-            task.cron,
-            task.handler_url
-        );
-        self.reschedule(vec![task.clone()]).await?;
-        Ok(TaskDetails { task, depends_on })
+        self.saved("created", task, depends_on).await
     }
 
     pub async fn update_task(&self, id: i64, input: TaskInput) -> Result<TaskDetails> {
@@ -221,8 +214,13 @@ impl Scheduler {
             .query(move |conn| boxed(tasks::update(conn, id, fields, upstreams)))
             .await?
             .ok_or(SchedulerError::TaskNotFound(id))?;
+        self.saved("updated", task, depends_on).await
+    }
+
+    /// A task just stored: logged, and its next run in the wheel at once.
+    async fn saved(&self, how: &str, task: Task, depends_on: Vec<i64>) -> Result<TaskDetails> {
         log::info!(
-            "task {} updated: `{}` {}",
+            "task {} {how}: `{}` {}",
             task.id,
             task.cron,
             task.handler_url

@@ -118,16 +118,13 @@ impl LockActor {
             .connection_timeout(Duration::from_secs(5))
             .build(manager)
             .await
-            .map_err(|err| LockError::Unavailable(err.to_string()))?;
+            .map_err(unavailable)?;
         {
-            let mut conn = pool
-                .get()
-                .await
-                .map_err(|err| LockError::Unavailable(err.to_string()))?;
+            let mut conn = pool.get().await.map_err(unavailable)?;
             let _: String = redis::cmd("PING")
                 .query_async(&mut *conn)
                 .await
-                .map_err(|err| LockError::Unavailable(err.to_string()))?;
+                .map_err(unavailable)?;
         }
         Ok(LockActor {
             backend: Backend::Redis(pool),
@@ -164,8 +161,7 @@ async fn redis_heartbeat(
     me: Member,
 ) -> Result<(), LockError> {
     let mut conn = pool.get().await.map_err(unavailable)?;
-    let value =
-        serde_json::to_string(&me).map_err(|err| LockError::Unavailable(err.to_string()))?;
+    let value = serde_json::to_string(&me).map_err(unavailable)?;
     redis::pipe()
         .cmd("SET")
         .arg(heartbeat_key(&me.instance_id))
@@ -241,10 +237,7 @@ async fn redis_acquire(
     instance_id: String,
     task_ids: Vec<i64>,
 ) -> Result<Vec<bool>, LockError> {
-    let mut conn = pool
-        .get()
-        .await
-        .map_err(|err| LockError::Unavailable(err.to_string()))?;
+    let mut conn = pool.get().await.map_err(unavailable)?;
     let mut pipe = redis::pipe();
     for id in &task_ids {
         pipe.cmd("SET")
@@ -254,10 +247,7 @@ async fn redis_acquire(
             .arg("PX")
             .arg(LOCK_TTL.as_millis() as u64);
     }
-    let replies: Vec<Option<String>> = pipe
-        .query_async(&mut *conn)
-        .await
-        .map_err(|err| LockError::Unavailable(err.to_string()))?;
+    let replies: Vec<Option<String>> = pipe.query_async(&mut *conn).await.map_err(unavailable)?;
     let mut held: Vec<bool> = replies.iter().map(Option::is_some).collect();
     // A lock this process still holds from its previous fire of the task (released late) is
     // ours: refusing it would leave the run to nobody.
@@ -268,7 +258,7 @@ async fn redis_acquire(
             .arg(&keys)
             .query_async(&mut *conn)
             .await
-            .map_err(|err| LockError::Unavailable(err.to_string()))?;
+            .map_err(unavailable)?;
         for (i, holder) in refused.into_iter().zip(holders) {
             held[i] = holder.as_deref() == Some(instance_id.as_str());
         }
@@ -281,10 +271,7 @@ async fn redis_release(
     instance_id: String,
     task_ids: Vec<i64>,
 ) -> Result<(), LockError> {
-    let mut conn = pool
-        .get()
-        .await
-        .map_err(|err| LockError::Unavailable(err.to_string()))?;
+    let mut conn = pool.get().await.map_err(unavailable)?;
     // One script call for the whole batch, atomic per key.
     let mut eval = redis::cmd("EVAL");
     eval.arg(RELEASE_SCRIPT).arg(task_ids.len());
@@ -294,7 +281,7 @@ async fn redis_release(
     eval.arg(&instance_id)
         .query_async::<()>(&mut *conn)
         .await
-        .map_err(|err| LockError::Unavailable(err.to_string()))
+        .map_err(unavailable)
 }
 
 /// Takes the fire locks of these tasks; answers, per task, whether this process holds it.
@@ -447,10 +434,7 @@ impl LockHandle {
 
     /// The live processes of the cluster.
     pub async fn members(&self) -> Result<Vec<Member>, LockError> {
-        self.addr
-            .send(Members)
-            .await
-            .map_err(|err| LockError::Unavailable(err.to_string()))?
+        self.addr.send(Members).await.map_err(unavailable)?
     }
 
     /// Leaves the cluster (shutdown).
