@@ -469,6 +469,16 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_config_file_holds_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CONFIG_PATH);
+        let mut shipped = Config::from_file(&path).expect("config/ax.yaml parses");
+        shipped.validate().expect("config/ax.yaml is valid");
+        let defaults = Config::default();
+        shipped.server.instance_id = defaults.server.instance_id.clone();
+        assert_eq!(shipped, defaults);
+    }
+
+    #[test]
     fn the_readme_documents_every_variable() {
         let readme = include_str!("../README.md");
         for (name, key) in ENV_KEYS {
