@@ -13,6 +13,7 @@ use crate::actors::wheel::{Schedule, Unschedule, WheelActor, WheelSize};
 use crate::clock::SharedClock;
 use crate::cron::CronSchedule;
 use crate::ids::manual_request_id;
+use crate::metrics::{add, metrics};
 use crate::schedule::{claim_until, dependency_cycle};
 use crate::store::models::{
     Instance, InstanceStatus, NewInstance, Task, TaskFields, TaskStatus, TriggerType,
@@ -385,6 +386,7 @@ impl Scheduler {
             .await?
             .ok_or(SchedulerError::Store(StoreError::Query(diesel::NotFound)))?;
         log::info!("task {id} request {request_id}: manual run");
+        add(&metrics().fires, 1);
         self.dispatch
             .dispatch(vec![DispatchJob {
                 task_id: id,
