@@ -40,4 +40,14 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
+
+# The load tool at a tiny size, to prove it works end to end (figures: README, Performance).
+report=$(cargo run --quiet -- bench --tasks 10 --period 1 --warmup 2 --duration 3)
+echo "$report"
+echo "$report" | grep -q '"lost":0,' && echo "$report" | grep -q '"duplicate_rows":0,' || {
+  echo "test.sh: the load tool lost runs or duplicated rows" >&2
+  exit 1
+}
+
 cargo test "$@"
+
