@@ -66,15 +66,14 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             "in-process"
         }
     );
-    let store = StoreHandle::new(
-        StoreActor::new(
-            db,
-            config.retry_policy(),
-            config.store.batch_size,
-            Duration::from_millis(config.store.batch_interval_ms),
-        )
-        .start(),
-    );
+    // The store gets a thread of its own: encoding and decoding database traffic then runs
+    // beside the wheel's tick instead of after it.
+    let (retry, batch_size) = (config.retry_policy(), config.store.batch_size);
+    let batch_interval = Duration::from_millis(config.store.batch_interval_ms);
+    let store = StoreHandle::new(StoreActor::start_in_arbiter(
+        &Arbiter::new().handle(),
+        move |_| StoreActor::new(db, retry, batch_size, batch_interval),
+    ));
     let dispatch = DispatchHandle::start(
         config.dispatch.workers,
         config.dispatch.max_in_flight,
