@@ -40,6 +40,16 @@ fn assert_lines(output: &Output, expected: &[&str]) {
     assert_eq!(stdout(output), expected);
 }
 
+/// A usage error whose message names `fragment`.
+fn assert_usage_error_naming(output: &Output, what: &str, fragment: &str) {
+    assert_usage_error(output, what);
+    assert!(
+        stderr(output).contains(fragment),
+        "{what}: {}",
+        stderr(output)
+    );
+}
+
 fn assert_usage_error(output: &Output, what: &str) {
     assert_eq!(
         output.status.code(),
@@ -167,12 +177,7 @@ fn cron_next_rejects_invalid_expressions() {
         "* * * * * * * *",
     ] {
         let output = cron_next(&[expr, "--from", "2027-02-03T04:05:06Z"]);
-        assert_usage_error(&output, expr);
-        assert!(
-            stderr(&output).contains("invalid cron expression"),
-            "{expr}: {}",
-            stderr(&output)
-        );
+        assert_usage_error_naming(&output, expr, "invalid cron expression");
     }
 }
 
@@ -185,12 +190,7 @@ fn cron_next_rejects_an_invalid_from() {
         "2027-13-03T04:05:06Z",
     ] {
         let output = cron_next(&["* * * * * *", "--from", from]);
-        assert_usage_error(&output, from);
-        assert!(
-            stderr(&output).contains("--from"),
-            "{from}: {}",
-            stderr(&output)
-        );
+        assert_usage_error_naming(&output, from, "--from");
     }
 }
 
