@@ -2267,3 +2267,77 @@ async fn fires_recorded_at_once(db: &Db) {
     let (runs, _) = runs_of(db, tasks_[3].id).await;
     assert_eq!(runs.len(), 1, "no second row for a duplicate");
 }
+
+/// Fire batches commit side by side on MySQL while tasks are being created, and a tick's
+/// batches can overlap the next tick's, which hold the same tasks: none may deadlock.
+#[actix_rt::test]
+async fn concurrent_fire_batches_do_not_deadlock_mysql() {
+    const BATCHES: usize = 8;
+    const PER_BATCH: usize = 40;
+    let store = TestStore::mysql();
+    let db = connect(&store).await;
+    let t = base();
+    let mut tasks_ = Vec::new();
+    for k in 0..BATCHES * PER_BATCH {
+        let task = insert_task(
+            &db,
+            fields(&format!("d{k}"), "s", TaskStatus::Enabled, Some(t)),
+        )
+        .await;
+        tasks_.push(task.id);
+    }
+    let fire = |ids: &[i64], at: NaiveDateTime| {
+        let db = db.clone();
+        let fires: Vec<FireRecord> = ids
+            .iter()
+            .map(|&id| fire_record(id, &request_id(), at, Some(at + secs(1))))
+            .collect();
+        async move {
+            let mut conn = conn(&db).await;
+            conn.transaction(move |c| {
+                Box::pin(async move { instances::record_fires(c, &fires).await })
+            })
+            .await
+        }
+    };
+    for round in 0..10i64 {
+        // This second's batches and the next second's, for the same tasks, at once.
+        let at = t + secs(round);
+        let batches = tasks_
+            .chunks(PER_BATCH)
+            .flat_map(|ids| [fire(ids, at), fire(ids, at + secs(1))]);
+        let creates = (0..BATCHES).map(|k| {
+            let db = db.clone();
+            async move {
+                let name = format!("new-{round}-{k}");
+                tasks::insert(
+                    &mut conn(&db).await,
+                    fields(&name, "s", TaskStatus::Enabled, Some(t)),
+                    Vec::new(),
+                )
+                .await
+                .map(|_| ())
+            }
+        });
+        let (fired, created) = futures_util::future::join(
+            futures_util::future::join_all(batches),
+            futures_util::future::join_all(creates),
+        )
+        .await;
+        for outcome in fired {
+            outcome.expect("a fire batch failed");
+        }
+        for result in created {
+            result.expect("a task create failed");
+        }
+    }
+    // Every task fired at every second once: the overlapping batch of a second either fired
+    // it or found it stale and the next round fired it.
+    for &id in &tasks_ {
+        let (runs, _) = runs_of(&db, id).await;
+        let mut seconds: Vec<_> = runs.iter().map(|r| r.scheduled_at).collect();
+        seconds.sort();
+        seconds.dedup();
+        assert_eq!(seconds.len(), runs.len(), "task {id}: one run per second");
+    }
+}

@@ -6,6 +6,7 @@
 //! is committed.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -19,32 +20,51 @@ use crate::store::queries::instances::{
 };
 use crate::store::{Conn, Db, StoreError};
 
-/// A write waiting for the next commit, with the way back to its caller.
-enum Pending {
-    Fires(
-        Vec<FireRecord>,
-        oneshot::Sender<Result<Vec<FireOutcome>, StoreError>>,
-    ),
-    Result(
-        ResultRecord,
-        oneshot::Sender<Result<ResultOutcome, StoreError>>,
-    ),
-    Claims(Vec<Claim>, oneshot::Sender<Result<Vec<bool>, StoreError>>),
+/// A write waiting for the next commit.
+enum Write {
+    Fires(Vec<FireRecord>),
+    Result(ResultRecord),
+    Claims(Vec<Claim>),
 }
 
-impl Pending {
+/// The way back to a write's caller.
+enum Reply {
+    Fires(oneshot::Sender<Result<Vec<FireOutcome>, StoreError>>),
+    Result(oneshot::Sender<Result<ResultOutcome, StoreError>>),
+    Claims(oneshot::Sender<Result<Vec<bool>, StoreError>>),
+}
+
+impl Reply {
+    /// Tells the caller its write failed.
+    fn fail(self, err: &StoreError) {
+        let err = StoreError::Commit(err.to_string());
+        // A caller that gave up waiting (send fails) is no reason to fail the others.
+        match self {
+            Reply::Fires(tx) => drop(tx.send(Err(err))),
+            Reply::Result(tx) => drop(tx.send(Err(err))),
+            Reply::Claims(tx) => drop(tx.send(Err(err))),
+        }
+    }
+}
+
+struct Pending {
+    write: Write,
+    reply: Reply,
+}
+
+impl Write {
     fn lane(&self) -> usize {
         match self {
-            Pending::Fires(..) | Pending::Claims(..) => FIRES,
-            Pending::Result(..) => RESULTS,
+            Write::Fires(..) | Write::Claims(..) => FIRES,
+            Write::Result(..) => RESULTS,
         }
     }
 
     fn rows(&self) -> usize {
         match self {
-            Pending::Fires(fires, _) => fires.len(),
-            Pending::Claims(claims, _) => claims.len(),
-            Pending::Result(..) => 1,
+            Write::Fires(fires) => fires.len(),
+            Write::Claims(claims) => claims.len(),
+            Write::Result(..) => 1,
         }
     }
 }
@@ -79,10 +99,10 @@ impl Lane {
         let mut rows = 0;
         let mut take = 0;
         for pending in &self.queue {
-            if take > 0 && rows + pending.rows() > batch_size {
+            if take > 0 && rows + pending.write.rows() > batch_size {
                 break;
             }
-            rows += pending.rows();
+            rows += pending.write.rows();
             take += 1;
         }
         self.queued_rows -= rows;
@@ -132,9 +152,9 @@ impl StoreActor {
     }
 
     fn enqueue(&mut self, pending: Pending, ctx: &mut Context<Self>) {
-        let lane_index = pending.lane();
+        let lane_index = pending.write.lane();
         let lane = &mut self.lanes[lane_index];
-        lane.queued_rows += pending.rows();
+        lane.queued_rows += pending.write.rows();
         if lane_index == RESULTS && lane.oldest_result.is_none() {
             lane.oldest_result = Some(Instant::now());
             ctx.run_later(self.batch_interval, move |act, ctx| {
@@ -149,10 +169,12 @@ impl StoreActor {
     fn enqueue_reply<T: Send + 'static>(
         &mut self,
         ctx: &mut Context<Self>,
-        pending: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> Pending,
+        write: Write,
+        reply: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> Reply,
     ) -> ResponseFuture<Result<T, StoreError>> {
         let (tx, rx) = oneshot::channel();
-        self.enqueue(pending(tx), ctx);
+        let reply = reply(tx);
+        self.enqueue(Pending { write, reply }, ctx);
         Box::pin(async move { rx.await.unwrap_or_else(|_| Err(dropped())) })
     }
 
@@ -218,68 +240,93 @@ enum Done {
     Claims(Vec<bool>),
 }
 
-/// Commits one batch in one transaction, then answers every caller. On failure the callers'
-/// channels are dropped with the batch, and each caller sees the write as failed.
+/// How often a batch is tried when the database reports a deadlock or a busy lock.
+const COMMIT_TRIES: usize = 3;
+
+/// Commits one batch in one transaction, then answers every caller. A deadlock or lock
+/// timeout rolls the whole batch back, so it is tried again; any other failure is reported to
+/// every caller.
 async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
-    let writes = batch.len();
-    let rows: usize = batch.iter().map(Pending::rows).sum();
+    let rows: usize = batch.iter().map(|p| p.write.rows()).sum();
+    let (writes, replies): (Vec<Write>, Vec<Reply>) =
+        batch.into_iter().map(|p| (p.write, p.reply)).unzip();
+    let writes = Arc::new(writes);
     let started = Instant::now();
-    match run_batch(&db, retry_defaults, batch).await {
-        Ok(done) => {
-            log::debug!("committed {writes} writes in {:?}", started.elapsed());
-            metrics().commit_seconds.observe_duration(started.elapsed());
-            metrics().batch_rows.observe(rows as f64);
-            for (pending, done) in done {
-                // A caller that gave up waiting (send fails) is no reason to fail the others.
-                match (pending, done) {
-                    (Pending::Fires(_, tx), Done::Fires(outcomes)) => {
-                        let _ = tx.send(Ok(outcomes));
-                    }
-                    (Pending::Result(_, tx), Done::Result(outcome)) => {
-                        if matches!(outcome, ResultOutcome::RetryScheduled { .. }) {
-                            add(&metrics().retries, 1);
-                        }
-                        let _ = tx.send(Ok(outcome));
-                    }
-                    (Pending::Claims(_, tx), Done::Claims(won)) => {
-                        let _ = tx.send(Ok(won));
-                    }
-                    _ => log::error!("store reply out of order"),
-                }
+    let mut tries = 0;
+    let result = loop {
+        tries += 1;
+        match run_batch(&db, retry_defaults, writes.clone()).await {
+            Err(err) if err.is_transient() && tries < COMMIT_TRIES => {
+                log::warn!(
+                    "a batch of {} writes rolled back, trying again: {err}",
+                    writes.len()
+                );
             }
+            result => break result,
         }
-        Err(err) => log::error!("a batch of {writes} writes failed: {err}"),
+    };
+    let done = match result {
+        Ok(done) => done,
+        Err(err) => {
+            log::error!("a batch of {} writes failed: {err}", writes.len());
+            replies.into_iter().for_each(|reply| reply.fail(&err));
+            return;
+        }
+    };
+    log::debug!(
+        "committed {} writes in {:?}",
+        writes.len(),
+        started.elapsed()
+    );
+    metrics().commit_seconds.observe_duration(started.elapsed());
+    metrics().batch_rows.observe(rows as f64);
+    for (reply, done) in replies.into_iter().zip(done) {
+        // A caller that gave up waiting (send fails) is no reason to fail the others.
+        match (reply, done) {
+            (Reply::Fires(tx), Done::Fires(outcomes)) => {
+                let _ = tx.send(Ok(outcomes));
+            }
+            (Reply::Result(tx), Done::Result(outcome)) => {
+                if matches!(outcome, ResultOutcome::RetryScheduled { .. }) {
+                    add(&metrics().retries, 1);
+                }
+                let _ = tx.send(Ok(outcome));
+            }
+            (Reply::Claims(tx), Done::Claims(won)) => {
+                let _ = tx.send(Ok(won));
+            }
+            _ => log::error!("store reply out of order"),
+        }
     }
 }
 
 async fn run_batch(
     db: &Db,
     retry_defaults: RetryPolicy,
-    batch: Vec<Pending>,
-) -> Result<Vec<(Pending, Done)>, StoreError> {
+    batch: Arc<Vec<Write>>,
+) -> Result<Vec<Done>, StoreError> {
     let mut conn = db.conn().await?;
     conn.transaction(|conn| {
         Box::pin(async move {
             let mut outcomes = apply_batchable(conn, &batch).await?;
             let mut done = Vec::with_capacity(batch.len());
-            for (pending, bulk) in batch.into_iter().zip(outcomes.drain(..)) {
-                let outcome = match (&pending, bulk) {
+            for (write, bulk) in batch.iter().zip(outcomes.drain(..)) {
+                done.push(match (write, bulk) {
                     (_, Some(outcome)) => Done::Result(outcome),
-                    (Pending::Fires(fires, _), None) => {
+                    (Write::Fires(fires), None) => {
                         Done::Fires(instances::record_fires(conn, fires).await?)
                     }
-                    (Pending::Result(result, _), None) => {
+                    (Write::Result(result), None) => {
                         Done::Result(instances::apply_result(conn, result, retry_defaults).await?)
                     }
-                    (Pending::Claims(claims, _), None) => {
+                    (Write::Claims(claims), None) => {
                         let mut won = Vec::with_capacity(claims.len());
                         for claim in claims {
                             won.push(instances::claim(conn, claim).await?);
                         }
                         Done::Claims(won)
                     }
-                };
-                done.push((pending, outcome));
+                });
             }
             Ok(done)
         })
@@ -291,7 +338,7 @@ async fn run_batch(
 /// returns, per write, its outcome if it was one of them.
 async fn apply_batchable(
     conn: &mut Conn,
-    batch: &[Pending],
+    batch: &[Write],
 ) -> Result<Vec<Option<ResultOutcome>>, StoreError> {
     let mut outcomes = vec![None; batch.len()];
     for status in [InstanceStatus::Running, InstanceStatus::Success] {
@@ -300,8 +347,8 @@ async fn apply_batchable(
         let (positions, results): (Vec<usize>, Vec<&ResultRecord>) = batch
             .iter()
             .enumerate()
-            .filter_map(|(i, pending)| match pending {
-                Pending::Result(r, _)
+            .filter_map(|(i, write)| match write {
+                Write::Result(r)
                     if r.status == status
                         && (r.batchable || status == InstanceStatus::Success)
                         && seen.insert(r.request_id.as_str()) =>
@@ -358,7 +405,7 @@ impl Handler<RecordFires> for StoreActor {
     type Result = ResponseFuture<Result<Vec<FireOutcome>, StoreError>>;
 
     fn handle(&mut self, msg: RecordFires, ctx: &mut Context<Self>) -> Self::Result {
-        self.enqueue_reply(ctx, |tx| Pending::Fires(msg.0, tx))
+        self.enqueue_reply(ctx, Write::Fires(msg.0), Reply::Fires)
     }
 }
 
@@ -371,7 +418,7 @@ impl Handler<RecordResult> for StoreActor {
     type Result = ResponseFuture<Result<ResultOutcome, StoreError>>;
 
     fn handle(&mut self, msg: RecordResult, ctx: &mut Context<Self>) -> Self::Result {
-        self.enqueue_reply(ctx, |tx| Pending::Result(msg.0, tx))
+        self.enqueue_reply(ctx, Write::Result(msg.0), Reply::Result)
     }
 }
 
@@ -388,7 +435,7 @@ impl Handler<RecordClaims> for StoreActor {
     type Result = ResponseFuture<Result<Vec<bool>, StoreError>>;
 
     fn handle(&mut self, msg: RecordClaims, ctx: &mut Context<Self>) -> Self::Result {
-        self.enqueue_reply(ctx, |tx| Pending::Claims(msg.0, tx))
+        self.enqueue_reply(ctx, Write::Claims(msg.0), Reply::Claims)
     }
 }
 

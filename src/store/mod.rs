@@ -49,6 +49,23 @@ pub enum StoreError {
     Pool(String),
     #[error("database error: {0}")]
     Query(#[from] diesel::result::Error),
+    #[error("the write was not committed: {0}")]
+    Commit(String),
+}
+
+impl StoreError {
+    /// A failure that rolled the transaction back and may pass on a second try: a deadlock
+    /// or lock wait timeout (MySQL: "try restarting transaction"), or a busy SQLite file.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Query(diesel::result::Error::DatabaseError(_, info)) => {
+                let message = info.message();
+                message.contains("try restarting transaction")
+                    || message.contains("database is locked")
+            }
+            _ => false,
+        }
+    }
 }
 
 impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for StoreError {
@@ -323,4 +340,30 @@ pub fn to_db(time: DateTime<Utc>) -> NaiveDateTime {
 /// A stored time, read back as UTC.
 pub fn from_db(time: NaiveDateTime) -> DateTime<Utc> {
     time.and_utc()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diesel::result::{DatabaseErrorKind, Error};
+
+    fn database_error(message: &str) -> StoreError {
+        StoreError::Query(Error::DatabaseError(
+            DatabaseErrorKind::Unknown,
+            Box::new(message.to_string()),
+        ))
+    }
+
+    #[test]
+    fn deadlocks_and_busy_locks_are_transient() {
+        for message in [
+            "Deadlock found when trying to get lock; try restarting transaction",
+            "Lock wait timeout exceeded; try restarting transaction",
+            "database is locked",
+        ] {
+            assert!(database_error(message).is_transient(), "{message}");
+        }
+        assert!(!database_error("Duplicate entry 'x' for key 'uq'").is_transient());
+        assert!(!StoreError::Pool("timed out".into()).is_transient());
+    }
 }

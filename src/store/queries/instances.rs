@@ -113,17 +113,23 @@ async fn lock_task_schedules(
     conn: &mut Conn,
     ids: &[i64],
 ) -> Result<HashMap<i64, Option<NaiveDateTime>>, StoreError> {
+    // Only the primary key in the filter: with `status` in it too, MySQL may walk the
+    // (status, next_run_at) index instead, locking every enabled task's entry, and concurrent
+    // fire batches then deadlock.
     let query = t::ax_task
         .filter(t::id.eq_any(ids))
-        .filter(t::status.eq(TaskStatus::Enabled.as_str()))
-        .select((t::id, t::next_run_at));
+        .select((t::id, t::next_run_at, t::status));
     // MySQL needs the row locks to keep another process from advancing a task in between;
     // SQLite's `BEGIN IMMEDIATE` already holds the only write lock.
-    let rows: Vec<(i64, Option<NaiveDateTime>)> = match conn {
+    let rows: Vec<(i64, Option<NaiveDateTime>, String)> = match conn {
         Conn::Mysql(c) => query.for_update().load(&mut **c).await?,
         Conn::Sqlite(c) => query.load(&mut **c).await?,
     };
-    Ok(rows.into_iter().collect())
+    Ok(rows
+        .into_iter()
+        .filter(|(_, _, status)| status == TaskStatus::Enabled.as_str())
+        .map(|(id, next_run_at, _)| (id, next_run_at))
+        .collect())
 }
 
 /// Moves each task's `next_run_at` on, in one statement.
