@@ -125,6 +125,9 @@ pub struct RedisConfig {
     pub url: Option<String>,
 }
 
+/// Most seconds a run may be committed ahead of its time.
+pub const MAX_COMMIT_AHEAD_SECS: i64 = 5;
+
 /// `scheduler.*`: the time wheel and its preload window.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -137,6 +140,9 @@ pub struct SchedulerConfig {
     pub preload_window_secs: i64,
     /// How often the window is topped up from the database.
     pub preload_interval_secs: u64,
+    /// How many seconds before its time a run's row is committed (0: at its time). The run is
+    /// still dispatched at its time; committing ahead takes the database off the lag.
+    pub commit_ahead_secs: i64,
     /// A run later than this when ax sees it is recorded MISSED instead of fired.
     pub misfire_threshold_secs: i64,
     /// Wait before the first retry of a failed attempt.
@@ -155,6 +161,7 @@ impl Default for SchedulerConfig {
             max_grab_batch: 500,
             preload_window_secs: 600,
             preload_interval_secs: 30,
+            commit_ahead_secs: 1,
             misfire_threshold_secs: 300,
             retry_backoff_secs: 5,
             retry_factor: 5,
@@ -200,6 +207,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("AX_WHEEL_SIZE", "scheduler.wheel_size"),
     ("AX_MAX_GRAB_BATCH", "scheduler.max_grab_batch"),
     ("AX_PRELOAD_WINDOW_SECS", "scheduler.preload_window_secs"),
+    ("AX_COMMIT_AHEAD_SECS", "scheduler.commit_ahead_secs"),
     (
         "AX_PRELOAD_INTERVAL_SECS",
         "scheduler.preload_interval_secs",
@@ -318,6 +326,9 @@ impl Config {
             "scheduler.preload_interval_secs" => {
                 self.scheduler.preload_interval_secs = parse(name, &value)?
             }
+            "scheduler.commit_ahead_secs" => {
+                self.scheduler.commit_ahead_secs = parse(name, &value)?
+            }
             "scheduler.misfire_threshold_secs" => {
                 self.scheduler.misfire_threshold_secs = parse(name, &value)?
             }
@@ -372,6 +383,14 @@ impl Config {
             if value <= 0 {
                 return Err(invalid(name, value.to_string(), "must be positive"));
             }
+        }
+        let ahead = self.scheduler.commit_ahead_secs;
+        if !(0..=MAX_COMMIT_AHEAD_SECS).contains(&ahead) {
+            return Err(invalid(
+                "scheduler.commit_ahead_secs",
+                ahead.to_string(),
+                &format!("must be between 0 and {MAX_COMMIT_AHEAD_SECS}"),
+            ));
         }
         if self.server.instance_id.is_empty() || self.server.instance_id.len() > 64 {
             return Err(invalid(

@@ -19,8 +19,9 @@ use serde_json::json;
 
 const TASKS: usize = 8;
 const KILLS: usize = 3;
-/// Longer than the missed-run grace (2 s), so each outage is a stall the policy collapses.
-const OUTAGE: Duration = Duration::from_millis(3500);
+/// Longer than the missed-run grace (2 s) plus the second a run is committed ahead, so each
+/// outage is a stall the policy collapses.
+const OUTAGE: Duration = Duration::from_millis(4500);
 
 /// A tiny deterministic generator for the kill moments; the seed is printed for replay.
 struct XorShift(u64);

@@ -50,6 +50,11 @@ async fn fires_dispatches_and_records(store: TestStore, redis: bool) {
             scheduled.insert(at.to_string()),
             "one delivery per second: {at}"
         );
+        assert!(
+            delivery.wall >= time(&delivery.body["scheduledAt"]),
+            "never delivered before its time: {at} arrived at {}",
+            delivery.wall
+        );
     }
 
     ax.shutdown().await;
@@ -70,6 +75,20 @@ async fn fires_dispatches_and_records(store: TestStore, redis: bool) {
             delivery.body["scheduledAt"].as_str().map(|s| &s[..19])
         );
     }
+    // Runs are committed a second ahead of their time (scheduler.commit_ahead_secs): of those
+    // before the restart, only the first can have been committed late.
+    let first_session: Vec<&Value> = runs
+        .iter()
+        .filter(|r| time(&r["createdAt"]) < restarted)
+        .collect();
+    let ahead = first_session
+        .iter()
+        .filter(|r| time(&r["createdAt"]) < time(&r["scheduledAt"]))
+        .count();
+    assert!(
+        ahead + 1 >= first_session.len(),
+        "committed ahead: {ahead} of {first_session:?}"
+    );
     let ids: HashSet<&str> = runs
         .iter()
         .filter_map(|r| r["requestId"].as_str())

@@ -1,13 +1,14 @@
 //! WheelActor: holds the next window of due runs in the time wheel, ticks on whole seconds,
 //! and fires what is due: lock → store (commit) → dispatch.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use chrono::{DateTime, TimeZone, Utc};
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 use super::dispatch::{DispatchHandle, DispatchJob};
 use super::lock::LockHandle;
@@ -20,7 +21,7 @@ use crate::store::models::{InstanceStatus, NewInstance, TriggerType};
 use crate::store::queries::instances::{Claim, DueAttempt, FireOutcome, FireRecord};
 use crate::store::queries::tasks;
 use crate::store::{from_db, to_db};
-use crate::wheel::TimeWheel;
+use crate::wheel::{Due, TimeWheel};
 
 /// What the firing pipeline needs, shared by every tick.
 #[derive(Clone)]
@@ -42,6 +43,8 @@ pub struct WheelSettings {
     pub tick_interval: Duration,
     /// How far ahead runs are held.
     pub window_secs: i64,
+    /// How many seconds before its time a run is committed; it is dispatched at its time.
+    pub commit_ahead_secs: i64,
     pub policy: MissedRunPolicy,
 }
 
@@ -67,6 +70,8 @@ pub struct WheelActor {
     fire: FireContext,
     ticking: bool,
     in_flight: InFlight,
+    /// The second the wheel has reached: runs committed ahead wait for it to be dispatched.
+    reached: watch::Sender<i64>,
 }
 
 impl WheelActor {
@@ -80,6 +85,7 @@ impl WheelActor {
             fire,
             ticking: true,
             in_flight: InFlight::default(),
+            reached: watch::Sender::new(now - 1),
         }
     }
 
@@ -92,29 +98,59 @@ impl WheelActor {
             .settings
             .tick_interval
             .min(Duration::from_millis(to_next_second));
+        // Ticks go on after `StopTicking`: runs committed ahead still wait for their second.
         ctx.run_later(delay, |act, ctx| {
-            if act.ticking {
-                act.tick(ctx);
-                act.schedule_tick(ctx);
-            }
+            act.tick(ctx);
+            act.schedule_tick(ctx);
         });
     }
 
+    /// Releases the runs committed for this second, then takes what is due up to
+    /// `commit_ahead_secs` from now and commits it; each run is dispatched at its second.
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
-        let due = self.wheel.advance(now.timestamp());
-        if due.is_empty() {
+        self.reached.send_replace(now.timestamp());
+        if !self.ticking {
             return;
         }
+        let reach = now.timestamp() + self.settings.commit_ahead_secs.max(0);
+        let mut due = self.wheel.advance(reach);
+        let mut planned = Planned::default();
+        while !due.is_empty() {
+            self.plan(due, now, &mut planned);
+            // A next run that falls within reach is planned now too, or it would lose its lead.
+            due = self.wheel.advance(reach);
+        }
+        for chunk in chunks(planned.fires, self.fire.batch_size) {
+            let batch = fire_batch(self.fire.clone(), ctx.address(), chunk, self.release());
+            actix::spawn(self.in_flight.track(batch));
+        }
+        for chunk in chunks(planned.attempts, self.fire.batch_size) {
+            let batch = attempt_batch(self.fire.clone(), chunk, self.release());
+            actix::spawn(self.in_flight.track(batch));
+        }
+    }
+
+    /// Plans due entries, each at the second it fires at (its own, or now if that passed), and
+    /// puts each task's next run in the wheel.
+    fn plan(
+        &mut self,
+        due: Vec<Due<WheelKey, WheelEntry>>,
+        now: DateTime<Utc>,
+        planned: &mut Planned,
+    ) {
         let horizon = now.timestamp() + self.settings.window_secs;
-        let mut fires = Vec::new();
-        let mut attempts = Vec::new();
         for entry in due {
+            let fire_at = if entry.due_sec > now.timestamp() {
+                at_second(entry.due_sec)
+            } else {
+                now
+            };
             match entry.value {
                 WheelEntry::Task(spec) => {
                     let policy = spec.missed_run_policy(self.settings.policy);
-                    let plan = plan_fires(&spec.cron, at_second(entry.due_sec), now, policy);
-                    log_stall(&spec, &plan, now, policy);
+                    let plan = plan_fires(&spec.cron, at_second(entry.due_sec), fire_at, policy);
+                    log_stall(&spec, &plan, fire_at, policy);
                     // The next run enters the wheel now; if this fire turns out stale, a
                     // refresh from the database corrects it.
                     if let Some(next) = plan.next.filter(|next| next.timestamp() <= horizon) {
@@ -122,19 +158,15 @@ impl WheelActor {
                             (WheelKey::Task(spec.id), WheelEntry::Task(spec.clone()));
                         self.wheel.insert(key, next.timestamp(), value);
                     }
-                    fires.push((spec, plan));
+                    planned.add_fire(spec, plan, now, fire_at);
                 }
-                WheelEntry::Attempt(attempt) => attempts.push(attempt),
+                WheelEntry::Attempt(attempt) => planned.attempts.push((attempt, fire_at)),
             }
         }
-        for chunk in chunks(fires, self.fire.batch_size) {
-            let batch = fire_batch(self.fire.clone(), ctx.address(), chunk, now);
-            actix::spawn(self.in_flight.track(batch));
-        }
-        for chunk in chunks(attempts, self.fire.batch_size) {
-            let batch = attempt_batch(self.fire.clone(), chunk, now);
-            actix::spawn(self.in_flight.track(batch));
-        }
+    }
+
+    fn release(&self) -> Release {
+        Release(self.reached.subscribe())
     }
 
     /// Puts an entry in the wheel if it is due within the window; otherwise takes the key out
@@ -154,6 +186,70 @@ impl Actor for WheelActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.schedule_tick(ctx);
+    }
+}
+
+/// What one tick fires: each task once, with all its runs in order (one batch takes its lock
+/// and advances it), and the attempts.
+#[derive(Default)]
+struct Planned {
+    fires: Vec<PlannedFire>,
+    index: HashMap<i64, usize>,
+    attempts: Vec<(Arc<DueAttempt>, DateTime<Utc>)>,
+}
+
+impl Planned {
+    fn add_fire(
+        &mut self,
+        spec: Arc<TaskSpec>,
+        plan: FirePlan,
+        planned_at: DateTime<Utc>,
+        fire_at: DateTime<Utc>,
+    ) {
+        match self.index.get(&spec.id) {
+            Some(&at) => self.fires[at].plans.push((plan, fire_at)),
+            None => {
+                self.index.insert(spec.id, self.fires.len());
+                self.fires.push(PlannedFire {
+                    spec,
+                    plans: vec![(plan, fire_at)],
+                    planned_at,
+                });
+            }
+        }
+    }
+}
+
+/// A task's fires as planned by a tick: each plan with the time its runs fire at.
+struct PlannedFire {
+    spec: Arc<TaskSpec>,
+    plans: Vec<(FirePlan, DateTime<Utc>)>,
+    /// When the tick planned it: the rows' `created_at`.
+    planned_at: DateTime<Utc>,
+}
+
+/// Holds committed runs back until the wheel reaches their second.
+struct Release(watch::Receiver<i64>);
+
+impl Release {
+    /// Hands the runs to the dispatchers, each once the wheel has reached its second.
+    async fn dispatch_in_time(
+        mut self,
+        dispatch: &DispatchHandle,
+        mut jobs: Vec<(DateTime<Utc>, DispatchJob)>,
+    ) {
+        jobs.sort_by_key(|(fire_at, _)| fire_at.timestamp());
+        let mut jobs = jobs.into_iter().peekable();
+        while let Some((fire_at, _)) = jobs.peek() {
+            let second = fire_at.timestamp();
+            // A wheel gone (shutdown) releases everything: the runs are committed and due.
+            let _ = self.0.wait_for(|reached| *reached >= second).await;
+            let now: Vec<DispatchJob> =
+                std::iter::from_fn(|| jobs.next_if(|(at, _)| at.timestamp() == second))
+                    .map(|(_, job)| job)
+                    .collect();
+            dispatch.dispatch(now).await;
+        }
     }
 }
 
@@ -196,8 +292,8 @@ fn chunks<T>(items: Vec<T>, size: usize) -> Vec<Vec<T>> {
 /// time to the next decision's time, the last one to the plan's `next`.
 fn fire_records(
     spec: &TaskSpec,
-    plan: &FirePlan,
-    now: DateTime<Utc>,
+    (plan, fire_at): &(FirePlan, DateTime<Utc>),
+    planned_at: DateTime<Utc>,
     fire: &FireContext,
 ) -> Vec<FireRecord> {
     let fired_by = fire.instance_id.as_str();
@@ -225,10 +321,10 @@ fn fire_records(
             RunDecision::Fire(_) => (
                 InstanceStatus::Ready,
                 None,
-                Some(to_db(claim_until(now, spec.timeout_ms))),
+                Some(to_db(claim_until(*fire_at, spec.timeout_ms))),
                 None,
             ),
-            RunDecision::Missed(_) => (InstanceStatus::Missed, Some(to_db(now)), None, None),
+            RunDecision::Missed(_) => (InstanceStatus::Missed, Some(to_db(*fire_at)), None, None),
         };
         records.push(FireRecord {
             scheduled_at: to_db(scheduled_at),
@@ -238,10 +334,10 @@ fn fire_records(
                 request_id: scheduled_request_id(spec.id, scheduled_at).to_string(),
                 trigger_type: TriggerType::Schedule.as_str().into(),
                 scheduled_at: to_db(scheduled_at),
-                trigger_at: to_db(now),
+                trigger_at: to_db(*fire_at),
                 status: status.as_str().into(),
                 fired_by: fired_by.to_string(),
-                created_at: to_db(now),
+                created_at: to_db(planned_at),
                 finished_at,
                 next_attempt_at: claimed_until,
                 deadline_at: deadline,
@@ -257,6 +353,7 @@ struct Run {
     spec: Arc<TaskSpec>,
     request_id: String,
     scheduled_at: DateTime<Utc>,
+    fire_at: DateTime<Utc>,
     dispatch: bool,
     missed: bool,
 }
@@ -266,32 +363,36 @@ struct Run {
 async fn fire_batch(
     fire: FireContext,
     wheel: Addr<WheelActor>,
-    batch: Vec<(Arc<TaskSpec>, FirePlan)>,
-    now: DateTime<Utc>,
+    batch: Vec<PlannedFire>,
+    release: Release,
 ) {
     let held = fire
         .lock
-        .acquire(batch.iter().map(|(spec, _)| spec.id).collect())
+        .acquire(batch.iter().map(|planned| planned.spec.id).collect())
         .await;
     let mut locked = Vec::new();
     let mut records = Vec::new();
     let mut runs = Vec::new();
-    for ((spec, plan), held) in batch.into_iter().zip(held) {
+    for (planned, held) in batch.into_iter().zip(held) {
+        let spec = &planned.spec;
         if !held {
             log::debug!("task {}: fire lock held elsewhere", spec.id);
             add(&metrics().lock_conflicts, 1);
             continue;
         }
         locked.push(spec.id);
-        for record in fire_records(&spec, &plan, now, &fire) {
-            runs.push(Run {
-                spec: spec.clone(),
-                request_id: record.instance.request_id.clone(),
-                scheduled_at: from_db(record.scheduled_at),
-                dispatch: record.instance.status == InstanceStatus::Ready.as_str(),
-                missed: record.instance.status == InstanceStatus::Missed.as_str(),
-            });
-            records.push(record);
+        for plan in &planned.plans {
+            for record in fire_records(spec, plan, planned.planned_at, &fire) {
+                runs.push(Run {
+                    spec: spec.clone(),
+                    request_id: record.instance.request_id.clone(),
+                    scheduled_at: from_db(record.scheduled_at),
+                    fire_at: plan.1,
+                    dispatch: record.instance.status == InstanceStatus::Ready.as_str(),
+                    missed: record.instance.status == InstanceStatus::Missed.as_str(),
+                });
+                records.push(record);
+            }
         }
     }
     if records.is_empty() {
@@ -324,15 +425,18 @@ async fn fire_batch(
                     "task {task_id} request {request_id}: fired run scheduled at {}",
                     run.scheduled_at
                 );
-                jobs.push(DispatchJob {
-                    task_id,
-                    request_id: run.request_id,
-                    handler_url: run.spec.handler_url.clone(),
-                    params: run.spec.params.clone(),
-                    scheduled_at: run.scheduled_at,
-                    attempt: 1,
-                    timeout_ms: run.spec.timeout_ms,
-                });
+                jobs.push((
+                    run.fire_at,
+                    DispatchJob {
+                        task_id,
+                        request_id: run.request_id,
+                        handler_url: run.spec.handler_url.clone(),
+                        params: run.spec.params.clone(),
+                        scheduled_at: run.scheduled_at,
+                        attempt: 1,
+                        timeout_ms: run.spec.timeout_ms,
+                    },
+                ));
             }
             FireOutcome::Fired => {
                 let counter = if run.missed {
@@ -353,7 +457,7 @@ async fn fire_batch(
             FireOutcome::Stale => stale.push(task_id),
         }
     }
-    fire.dispatch.dispatch(jobs).await;
+    release.dispatch_in_time(&fire.dispatch, jobs).await;
     if !stale.is_empty() {
         stale.dedup();
         log::debug!("tasks {stale:?}: schedule changed elsewhere, refreshing");
@@ -363,14 +467,18 @@ async fn fire_batch(
 
 /// Dispatches runs whose next attempt is due: retries, and attempts whose dispatcher died.
 /// Each is claimed first, so that of several ax processes holding it only one dispatches.
-async fn attempt_batch(fire: FireContext, attempts: Vec<Arc<DueAttempt>>, now: DateTime<Utc>) {
+async fn attempt_batch(
+    fire: FireContext,
+    attempts: Vec<(Arc<DueAttempt>, DateTime<Utc>)>,
+    release: Release,
+) {
     let claims = attempts
         .iter()
-        .map(|a| Claim {
+        .map(|(a, fire_at)| Claim {
             request_id: a.request_id.clone(),
             attempt: a.attempt,
             expected: a.next_attempt_at,
-            until: to_db(claim_until(now, a.timeout_ms)),
+            until: to_db(claim_until(*fire_at, a.timeout_ms)),
             claimant: fire.instance_id.clone(),
         })
         .collect();
@@ -383,7 +491,7 @@ async fn attempt_batch(fire: FireContext, attempts: Vec<Arc<DueAttempt>>, now: D
         }
     };
     let mut jobs = Vec::new();
-    for (attempt, won) in attempts.into_iter().zip(won) {
+    for ((attempt, fire_at), won) in attempts.into_iter().zip(won) {
         if !won {
             continue;
         }
@@ -394,17 +502,20 @@ async fn attempt_batch(fire: FireContext, attempts: Vec<Arc<DueAttempt>>, now: D
             attempt.attempt,
             attempt.scheduled_at
         );
-        jobs.push(DispatchJob {
-            task_id: attempt.task_id,
-            request_id: attempt.request_id.clone(),
-            handler_url: attempt.handler_url.clone(),
-            params: attempt.params.as_str().into(),
-            scheduled_at: from_db(attempt.scheduled_at),
-            attempt: attempt.attempt,
-            timeout_ms: attempt.timeout_ms,
-        });
+        jobs.push((
+            fire_at,
+            DispatchJob {
+                task_id: attempt.task_id,
+                request_id: attempt.request_id.clone(),
+                handler_url: attempt.handler_url.clone(),
+                params: attempt.params.as_str().into(),
+                scheduled_at: from_db(attempt.scheduled_at),
+                attempt: attempt.attempt,
+                timeout_ms: attempt.timeout_ms,
+            },
+        ));
     }
-    fire.dispatch.dispatch(jobs).await;
+    release.dispatch_in_time(&fire.dispatch, jobs).await;
 }
 
 /// Re-reads tasks whose wheel entries may be wrong and reschedules them from the database.

@@ -99,6 +99,8 @@ pub struct Received {
     pub header_request_id: String,
     pub body: Value,
     pub at: Instant,
+    /// When it arrived, by the wall clock.
+    pub wall: chrono::DateTime<chrono::Utc>,
     /// `X-Ax-Signature` as sent.
     pub signature: String,
     /// `X-Ax-Timestamp` as sent.
@@ -217,6 +219,7 @@ async fn handle(
         header_request_id: header("X-Ax-Request-Id"),
         body,
         at: Instant::now(),
+        wall: chrono::Utc::now(),
         signature: header("X-Ax-Signature"),
         timestamp: header("X-Ax-Timestamp"),
         raw: raw.to_vec(),
@@ -348,16 +351,26 @@ impl Api {
         page["items"].as_array().cloned().unwrap_or_default()
     }
 
-    /// Waits until every instance of the task that exists is in a final state and at least `n`
-    /// exist; returns them.
+    /// Waits until at least `n` instances of the task are due and every due one is in a final
+    /// state; returns them all.
     pub async fn wait_final(&self, task_id: i64, n: usize, timeout: Duration) -> Vec<Value> {
         let deadline = Instant::now() + timeout;
         loop {
             let runs = self.instances(task_id).await;
-            let all_final = runs
+            // A run committed ahead of its time (scheduler.commit_ahead_secs) is not due yet.
+            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let due: Vec<&Value> = runs
+                .iter()
+                .filter(|r| {
+                    r["scheduledAt"]
+                        .as_str()
+                        .is_some_and(|at| at <= now.as_str())
+                })
+                .collect();
+            let all_final = due
                 .iter()
                 .all(|r| matches!(r["status"].as_str(), Some("SUCCESS" | "FAILED" | "MISSED")));
-            if (runs.len() >= n && all_final) || Instant::now() > deadline {
+            if (due.len() >= n && all_final) || Instant::now() > deadline {
                 return runs;
             }
             actix_rt::time::sleep(Duration::from_millis(100)).await;

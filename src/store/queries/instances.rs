@@ -605,7 +605,7 @@ pub async fn reclaim_orphans(
     .await)?)
 }
 
-/// Decides every PENDING run (up to `limit`, oldest first) whose upstreams allow it: released
+/// Decides every PENDING run that is due (up to `limit`, oldest first) whose upstreams allow it: released
 /// runs become READY and due now (the attempt scan dispatches them); failed ones end FAILED,
 /// without retries. Returns (released, failed).
 pub async fn check_pending(
@@ -616,6 +616,8 @@ pub async fn check_pending(
     let pending: Vec<(String, i64, NaiveDateTime, Option<NaiveDateTime>)> =
         with_conn!(conn, |c| i::ax_instance
             .filter(i::status.eq(InstanceStatus::Pending.as_str()))
+            // A run committed ahead of its time waits for its time, whatever its upstreams.
+            .filter(i::scheduled_at.le(to_db(now)))
             .order(i::scheduled_at.asc())
             .limit(limit)
             .select((i::request_id, i::task_id, i::scheduled_at, i::deadline_at))
