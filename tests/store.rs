@@ -244,6 +244,8 @@ on_both_backends!(
     due_attempts_use_manual_params,
     results_applied_at_once,
     fires_recorded_at_once,
+    fire_chains_recorded_at_once,
+    store_actor_commits_a_backlog_of_results,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -2266,6 +2268,79 @@ async fn fires_recorded_at_once(db: &Db) {
     }
     let (runs, _) = runs_of(db, tasks_[3].id).await;
     assert_eq!(runs.len(), 1, "no second row for a duplicate");
+}
+
+/// A late tick's catch-up fires a task twice in one batch, as a chain: fresh or stale whole.
+async fn fire_chains_recorded_at_once(db: &Db) {
+    let t = base();
+    let a = insert_task(db, fields("a", "s", TaskStatus::Enabled, Some(t))).await;
+    let b = insert_task(db, fields("b", "s", TaskStatus::Enabled, Some(t))).await;
+    let moved_on = Some(t + secs(5));
+    let c = insert_task(db, fields("c", "s", TaskStatus::Enabled, moved_on)).await;
+    let fires = vec![
+        fire_record(a.id, &request_id(), t, Some(t + secs(1))),
+        fire_record(b.id, &request_id(), t, Some(t + secs(1))),
+        fire_record(a.id, &request_id(), t + secs(1), Some(t + secs(2))),
+        fire_record(c.id, &request_id(), t, Some(t + secs(1))),
+        fire_record(c.id, &request_id(), t + secs(1), Some(t + secs(2))),
+    ];
+    use FireOutcome::*;
+    assert_eq!(
+        record(db, fires).await,
+        vec![Fired, Fired, Fired, Stale, Stale]
+    );
+    for (task, next, rows) in [
+        (&a, Some(t + secs(2)), 2),
+        (&b, Some(t + secs(1)), 1),
+        (&c, moved_on, 0),
+    ] {
+        let found = find_task(db, task.id).await.expect("task");
+        assert_eq!(found.next_run_at, next, "task {}", task.name);
+        assert_eq!(runs_of(db, task.id).await.1, rows, "task {}", task.name);
+    }
+}
+
+/// The StoreActor under a burst of results larger than one batch: every caller is answered
+/// after its commit, with the outcome its result had, and every row is final.
+async fn store_actor_commits_a_backlog_of_results(db: &Db) {
+    use actix::Actor;
+    use ax::actors::store::{StoreActor, StoreHandle};
+    const RUNS: usize = 250;
+    let store = StoreHandle::new(
+        StoreActor::new(
+            db.clone(),
+            RetryPolicy::default(),
+            100,
+            Duration::from_millis(500),
+        )
+        .start(),
+    );
+    let task = insert_task(db, fields("burst", "s", TaskStatus::Enabled, None)).await;
+    let t = base();
+    let mut ids = Vec::new();
+    for k in 0..RUNS as i64 {
+        let id = request_id();
+        let run = new_instance(task.id, &id, t + secs(k), InstanceStatus::Ready);
+        insert_instance(db, &run).await;
+        ids.push(id);
+    }
+    let results = ids.iter().enumerate().map(|(k, id)| {
+        let store = store.clone();
+        // Dispatcher results (batchable) and callbacks (told exactly), mixed.
+        let mut record = result(id, InstanceStatus::Success, None, None, now_db(), None);
+        record.batchable = k % 2 == 0;
+        async move { store.record_result(record).await }
+    });
+    let outcomes = futures_util::future::join_all(results).await;
+    for outcome in outcomes {
+        assert_eq!(
+            outcome.expect("committed"),
+            ResultOutcome::Applied(InstanceStatus::Success)
+        );
+    }
+    for id in &ids {
+        assert_eq!(instance(db, id).await.status, "SUCCESS");
+    }
 }
 
 /// Fire batches commit side by side on MySQL while tasks are being created, and a tick's

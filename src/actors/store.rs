@@ -69,7 +69,8 @@ impl Write {
     }
 }
 
-/// A queue of writes, committed by up to `max_commits` transactions at a time.
+/// A queue of writes, committed by up to `max_commits` transactions at a time, each of at
+/// most `max_rows` rows.
 struct Lane {
     queue: Vec<Pending>,
     queued_rows: usize,
@@ -77,16 +78,18 @@ struct Lane {
     oldest_result: Option<Instant>,
     commits: usize,
     max_commits: usize,
+    max_rows: usize,
 }
 
 impl Lane {
-    fn new(max_commits: usize) -> Self {
+    fn new(max_commits: usize, max_rows: usize) -> Self {
         Lane {
             queue: Vec::new(),
             queued_rows: 0,
             oldest_result: None,
             commits: 0,
             max_commits: max_commits.max(1),
+            max_rows: max_rows.max(1),
         }
     }
 
@@ -94,8 +97,9 @@ impl Lane {
         self.commits == 0 && self.queue.is_empty()
     }
 
-    /// Takes queued writes up to `batch_size` rows (at least one write).
-    fn take_batch(&mut self, batch_size: usize) -> Vec<Pending> {
+    /// Takes queued writes up to `max_rows` rows (at least one write).
+    fn take_batch(&mut self) -> Vec<Pending> {
+        let batch_size = self.max_rows;
         let mut rows = 0;
         let mut take = 0;
         for pending in &self.queue {
@@ -121,6 +125,10 @@ impl Lane {
 const FIRES: usize = 0;
 const RESULTS: usize = 1;
 
+/// Results commit one transaction at a time, so a backlog (more than `batch_size` rows queued
+/// while a commit ran) goes in one commit of several statements of `batch_size` rows each.
+const RESULT_STATEMENTS_PER_COMMIT: usize = 10;
+
 /// The actor owning the pool and the write queues.
 pub struct StoreActor {
     db: Db,
@@ -141,7 +149,10 @@ impl StoreActor {
         batch_interval: Duration,
     ) -> Self {
         StoreActor {
-            lanes: [Lane::new(fire_commits(&db)), Lane::new(1)],
+            lanes: [
+                Lane::new(fire_commits(&db), batch_size),
+                Lane::new(1, batch_size * RESULT_STATEMENTS_PER_COMMIT),
+            ],
             db,
             retry_defaults,
             batch_size: batch_size.max(1),
@@ -199,16 +210,18 @@ impl StoreActor {
         {
             return;
         }
-        let batch = self.lanes[lane_index].take_batch(self.batch_size);
+        let batch = self.lanes[lane_index].take_batch();
         self.lanes[lane_index].commits += 1;
         let db = self.db.clone();
-        ctx.spawn(commit(db, self.retry_defaults, batch).into_actor(self).map(
-            move |_, act, ctx| {
-                act.lanes[lane_index].commits -= 1;
-                act.commit_if_due(lane_index, ctx);
-                act.notify_if_idle();
-            },
-        ));
+        ctx.spawn(
+            commit(db, self.retry_defaults, self.batch_size, batch)
+                .into_actor(self)
+                .map(move |_, act, ctx| {
+                    act.lanes[lane_index].commits -= 1;
+                    act.commit_if_due(lane_index, ctx);
+                    act.notify_if_idle();
+                }),
+        );
     }
 
     fn notify_if_idle(&mut self) {
@@ -246,7 +259,7 @@ const COMMIT_TRIES: usize = 3;
 /// Commits one batch in one transaction, then answers every caller. A deadlock or lock
 /// timeout rolls the whole batch back, so it is tried again; any other failure is reported to
 /// every caller.
-async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
+async fn commit(db: Db, retry_defaults: RetryPolicy, statement_rows: usize, batch: Vec<Pending>) {
     let rows: usize = batch.iter().map(|p| p.write.rows()).sum();
     let (writes, replies): (Vec<Write>, Vec<Reply>) =
         batch.into_iter().map(|p| (p.write, p.reply)).unzip();
@@ -255,7 +268,7 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
     let mut tries = 0;
     let result = loop {
         tries += 1;
-        match run_batch(&db, retry_defaults, writes.clone()).await {
+        match run_batch(&db, retry_defaults, statement_rows, writes.clone()).await {
             Err(err) if err.is_transient() && tries < COMMIT_TRIES => {
                 log::warn!(
                     "a batch of {} writes rolled back, trying again: {err}",
@@ -303,12 +316,13 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
 async fn run_batch(
     db: &Db,
     retry_defaults: RetryPolicy,
+    statement_rows: usize,
     batch: Arc<Vec<Write>>,
 ) -> Result<Vec<Done>, StoreError> {
     let mut conn = db.conn().await?;
     conn.transaction(|conn| {
         Box::pin(async move {
-            let mut outcomes = apply_batchable(conn, &batch).await?;
+            let mut outcomes = apply_batchable(conn, &batch, statement_rows).await?;
             let mut done = Vec::with_capacity(batch.len());
             for (write, bulk) in batch.iter().zip(outcomes.drain(..)) {
                 done.push(match (write, bulk) {
@@ -339,6 +353,7 @@ async fn run_batch(
 async fn apply_batchable(
     conn: &mut Conn,
     batch: &[Write],
+    statement_rows: usize,
 ) -> Result<Vec<Option<ResultOutcome>>, StoreError> {
     let mut outcomes = vec![None; batch.len()];
     for status in [InstanceStatus::Running, InstanceStatus::Success] {
@@ -361,7 +376,10 @@ async fn apply_batchable(
         if results.is_empty() {
             continue;
         }
-        let changed = instances::apply_results_at_once(conn, status, &results).await?;
+        let mut changed = 0;
+        for statement in results.chunks(statement_rows.max(1)) {
+            changed += instances::apply_results_at_once(conn, status, statement).await?;
+        }
         // The dispatcher only logs its outcomes: all-or-nothing detail is enough for it.
         let outcome = if changed == results.len() {
             ResultOutcome::Applied(status)

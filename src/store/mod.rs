@@ -195,7 +195,11 @@ impl Db {
         run_migrations(parsed.clone()).await?;
         let db = match parsed {
             StoreUrl::Mysql(url) => {
-                let manager = AsyncDieselConnectionManager::<AsyncMysqlConnection>::new(url);
+                let mut config = ManagerConfig::default();
+                config.custom_setup = Box::new(|url| establish_mysql(url.to_string()).boxed());
+                let manager = AsyncDieselConnectionManager::<AsyncMysqlConnection>::new_with_config(
+                    url, config,
+                );
                 Db::Mysql(
                     pool_builder(pool_size)
                         .build(manager)
@@ -246,6 +250,17 @@ fn pool_builder<M: bb8::ManageConnection>(size: u32) -> bb8::Builder<M> {
 
 fn connect_error(err: impl std::fmt::Display) -> StoreError {
     StoreError::Connect(err.to_string())
+}
+
+/// MySQL sessions read committed data: ax's writes are guarded by row locks and
+/// compare-and-set, so REPEATABLE READ's gap locks would only add deadlocks between
+/// concurrent batches.
+async fn establish_mysql(url: String) -> diesel::ConnectionResult<AsyncMysqlConnection> {
+    let mut conn = AsyncMysqlConnection::establish(&url).await?;
+    conn.batch_execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        .await
+        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+    Ok(conn)
 }
 
 async fn establish_sqlite(path: String) -> diesel::ConnectionResult<SqliteConn> {

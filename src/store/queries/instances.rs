@@ -1,6 +1,6 @@
 //! Instance rows: recording fires, applying results, and the run history.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
@@ -41,52 +41,77 @@ pub enum FireOutcome {
 /// Records a batch of fires in the caller's transaction: for each, compare-and-set the task's
 /// `next_run_at` on the scheduled value, and insert the run only if that succeeded.
 ///
-/// A batch of distinct tasks takes three statements whatever its size: lock and read the tasks,
-/// advance the fresh ones in one `UPDATE … CASE`, insert their runs in one multi-row `INSERT`.
-/// A batch that fires one task more than once (a late tick's chain) goes row by row.
+/// A batch takes three statements whatever its size: lock and read the tasks, advance the
+/// fresh ones in one `UPDATE … CASE`, insert their runs in one multi-row `INSERT`. A task may
+/// fire more than once in a batch when its fires form a chain (each advances the task to the
+/// next one's time, as a late tick's catch-up does): the chain is fresh or stale as a whole.
+/// Any other shape goes row by row.
 pub async fn record_fires(
     conn: &mut Conn,
     fires: &[FireRecord],
 ) -> Result<Vec<FireOutcome>, StoreError> {
-    let mut ids: Vec<i64> = fires.iter().map(|f| f.instance.task_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    if ids.len() == fires.len() && fires.len() > 1 {
-        record_fires_at_once(conn, fires, ids).await
-    } else {
-        record_fires_one_by_one(conn, fires).await
+    match chains(fires) {
+        Some(chains) if fires.len() > 1 => record_fires_at_once(conn, fires, chains).await,
+        _ => record_fires_one_by_one(conn, fires).await,
     }
+}
+
+/// Each task's fires (positions in batch order), if every task's fires form a chain.
+fn chains(fires: &[FireRecord]) -> Option<BTreeMap<i64, Vec<usize>>> {
+    let mut chains: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (i, fire) in fires.iter().enumerate() {
+        let chain = chains.entry(fire.instance.task_id).or_default();
+        if let Some(&last) = chain.last() {
+            if fires[last].next_run_at != Some(fire.scheduled_at) {
+                return None;
+            }
+        }
+        chain.push(i);
+    }
+    Some(chains)
 }
 
 async fn record_fires_at_once(
     conn: &mut Conn,
     fires: &[FireRecord],
-    ids: Vec<i64>,
+    chains: BTreeMap<i64, Vec<usize>>,
 ) -> Result<Vec<FireOutcome>, StoreError> {
+    let ids: Vec<i64> = chains.keys().copied().collect();
     let current = lock_task_schedules(conn, &ids).await?;
-    let fresh: Vec<&FireRecord> = fires
-        .iter()
-        .filter(|f| current.get(&f.instance.task_id) == Some(&Some(f.scheduled_at)))
-        .collect();
-    if !fresh.is_empty() {
-        advance_tasks(conn, &fresh).await?;
+    let mut fresh = vec![false; fires.len()];
+    let mut advances = Vec::new();
+    for (task_id, chain) in &chains {
+        let (Some(&first), Some(&last)) = (<[usize]>::first(chain), <[usize]>::last(chain)) else {
+            continue;
+        };
+        if current.get(task_id) == Some(&Some(fires[first].scheduled_at)) {
+            advances.push((*task_id, fires[last].next_run_at));
+            chain.iter().for_each(|&i| fresh[i] = true);
+        }
     }
-    let inserted = if fresh.is_empty() {
+    let runs: Vec<&NewInstance> = fires
+        .iter()
+        .zip(&fresh)
+        .filter(|(_, fresh)| **fresh)
+        .map(|(fire, _)| &fire.instance)
+        .collect();
+    let inserted = if runs.is_empty() {
         Ok(())
     } else {
-        insert_instances(conn, &fresh).await
+        advance_tasks(conn, &advances).await?;
+        insert_instances(conn, &runs).await
     };
     let duplicates = match inserted {
-        Ok(()) => Vec::new(),
+        Ok(()) => HashSet::new(),
         // Some run exists already: insert one by one to find which.
         Err(StoreError::Query(DieselError::DatabaseError(
             DatabaseErrorKind::UniqueViolation,
             _,
         ))) => {
-            let mut duplicates = Vec::new();
-            for fire in &fresh {
-                if insert_instance(conn, &fire.instance).await? == FireOutcome::Duplicate {
-                    duplicates.push(fire.instance.request_id.as_str());
+            let mut duplicates = HashSet::new();
+            for run in &runs {
+                if insert_instance(conn, run).await? == FireOutcome::Duplicate {
+                    duplicates.insert(run.request_id.as_str());
                 }
             }
             duplicates
@@ -95,10 +120,11 @@ async fn record_fires_at_once(
     };
     Ok(fires
         .iter()
-        .map(|fire| {
-            if !fresh.iter().any(|f| std::ptr::eq(*f, fire)) {
+        .zip(fresh)
+        .map(|(fire, fresh)| {
+            if !fresh {
                 FireOutcome::Stale
-            } else if duplicates.contains(&fire.instance.request_id.as_str()) {
+            } else if duplicates.contains(fire.instance.request_id.as_str()) {
                 FireOutcome::Duplicate
             } else {
                 FireOutcome::Fired
@@ -132,22 +158,25 @@ async fn lock_task_schedules(
         .collect())
 }
 
-/// Moves each task's `next_run_at` on, in one statement.
-async fn advance_tasks(conn: &mut Conn, fires: &[&FireRecord]) -> Result<(), StoreError> {
+/// Moves each task's `next_run_at` on, in one statement: (task id, new `next_run_at`).
+async fn advance_tasks(
+    conn: &mut Conn,
+    advances: &[(i64, Option<NaiveDateTime>)],
+) -> Result<(), StoreError> {
     let sql = format!(
         "UPDATE ax_task SET next_run_at = CASE id {} END WHERE id IN ({})",
-        "WHEN ? THEN ? ".repeat(fires.len()),
-        placeholders(fires.len(), 1)
+        "WHEN ? THEN ? ".repeat(advances.len()),
+        placeholders(advances.len(), 1)
     );
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
-        for fire in fires {
+        for &(task_id, next_run_at) in advances {
             query = query
-                .bind::<BigInt, _>(fire.instance.task_id)
-                .bind::<Nullable<Timestamp>, _>(fire.next_run_at);
+                .bind::<BigInt, _>(task_id)
+                .bind::<Nullable<Timestamp>, _>(next_run_at);
         }
-        for fire in fires {
-            query = query.bind::<BigInt, _>(fire.instance.task_id);
+        for &(task_id, _) in advances {
+            query = query.bind::<BigInt, _>(task_id);
         }
         query.execute(c).await
     })?;
@@ -155,17 +184,16 @@ async fn advance_tasks(conn: &mut Conn, fires: &[&FireRecord]) -> Result<(), Sto
 }
 
 /// Inserts the runs in one statement; fails whole on a duplicate request id.
-async fn insert_instances(conn: &mut Conn, fires: &[&FireRecord]) -> Result<(), StoreError> {
+async fn insert_instances(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), StoreError> {
     let sql = format!(
         "INSERT INTO ax_instance (task_id, request_id, trigger_type, scheduled_at, trigger_at, \
          status, fired_by, created_at, finished_at, next_attempt_at, deadline_at, params) \
          VALUES {}",
-        vec![format!("({})", placeholders(12, 1)); fires.len()].join(", ")
+        vec![format!("({})", placeholders(12, 1)); runs.len()].join(", ")
     );
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
-        for fire in fires {
-            let run = &fire.instance;
+        for run in runs {
             query = query
                 .bind::<BigInt, _>(run.task_id)
                 .bind::<Text, _>(&run.request_id)
