@@ -93,7 +93,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         slots: config.scheduler.wheel_size,
         tick_interval: Duration::from_millis(config.scheduler.tick_interval_ms),
         window_secs: config.scheduler.preload_window_secs,
-        commit_ahead_secs: config.scheduler.commit_ahead_secs,
+        commit_ahead: Duration::from_millis(config.scheduler.commit_ahead_ms),
         policy: config.missed_run_policy(),
     };
     let wheel = WheelActor::new(wheel_settings, clock.clone(), fire).start();

@@ -125,8 +125,8 @@ pub struct RedisConfig {
     pub url: Option<String>,
 }
 
-/// Most seconds a run may be committed ahead of its time.
-pub const MAX_COMMIT_AHEAD_SECS: i64 = 5;
+/// Longest a run may be committed ahead of its time, in ms.
+pub const MAX_COMMIT_AHEAD_MS: u64 = 5_000;
 
 /// `scheduler.*`: the time wheel and its preload window.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -140,9 +140,9 @@ pub struct SchedulerConfig {
     pub preload_window_secs: i64,
     /// How often the window is topped up from the database.
     pub preload_interval_secs: u64,
-    /// How many seconds before its time a run's row is committed (0: at its time). The run is
-    /// still dispatched at its time; committing ahead takes the database off the lag.
-    pub commit_ahead_secs: i64,
+    /// How long before its time a run's row is committed (0: at its time). The run is still
+    /// dispatched at its time; committing ahead takes the database off the lag.
+    pub commit_ahead_ms: u64,
     /// A run later than this when ax sees it is recorded MISSED instead of fired.
     pub misfire_threshold_secs: i64,
     /// Wait before the first retry of a failed attempt.
@@ -161,7 +161,7 @@ impl Default for SchedulerConfig {
             max_grab_batch: 500,
             preload_window_secs: 600,
             preload_interval_secs: 30,
-            commit_ahead_secs: 1,
+            commit_ahead_ms: 500,
             misfire_threshold_secs: 300,
             retry_backoff_secs: 5,
             retry_factor: 5,
@@ -207,7 +207,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("AX_WHEEL_SIZE", "scheduler.wheel_size"),
     ("AX_MAX_GRAB_BATCH", "scheduler.max_grab_batch"),
     ("AX_PRELOAD_WINDOW_SECS", "scheduler.preload_window_secs"),
-    ("AX_COMMIT_AHEAD_SECS", "scheduler.commit_ahead_secs"),
+    ("AX_COMMIT_AHEAD_MS", "scheduler.commit_ahead_ms"),
     (
         "AX_PRELOAD_INTERVAL_SECS",
         "scheduler.preload_interval_secs",
@@ -326,9 +326,7 @@ impl Config {
             "scheduler.preload_interval_secs" => {
                 self.scheduler.preload_interval_secs = parse(name, &value)?
             }
-            "scheduler.commit_ahead_secs" => {
-                self.scheduler.commit_ahead_secs = parse(name, &value)?
-            }
+            "scheduler.commit_ahead_ms" => self.scheduler.commit_ahead_ms = parse(name, &value)?,
             "scheduler.misfire_threshold_secs" => {
                 self.scheduler.misfire_threshold_secs = parse(name, &value)?
             }
@@ -384,12 +382,12 @@ impl Config {
                 return Err(invalid(name, value.to_string(), "must be positive"));
             }
         }
-        let ahead = self.scheduler.commit_ahead_secs;
-        if !(0..=MAX_COMMIT_AHEAD_SECS).contains(&ahead) {
+        let ahead = self.scheduler.commit_ahead_ms;
+        if ahead > MAX_COMMIT_AHEAD_MS {
             return Err(invalid(
-                "scheduler.commit_ahead_secs",
+                "scheduler.commit_ahead_ms",
                 ahead.to_string(),
-                &format!("must be between 0 and {MAX_COMMIT_AHEAD_SECS}"),
+                &format!("must be at most {MAX_COMMIT_AHEAD_MS}"),
             ));
         }
         if self.server.instance_id.is_empty() || self.server.instance_id.len() > 64 {
@@ -528,5 +526,14 @@ mod tests {
             .to_string()
             .contains("store.url"));
         assert!(serde_yaml::from_str::<Config>("server:\n  prot: 1\n").is_err());
+        let mut config = Config::default();
+        config.scheduler.commit_ahead_ms = MAX_COMMIT_AHEAD_MS + 1;
+        let err = config.validate().expect_err("too far ahead");
+        assert!(
+            err.to_string().contains("scheduler.commit_ahead_ms"),
+            "{err}"
+        );
+        config.scheduler.commit_ahead_ms = 0;
+        config.validate().expect("0 commits at the time");
     }
 }

@@ -82,6 +82,8 @@ pub struct Metrics {
     pub commit_seconds: Histogram,
     /// Time to handle a result callback (until it is committed).
     pub callback_seconds: Histogram,
+    /// How long the start-up preload of the window took, in ms; `u64::MAX` until it is done.
+    startup_preload_ms: AtomicU64,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
@@ -94,6 +96,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     batch_rows: Histogram::new(ROWS),
     commit_seconds: Histogram::new(SECONDS),
     callback_seconds: Histogram::new(SECONDS),
+    startup_preload_ms: AtomicU64::new(u64::MAX),
 });
 
 /// The process's metrics.
@@ -107,6 +110,11 @@ pub fn add(counter: &AtomicU64, n: u64) {
 }
 
 impl Metrics {
+    pub fn startup_preload_done(&self, took: std::time::Duration) {
+        let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX - 1);
+        self.startup_preload_ms.store(ms, Ordering::Relaxed);
+    }
+
     pub fn dispatch_result(&self, result: DispatchResult) {
         add(&self.dispatch_results[result as usize], 1);
     }
@@ -180,6 +188,15 @@ impl Metrics {
             "ax_callback_seconds",
             "Time to handle a result callback, until it is committed.",
         );
+        let preload_ms = self.startup_preload_ms.load(Ordering::Relaxed);
+        if preload_ms != u64::MAX {
+            let name = "ax_startup_preload_seconds";
+            let _ = writeln!(
+                out,
+                "# HELP {name} How long the start-up preload of the window took.\n# TYPE {name} gauge\n{name} {}",
+                preload_ms as f64 / 1000.0
+            );
+        }
         if let Some(entries) = wheel_entries {
             let name = "ax_wheel_entries";
             let _ = writeln!(out, "# HELP {name} Runs and attempts held in the time wheel.\n# TYPE {name} gauge\n{name} {entries}");

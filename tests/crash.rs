@@ -19,7 +19,7 @@ use serde_json::json;
 
 const TASKS: usize = 8;
 const KILLS: usize = 3;
-/// Longer than the missed-run grace (2 s) plus the second a run is committed ahead, so each
+/// Longer than the missed-run grace (2 s) plus the time a run is committed ahead, so each
 /// outage is a stall the policy collapses.
 const OUTAGE: Duration = Duration::from_millis(4500);
 

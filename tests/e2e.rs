@@ -75,7 +75,7 @@ async fn fires_dispatches_and_records(store: TestStore, redis: bool) {
             delivery.body["scheduledAt"].as_str().map(|s| &s[..19])
         );
     }
-    // Runs are committed a second ahead of their time (scheduler.commit_ahead_secs): of those
+    // Runs are committed ahead of their time (scheduler.commit_ahead_ms): of those
     // before the restart, only the first can have been committed late.
     let first_session: Vec<&Value> = runs
         .iter()

@@ -13,6 +13,7 @@ use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
 use super::wheel::{Schedule, ScheduleAttempts, ScheduleMode, WheelActor};
 use crate::clock::SharedClock;
+use crate::metrics::metrics;
 use crate::store::models::InstanceStatus;
 use crate::store::queries::instances::{self, ResultRecord};
 use crate::store::queries::tasks::{self, DueCursor};
@@ -67,6 +68,8 @@ pub struct SupervisorActor {
     running: Vec<Job>,
     /// How far the window has been loaded.
     loaded_until: Option<DateTime<Utc>>,
+    /// When the supervisor started: the start-up preload is timed from here.
+    started: std::time::Instant,
 }
 
 impl SupervisorActor {
@@ -85,6 +88,7 @@ impl SupervisorActor {
             cluster,
             running: Vec::new(),
             loaded_until: None,
+            started: std::time::Instant::now(),
         }
     }
 
@@ -140,6 +144,14 @@ impl SupervisorActor {
             self.settings.page_size,
         );
         self.run_then(Job::Preload, ctx, work, move |act| {
+            if act.loaded_until.is_none() {
+                let took = act.started.elapsed();
+                metrics().startup_preload_done(took);
+                log::info!(
+                    "start-up preload: the next {window}s are in the wheel after {took:?}",
+                    window = act.settings.window_secs
+                );
+            }
             act.loaded_until = Some(until)
         });
     }

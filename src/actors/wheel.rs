@@ -43,8 +43,8 @@ pub struct WheelSettings {
     pub tick_interval: Duration,
     /// How far ahead runs are held.
     pub window_secs: i64,
-    /// How many seconds before its time a run is committed; it is dispatched at its time.
-    pub commit_ahead_secs: i64,
+    /// How long before its time a run is committed; it is dispatched at its time.
+    pub commit_ahead: Duration,
     pub policy: MissedRunPolicy,
 }
 
@@ -89,15 +89,20 @@ impl WheelActor {
         }
     }
 
-    /// Schedules the next tick on the next whole second (or sooner, for a shorter interval):
-    /// the current second is always read from the clock, so late ticks never drift.
+    /// Schedules the next tick on the next whole second, when that second's runs are released,
+    /// or `commit_ahead` before it, when they are committed, whichever is sooner (or sooner
+    /// still, for a shorter interval): the time is always read from the clock, so late ticks
+    /// never drift.
     fn schedule_tick(&self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
-        let to_next_second = 1_000 - u64::from(now.timestamp_subsec_millis().min(999));
+        let to_next = |at: DateTime<Utc>| {
+            Duration::from_millis(1_000 - u64::from(at.timestamp_subsec_millis().min(999)))
+        };
         let delay = self
             .settings
             .tick_interval
-            .min(Duration::from_millis(to_next_second));
+            .min(to_next(now))
+            .min(to_next(now + self.commit_ahead()));
         // Ticks go on after `StopTicking`: runs committed ahead still wait for their second.
         ctx.run_later(delay, |act, ctx| {
             act.tick(ctx);
@@ -106,14 +111,14 @@ impl WheelActor {
     }
 
     /// Releases the runs committed for this second, then takes what is due up to
-    /// `commit_ahead_secs` from now and commits it; each run is dispatched at its second.
+    /// `commit_ahead` from now and commits it; each run is dispatched at its second.
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         self.reached.send_replace(now.timestamp());
         if !self.ticking {
             return;
         }
-        let reach = now.timestamp() + self.settings.commit_ahead_secs.max(0);
+        let reach = (now + self.commit_ahead()).timestamp();
         let mut due = self.wheel.advance(reach);
         let mut planned = Planned::default();
         while !due.is_empty() {
@@ -163,6 +168,10 @@ impl WheelActor {
                 WheelEntry::Attempt(attempt) => planned.attempts.push((attempt, fire_at)),
             }
         }
+    }
+
+    fn commit_ahead(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.settings.commit_ahead).unwrap_or_default()
     }
 
     fn release(&self) -> Release {

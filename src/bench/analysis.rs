@@ -16,10 +16,13 @@ pub type RunKey = (i64, i64);
 /// `i mod period`, so the fires of all tasks spread evenly, `tasks / period` per second.
 /// `period` must divide 60 (checked with the arguments).
 pub fn task_cron(index: u32, period: u32) -> String {
+    let (second, minute, minutes) = (index % 60, (index / 60) % (period / 60).max(1), period / 60);
     match period {
         1 => "* * * * * *".to_string(),
-        // A step of 60 would be out of range for the seconds field: one value says the same.
-        60 => format!("{} * * * * *", index % 60),
+        // A step of 60 would be out of range for the field: one value says the same.
+        60 => format!("{second} * * * * *"),
+        3600 => format!("{second} {minute} * * * *"),
+        p if p > 60 => format!("{second} {minute}/{minutes} * * * *"),
         _ => format!("{}/{period} * * * * *", index % period),
     }
 }
@@ -176,6 +179,22 @@ mod tests {
             assert_eq!(per_second.len(), 60, "period {period}");
             assert!(per_second.values().all(|n| *n == 3), "period {period}");
         }
+    }
+
+    #[test]
+    fn periods_of_whole_minutes_spread_over_the_period() {
+        for period in [120, 3600] {
+            let tasks: Vec<(i64, CronSchedule)> = (0..period)
+                .map(|i| (i64::from(i), cron(&task_cron(i, period))))
+                .collect();
+            let start = T0 - T0.rem_euclid(3600);
+            let expected = expected_fires(&tasks, at(start), at(start + 3600));
+            assert_eq!(expected.len(), 3600, "period {period}: one fire a second");
+            let seconds: std::collections::HashSet<_> = expected.iter().map(|(_, s)| s).collect();
+            assert_eq!(seconds.len(), 3600, "period {period}");
+        }
+        assert_eq!(task_cron(61, 3600), "1 1 * * * *");
+        assert_eq!(task_cron(61, 120), "1 1/2 * * * *");
     }
 
     #[test]

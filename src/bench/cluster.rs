@@ -2,7 +2,6 @@
 //! binary, each with its own port, instance id and log file. Whatever happens to the bench,
 //! dropping the [`Cluster`] stops them.
 
-use std::fs::File;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -14,6 +13,8 @@ use crate::config::ENV_KEYS;
 
 /// How long an ax process may take to answer `/healthz` after it is spawned.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest wait for a restarted process's start-up preload.
+const PRELOAD_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long an ax process may take to exit after SIGTERM in a normal stop: ax's own shutdown
 /// waits up to `server.shutdown_timeout_ms` (10 s by default) for in-flight dispatches.
 pub const STOP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -68,6 +69,40 @@ impl Cluster {
             wait_healthy(&client, process).await?;
         }
         Ok(cluster)
+    }
+
+    /// Waits until every process has its window in the wheel; returns the longest start-up
+    /// preload (`ax_startup_preload_seconds`).
+    pub async fn startup_preload_secs(&self) -> anyhow::Result<f64> {
+        let client = awc::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .finish();
+        let deadline = Instant::now() + PRELOAD_TIMEOUT;
+        let mut longest: f64 = 0.0;
+        for process in &self.processes {
+            let url = format!("{}/metrics", process.base_url);
+            loop {
+                let text = match client.get(&url).send().await {
+                    Ok(mut response) => response.body().await.ok(),
+                    Err(_) => None,
+                };
+                let preload = text.as_deref().and_then(|body| {
+                    gauge(&String::from_utf8_lossy(body), "ax_startup_preload_seconds")
+                });
+                if let Some(secs) = preload {
+                    longest = longest.max(secs);
+                    break;
+                }
+                if Instant::now() > deadline {
+                    bail!(
+                        "{} did not finish its start-up preload",
+                        process.instance_id
+                    );
+                }
+                actix_rt::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(longest)
     }
 
     pub fn base_urls(&self) -> Vec<String> {
@@ -186,7 +221,12 @@ fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess>
     let instance_id = format!("bench-{n}");
     let port = free_port()?;
     let log = spec.dir.join(format!("{instance_id}.log"));
-    let out = File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    // Appended to: a restarted process keeps the log of the one before.
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .with_context(|| format!("cannot create {}", log.display()))?;
     let err = out
         .try_clone()
         .with_context(|| format!("cannot open {} twice", log.display()))?;
@@ -216,6 +256,17 @@ fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess>
         log,
         child,
         exit: None,
+    })
+}
+
+/// The value of a gauge in a Prometheus text exposition.
+fn gauge(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        line.strip_prefix(name)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
     })
 }
 
@@ -284,6 +335,15 @@ mod tests {
                     250 70 0 0 20 0 9 0 123456 1000000 2000 18446744073709551615";
         assert_eq!(parse_cpu_ticks(stat), Some(320));
         assert_eq!(parse_cpu_ticks("4242 (ax) S 1"), None);
+    }
+
+    #[test]
+    fn gauges_are_read_from_the_exposition() {
+        let text = "# HELP ax_startup_preload_seconds x\n# TYPE ax_startup_preload_seconds \
+                    gauge\nax_startup_preload_seconds 5.625\nax_wheel_entries 12\n";
+        assert_eq!(gauge(text, "ax_startup_preload_seconds"), Some(5.625));
+        assert_eq!(gauge(text, "ax_wheel_entries"), Some(12.0));
+        assert_eq!(gauge(text, "ax_wheel"), None);
     }
 
     #[test]

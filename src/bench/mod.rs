@@ -77,10 +77,11 @@ impl Mode {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// Tasks to register.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub tasks: u32,
-    /// Seconds between two runs of a task; must divide 60. Task i fires at the seconds
-    /// congruent to i mod PERIOD, so fires spread evenly: TASKS/PERIOD per second.
+    /// Seconds between two runs of a task: a divisor of 60, or a whole number of minutes
+    /// dividing an hour (3600: hourly). Task i fires at the seconds congruent to i mod PERIOD,
+    /// so fires spread evenly: TASKS/PERIOD per second.
     #[arg(long, default_value_t = 30, value_parser = parse_period)]
     pub period: u32,
     /// Seconds between the last registration and the measuring window.
@@ -105,14 +106,24 @@ pub struct Args {
     /// The executor's simulated work, in ms: before its reply (sync) or its callback.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub executor_delay_ms: u64,
+    /// Restart ax after registering, so the window measures a cold start on the registered
+    /// tasks; the report then has how long the start-up preload took.
+    #[arg(long)]
+    pub restart: bool,
 }
 
 fn parse_period(text: &str) -> Result<u32, String> {
     let period: u32 = text
         .parse()
         .map_err(|_| format!("`{text}` is not a whole number of seconds"))?;
-    if period == 0 || 60 % period != 0 {
-        return Err("must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60)".into());
+    let divides_a_minute = period > 0 && 60 % period == 0;
+    let minutes_dividing_an_hour = period % 60 == 0 && period > 0 && 3600 % period == 0;
+    if !(divides_a_minute || minutes_dividing_an_hour) {
+        return Err(
+            "must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60) or be whole minutes \
+             dividing an hour (120, 180, …, 1800, 3600)"
+                .into(),
+        );
     }
     Ok(period)
 }
@@ -238,13 +249,13 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         fail_rate: args.fail_rate,
         delay: Duration::from_millis(args.executor_delay_ms),
     })?;
-    let mut cluster = Cluster::start(&ClusterSpec {
+    let spec = ClusterSpec {
         store_url: store.url.clone(),
         redis_url: args.redis.then(|| REDIS_URL.to_string()),
         instances: args.instances,
         dir: dir.to_path_buf(),
-    })
-    .await?;
+    };
+    let mut cluster = Cluster::start(&spec).await?;
     executor.set_callback_targets(&cluster.base_urls());
     log::info!(
         "bench: {} ax process(es) up; registering {} tasks",
@@ -261,6 +272,15 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     .await
     .map_err(|_| anyhow!("registering {} tasks took over {limit:?}", args.tasks))??;
     let registration_secs = registering.elapsed().as_secs_f64();
+    let startup_preload_secs = if args.restart {
+        log::info!("bench: restarting ax on the registered tasks");
+        cluster.stop(STOP_TIMEOUT).await;
+        cluster = Cluster::start(&spec).await?;
+        executor.set_callback_targets(&cluster.base_urls());
+        Some(round1(cluster.startup_preload_secs().await?))
+    } else {
+        None
+    };
 
     let start = next_whole_second(Utc::now() + Duration::from_secs(args.warmup));
     let end = start + Duration::from_secs(args.duration);
@@ -323,6 +343,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         ax_log_warnings,
         ax_clean_exit,
         registration_secs: round1(registration_secs),
+        startup_preload_secs,
         elapsed_secs: round1(started.elapsed().as_secs_f64()),
     })
 }
@@ -501,6 +522,8 @@ mod tests {
         for argv in [
             &["--period", "7"][..],
             &["--period", "0"],
+            &["--period", "90"],
+            &["--period", "7200"],
             &["--tasks", "0"],
             &["--duration", "0"],
             &["--fail-rate", "1.5"],

@@ -52,6 +52,8 @@ pub struct Report {
     /// Every ax process exited 0 on SIGTERM within the stop timeout.
     pub ax_clean_exit: bool,
     pub registration_secs: f64,
+    /// With `--restart`: from the restarted process's start to its window being in the wheel.
+    pub startup_preload_secs: Option<f64>,
     pub elapsed_secs: f64,
 }
 

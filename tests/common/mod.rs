@@ -357,7 +357,7 @@ impl Api {
         let deadline = Instant::now() + timeout;
         loop {
             let runs = self.instances(task_id).await;
-            // A run committed ahead of its time (scheduler.commit_ahead_secs) is not due yet.
+            // A run committed ahead of its time (scheduler.commit_ahead_ms) is not due yet.
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             let due: Vec<&Value> = runs
                 .iter()
