@@ -1129,6 +1129,32 @@ async fn due_attempts_and_claims(db: &Db) {
         .expect("reclaim_orphans");
     assert_eq!(reclaimed, 1, "only node-test's future claim");
     assert_eq!(instance(db, &not_yet).await.next_attempt_at, Some(now));
+
+    // A run committed ahead of its time is reclaimed for its time, never earlier.
+    let ahead = request_id();
+    let mut row = ready(&ahead, now + millis(400), Some(now + secs(40)));
+    row.fired_by = "node-gone".into();
+    insert_instance(db, &row).await;
+    let reclaimed = instances::reclaim_orphans(&mut conn(db).await, &live, now)
+        .await
+        .expect("reclaim_orphans");
+    assert_eq!(reclaimed, 1);
+    assert_eq!(
+        instance(db, &ahead).await.next_attempt_at,
+        Some(now + millis(400))
+    );
+    let own = request_id();
+    let mut row = ready(&own, now + millis(300), Some(now + secs(40)));
+    row.fired_by = "node-b".into();
+    insert_instance(db, &row).await;
+    let reclaimed = instances::reclaim_own(&mut conn(db).await, "node-b", now)
+        .await
+        .expect("reclaim_own");
+    assert_eq!(reclaimed, 1);
+    assert_eq!(
+        instance(db, &own).await.next_attempt_at,
+        Some(now + millis(300))
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -591,15 +591,18 @@ pub async fn reclaim_own(
     instance_id: &str,
     now: NaiveDateTime,
 ) -> Result<usize, StoreError> {
-    Ok(with_conn!(conn, |c| diesel::update(
-        i::ax_instance
-            .filter(i::status.eq(InstanceStatus::Ready.as_str()))
-            .filter(i::fired_by.eq(instance_id))
-            .filter(i::next_attempt_at.gt(now))
-    )
-    .set(i::next_attempt_at.eq(now))
-    .execute(c)
-    .await)?)
+    let own: Vec<i64> = with_conn!(conn, |c| i::ax_instance
+        .filter(i::status.eq(InstanceStatus::Ready.as_str()))
+        .filter(i::fired_by.eq(instance_id))
+        .filter(i::next_attempt_at.gt(now))
+        .select(i::id)
+        .load(c)
+        .await)?;
+    let mut reclaimed = 0;
+    for ids in own.chunks(1000) {
+        reclaimed += make_due(conn, ids, &[], now).await?;
+    }
+    Ok(reclaimed)
 }
 
 /// Makes the READY runs claimed by processes that are no longer alive due now, instead of
@@ -619,18 +622,39 @@ pub async fn reclaim_orphans(
         .limit(1000)
         .load(c)
         .await)?;
-    if orphans.is_empty() {
+    make_due(conn, &orphans, live, now).await
+}
+
+/// Makes these READY runs (still not fired by one of `live`) due now, or at their scheduled
+/// time for a run committed ahead of it: a reclaimed run never goes out early.
+async fn make_due(
+    conn: &mut Conn,
+    ids: &[i64],
+    live: &[String],
+    now: NaiveDateTime,
+) -> Result<usize, StoreError> {
+    if ids.is_empty() {
         return Ok(0);
     }
-    Ok(with_conn!(conn, |c| diesel::update(
+    let runs = || {
         i::ax_instance
-            .filter(i::id.eq_any(&orphans))
+            .filter(i::id.eq_any(ids))
             .filter(i::status.eq(InstanceStatus::Ready.as_str()))
             .filter(i::fired_by.ne_all(live))
+    };
+    let due_now = with_conn!(conn, |c| diesel::update(
+        runs().filter(i::scheduled_at.le(now))
     )
     .set(i::next_attempt_at.eq(now))
     .execute(c)
-    .await)?)
+    .await)?;
+    let ahead = with_conn!(conn, |c| diesel::update(
+        runs().filter(i::scheduled_at.gt(now))
+    )
+    .set(i::next_attempt_at.eq(i::scheduled_at.nullable()))
+    .execute(c)
+    .await)?;
+    Ok(due_now + ahead)
 }
 
 /// Decides every PENDING run that is due (up to `limit`, oldest first) whose upstreams allow it: released
