@@ -97,6 +97,11 @@ async fn metrics_count_what_happens() {
     assert!(value("ax_trigger_lag_seconds_count") >= 1.0);
     assert!(value("ax_store_batch_rows_count") >= 1.0);
     assert!(value("ax_wheel_entries") >= 1.0);
+    let preload = value("ax_startup_preload_seconds");
+    assert!(
+        (0.0..5.0).contains(&preload),
+        "start-up preload took {preload} s"
+    );
     for family in [
         "ax_store_commit_seconds",
         "ax_callback_seconds",
