@@ -139,22 +139,27 @@ async fn lock_task_schedules(
     conn: &mut Conn,
     ids: &[i64],
 ) -> Result<HashMap<i64, Option<NaiveDateTime>>, StoreError> {
-    // Only the primary key in the filter: with `status` in it too, MySQL may walk the
-    // (status, next_run_at) index instead, locking every enabled task's entry, and concurrent
-    // fire batches then deadlock.
-    let query = t::ax_task
-        .filter(t::id.eq_any(ids))
-        .select((t::id, t::next_run_at, t::status));
+    // The rows must be found and locked through the primary key: read through the
+    // (status, next_run_at) index, MySQL locks index entries that concurrent fire batches are
+    // updating, and they deadlock. So the filter names only the key, and `updated_at`, outside
+    // that index, keeps the index from covering the query.
+    let query = t::ax_task.filter(t::id.eq_any(ids)).select((
+        t::id,
+        t::next_run_at,
+        t::status,
+        t::updated_at,
+    ));
     // MySQL needs the row locks to keep another process from advancing a task in between;
     // SQLite's `BEGIN IMMEDIATE` already holds the only write lock.
-    let rows: Vec<(i64, Option<NaiveDateTime>, String)> = match conn {
+    type Row = (i64, Option<NaiveDateTime>, String, NaiveDateTime);
+    let rows: Vec<Row> = match conn {
         Conn::Mysql(c) => query.for_update().load(&mut **c).await?,
         Conn::Sqlite(c) => query.load(&mut **c).await?,
     };
     Ok(rows
         .into_iter()
-        .filter(|(_, _, status)| status == TaskStatus::Enabled.as_str())
-        .map(|(id, next_run_at, _)| (id, next_run_at))
+        .filter(|(_, _, status, _)| status == TaskStatus::Enabled.as_str())
+        .map(|(id, next_run_at, _, _)| (id, next_run_at))
         .collect())
 }
 
