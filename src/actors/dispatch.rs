@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 
 use super::store::StoreHandle;
+use super::InFlight;
 use crate::metrics::{metrics, DispatchResult};
 use crate::security::{callback_token, sign_dispatch, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::store::models::InstanceStatus;
@@ -121,6 +122,8 @@ pub struct DispatchActor {
     client: Option<awc::Client>,
     max_in_flight: usize,
     permits: Arc<Semaphore>,
+    /// Outcomes on their way to the store.
+    recording: InFlight,
 }
 
 impl DispatchActor {
@@ -132,6 +135,7 @@ impl DispatchActor {
             client: None,
             max_in_flight,
             permits: Arc::new(Semaphore::new(max_in_flight)),
+            recording: InFlight::default(),
         }
     }
 }
@@ -167,22 +171,28 @@ impl Handler<Dispatch> for DispatchActor {
         let store = self.store.clone();
         let permits = self.permits.clone();
         let secret = self.secret.clone();
+        let recording = self.recording.clone();
         Box::pin(async move {
             for job in msg.0 {
                 let Ok(permit) = permits.clone().acquire_owned().await else {
                     return;
                 };
                 let (client, store, secret) = (client.clone(), store.clone(), secret.clone());
+                let recording = recording.clone();
                 actix::spawn(async move {
-                    deliver(&client, &store, &secret, job).await;
+                    let result = deliver(&client, &secret, &job).await;
+                    // The bound is on requests: the write waits for a group commit, and
+                    // holding a request slot through it would cap dispatch at the commit rate.
                     drop(permit);
+                    recording.track(record(&store, &job, result)).await;
                 });
             }
         })
     }
 }
 
-async fn deliver(client: &awc::Client, store: &StoreHandle, secret: &[u8], job: DispatchJob) {
+/// POSTs one attempt and turns the reply into the result to record.
+async fn deliver(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> ResultRecord {
     let started = Utc::now();
     if job.attempt == 1 {
         let lag = (started - job.scheduled_at)
@@ -190,7 +200,7 @@ async fn deliver(client: &awc::Client, store: &StoreHandle, secret: &[u8], job: 
             .unwrap_or(i64::MAX);
         metrics().trigger_lag.observe(lag as f64 / 1e6);
     }
-    let outcome = post(client, secret, &job).await;
+    let outcome = post(client, secret, job).await;
     metrics().dispatch_result(match &outcome {
         DispatchOutcome::Accepted => DispatchResult::Accepted,
         DispatchOutcome::Finished { status, .. } if *status == InstanceStatus::Success => {
@@ -223,7 +233,7 @@ async fn deliver(client: &awc::Client, store: &StoreHandle, secret: &[u8], job: 
             .map(|c| format!(" ({c})"))
             .unwrap_or_default()
     );
-    let record = ResultRecord {
+    ResultRecord {
         request_id: job.request_id.clone(),
         status,
         code,
@@ -234,8 +244,12 @@ async fn deliver(client: &awc::Client, store: &StoreHandle, secret: &[u8], job: 
         retry_allowed,
         // A failure needs its retry decided one by one; the rest only needs recording.
         batchable: status != InstanceStatus::Failed,
-    };
-    match store.record_result(record).await {
+    }
+}
+
+/// Records an attempt's result; answers once it is committed.
+async fn record(store: &StoreHandle, job: &DispatchJob, result: ResultRecord) {
+    match store.record_result(result).await {
         Ok(ResultOutcome::Applied(_)) | Ok(ResultOutcome::Superseded) => {}
         Ok(ResultOutcome::RetryScheduled { at, attempt }) => log::info!(
             "task {} request {}: attempt {attempt} due at {at}",
@@ -295,7 +309,7 @@ async fn post(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> Dispatc
     }
 }
 
-/// Waits until every request in flight has finished.
+/// Waits until every request in flight has finished and its result is recorded.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Drain;
@@ -305,9 +319,11 @@ impl Handler<Drain> for DispatchActor {
 
     fn handle(&mut self, _: Drain, _: &mut Context<Self>) -> Self::Result {
         let (permits, all) = (self.permits.clone(), self.max_in_flight as u32);
+        let recording = self.recording.clone();
         Box::pin(async move {
             // Holding every permit means no request is in flight.
             let _ = permits.acquire_many(all).await;
+            recording.idle().await;
         })
     }
 }

@@ -2,17 +2,17 @@
 //! and fires what is due: lock → store (commit) → dispatch.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use chrono::{DateTime, TimeZone, Utc};
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 
 use super::dispatch::{DispatchHandle, DispatchJob};
 use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
+use super::InFlight;
 use crate::clock::SharedClock;
 use crate::ids::scheduled_request_id;
 use crate::metrics::{add, metrics};
@@ -658,37 +658,5 @@ impl Handler<StopTicking> for WheelActor {
         self.ticking = false;
         let in_flight = self.in_flight.clone();
         Box::pin(async move { in_flight.idle().await })
-    }
-}
-
-/// Counts the fire batches under way, so shutdown can wait for them.
-#[derive(Clone, Default)]
-pub struct InFlight(Arc<(AtomicUsize, Notify)>);
-
-impl InFlight {
-    /// Runs `work`, counted as in flight until it ends.
-    pub fn track<F: std::future::Future<Output = ()>>(
-        &self,
-        work: F,
-    ) -> impl std::future::Future<Output = ()> {
-        let state = self.0.clone();
-        state.0.fetch_add(1, Ordering::SeqCst);
-        async move {
-            work.await;
-            if state.0.fetch_sub(1, Ordering::SeqCst) == 1 {
-                state.1.notify_waiters();
-            }
-        }
-    }
-
-    /// Resolves when nothing is in flight.
-    pub async fn idle(&self) {
-        loop {
-            let notified = self.0 .1.notified();
-            if self.0 .0.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            notified.await;
-        }
     }
 }
