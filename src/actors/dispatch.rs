@@ -122,9 +122,15 @@ pub struct DispatchActor {
     client: Option<awc::Client>,
     max_in_flight: usize,
     permits: Arc<Semaphore>,
-    /// Outcomes on their way to the store.
+    /// Outcomes on their way to the store, at most `RESULTS_PER_REQUEST` per request slot.
     recording: InFlight,
+    recording_permits: Arc<Semaphore>,
 }
+
+/// How many results may wait for their commit per request slot: enough to ride out a slow
+/// commit, few enough that an overloaded store holds the dispatchers back instead of queueing
+/// without bound.
+const RESULTS_PER_REQUEST: usize = 8;
 
 impl DispatchActor {
     pub fn new(store: StoreHandle, max_in_flight: usize, secret: Arc<[u8]>) -> Self {
@@ -136,6 +142,7 @@ impl DispatchActor {
             max_in_flight,
             permits: Arc::new(Semaphore::new(max_in_flight)),
             recording: InFlight::default(),
+            recording_permits: Arc::new(Semaphore::new(max_in_flight * RESULTS_PER_REQUEST)),
         }
     }
 }
@@ -172,19 +179,24 @@ impl Handler<Dispatch> for DispatchActor {
         let permits = self.permits.clone();
         let secret = self.secret.clone();
         let recording = self.recording.clone();
+        let recording_permits = self.recording_permits.clone();
         Box::pin(async move {
             for job in msg.0 {
                 let Ok(permit) = permits.clone().acquire_owned().await else {
                     return;
                 };
                 let (client, store, secret) = (client.clone(), store.clone(), secret.clone());
-                let recording = recording.clone();
+                let (recording, recording_permits) = (recording.clone(), recording_permits.clone());
                 actix::spawn(async move {
                     let result = deliver(&client, &secret, &job).await;
-                    // The bound is on requests: the write waits for a group commit, and
-                    // holding a request slot through it would cap dispatch at the commit rate.
+                    // The write waits for a group commit: holding the request slot through it
+                    // would cap dispatch at the commit rate, so it takes a result slot instead.
+                    let Ok(recording_permit) = recording_permits.acquire_owned().await else {
+                        return;
+                    };
                     drop(permit);
                     recording.track(record(&store, &job, result)).await;
+                    drop(recording_permit);
                 });
             }
         })
