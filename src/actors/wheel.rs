@@ -1,5 +1,5 @@
-//! WheelActor: holds the next window of due runs in the time wheel, ticks on whole seconds,
-//! and fires what is due: lock → store (commit) → dispatch.
+//! WheelActor: holds the next window of due runs in the time wheel and fires them: lock →
+//! store (commit, `commit_ahead` before the run's second) → dispatch (at the run's second).
 
 use std::collections::HashMap;
 use std::sync::Arc;
