@@ -99,11 +99,10 @@ impl Lane {
 
     /// Takes queued writes up to `max_rows` rows (at least one write).
     fn take_batch(&mut self) -> Vec<Pending> {
-        let batch_size = self.max_rows;
         let mut rows = 0;
         let mut take = 0;
         for pending in &self.queue {
-            if take > 0 && rows + pending.write.rows() > batch_size {
+            if take > 0 && rows + pending.write.rows() > self.max_rows {
                 break;
             }
             rows += pending.write.rows();

@@ -16,7 +16,10 @@ pub type RunKey = (i64, i64);
 /// `i mod period`, so the fires of all tasks spread evenly, `tasks / period` per second.
 /// `period` must divide 60 (checked with the arguments).
 pub fn task_cron(index: u32, period: u32) -> String {
-    let (second, minute, minutes) = (index % 60, (index / 60) % (period / 60).max(1), period / 60);
+    let second = index % 60;
+    // For periods of whole minutes: how many minutes a period has, and task i's minute in it.
+    let minutes = (period / 60).max(1);
+    let minute = (index / 60) % minutes;
     match period {
         1 => "* * * * * *".to_string(),
         // A step of 60 would be out of range for the field: one value says the same.

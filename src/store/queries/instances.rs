@@ -81,7 +81,7 @@ async fn record_fires_at_once(
     let mut fresh = vec![false; fires.len()];
     let mut advances = Vec::new();
     for (task_id, chain) in &chains {
-        let (Some(&first), Some(&last)) = (<[usize]>::first(chain), <[usize]>::last(chain)) else {
+        let (Some(&first), Some(&last)) = (chain.iter().next(), chain.iter().last()) else {
             continue;
         };
         if current.get(task_id) == Some(&Some(fires[first].scheduled_at)) {
@@ -662,9 +662,9 @@ async fn make_due(
     Ok(due_now + ahead)
 }
 
-/// Decides every PENDING run that is due (up to `limit`, oldest first) whose upstreams allow it: released
-/// runs become READY and due now (the attempt scan dispatches them); failed ones end FAILED,
-/// without retries. Returns (released, failed).
+/// Decides every due PENDING run (up to `limit`, oldest first) whose upstreams allow it:
+/// released runs become READY and due now (the attempt scan dispatches them); failed ones end
+/// FAILED, without retries. Returns (released, failed).
 pub async fn check_pending(
     conn: &mut Conn,
     now: DateTime<Utc>,
