@@ -1,0 +1,236 @@
+//! `src/store/mod.rs`: connecting (migrations, the folders of a SQLite file, bad store URLs)
+//! and the conversion of times to and from the database (`to_db`, `from_db`).
+
+use std::time::{Duration, Instant};
+
+use ax::store::models::{InstanceStatus, TaskStatus};
+use ax::store::queries::instances::FireOutcome;
+use ax::store::queries::tasks::{self, TaskFilter};
+use ax::store::{from_db, to_db, Db, StoreError};
+use chrono::{DateTime, Timelike, Utc};
+
+use crate::common::TestStore;
+use crate::support::{
+    base, conn, connect, fields, find_task, fire_record, ids, insert_instance, insert_task,
+    instance, new_instance, on_both_backends, page, record, request_id,
+};
+
+on_both_backends!(times_round_trip_exactly);
+
+async fn migrations_are_idempotent(store: &TestStore) {
+    let first = connect(store).await;
+    let task = insert_task(
+        &first,
+        fields("kept", "s", TaskStatus::Enabled, Some(base())),
+    )
+    .await;
+    drop(first);
+    // A second start-up finds the schema in place and applies nothing; the data survives.
+    let second = connect(store).await;
+    let found = find_task(&second, task.id)
+        .await
+        .expect("the task survives a second connect");
+    assert_eq!(found.name, "kept");
+    ax::store::run_migrations(ax::store::StoreUrl::parse(&store.url()).expect("url"))
+        .await
+        .expect("running migrations a third time is a no-op");
+    let (rows, total) = tasks::list(
+        &mut conn(&second).await,
+        &TaskFilter::default(),
+        page(10, 0),
+    )
+    .await
+    .expect("list");
+    assert_eq!((ids(&rows), total), (vec![task.id], 1));
+}
+
+#[actix_rt::test]
+async fn migrations_are_idempotent_sqlite() {
+    let store = TestStore::sqlite();
+    migrations_are_idempotent(&store).await;
+    assert!(
+        matches!(&store, TestStore::Sqlite(dir) if dir.path().join("ax.db").is_file()),
+        "the SQLite file exists"
+    );
+}
+
+#[actix_rt::test]
+async fn migrations_are_idempotent_mysql() {
+    migrations_are_idempotent(&TestStore::mysql()).await;
+}
+
+#[actix_rt::test]
+async fn sqlite_connect_creates_missing_folders() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("a/b/ax.db");
+    let db = Db::connect(&format!("sqlite://{}", path.display()), 2)
+        .await
+        .unwrap_or_else(|err| panic!("connect: {err}"));
+    assert_eq!(db.backend(), "sqlite");
+    assert!(path.is_file());
+}
+
+async fn connect_error(url: &str) -> StoreError {
+    let started = Instant::now();
+    let outcome = Db::connect(url, 2).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{url}: took {:?}",
+        started.elapsed()
+    );
+    match outcome {
+        Ok(db) => panic!("{url}: connected to {}", db.backend()),
+        Err(err) => err,
+    }
+}
+
+#[actix_rt::test]
+async fn connect_rejects_unsupported_urls() {
+    for url in [
+        "postgres://x",
+        "bogus://x",
+        "sqlite://",
+        "mysql://127.0.0.1:3306",
+        "mysql://127.0.0.1:3306/",
+        "",
+    ] {
+        let err = connect_error(url).await;
+        assert!(matches!(err, StoreError::BadUrl(_)), "{url}: {err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains("unsupported store URL"),
+            "{url}: {message}"
+        );
+        assert!(message.contains(&format!("`{url}`")), "{url}: {message}");
+        assert!(
+            message.contains("sqlite://"),
+            "names the accepted forms: {message}"
+        );
+    }
+}
+
+#[actix_rt::test]
+async fn connect_reports_an_unreachable_mysql() {
+    let err = connect_error("mysql://root@127.0.0.1:1/nope").await;
+    assert!(matches!(err, StoreError::Connect(_)), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("cannot connect to the store"),
+        "{message}"
+    );
+    assert!(
+        message.len() > "cannot connect to the store: ".len(),
+        "{message}"
+    );
+}
+
+#[actix_rt::test]
+async fn connect_reports_an_unwritable_sqlite_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"not a folder").expect("write");
+    // The store's folder would have to be created under a regular file.
+    let err = connect_error(&format!("sqlite://{}/ax.db", file.display())).await;
+    assert!(matches!(err, StoreError::Connect(_)), "{err:?}");
+    assert!(err.to_string().contains("plain-file"), "{err}");
+}
+
+fn utc(rfc3339: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(rfc3339)
+        .unwrap_or_else(|err| panic!("{rfc3339}: {err}"))
+        .with_timezone(&Utc)
+}
+
+#[test]
+fn to_db_truncates_to_milliseconds_in_utc() {
+    let t = utc("2027-02-03T04:05:06.123456789Z");
+    let stored = to_db(t);
+    assert_eq!(stored.nanosecond(), 123_000_000);
+    assert_eq!(from_db(stored), utc("2027-02-03T04:05:06.123Z"));
+    // Truncated, never rounded up into the next second.
+    assert_eq!(
+        from_db(to_db(utc("2027-02-03T04:05:06.9999999Z"))),
+        utc("2027-02-03T04:05:06.999Z")
+    );
+    // An offset is converted to UTC.
+    assert_eq!(
+        to_db(utc("2027-02-03T06:05:06.5+02:00")),
+        utc("2027-02-03T04:05:06.5Z").naive_utc()
+    );
+    assert_eq!(from_db(to_db(t)).timezone(), Utc);
+}
+
+async fn times_round_trip_exactly(db: &Db) {
+    let times = [
+        "2027-02-03T04:05:06Z",
+        "2027-02-03T04:05:06.001Z",
+        "2027-02-03T04:05:06.010Z",
+        "2027-02-03T04:05:06.100Z",
+        "2027-02-03T04:05:06.123456789Z",
+        "2027-02-03T04:05:06.999999Z",
+        "2028-02-29T23:59:59.999Z",
+        "2027-02-03T06:05:06.5+02:00",
+        "1970-01-01T00:00:00.001Z",
+        "9999-12-31T23:59:59.999Z",
+    ];
+    for text in times {
+        let time = utc(text);
+        let stored = to_db(time);
+        let expected = from_db(stored);
+        assert_eq!(
+            expected.timestamp_subsec_nanos() % 1_000_000,
+            0,
+            "{text}: to_db keeps whole milliseconds"
+        );
+
+        let task = insert_task(db, fields(text, "times", TaskStatus::Enabled, Some(stored))).await;
+        let read = find_task(db, task.id).await.expect("task");
+        assert_eq!(
+            read.next_run_at.map(from_db),
+            Some(expected),
+            "{text}: task"
+        );
+        assert_eq!(
+            task.next_run_at,
+            Some(stored),
+            "{text}: as returned by insert"
+        );
+
+        let rid = request_id();
+        let mut row = new_instance(task.id, &rid, stored, InstanceStatus::Ready);
+        row.trigger_at = stored;
+        row.created_at = stored;
+        row.finished_at = Some(stored);
+        row.next_attempt_at = Some(stored);
+        assert_eq!(insert_instance(db, &row).await, FireOutcome::Fired);
+        let read = instance(db, &rid).await;
+        assert_eq!(from_db(read.scheduled_at), expected, "{text}: scheduled_at");
+        assert_eq!(from_db(read.trigger_at), expected, "{text}: trigger_at");
+        assert_eq!(
+            read.finished_at.map(from_db),
+            Some(expected),
+            "{text}: finished_at"
+        );
+        assert_eq!(
+            read.next_attempt_at.map(from_db),
+            Some(expected),
+            "{text}: next_attempt_at"
+        );
+
+        // The compare-and-set on next_run_at matches the exact value read back.
+        let read_next = find_task(db, task.id)
+            .await
+            .and_then(|t| t.next_run_at)
+            .expect("next_run_at");
+        let outcomes = record(
+            db,
+            vec![fire_record(task.id, &request_id(), read_next, None)],
+        )
+        .await;
+        assert_eq!(
+            outcomes,
+            vec![FireOutcome::Fired],
+            "{text}: compare-and-set"
+        );
+    }
+}

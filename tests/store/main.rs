@@ -1,0 +1,21 @@
+//! The query layer on both real backends: every scenario is written once against `Db` and run
+//! on a fresh SQLite file and on a fresh MariaDB database.
+//!
+//! The modules follow the code they test: `connect` the store itself (`src/store/mod.rs`),
+//! `tasks` and `meta` their query modules, `fires`, `results`, `attempts`, `pending` and
+//! `history` the parts of `queries/instances.rs`, and `store_actor` the StoreActor
+//! (`src/actors/store.rs`). `support` holds the helpers and `on_both_backends!`.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod support;
+
+mod attempts;
+mod connect;
+mod fires;
+mod history;
+mod meta;
+mod pending;
+mod results;
+mod store_actor;
+mod tasks;

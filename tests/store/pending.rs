@@ -1,0 +1,143 @@
+//! `src/store/queries/instances.rs`, `check_pending`: runs waiting on their upstreams.
+
+use ax::store::models::{InstanceStatus, TaskStatus};
+use ax::store::queries::instances::{self, FireOutcome, ResultOutcome};
+use ax::store::queries::tasks;
+use ax::store::{from_db, Db};
+use chrono::NaiveDateTime;
+
+use crate::support::{
+    apply, base, conn, fields, insert_instance, insert_task, instance, millis, new_instance,
+    on_both_backends, request_id, result, secs,
+};
+
+on_both_backends!(check_pending_follows_upstreams);
+
+async fn check_pending_follows_upstreams(db: &Db) {
+    use InstanceStatus::*;
+    let t = base();
+    let a = insert_task(db, fields("up", "s", TaskStatus::Enabled, None)).await;
+    let b = tasks::insert(
+        &mut conn(db).await,
+        fields("down", "s", TaskStatus::Enabled, None),
+        vec![a.id],
+    )
+    .await
+    .expect("insert downstream");
+
+    // The upstream's history.
+    let upstream = |at: NaiveDateTime, status: InstanceStatus| {
+        let rid = request_id();
+        let mut row = new_instance(a.id, &rid, at, status);
+        if status.is_final() {
+            row.finished_at = Some(at + secs(1));
+        }
+        (rid, row)
+    };
+    let (_, a_ok) = upstream(t, Success);
+    let (_, a_failed) = upstream(t + secs(10), Failed);
+    let (_, a_missed) = upstream(t + secs(20), Missed);
+    let (a_running, a_running_row) = upstream(t + secs(30), Running);
+    for row in [&a_ok, &a_failed, &a_missed, &a_running_row] {
+        assert_eq!(insert_instance(db, row).await, FireOutcome::Fired);
+    }
+
+    let now1 = t + secs(100);
+    let deadline = t + secs(200);
+    let pending = |at: NaiveDateTime, deadline: NaiveDateTime| {
+        let rid = request_id();
+        let mut row = new_instance(b.id, &rid, at, Pending);
+        row.deadline_at = Some(deadline);
+        (rid, row)
+    };
+    // Before any upstream run: waits until its deadline (later upstream runs do not count).
+    let (early, early_row) = pending(t - secs(10), deadline);
+    // After a SUCCESS (and before a FAILED): released, even past its own deadline.
+    let (ok, ok_row) = pending(t + secs(5), now1 - secs(1));
+    // At the very time of a FAILED upstream run: failed.
+    let (failed, failed_row) = pending(t + secs(10), deadline);
+    // After a MISSED: failed.
+    let (missed, missed_row) = pending(t + secs(25), deadline);
+    // The upstream still runs: waits.
+    let (waiting, waiting_row) = pending(t + secs(30), deadline);
+    for row in [&early_row, &ok_row, &failed_row, &missed_row, &waiting_row] {
+        assert_eq!(insert_instance(db, row).await, FireOutcome::Fired);
+    }
+    // A run that is not PENDING is not looked at.
+    let ready = request_id();
+    insert_instance(db, &new_instance(b.id, &ready, t + secs(7), Ready)).await;
+
+    let check = |now: NaiveDateTime, limit: i64| async move {
+        instances::check_pending(&mut conn(db).await, from_db(now), limit)
+            .await
+            .expect("check_pending")
+    };
+
+    // Oldest first, `limit` of them: `early` waits, then `ok` is released.
+    assert_eq!(check(now1, 1).await, (0, 0));
+    assert_eq!(check(now1, 2).await, (1, 0));
+    let row = instance(db, &ok).await;
+    assert_eq!(row.status, "READY");
+    assert_eq!(row.next_attempt_at, Some(now1), "due at once");
+    assert_eq!(row.deadline_at, None);
+    assert_eq!((row.finished_at, row.callback_code), (None, None));
+    assert_eq!(check(now1, 100).await, (0, 2));
+
+    for (rid, scheduled) in [(&failed, t + secs(10)), (&missed, t + secs(25))] {
+        let row = instance(db, rid).await;
+        assert_eq!(row.status, "FAILED", "scheduled at {scheduled}");
+        assert_eq!(row.callback_code.as_deref(), Some("UPSTREAM_FAILED"));
+        assert!(row.callback_message.is_some());
+        assert_eq!(row.finished_at, Some(now1));
+        assert_eq!(row.deadline_at, None);
+        assert_eq!(row.next_attempt_at, None, "no retry");
+    }
+    for rid in [&early, &waiting] {
+        let row = instance(db, rid).await;
+        assert_eq!(row.status, "PENDING");
+        assert_eq!(row.deadline_at, Some(deadline), "the deadline is kept");
+        assert_eq!((row.finished_at, row.callback_code), (None, None));
+    }
+    let row = instance(db, &ready).await;
+    assert_eq!((row.status.as_str(), row.next_attempt_at), ("READY", None));
+    assert_eq!(check(now1, 100).await, (0, 0), "nothing changed since");
+
+    // The running upstream succeeds: its downstream is released at the next check.
+    let outcome = apply(
+        db,
+        result(&a_running, Success, None, None, now1 + secs(1), None),
+    )
+    .await;
+    assert_eq!(outcome, ResultOutcome::Applied(Success));
+    let now2 = now1 + secs(2);
+    assert_eq!(check(now2, 100).await, (1, 0));
+    let row = instance(db, &waiting).await;
+    assert_eq!(
+        (row.status.as_str(), row.next_attempt_at, row.deadline_at),
+        ("READY", Some(now2), None)
+    );
+
+    // `early` has no upstream run at or before it: PENDING until its deadline, then FAILED.
+    assert_eq!(check(deadline - millis(1), 100).await, (0, 0));
+    assert_eq!(instance(db, &early).await.status, "PENDING");
+    assert_eq!(check(deadline, 100).await, (0, 1));
+    let row = instance(db, &early).await;
+    assert_eq!(row.status, "FAILED");
+    assert_eq!(row.callback_code.as_deref(), Some("DEPENDENCY_TIMEOUT"));
+    assert!(row.callback_message.is_some());
+    assert_eq!(row.finished_at, Some(deadline));
+    assert_eq!(row.deadline_at, None);
+    assert_eq!(check(deadline + secs(1), 100).await, (0, 0));
+
+    // A PENDING run that is past its deadline while its upstream still runs times out too.
+    let (_, late_running) = upstream(t + secs(300), Running);
+    insert_instance(db, &late_running).await;
+    let (late, late_row) = pending(t + secs(300), t + secs(310));
+    insert_instance(db, &late_row).await;
+    assert_eq!(check(t + secs(305), 100).await, (0, 0));
+    assert_eq!(check(t + secs(310), 100).await, (0, 1));
+    assert_eq!(
+        instance(db, &late).await.callback_code.as_deref(),
+        Some("DEPENDENCY_TIMEOUT")
+    );
+}
