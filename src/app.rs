@@ -7,17 +7,18 @@ use actix::prelude::*;
 use actix_web::{dev::ServerHandle, web, App, HttpServer};
 
 use crate::actors::dispatch::DispatchHandle;
+use crate::actors::fire::FireContext;
 use crate::actors::lock::{LockActor, LockError, LockHandle};
 use crate::actors::store::{StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
-use crate::actors::wheel::{FireContext, StopTicking, WheelActor, WheelSettings};
+use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
 use crate::api::{self, ApiState};
 use crate::clock::SharedClock;
 use crate::config::Config;
-use crate::scheduler::Scheduler;
 use crate::security::{Allowlist, Security};
-use crate::store::queries::{instances, meta};
-use crate::store::{to_db, Db, StoreError};
+use crate::service::Service;
+use crate::store::queries::{meta, runs};
+use crate::store::{Db, StoreError};
 use uuid::Uuid;
 
 /// Why ax could not start.
@@ -38,7 +39,7 @@ pub enum StartError {
 pub struct Ax {
     addr: SocketAddr,
     server: ServerHandle,
-    wheel: Addr<WheelActor>,
+    wheel: WheelHandle,
     supervisor: Addr<SupervisorActor>,
     dispatch: DispatchHandle,
     store: StoreHandle,
@@ -96,7 +97,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         commit_ahead: Duration::from_millis(config.scheduler.commit_ahead_ms),
         policy: config.missed_run_policy(),
     };
-    let wheel = WheelActor::new(wheel_settings, clock.clone(), fire).start();
+    let wheel = WheelHandle::new(WheelActor::new(wheel_settings, clock.clone(), fire).start());
     let supervisor = SupervisorActor::new(
         SupervisorSettings {
             window_secs: config.scheduler.preload_window_secs,
@@ -113,11 +114,10 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     .start();
 
     let state = ApiState {
-        scheduler: Scheduler::new(
+        service: Service::new(
             store.clone(),
             wheel.clone(),
             lock.clone(),
-            dispatch.clone(),
             clock,
             config.server.instance_id.clone(),
         ),
@@ -195,7 +195,7 @@ async fn recover_own_runs(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), StoreError> {
     let mut conn = db.conn().await?;
-    let count = instances::reclaim_own(&mut conn, instance_id, to_db(now)).await?;
+    let count = runs::recover_own(&mut conn, instance_id, now).await?;
     if count > 0 {
         log::warn!(
             "recovery: {count} runs committed but not finished by {instance_id} are due again"
@@ -215,7 +215,7 @@ impl Ax {
     pub async fn shutdown(self) {
         log::info!("shutting down");
         self.server.stop(true).await;
-        let stopped = self.wheel.send(StopTicking);
+        let stopped = self.wheel.stop();
         if tokio::time::timeout(self.shutdown_timeout, stopped)
             .await
             .is_err()

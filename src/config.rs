@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::schedule::{MissedRunPolicy, RetryPolicy};
+use crate::plan::MissedRunPolicy;
+use crate::run::RetryPolicy;
 use crate::security::Allowlist;
 
 /// The config file read when no `--config` is given and it exists.

@@ -6,7 +6,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::actors::lock::LockError;
-use crate::scheduler::SchedulerError;
+use crate::service::ServiceError;
 use crate::store::StoreError;
 
 /// Errors answered by the HTTP API.
@@ -24,6 +24,12 @@ pub enum ApiError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    /// The request contradicts the state of what it names; `field` names the part at fault.
+    #[error("{message}")]
+    Conflict {
+        field: Option<String>,
+        message: String,
+    },
     #[error("request body larger than {0} bytes")]
     TooLarge(usize),
     #[error("the store is unavailable")]
@@ -32,12 +38,12 @@ pub enum ApiError {
     Lock(#[from] LockError),
 }
 
-impl From<SchedulerError> for ApiError {
-    fn from(err: SchedulerError) -> Self {
+impl From<ServiceError> for ApiError {
+    fn from(err: ServiceError) -> Self {
         match err {
-            SchedulerError::Store(err) => ApiError::Store(err),
-            SchedulerError::TaskNotFound(_) => ApiError::NotFound(err.to_string()),
-            SchedulerError::UnknownUpstreams(_) | SchedulerError::Cycle(_) => {
+            ServiceError::Store(err) => ApiError::Store(err),
+            ServiceError::TaskNotFound(_) => ApiError::NotFound(err.to_string()),
+            ServiceError::UnknownUpstreams(_) | ServiceError::Cycle(_) => {
                 ApiError::invalid("dependsOn", err.to_string())
             }
         }
@@ -59,6 +65,7 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::Conflict { .. } => "CONFLICT",
             ApiError::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::Store(_) => "STORE_UNAVAILABLE",
             ApiError::Lock(_) => "REDIS_UNAVAILABLE",
@@ -86,6 +93,7 @@ impl ResponseError for ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Store(_) | ApiError::Lock(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -99,7 +107,7 @@ impl ResponseError for ApiError {
             _ => {}
         }
         let field = match self {
-            ApiError::Invalid { field, .. } => field.as_deref(),
+            ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.as_deref(),
             _ => None,
         };
         HttpResponse::build(self.status_code()).json(ErrorBody {

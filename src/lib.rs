@@ -1,5 +1,8 @@
 //! ax (Action eXecutor): a distributed cron scheduler that calls HTTP handlers.
 
+#[macro_use]
+mod text_enum;
+
 pub mod actors;
 pub mod api;
 pub mod app;
@@ -8,10 +11,10 @@ pub mod clock;
 pub mod config;
 pub mod cron;
 pub mod error;
-pub mod ids;
 pub mod metrics;
-pub mod schedule;
-pub mod scheduler;
+pub mod plan;
+pub mod run;
 pub mod security;
+pub mod service;
 pub mod store;
 pub mod wheel;

@@ -119,7 +119,7 @@ async fn three_instances_one_killed() {
             limit: 100_000,
             offset: 0,
         };
-        let (rows, _) = instances::list_for_task(&mut conn, *task_id, page)
+        let (rows, _) = instances::list_for_task(&mut conn, ax::run::TaskId(*task_id), page)
             .await
             .expect("rows");
         rows_total += rows.len();

@@ -10,6 +10,7 @@ mod common;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
+use ax::run::{RunStatus, TaskId};
 use ax::store::models::Instance;
 use ax::store::queries::{instances, Page};
 use ax::store::{from_db, Db};
@@ -113,18 +114,18 @@ async fn crash_and_recover(store: TestStore, redis: bool) {
             limit: 100_000,
             offset: 0,
         };
-        let (rows, _) = instances::list_for_task(&mut conn, task_id, page)
+        let (rows, _) = instances::list_for_task(&mut conn, TaskId(task_id), page)
             .await
             .expect("rows");
         rows_total += rows.len();
         let by_second = one_row_per_second(task_id, &rows);
         for row in &rows {
-            if row.status == "MISSED" {
+            if row.status == RunStatus::Missed {
                 continue;
             }
-            assert_eq!(row.status, "SUCCESS", "task {task_id}: {row:?}");
+            assert_eq!(row.status, RunStatus::Success, "task {task_id}: {row:?}");
             assert!(
-                delivered.contains_key(&row.request_id),
+                delivered.contains_key(row.request_id.as_str()),
                 "task {task_id}: undelivered {row:?}"
             );
         }
@@ -145,9 +146,13 @@ async fn crash_and_recover(store: TestStore, redis: bool) {
                 late && outage.is_some(),
                 "task {task_id}: seconds {a}..{b} lost outside an outage (row {row:?})"
             );
-            let want = if misfire == 1 { "MISSED" } else { "SUCCESS" };
+            let want = if misfire == 1 {
+                RunStatus::Missed
+            } else {
+                RunStatus::Success
+            };
             assert_eq!(row.status, want, "task {task_id}: catch-up row {row:?}");
-            if want == "MISSED" {
+            if want == RunStatus::Missed {
                 missed += 1
             } else {
                 catch_ups += 1

@@ -6,13 +6,14 @@ use std::time::{Duration, Instant};
 
 use actix::Actor;
 use ax::actors::lock::{lock_key, LockActor, LockError, LockHandle, LOCK_TTL};
+use ax::run::TaskId;
 use common::REDIS_URL;
 
 /// Task ids no other test run uses: a random base with room for a few ids above it.
-fn unique_ids<const N: usize>() -> [i64; N] {
+fn unique_ids<const N: usize>() -> [TaskId; N] {
     let random = uuid::Uuid::new_v4().as_u64_pair().0 >> 16;
     let base = (random as i64) * 16;
-    std::array::from_fn(|i| base + 1 + i as i64)
+    std::array::from_fn(|i| TaskId(base + 1 + i as i64))
 }
 
 async fn redis_node(instance_id: &str) -> LockHandle {
@@ -30,7 +31,7 @@ async fn redis() -> redis::aio::MultiplexedConnection {
         .expect("connect to redis")
 }
 
-async fn holder(conn: &mut redis::aio::MultiplexedConnection, task_id: i64) -> Option<String> {
+async fn holder(conn: &mut redis::aio::MultiplexedConnection, task_id: TaskId) -> Option<String> {
     redis::cmd("GET")
         .arg(lock_key(task_id))
         .query_async(conn)
@@ -38,7 +39,7 @@ async fn holder(conn: &mut redis::aio::MultiplexedConnection, task_id: i64) -> O
         .expect("GET")
 }
 
-async fn pttl(conn: &mut redis::aio::MultiplexedConnection, task_id: i64) -> i64 {
+async fn pttl(conn: &mut redis::aio::MultiplexedConnection, task_id: TaskId) -> i64 {
     redis::cmd("PTTL")
         .arg(lock_key(task_id))
         .query_async(conn)
@@ -47,7 +48,7 @@ async fn pttl(conn: &mut redis::aio::MultiplexedConnection, task_id: i64) -> i64
 }
 
 /// Deletes the test's keys even when an assertion fails.
-struct Cleanup(Vec<i64>);
+struct Cleanup(Vec<TaskId>);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
@@ -183,16 +184,28 @@ async fn redis_lock_rejects_a_bad_url() {
 #[actix_rt::test]
 async fn local_lock_through_the_handle() {
     let lock = LockHandle::new(LockActor::local("solo".into()).start());
-    assert_eq!(lock.acquire(vec![1, 2]).await, vec![true, true]);
-    assert_eq!(lock.acquire(vec![1, 3]).await, vec![false, true]);
-    lock.release(vec![1]).await;
-    assert_eq!(lock.acquire(vec![1, 2]).await, vec![true, false]);
-    lock.release(vec![1, 2, 3]).await;
-    assert_eq!(lock.acquire(vec![3, 2, 1]).await, vec![true, true, true]);
+    assert_eq!(
+        lock.acquire(vec![TaskId(1), TaskId(2)]).await,
+        vec![true, true]
+    );
+    assert_eq!(
+        lock.acquire(vec![TaskId(1), TaskId(3)]).await,
+        vec![false, true]
+    );
+    lock.release(vec![TaskId(1)]).await;
+    assert_eq!(
+        lock.acquire(vec![TaskId(1), TaskId(2)]).await,
+        vec![true, false]
+    );
+    lock.release(vec![TaskId(1), TaskId(2), TaskId(3)]).await;
+    assert_eq!(
+        lock.acquire(vec![TaskId(3), TaskId(2), TaskId(1)]).await,
+        vec![true, true, true]
+    );
 
     // Each local actor has locks of its own.
     let other = LockHandle::new(LockActor::local("other".into()).start());
-    assert_eq!(other.acquire(vec![1]).await, vec![true]);
+    assert_eq!(other.acquire(vec![TaskId(1)]).await, vec![true]);
 }
 
 #[actix_rt::test]

@@ -10,24 +10,22 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 
-use super::store::StoreHandle;
+use super::store::{RunEvent, StoreHandle};
 use super::InFlight;
 use crate::metrics::{metrics, DispatchResult};
+use crate::run::{Event, Outcome, Report, RequestId, TaskId};
 use crate::security::{callback_token, sign_dispatch, SIGNATURE_HEADER, TIMESTAMP_HEADER};
-use crate::store::models::InstanceStatus;
-use crate::store::queries::instances::{ResultOutcome, ResultRecord};
-use crate::store::to_db;
 
 /// Longest reply body read from a handler.
 const MAX_REPLY_BYTES: usize = 64 * 1024;
 /// Longest message stored from a reply.
 const MAX_MESSAGE_CHARS: usize = 1024;
 
-/// One delivery of a run to its handler.
+/// One delivery of a run's attempt to its handler.
 #[derive(Debug, Clone)]
 pub struct DispatchJob {
-    pub task_id: i64,
-    pub request_id: String,
+    pub task_id: TaskId,
+    pub request_id: RequestId,
     pub handler_url: String,
     /// The params as JSON text, sent as they are.
     pub params: Arc<str>,
@@ -40,8 +38,8 @@ pub struct DispatchJob {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DispatchBody<'a> {
-    task_id: i64,
-    request_id: &'a str,
+    task_id: TaskId,
+    request_id: &'a RequestId,
     params: &'a RawValue,
     scheduled_at: String,
     attempt: i32,
@@ -49,53 +47,36 @@ struct DispatchBody<'a> {
     callback_token: String,
 }
 
-/// What a handler's reply means.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DispatchOutcome {
-    /// A 2xx reply with no result: the executor reports by callback.
-    Accepted,
-    /// A result: a 2xx reply carrying `status`, or a failed attempt.
-    Finished {
-        status: InstanceStatus,
-        code: Option<String>,
-        message: Option<String>,
-        /// False when the reply said `"retry": false`.
-        retry_allowed: bool,
-    },
-}
-
-impl DispatchOutcome {
-    fn failed(code: &str, message: impl Into<String>) -> Self {
-        DispatchOutcome::Finished {
-            status: InstanceStatus::Failed,
-            code: Some(code.to_string()),
-            message: Some(truncate(message.into())),
-            retry_allowed: true,
-        }
+fn failed(code: &str, message: impl Into<String>) -> Outcome {
+    Outcome::Failed {
+        code: Some(code.to_string()),
+        message: Some(truncate(message.into())),
+        retry: true,
     }
 }
 
 /// Classifies a handler's reply: a 2xx whose JSON body has `"status": "SUCCESS"|"FAILED"` is
 /// the result (`"retry": false` stops retries of a failure); any other 2xx means the executor
-/// will call back; anything else failed.
-pub fn classify_reply(status: u16, body: &[u8]) -> DispatchOutcome {
+/// will call back by `deadline`; anything else failed.
+pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outcome {
     if !(200..300).contains(&status) {
         let text = String::from_utf8_lossy(body);
-        return DispatchOutcome::failed(&format!("HTTP_{status}"), text.trim().to_string());
+        return failed(&format!("HTTP_{status}"), text.trim().to_string());
     }
+    let accepted = Outcome::Accepted { deadline };
     let Ok(serde_json::Value::Object(reply)) = serde_json::from_slice(body) else {
-        return DispatchOutcome::Accepted;
+        return accepted;
     };
-    let status = match reply.get("status").and_then(|s| s.as_str()) {
-        Some("SUCCESS") => InstanceStatus::Success,
-        Some("FAILED") => InstanceStatus::Failed,
-        _ => return DispatchOutcome::Accepted,
-    };
-    DispatchOutcome::Finished {
-        status,
-        code: reply.get("code").and_then(json_text),
-        message: reply.get("message").and_then(json_text).map(truncate),
-        retry_allowed: reply.get("retry") != Some(&serde_json::Value::Bool(false)),
+    let code = reply.get("code").and_then(json_text);
+    let message = reply.get("message").and_then(json_text).map(truncate);
+    match reply.get("status").and_then(|s| s.as_str()) {
+        Some("SUCCESS") => Outcome::Succeeded { code, message },
+        Some("FAILED") => Outcome::Failed {
+            code,
+            message,
+            retry: reply.get("retry") != Some(&serde_json::Value::Bool(false)),
+        },
+        _ => accepted,
     }
 }
 
@@ -203,8 +184,8 @@ impl Handler<Dispatch> for DispatchActor {
     }
 }
 
-/// POSTs one attempt and turns the reply into the result to record.
-async fn deliver(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> ResultRecord {
+/// POSTs one attempt and turns the reply into the event to record.
+async fn deliver(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> RunEvent {
     let started = Utc::now();
     if job.attempt == 1 {
         let lag = (started - job.scheduled_at)
@@ -212,80 +193,73 @@ async fn deliver(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> Resu
             .unwrap_or(i64::MAX);
         metrics().trigger_lag.observe(lag as f64 / 1e6);
     }
-    let outcome = post(client, secret, job).await;
-    metrics().dispatch_result(match &outcome {
-        DispatchOutcome::Accepted => DispatchResult::Accepted,
-        DispatchOutcome::Finished { status, .. } if *status == InstanceStatus::Success => {
-            DispatchResult::Success
-        }
-        DispatchOutcome::Finished { .. } => DispatchResult::Failed,
-    });
-    let (status, deadline) = match &outcome {
-        DispatchOutcome::Accepted => (
-            InstanceStatus::Running,
-            Some(started + chrono::Duration::milliseconds(job.timeout_ms)),
-        ),
-        DispatchOutcome::Finished { status, .. } => (*status, None),
+    let deadline = started + chrono::Duration::milliseconds(job.timeout_ms);
+    let outcome = post(client, secret, job, deadline).await;
+    let (result, code) = match &outcome {
+        Outcome::Accepted { .. } => (DispatchResult::Accepted, None),
+        Outcome::Succeeded { code, .. } => (DispatchResult::Success, code.as_deref()),
+        Outcome::Failed { code, .. } => (DispatchResult::Failed, code.as_deref()),
     };
-    let (code, message, retry_allowed) = match outcome {
-        DispatchOutcome::Finished {
-            code,
-            message,
-            retry_allowed,
-            ..
-        } => (code, message, retry_allowed),
-        DispatchOutcome::Accepted => (None, None, true),
-    };
+    metrics().dispatch_result(result);
     log::info!(
-        "task {} request {} attempt {}: {status}{}",
+        "task {} request {} attempt {}: {result:?}{}",
         job.task_id,
         job.request_id,
         job.attempt,
-        code.as_deref()
-            .map(|c| format!(" ({c})"))
-            .unwrap_or_default()
+        code.map(|c| format!(" ({c})")).unwrap_or_default()
     );
-    ResultRecord {
+    // A failure needs its retry decided on the run as it is; the rest is written blind.
+    let blind = !matches!(outcome, Outcome::Failed { .. });
+    RunEvent {
         request_id: job.request_id.clone(),
-        status,
-        code,
-        message,
-        at: to_db(Utc::now()),
-        deadline: deadline.map(to_db),
-        attempt: Some(job.attempt),
-        retry_allowed,
-        // A failure needs its retry decided one by one; the rest only needs recording.
-        batchable: status != InstanceStatus::Failed,
+        event: Event::Report(Report {
+            attempt: Some(job.attempt),
+            outcome,
+            at: Utc::now(),
+        }),
+        blind,
     }
 }
 
-/// Records an attempt's result; answers once it is committed.
-async fn record(store: &StoreHandle, job: &DispatchJob, result: ResultRecord) {
-    match store.record_result(result).await {
-        Ok(ResultOutcome::Applied(_)) | Ok(ResultOutcome::Superseded) => {}
-        Ok(ResultOutcome::RetryScheduled { at, attempt }) => log::info!(
-            "task {} request {}: attempt {attempt} due at {at}",
-            job.task_id,
-            job.request_id
-        ),
-        Ok(other) => log::debug!(
-            "task {} request {}: dispatch result not applied: {other:?}",
-            job.task_id,
-            job.request_id
-        ),
-        Err(err) => log::error!(
-            "task {} request {}: dispatch result not recorded: {err}",
-            job.task_id,
-            job.request_id
-        ),
+/// Longest pause between two tries of recording a reply.
+const RECORD_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Records an attempt's reply; answers once it is committed. A reply is never dropped for a
+/// store failure: it is tried again (with back-off) until the store takes it, holding its
+/// result slot, so a store outage slows dispatch instead of losing what executors answered.
+async fn record(store: &StoreHandle, job: &DispatchJob, event: RunEvent) {
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match store.record_event(event.clone()).await {
+            Ok(decided) => {
+                log::debug!(
+                    "task {} request {}: reply recorded: {decided:?}",
+                    job.task_id,
+                    job.request_id
+                );
+                return;
+            }
+            Err(err) => log::warn!(
+                "task {} request {}: reply not recorded yet, trying again in {pause:?}: {err}",
+                job.task_id,
+                job.request_id
+            ),
+        }
+        actix_rt::time::sleep(pause).await;
+        pause = (pause * 2).min(RECORD_BACKOFF_MAX);
     }
 }
 
 /// POSTs one attempt, signed: `X-Ax-Timestamp` and `X-Ax-Signature` over exactly the bytes
 /// sent.
-async fn post(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> DispatchOutcome {
+async fn post(
+    client: &awc::Client,
+    secret: &[u8],
+    job: &DispatchJob,
+    deadline: DateTime<Utc>,
+) -> Outcome {
     let Ok(params) = RawValue::from_string(job.params.to_string()) else {
-        return DispatchOutcome::failed("BAD_PARAMS", "stored params are not JSON");
+        return failed("BAD_PARAMS", "stored params are not JSON");
     };
     let body = DispatchBody {
         task_id: job.task_id,
@@ -293,10 +267,10 @@ async fn post(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> Dispatc
         params: &params,
         scheduled_at: job.scheduled_at.to_rfc3339_opts(SecondsFormat::Secs, true),
         attempt: job.attempt,
-        callback_token: callback_token(secret, &job.request_id),
+        callback_token: callback_token(secret, job.request_id.as_str()),
     };
     let Ok(body) = serde_json::to_vec(&body) else {
-        return DispatchOutcome::failed("BAD_PARAMS", "the dispatch body could not be encoded");
+        return failed("BAD_PARAMS", "the dispatch body could not be encoded");
     };
     let timestamp = Utc::now().timestamp();
     let timeout = Duration::from_millis(job.timeout_ms.max(1) as u64);
@@ -304,20 +278,20 @@ async fn post(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> Dispatc
         .post(&job.handler_url)
         .timeout(timeout)
         .content_type("application/json")
-        .insert_header(("X-Ax-Request-Id", job.request_id.as_str()))
+        .insert_header(("X-Ax-Request-Id", job.request_id.to_string()))
         .insert_header((TIMESTAMP_HEADER, timestamp.to_string()))
         .insert_header((SIGNATURE_HEADER, sign_dispatch(secret, timestamp, &body)));
     let mut response = match request.send_body(body).await {
         Ok(response) => response,
         Err(awc::error::SendRequestError::Timeout) => {
-            return DispatchOutcome::failed("TIMEOUT", "no reply before the task's timeoutMs")
+            return failed("TIMEOUT", "no reply before the task's timeoutMs")
         }
-        Err(err) => return DispatchOutcome::failed("CONNECT_ERROR", err.to_string()),
+        Err(err) => return failed("CONNECT_ERROR", err.to_string()),
     };
     let status = response.status().as_u16();
     match response.body().limit(MAX_REPLY_BYTES).await {
-        Ok(bytes) => classify_reply(status, &bytes),
-        Err(err) => DispatchOutcome::failed("BAD_REPLY", err.to_string()),
+        Ok(bytes) => classify_reply(status, &bytes, deadline),
+        Err(err) => failed("BAD_REPLY", err.to_string()),
     }
 }
 
@@ -404,48 +378,59 @@ impl DispatchHandle {
 mod tests {
     use super::*;
 
+    fn deadline() -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH
+    }
+
     #[test]
     fn a_2xx_with_a_status_is_the_result() {
         assert_eq!(
-            classify_reply(200, br#"{"status":"SUCCESS","code":0,"message":"ok"}"#),
-            DispatchOutcome::Finished {
-                status: InstanceStatus::Success,
+            classify_reply(
+                200,
+                br#"{"status":"SUCCESS","code":0,"message":"ok"}"#,
+                deadline()
+            ),
+            Outcome::Succeeded {
                 code: Some("0".into()),
                 message: Some("ok".into()),
-                retry_allowed: true,
             }
         );
         assert_eq!(
-            classify_reply(200, br#"{"status":"FAILED","code":"E42","retry":false}"#),
-            DispatchOutcome::Finished {
-                status: InstanceStatus::Failed,
+            classify_reply(
+                200,
+                br#"{"status":"FAILED","code":"E42","retry":false}"#,
+                deadline()
+            ),
+            Outcome::Failed {
                 code: Some("E42".into()),
                 message: None,
-                retry_allowed: false,
+                retry: false,
             }
         );
     }
 
     #[test]
     fn any_other_2xx_means_a_callback_follows() {
-        assert_eq!(classify_reply(202, b""), DispatchOutcome::Accepted);
-        assert_eq!(classify_reply(200, b"ok"), DispatchOutcome::Accepted);
+        let accepted = Outcome::Accepted {
+            deadline: deadline(),
+        };
+        assert_eq!(classify_reply(202, b"", deadline()), accepted);
+        assert_eq!(classify_reply(200, b"ok", deadline()), accepted);
         assert_eq!(
-            classify_reply(200, br#"{"status":"DONE"}"#),
-            DispatchOutcome::Accepted
+            classify_reply(200, br#"{"status":"DONE"}"#, deadline()),
+            accepted
         );
-        assert_eq!(classify_reply(204, b"[1]"), DispatchOutcome::Accepted);
+        assert_eq!(classify_reply(204, b"[1]", deadline()), accepted);
     }
 
     #[test]
     fn non_2xx_is_a_failed_attempt_with_the_reason() {
         assert_eq!(
-            classify_reply(503, b" busy \n"),
-            DispatchOutcome::Finished {
-                status: InstanceStatus::Failed,
+            classify_reply(503, b" busy \n", deadline()),
+            Outcome::Failed {
                 code: Some("HTTP_503".into()),
                 message: Some("busy".into()),
-                retry_allowed: true,
+                retry: true,
             }
         );
     }

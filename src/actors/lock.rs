@@ -15,6 +15,8 @@ use bb8_redis::RedisConnectionManager;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::run::TaskId;
+
 /// How long a fire lock lives if its holder never releases it.
 pub const LOCK_TTL: Duration = Duration::from_millis(3000);
 
@@ -28,7 +30,7 @@ pub enum LockError {
 }
 
 /// The Redis key of a task's fire lock.
-pub fn lock_key(task_id: i64) -> String {
+pub fn lock_key(task_id: TaskId) -> String {
     format!("ax:lock:{task_id}")
 }
 
@@ -60,12 +62,12 @@ const RELEASE_SCRIPT: &str = "for _, key in ipairs(KEYS) do \
 /// Fire locks held in this process's memory: the lock of a single ax.
 #[derive(Debug, Default)]
 pub struct LocalLocks {
-    held: HashMap<i64, Instant>,
+    held: HashMap<TaskId, Instant>,
 }
 
 impl LocalLocks {
     /// Takes the lock of each task not locked at `now`.
-    pub fn acquire(&mut self, task_ids: &[i64], now: Instant) -> Vec<bool> {
+    pub fn acquire(&mut self, task_ids: &[TaskId], now: Instant) -> Vec<bool> {
         self.held.retain(|_, expires| *expires > now);
         task_ids
             .iter()
@@ -79,7 +81,7 @@ impl LocalLocks {
             .collect()
     }
 
-    pub fn release(&mut self, task_ids: &[i64]) {
+    pub fn release(&mut self, task_ids: &[TaskId]) {
         for id in task_ids {
             self.held.remove(id);
         }
@@ -235,7 +237,7 @@ fn unavailable(err: impl std::fmt::Display) -> LockError {
 async fn redis_acquire(
     pool: bb8::Pool<RedisConnectionManager>,
     instance_id: String,
-    task_ids: Vec<i64>,
+    task_ids: Vec<TaskId>,
 ) -> Result<Vec<bool>, LockError> {
     let mut conn = pool.get().await.map_err(unavailable)?;
     let mut pipe = redis::pipe();
@@ -269,7 +271,7 @@ async fn redis_acquire(
 async fn redis_release(
     pool: bb8::Pool<RedisConnectionManager>,
     instance_id: String,
-    task_ids: Vec<i64>,
+    task_ids: Vec<TaskId>,
 ) -> Result<(), LockError> {
     let mut conn = pool.get().await.map_err(unavailable)?;
     // One script call for the whole batch, atomic per key.
@@ -287,7 +289,7 @@ async fn redis_release(
 /// Takes the fire locks of these tasks; answers, per task, whether this process holds it.
 #[derive(Message)]
 #[rtype(result = "Vec<bool>")]
-pub struct Acquire(pub Vec<i64>);
+pub struct Acquire(pub Vec<TaskId>);
 
 impl Handler<Acquire> for LockActor {
     type Result = ResponseFuture<Vec<bool>>;
@@ -319,7 +321,7 @@ impl Handler<Acquire> for LockActor {
 /// Releases the fire locks of these tasks (those this process holds).
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Release(pub Vec<i64>);
+pub struct Release(pub Vec<TaskId>);
 
 impl Handler<Release> for LockActor {
     type Result = ResponseFuture<()>;
@@ -415,7 +417,7 @@ impl LockHandle {
     }
 
     /// Per task, whether this process now holds its fire lock.
-    pub async fn acquire(&self, task_ids: Vec<i64>) -> Vec<bool> {
+    pub async fn acquire(&self, task_ids: Vec<TaskId>) -> Vec<bool> {
         let count = task_ids.len();
         self.addr
             .send(Acquire(task_ids))
@@ -423,7 +425,7 @@ impl LockHandle {
             .unwrap_or_else(|_| vec![true; count])
     }
 
-    pub async fn release(&self, task_ids: Vec<i64>) {
+    pub async fn release(&self, task_ids: Vec<TaskId>) {
         let _ = self.addr.send(Release(task_ids)).await;
     }
 
@@ -451,15 +453,16 @@ mod tests {
     fn a_held_lock_is_refused_until_released_or_expired() {
         let mut locks = LocalLocks::default();
         let t0 = Instant::now();
-        assert_eq!(locks.acquire(&[1, 2], t0), vec![true, true]);
-        assert_eq!(locks.acquire(&[1, 3], t0), vec![false, true]);
-        locks.release(&[1]);
-        assert_eq!(locks.acquire(&[1], t0), vec![true]);
-        assert_eq!(locks.acquire(&[2], t0 + LOCK_TTL), vec![true]);
+        let (one, two, three) = (TaskId(1), TaskId(2), TaskId(3));
+        assert_eq!(locks.acquire(&[one, two], t0), vec![true, true]);
+        assert_eq!(locks.acquire(&[one, three], t0), vec![false, true]);
+        locks.release(&[one]);
+        assert_eq!(locks.acquire(&[one], t0), vec![true]);
+        assert_eq!(locks.acquire(&[two], t0 + LOCK_TTL), vec![true]);
     }
 
     #[test]
     fn keys_follow_the_design() {
-        assert_eq!(lock_key(42), "ax:lock:42");
+        assert_eq!(lock_key(TaskId(42)), "ax:lock:42");
     }
 }

@@ -1,7 +1,8 @@
 //! The actors of ax, one per concern. Each is a thin shell owning state and doing I/O; the
-//! decisions live in the pure modules (`cron`, `wheel`, `schedule`).
+//! decisions live in the pure modules (`cron`, `wheel`, `plan`, `run`).
 
 pub mod dispatch;
+pub mod fire;
 pub mod lock;
 pub mod store;
 pub mod supervisor;

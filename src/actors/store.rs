@@ -13,24 +13,32 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use crate::metrics::{add, metrics};
-use crate::schedule::RetryPolicy;
-use crate::store::models::InstanceStatus;
-use crate::store::queries::instances::{
-    self, Claim, FireOutcome, FireRecord, ResultOutcome, ResultRecord,
-};
+use crate::run::{blind, Event, RequestId, RetryPolicy, RunStatus, Write as RunWrite};
+use crate::store::queries::instances::{self, FireOutcome, FireRecord};
+use crate::store::queries::runs::{self, Decided, DueAttempt};
 use crate::store::{Conn, Db, StoreError};
+
+/// An event for a run, to record (see `crate::run::Event`).
+#[derive(Debug, Clone)]
+pub struct RunEvent {
+    pub request_id: RequestId,
+    pub event: Event,
+    /// The caller needs no exact outcome (the dispatcher's replies): where the lifecycle can
+    /// write the event without reading the run, it is applied many to a statement.
+    pub blind: bool,
+}
 
 /// A write waiting for the next commit.
 enum Write {
     Fires(Vec<FireRecord>),
-    Result(ResultRecord),
-    Claims(Vec<Claim>),
+    Event(RunEvent),
+    Claims(Vec<(DueAttempt, Event)>),
 }
 
 /// The way back to a write's caller.
 enum Reply {
     Fires(oneshot::Sender<Result<Vec<FireOutcome>, StoreError>>),
-    Result(oneshot::Sender<Result<ResultOutcome, StoreError>>),
+    Event(oneshot::Sender<Result<Option<Decided>, StoreError>>),
     Claims(oneshot::Sender<Result<Vec<bool>, StoreError>>),
 }
 
@@ -41,7 +49,7 @@ impl Reply {
         // A caller that gave up waiting (send fails) is no reason to fail the others.
         match self {
             Reply::Fires(tx) => drop(tx.send(Err(err))),
-            Reply::Result(tx) => drop(tx.send(Err(err))),
+            Reply::Event(tx) => drop(tx.send(Err(err))),
             Reply::Claims(tx) => drop(tx.send(Err(err))),
         }
     }
@@ -56,7 +64,7 @@ impl Write {
     fn lane(&self) -> usize {
         match self {
             Write::Fires(..) | Write::Claims(..) => FIRES,
-            Write::Result(..) => RESULTS,
+            Write::Event(..) => RESULTS,
         }
     }
 
@@ -64,7 +72,7 @@ impl Write {
         match self {
             Write::Fires(fires) => fires.len(),
             Write::Claims(claims) => claims.len(),
-            Write::Result(..) => 1,
+            Write::Event(..) => 1,
         }
     }
 }
@@ -212,15 +220,13 @@ impl StoreActor {
         let batch = self.lanes[lane_index].take_batch();
         self.lanes[lane_index].commits += 1;
         let db = self.db.clone();
-        ctx.spawn(
-            commit(db, self.retry_defaults, self.batch_size, batch)
-                .into_actor(self)
-                .map(move |_, act, ctx| {
-                    act.lanes[lane_index].commits -= 1;
-                    act.commit_if_due(lane_index, ctx);
-                    act.notify_if_idle();
-                }),
-        );
+        ctx.spawn(commit(db, self.retry_defaults, batch).into_actor(self).map(
+            move |_, act, ctx| {
+                act.lanes[lane_index].commits -= 1;
+                act.commit_if_due(lane_index, ctx);
+                act.notify_if_idle();
+            },
+        ));
     }
 
     fn notify_if_idle(&mut self) {
@@ -248,7 +254,7 @@ impl Actor for StoreActor {
 /// A write's result, handed to its caller after the commit.
 enum Done {
     Fires(Vec<FireOutcome>),
-    Result(ResultOutcome),
+    Event(Option<Decided>),
     Claims(Vec<bool>),
 }
 
@@ -258,7 +264,7 @@ const COMMIT_TRIES: usize = 3;
 /// Commits one batch in one transaction, then answers every caller. A deadlock or lock
 /// timeout rolls the whole batch back, so it is tried again; any other failure is reported to
 /// every caller.
-async fn commit(db: Db, retry_defaults: RetryPolicy, statement_rows: usize, batch: Vec<Pending>) {
+async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
     let rows: usize = batch.iter().map(|p| p.write.rows()).sum();
     let (writes, replies): (Vec<Write>, Vec<Reply>) =
         batch.into_iter().map(|p| (p.write, p.reply)).unzip();
@@ -267,7 +273,7 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, statement_rows: usize, batc
     let mut tries = 0;
     let result = loop {
         tries += 1;
-        match run_batch(&db, retry_defaults, statement_rows, writes.clone()).await {
+        match run_batch(&db, retry_defaults, writes.clone()).await {
             Err(err) if err.is_transient() && tries < COMMIT_TRIES => {
                 log::warn!(
                     "a batch of {} writes rolled back, trying again: {err}",
@@ -292,22 +298,21 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, statement_rows: usize, batc
     );
     metrics().commit_seconds.observe_duration(started.elapsed());
     metrics().batch_rows.observe(rows as f64);
+    // `done` holds one outcome per write, built in the writes' order by `run_batch`.
     for (reply, done) in replies.into_iter().zip(done) {
         // A caller that gave up waiting (send fails) is no reason to fail the others.
         match (reply, done) {
-            (Reply::Fires(tx), Done::Fires(outcomes)) => {
-                let _ = tx.send(Ok(outcomes));
-            }
-            (Reply::Result(tx), Done::Result(outcome)) => {
-                if matches!(outcome, ResultOutcome::RetryScheduled { .. }) {
-                    add(&metrics().retries, 1);
+            (Reply::Fires(tx), Done::Fires(outcomes)) => drop(tx.send(Ok(outcomes))),
+            (Reply::Event(tx), Done::Event(decided)) => {
+                if let Some(Decided::Applied(run)) = &decided {
+                    if run.status == RunStatus::Ready && run.dispatched < run.attempt {
+                        add(&metrics().retries, 1);
+                    }
                 }
-                let _ = tx.send(Ok(outcome));
+                drop(tx.send(Ok(decided)))
             }
-            (Reply::Claims(tx), Done::Claims(won)) => {
-                let _ = tx.send(Ok(won));
-            }
-            _ => log::error!("store reply out of order"),
+            (Reply::Claims(tx), Done::Claims(won)) => drop(tx.send(Ok(won))),
+            (reply, _) => reply.fail(&StoreError::Commit("store reply out of order".into())),
         }
     }
 }
@@ -315,27 +320,23 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, statement_rows: usize, batc
 async fn run_batch(
     db: &Db,
     retry_defaults: RetryPolicy,
-    statement_rows: usize,
     batch: Arc<Vec<Write>>,
 ) -> Result<Vec<Done>, StoreError> {
     let mut conn = db.conn().await?;
     conn.transaction(|conn| {
         Box::pin(async move {
-            let mut outcomes = apply_batchable(conn, &batch, statement_rows).await?;
+            let mut events = record_events(conn, &batch, retry_defaults)
+                .await?
+                .into_iter();
             let mut done = Vec::with_capacity(batch.len());
-            for (write, bulk) in batch.iter().zip(outcomes.drain(..)) {
-                done.push(match (write, bulk) {
-                    (_, Some(outcome)) => Done::Result(outcome),
-                    (Write::Fires(fires), None) => {
-                        Done::Fires(instances::record_fires(conn, fires).await?)
-                    }
-                    (Write::Result(result), None) => {
-                        Done::Result(instances::apply_result(conn, result, retry_defaults).await?)
-                    }
-                    (Write::Claims(claims), None) => {
+            for write in batch.iter() {
+                done.push(match write {
+                    Write::Fires(fires) => Done::Fires(instances::record_fires(conn, fires).await?),
+                    Write::Event(_) => Done::Event(events.next().flatten()),
+                    Write::Claims(claims) => {
                         let mut won = Vec::with_capacity(claims.len());
-                        for claim in claims {
-                            won.push(instances::claim(conn, claim).await?);
+                        for (attempt, event) in claims {
+                            won.push(runs::claim(conn, attempt, event).await?);
                         }
                         Done::Claims(won)
                     }
@@ -347,70 +348,47 @@ async fn run_batch(
     .await
 }
 
-/// Applies the batch's batchable results, RUNNING first, then SUCCESS, one statement each;
-/// returns, per write, its outcome if it was one of them.
-async fn apply_batchable(
+/// Records the batch's run events: the blind ones (dispatcher replies the lifecycle can write
+/// without a read) many to a statement, the rest decided on one read of their runs. Returns,
+/// per event in batch order, its outcome (`None` for a blind one).
+async fn record_events(
     conn: &mut Conn,
     batch: &[Write],
-    statement_rows: usize,
-) -> Result<Vec<Option<ResultOutcome>>, StoreError> {
-    let mut outcomes = vec![None; batch.len()];
-    for status in [InstanceStatus::Running, InstanceStatus::Success] {
-        // SUCCESS from callbacks too (a SUCCESS ends any open attempt); each run once.
-        let mut seen = std::collections::HashSet::new();
-        let (positions, results): (Vec<usize>, Vec<&ResultRecord>) = batch
-            .iter()
-            .enumerate()
-            .filter_map(|(i, write)| match write {
-                Write::Result(r)
-                    if r.status == status
-                        && (r.batchable || status == InstanceStatus::Success)
-                        && seen.insert(r.request_id.as_str()) =>
-                {
-                    Some((i, r))
-                }
-                _ => None,
-            })
-            .unzip();
-        if results.is_empty() {
-            continue;
-        }
-        let mut changed = 0;
-        for statement in results.chunks(statement_rows.max(1)) {
-            changed += instances::apply_results_at_once(conn, status, statement).await?;
-        }
-        // The dispatcher only logs its outcomes: all-or-nothing detail is enough for it.
-        let outcome = if changed == results.len() {
-            ResultOutcome::Applied(status)
-        } else {
-            ResultOutcome::Superseded
-        };
-        for &i in &positions {
-            outcomes[i] = Some(outcome);
-        }
-        // A callback is told exactly what its result did.
-        let exact: Vec<(usize, &ResultRecord)> = positions
-            .into_iter()
-            .zip(results)
-            .filter(|(_, r)| !r.batchable)
-            .collect();
-        if !exact.is_empty() {
-            let ids: Vec<String> = exact.iter().map(|(_, r)| r.request_id.clone()).collect();
-            let now = instances::states_of(conn, &ids).await?;
-            for (i, r) in exact {
-                outcomes[i] = match now.get(&r.request_id) {
-                    None => Some(ResultOutcome::Unknown),
-                    Some((s, finished)) if *s == status && *finished == Some(r.at) => {
-                        Some(ResultOutcome::Applied(status))
-                    }
-                    Some((s, _)) if s.is_final() => Some(ResultOutcome::AlreadyFinal(*s)),
-                    // Still open (a run waiting for upstreams): decided one by one.
-                    Some(_) => None,
-                };
-            }
-        }
-    }
-    Ok(outcomes)
+    retry_defaults: RetryPolicy,
+) -> Result<Vec<Option<Decided>>, StoreError> {
+    let events: Vec<&RunEvent> = batch
+        .iter()
+        .filter_map(|write| match write {
+            Write::Event(event) => Some(event),
+            _ => None,
+        })
+        .collect();
+    let blind_writes: Vec<Option<RunWrite>> = events
+        .iter()
+        .map(|e| e.blind.then(|| blind(&e.event)).flatten())
+        .collect();
+    let writes: Vec<(&RequestId, &RunWrite)> = events
+        .iter()
+        .zip(&blind_writes)
+        .filter_map(|(e, w)| w.as_ref().map(|w| (&e.request_id, w)))
+        .collect();
+    runs::apply_all(conn, &writes).await?;
+    let exact: Vec<(RequestId, Event)> = events
+        .iter()
+        .zip(&blind_writes)
+        .filter(|(_, write)| write.is_none())
+        .map(|(e, _)| (e.request_id.clone(), e.event.clone()))
+        .collect();
+    let mut decided = runs::decide_many(conn, &exact, retry_defaults)
+        .await?
+        .into_iter();
+    Ok(blind_writes
+        .iter()
+        .map(|write| match write {
+            Some(_) => None,
+            None => decided.next(),
+        })
+        .collect())
 }
 
 /// Records fires; answers once they are committed.
@@ -426,16 +404,17 @@ impl Handler<RecordFires> for StoreActor {
     }
 }
 
-/// Records a result; answers once it is committed.
+/// Records an event for a run; answers once it is committed, with its outcome (`None` for a
+/// blind one).
 #[derive(Message)]
-#[rtype(result = "Result<ResultOutcome, StoreError>")]
-pub struct RecordResult(pub ResultRecord);
+#[rtype(result = "Result<Option<Decided>, StoreError>")]
+pub struct RecordEvent(pub RunEvent);
 
-impl Handler<RecordResult> for StoreActor {
-    type Result = ResponseFuture<Result<ResultOutcome, StoreError>>;
+impl Handler<RecordEvent> for StoreActor {
+    type Result = ResponseFuture<Result<Option<Decided>, StoreError>>;
 
-    fn handle(&mut self, msg: RecordResult, ctx: &mut Context<Self>) -> Self::Result {
-        self.enqueue_reply(ctx, Write::Result(msg.0), Reply::Result)
+    fn handle(&mut self, msg: RecordEvent, ctx: &mut Context<Self>) -> Self::Result {
+        self.enqueue_reply(ctx, Write::Event(msg.0), Reply::Event)
     }
 }
 
@@ -446,7 +425,7 @@ fn dropped() -> StoreError {
 /// Claims attempts for dispatch; answers, per claim, whether this process won it.
 #[derive(Message)]
 #[rtype(result = "Result<Vec<bool>, StoreError>")]
-pub struct RecordClaims(pub Vec<Claim>);
+pub struct RecordClaims(pub Vec<(DueAttempt, Event)>);
 
 impl Handler<RecordClaims> for StoreActor {
     type Result = ResponseFuture<Result<Vec<bool>, StoreError>>;
@@ -519,14 +498,25 @@ impl StoreHandle {
         self.addr.send(RecordFires(fires)).await.map_err(mailbox)?
     }
 
-    pub async fn record_result(&self, result: ResultRecord) -> Result<ResultOutcome, StoreError> {
-        self.addr
-            .send(RecordResult(result))
-            .await
-            .map_err(mailbox)?
+    /// Records an event for a run; `None` for a blind one (see [`RunEvent::blind`]).
+    pub async fn record_event(&self, event: RunEvent) -> Result<Option<Decided>, StoreError> {
+        self.addr.send(RecordEvent(event)).await.map_err(mailbox)?
     }
 
-    pub async fn record_claims(&self, claims: Vec<Claim>) -> Result<Vec<bool>, StoreError> {
+    /// Records an event for a run and says what it did.
+    pub async fn decide(&self, request_id: RequestId, event: Event) -> Result<Decided, StoreError> {
+        let event = RunEvent {
+            request_id,
+            event,
+            blind: false,
+        };
+        Ok(self.record_event(event).await?.unwrap_or(Decided::Unknown))
+    }
+
+    pub async fn record_claims(
+        &self,
+        claims: Vec<(DueAttempt, Event)>,
+    ) -> Result<Vec<bool>, StoreError> {
         self.addr
             .send(RecordClaims(claims))
             .await

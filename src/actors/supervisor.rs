@@ -11,11 +11,12 @@ use futures_util::future::join_all;
 
 use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
-use super::wheel::{Schedule, ScheduleAttempts, ScheduleMode, WheelActor};
+use super::wheel::{ScheduleMode, WheelHandle};
 use crate::clock::SharedClock;
 use crate::metrics::metrics;
-use crate::store::models::InstanceStatus;
-use crate::store::queries::instances::{self, ResultRecord};
+use crate::run::Event;
+use crate::store::queries::instances;
+use crate::store::queries::runs::{self, Decided};
 use crate::store::queries::tasks::{self, DueCursor};
 use crate::store::{to_db, StoreError};
 
@@ -62,7 +63,7 @@ pub struct SupervisorActor {
     settings: SupervisorSettings,
     clock: SharedClock,
     store: StoreHandle,
-    wheel: Addr<WheelActor>,
+    wheel: WheelHandle,
     /// The cluster's membership, when there is a cluster (Redis).
     cluster: Option<LockHandle>,
     running: Vec<Job>,
@@ -77,7 +78,7 @@ impl SupervisorActor {
         settings: SupervisorSettings,
         clock: SharedClock,
         store: StoreHandle,
-        wheel: Addr<WheelActor>,
+        wheel: WheelHandle,
         cluster: Option<LockHandle>,
     ) -> Self {
         SupervisorActor {
@@ -169,7 +170,7 @@ impl SupervisorActor {
     }
 
     fn attempts(&mut self, ctx: &mut Context<Self>) {
-        let until = to_db(self.clock.now() + chrono::Duration::seconds(ATTEMPT_LOOKAHEAD_SECS));
+        let until = self.clock.now() + chrono::Duration::seconds(ATTEMPT_LOOKAHEAD_SECS);
         let (store, wheel, limit) = (
             self.store.clone(),
             self.wheel.clone(),
@@ -177,12 +178,10 @@ impl SupervisorActor {
         );
         self.run(Job::Attempts, ctx, async move {
             let due = store
-                .query(move |conn| boxed(instances::due_attempts(conn, until, limit)))
+                .query(move |conn| boxed(runs::due_attempts(conn, until, limit)))
                 .await?;
             let count = due.len();
-            if count > 0 {
-                wheel.do_send(ScheduleAttempts(due));
-            }
+            wheel.schedule_attempts(due);
             Ok(count)
         });
     }
@@ -193,7 +192,7 @@ impl SupervisorActor {
         let Some(cluster) = self.cluster.clone() else {
             return;
         };
-        let (store, now) = (self.store.clone(), to_db(self.clock.now()));
+        let (store, now) = (self.store.clone(), self.clock.now());
         self.run(Job::Orphans, ctx, async move {
             let live: Vec<String> = match cluster.members().await {
                 Ok(members) if !members.is_empty() => {
@@ -204,7 +203,7 @@ impl SupervisorActor {
             };
             let count = store
                 .query(move |conn| {
-                    boxed(async move { instances::reclaim_orphans(conn, &live, now).await })
+                    boxed(async move { runs::recover_orphans(conn, &live, now).await })
                 })
                 .await?;
             if count > 0 {
@@ -224,7 +223,7 @@ impl SupervisorActor {
         );
         self.run(Job::Dependencies, ctx, async move {
             let (released, failed) = store
-                .query(move |conn| boxed(instances::check_pending(conn, now, limit)))
+                .query(move |conn| boxed(runs::check_pending(conn, now, limit)))
                 .await?;
             if released > 0 {
                 log::info!("{released} runs released: their upstreams succeeded");
@@ -262,29 +261,21 @@ impl SupervisorActor {
     }
 
     fn expiry(&mut self, ctx: &mut Context<Self>) {
-        let now = to_db(self.clock.now());
+        let now = self.clock.now();
         let (store, limit) = (self.store.clone(), self.settings.page_size);
         self.run(Job::Expiry, ctx, async move {
             let expired = store
-                .query(move |conn| boxed(instances::expired_running(conn, now, limit)))
+                .query(move |conn| boxed(runs::expired_running(conn, now, limit)))
                 .await?;
             let count = expired.len();
-            let results = expired.into_iter().map(|(request_id, attempt)| {
+            let timeouts = expired.into_iter().map(|(request_id, attempt)| {
                 log::warn!("request {request_id}: attempt {attempt} got no result in time");
-                store.record_result(ResultRecord {
-                    request_id,
-                    status: InstanceStatus::Failed,
-                    code: Some("TIMEOUT".into()),
-                    message: Some("no result before the task's timeoutMs".into()),
-                    at: now,
-                    deadline: None,
-                    attempt: Some(attempt),
-                    retry_allowed: true,
-                    batchable: false,
-                })
+                store.decide(request_id, Event::TimedOut { attempt, at: now })
             });
-            for result in join_all(results).await {
-                result?;
+            for decided in join_all(timeouts).await {
+                if let Decided::Refused(refusal, _) = decided? {
+                    log::debug!("timeout not applied: {refusal:?}");
+                }
             }
             Ok(count)
         });
@@ -294,7 +285,7 @@ impl SupervisorActor {
 /// Streams the enabled tasks due after `from` and by `until` into the wheel, a page at a time.
 async fn preload(
     store: StoreHandle,
-    wheel: Addr<WheelActor>,
+    wheel: WheelHandle,
     from: DueCursor,
     until: DateTime<Utc>,
     page_size: i64,
@@ -316,10 +307,7 @@ async fn preload(
             .query(move |conn| boxed(tasks::wheel_entries(conn, page)))
             .await?;
         wheel
-            .send(Schedule {
-                entries: schedule,
-                mode: ScheduleMode::Fill,
-            })
+            .schedule(schedule, ScheduleMode::Fill)
             .await
             .map_err(|err| StoreError::Pool(format!("wheel unavailable: {err}")))?;
         if !full {

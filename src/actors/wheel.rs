@@ -1,5 +1,7 @@
-//! WheelActor: holds the next window of due runs in the time wheel and fires them: lock →
-//! store (commit, `commit_ahead` before the run's second) → dispatch (at the run's second).
+//! WheelActor: holds the next window of due runs in the time wheel and ticks: each tick
+//! releases the runs committed for this second and hands what is due up to `commit_ahead` from
+//! now to the fire pipeline (`actors::fire`), which commits them ahead and dispatches each at
+//! its second.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,32 +11,13 @@ use actix::prelude::*;
 use chrono::{DateTime, TimeZone, Utc};
 use tokio::sync::watch;
 
-use super::dispatch::{DispatchHandle, DispatchJob};
-use super::lock::LockHandle;
-use super::store::{boxed, StoreHandle};
+use super::fire::{attempt_batch, fire_batch, FireContext, PlannedFire, Release};
 use super::InFlight;
 use crate::clock::SharedClock;
-use crate::ids::scheduled_request_id;
-use crate::metrics::{add, metrics};
-use crate::schedule::{claim_until, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
-use crate::store::models::{InstanceStatus, NewInstance, TriggerType};
-use crate::store::queries::instances::{Claim, DueAttempt, FireOutcome, FireRecord};
-use crate::store::queries::tasks;
-use crate::store::{from_db, to_db};
+use crate::plan::{plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
+use crate::run::{RequestId, TaskId};
+use crate::store::queries::runs::DueAttempt;
 use crate::wheel::{Due, TimeWheel};
-
-/// What the firing pipeline needs, shared by every tick.
-#[derive(Clone)]
-pub struct FireContext {
-    pub lock: LockHandle,
-    pub store: StoreHandle,
-    pub dispatch: DispatchHandle,
-    pub instance_id: String,
-    /// Most runs per store transaction.
-    pub batch_size: usize,
-    /// How long a run waits for its upstreams, unless its task says otherwise.
-    pub dependency_timeout_secs: i64,
-}
 
 /// Settings of the wheel.
 #[derive(Debug, Clone)]
@@ -51,8 +34,8 @@ pub struct WheelSettings {
 /// What the wheel holds: a task's next scheduled run, or a run's next attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum WheelKey {
-    Task(i64),
-    Attempt(String),
+    Task(TaskId),
+    Attempt(RequestId),
 }
 
 /// The payload of a wheel entry.
@@ -127,7 +110,8 @@ impl WheelActor {
             due = self.wheel.advance(reach);
         }
         for chunk in chunks(planned.fires, self.fire.batch_size) {
-            let batch = fire_batch(self.fire.clone(), ctx.address(), chunk, self.release());
+            let wheel = WheelHandle::new(ctx.address());
+            let batch = fire_batch(self.fire.clone(), wheel, chunk, self.release());
             actix::spawn(self.in_flight.track(batch));
         }
         for chunk in chunks(planned.attempts, self.fire.batch_size) {
@@ -203,7 +187,7 @@ impl Actor for WheelActor {
 #[derive(Default)]
 struct Planned {
     fires: Vec<PlannedFire>,
-    index: HashMap<i64, usize>,
+    index: HashMap<TaskId, usize>,
     attempts: Vec<(Arc<DueAttempt>, DateTime<Utc>)>,
 }
 
@@ -225,39 +209,6 @@ impl Planned {
                     planned_at,
                 });
             }
-        }
-    }
-}
-
-/// A task's fires as planned by a tick: each plan with the time its runs fire at.
-struct PlannedFire {
-    spec: Arc<TaskSpec>,
-    plans: Vec<(FirePlan, DateTime<Utc>)>,
-    /// When the tick planned it: the rows' `created_at`.
-    planned_at: DateTime<Utc>,
-}
-
-/// Holds committed runs back until the wheel reaches their second.
-struct Release(watch::Receiver<i64>);
-
-impl Release {
-    /// Hands the runs to the dispatchers, each once the wheel has reached its second.
-    async fn dispatch_in_time(
-        mut self,
-        dispatch: &DispatchHandle,
-        mut jobs: Vec<(DateTime<Utc>, DispatchJob)>,
-    ) {
-        jobs.sort_by_key(|(fire_at, _)| fire_at.timestamp());
-        let mut jobs = jobs.into_iter().peekable();
-        while let Some((fire_at, _)) = jobs.peek() {
-            let second = fire_at.timestamp();
-            // A wheel gone (shutdown) releases everything: the runs are committed and due.
-            let _ = self.0.wait_for(|reached| *reached >= second).await;
-            let now: Vec<DispatchJob> =
-                std::iter::from_fn(|| jobs.next_if(|(at, _)| at.timestamp() == second))
-                    .map(|(_, job)| job)
-                    .collect();
-            dispatch.dispatch(now).await;
         }
     }
 }
@@ -295,264 +246,6 @@ fn chunks<T>(items: Vec<T>, size: usize) -> Vec<Vec<T>> {
         out.push(items.by_ref().take(size.max(1)).collect());
     }
     out
-}
-
-/// The rows to record for one task's plan: each decision advances `next_run_at` from its own
-/// time to the next decision's time, the last one to the plan's `next`.
-fn fire_records(
-    spec: &TaskSpec,
-    (plan, fire_at): &(FirePlan, DateTime<Utc>),
-    planned_at: DateTime<Utc>,
-    fire: &FireContext,
-) -> Vec<FireRecord> {
-    let fired_by = fire.instance_id.as_str();
-    let dependency_timeout_secs = spec
-        .dependency_timeout_secs
-        .unwrap_or(fire.dependency_timeout_secs);
-    let mut records = Vec::with_capacity(plan.decisions.len());
-    for (i, decision) in plan.decisions.iter().enumerate() {
-        let advance_to = plan
-            .decisions
-            .get(i + 1)
-            .map(|d| d.scheduled_at())
-            .or(plan.next);
-        let scheduled_at = decision.scheduled_at();
-        let (status, finished_at, claimed_until, deadline) = match decision {
-            // It waits for its upstreams; the supervisor releases it.
-            RunDecision::Fire(_) if spec.has_dependencies => (
-                InstanceStatus::Pending,
-                None,
-                None,
-                Some(to_db(
-                    scheduled_at + chrono::Duration::seconds(dependency_timeout_secs),
-                )),
-            ),
-            RunDecision::Fire(_) => (
-                InstanceStatus::Ready,
-                None,
-                Some(to_db(claim_until(*fire_at, spec.timeout_ms))),
-                None,
-            ),
-            RunDecision::Missed(_) => (InstanceStatus::Missed, Some(to_db(*fire_at)), None, None),
-        };
-        records.push(FireRecord {
-            scheduled_at: to_db(scheduled_at),
-            next_run_at: advance_to.map(to_db),
-            instance: NewInstance {
-                task_id: spec.id,
-                request_id: scheduled_request_id(spec.id, scheduled_at).to_string(),
-                trigger_type: TriggerType::Schedule.as_str().into(),
-                scheduled_at: to_db(scheduled_at),
-                trigger_at: to_db(*fire_at),
-                status: status.as_str().into(),
-                fired_by: fired_by.to_string(),
-                created_at: to_db(planned_at),
-                finished_at,
-                next_attempt_at: claimed_until,
-                deadline_at: deadline,
-                params: None,
-            },
-        });
-    }
-    records
-}
-
-/// A run being fired, kept beside its record for dispatch after the commit.
-struct Run {
-    spec: Arc<TaskSpec>,
-    request_id: String,
-    scheduled_at: DateTime<Utc>,
-    fire_at: DateTime<Utc>,
-    dispatch: bool,
-    missed: bool,
-}
-
-/// Fires one batch: takes the locks, commits the runs, releases the locks, then dispatches
-/// the committed runs — never before their rows are durable.
-async fn fire_batch(
-    fire: FireContext,
-    wheel: Addr<WheelActor>,
-    batch: Vec<PlannedFire>,
-    release: Release,
-) {
-    let held = fire
-        .lock
-        .acquire(batch.iter().map(|planned| planned.spec.id).collect())
-        .await;
-    let mut locked = Vec::new();
-    let mut records = Vec::new();
-    let mut runs = Vec::new();
-    for (planned, held) in batch.into_iter().zip(held) {
-        let spec = &planned.spec;
-        if !held {
-            log::debug!("task {}: fire lock held elsewhere", spec.id);
-            add(&metrics().lock_conflicts, 1);
-            continue;
-        }
-        locked.push(spec.id);
-        for plan in &planned.plans {
-            for record in fire_records(spec, plan, planned.planned_at, &fire) {
-                runs.push(Run {
-                    spec: spec.clone(),
-                    request_id: record.instance.request_id.clone(),
-                    scheduled_at: from_db(record.scheduled_at),
-                    fire_at: plan.1,
-                    dispatch: record.instance.status == InstanceStatus::Ready.as_str(),
-                    missed: record.instance.status == InstanceStatus::Missed.as_str(),
-                });
-                records.push(record);
-            }
-        }
-    }
-    if records.is_empty() {
-        return;
-    }
-    let outcomes = fire.store.record_fires(records).await;
-    // Off the dispatch path: the runs' rows are committed, the locks have done their work.
-    let lock = fire.lock.clone();
-    let to_release = locked.clone();
-    actix::spawn(async move { lock.release(to_release).await });
-    let outcomes = match outcomes {
-        Ok(outcomes) => outcomes,
-        Err(err) => {
-            log::error!(
-                "fires of {} tasks not recorded, will retry: {err}",
-                locked.len()
-            );
-            refresh(&fire, &wheel, locked).await;
-            return;
-        }
-    };
-    let mut stale = Vec::new();
-    let mut jobs = Vec::with_capacity(runs.len());
-    for (run, outcome) in runs.into_iter().zip(outcomes) {
-        let (task_id, request_id) = (run.spec.id, &run.request_id);
-        match outcome {
-            FireOutcome::Fired if run.dispatch => {
-                add(&metrics().fires, 1);
-                log::info!(
-                    "task {task_id} request {request_id}: fired run scheduled at {}",
-                    run.scheduled_at
-                );
-                jobs.push((
-                    run.fire_at,
-                    DispatchJob {
-                        task_id,
-                        request_id: run.request_id,
-                        handler_url: run.spec.handler_url.clone(),
-                        params: run.spec.params.clone(),
-                        scheduled_at: run.scheduled_at,
-                        attempt: 1,
-                        timeout_ms: run.spec.timeout_ms,
-                    },
-                ));
-            }
-            FireOutcome::Fired => {
-                let counter = if run.missed {
-                    &metrics().missed
-                } else {
-                    &metrics().fires
-                };
-                add(counter, 1);
-                log::info!(
-                    "task {task_id} request {request_id}: run scheduled at {} recorded, not \
-                 dispatched (MISSED, or waiting for its upstreams)",
-                    run.scheduled_at
-                );
-            }
-            FireOutcome::Duplicate => log::warn!(
-                "task {task_id} request {request_id}: run exists already, not fired again"
-            ),
-            FireOutcome::Stale => stale.push(task_id),
-        }
-    }
-    release.dispatch_in_time(&fire.dispatch, jobs).await;
-    if !stale.is_empty() {
-        stale.dedup();
-        log::debug!("tasks {stale:?}: schedule changed elsewhere, refreshing");
-        refresh(&fire, &wheel, stale).await;
-    }
-}
-
-/// Dispatches runs whose next attempt is due: retries, and attempts whose dispatcher died.
-/// Each is claimed first, so that of several ax processes holding it only one dispatches.
-async fn attempt_batch(
-    fire: FireContext,
-    attempts: Vec<(Arc<DueAttempt>, DateTime<Utc>)>,
-    release: Release,
-) {
-    let claims = attempts
-        .iter()
-        .map(|(a, fire_at)| Claim {
-            request_id: a.request_id.clone(),
-            attempt: a.attempt,
-            expected: a.next_attempt_at,
-            until: to_db(claim_until(*fire_at, a.timeout_ms)),
-            claimant: fire.instance_id.clone(),
-        })
-        .collect();
-    let won = match fire.store.record_claims(claims).await {
-        Ok(won) => won,
-        Err(err) => {
-            // Unclaimed attempts stay due in the database; the next scan offers them again.
-            log::error!("{} attempts not claimed: {err}", attempts.len());
-            return;
-        }
-    };
-    let mut jobs = Vec::new();
-    for ((attempt, fire_at), won) in attempts.into_iter().zip(won) {
-        if !won {
-            continue;
-        }
-        log::info!(
-            "task {} request {}: attempt {} of run scheduled at {}",
-            attempt.task_id,
-            attempt.request_id,
-            attempt.attempt,
-            attempt.scheduled_at
-        );
-        jobs.push((
-            fire_at,
-            DispatchJob {
-                task_id: attempt.task_id,
-                request_id: attempt.request_id.clone(),
-                handler_url: attempt.handler_url.clone(),
-                params: attempt.params.as_str().into(),
-                scheduled_at: from_db(attempt.scheduled_at),
-                attempt: attempt.attempt,
-                timeout_ms: attempt.timeout_ms,
-            },
-        ));
-    }
-    release.dispatch_in_time(&fire.dispatch, jobs).await;
-}
-
-/// Re-reads tasks whose wheel entries may be wrong and reschedules them from the database.
-async fn refresh(fire: &FireContext, wheel: &Addr<WheelActor>, task_ids: Vec<i64>) {
-    let ids = task_ids.clone();
-    let rows = fire
-        .store
-        .query(move |conn| {
-            boxed(async move {
-                let rows = tasks::find_many(conn, ids).await?;
-                tasks::wheel_entries(conn, rows).await
-            })
-        })
-        .await;
-    let schedule = match rows {
-        Ok(schedule) => schedule,
-        Err(err) => {
-            log::error!("tasks {task_ids:?} not refreshed: {err}");
-            return;
-        }
-    };
-    // Tasks deleted, paused or without a next run leave the wheel.
-    for id in task_ids {
-        if !schedule.iter().any(|(spec, _)| spec.id == id) {
-            wheel.do_send(Unschedule(id));
-        }
-    }
-    wheel.do_send(Schedule::replace(schedule));
 }
 
 /// Puts tasks' next runs in the wheel; runs beyond the window are left to the supervisor's
@@ -605,7 +298,7 @@ impl Handler<Schedule> for WheelActor {
 /// Takes a task out of the wheel.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Unschedule(pub i64);
+pub struct Unschedule(pub TaskId);
 
 impl Handler<Unschedule> for WheelActor {
     type Result = ();
@@ -625,9 +318,15 @@ impl Handler<ScheduleAttempts> for WheelActor {
 
     fn handle(&mut self, msg: ScheduleAttempts, _: &mut Context<Self>) {
         for attempt in msg.0 {
-            let due = from_db(attempt.next_attempt_at);
+            // At the second it is due in, rounded up: an attempt never goes out early.
+            let due = attempt.due_at();
+            let second = due.timestamp() + i64::from(due.timestamp_subsec_nanos() > 0);
             let key = WheelKey::Attempt(attempt.request_id.clone());
-            self.schedule(key, WheelEntry::Attempt(Arc::new(attempt)), due);
+            self.schedule(
+                key,
+                WheelEntry::Attempt(Arc::new(attempt)),
+                at_second(second),
+            );
         }
     }
 }
@@ -658,5 +357,60 @@ impl Handler<StopTicking> for WheelActor {
         self.ticking = false;
         let in_flight = self.in_flight.clone();
         Box::pin(async move { in_flight.idle().await })
+    }
+}
+
+/// A handle to the WheelActor: the rest of ax calls these methods, not actix.
+#[derive(Clone)]
+pub struct WheelHandle {
+    addr: Addr<WheelActor>,
+}
+
+impl WheelHandle {
+    pub fn new(addr: Addr<WheelActor>) -> Self {
+        WheelHandle { addr }
+    }
+
+    /// Puts tasks' next runs in the wheel as the database has them now (a scan's `Fill`, or a
+    /// change's `Replace`).
+    pub async fn schedule(
+        &self,
+        entries: Vec<(Arc<TaskSpec>, DateTime<Utc>)>,
+        mode: ScheduleMode,
+    ) -> Result<(), MailboxError> {
+        self.addr.send(Schedule { entries, mode }).await
+    }
+
+    /// Replaces the wheel's entries of `task_ids` with `entries`: tasks without one (deleted,
+    /// paused, never firing again) leave the wheel.
+    pub fn replace(&self, task_ids: &[TaskId], entries: Vec<(Arc<TaskSpec>, DateTime<Utc>)>) {
+        for id in task_ids {
+            if !entries.iter().any(|(spec, _)| spec.id == *id) {
+                self.addr.do_send(Unschedule(*id));
+            }
+        }
+        self.addr.do_send(Schedule::replace(entries));
+    }
+
+    /// Takes a task out of the wheel.
+    pub fn unschedule(&self, task_id: TaskId) {
+        self.addr.do_send(Unschedule(task_id));
+    }
+
+    /// Puts due attempts in the wheel.
+    pub fn schedule_attempts(&self, attempts: Vec<DueAttempt>) {
+        if !attempts.is_empty() {
+            self.addr.do_send(ScheduleAttempts(attempts));
+        }
+    }
+
+    /// How many entries the wheel holds; `None` if the wheel is gone.
+    pub async fn size(&self) -> Option<usize> {
+        self.addr.send(WheelSize).await.ok()
+    }
+
+    /// Stops ticking; resolves when nothing fires any more (see [`StopTicking`]).
+    pub async fn stop(&self) {
+        let _ = self.addr.send(StopTicking).await;
     }
 }

@@ -7,10 +7,9 @@ use super::{validate, ApiState};
 use crate::actors::dispatch::json_text;
 use crate::error::ApiError;
 use crate::metrics::metrics;
+use crate::run::{Outcome, Refusal, Report, RequestId};
 use crate::security::{callback_token, same_secret};
-use crate::store::models::InstanceStatus;
-use crate::store::queries::instances::{ResultOutcome, ResultRecord};
-use crate::store::to_db;
+use crate::store::queries::runs::Decided;
 
 const FIELDS: &[&str] = &[
     "requestId",
@@ -24,33 +23,46 @@ const FIELDS: &[&str] = &[
 const MAX_CODE_CHARS: usize = 64;
 const MAX_MESSAGE_CHARS: usize = 1024;
 
-/// `{requestId, status: "SUCCESS"|"FAILED", code?, message?, retry?, attempt?}` → 200 with
-/// `applied`; a result for a run already final changes nothing and says so; an unknown run is
-/// 404. `"retry": false` makes a failure final; `attempt` ties the result to one attempt.
+/// `{requestId, callbackToken, status: "SUCCESS"|"FAILED", code?, message?, retry?, attempt?}`
+/// → 200 `{requestId, status, applied, message}` where `status` is the run's status after the
+/// call. A result belongs to the attempt it names, or without `attempt` to the one dispatched
+/// last; it counts once (a repeat, or a result for a final run, changes nothing: `applied:
+/// false`); a result for an attempt never dispatched is 409. `"retry": false` makes a failure
+/// final.
 pub async fn report(
     state: web::Data<ApiState>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let started = std::time::Instant::now();
-    let result = parse(body.into_inner(), &state)?;
-    let request_id = result.request_id.clone();
-    let reported = result.status;
-    let (applied, status, note) = match state.scheduler.report_result(result).await? {
-        ResultOutcome::Applied(status) => (true, status, "result recorded"),
-        ResultOutcome::RetryScheduled { .. } => (
-            true,
-            InstanceStatus::Ready,
-            "failure recorded; the run will be retried",
-        ),
-        ResultOutcome::AlreadyFinal(current) => {
-            (false, current, "the run was already final; nothing changed")
+    let (request_id, report) = parse(body.into_inner(), &state)?;
+    let reported = outcome_name(&report.outcome);
+    let decided = state.service.report(request_id.clone(), report).await?;
+    let (applied, note) = match &decided {
+        Decided::Applied(_) => (true, "result recorded"),
+        Decided::Refused(Refusal::Final(_), _) => {
+            (false, "the run was already final; nothing changed")
         }
-        ResultOutcome::Superseded => (
+        Decided::Refused(
+            Refusal::NotDispatched {
+                attempt,
+                dispatched,
+            },
+            _,
+        ) => {
+            return Err(ApiError::Conflict {
+                field: Some("attempt".into()),
+                message: format!(
+                    "attempt {attempt} of run {request_id} was never dispatched (the last \
+                     dispatched is {dispatched})"
+                ),
+            })
+        }
+        Decided::Refused(..) => (
             false,
-            reported,
-            "the result is for an earlier attempt; nothing changed",
+            "a result for this attempt was counted already, or it is not the current one; \
+             nothing changed",
         ),
-        ResultOutcome::Unknown => {
+        Decided::Unknown => {
             return Err(ApiError::NotFound(format!(
                 "no run with requestId {request_id}"
             )))
@@ -62,13 +74,21 @@ pub async fn report(
         .observe_duration(started.elapsed());
     Ok(HttpResponse::Ok().json(json!({
         "requestId": request_id,
-        "status": status,
+        "status": decided.status(),
         "applied": applied,
         "message": note,
     })))
 }
 
-fn parse(body: Value, state: &ApiState) -> Result<ResultRecord, ApiError> {
+fn outcome_name(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Succeeded { .. } => "SUCCESS",
+        Outcome::Failed { .. } => "FAILED",
+        Outcome::Accepted { .. } => "ACCEPTED",
+    }
+}
+
+fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError> {
     let Value::Object(mut body) = body else {
         return Err(ApiError::Invalid {
             field: None,
@@ -92,14 +112,17 @@ fn parse(body: Value, state: &ApiState) -> Result<ResultRecord, ApiError> {
         ));
     };
     // Checked before anything is looked up: a forged result learns nothing and changes nothing.
-    if !same_secret(&token, &callback_token(&state.security.secret, &request_id)) {
+    if !same_secret(
+        &token,
+        &callback_token(&state.security.secret, request_id.as_str()),
+    ) {
         return Err(ApiError::Forbidden(
             "callbackToken does not match this requestId".into(),
         ));
     }
-    let status = match body.remove("status") {
-        Some(Value::String(s)) if s == "SUCCESS" => InstanceStatus::Success,
-        Some(Value::String(s)) if s == "FAILED" => InstanceStatus::Failed,
+    let succeeded = match body.remove("status") {
+        Some(Value::String(s)) if s == "SUCCESS" => true,
+        Some(Value::String(s)) if s == "FAILED" => false,
         _ => {
             return Err(ApiError::invalid(
                 "status",
@@ -129,18 +152,23 @@ fn parse(body: Value, state: &ApiState) -> Result<ResultRecord, ApiError> {
             ))
         }
     };
-    Ok(ResultRecord {
-        request_id,
-        status,
-        code: bounded(&mut body, "code", MAX_CODE_CHARS)?,
-        message: bounded(&mut body, "message", MAX_MESSAGE_CHARS)?,
-        at: to_db(state.scheduler.now()),
-        deadline: None,
+    let code = bounded(&mut body, "code", MAX_CODE_CHARS)?;
+    let message = bounded(&mut body, "message", MAX_MESSAGE_CHARS)?;
+    let outcome = if succeeded {
+        Outcome::Succeeded { code, message }
+    } else {
+        Outcome::Failed {
+            code,
+            message,
+            retry: retry_allowed,
+        }
+    };
+    let report = Report {
         attempt,
-        retry_allowed,
-        // The executor is told exactly what its result did.
-        batchable: false,
-    })
+        outcome,
+        at: state.service.now(),
+    };
+    Ok((request_id, report))
 }
 
 fn bounded(

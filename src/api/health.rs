@@ -11,13 +11,13 @@ pub async fn healthz(state: web::Data<ApiState>) -> HttpResponse {
         "status": "ok",
         "instanceId": state.instance_id,
         "store": state.backend,
-        "wheelSize": state.scheduler.wheel_size().await,
+        "wheelSize": state.service.wheel_size().await,
     }))
 }
 
 /// `GET /metrics`: Prometheus text format.
 pub async fn prometheus(state: web::Data<ApiState>) -> HttpResponse {
-    let text = metrics().render(state.scheduler.wheel_size().await);
+    let text = metrics().render(state.service.wheel_size().await);
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(text)
@@ -25,7 +25,7 @@ pub async fn prometheus(state: web::Data<ApiState>) -> HttpResponse {
 
 /// `GET /api/cluster`: the live ax processes (heartbeats in Redis; just this one without).
 pub async fn cluster(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
-    let instances = state.scheduler.cluster().await?;
+    let instances = state.service.cluster().await?;
     Ok(HttpResponse::Ok().json(json!({
         "self": state.instance_id,
         "instances": instances,

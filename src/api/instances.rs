@@ -16,7 +16,7 @@ pub async fn history(
     query: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, ApiError> {
     let (filter, cursor, limit) = validate::history_query(&query)?;
-    let (runs, next) = state.scheduler.history(filter, cursor, limit).await?;
+    let (runs, next) = state.service.history(filter, cursor, limit).await?;
     Ok(HttpResponse::Ok().json(HistoryView {
         items: runs.into_iter().map(InstanceView::from).collect(),
         next_cursor: next.map(validate::encode_cursor),
@@ -31,7 +31,7 @@ pub async fn for_task(
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
     let page = validate::page(&query)?;
-    let (runs, total) = state.scheduler.task_instances(id, page).await?;
+    let (runs, total) = state.service.task_instances(id, page).await?;
     Ok(HttpResponse::Ok().json(PageView {
         items: runs.into_iter().map(InstanceView::from).collect(),
         total,
@@ -47,7 +47,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let request_id = validate::request_id(&path, "requestId")?;
     let run = state
-        .scheduler
+        .service
         .instance(request_id.clone())
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no run with requestId {request_id}")))?;

@@ -16,8 +16,8 @@ use actix_web::http::header;
 use actix_web::{error::JsonPayloadError, middleware, web, HttpRequest};
 
 use crate::error::ApiError;
-use crate::scheduler::Scheduler;
 use crate::security::{is_admin, Security};
+use crate::service::Service;
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -25,7 +25,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// What every handler shares.
 #[derive(Clone)]
 pub struct ApiState {
-    pub scheduler: Scheduler,
+    pub service: Service,
     pub instance_id: String,
     pub backend: &'static str,
     pub security: Security,

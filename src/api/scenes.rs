@@ -10,7 +10,7 @@ use crate::error::ApiError;
 
 /// `GET /api/scenes`: each scene with its task counts by status.
 pub async fn list(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
-    let scenes = state.scheduler.scenes().await?;
+    let scenes = state.service.scenes().await?;
     let items: Vec<SceneView> = scenes.into_iter().map(SceneView::from).collect();
     Ok(HttpResponse::Ok().json(json!({ "items": items })))
 }
@@ -21,7 +21,7 @@ pub async fn pause(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let scene = validate::scene(path.into_inner())?;
-    let count = state.scheduler.pause_scene(scene.clone()).await?;
+    let count = state.service.pause_scene(scene.clone()).await?;
     Ok(HttpResponse::Ok().json(json!({ "scene": scene, "paused": count })))
 }
 
@@ -31,6 +31,6 @@ pub async fn resume(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let scene = validate::scene(path.into_inner())?;
-    let count = state.scheduler.resume_scene(scene.clone()).await?;
+    let count = state.service.resume_scene(scene.clone()).await?;
     Ok(HttpResponse::Ok().json(json!({ "scene": scene, "resumed": count })))
 }

@@ -18,7 +18,7 @@ pub async fn create(
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let input = validate::task_input(body.into_inner(), &state.security.allowlist)?;
-    let task = state.scheduler.create_task(input).await?;
+    let task = state.service.create_task(input).await?;
     Ok(HttpResponse::Created().json(TaskView::from(task)))
 }
 
@@ -39,7 +39,7 @@ pub async fn list(
         scene: query.get("scene").cloned(),
         status,
     };
-    let (tasks, total) = state.scheduler.tasks(filter, page).await?;
+    let (tasks, total) = state.service.tasks(filter, page).await?;
     Ok(HttpResponse::Ok().json(PageView {
         items: tasks.into_iter().map(TaskView::from).collect(),
         total,
@@ -53,7 +53,7 @@ pub async fn get(
     state: web::Data<ApiState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let task = state.scheduler.task(validate::task_id(&path)?).await?;
+    let task = state.service.task(validate::task_id(&path)?).await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
@@ -65,7 +65,7 @@ pub async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
     let input = validate::task_input(body.into_inner(), &state.security.allowlist)?;
-    let task = state.scheduler.update_task(id, input).await?;
+    let task = state.service.update_task(id, input).await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
@@ -74,10 +74,7 @@ pub async fn delete(
     state: web::Data<ApiState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    state
-        .scheduler
-        .delete_task(validate::task_id(&path)?)
-        .await?;
+    state.service.delete_task(validate::task_id(&path)?).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -86,10 +83,7 @@ pub async fn pause(
     state: web::Data<ApiState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let task = state
-        .scheduler
-        .pause_task(validate::task_id(&path)?)
-        .await?;
+    let task = state.service.pause_task(validate::task_id(&path)?).await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
@@ -98,10 +92,7 @@ pub async fn resume(
     state: web::Data<ApiState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let task = state
-        .scheduler
-        .resume_task(validate::task_id(&path)?)
-        .await?;
+    let task = state.service.resume_task(validate::task_id(&path)?).await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
@@ -113,7 +104,7 @@ pub async fn trigger(
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
     let params = validate::trigger_params(&body)?;
-    let run = state.scheduler.trigger(id, params).await?;
+    let run = state.service.trigger(id, params).await?;
     Ok(HttpResponse::Created().json(InstanceView::from(run)))
 }
 
@@ -126,6 +117,6 @@ pub async fn stats(
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
     let window = validate::stats_window(&query)?;
-    let stats = state.scheduler.task_stats(id, window).await?;
+    let stats = state.service.task_stats(id, window).await?;
     Ok(HttpResponse::Ok().json(StatsView::new(id, stats)))
 }

@@ -6,9 +6,9 @@ use serde_json::{Map, Value};
 
 use crate::cron::CronSchedule;
 use crate::error::ApiError;
-use crate::scheduler::TaskInput;
+use crate::run::{RequestId, RunStatus, TaskId};
 use crate::security::Allowlist;
-use crate::store::models::InstanceStatus;
+use crate::service::TaskInput;
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
 use crate::store::to_db;
@@ -112,7 +112,7 @@ pub fn scene(value: String) -> Result<String, ApiError> {
 }
 
 /// Upstream task ids: distinct positive integers, at most `MAX_UPSTREAMS`.
-fn depends_on(value: Option<Value>) -> Result<Vec<i64>, ApiError> {
+fn depends_on(value: Option<Value>) -> Result<Vec<TaskId>, ApiError> {
     let invalid = || {
         ApiError::invalid(
             "dependsOn",
@@ -126,7 +126,7 @@ fn depends_on(value: Option<Value>) -> Result<Vec<i64>, ApiError> {
     };
     let mut ids = Vec::with_capacity(items.len());
     for item in items {
-        let id = item.as_i64().filter(|id| *id > 0).ok_or_else(invalid)?;
+        let id = TaskId(item.as_i64().filter(|id| *id > 0).ok_or_else(invalid)?);
         if !ids.contains(&id) {
             ids.push(id);
         }
@@ -174,7 +174,7 @@ pub fn history_query(
 ) -> Result<(InstanceFilter, Option<Cursor>, i64), ApiError> {
     let status = match query.get("status") {
         None => None,
-        Some(text) => Some(InstanceStatus::parse(text).ok_or_else(|| {
+        Some(text) => Some(RunStatus::parse(text).ok_or_else(|| {
             ApiError::invalid(
                 "status",
                 "status must be PENDING, READY, RUNNING, SUCCESS, FAILED or MISSED",
@@ -368,18 +368,17 @@ fn query_int(
 }
 
 /// A task id from the path.
-pub fn task_id(raw: &str) -> Result<i64, ApiError> {
+pub fn task_id(raw: &str) -> Result<TaskId, ApiError> {
     raw.parse::<i64>()
         .ok()
         .filter(|id| *id > 0)
+        .map(TaskId)
         .ok_or_else(|| ApiError::invalid("id", "id must be a positive integer"))
 }
 
 /// A request id: a UUID, in its canonical lowercase form as stored.
-pub fn request_id(raw: &str, field: &str) -> Result<String, ApiError> {
-    uuid::Uuid::parse_str(raw)
-        .map(|id| id.to_string())
-        .map_err(|_| ApiError::invalid(field, format!("{field} must be a UUID")))
+pub fn request_id(raw: &str, field: &str) -> Result<RequestId, ApiError> {
+    RequestId::parse(raw).ok_or_else(|| ApiError::invalid(field, format!("{field} must be a UUID")))
 }
 
 #[cfg(test)]
@@ -507,7 +506,7 @@ mod tests {
             task_input(body, &Allowlist::default())
                 .expect("valid")
                 .depends_on,
-            vec![3, 1]
+            vec![TaskId(3), TaskId(1)]
         );
     }
 
@@ -551,10 +550,13 @@ mod tests {
 
     #[test]
     fn ids_are_checked() {
-        assert_eq!(task_id("12").unwrap(), 12);
+        assert_eq!(task_id("12").unwrap(), TaskId(12));
         assert!(task_id("0").is_err() && task_id("x").is_err() && task_id("1; drop").is_err());
         assert!(request_id("not-a-uuid", "requestId").is_err());
         let id = "6A1C52E4-93B7-4C0E-8F2D-3B5A7E91C4D8";
-        assert_eq!(request_id(id, "requestId").unwrap(), id.to_lowercase());
+        assert_eq!(
+            request_id(id, "requestId").unwrap().as_str(),
+            id.to_lowercase()
+        );
     }
 }

@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use std::collections::HashMap;
 
-use crate::scheduler::{SceneCounts, TaskDetails, TaskStats};
+use crate::run::{RequestId, RunStatus, TaskId, TriggerType};
+use crate::service::{SceneCounts, TaskDetails, TaskStats};
 use crate::store::from_db;
 use crate::store::models::{Instance, TaskStatus};
 
@@ -22,7 +23,7 @@ pub fn utc(at: chrono::DateTime<chrono::Utc>) -> String {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskView {
-    id: i64,
+    id: TaskId,
     name: String,
     scene: String,
     cron: String,
@@ -30,13 +31,13 @@ pub struct TaskView {
     params: serde_json::Value,
     max_retry: i32,
     timeout_ms: i64,
-    status: String,
+    status: TaskStatus,
     enabled: bool,
     retry_backoff_secs: Option<i32>,
     retry_factor: Option<i32>,
     misfire_threshold_secs: Option<i32>,
     dependency_timeout_secs: Option<i32>,
-    depends_on: Vec<i64>,
+    depends_on: Vec<TaskId>,
     next_run_at: Option<String>,
     created_at: String,
     updated_at: String,
@@ -49,7 +50,7 @@ impl From<TaskDetails> for TaskView {
             depends_on: details.depends_on,
             dependency_timeout_secs: task.dependency_timeout_secs,
             id: task.id,
-            enabled: task.status == TaskStatus::Enabled.as_str(),
+            enabled: task.status == TaskStatus::Enabled,
             params: serde_json::from_str(&task.params).unwrap_or(serde_json::Value::Null),
             name: task.name,
             scene: task.scene,
@@ -73,12 +74,12 @@ impl From<TaskDetails> for TaskView {
 #[serde(rename_all = "camelCase")]
 pub struct InstanceView {
     id: i64,
-    task_id: i64,
-    request_id: String,
-    trigger_type: String,
+    task_id: TaskId,
+    request_id: RequestId,
+    trigger_type: TriggerType,
     scheduled_at: String,
     trigger_at: String,
-    status: String,
+    status: RunStatus,
     attempt: i32,
     retry_count: i32,
     code: Option<String>,
@@ -148,7 +149,7 @@ impl From<SceneCounts> for SceneView {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatsView {
-    task_id: i64,
+    task_id: TaskId,
     from: String,
     to: String,
     total: i64,
@@ -166,7 +167,7 @@ pub struct LagView {
 }
 
 impl StatsView {
-    pub fn new(task_id: i64, stats: TaskStats) -> Self {
+    pub fn new(task_id: TaskId, stats: TaskStats) -> Self {
         StatsView {
             task_id,
             from: utc(stats.from),

@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use crate::cron::CronSchedule;
-use crate::ids::scheduled_request_id;
+use crate::run::{RequestId, TaskId};
 
 /// One run: (task id, scheduled second as a Unix timestamp).
 pub type RunKey = (i64, i64);
@@ -113,6 +113,11 @@ pub fn match_deliveries(
 fn has_derived_id(delivery: &Delivery) -> bool {
     DateTime::from_timestamp(delivery.scheduled_at, 0)
         .is_some_and(|at| scheduled_request_id(delivery.task_id, at) == delivery.request_id)
+}
+
+/// The id ax gives the run of `task_id` scheduled at `at`, as the executor receives it.
+fn scheduled_request_id(task_id: i64, at: DateTime<Utc>) -> Uuid {
+    Uuid::parse_str(RequestId::scheduled(TaskId(task_id), at).as_str()).unwrap_or_default()
 }
 
 /// The nearest-rank percentile `p` (0-100] of sorted values; `None` when there are none.

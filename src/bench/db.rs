@@ -13,7 +13,7 @@ use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 
 use super::StoreKind;
-use crate::store::models::InstanceStatus;
+use crate::run::RunStatus;
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::{to_db, Db};
 use crate::with_conn;
@@ -122,7 +122,7 @@ pub fn open_only(mut statuses: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
 }
 
 fn is_final(status: &str) -> bool {
-    InstanceStatus::parse(status).is_some_and(InstanceStatus::is_final)
+    RunStatus::parse(status).is_some_and(RunStatus::is_final)
 }
 
 #[derive(QueryableByName)]

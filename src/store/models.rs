@@ -1,66 +1,15 @@
-//! Rows as stored, and the status vocabularies of tasks and instances.
+//! Rows as stored, and the status vocabulary of tasks (a run's is in `crate::run`).
 
-use chrono::NaiveDateTime;
+use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use super::schema::{ax_instance, ax_task};
+use super::to_db;
+use crate::run::{NewRun, RequestId, RunStatus, TaskId, TriggerType};
 
-macro_rules! string_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            /// The stored and serialized name.
-            pub fn as_str(self) -> &'static str {
-                match self { $(Self::$variant => $text),+ }
-            }
-
-            /// Parses the stored name; `None` for anything else.
-            pub fn parse(text: &str) -> Option<Self> {
-                match text { $($text => Some(Self::$variant),)+ _ => None }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-string_enum! {
+crate::text_enum! {
     /// Whether a task is scheduled: `PAUSED` tasks keep their definition but never fire.
     TaskStatus { Enabled => "ENABLED", Paused => "PAUSED" }
-}
-
-string_enum! {
-    /// The lifecycle of one run: `PENDING → READY → RUNNING → SUCCESS | FAILED`, or `MISSED`.
-    InstanceStatus {
-        Pending => "PENDING",
-        Ready => "READY",
-        Running => "RUNNING",
-        Success => "SUCCESS",
-        Failed => "FAILED",
-        Missed => "MISSED",
-    }
-}
-
-impl InstanceStatus {
-    /// Final states never change again.
-    pub fn is_final(self) -> bool {
-        matches!(self, Self::Success | Self::Failed | Self::Missed)
-    }
-}
-
-string_enum! {
-    /// Why a run exists.
-    TriggerType { Schedule => "SCHEDULE", Manual => "MANUAL" }
 }
 
 /// A task row.
@@ -68,7 +17,7 @@ string_enum! {
 #[diesel(table_name = ax_task)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct Task {
-    pub id: i64,
+    pub id: TaskId,
     pub name: String,
     pub scene: String,
     pub cron: String,
@@ -76,7 +25,7 @@ pub struct Task {
     pub params: String,
     pub max_retry: i32,
     pub timeout_ms: i64,
-    pub status: String,
+    pub status: TaskStatus,
     pub next_run_at: Option<NaiveDateTime>,
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,
@@ -98,7 +47,7 @@ pub struct TaskFields {
     pub params: String,
     pub max_retry: i32,
     pub timeout_ms: i64,
-    pub status: String,
+    pub status: TaskStatus,
     pub next_run_at: Option<NaiveDateTime>,
     pub updated_at: NaiveDateTime,
     pub retry_backoff_secs: Option<i32>,
@@ -113,12 +62,12 @@ pub struct TaskFields {
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct Instance {
     pub id: i64,
-    pub task_id: i64,
-    pub request_id: String,
-    pub trigger_type: String,
+    pub task_id: TaskId,
+    pub request_id: RequestId,
+    pub trigger_type: TriggerType,
     pub scheduled_at: NaiveDateTime,
     pub trigger_at: NaiveDateTime,
-    pub status: String,
+    pub status: RunStatus,
     pub attempt: i32,
     pub retry_count: i32,
     pub callback_code: Option<String>,
@@ -127,31 +76,75 @@ pub struct Instance {
     pub fired_by: String,
     pub created_at: NaiveDateTime,
     pub finished_at: Option<NaiveDateTime>,
-    /// READY: when it is to be (re)dispatched, or, once claimed, when the claim lapses.
+    /// READY and waiting: when its next attempt is due.
     pub next_attempt_at: Option<NaiveDateTime>,
     /// Params of a manual run that overrode the task's.
     pub params: Option<String>,
+    /// The highest attempt handed to a dispatcher (0: none yet).
+    pub dispatched_attempt: i32,
+    /// READY and dispatched: when the dispatcher's claim lapses.
+    pub claimed_until: Option<NaiveDateTime>,
 }
 
 /// A new run, inserted when it fires.
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = ax_instance)]
 pub struct NewInstance {
-    pub task_id: i64,
-    pub request_id: String,
-    pub trigger_type: String,
+    pub task_id: TaskId,
+    pub request_id: RequestId,
+    pub trigger_type: TriggerType,
     pub scheduled_at: NaiveDateTime,
     pub trigger_at: NaiveDateTime,
-    pub status: String,
+    pub status: RunStatus,
     pub fired_by: String,
     pub created_at: NaiveDateTime,
     /// Set for runs final at birth (`MISSED`).
     pub finished_at: Option<NaiveDateTime>,
-    /// For READY runs: when the firing process's claim on the dispatch lapses; for PENDING
-    /// runs: when their upstreams are checked next.
+    /// For a manual run: when it is due.
     pub next_attempt_at: Option<NaiveDateTime>,
     /// For PENDING runs: when waiting for upstreams gives up.
     pub deadline_at: Option<NaiveDateTime>,
     /// A manual run's params, when they override the task's.
     pub params: Option<String>,
+    pub dispatched_attempt: i32,
+    /// For a fired run: when the firing process's claim on its dispatch lapses.
+    pub claimed_until: Option<NaiveDateTime>,
+}
+
+/// Who a new run is and when: everything of its row but its state.
+#[derive(Debug, Clone)]
+pub struct RunOrigin {
+    pub task_id: TaskId,
+    pub request_id: RequestId,
+    pub trigger_type: TriggerType,
+    pub scheduled_at: DateTime<Utc>,
+    /// When it fires (dispatch is due).
+    pub trigger_at: DateTime<Utc>,
+    /// When it was planned.
+    pub created_at: DateTime<Utc>,
+    pub fired_by: String,
+    /// A manual run's params, when they override the task's.
+    pub params: Option<String>,
+}
+
+impl NewInstance {
+    /// The row of a run born as `run` (see `crate::run::NewRun`).
+    pub fn new(origin: RunOrigin, run: &NewRun) -> NewInstance {
+        NewInstance {
+            task_id: origin.task_id,
+            request_id: origin.request_id,
+            trigger_type: origin.trigger_type,
+            scheduled_at: to_db(origin.scheduled_at),
+            trigger_at: to_db(origin.trigger_at),
+            status: run.status,
+            fired_by: origin.fired_by,
+            created_at: to_db(origin.created_at),
+            finished_at: run.finished_at.map(to_db),
+            next_attempt_at: run.next_attempt_at.map(to_db),
+            deadline_at: run.deadline_at.map(to_db),
+            params: origin.params,
+            dispatched_attempt: run.dispatched,
+            claimed_until: run.claimed_until.map(to_db),
+        }
+    }
 }

@@ -41,6 +41,8 @@ diesel::table! {
         finished_at -> Nullable<Timestamp>,
         next_attempt_at -> Nullable<Timestamp>,
         params -> Nullable<Text>,
+        dispatched_attempt -> Integer,
+        claimed_until -> Nullable<Timestamp>,
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod instances;
 pub mod meta;
+pub mod runs;
 pub mod tasks;
 
 /// One page of a listing.

@@ -9,8 +9,9 @@ use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use diesel_async::RunQueryDsl;
 
-use super::{instances, Page};
-use crate::schedule::TaskSpec;
+use super::{runs, Page};
+use crate::plan::TaskSpec;
+use crate::run::TaskId;
 use crate::store::models::{Task, TaskFields, TaskStatus};
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::schema::ax_task_dependency::dsl as d;
@@ -28,7 +29,7 @@ pub struct TaskFilter {
 pub async fn insert(
     conn: &mut Conn,
     fields: TaskFields,
-    depends_on: Vec<i64>,
+    depends_on: Vec<TaskId>,
 ) -> Result<Task, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
@@ -37,7 +38,7 @@ pub async fn insert(
                     .values((&fields, t::created_at.eq(fields.updated_at)))
                     .execute(c)
                     .await?;
-                last_insert_id(c).await?
+                TaskId(last_insert_id(c).await?)
             });
             set_dependencies(conn, id, &depends_on).await?;
             find(conn, id)
@@ -49,7 +50,11 @@ pub async fn insert(
 }
 
 /// Replaces a task's upstreams.
-async fn set_dependencies(conn: &mut Conn, id: i64, depends_on: &[i64]) -> Result<(), StoreError> {
+async fn set_dependencies(
+    conn: &mut Conn,
+    id: TaskId,
+    depends_on: &[TaskId],
+) -> Result<(), StoreError> {
     with_conn!(conn, |c| {
         diesel::delete(d::ax_task_dependency.filter(d::task_id.eq(id)))
             .execute(c)
@@ -68,15 +73,15 @@ async fn set_dependencies(conn: &mut Conn, id: i64, depends_on: &[i64]) -> Resul
 /// The upstreams of these tasks, by task.
 pub async fn dependencies_of(
     conn: &mut Conn,
-    ids: &[i64],
-) -> Result<HashMap<i64, Vec<i64>>, StoreError> {
-    let edges: Vec<(i64, i64)> = with_conn!(conn, |c| d::ax_task_dependency
+    ids: &[TaskId],
+) -> Result<HashMap<TaskId, Vec<TaskId>>, StoreError> {
+    let edges: Vec<(TaskId, TaskId)> = with_conn!(conn, |c| d::ax_task_dependency
         .filter(d::task_id.eq_any(ids))
         .order((d::task_id, d::depends_on))
         .select((d::task_id, d::depends_on))
         .load(c)
         .await)?;
-    let mut by_task: HashMap<i64, Vec<i64>> = HashMap::new();
+    let mut by_task: HashMap<TaskId, Vec<TaskId>> = HashMap::new();
     for (task, upstream) in edges {
         by_task.entry(task).or_default().push(upstream);
     }
@@ -84,7 +89,7 @@ pub async fn dependencies_of(
 }
 
 /// Every dependency edge (task, upstream), for cycle checks.
-pub async fn all_dependencies(conn: &mut Conn) -> Result<Vec<(i64, i64)>, StoreError> {
+pub async fn all_dependencies(conn: &mut Conn) -> Result<Vec<(TaskId, TaskId)>, StoreError> {
     Ok(with_conn!(conn, |c| d::ax_task_dependency
         .select((d::task_id, d::depends_on))
         .load(c)
@@ -92,7 +97,7 @@ pub async fn all_dependencies(conn: &mut Conn) -> Result<Vec<(i64, i64)>, StoreE
 }
 
 /// Which of these task ids exist.
-pub async fn existing(conn: &mut Conn, ids: &[i64]) -> Result<Vec<i64>, StoreError> {
+pub async fn existing(conn: &mut Conn, ids: &[TaskId]) -> Result<Vec<TaskId>, StoreError> {
     Ok(with_conn!(conn, |c| t::ax_task
         .filter(t::id.eq_any(ids))
         .select(t::id)
@@ -105,7 +110,7 @@ pub async fn wheel_entries(
     conn: &mut Conn,
     tasks: Vec<Task>,
 ) -> Result<Vec<(Arc<TaskSpec>, DateTime<Utc>)>, StoreError> {
-    let ids: Vec<i64> = tasks.iter().map(|task| task.id).collect();
+    let ids: Vec<TaskId> = tasks.iter().map(|task| task.id).collect();
     let upstreams = dependencies_of(conn, &ids).await?;
     Ok(tasks
         .iter()
@@ -141,7 +146,7 @@ impl LastInsertId for diesel::sqlite::Sqlite {
 }
 
 /// The task with this id.
-pub async fn find(conn: &mut Conn, id: i64) -> Result<Option<Task>, StoreError> {
+pub async fn find(conn: &mut Conn, id: TaskId) -> Result<Option<Task>, StoreError> {
     Ok(with_conn!(conn, |c| t::ax_task
         .find(id)
         .select(Task::as_select())
@@ -151,7 +156,7 @@ pub async fn find(conn: &mut Conn, id: i64) -> Result<Option<Task>, StoreError> 
 }
 
 /// The tasks with these ids (those that exist).
-pub async fn find_many(conn: &mut Conn, ids: Vec<i64>) -> Result<Vec<Task>, StoreError> {
+pub async fn find_many(conn: &mut Conn, ids: Vec<TaskId>) -> Result<Vec<Task>, StoreError> {
     Ok(with_conn!(conn, |c| t::ax_task
         .filter(t::id.eq_any(&ids))
         .select(Task::as_select())
@@ -173,7 +178,7 @@ pub async fn list(
                 query = query.filter(t::scene.eq(scene.clone()));
             }
             if let Some(status) = filter.status {
-                query = query.filter(t::status.eq(status.as_str()));
+                query = query.filter(t::status.eq(status));
             }
             query
         };
@@ -192,9 +197,9 @@ pub async fn list(
 /// Replaces a task's fields and upstreams; `None` when there is no such task.
 pub async fn update(
     conn: &mut Conn,
-    id: i64,
+    id: TaskId,
     fields: TaskFields,
-    depends_on: Vec<i64>,
+    depends_on: Vec<TaskId>,
 ) -> Result<Option<Task>, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
@@ -214,7 +219,7 @@ pub async fn update(
 
 /// Deletes a task; `false` when there was none. Its run history stays; its open runs end
 /// FAILED (`TASK_DELETED`).
-pub async fn delete(conn: &mut Conn, id: i64, now: NaiveDateTime) -> Result<bool, StoreError> {
+pub async fn delete(conn: &mut Conn, id: TaskId, now: DateTime<Utc>) -> Result<bool, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
             let deleted = with_conn!(conn, |c| {
@@ -227,7 +232,7 @@ pub async fn delete(conn: &mut Conn, id: i64, now: NaiveDateTime) -> Result<bool
                 diesel::delete(t::ax_task.find(id)).execute(c).await?
             });
             if deleted > 0 {
-                instances::cancel_open(conn, id, now).await?;
+                runs::cancel_open(conn, id, now).await?;
             }
             Ok(deleted > 0)
         })
@@ -236,11 +241,11 @@ pub async fn delete(conn: &mut Conn, id: i64, now: NaiveDateTime) -> Result<bool
 }
 
 /// Pauses a task (no next run); `false` if it is not enabled (or not there).
-pub async fn pause(conn: &mut Conn, id: i64, now: NaiveDateTime) -> Result<bool, StoreError> {
+pub async fn pause(conn: &mut Conn, id: TaskId, now: NaiveDateTime) -> Result<bool, StoreError> {
     let changed = with_conn!(conn, |c| diesel::update(
         t::ax_task
             .filter(t::id.eq(id))
-            .filter(t::status.eq(TaskStatus::Enabled.as_str()))
+            .filter(t::status.eq(TaskStatus::Enabled))
     )
     .set(paused(now))
     .execute(c)
@@ -257,7 +262,7 @@ pub async fn pause_scene(
     Ok(with_conn!(conn, |c| diesel::update(
         t::ax_task
             .filter(t::scene.eq(scene))
-            .filter(t::status.eq(TaskStatus::Enabled.as_str()))
+            .filter(t::status.eq(TaskStatus::Enabled))
     )
     .set(paused(now))
     .execute(c)
@@ -265,14 +270,14 @@ pub async fn pause_scene(
 }
 
 type Paused = (
-    diesel::dsl::Eq<t::status, &'static str>,
+    diesel::dsl::Eq<t::status, TaskStatus>,
     diesel::dsl::Eq<t::next_run_at, Option<NaiveDateTime>>,
     diesel::dsl::Eq<t::updated_at, NaiveDateTime>,
 );
 
 fn paused(now: NaiveDateTime) -> Paused {
     (
-        t::status.eq(TaskStatus::Paused.as_str()),
+        t::status.eq(TaskStatus::Paused),
         t::next_run_at.eq(None),
         t::updated_at.eq(now),
     )
@@ -296,17 +301,17 @@ pub async fn resume(
                     }
                 };
                 query
-                    .filter(t::status.eq(TaskStatus::Paused.as_str()))
+                    .filter(t::status.eq(TaskStatus::Paused))
                     .select(Task::as_select())
                     .load(c)
                     .await
             })?;
-            let ids: Vec<i64> = paused.iter().map(|task| task.id).collect();
+            let ids: Vec<TaskId> = paused.iter().map(|task| task.id).collect();
             with_conn!(conn, |c| diesel::update(
                 t::ax_task.filter(t::id.eq_any(&ids))
             )
             .set((
-                t::status.eq(TaskStatus::Enabled.as_str()),
+                t::status.eq(TaskStatus::Enabled),
                 t::updated_at.eq(to_db(now)),
             ))
             .execute(c)
@@ -321,7 +326,7 @@ pub async fn resume(
                     .set(t::next_run_at.eq(next))
                     .execute(c)
                     .await)?;
-                task.status = TaskStatus::Enabled.as_str().into();
+                task.status = TaskStatus::Enabled;
                 task.next_run_at = next;
                 task.updated_at = to_db(now);
                 resumed.push(task);
@@ -335,12 +340,12 @@ pub async fn resume(
 /// Which paused tasks to resume.
 #[derive(Debug, Clone)]
 pub enum Resume {
-    Task(i64),
+    Task(TaskId),
     Scene(String),
 }
 
 /// Task counts by scene and status.
-pub async fn scene_counts(conn: &mut Conn) -> Result<Vec<(String, String, i64)>, StoreError> {
+pub async fn scene_counts(conn: &mut Conn) -> Result<Vec<(String, TaskStatus, i64)>, StoreError> {
     Ok(with_conn!(conn, |c| t::ax_task
         .group_by((t::scene, t::status))
         .select((t::scene, t::status, diesel::dsl::count_star()))
@@ -353,7 +358,7 @@ pub async fn scene_counts(conn: &mut Conn) -> Result<Vec<(String, String, i64)>,
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DueCursor {
     pub next_run_at: NaiveDateTime,
-    pub id: i64,
+    pub id: TaskId,
 }
 
 impl DueCursor {
@@ -361,7 +366,7 @@ impl DueCursor {
     pub fn after(at: NaiveDateTime) -> Self {
         DueCursor {
             next_run_at: at,
-            id: i64::MAX,
+            id: TaskId(i64::MAX),
         }
     }
 
@@ -369,7 +374,7 @@ impl DueCursor {
     pub fn start() -> Self {
         DueCursor {
             next_run_at: DateTime::UNIX_EPOCH.naive_utc(),
-            id: i64::MIN,
+            id: TaskId(i64::MIN),
         }
     }
 
@@ -392,7 +397,7 @@ pub async fn due_until(
     limit: i64,
 ) -> Result<Vec<Task>, StoreError> {
     Ok(with_conn!(conn, |c| t::ax_task
-        .filter(t::status.eq(TaskStatus::Enabled.as_str()))
+        .filter(t::status.eq(TaskStatus::Enabled))
         .filter(t::next_run_at.le(until))
         .filter(
             t::next_run_at.gt(cursor.next_run_at).or(t::next_run_at

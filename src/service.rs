@@ -1,24 +1,22 @@
-//! The scheduler as the API sees it: task changes go to the store and then, at once, to the
-//! wheel; manual runs are recorded and dispatched; reads and results go to the store.
+//! The service the API calls: task changes go to the store and then, at once, to the wheel;
+//! manual runs are recorded and handed to the wheel like any due attempt; reads and results go
+//! to the store.
 
 use std::collections::HashMap;
 
-use actix::Addr;
 use chrono::{DateTime, Duration, Utc};
 
-use crate::actors::dispatch::{DispatchHandle, DispatchJob};
 use crate::actors::lock::{LockError, LockHandle, Member};
 use crate::actors::store::{boxed, StoreHandle};
-use crate::actors::wheel::{Schedule, Unschedule, WheelActor, WheelSize};
+use crate::actors::wheel::WheelHandle;
 use crate::clock::SharedClock;
 use crate::cron::CronSchedule;
-use crate::ids::manual_request_id;
 use crate::metrics::{add, metrics};
-use crate::schedule::{claim_until, dependency_cycle};
-use crate::store::models::{
-    Instance, InstanceStatus, NewInstance, Task, TaskFields, TaskStatus, TriggerType,
-};
-use crate::store::queries::instances::{self, Cursor, InstanceFilter, ResultOutcome, ResultRecord};
+use crate::plan::dependency_cycle;
+use crate::run::{Event, NewRun, Report, RequestId, TaskId, TriggerType};
+use crate::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
+use crate::store::queries::instances::{self, Cursor, InstanceFilter};
+use crate::store::queries::runs::{self, Decided};
 use crate::store::queries::tasks::{self, Resume, TaskFilter};
 use crate::store::queries::Page;
 use crate::store::{to_db, StoreError};
@@ -41,18 +39,18 @@ pub struct TaskInput {
     pub misfire_threshold_secs: Option<i32>,
     pub dependency_timeout_secs: Option<i32>,
     /// Tasks whose runs must succeed first (one level).
-    pub depends_on: Vec<i64>,
+    pub depends_on: Vec<TaskId>,
 }
 
 /// Errors of scheduler operations.
 #[derive(Debug, thiserror::Error)]
-pub enum SchedulerError {
+pub enum ServiceError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("task {0} not found")]
-    TaskNotFound(i64),
+    TaskNotFound(TaskId),
     #[error("dependsOn names tasks that do not exist: {0:?}")]
-    UnknownUpstreams(Vec<i64>),
+    UnknownUpstreams(Vec<TaskId>),
     #[error("dependsOn would close a cycle: {0}")]
     Cycle(String),
 }
@@ -61,7 +59,7 @@ pub enum SchedulerError {
 #[derive(Debug, Clone)]
 pub struct TaskDetails {
     pub task: Task,
-    pub depends_on: Vec<i64>,
+    pub depends_on: Vec<TaskId>,
 }
 
 /// A scene and its task counts by status.
@@ -83,31 +81,28 @@ pub struct TaskStats {
 
 /// The facade over the actors that the HTTP API uses.
 #[derive(Clone)]
-pub struct Scheduler {
+pub struct Service {
     store: StoreHandle,
-    wheel: Addr<WheelActor>,
+    wheel: WheelHandle,
     lock: LockHandle,
-    dispatch: DispatchHandle,
     clock: SharedClock,
     instance_id: String,
 }
 
-type Result<T> = std::result::Result<T, SchedulerError>;
+type Result<T> = std::result::Result<T, ServiceError>;
 
-impl Scheduler {
+impl Service {
     pub fn new(
         store: StoreHandle,
-        wheel: Addr<WheelActor>,
+        wheel: WheelHandle,
         lock: LockHandle,
-        dispatch: DispatchHandle,
         clock: SharedClock,
         instance_id: String,
     ) -> Self {
-        Scheduler {
+        Service {
             store,
             wheel,
             lock,
-            dispatch,
             clock,
             instance_id,
         }
@@ -139,7 +134,7 @@ impl Scheduler {
             params: input.params.clone(),
             max_retry: input.max_retry,
             timeout_ms: input.timeout_ms,
-            status: status.as_str().into(),
+            status,
             next_run_at,
             updated_at: to_db(now),
             retry_backoff_secs: input.retry_backoff_secs,
@@ -151,22 +146,17 @@ impl Scheduler {
 
     /// Puts the tasks' next runs in the wheel, or takes them out.
     async fn reschedule(&self, changed: Vec<Task>) -> Result<()> {
-        let ids: Vec<i64> = changed.iter().map(|task| task.id).collect();
+        let ids: Vec<TaskId> = changed.iter().map(|task| task.id).collect();
         let entries = self
             .store
             .query(move |conn| boxed(tasks::wheel_entries(conn, changed)))
             .await?;
-        for id in ids {
-            if !entries.iter().any(|(spec, _)| spec.id == id) {
-                self.wheel.do_send(Unschedule(id));
-            }
-        }
-        self.wheel.do_send(Schedule::replace(entries));
+        self.wheel.replace(&ids, entries);
         Ok(())
     }
 
     /// Checks that the upstreams exist and would close no cycle.
-    async fn check_upstreams(&self, task: Option<i64>, depends_on: &[i64]) -> Result<()> {
+    async fn check_upstreams(&self, task: Option<TaskId>, depends_on: &[TaskId]) -> Result<()> {
         if depends_on.is_empty() {
             return Ok(());
         }
@@ -180,17 +170,17 @@ impl Scheduler {
                 })
             })
             .await?;
-        let unknown: Vec<i64> = depends_on
+        let unknown: Vec<TaskId> = depends_on
             .iter()
             .copied()
             .filter(|id| !found.contains(id))
             .collect();
         if !unknown.is_empty() {
-            return Err(SchedulerError::UnknownUpstreams(unknown));
+            return Err(ServiceError::UnknownUpstreams(unknown));
         }
         if let Some(cycle) = task.and_then(|id| dependency_cycle(&edges, id, depends_on)) {
-            let path: Vec<String> = cycle.iter().map(i64::to_string).collect();
-            return Err(SchedulerError::Cycle(path.join(" waits on ")));
+            let path: Vec<String> = cycle.iter().map(TaskId::to_string).collect();
+            return Err(ServiceError::Cycle(path.join(" waits on ")));
         }
         Ok(())
     }
@@ -206,7 +196,7 @@ impl Scheduler {
         self.saved("created", task, depends_on).await
     }
 
-    pub async fn update_task(&self, id: i64, input: TaskInput) -> Result<TaskDetails> {
+    pub async fn update_task(&self, id: TaskId, input: TaskInput) -> Result<TaskDetails> {
         self.check_upstreams(Some(id), &input.depends_on).await?;
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
         let upstreams = depends_on.clone();
@@ -214,12 +204,12 @@ impl Scheduler {
             .store
             .query(move |conn| boxed(tasks::update(conn, id, fields, upstreams)))
             .await?
-            .ok_or(SchedulerError::TaskNotFound(id))?;
+            .ok_or(ServiceError::TaskNotFound(id))?;
         self.saved("updated", task, depends_on).await
     }
 
     /// A task just stored: logged, and its next run in the wheel at once.
-    async fn saved(&self, how: &str, task: Task, depends_on: Vec<i64>) -> Result<TaskDetails> {
+    async fn saved(&self, how: &str, task: Task, depends_on: Vec<TaskId>) -> Result<TaskDetails> {
         log::info!(
             "task {} {how}: `{}` {}",
             task.id,
@@ -230,21 +220,21 @@ impl Scheduler {
         Ok(TaskDetails { task, depends_on })
     }
 
-    pub async fn delete_task(&self, id: i64) -> Result<()> {
-        let now = to_db(self.clock.now());
+    pub async fn delete_task(&self, id: TaskId) -> Result<()> {
+        let now = self.clock.now();
         let deleted = self
             .store
             .query(move |conn| boxed(tasks::delete(conn, id, now)))
             .await?;
         if !deleted {
-            return Err(SchedulerError::TaskNotFound(id));
+            return Err(ServiceError::TaskNotFound(id));
         }
         log::info!("task {id} deleted");
-        self.wheel.do_send(Unschedule(id));
+        self.wheel.unschedule(id);
         Ok(())
     }
 
-    pub async fn task(&self, id: i64) -> Result<TaskDetails> {
+    pub async fn task(&self, id: TaskId) -> Result<TaskDetails> {
         let (task, upstreams) = self
             .store
             .query(move |conn| {
@@ -254,7 +244,7 @@ impl Scheduler {
                 })
             })
             .await?;
-        let task = task.ok_or(SchedulerError::TaskNotFound(id))?;
+        let task = task.ok_or(ServiceError::TaskNotFound(id))?;
         let depends_on = upstreams.get(&id).cloned().unwrap_or_default();
         Ok(TaskDetails { task, depends_on })
     }
@@ -265,7 +255,7 @@ impl Scheduler {
             .query(move |conn| {
                 boxed(async move {
                     let (rows, total) = tasks::list(conn, &filter, page).await?;
-                    let ids: Vec<i64> = rows.iter().map(|task| task.id).collect();
+                    let ids: Vec<TaskId> = rows.iter().map(|task| task.id).collect();
                     Ok((rows, total, tasks::dependencies_of(conn, &ids).await?))
                 })
             })
@@ -281,19 +271,19 @@ impl Scheduler {
     }
 
     /// Pauses a task: it fires no more, on any ax process, until resumed.
-    pub async fn pause_task(&self, id: i64) -> Result<TaskDetails> {
+    pub async fn pause_task(&self, id: TaskId) -> Result<TaskDetails> {
         let now = to_db(self.clock.now());
         self.store
             .query(move |conn| boxed(tasks::pause(conn, id, now)))
             .await?;
-        self.wheel.do_send(Unschedule(id));
+        self.wheel.unschedule(id);
         log::info!("task {id} paused");
         self.task(id).await
     }
 
     /// Resumes a task; its next run is computed from now, so runs that fell in the pause do not
     /// fire.
-    pub async fn resume_task(&self, id: i64) -> Result<TaskDetails> {
+    pub async fn resume_task(&self, id: TaskId) -> Result<TaskDetails> {
         let resumed = self.resume(Resume::Task(id)).await?;
         if resumed > 0 {
             log::info!("task {id} resumed");
@@ -343,11 +333,11 @@ impl Scheduler {
         for (scene, status, count) in rows {
             match scenes.last_mut().filter(|last| last.scene == scene) {
                 Some(last) => {
-                    last.by_status.insert(status, count);
+                    last.by_status.insert(status.to_string(), count);
                 }
                 None => scenes.push(SceneCounts {
                     scene,
-                    by_status: HashMap::from([(status, count)]),
+                    by_status: HashMap::from([(status.to_string(), count)]),
                 }),
             }
         }
@@ -355,60 +345,54 @@ impl Scheduler {
     }
 
     /// Fires one run of the task now, outside its schedule (its schedule is untouched): a new
-    /// request id, the same dispatch, retries and records. `params` override the task's.
-    pub async fn trigger(&self, id: i64, params: Option<String>) -> Result<Instance> {
-        let task = self.task(id).await?.task;
+    /// request id, due at once, claimed and dispatched by the wheel like any due attempt, with
+    /// the same retries and records. `params` override the task's.
+    pub async fn trigger(&self, id: TaskId, params: Option<String>) -> Result<Instance> {
+        self.task(id).await?;
         let now = self.clock.now();
-        let request_id = manual_request_id().to_string();
-        let run = NewInstance {
+        let request_id = RequestId::manual();
+        let origin = RunOrigin {
             task_id: id,
             request_id: request_id.clone(),
-            trigger_type: TriggerType::Manual.as_str().into(),
-            scheduled_at: to_db(now),
-            trigger_at: to_db(now),
-            status: InstanceStatus::Ready.as_str().into(),
+            trigger_type: TriggerType::Manual,
+            scheduled_at: now,
+            trigger_at: now,
+            created_at: now,
             fired_by: self.instance_id.clone(),
-            created_at: to_db(now),
-            finished_at: None,
-            next_attempt_at: Some(to_db(claim_until(now, task.timeout_ms))),
-            deadline_at: None,
-            params: params.clone(),
+            params,
         };
+        let run = NewInstance::new(origin, &NewRun::manual(now));
         let lookup = request_id.clone();
-        let stored = self
+        let (stored, due) = self
             .store
             .query(move |conn| {
                 boxed(async move {
                     instances::insert_instance(conn, &run).await?;
-                    instances::find_by_request_id(conn, &lookup).await
+                    let stored = instances::find_by_request_id(conn, &lookup).await?;
+                    let due = runs::attempts_of(conn, std::slice::from_ref(&lookup)).await?;
+                    Ok((stored, due))
                 })
             })
-            .await?
-            .ok_or(SchedulerError::Store(StoreError::Query(diesel::NotFound)))?;
+            .await?;
+        let stored = stored.ok_or(ServiceError::Store(StoreError::Query(diesel::NotFound)))?;
         log::info!("task {id} request {request_id}: manual run");
         add(&metrics().fires, 1);
-        self.dispatch
-            .dispatch(vec![DispatchJob {
-                task_id: id,
-                request_id,
-                handler_url: task.handler_url,
-                params: params.unwrap_or(task.params).into(),
-                scheduled_at: now,
-                attempt: 1,
-                timeout_ms: task.timeout_ms,
-            }])
-            .await;
+        self.wheel.schedule_attempts(due);
         Ok(stored)
     }
 
-    pub async fn task_instances(&self, task_id: i64, page: Page) -> Result<(Vec<Instance>, i64)> {
+    pub async fn task_instances(
+        &self,
+        task_id: TaskId,
+        page: Page,
+    ) -> Result<(Vec<Instance>, i64)> {
         Ok(self
             .store
             .query(move |conn| boxed(instances::list_for_task(conn, task_id, page)))
             .await?)
     }
 
-    pub async fn instance(&self, request_id: String) -> Result<Option<Instance>> {
+    pub async fn instance(&self, request_id: RequestId) -> Result<Option<Instance>> {
         Ok(self
             .store
             .query(move |conn| {
@@ -443,7 +427,7 @@ impl Scheduler {
 
     /// Counts by status and trigger-lag percentiles of a task's runs scheduled in the last
     /// `window`.
-    pub async fn task_stats(&self, task_id: i64, window: Duration) -> Result<TaskStats> {
+    pub async fn task_stats(&self, task_id: TaskId, window: Duration) -> Result<TaskStats> {
         self.task(task_id).await?;
         let to = self.clock.now();
         let from = to - window;
@@ -455,7 +439,7 @@ impl Scheduler {
         let mut by_status: HashMap<String, i64> = HashMap::new();
         let mut lags: Vec<i64> = Vec::with_capacity(rows.len());
         for (status, scheduled, triggered) in rows {
-            *by_status.entry(status).or_default() += 1;
+            *by_status.entry(status.to_string()).or_default() += 1;
             lags.push((triggered - scheduled).num_milliseconds());
         }
         lags.sort_unstable();
@@ -472,13 +456,13 @@ impl Scheduler {
     }
 
     /// Applies an executor's result; answers after it is committed.
-    pub async fn report_result(&self, result: ResultRecord) -> Result<ResultOutcome> {
-        Ok(self.store.record_result(result).await?)
+    pub async fn report(&self, request_id: RequestId, report: Report) -> Result<Decided> {
+        Ok(self.store.decide(request_id, Event::Report(report)).await?)
     }
 
     /// How many entries the wheel holds.
     pub async fn wheel_size(&self) -> Option<usize> {
-        self.wheel.send(WheelSize).await.ok()
+        self.wheel.size().await
     }
 
     pub fn now(&self) -> DateTime<Utc> {

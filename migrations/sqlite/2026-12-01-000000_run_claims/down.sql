@@ -1,0 +1,4 @@
+UPDATE ax_instance SET next_attempt_at = claimed_until WHERE claimed_until IS NOT NULL;
+DROP INDEX idx_ax_instance_claimed;
+ALTER TABLE ax_instance DROP COLUMN claimed_until;
+ALTER TABLE ax_instance DROP COLUMN dispatched_attempt;

@@ -1,0 +1,316 @@
+//! The fire pipeline: what happens to runs the wheel found due. A scheduled fire goes lock →
+//! commit (ahead of its second) → release the lock → dispatch at its second; an attempt
+//! (retry, released or manual run, lapsed claim) goes claim → dispatch at its second. Every
+//! run reaches the dispatchers through [`Release::dispatch_in_time`], never before its row is
+//! committed.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use super::dispatch::{DispatchHandle, DispatchJob};
+use super::lock::LockHandle;
+use super::store::{boxed, StoreHandle};
+use super::wheel::WheelHandle;
+use crate::metrics::{add, metrics};
+use crate::plan::{FirePlan, RunDecision, TaskSpec};
+use crate::run::{
+    claim_until, dependency_deadline, Event, NewRun, RequestId, RunStatus, TaskId, TriggerType,
+};
+use crate::store::models::{NewInstance, RunOrigin};
+use crate::store::queries::instances::{FireOutcome, FireRecord};
+use crate::store::queries::runs::DueAttempt;
+use crate::store::queries::tasks;
+use crate::store::to_db;
+
+/// What the fire pipeline needs, shared by every batch.
+#[derive(Clone)]
+pub struct FireContext {
+    pub lock: LockHandle,
+    pub store: StoreHandle,
+    pub dispatch: DispatchHandle,
+    pub instance_id: String,
+    /// Most runs per store transaction.
+    pub batch_size: usize,
+    /// How long a run waits for its upstreams, unless its task says otherwise.
+    pub dependency_timeout_secs: i64,
+}
+
+/// A task's fires as planned by a tick: each plan with the time its runs fire at.
+pub struct PlannedFire {
+    pub spec: Arc<TaskSpec>,
+    pub plans: Vec<(FirePlan, DateTime<Utc>)>,
+    /// When the tick planned it: the rows' `created_at`.
+    pub planned_at: DateTime<Utc>,
+}
+
+/// Holds committed runs back until the wheel reaches their second.
+pub struct Release(pub watch::Receiver<i64>);
+
+impl Release {
+    /// Hands the runs to the dispatchers, each once the wheel has reached its second.
+    async fn dispatch_in_time(
+        mut self,
+        dispatch: &DispatchHandle,
+        mut jobs: Vec<(DateTime<Utc>, DispatchJob)>,
+    ) {
+        jobs.sort_by_key(|(fire_at, _)| fire_at.timestamp());
+        let mut jobs = jobs.into_iter().peekable();
+        while let Some((fire_at, _)) = jobs.peek() {
+            let second = fire_at.timestamp();
+            // A wheel gone (shutdown) releases everything: the runs are committed and due.
+            let _ = self.0.wait_for(|reached| *reached >= second).await;
+            let now: Vec<DispatchJob> =
+                std::iter::from_fn(|| jobs.next_if(|(at, _)| at.timestamp() == second))
+                    .map(|(_, job)| job)
+                    .collect();
+            dispatch.dispatch(now).await;
+        }
+    }
+}
+
+/// The new run a decision of a plan makes (see `crate::run::NewRun`).
+fn new_run(
+    spec: &TaskSpec,
+    decision: RunDecision,
+    fire_at: DateTime<Utc>,
+    fire: &FireContext,
+) -> NewRun {
+    match decision {
+        // It waits for its upstreams; the supervisor releases it.
+        RunDecision::Fire(at) if spec.has_dependencies => {
+            NewRun::waiting_for_upstreams(dependency_deadline(
+                at,
+                spec.dependency_timeout_secs
+                    .unwrap_or(fire.dependency_timeout_secs),
+            ))
+        }
+        RunDecision::Fire(_) => NewRun::fired(claim_until(fire_at, spec.timeout_ms)),
+        RunDecision::Missed(_) => NewRun::missed(fire_at),
+    }
+}
+
+/// The rows to record for one task's plan: each decision advances `next_run_at` from its own
+/// time to the next decision's time, the last one to the plan's `next`.
+fn fire_records(
+    spec: &TaskSpec,
+    (plan, fire_at): &(FirePlan, DateTime<Utc>),
+    planned_at: DateTime<Utc>,
+    fire: &FireContext,
+) -> Vec<FireRecord> {
+    let mut records = Vec::with_capacity(plan.decisions.len());
+    for (i, decision) in plan.decisions.iter().enumerate() {
+        let advance_to = plan
+            .decisions
+            .get(i + 1)
+            .map(|d| d.scheduled_at())
+            .or(plan.next);
+        let scheduled_at = decision.scheduled_at();
+        let origin = RunOrigin {
+            task_id: spec.id,
+            request_id: RequestId::scheduled(spec.id, scheduled_at),
+            trigger_type: TriggerType::Schedule,
+            scheduled_at,
+            trigger_at: *fire_at,
+            created_at: planned_at,
+            fired_by: fire.instance_id.clone(),
+            params: None,
+        };
+        records.push(FireRecord {
+            scheduled_at: to_db(scheduled_at),
+            next_run_at: advance_to.map(to_db),
+            instance: NewInstance::new(origin, &new_run(spec, *decision, *fire_at, fire)),
+        });
+    }
+    records
+}
+
+/// Fires one batch: takes the locks, commits the runs, releases the locks, then dispatches
+/// the committed runs — never before their rows are durable.
+pub async fn fire_batch(
+    fire: FireContext,
+    wheel: WheelHandle,
+    batch: Vec<PlannedFire>,
+    release: Release,
+) {
+    let held = fire
+        .lock
+        .acquire(batch.iter().map(|planned| planned.spec.id).collect())
+        .await;
+    let mut locked = Vec::new();
+    let mut records = Vec::new();
+    let mut runs = Vec::new();
+    for (planned, held) in batch.into_iter().zip(held) {
+        let spec = &planned.spec;
+        if !held {
+            log::debug!("task {}: fire lock held elsewhere", spec.id);
+            add(&metrics().lock_conflicts, 1);
+            continue;
+        }
+        locked.push(spec.id);
+        for plan in &planned.plans {
+            for record in fire_records(spec, plan, planned.planned_at, &fire) {
+                runs.push(FiredRun {
+                    spec: spec.clone(),
+                    fire_at: plan.1,
+                    request_id: record.instance.request_id.clone(),
+                    status: record.instance.status,
+                    scheduled_at: record.scheduled_at,
+                });
+                records.push(record);
+            }
+        }
+    }
+    if records.is_empty() {
+        return;
+    }
+    let recorded = fire.store.record_fires(records).await;
+    // Off the dispatch path: the runs' rows are committed, the locks have done their work.
+    let lock = fire.lock.clone();
+    let to_release = locked.clone();
+    actix::spawn(async move { lock.release(to_release).await });
+    let outcomes = match recorded {
+        Ok(outcomes) => outcomes,
+        Err(err) => {
+            log::error!(
+                "fires of {} tasks not recorded, will retry: {err}",
+                locked.len()
+            );
+            refresh(&fire, &wheel, locked).await;
+            return;
+        }
+    };
+    let mut stale = Vec::new();
+    let mut jobs = Vec::with_capacity(runs.len());
+    // `record_fires` answers one outcome per record, in order.
+    for (run, outcome) in runs.into_iter().zip(outcomes) {
+        let (task_id, request_id) = (run.spec.id, &run.request_id);
+        match outcome {
+            FireOutcome::Fired => {
+                let counter = match run.status {
+                    RunStatus::Missed => &metrics().missed,
+                    _ => &metrics().fires,
+                };
+                add(counter, 1);
+                log::info!(
+                    "task {task_id} request {request_id}: {} run scheduled at {}",
+                    run.status,
+                    run.scheduled_at
+                );
+                // A fired run's first attempt is claimed with its row; the others wait.
+                if run.status == RunStatus::Ready {
+                    jobs.push((run.fire_at, run.job()));
+                }
+            }
+            FireOutcome::Duplicate => log::warn!(
+                "task {task_id} request {request_id}: run exists already, not fired again"
+            ),
+            FireOutcome::Stale => stale.push(task_id),
+        }
+    }
+    release.dispatch_in_time(&fire.dispatch, jobs).await;
+    if !stale.is_empty() {
+        stale.dedup();
+        log::debug!("tasks {stale:?}: schedule changed elsewhere, refreshing");
+        refresh(&fire, &wheel, stale).await;
+    }
+}
+
+/// A run being fired, kept beside its record for dispatch after the commit.
+struct FiredRun {
+    spec: Arc<TaskSpec>,
+    fire_at: DateTime<Utc>,
+    request_id: RequestId,
+    status: RunStatus,
+    scheduled_at: chrono::NaiveDateTime,
+}
+
+impl FiredRun {
+    /// The run's first attempt.
+    fn job(self) -> DispatchJob {
+        DispatchJob {
+            task_id: self.spec.id,
+            request_id: self.request_id,
+            handler_url: self.spec.handler_url.clone(),
+            params: self.spec.params.clone(),
+            scheduled_at: crate::store::from_db(self.scheduled_at),
+            attempt: 1,
+            timeout_ms: self.spec.timeout_ms,
+        }
+    }
+}
+
+/// Dispatches runs whose attempt is due: retries, released and manual runs, and attempts
+/// whose dispatcher died. Each is claimed first, so that of several ax processes holding it
+/// only one dispatches.
+pub async fn attempt_batch(
+    fire: FireContext,
+    attempts: Vec<(Arc<DueAttempt>, DateTime<Utc>)>,
+    release: Release,
+) {
+    let claims = attempts
+        .iter()
+        .map(|(due, fire_at)| {
+            let event = Event::Claim {
+                attempt: due.run.attempt,
+                claimant: fire.instance_id.clone(),
+                until: claim_until(*fire_at, due.timeout_ms),
+                at: *fire_at,
+            };
+            (DueAttempt::clone(due), event)
+        })
+        .collect();
+    let won = match fire.store.record_claims(claims).await {
+        Ok(won) => won,
+        Err(err) => {
+            // Unclaimed attempts stay due in the database; the next scan offers them again.
+            log::error!("{} attempts not claimed: {err}", attempts.len());
+            return;
+        }
+    };
+    let mut jobs = Vec::new();
+    for ((due, fire_at), won) in attempts.into_iter().zip(won) {
+        if !won {
+            continue;
+        }
+        log::info!(
+            "task {} request {}: attempt {} of run scheduled at {}",
+            due.task_id,
+            due.request_id,
+            due.run.attempt,
+            due.run.scheduled_at
+        );
+        jobs.push((
+            fire_at,
+            DispatchJob {
+                task_id: due.task_id,
+                request_id: due.request_id.clone(),
+                handler_url: due.handler_url.clone(),
+                params: due.params.as_str().into(),
+                scheduled_at: due.run.scheduled_at,
+                attempt: due.run.attempt,
+                timeout_ms: due.timeout_ms,
+            },
+        ));
+    }
+    release.dispatch_in_time(&fire.dispatch, jobs).await;
+}
+
+/// Re-reads tasks whose wheel entries may be wrong and reschedules them from the database.
+pub async fn refresh(fire: &FireContext, wheel: &WheelHandle, task_ids: Vec<TaskId>) {
+    let ids = task_ids.clone();
+    let rows = fire
+        .store
+        .query(move |conn| {
+            boxed(async move {
+                let rows = tasks::find_many(conn, ids).await?;
+                tasks::wheel_entries(conn, rows).await
+            })
+        })
+        .await;
+    match rows {
+        Ok(schedule) => wheel.replace(&task_ids, schedule),
+        Err(err) => log::error!("tasks {task_ids:?} not refreshed: {err}"),
+    }
+}

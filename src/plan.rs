@@ -1,0 +1,296 @@
+//! What fires when: the plan for a task whose time came, including the missed-run policy, and
+//! the dependency graph's one rule (no cycles).
+//! Pure logic, no I/O: time is always an argument.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::cron::{CronError, CronSchedule};
+use crate::run::TaskId;
+use crate::store::models::{Task, TaskStatus};
+
+/// What the scheduler needs to fire a task, parsed once when the task enters the wheel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSpec {
+    pub id: TaskId,
+    pub cron: CronSchedule,
+    pub handler_url: String,
+    /// The task's params as JSON text, sent as they are.
+    pub params: Arc<str>,
+    pub timeout_ms: i64,
+    /// The task's own misfire threshold, if it has one.
+    pub misfire_threshold_secs: Option<i64>,
+    /// Whether its runs wait for upstream tasks (PENDING) before dispatch.
+    pub has_dependencies: bool,
+    /// The task's own dependency timeout, if it has one.
+    pub dependency_timeout_secs: Option<i64>,
+}
+
+impl TaskSpec {
+    /// The spec of a stored task.
+    pub fn from_task(task: &Task, has_dependencies: bool) -> Result<TaskSpec, CronError> {
+        Ok(TaskSpec {
+            id: task.id,
+            cron: CronSchedule::parse(&task.cron)?,
+            handler_url: task.handler_url.clone(),
+            params: task.params.as_str().into(),
+            timeout_ms: task.timeout_ms,
+            misfire_threshold_secs: task.misfire_threshold_secs.map(i64::from),
+            has_dependencies,
+            dependency_timeout_secs: task.dependency_timeout_secs.map(i64::from),
+        })
+    }
+
+    /// What a stored task puts in the wheel: its spec and next run, if it is enabled and has
+    /// one. A stored cron that no longer parses is logged and left out.
+    pub fn wheel_entry(
+        task: &Task,
+        has_dependencies: bool,
+    ) -> Option<(Arc<TaskSpec>, DateTime<Utc>)> {
+        if task.status != TaskStatus::Enabled {
+            return None;
+        }
+        let next = task.next_run_at?.and_utc();
+        match TaskSpec::from_task(task, has_dependencies) {
+            Ok(spec) => Some((Arc::new(spec), next)),
+            Err(err) => {
+                log::error!("task {}: stored cron is invalid: {err}", task.id);
+                None
+            }
+        }
+    }
+
+    /// The missed-run policy for this task: the global one, with the task's threshold if set.
+    pub fn missed_run_policy(&self, global: MissedRunPolicy) -> MissedRunPolicy {
+        MissedRunPolicy {
+            misfire_threshold_secs: self
+                .misfire_threshold_secs
+                .unwrap_or(global.misfire_threshold_secs),
+            ..global
+        }
+    }
+}
+
+/// How late runs are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MissedRunPolicy {
+    /// A run at most this late is on time: a late tick fires every such run by itself.
+    pub grace_secs: i64,
+    /// A stalled task (its first due run later than `grace_secs`) fires once if that run is at
+    /// most this late, however many periods were missed; later than this, the run is recorded
+    /// `MISSED` and not dispatched.
+    pub misfire_threshold_secs: i64,
+}
+
+impl Default for MissedRunPolicy {
+    fn default() -> Self {
+        MissedRunPolicy {
+            grace_secs: 2,
+            misfire_threshold_secs: 300,
+        }
+    }
+}
+
+/// One run to record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunDecision {
+    /// Record and dispatch the run scheduled at this time.
+    Fire(DateTime<Utc>),
+    /// Record the run scheduled at this time as `MISSED`; no dispatch.
+    Missed(DateTime<Utc>),
+}
+
+impl RunDecision {
+    /// The scheduled time of the run.
+    pub fn scheduled_at(self) -> DateTime<Utc> {
+        match self {
+            RunDecision::Fire(at) | RunDecision::Missed(at) => at,
+        }
+    }
+}
+
+/// The runs to record for a task whose next run, `due`, has come, and where its schedule goes
+/// next. Each decision advances the task's `next_run_at` from its own time to the following
+/// decision's time (the last one to `next`), so a chain commits as compare-and-sets in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirePlan {
+    pub decisions: Vec<RunDecision>,
+    /// The first time after the plan; `None` if the schedule never fires again.
+    pub next: Option<DateTime<Utc>>,
+}
+
+/// Plans the runs of a task due at `due`, seen at `now`.
+pub fn plan_fires(
+    cron: &CronSchedule,
+    due: DateTime<Utc>,
+    now: DateTime<Utc>,
+    policy: MissedRunPolicy,
+) -> FirePlan {
+    let lateness = (now - due).num_seconds();
+    if lateness <= policy.grace_secs {
+        // On time, or a tick came a little late: every run up to now fires by itself.
+        let mut decisions = vec![RunDecision::Fire(due)];
+        let mut next = cron.next_after(due);
+        while let Some(at) = next.filter(|at| *at <= now) {
+            decisions.push(RunDecision::Fire(at));
+            next = cron.next_after(at);
+        }
+        return FirePlan { decisions, next };
+    }
+    // Stalled: one run stands for every period missed, and the schedule resumes from now.
+    let decision = if lateness <= policy.misfire_threshold_secs {
+        RunDecision::Fire(due)
+    } else {
+        RunDecision::Missed(due)
+    };
+    FirePlan {
+        decisions: vec![decision],
+        next: cron.next_after(now - Duration::seconds(1)),
+    }
+}
+
+/// The cycle that giving `task` these upstreams would close, if any (as a path from `task`
+/// back to itself). `edges` are the existing (task, upstream) pairs; `task`'s own are replaced.
+pub fn dependency_cycle(
+    edges: &[(TaskId, TaskId)],
+    task: TaskId,
+    depends_on: &[TaskId],
+) -> Option<Vec<TaskId>> {
+    let mut upstreams: HashMap<TaskId, Vec<TaskId>> = HashMap::new();
+    for &(from, to) in edges.iter().filter(|(from, _)| *from != task) {
+        upstreams.entry(from).or_default().push(to);
+    }
+    upstreams.insert(task, depends_on.to_vec());
+    // Depth-first from `task`; a path that comes back to it is the cycle.
+    let mut stack = vec![(task, vec![task])];
+    let mut seen = HashSet::new();
+    while let Some((node, path)) = stack.pop() {
+        for &next in upstreams.get(&node).map(Vec::as_slice).unwrap_or(&[]) {
+            if next == task {
+                let mut cycle = path.clone();
+                cycle.push(task);
+                return Some(cycle);
+            }
+            if seen.insert(next) {
+                let mut longer = path.clone();
+                longer.push(next);
+                stack.push((next, longer));
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2027, 3, 1, h, m, s)
+            .single()
+            .expect("valid time")
+    }
+
+    fn cron(expr: &str) -> CronSchedule {
+        CronSchedule::parse(expr).expect("valid cron")
+    }
+
+    const POLICY: MissedRunPolicy = MissedRunPolicy {
+        grace_secs: 2,
+        misfire_threshold_secs: 300,
+    };
+
+    #[test]
+    fn a_task_threshold_overrides_the_global_one() {
+        let mut spec = TaskSpec {
+            id: TaskId(1),
+            cron: cron("* * * * * *"),
+            handler_url: "http://h/".into(),
+            params: "{}".into(),
+            timeout_ms: 1000,
+            misfire_threshold_secs: Some(10),
+            has_dependencies: false,
+            dependency_timeout_secs: None,
+        };
+        assert_eq!(spec.missed_run_policy(POLICY).misfire_threshold_secs, 10);
+        assert_eq!(spec.missed_run_policy(POLICY).grace_secs, 2);
+        spec.misfire_threshold_secs = None;
+        assert_eq!(spec.missed_run_policy(POLICY), POLICY);
+    }
+
+    #[test]
+    fn several_periods_missed_under_a_short_threshold_is_one_missed_row() {
+        let policy = MissedRunPolicy {
+            grace_secs: 2,
+            misfire_threshold_secs: 1,
+        };
+        let plan = plan_fires(&cron("* * * * * *"), at(1, 0, 0), at(1, 0, 9), policy);
+        assert_eq!(plan.decisions, vec![RunDecision::Missed(at(1, 0, 0))]);
+        assert_eq!(plan.next, Some(at(1, 0, 9)));
+    }
+
+    #[test]
+    fn cycles_are_found_however_long() {
+        let ids = |ids: &[i64]| ids.iter().copied().map(TaskId).collect::<Vec<_>>();
+        let cycle = |edges: &[(i64, i64)], task: i64, upstreams: &[i64]| {
+            let edges: Vec<(TaskId, TaskId)> =
+                edges.iter().map(|&(a, b)| (TaskId(a), TaskId(b))).collect();
+            dependency_cycle(&edges, TaskId(task), &ids(upstreams))
+        };
+        // 1 waits on 2, 2 on 3.
+        let edges = [(1, 2), (2, 3)];
+        assert_eq!(cycle(&edges, 3, &[1]), Some(ids(&[3, 1, 2, 3])));
+        assert_eq!(cycle(&edges, 2, &[1]), Some(ids(&[2, 1, 2])));
+        assert_eq!(cycle(&edges, 4, &[4]), Some(ids(&[4, 4])));
+        assert_eq!(cycle(&edges, 4, &[1, 3]), None);
+        // Replacing 2's upstreams removes the edge 2 → 3.
+        assert_eq!(cycle(&edges, 2, &[]), None);
+        assert_eq!(cycle(&[(1, 2), (2, 1)], 1, &[3]), None);
+    }
+
+    #[test]
+    fn on_time_fires_once_and_moves_to_the_next_period() {
+        let plan = plan_fires(&cron("*/10 * * * * *"), at(1, 0, 10), at(1, 0, 10), POLICY);
+        assert_eq!(plan.decisions, vec![RunDecision::Fire(at(1, 0, 10))]);
+        assert_eq!(plan.next, Some(at(1, 0, 20)));
+    }
+
+    #[test]
+    fn a_late_tick_within_grace_fires_every_skipped_second() {
+        let plan = plan_fires(&cron("* * * * * *"), at(1, 0, 10), at(1, 0, 12), POLICY);
+        assert_eq!(
+            plan.decisions,
+            vec![
+                RunDecision::Fire(at(1, 0, 10)),
+                RunDecision::Fire(at(1, 0, 11)),
+                RunDecision::Fire(at(1, 0, 12)),
+            ]
+        );
+        assert_eq!(plan.next, Some(at(1, 0, 13)));
+    }
+
+    #[test]
+    fn stalled_under_threshold_fires_once_however_many_periods_were_missed() {
+        // 299 s late, 299 every-second periods missed: one run, for the first missed time.
+        let plan = plan_fires(&cron("* * * * * *"), at(1, 0, 0), at(1, 4, 59), POLICY);
+        assert_eq!(plan.decisions, vec![RunDecision::Fire(at(1, 0, 0))]);
+        assert_eq!(plan.next, Some(at(1, 4, 59)));
+    }
+
+    #[test]
+    fn stalled_exactly_at_threshold_still_fires() {
+        let plan = plan_fires(&cron("0 * * * * *"), at(1, 0, 0), at(1, 5, 0), POLICY);
+        assert_eq!(plan.decisions, vec![RunDecision::Fire(at(1, 0, 0))]);
+        assert_eq!(plan.next, Some(at(1, 5, 0)));
+    }
+
+    #[test]
+    fn stalled_over_threshold_is_missed_and_resumes_in_the_future() {
+        let plan = plan_fires(&cron("0 * * * * *"), at(1, 0, 0), at(1, 5, 1), POLICY);
+        assert_eq!(plan.decisions, vec![RunDecision::Missed(at(1, 0, 0))]);
+        assert_eq!(plan.next, Some(at(1, 6, 0)));
+    }
+}

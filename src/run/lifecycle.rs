@@ -1,0 +1,558 @@
+//! Every change of a run's row, decided here: one function per event, each returning the write
+//! to make — with the compare-and-set condition that makes it safe against every other writer —
+//! or a typed refusal. The store applies writes; it decides nothing.
+//!
+//! Attempts: `attempt` is the current one (in flight, or due next); `dispatched` is the highest
+//! attempt handed to a dispatcher. An attempt is in flight while the run is open and
+//! `dispatched == attempt`; its first result counts, any later one for it changes nothing.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::retry::{RetryLimits, RetryPolicy};
+use super::status::{RunStatus, DISPATCHABLE, OPEN};
+
+/// A run as the lifecycle sees it: the fields of its row that decisions depend on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunState {
+    pub status: RunStatus,
+    /// The current attempt: in flight, or due next.
+    pub attempt: i32,
+    /// The highest attempt handed to a dispatcher; 0 before the first.
+    pub dispatched: i32,
+    pub retries_used: i32,
+    /// A waiting run: when its next attempt is due.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// A dispatched READY run: when the dispatcher's claim lapses.
+    pub claimed_until: Option<DateTime<Utc>>,
+    /// The process that fired the run or last claimed its attempt.
+    pub claimant: String,
+    pub scheduled_at: DateTime<Utc>,
+    /// The task's retry settings.
+    pub retry: RetryLimits,
+}
+
+impl RunState {
+    /// Whether an attempt is out with a dispatcher or handler, its result not yet counted.
+    pub fn in_flight(&self) -> bool {
+        DISPATCHABLE.contains(&self.status) && self.dispatched == self.attempt
+    }
+
+    /// The row after `change`: the same rule the store's SQL applies.
+    pub fn apply(&mut self, change: &Change) {
+        if let Some(status) = change.status {
+            self.status = status;
+        }
+        if let Some(attempt) = change.attempt {
+            self.attempt = attempt;
+        }
+        if let Some(dispatched) = change.dispatched {
+            self.dispatched = dispatched;
+        }
+        if let Some(retries) = change.retries_used {
+            self.retries_used = retries;
+        }
+        if let Some(at) = change.next_attempt_at {
+            self.next_attempt_at = at;
+        }
+        if let Some(until) = change.claimed_until {
+            self.claimed_until = until;
+        }
+        if let Some(claimant) = &change.claimant {
+            self.claimant = claimant.clone();
+        }
+    }
+}
+
+/// What happened to a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A dispatcher takes the current attempt, due or with a lapsed claim, until `until`.
+    Claim {
+        attempt: i32,
+        claimant: String,
+        until: DateTime<Utc>,
+        at: DateTime<Utc>,
+    },
+    /// A handler's reply, a dispatch failure, or an executor's callback.
+    Report(Report),
+    /// A RUNNING attempt reached its deadline with no result.
+    TimedOut { attempt: i32, at: DateTime<Utc> },
+    /// Every upstream's run succeeded: a PENDING run is due.
+    Released { at: DateTime<Utc> },
+    /// An upstream's run did not succeed.
+    UpstreamFailed { at: DateTime<Utc> },
+    /// The upstreams took longer than the dependency timeout.
+    DependencyTimedOut { at: DateTime<Utc> },
+    /// `claimant` restarted: nothing of its previous life is in flight, its claims lapse now.
+    Recovered { claimant: String, at: DateTime<Utc> },
+    /// The claimant is not among the `live` processes: its claims lapse now.
+    Orphaned {
+        live: Vec<String>,
+        at: DateTime<Utc>,
+    },
+    /// The run's task was deleted: nothing will dispatch it any more.
+    TaskDeleted { at: DateTime<Utc> },
+}
+
+/// A result reported for an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// The attempt reported on; `None`: the one dispatched last.
+    pub attempt: Option<i32>,
+    pub outcome: Outcome,
+    pub at: DateTime<Utc>,
+}
+
+/// What an attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The handler took the attempt; its result comes by callback before `deadline`.
+    Accepted { deadline: DateTime<Utc> },
+    Succeeded {
+        code: Option<String>,
+        message: Option<String>,
+    },
+    /// `retry: false` when the executor said not to retry.
+    Failed {
+        code: Option<String>,
+        message: Option<String>,
+        retry: bool,
+    },
+}
+
+/// The condition a write holds on: the row must still be as the decision saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expect {
+    /// The row's status is one of these.
+    pub status: &'static [RunStatus],
+    pub attempt: Option<i32>,
+    pub dispatched: Option<i32>,
+    /// The row's `dispatched` is at least this: the attempt was handed to a dispatcher.
+    pub dispatched_at_least: Option<i32>,
+    pub claimed_until: Option<DateTime<Utc>>,
+    pub claimant: Option<String>,
+}
+
+impl Expect {
+    /// The row is in these states, whatever else.
+    pub fn status(status: &'static [RunStatus]) -> Expect {
+        Expect {
+            status,
+            attempt: None,
+            dispatched: None,
+            dispatched_at_least: None,
+            claimed_until: None,
+            claimant: None,
+        }
+    }
+
+    /// The row's status and attempts are as read.
+    fn seen(run: &RunState) -> Expect {
+        Expect {
+            attempt: Some(run.attempt),
+            dispatched: Some(run.dispatched),
+            ..Expect::status(run.status.only())
+        }
+    }
+
+    /// Whether `run` meets the condition.
+    pub fn holds(&self, run: &RunState) -> bool {
+        self.status.contains(&run.status)
+            && self.attempt.is_none_or(|a| a == run.attempt)
+            && self.dispatched.is_none_or(|d| d == run.dispatched)
+            && self.dispatched_at_least.is_none_or(|d| run.dispatched >= d)
+            && self
+                .claimed_until
+                .is_none_or(|until| run.claimed_until == Some(until))
+            && self.claimant.as_ref().is_none_or(|c| *c == run.claimant)
+    }
+}
+
+/// The columns a write sets; `None` leaves a column as it is (`Some(None)` clears it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Change {
+    pub status: Option<RunStatus>,
+    pub attempt: Option<i32>,
+    pub dispatched: Option<i32>,
+    pub retries_used: Option<i32>,
+    pub code: Option<Option<String>>,
+    pub message: Option<Option<String>>,
+    pub next_attempt_at: Option<Option<DateTime<Utc>>>,
+    pub claimed_until: Option<Option<DateTime<Utc>>>,
+    pub deadline_at: Option<Option<DateTime<Utc>>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub claimant: Option<String>,
+}
+
+/// One change of a run's row and the condition it holds on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    pub expect: Expect,
+    pub change: Change,
+}
+
+/// Why an event changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The run is final already.
+    Final(RunStatus),
+    /// The attempt's result was counted already, or another attempt is the current one.
+    Superseded,
+    /// The result names an attempt that was never dispatched.
+    NotDispatched { attempt: i32, dispatched: i32 },
+    /// The event does not apply to the run as it is (a claim of a held attempt, …).
+    NotApplicable,
+}
+
+/// Decides what `event` does to `run`.
+pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
+    if run.status.is_final() {
+        return Err(Refusal::Final(run.status));
+    }
+    match event {
+        Event::Claim {
+            attempt,
+            claimant,
+            until,
+            at,
+        } => claim(run, *attempt, claimant, *until, *at),
+        Event::Report(report) => on_report(run, report),
+        Event::TimedOut { attempt, at } if run.status == RunStatus::Running => {
+            let report = Report {
+                attempt: Some(*attempt),
+                outcome: Outcome::Failed {
+                    code: Some("TIMEOUT".into()),
+                    message: Some("no result before the task's timeoutMs".into()),
+                    retry: true,
+                },
+                at: *at,
+            };
+            on_report(run, &report)
+        }
+        Event::TimedOut { .. } => Err(Refusal::Superseded),
+        Event::Released { at } => pending(run).map(|expect| Write {
+            expect,
+            change: Change {
+                status: Some(RunStatus::Ready),
+                next_attempt_at: Some(Some(*at)),
+                deadline_at: Some(None),
+                ..Change::default()
+            },
+        }),
+        Event::UpstreamFailed { at } => pending(run).map(|expect| Write {
+            expect,
+            change: finish(
+                RunStatus::Failed,
+                Some("UPSTREAM_FAILED".into()),
+                Some("an upstream task's run at or before this one did not succeed".into()),
+                *at,
+            ),
+        }),
+        Event::DependencyTimedOut { at } => pending(run).map(|expect| Write {
+            expect,
+            change: finish(
+                RunStatus::Failed,
+                Some("DEPENDENCY_TIMEOUT".into()),
+                Some("upstream tasks did not succeed within the dependency timeout".into()),
+                *at,
+            ),
+        }),
+        Event::Recovered { claimant, at } if run.claimant == *claimant => lapse(run, *at),
+        Event::Orphaned { live, at } if !live.contains(&run.claimant) => lapse(run, *at),
+        Event::Recovered { .. } | Event::Orphaned { .. } => Err(Refusal::NotApplicable),
+        Event::TaskDeleted { at } => Ok(Write {
+            expect: Expect::seen(run),
+            change: deleted(*at),
+        }),
+    }
+}
+
+/// The write of an event that needs no read of the row: its condition says when it applies,
+/// and wherever it holds the write is exactly what [`on_event`] decides. Used to apply many
+/// dispatch replies, or a deleted task's open runs, in one statement.
+pub fn blind(event: &Event) -> Option<Write> {
+    match event {
+        // A SUCCESS ends any open run it was dispatched for (see `on_report`); one for an
+        // attempt never dispatched is refused there, so it must not hold here either.
+        Event::Report(Report {
+            attempt: Some(attempt),
+            outcome: Outcome::Succeeded { code, message },
+            at,
+        }) if *attempt >= 1 => Some(Write {
+            expect: Expect {
+                dispatched_at_least: Some(*attempt),
+                ..Expect::status(DISPATCHABLE)
+            },
+            change: finish(RunStatus::Success, code.clone(), message.clone(), *at),
+        }),
+        Event::Report(Report {
+            attempt: Some(attempt),
+            outcome: Outcome::Accepted { deadline },
+            ..
+        }) => Some(Write {
+            expect: Expect {
+                attempt: Some(*attempt),
+                dispatched: Some(*attempt),
+                ..Expect::status(RunStatus::Ready.only())
+            },
+            change: running(*deadline),
+        }),
+        // A deleted task's runs end the same way in every open state.
+        Event::TaskDeleted { at } => Some(Write {
+            expect: Expect::status(OPEN),
+            change: deleted(*at),
+        }),
+        _ => None,
+    }
+}
+
+fn deleted(at: DateTime<Utc>) -> Change {
+    finish(
+        RunStatus::Failed,
+        Some("TASK_DELETED".into()),
+        Some("the task was deleted before the run finished".into()),
+        at,
+    )
+}
+
+fn claim(
+    run: &RunState,
+    attempt: i32,
+    claimant: &str,
+    until: DateTime<Utc>,
+    at: DateTime<Utc>,
+) -> Result<Write, Refusal> {
+    if run.status != RunStatus::Ready || run.attempt != attempt {
+        return Err(Refusal::Superseded);
+    }
+    let due = run.dispatched < run.attempt && run.next_attempt_at.is_some_and(|due| due <= at);
+    let lapsed = run.dispatched == run.attempt && run.claimed_until.is_some_and(|c| c <= at);
+    if !(due || lapsed) {
+        return Err(Refusal::NotApplicable);
+    }
+    Ok(Write {
+        expect: Expect {
+            // A lapsed claim is taken by the one who saw it lapse, and only once.
+            claimed_until: run.claimed_until.filter(|_| lapsed),
+            ..Expect::seen(run)
+        },
+        change: Change {
+            dispatched: Some(attempt),
+            next_attempt_at: Some(None),
+            claimed_until: Some(Some(until)),
+            claimant: Some(claimant.to_string()),
+            ..Change::default()
+        },
+    })
+}
+
+/// A result: it belongs to the attempt it names, or to the one dispatched last. An attempt
+/// never dispatched is refused; one whose result was counted changes nothing. A SUCCESS of an
+/// earlier attempt still ends an open run (its retry is not needed); a failure or acceptance
+/// counts only for the attempt in flight.
+fn on_report(run: &RunState, report: &Report) -> Result<Write, Refusal> {
+    let attempt = report.attempt.unwrap_or(run.dispatched);
+    if attempt < 1 || attempt > run.dispatched {
+        return Err(Refusal::NotDispatched {
+            attempt,
+            dispatched: run.dispatched,
+        });
+    }
+    let current = attempt == run.attempt && run.in_flight();
+    let change = match &report.outcome {
+        Outcome::Succeeded { code, message } => {
+            finish(RunStatus::Success, code.clone(), message.clone(), report.at)
+        }
+        Outcome::Accepted { deadline } if current && run.status == RunStatus::Ready => {
+            running(*deadline)
+        }
+        Outcome::Failed {
+            code,
+            message,
+            retry,
+        } if current => failure(run, code.clone(), message.clone(), *retry, report.at),
+        Outcome::Accepted { .. } | Outcome::Failed { .. } => return Err(Refusal::Superseded),
+    };
+    Ok(Write {
+        expect: Expect::seen(run),
+        change,
+    })
+}
+
+/// A failed attempt: the next one is due after the back-off, or the run ends FAILED.
+fn failure(
+    run: &RunState,
+    code: Option<String>,
+    message: Option<String>,
+    retry_allowed: bool,
+    at: DateTime<Utc>,
+) -> Change {
+    if !retry_allowed || run.retries_used >= run.retry.max_retry {
+        return finish(RunStatus::Failed, code, message, at);
+    }
+    let retry = run.retries_used + 1;
+    Change {
+        status: Some(RunStatus::Ready),
+        attempt: Some(run.attempt + 1),
+        retries_used: Some(retry),
+        code: Some(code),
+        message: Some(message),
+        next_attempt_at: Some(Some(retry_at(run.retry.policy, retry, at))),
+        claimed_until: Some(None),
+        deadline_at: Some(None),
+        ..Change::default()
+    }
+}
+
+fn retry_at(policy: RetryPolicy, retry: i32, at: DateTime<Utc>) -> DateTime<Utc> {
+    at.checked_add_signed(policy.delay(retry))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+fn running(deadline: DateTime<Utc>) -> Change {
+    Change {
+        status: Some(RunStatus::Running),
+        deadline_at: Some(Some(deadline)),
+        claimed_until: Some(None),
+        ..Change::default()
+    }
+}
+
+/// The run ends in `status`.
+fn finish(
+    status: RunStatus,
+    code: Option<String>,
+    message: Option<String>,
+    at: DateTime<Utc>,
+) -> Change {
+    Change {
+        status: Some(status),
+        code: Some(code),
+        message: Some(message),
+        finished_at: Some(at),
+        next_attempt_at: Some(None),
+        claimed_until: Some(None),
+        deadline_at: Some(None),
+        ..Change::default()
+    }
+}
+
+/// Dependency events apply to PENDING runs only.
+fn pending(run: &RunState) -> Result<Expect, Refusal> {
+    if run.status == RunStatus::Pending {
+        Ok(Expect::seen(run))
+    } else {
+        Err(Refusal::NotApplicable)
+    }
+}
+
+/// A dispatched attempt whose claimant is gone is due again at once — or at its scheduled
+/// time, for a run committed ahead of it: a reclaimed run never goes out early.
+fn lapse(run: &RunState, at: DateTime<Utc>) -> Result<Write, Refusal> {
+    let held = run.status == RunStatus::Ready
+        && run.dispatched == run.attempt
+        && run.claimed_until.is_some_and(|until| until > at);
+    if !held {
+        return Err(Refusal::NotApplicable);
+    }
+    Ok(Write {
+        expect: Expect {
+            claimed_until: run.claimed_until,
+            claimant: Some(run.claimant.clone()),
+            ..Expect::seen(run)
+        },
+        change: Change {
+            claimed_until: Some(Some(at.max(run.scheduled_at))),
+            ..Change::default()
+        },
+    })
+}
+
+/// A new run's row, as it is born.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    pub status: RunStatus,
+    pub dispatched: i32,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub claimed_until: Option<DateTime<Utc>>,
+    pub deadline_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl NewRun {
+    /// A scheduled run, fired: committed with its first attempt claimed by the firing
+    /// process, which dispatches it at its second (a fire and its claim are one write).
+    pub fn fired(claim_until: DateTime<Utc>) -> NewRun {
+        NewRun {
+            status: RunStatus::Ready,
+            dispatched: 1,
+            next_attempt_at: None,
+            claimed_until: Some(claim_until),
+            deadline_at: None,
+            finished_at: None,
+        }
+    }
+
+    /// A scheduled run that waits for its upstreams until `deadline`.
+    pub fn waiting_for_upstreams(deadline: DateTime<Utc>) -> NewRun {
+        NewRun {
+            status: RunStatus::Pending,
+            dispatched: 0,
+            next_attempt_at: None,
+            claimed_until: None,
+            deadline_at: Some(deadline),
+            finished_at: None,
+        }
+    }
+
+    /// A run too late for the misfire threshold: recorded, never dispatched.
+    pub fn missed(at: DateTime<Utc>) -> NewRun {
+        NewRun {
+            status: RunStatus::Missed,
+            dispatched: 0,
+            next_attempt_at: None,
+            claimed_until: None,
+            deadline_at: None,
+            finished_at: Some(at),
+        }
+    }
+
+    /// A manual run: due now, claimed and dispatched like any due attempt.
+    pub fn manual(at: DateTime<Utc>) -> NewRun {
+        NewRun {
+            status: RunStatus::Ready,
+            dispatched: 0,
+            next_attempt_at: Some(at),
+            claimed_until: None,
+            deadline_at: None,
+            finished_at: None,
+        }
+    }
+}
+
+/// The deadline of a run waiting for its upstreams.
+pub fn dependency_deadline(scheduled_at: DateTime<Utc>, timeout_secs: i64) -> DateTime<Utc> {
+    scheduled_at
+        .checked_add_signed(Duration::seconds(timeout_secs))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// What a run waiting for its upstreams does now, given each upstream's latest run scheduled
+/// at or before it (`None`: no such run yet): released once every one succeeded, failed as
+/// soon as one did not, timed out at its deadline; `None` while it keeps waiting.
+pub fn upstream_event(
+    upstreams: &[Option<RunStatus>],
+    now: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+) -> Option<Event> {
+    let failed = |s: &Option<RunStatus>| s.is_some_and(|s| s.is_final() && s != RunStatus::Success);
+    if upstreams.iter().any(failed) {
+        Some(Event::UpstreamFailed { at: now })
+    } else if upstreams.iter().all(|s| *s == Some(RunStatus::Success)) {
+        Some(Event::Released { at: now })
+    } else if now >= deadline {
+        Some(Event::DependencyTimedOut { at: now })
+    } else {
+        None
+    }
+}

@@ -1,0 +1,19 @@
+//! The run's lifecycle, in one home: its ids, its stored states, and every transition of its
+//! row (`on_event`). Pure logic, no I/O: the fire pipeline, the dispatchers, the callback, the
+//! supervisor and the API all ask this module what a run becomes, and the store applies the
+//! write it returns.
+
+mod ids;
+mod lifecycle;
+mod retry;
+mod status;
+#[cfg(test)]
+mod tests;
+
+pub use ids::{RequestId, TaskId};
+pub use lifecycle::{
+    blind, dependency_deadline, on_event, upstream_event, Change, Event, Expect, NewRun, Outcome,
+    Refusal, Report, RunState, Write,
+};
+pub use retry::{claim_until, RetryLimits, RetryPolicy, CLAIM_MARGIN_SECS, MAX_RETRY_DELAY_SECS};
+pub use status::{RunStatus, TriggerType, DISPATCHABLE, OPEN};

@@ -1,0 +1,67 @@
+//! Stored vocabularies: an enum whose variants are stored as text, mapped to their column in
+//! one place (the way Vaultwarden maps its enums), so no status string is spelled anywhere
+//! else — not in SQL, not in comparisons.
+
+/// Declares an enum stored as `Text`: its names, serde names and diesel mapping.
+#[macro_export]
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord,
+            serde::Serialize, serde::Deserialize,
+            diesel::expression::AsExpression, diesel::deserialize::FromSqlRow,
+        )]
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The stored and serialized name.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $text),+ }
+            }
+
+            /// Parses the stored name; `None` for anything else.
+            pub fn parse(text: &str) -> Option<Self> {
+                match text { $($text => Some(Self::$variant),)+ _ => None }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl<DB> diesel::serialize::ToSql<diesel::sql_types::Text, DB> for $name
+        where
+            DB: diesel::backend::Backend,
+            str: diesel::serialize::ToSql<diesel::sql_types::Text, DB>,
+        {
+            fn to_sql<'b>(
+                &'b self,
+                out: &mut diesel::serialize::Output<'b, '_, DB>,
+            ) -> diesel::serialize::Result {
+                self.as_str().to_sql(out)
+            }
+        }
+
+        impl<DB> diesel::deserialize::FromSql<diesel::sql_types::Text, DB> for $name
+        where
+            DB: diesel::backend::Backend,
+            String: diesel::deserialize::FromSql<diesel::sql_types::Text, DB>,
+        {
+            fn from_sql(bytes: DB::RawValue<'_>) -> diesel::deserialize::Result<Self> {
+                let text = String::from_sql(bytes)?;
+                Self::parse(&text).ok_or_else(|| {
+                    format!("unknown {} `{text}`", stringify!($name)).into()
+                })
+            }
+        }
+    };
+}
