@@ -79,7 +79,8 @@ impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for StoreError {
 pub enum StoreUrl {
     /// A file path for the embedded store.
     Sqlite(String),
-    /// A `mysql://` URL.
+    /// A `mysql://` URL, as ax connects to it: over TCP to its host and port, unless it names
+    /// a socket itself (`socket=`, or `prefer_socket=true`).
     Mysql(String),
 }
 
@@ -96,11 +97,27 @@ impl StoreUrl {
             if parsed.host_str().is_none() || database_name(&parsed).is_none() {
                 return Err(StoreError::BadUrl(url.to_string()));
             }
-            Ok(StoreUrl::Mysql(url.to_string()))
+            Ok(StoreUrl::Mysql(tcp_unless_socket(parsed)))
         } else {
             Err(StoreError::BadUrl(url.to_string()))
         }
     }
+}
+
+/// Adds `prefer_socket=false` unless the URL chooses `socket` or `prefer_socket` itself.
+///
+/// mysql_async prefers a socket by default: after connecting over TCP it asks the server for
+/// its socket path and, when that path exists here, reconnects through it. A local server
+/// reached through a proxy, tunnel or port forward would then be talked to past the address
+/// the URL names, so ax connects exactly where the URL says.
+fn tcp_unless_socket(mut url: url::Url) -> String {
+    let chosen = url
+        .query_pairs()
+        .any(|(key, _)| key == "socket" || key == "prefer_socket");
+    if !chosen {
+        url.query_pairs_mut().append_pair("prefer_socket", "false");
+    }
+    url.into()
 }
 
 fn database_name(url: &url::Url) -> Option<String> {
@@ -367,6 +384,32 @@ mod tests {
             DatabaseErrorKind::Unknown,
             Box::new(message.to_string()),
         ))
+    }
+
+    fn mysql_url(url: &str) -> String {
+        match StoreUrl::parse(url) {
+            Ok(StoreUrl::Mysql(url)) => url,
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn mysql_urls_connect_over_tcp_unless_they_choose() {
+        assert_eq!(
+            mysql_url("mysql://root@127.0.0.1:3307/ax"),
+            "mysql://root@127.0.0.1:3307/ax?prefer_socket=false"
+        );
+        assert_eq!(
+            mysql_url("mysql://u:p%40ss@db.example:3306/ax?pool_min=1"),
+            "mysql://u:p%40ss@db.example:3306/ax?pool_min=1&prefer_socket=false"
+        );
+        for chosen in [
+            "mysql://root@localhost/ax?socket=%2Frun%2Fmysqld%2Fmysqld.sock",
+            "mysql://root@127.0.0.1:3306/ax?prefer_socket=true",
+            "mysql://root@127.0.0.1:3306/ax?prefer_socket=false",
+        ] {
+            assert_eq!(mysql_url(chosen), chosen);
+        }
     }
 
     #[test]

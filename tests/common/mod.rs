@@ -2,6 +2,7 @@
 //! in temp dirs, Redis, an in-test HTTP executor, and ax itself started in-process.
 #![allow(dead_code)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,6 +44,14 @@ impl TestStore {
 
     pub fn is_mysql(&self) -> bool {
         matches!(self, TestStore::Mysql(_))
+    }
+
+    /// The URL of this MariaDB database with its server reached through `proxy`.
+    pub fn url_through(&self, proxy: &Proxy) -> String {
+        match self {
+            TestStore::Mysql(name) => format!("mysql://root@{}/{name}", proxy.addr),
+            TestStore::Sqlite(_) => panic!("a SQLite store has no server to proxy"),
+        }
     }
 }
 
@@ -463,6 +472,11 @@ impl AxProcess {
         None
     }
 
+    /// How the process ended, if it has (a signal shows as `signal: N`); `None` while it runs.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     /// Starts the same instance again (same id, settings and port) and waits until healthy.
     pub async fn restart(&mut self) {
         self.child = spawn_ax(&self.dir, &self.instance_id, self.port, &self.env);
@@ -502,4 +516,125 @@ fn spawn_ax(
         command.env(key, value);
     }
     command.spawn().expect("spawn ax")
+}
+
+/// The `host:port` a server URL names (`MYSQL_SERVER`, `REDIS_URL`), for a [`Proxy`] target.
+pub fn host_port(url: &str) -> String {
+    let url = url::Url::parse(url).expect("server URL");
+    let host = url.host_str().expect("server host");
+    let port = url.port().expect("server port");
+    format!("{host}:{port}")
+}
+
+/// A TCP proxy in front of a real server: `cut()` takes the server away from whoever connects
+/// through the proxy and `restore()` gives it back, an outage that leaves the shared server
+/// running for everyone else.
+pub struct Proxy {
+    /// Where to connect instead of the target.
+    pub addr: std::net::SocketAddr,
+    shared: Arc<ProxyShared>,
+    accept: actix_rt::task::JoinHandle<()>,
+}
+
+struct ProxyShared {
+    target: String,
+    /// True while cut: open connections are closed, new ones are closed on arrival.
+    cut: tokio::sync::watch::Sender<bool>,
+    forwarded: AtomicUsize,
+    refused: AtomicUsize,
+    /// The local ports of the proxy's own connections to the target: the server sees a
+    /// connection made through the proxy as coming from one of these.
+    upstream_ports: Mutex<Vec<u16>>,
+}
+
+impl Proxy {
+    /// Listens on 127.0.0.1 (a free port) and forwards each connection to `target`
+    /// (`host:port`). Runs on the calling test's runtime.
+    pub async fn start(target: &str) -> Proxy {
+        let listener = actix_rt::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind proxy");
+        let addr = listener.local_addr().expect("proxy address");
+        let shared = Arc::new(ProxyShared {
+            target: target.to_string(),
+            cut: tokio::sync::watch::Sender::new(false),
+            forwarded: AtomicUsize::new(0),
+            refused: AtomicUsize::new(0),
+            upstream_ports: Mutex::new(Vec::new()),
+        });
+        let accept = actix_rt::spawn(accept_connections(listener, shared.clone()));
+        Proxy {
+            addr,
+            shared,
+            accept,
+        }
+    }
+
+    /// Closes every open connection and, until `restore`, every new one as it arrives.
+    pub fn cut(&self) {
+        self.shared.cut.send_replace(true);
+    }
+
+    /// Forwards new connections again.
+    pub fn restore(&self) {
+        self.shared.cut.send_replace(false);
+    }
+
+    /// Connections forwarded to the target so far.
+    pub fn forwarded(&self) -> usize {
+        self.shared.forwarded.load(Ordering::SeqCst)
+    }
+
+    /// Connections closed on arrival because the proxy was cut.
+    pub fn refused(&self) -> usize {
+        self.shared.refused.load(Ordering::SeqCst)
+    }
+
+    /// The local ports of the proxy's connections to the target.
+    pub fn upstream_ports(&self) -> Vec<u16> {
+        self.shared.upstream_ports.lock().expect("lock").clone()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+async fn accept_connections(listener: actix_rt::net::TcpListener, shared: Arc<ProxyShared>) {
+    loop {
+        match listener.accept().await {
+            Ok((client, _)) => {
+                actix_rt::spawn(forward(client, shared.clone()));
+            }
+            // Out of file descriptors, say: wait instead of spinning.
+            Err(_) => actix_rt::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+async fn forward(mut client: actix_rt::net::TcpStream, shared: Arc<ProxyShared>) {
+    let mut cut = shared.cut.subscribe();
+    if *cut.borrow_and_update() {
+        shared.refused.fetch_add(1, Ordering::SeqCst);
+        return;
+    }
+    let Ok(mut upstream) = actix_rt::net::TcpStream::connect(&shared.target).await else {
+        return;
+    };
+    shared.forwarded.fetch_add(1, Ordering::SeqCst);
+    if let Ok(local) = upstream.local_addr() {
+        shared
+            .upstream_ports
+            .lock()
+            .expect("lock")
+            .push(local.port());
+    }
+    // Dropping both streams closes them: each side sees the other go away.
+    tokio::select! {
+        _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+        _ = cut.wait_for(|cut| *cut) => {}
+    }
 }
