@@ -100,7 +100,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     let supervisor = SupervisorActor::new(
         SupervisorSettings {
             window_secs: config.scheduler.preload_window_secs,
-            preload_interval: Duration::from_secs(config.scheduler.preload_interval_secs.max(1)),
+            preload_interval: Duration::from_secs(config.scheduler.preload_interval_secs),
             page_size: config.scheduler.max_grab_batch,
             grace_secs: config.missed_run_policy().grace_secs,
             retention: chrono::Duration::days(config.store.retention_days),

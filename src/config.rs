@@ -347,48 +347,8 @@ impl Config {
 
     /// Rejects values the scheduler cannot run with.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: &[(&'static str, i64)] = &[
-            ("store.pool_size", self.store.pool_size.into()),
-            ("store.batch_size", self.store.batch_size as i64),
-            (
-                "scheduler.tick_interval_ms",
-                self.scheduler.tick_interval_ms as i64,
-            ),
-            ("scheduler.wheel_size", self.scheduler.wheel_size as i64),
-            ("scheduler.max_grab_batch", self.scheduler.max_grab_batch),
-            (
-                "scheduler.preload_window_secs",
-                self.scheduler.preload_window_secs,
-            ),
-            ("dispatch.workers", self.dispatch.workers as i64),
-            ("dispatch.max_in_flight", self.dispatch.max_in_flight as i64),
-            (
-                "scheduler.misfire_threshold_secs",
-                self.scheduler.misfire_threshold_secs,
-            ),
-            (
-                "scheduler.retry_backoff_secs",
-                self.scheduler.retry_backoff_secs,
-            ),
-            ("scheduler.retry_factor", self.scheduler.retry_factor),
-            (
-                "scheduler.dependency_timeout_secs",
-                self.scheduler.dependency_timeout_secs,
-            ),
-            ("store.retention_days", self.store.retention_days),
-        ];
-        for &(name, value) in positive {
-            if value <= 0 {
-                return Err(invalid(name, value.to_string(), "must be positive"));
-            }
-        }
-        let ahead = self.scheduler.commit_ahead_ms;
-        if ahead > MAX_COMMIT_AHEAD_MS {
-            return Err(invalid(
-                "scheduler.commit_ahead_ms",
-                ahead.to_string(),
-                &format!("must be at most {MAX_COMMIT_AHEAD_MS}"),
-            ));
+        for range in RANGES {
+            range.check(self)?;
         }
         if self.server.instance_id.is_empty() || self.server.instance_id.len() > 64 {
             return Err(invalid(
@@ -409,6 +369,163 @@ impl Config {
         Ok(())
     }
 }
+
+/// The values a numeric key accepts. Durations are bounded too: a time far enough ahead
+/// overflows the date arithmetic of the scheduler, which would stop an actor at run time.
+pub struct Range {
+    pub key: &'static str,
+    pub min: i64,
+    pub max: i64,
+    /// `ms`, `s`, `days`, or empty for a count.
+    pub unit: &'static str,
+    value: fn(&Config) -> i128,
+}
+
+impl Range {
+    /// `min-max unit`, as the README's table shows it.
+    pub fn describe(&self) -> String {
+        format!("{}-{} {}", self.min, self.max, self.unit)
+            .trim_end()
+            .to_string()
+    }
+
+    fn check(&self, config: &Config) -> Result<(), ConfigError> {
+        let value = (self.value)(config);
+        if (i128::from(self.min)..=i128::from(self.max)).contains(&value) {
+            return Ok(());
+        }
+        let reason = format!("must be {}", self.describe());
+        Err(invalid(self.key, value.to_string(), &reason))
+    }
+}
+
+/// One day, in seconds.
+const DAY_SECS: i64 = 24 * 60 * 60;
+
+/// Every numeric key with its range, declared once.
+pub const RANGES: &[Range] = &[
+    Range {
+        key: "server.shutdown_timeout_ms",
+        min: 0,
+        max: 10 * 60 * 1000,
+        unit: "ms",
+        value: |c| c.server.shutdown_timeout_ms.into(),
+    },
+    Range {
+        key: "store.pool_size",
+        min: 1,
+        max: 1000,
+        unit: "",
+        value: |c| c.store.pool_size.into(),
+    },
+    Range {
+        key: "store.batch_size",
+        min: 1,
+        // A MySQL statement holds at most 65,535 parameters; a fire row binds a dozen.
+        max: 5000,
+        unit: "",
+        value: |c| c.store.batch_size as i128,
+    },
+    Range {
+        key: "store.batch_interval_ms",
+        min: 0,
+        max: 10_000,
+        unit: "ms",
+        value: |c| c.store.batch_interval_ms.into(),
+    },
+    Range {
+        key: "store.retention_days",
+        min: 1,
+        max: 3650,
+        unit: "days",
+        value: |c| c.store.retention_days.into(),
+    },
+    Range {
+        key: "scheduler.tick_interval_ms",
+        min: 1,
+        // Ticks fall on whole seconds at least; /healthz expects one every few seconds.
+        max: 1000,
+        unit: "ms",
+        value: |c| c.scheduler.tick_interval_ms.into(),
+    },
+    Range {
+        key: "scheduler.wheel_size",
+        min: 1,
+        max: crate::wheel::MAX_SLOTS as i64,
+        unit: "",
+        value: |c| c.scheduler.wheel_size as i128,
+    },
+    Range {
+        key: "scheduler.max_grab_batch",
+        min: 1,
+        max: 10_000,
+        unit: "",
+        value: |c| c.scheduler.max_grab_batch.into(),
+    },
+    Range {
+        key: "scheduler.preload_window_secs",
+        min: 1,
+        max: DAY_SECS,
+        unit: "s",
+        value: |c| c.scheduler.preload_window_secs.into(),
+    },
+    Range {
+        key: "scheduler.preload_interval_secs",
+        min: 1,
+        max: 60 * 60,
+        unit: "s",
+        value: |c| c.scheduler.preload_interval_secs.into(),
+    },
+    Range {
+        key: "scheduler.commit_ahead_ms",
+        min: 0,
+        max: MAX_COMMIT_AHEAD_MS as i64,
+        unit: "ms",
+        value: |c| c.scheduler.commit_ahead_ms.into(),
+    },
+    Range {
+        key: "scheduler.misfire_threshold_secs",
+        min: 1,
+        max: 7 * DAY_SECS,
+        unit: "s",
+        value: |c| c.scheduler.misfire_threshold_secs.into(),
+    },
+    Range {
+        key: "scheduler.retry_backoff_secs",
+        min: 1,
+        max: 7 * DAY_SECS,
+        unit: "s",
+        value: |c| c.scheduler.retry_backoff_secs.into(),
+    },
+    Range {
+        key: "scheduler.retry_factor",
+        min: 1,
+        max: 10,
+        unit: "",
+        value: |c| c.scheduler.retry_factor.into(),
+    },
+    Range {
+        key: "scheduler.dependency_timeout_secs",
+        min: 1,
+        max: 7 * DAY_SECS,
+        unit: "s",
+        value: |c| c.scheduler.dependency_timeout_secs.into(),
+    },
+    Range {
+        key: "dispatch.workers",
+        min: 1,
+        max: 64,
+        unit: "",
+        value: |c| c.dispatch.workers as i128,
+    },
+    Range {
+        key: "dispatch.max_in_flight",
+        min: 1,
+        max: 100_000,
+        unit: "",
+        value: |c| c.dispatch.max_in_flight as i128,
+    },
+];
 
 fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, ConfigError>
 where
@@ -503,6 +620,69 @@ mod tests {
                 readme.contains(name) && readme.contains(key),
                 "{name} / {key}"
             );
+        }
+    }
+
+    /// The environment variable of a key.
+    fn env_name(key: &str) -> &'static str {
+        ENV_KEYS
+            .iter()
+            .find(|(_, k)| *k == key)
+            .map(|(name, _)| *name)
+            .unwrap_or_else(|| panic!("{key} has no environment variable"))
+    }
+
+    /// The configuration with `key` set to `value`, validated.
+    fn with_value(key: &str, value: i128) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        let name = env_name(key);
+        config.apply_env(|n| (n == name).then(|| value.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    #[test]
+    fn every_range_accepts_its_bounds_and_names_its_key_past_them() {
+        for range in RANGES {
+            let (min, max) = (i128::from(range.min), i128::from(range.max));
+            for ok in [min, max] {
+                with_value(range.key, ok).unwrap_or_else(|err| panic!("{}: {err}", range.key));
+            }
+            for bad in [max + 1, i128::from(i64::MAX), min - 1] {
+                let err = with_value(range.key, bad).expect_err(range.key).to_string();
+                // A value the key's type cannot even hold is named by its variable.
+                let named = err.contains(range.key) || err.contains(env_name(range.key));
+                assert!(named, "{} = {bad}: {err}", range.key);
+            }
+            let err = with_value(range.key, max + 1)
+                .expect_err(range.key)
+                .to_string();
+            assert!(err.contains(range.key), "{}: {err}", range.key);
+            assert!(err.contains(&range.describe()), "{}: {err}", range.key);
+        }
+    }
+
+    #[test]
+    fn every_duration_key_has_a_range() {
+        let durations = ENV_KEYS
+            .iter()
+            .map(|(_, key)| *key)
+            .filter(|key| key.ends_with("_ms") || key.ends_with("_secs") || key.ends_with("_days"));
+        for key in durations {
+            assert!(RANGES.iter().any(|r| r.key == key), "{key}");
+        }
+    }
+
+    #[test]
+    fn the_readme_states_every_range() {
+        let readme = include_str!("../README.md");
+        for range in RANGES {
+            let row = format!("| `{}` |", range.key);
+            let line = readme
+                .lines()
+                .find(|line| line.starts_with(&row))
+                .unwrap_or_else(|| panic!("no README row for {}", range.key));
+            assert!(line.contains(&range.describe()), "{line}");
         }
     }
 
