@@ -62,8 +62,9 @@ pub struct ServerConfig {
     /// Listen address; unset: 0.0.0.0 with an admin token, 127.0.0.1 without one.
     pub bind: Option<String>,
     pub port: u16,
-    /// Unique per ax process sharing one database; the value of the Redis lock.
-    pub instance_id: String,
+    /// Unique per ax process sharing one database; the value of the Redis lock. Unset: the
+    /// identity this host keeps in the store (see `crate::identity`).
+    pub instance_id: Option<String>,
     /// How long shutdown waits for in-flight dispatches.
     pub shutdown_timeout_ms: u64,
     /// When set, the admin API requires `Authorization: Bearer <token>`.
@@ -75,20 +76,11 @@ impl Default for ServerConfig {
         ServerConfig {
             bind: None,
             port: 8901,
-            instance_id: default_instance_id(),
+            instance_id: None,
             shutdown_timeout_ms: 10_000,
             admin_token: None,
         }
     }
-}
-
-fn default_instance_id() -> String {
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "ax".into());
-    format!("{host}-{}", std::process::id())
 }
 
 /// `store.*`: the database.
@@ -309,7 +301,7 @@ impl Config {
                     .collect()
             }
             "server.port" => self.server.port = parse(name, &value)?,
-            "server.instance_id" => self.server.instance_id = value,
+            "server.instance_id" => self.server.instance_id = Some(value).filter(|v| !v.is_empty()),
             "server.shutdown_timeout_ms" => self.server.shutdown_timeout_ms = parse(name, &value)?,
             "store.url" => self.store.url = value,
             "store.pool_size" => self.store.pool_size = parse(name, &value)?,
@@ -350,12 +342,14 @@ impl Config {
         for range in RANGES {
             range.check(self)?;
         }
-        if self.server.instance_id.is_empty() || self.server.instance_id.len() > 64 {
-            return Err(invalid(
-                "server.instance_id",
-                self.server.instance_id.clone(),
-                "must be 1-64 characters",
-            ));
+        if let Some(id) = &self.server.instance_id {
+            if !is_instance_id(id) {
+                return Err(invalid(
+                    "server.instance_id",
+                    id.clone(),
+                    "must be 1-64 characters of A-Z a-z 0-9 . _ : -",
+                ));
+            }
         }
         Allowlist::parse(&self.security.handler_allowlist).map_err(|err| {
             invalid(
@@ -368,6 +362,14 @@ impl Config {
             .map_err(|err| invalid("store.url", self.store.url.clone(), &err.to_string()))?;
         Ok(())
     }
+}
+
+/// Whether `id` may name an ax process: it also names a lock file and a Redis key.
+pub fn is_instance_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
 }
 
 /// The values a numeric key accepts. Durations are bounded too: a time far enough ahead
@@ -579,7 +581,7 @@ mod tests {
             })
             .expect("env");
         assert_eq!(config.server.port, 9100);
-        assert_eq!(config.server.instance_id, "node-a");
+        assert_eq!(config.server.instance_id.as_deref(), Some("node-a"));
         assert_eq!(config.store.url, "mysql://root@127.0.0.1:3306/ax");
         assert_eq!(config.redis.url.as_deref(), Some("redis://127.0.0.1:6379"));
     }
@@ -605,11 +607,9 @@ mod tests {
     #[test]
     fn the_shipped_config_file_holds_the_defaults() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CONFIG_PATH);
-        let mut shipped = Config::from_file(&path).expect("config/ax.yaml parses");
+        let shipped = Config::from_file(&path).expect("config/ax.yaml parses");
         shipped.validate().expect("config/ax.yaml is valid");
-        let defaults = Config::default();
-        shipped.server.instance_id = defaults.server.instance_id.clone();
-        assert_eq!(shipped, defaults);
+        assert_eq!(shipped, Config::default());
     }
 
     #[test]
@@ -684,6 +684,22 @@ mod tests {
                 .unwrap_or_else(|| panic!("no README row for {}", range.key));
             assert!(line.contains(&range.describe()), "{line}");
         }
+    }
+
+    #[test]
+    fn instance_ids_name_files_and_keys_safely() {
+        for ok in ["node-a", "host.example-1a2b3c4d", "a:b_c"] {
+            assert!(is_instance_id(ok), "{ok}");
+        }
+        for bad in ["", "a/b", "a b", "ü", &"x".repeat(65)] {
+            assert!(!is_instance_id(bad), "{bad}");
+        }
+        let mut config = Config::default();
+        config
+            .apply_env(|name| (name == "AX_INSTANCE_ID").then(|| "../x".into()))
+            .expect("any text is read");
+        let err = config.validate().expect_err("a path is no instance id");
+        assert!(err.to_string().contains("server.instance_id"), "{err}");
     }
 
     #[test]

@@ -8,6 +8,8 @@ pub mod clock;
 pub mod config;
 pub mod cron;
 pub mod error;
+pub mod health;
+pub mod identity;
 pub mod ids;
 pub mod metrics;
 pub mod schedule;

@@ -283,49 +283,6 @@ fn wait_with_timeout(mut child: Child, timeout: Duration) -> (Option<i32>, Durat
     }
 }
 
-#[test]
-fn serve_exits_when_the_store_is_unreachable() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let child = ax(dir.path())
-        .arg("serve")
-        .env("AX_STORE_URL", "mysql://root@127.0.0.1:1/x")
-        .env("AX_PORT", "0")
-        .env("AX_BIND", "127.0.0.1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ax serve");
-    let (code, elapsed, stderr) = wait_with_timeout(child, Duration::from_secs(20));
-    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
-    assert!(matches!(code, Some(c) if c != 0), "exit {code:?}; {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stderr.contains("cannot start"), "{stderr}");
-}
-
-#[test]
-fn serve_exits_when_redis_is_unreachable() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let child = ax(dir.path())
-        .arg("serve")
-        .env(
-            "AX_STORE_URL",
-            format!("sqlite://{}/ax.db", dir.path().display()),
-        )
-        .env("AX_REDIS_URL", "redis://127.0.0.1:1")
-        .env("AX_PORT", "0")
-        .env("AX_BIND", "127.0.0.1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ax serve");
-    let (code, _, stderr) = wait_with_timeout(child, Duration::from_secs(20));
-    assert!(matches!(code, Some(c) if c != 0), "exit {code:?}; {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stderr.contains("Redis unavailable"), "{stderr}");
-}
-
 /// Runs an `ax serve` that must fail at start-up, with backtraces on and the default log level
 /// so that no panic could pass unseen: its exit code and stderr.
 fn serve_failing(dir: &Path, env: &[(&str, String)]) -> (Option<i32>, String) {
@@ -364,6 +321,31 @@ fn assert_start_failure((exit, stderr): (Option<i32>, String), code: i32, cause:
     for line in logs {
         assert!(line.starts_with('[') && line.contains(" INFO "), "{line}");
     }
+}
+
+#[test]
+fn serve_exits_when_the_port_is_taken() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port().to_string();
+    let failed = serve_failing(dir.path(), &[("AX_PORT", port.clone())]);
+    assert_start_failure(failed, 1, &format!("cannot listen on 127.0.0.1:{port}"));
+}
+
+#[test]
+fn serve_exits_when_the_store_is_unreachable() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = "mysql://root@127.0.0.1:1/x".to_string();
+    let failed = serve_failing(dir.path(), &[("AX_STORE_URL", url)]);
+    assert_start_failure(failed, 1, "cannot start: cannot connect to the store");
+}
+
+#[test]
+fn serve_exits_when_redis_is_unreachable() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = "redis://127.0.0.1:1".to_string();
+    let failed = serve_failing(dir.path(), &[("AX_REDIS_URL", url)]);
+    assert_start_failure(failed, 1, "cannot start: Redis unavailable");
 }
 
 #[test]

@@ -391,6 +391,11 @@ impl DispatchHandle {
         futures_util::future::join_all(sends).await;
     }
 
+    /// The dispatchers, for health checks and shutdown.
+    pub fn workers(&self) -> &[Addr<DispatchActor>] {
+        &self.workers
+    }
+
     /// Waits, at most `timeout`, for every request in flight to finish.
     pub async fn drain(&self, timeout: Duration) {
         let all = futures_util::future::join_all(self.workers.iter().map(|w| w.send(Drain)));
