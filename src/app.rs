@@ -270,8 +270,8 @@ impl Actors {
         }
     }
 
-    /// Stops every actor and waits until each has: nothing of theirs may run while the
-    /// runtime is dropped.
+    /// Stops every actor and waits until each has (a start-up that failed after starting them):
+    /// an actor that never ran panics inside actix when the runtime drops it.
     async fn halt(&self) {
         let _ = self.supervisor.send(Halt).await;
         let _ = self.wheel.send(Halt).await;
@@ -334,8 +334,10 @@ impl Ax {
     }
 
     /// The one shutdown path: stop taking requests, stop the wheel, let in-flight dispatches
-    /// finish (bounded), commit the store's queue, leave the cluster, stop the actors and free
-    /// the instance id.
+    /// finish (bounded), commit the store's queue, leave the cluster and free the instance id.
+    /// The actors stay until the runtime goes (they have run, so actix drops them quietly):
+    /// stopping the store would close its SQLite connections under a process starting anew on
+    /// the same file, which then finds the database locked.
     pub async fn shutdown(self) {
         log::info!("shutting down");
         self.server.stop(true).await;
@@ -354,7 +356,6 @@ impl Ax {
         actors.dispatch.drain(self.shutdown_timeout).await;
         actors.store.flush().await;
         actors.lock.leave().await;
-        actors.halt().await;
         self.identity.release().await;
         log::info!("shutdown complete");
     }

@@ -48,13 +48,23 @@ pub struct Identity {
 enum Lock {
     /// A named lock (`GET_LOCK`) on a connection of its own, kept by a background task; the
     /// server frees it when the connection dies.
-    Mysql {
-        stop: oneshot::Sender<()>,
-        keeper: tokio::task::JoinHandle<()>,
-    },
+    Mysql(Keeper),
     /// An exclusive lock on a file beside the database; the kernel frees it when the process
     /// dies. The file stays: removing it would let a process lock a file nobody else sees.
     Sqlite(std::fs::File),
+}
+
+/// The task keeping a MySQL lock. Dropped (a start-up that failed later), it is aborted, and
+/// its connection closes, freeing the lock.
+struct Keeper {
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl Identity {
@@ -96,9 +106,12 @@ impl Identity {
     /// Frees the identity for the next process (shutdown).
     pub async fn release(self) {
         match self.lock {
-            Lock::Mysql { stop, keeper } => {
-                let _ = stop.send(());
-                let _ = keeper.await;
+            Lock::Mysql(mut keeper) => {
+                if let Some(stop) = keeper.stop.take() {
+                    let _ = stop.send(());
+                }
+                // It releases the lock, then ends.
+                let _ = (&mut keeper.task).await;
             }
             Lock::Sqlite(file) => drop(file),
         }
@@ -203,7 +216,7 @@ async fn lock_mysql(url: &str, id: &str, held: Arc<AtomicBool>) -> Result<Lock, 
         None => return Err(IdentityError::Lock(format!("GET_LOCK({name}) failed"))),
     }
     let (stop, stopped) = oneshot::channel();
-    let keeper = actix_rt::spawn(keep_mysql(
+    let task = actix_rt::spawn(keep_mysql(
         Some(conn),
         Keep {
             url: url.to_string(),
@@ -213,7 +226,10 @@ async fn lock_mysql(url: &str, id: &str, held: Arc<AtomicBool>) -> Result<Lock, 
         },
         stopped,
     ));
-    Ok(Lock::Mysql { stop, keeper })
+    Ok(Lock::Mysql(Keeper {
+        stop: Some(stop),
+        task,
+    }))
 }
 
 /// What the keeper of a MySQL lock needs.

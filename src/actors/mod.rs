@@ -19,9 +19,9 @@ use tokio::sync::Notify;
 #[rtype(result = "()")]
 pub struct Ping;
 
-/// Stops an actor now, whatever it is doing: at the end of shutdown and after a failed
-/// start-up (nothing may be left running when the runtime is dropped), and in tests of what
-/// notices a dead actor.
+/// Stops an actor now, whatever it is doing: after a start-up that failed once the actors
+/// were started (an actor that never ran panics inside actix when the runtime drops it), and in
+/// tests of what notices a dead actor.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Halt;
