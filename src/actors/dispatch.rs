@@ -391,7 +391,7 @@ impl DispatchHandle {
         futures_util::future::join_all(sends).await;
     }
 
-    /// The dispatchers, for health checks and shutdown.
+    /// The dispatchers, for health checks and for stopping them after a failed start-up.
     pub fn workers(&self) -> &[Addr<DispatchActor>] {
         &self.workers
     }
