@@ -1,10 +1,15 @@
 //! Start-up and shutdown of one ax process: store, lock, actors, HTTP server.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_web::{dev::ServerHandle, web, App, HttpServer};
+use actix_web::dev::{Server, ServerHandle};
+use actix_web::{web, App, HttpServer};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::sync::watch;
 
 use crate::actors::dispatch::DispatchHandle;
 use crate::actors::fire::FireContext;
@@ -12,13 +17,16 @@ use crate::actors::lock::{LockActor, LockError, LockHandle};
 use crate::actors::store::{StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
 use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
+use crate::actors::Halt;
 use crate::api::{self, ApiState};
 use crate::clock::SharedClock;
 use crate::config::Config;
+use crate::health::Health;
+use crate::identity::{Identity, IdentityError};
 use crate::security::{Allowlist, Security};
 use crate::service::Service;
 use crate::store::queries::{meta, runs};
-use crate::store::{Db, StoreError};
+use crate::store::{Db, StoreError, StoreUrl};
 use uuid::Uuid;
 
 /// Why ax could not start.
@@ -28,6 +36,8 @@ pub enum StartError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Lock(#[from] LockError),
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: String,
@@ -35,29 +45,37 @@ pub enum StartError {
     },
 }
 
+/// Pending connections the listener queues (actix-web's own default).
+const LISTEN_BACKLOG: i32 = 1024;
+
 /// A running ax process.
 pub struct Ax {
     addr: SocketAddr,
     server: ServerHandle,
-    wheel: WheelHandle,
-    supervisor: Addr<SupervisorActor>,
-    dispatch: DispatchHandle,
-    store: StoreHandle,
-    lock: LockHandle,
+    actors: Actors,
+    identity: Identity,
     shutdown_timeout: Duration,
 }
 
-/// Starts ax: connects (and migrates) the store, connects the lock, starts the actors and the
-/// HTTP API. Must run inside an actix system.
+/// Starts ax: takes the port, connects (and migrates) the store, takes this process's
+/// identity, connects the lock, starts the actors and the HTTP API. Must run inside an actix
+/// system.
+///
+/// Everything that can fail is done before the first actor starts: an actor that never ran
+/// when the runtime is dropped (a start-up that failed after starting it) panics in actix.
 pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError> {
+    let listener = listen(config)?;
+    let url = StoreUrl::parse(&config.store.url)?;
     let db = Db::connect(&config.store.url, config.store.pool_size).await?;
     log::info!("store: {} ({})", db.backend(), config.store.url);
-    recover_own_runs(&db, &config.server.instance_id, clock.now()).await?;
+    let identity = Identity::claim(&db, &url, config.server.instance_id.as_deref()).await?;
+    let instance_id = identity.id().to_string();
+    recover_own_runs(&db, &instance_id, clock.now()).await?;
     let security = security(config, &db).await?;
     let backend = db.backend();
     let lock = match &config.redis.url {
-        Some(url) => LockActor::redis(url, config.server.instance_id.clone()).await?,
-        None => LockActor::local(config.server.instance_id.clone()),
+        Some(url) => LockActor::redis(url, instance_id.clone()).await?,
+        None => LockActor::local(instance_id.clone()),
     };
     log::info!(
         "fire lock: {}",
@@ -67,71 +85,80 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             "in-process"
         }
     );
-    // The store gets a thread of its own: encoding and decoding database traffic then runs
-    // beside the wheel's tick instead of after it.
-    let (retry, batch_size) = (config.retry_policy(), config.store.batch_size);
-    let batch_interval = Duration::from_millis(config.store.batch_interval_ms);
-    let store = StoreHandle::new(StoreActor::start_in_arbiter(
-        &Arbiter::new().handle(),
-        move |_| StoreActor::new(db, retry, batch_size, batch_interval),
-    ));
-    let dispatch = DispatchHandle::start(
-        config.dispatch.workers,
-        config.dispatch.max_in_flight,
-        store.clone(),
-        security.secret.clone(),
-    );
-    let lock = LockHandle::new(lock.start());
-    let fire = FireContext {
-        lock: lock.clone(),
-        store: store.clone(),
-        dispatch: dispatch.clone(),
-        instance_id: config.server.instance_id.clone(),
-        batch_size: config.store.batch_size,
-        dependency_timeout_secs: config.scheduler.dependency_timeout_secs,
-    };
-    let wheel_settings = WheelSettings {
-        slots: config.scheduler.wheel_size,
-        tick_interval: Duration::from_millis(config.scheduler.tick_interval_ms),
-        window_secs: config.scheduler.preload_window_secs,
-        commit_ahead: Duration::from_millis(config.scheduler.commit_ahead_ms),
-        policy: config.missed_run_policy(),
-    };
-    let wheel = WheelHandle::new(WheelActor::new(wheel_settings, clock.clone(), fire).start());
-    let supervisor = SupervisorActor::new(
-        SupervisorSettings {
-            window_secs: config.scheduler.preload_window_secs,
-            preload_interval: Duration::from_secs(config.scheduler.preload_interval_secs.max(1)),
-            page_size: config.scheduler.max_grab_batch,
-            grace_secs: config.missed_run_policy().grace_secs,
-            retention: chrono::Duration::days(config.store.retention_days),
-        },
-        clock.clone(),
-        store.clone(),
-        wheel.clone(),
-        config.redis.url.is_some().then(|| lock.clone()),
-    )
-    .start();
-
+    let actors = Actors::start(config, db, lock, &security, &instance_id, &clock);
     let state = ApiState {
         service: Service::new(
-            store.clone(),
-            wheel.clone(),
-            lock.clone(),
-            clock,
-            config.server.instance_id.clone(),
+            actors.store.clone(),
+            WheelHandle::new(actors.wheel.clone()),
+            actors.lock.clone(),
+            clock.clone(),
+            instance_id.clone(),
         ),
-        instance_id: config.server.instance_id.clone(),
+        health: actors.health(clock, identity.held()),
+        instance_id: instance_id.clone(),
         backend,
         security,
     };
-    let bind = format!("{}:{}", config.bind_address(), config.server.port);
+    let (server, addr) = match serve(listener, state, config) {
+        Ok(served) => served,
+        Err(err) => {
+            actors.halt().await;
+            identity.release().await;
+            return Err(err);
+        }
+    };
+    actors.lock.announce(addr.to_string());
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    log::info!("ax {instance_id} listening on http://{addr}");
     if config.server.admin_token.is_none() {
         log::warn!(
             "no admin token (server.admin_token / AX_ADMIN_TOKEN): the admin API is open to \
-             anyone who can reach {bind}; set one before exposing ax beyond this machine"
+             anyone who can reach {addr}; set one before exposing ax beyond this machine"
         );
     }
+    Ok(Ax {
+        addr,
+        server: handle,
+        actors,
+        identity,
+        shutdown_timeout: Duration::from_millis(config.server.shutdown_timeout_ms),
+    })
+}
+
+/// Takes the HTTP port, first of all: a port in use fails the start before anything else.
+fn listen(config: &Config) -> Result<std::net::TcpListener, StartError> {
+    let bind = format!("{}:{}", config.bind_address(), config.server.port);
+    let bind_error = |source| StartError::Bind {
+        addr: bind.clone(),
+        source,
+    };
+    let addr = bind
+        .to_socket_addrs()
+        .map_err(bind_error)?
+        .next()
+        .ok_or_else(|| bind_error(std::io::ErrorKind::AddrNotAvailable.into()))?;
+    // As actix-web binds: reusable address, non-blocking, its backlog.
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(bind_error)?;
+    socket.set_reuse_address(true).map_err(bind_error)?;
+    socket.set_nonblocking(true).map_err(bind_error)?;
+    socket.bind(&addr.into()).map_err(bind_error)?;
+    socket.listen(LISTEN_BACKLOG).map_err(bind_error)?;
+    Ok(socket.into())
+}
+
+/// The HTTP API on `listener`, not yet running.
+fn serve(
+    listener: std::net::TcpListener,
+    state: ApiState,
+    config: &Config,
+) -> Result<(Server, SocketAddr), StartError> {
+    let bind_error = |source| StartError::Bind {
+        addr: format!("{}:{}", config.bind_address(), config.server.port),
+        source,
+    };
+    let addr = listener.local_addr().map_err(bind_error)?;
     let server = HttpServer::new(move || {
         App::new()
             .app_data(web::Data::new(state.clone()))
@@ -142,30 +169,121 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     .disable_signals()
     .workers(2)
     .shutdown_timeout(config.server.shutdown_timeout_ms.div_ceil(1000))
-    .bind(&bind)
-    .map_err(|source| StartError::Bind {
-        addr: bind.clone(),
-        source,
-    })?;
-    let addr = server.addrs()[0];
-    lock.announce(addr.to_string());
-    let server = server.run();
-    let handle = server.handle();
-    actix_rt::spawn(server);
-    log::info!(
-        "ax {} listening on http://{addr}",
-        config.server.instance_id
-    );
-    Ok(Ax {
-        addr,
-        server: handle,
-        wheel,
-        supervisor,
-        dispatch,
-        store,
-        lock,
-        shutdown_timeout: Duration::from_millis(config.server.shutdown_timeout_ms),
-    })
+    .listen(listener)
+    .map_err(bind_error)?;
+    Ok((server.run(), addr))
+}
+
+/// The actors of one ax process.
+struct Actors {
+    wheel: Addr<WheelActor>,
+    /// The second of the wheel's last tick.
+    ticks: watch::Receiver<i64>,
+    supervisor: Addr<SupervisorActor>,
+    dispatch: DispatchHandle,
+    store: StoreHandle,
+    store_actor: Addr<StoreActor>,
+    lock: LockHandle,
+    lock_actor: Addr<LockActor>,
+}
+
+impl Actors {
+    fn start(
+        config: &Config,
+        db: Db,
+        lock: LockActor,
+        security: &Security,
+        instance_id: &str,
+        clock: &SharedClock,
+    ) -> Actors {
+        // The store gets a thread of its own: encoding and decoding database traffic then
+        // runs beside the wheel's tick instead of after it.
+        let (retry, batch_size) = (config.retry_policy(), config.store.batch_size);
+        let batch_interval = Duration::from_millis(config.store.batch_interval_ms);
+        let store_actor = StoreActor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
+            StoreActor::new(db, retry, batch_size, batch_interval)
+        });
+        let store = StoreHandle::new(store_actor.clone());
+        let dispatch = DispatchHandle::start(
+            config.dispatch.workers,
+            config.dispatch.max_in_flight,
+            store.clone(),
+            security.secret.clone(),
+        );
+        let lock_actor = lock.start();
+        let lock = LockHandle::new(lock_actor.clone());
+        let fire = FireContext {
+            lock: lock.clone(),
+            store: store.clone(),
+            dispatch: dispatch.clone(),
+            instance_id: instance_id.to_string(),
+            batch_size: config.store.batch_size,
+            dependency_timeout_secs: config.scheduler.dependency_timeout_secs,
+        };
+        let wheel_settings = WheelSettings {
+            slots: config.scheduler.wheel_size,
+            tick_interval: Duration::from_millis(config.scheduler.tick_interval_ms),
+            window_secs: config.scheduler.preload_window_secs,
+            commit_ahead: Duration::from_millis(config.scheduler.commit_ahead_ms),
+            policy: config.missed_run_policy(),
+        };
+        let wheel = WheelActor::new(wheel_settings, clock.clone(), fire);
+        let ticks = wheel.ticks();
+        let wheel = wheel.start();
+        let supervisor = SupervisorActor::new(
+            SupervisorSettings {
+                window_secs: config.scheduler.preload_window_secs,
+                preload_interval: Duration::from_secs(config.scheduler.preload_interval_secs),
+                page_size: config.scheduler.max_grab_batch,
+                grace_secs: config.missed_run_policy().grace_secs,
+                retention: chrono::Duration::days(config.store.retention_days),
+            },
+            clock.clone(),
+            store.clone(),
+            WheelHandle::new(wheel.clone()),
+            config.redis.url.is_some().then(|| lock.clone()),
+        )
+        .start();
+        Actors {
+            wheel,
+            ticks,
+            supervisor,
+            dispatch,
+            store,
+            store_actor,
+            lock,
+            lock_actor,
+        }
+    }
+
+    /// What `/healthz` checks.
+    fn health(&self, clock: SharedClock, identity: Arc<AtomicBool>) -> Health {
+        Health {
+            wheel: self.wheel.clone(),
+            ticks: self.ticks.clone(),
+            supervisor: self.supervisor.clone(),
+            dispatchers: self.dispatch.workers().into(),
+            lock: self.lock_actor.clone(),
+            store: self.store.clone(),
+            identity,
+            clock,
+        }
+    }
+
+    /// Stops every actor and waits until each has (a start-up that failed after starting them):
+    /// an actor that never ran panics inside actix when the runtime drops it.
+    async fn halt(&self) {
+        let _ = self.supervisor.send(Halt).await;
+        let _ = self.wheel.send(Halt).await;
+        let dispatchers = self
+            .dispatch
+            .workers()
+            .iter()
+            .map(|worker| worker.send(Halt));
+        futures_util::future::join_all(dispatchers).await;
+        let _ = self.lock_actor.send(Halt).await;
+        let _ = self.store_actor.send(Halt).await;
+    }
 }
 
 /// The security settings: the configured signing secret, or the one this database keeps.
@@ -210,12 +328,22 @@ impl Ax {
         self.addr
     }
 
+    /// The wheel, for tests of what notices a stopped actor (`/healthz`).
+    pub fn wheel(&self) -> &Addr<WheelActor> {
+        &self.actors.wheel
+    }
+
     /// The one shutdown path: stop taking requests, stop the wheel, let in-flight dispatches
-    /// finish (bounded), commit the store's queue, and leave the cluster.
+    /// finish (bounded), commit the store's queue, leave the cluster and free the instance id.
+    /// The actors stay until the runtime goes (they have run, so actix drops them quietly):
+    /// stopping the store would close its SQLite connections under a process starting anew on
+    /// the same file, which then finds the database locked.
     pub async fn shutdown(self) {
         log::info!("shutting down");
         self.server.stop(true).await;
-        let stopped = self.wheel.stop();
+        let actors = &self.actors;
+        let wheel = WheelHandle::new(actors.wheel.clone());
+        let stopped = wheel.stop();
         if tokio::time::timeout(self.shutdown_timeout, stopped)
             .await
             .is_err()
@@ -225,10 +353,11 @@ impl Ax {
                 self.shutdown_timeout
             );
         }
-        self.supervisor.do_send(StopSupervisor);
-        self.dispatch.drain(self.shutdown_timeout).await;
-        self.store.flush().await;
-        self.lock.leave().await;
+        actors.supervisor.do_send(StopSupervisor);
+        actors.dispatch.drain(self.shutdown_timeout).await;
+        actors.store.flush().await;
+        actors.lock.leave().await;
+        self.identity.release().await;
         log::info!("shutdown complete");
     }
 }

@@ -63,8 +63,9 @@ pub struct ServerConfig {
     /// Listen address; unset: 0.0.0.0 with an admin token, 127.0.0.1 without one.
     pub bind: Option<String>,
     pub port: u16,
-    /// Unique per ax process sharing one database; the value of the Redis lock.
-    pub instance_id: String,
+    /// Unique per ax process sharing one database; the value of the Redis lock. Unset: the
+    /// identity this host keeps in the store (see `crate::identity`).
+    pub instance_id: Option<String>,
     /// How long shutdown waits for in-flight dispatches.
     pub shutdown_timeout_ms: u64,
     /// When set, the admin API requires `Authorization: Bearer <token>`.
@@ -76,20 +77,11 @@ impl Default for ServerConfig {
         ServerConfig {
             bind: None,
             port: 8901,
-            instance_id: default_instance_id(),
+            instance_id: None,
             shutdown_timeout_ms: 10_000,
             admin_token: None,
         }
     }
-}
-
-fn default_instance_id() -> String {
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "ax".into());
-    format!("{host}-{}", std::process::id())
 }
 
 /// `store.*`: the database.
@@ -310,7 +302,7 @@ impl Config {
                     .collect()
             }
             "server.port" => self.server.port = parse(name, &value)?,
-            "server.instance_id" => self.server.instance_id = value,
+            "server.instance_id" => self.server.instance_id = Some(value).filter(|v| !v.is_empty()),
             "server.shutdown_timeout_ms" => self.server.shutdown_timeout_ms = parse(name, &value)?,
             "store.url" => self.store.url = value,
             "store.pool_size" => self.store.pool_size = parse(name, &value)?,
@@ -348,55 +340,17 @@ impl Config {
 
     /// Rejects values the scheduler cannot run with.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: &[(&'static str, i64)] = &[
-            ("store.pool_size", self.store.pool_size.into()),
-            ("store.batch_size", self.store.batch_size as i64),
-            (
-                "scheduler.tick_interval_ms",
-                self.scheduler.tick_interval_ms as i64,
-            ),
-            ("scheduler.wheel_size", self.scheduler.wheel_size as i64),
-            ("scheduler.max_grab_batch", self.scheduler.max_grab_batch),
-            (
-                "scheduler.preload_window_secs",
-                self.scheduler.preload_window_secs,
-            ),
-            ("dispatch.workers", self.dispatch.workers as i64),
-            ("dispatch.max_in_flight", self.dispatch.max_in_flight as i64),
-            (
-                "scheduler.misfire_threshold_secs",
-                self.scheduler.misfire_threshold_secs,
-            ),
-            (
-                "scheduler.retry_backoff_secs",
-                self.scheduler.retry_backoff_secs,
-            ),
-            ("scheduler.retry_factor", self.scheduler.retry_factor),
-            (
-                "scheduler.dependency_timeout_secs",
-                self.scheduler.dependency_timeout_secs,
-            ),
-            ("store.retention_days", self.store.retention_days),
-        ];
-        for &(name, value) in positive {
-            if value <= 0 {
-                return Err(invalid(name, value.to_string(), "must be positive"));
+        for range in RANGES {
+            range.check(self)?;
+        }
+        if let Some(id) = &self.server.instance_id {
+            if !is_instance_id(id) {
+                return Err(invalid(
+                    "server.instance_id",
+                    id.clone(),
+                    "must be 1-64 characters of A-Z a-z 0-9 . _ : -",
+                ));
             }
-        }
-        let ahead = self.scheduler.commit_ahead_ms;
-        if ahead > MAX_COMMIT_AHEAD_MS {
-            return Err(invalid(
-                "scheduler.commit_ahead_ms",
-                ahead.to_string(),
-                &format!("must be at most {MAX_COMMIT_AHEAD_MS}"),
-            ));
-        }
-        if self.server.instance_id.is_empty() || self.server.instance_id.len() > 64 {
-            return Err(invalid(
-                "server.instance_id",
-                self.server.instance_id.clone(),
-                "must be 1-64 characters",
-            ));
         }
         Allowlist::parse(&self.security.handler_allowlist).map_err(|err| {
             invalid(
@@ -410,6 +364,171 @@ impl Config {
         Ok(())
     }
 }
+
+/// Whether `id` may name an ax process: it also names a lock file and a Redis key.
+pub fn is_instance_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+}
+
+/// The values a numeric key accepts. Durations are bounded too: a time far enough ahead
+/// overflows the date arithmetic of the scheduler, which would stop an actor at run time.
+pub struct Range {
+    pub key: &'static str,
+    pub min: i64,
+    pub max: i64,
+    /// `ms`, `s`, `days`, or empty for a count.
+    pub unit: &'static str,
+    value: fn(&Config) -> i128,
+}
+
+impl Range {
+    /// `min-max unit`, as the README's table shows it.
+    pub fn describe(&self) -> String {
+        format!("{}-{} {}", self.min, self.max, self.unit)
+            .trim_end()
+            .to_string()
+    }
+
+    fn check(&self, config: &Config) -> Result<(), ConfigError> {
+        let value = (self.value)(config);
+        if (i128::from(self.min)..=i128::from(self.max)).contains(&value) {
+            return Ok(());
+        }
+        let reason = format!("must be {}", self.describe());
+        Err(invalid(self.key, value.to_string(), &reason))
+    }
+}
+
+/// One day, in seconds.
+const DAY_SECS: i64 = 24 * 60 * 60;
+
+/// Every numeric key with its range, declared once.
+pub const RANGES: &[Range] = &[
+    Range {
+        key: "server.shutdown_timeout_ms",
+        min: 0,
+        max: 10 * 60 * 1000,
+        unit: "ms",
+        value: |c| c.server.shutdown_timeout_ms.into(),
+    },
+    Range {
+        key: "store.pool_size",
+        min: 1,
+        max: 1000,
+        unit: "",
+        value: |c| c.store.pool_size.into(),
+    },
+    Range {
+        key: "store.batch_size",
+        min: 1,
+        // A MySQL statement holds at most 65,535 parameters; a fire row binds a dozen.
+        max: 5000,
+        unit: "",
+        value: |c| c.store.batch_size as i128,
+    },
+    Range {
+        key: "store.batch_interval_ms",
+        min: 0,
+        max: 10_000,
+        unit: "ms",
+        value: |c| c.store.batch_interval_ms.into(),
+    },
+    Range {
+        key: "store.retention_days",
+        min: 1,
+        max: 3650,
+        unit: "days",
+        value: |c| c.store.retention_days.into(),
+    },
+    Range {
+        key: "scheduler.tick_interval_ms",
+        min: 1,
+        // Ticks fall on whole seconds at least; /healthz expects one every few seconds.
+        max: 1000,
+        unit: "ms",
+        value: |c| c.scheduler.tick_interval_ms.into(),
+    },
+    Range {
+        key: "scheduler.wheel_size",
+        min: 1,
+        max: crate::wheel::MAX_SLOTS as i64,
+        unit: "",
+        value: |c| c.scheduler.wheel_size as i128,
+    },
+    Range {
+        key: "scheduler.max_grab_batch",
+        min: 1,
+        max: 10_000,
+        unit: "",
+        value: |c| c.scheduler.max_grab_batch.into(),
+    },
+    Range {
+        key: "scheduler.preload_window_secs",
+        min: 1,
+        max: DAY_SECS,
+        unit: "s",
+        value: |c| c.scheduler.preload_window_secs.into(),
+    },
+    Range {
+        key: "scheduler.preload_interval_secs",
+        min: 1,
+        max: 60 * 60,
+        unit: "s",
+        value: |c| c.scheduler.preload_interval_secs.into(),
+    },
+    Range {
+        key: "scheduler.commit_ahead_ms",
+        min: 0,
+        max: MAX_COMMIT_AHEAD_MS as i64,
+        unit: "ms",
+        value: |c| c.scheduler.commit_ahead_ms.into(),
+    },
+    Range {
+        key: "scheduler.misfire_threshold_secs",
+        min: 1,
+        max: 7 * DAY_SECS,
+        unit: "s",
+        value: |c| c.scheduler.misfire_threshold_secs.into(),
+    },
+    Range {
+        key: "scheduler.retry_backoff_secs",
+        min: 1,
+        max: 7 * DAY_SECS,
+        unit: "s",
+        value: |c| c.scheduler.retry_backoff_secs.into(),
+    },
+    Range {
+        key: "scheduler.retry_factor",
+        min: 1,
+        max: 10,
+        unit: "",
+        value: |c| c.scheduler.retry_factor.into(),
+    },
+    Range {
+        key: "scheduler.dependency_timeout_secs",
+        min: 1,
+        max: 7 * DAY_SECS,
+        unit: "s",
+        value: |c| c.scheduler.dependency_timeout_secs.into(),
+    },
+    Range {
+        key: "dispatch.workers",
+        min: 1,
+        max: 64,
+        unit: "",
+        value: |c| c.dispatch.workers as i128,
+    },
+    Range {
+        key: "dispatch.max_in_flight",
+        min: 1,
+        max: 100_000,
+        unit: "",
+        value: |c| c.dispatch.max_in_flight as i128,
+    },
+];
 
 fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, ConfigError>
 where
@@ -463,7 +582,7 @@ mod tests {
             })
             .expect("env");
         assert_eq!(config.server.port, 9100);
-        assert_eq!(config.server.instance_id, "node-a");
+        assert_eq!(config.server.instance_id.as_deref(), Some("node-a"));
         assert_eq!(config.store.url, "mysql://root@127.0.0.1:3306/ax");
         assert_eq!(config.redis.url.as_deref(), Some("redis://127.0.0.1:6379"));
     }
@@ -489,11 +608,9 @@ mod tests {
     #[test]
     fn the_shipped_config_file_holds_the_defaults() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CONFIG_PATH);
-        let mut shipped = Config::from_file(&path).expect("config/ax.yaml parses");
+        let shipped = Config::from_file(&path).expect("config/ax.yaml parses");
         shipped.validate().expect("config/ax.yaml is valid");
-        let defaults = Config::default();
-        shipped.server.instance_id = defaults.server.instance_id.clone();
-        assert_eq!(shipped, defaults);
+        assert_eq!(shipped, Config::default());
     }
 
     #[test]
@@ -505,6 +622,85 @@ mod tests {
                 "{name} / {key}"
             );
         }
+    }
+
+    /// The environment variable of a key.
+    fn env_name(key: &str) -> &'static str {
+        ENV_KEYS
+            .iter()
+            .find(|(_, k)| *k == key)
+            .map(|(name, _)| *name)
+            .unwrap_or_else(|| panic!("{key} has no environment variable"))
+    }
+
+    /// The configuration with `key` set to `value`, validated.
+    fn with_value(key: &str, value: i128) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        let name = env_name(key);
+        config.apply_env(|n| (n == name).then(|| value.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    #[test]
+    fn every_range_accepts_its_bounds_and_names_its_key_past_them() {
+        for range in RANGES {
+            let (min, max) = (i128::from(range.min), i128::from(range.max));
+            for ok in [min, max] {
+                with_value(range.key, ok).unwrap_or_else(|err| panic!("{}: {err}", range.key));
+            }
+            for bad in [max + 1, i128::from(i64::MAX), min - 1] {
+                let err = with_value(range.key, bad).expect_err(range.key).to_string();
+                // A value the key's type cannot even hold is named by its variable.
+                let named = err.contains(range.key) || err.contains(env_name(range.key));
+                assert!(named, "{} = {bad}: {err}", range.key);
+            }
+            let err = with_value(range.key, max + 1)
+                .expect_err(range.key)
+                .to_string();
+            assert!(err.contains(range.key), "{}: {err}", range.key);
+            assert!(err.contains(&range.describe()), "{}: {err}", range.key);
+        }
+    }
+
+    #[test]
+    fn every_duration_key_has_a_range() {
+        let durations = ENV_KEYS
+            .iter()
+            .map(|(_, key)| *key)
+            .filter(|key| key.ends_with("_ms") || key.ends_with("_secs") || key.ends_with("_days"));
+        for key in durations {
+            assert!(RANGES.iter().any(|r| r.key == key), "{key}");
+        }
+    }
+
+    #[test]
+    fn the_readme_states_every_range() {
+        let readme = include_str!("../README.md");
+        for range in RANGES {
+            let row = format!("| `{}` |", range.key);
+            let line = readme
+                .lines()
+                .find(|line| line.starts_with(&row))
+                .unwrap_or_else(|| panic!("no README row for {}", range.key));
+            assert!(line.contains(&range.describe()), "{line}");
+        }
+    }
+
+    #[test]
+    fn instance_ids_name_files_and_keys_safely() {
+        for ok in ["node-a", "host.example-1a2b3c4d", "a:b_c"] {
+            assert!(is_instance_id(ok), "{ok}");
+        }
+        for bad in ["", "a/b", "a b", "ü", &"x".repeat(65)] {
+            assert!(!is_instance_id(bad), "{bad}");
+        }
+        let mut config = Config::default();
+        config
+            .apply_env(|name| (name == "AX_INSTANCE_ID").then(|| "../x".into()))
+            .expect("any text is read");
+        let err = config.validate().expect_err("a path is no instance id");
+        assert!(err.to_string().contains("server.instance_id"), "{err}");
     }
 
     #[test]

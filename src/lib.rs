@@ -11,6 +11,8 @@ pub mod clock;
 pub mod config;
 pub mod cron;
 pub mod error;
+pub mod health;
+pub mod identity;
 pub mod metrics;
 pub mod plan;
 pub mod run;

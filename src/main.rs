@@ -93,7 +93,7 @@ fn serve(config: Config) -> ExitCode {
         let ax = match ax::app::start(&config, Arc::new(SystemClock)).await {
             Ok(ax) => ax,
             Err(err) => {
-                log::error!("cannot start: {err}");
+                // The one line that says why: not logged as well, so it is not said twice.
                 eprintln!("ax: cannot start: {err}");
                 return ExitCode::FAILURE;
             }

@@ -283,47 +283,106 @@ fn wait_with_timeout(mut child: Child, timeout: Duration) -> (Option<i32>, Durat
     }
 }
 
+/// Runs an `ax serve` that must fail at start-up, with backtraces on and the default log level
+/// so that no panic could pass unseen: its exit code and stderr.
+fn serve_failing(dir: &Path, env: &[(&str, String)]) -> (Option<i32>, String) {
+    let mut command = ax(dir);
+    command
+        .arg("serve")
+        .env_remove("RUST_LOG")
+        .env("RUST_BACKTRACE", "1")
+        .env("AX_BIND", "127.0.0.1")
+        .env("AX_PORT", "0")
+        .env("AX_STORE_URL", format!("sqlite://{}/ax.db", dir.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let child = command.spawn().expect("spawn ax serve");
+    let (code, elapsed, stderr) = wait_with_timeout(child, Duration::from_secs(30));
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "took {elapsed:?}: {stderr}"
+    );
+    (code, stderr)
+}
+
+/// A start-up failure: exit `code`, no panic, and the last line of stderr, the only one of ax's
+/// own and the only one above the info level, names `cause`.
+fn assert_start_failure((exit, stderr): (Option<i32>, String), code: i32, cause: &str) {
+    assert_eq!(exit, Some(code), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("backtrace"), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    let (last, logs) = lines.split_last().expect("a line on stderr");
+    assert!(last.starts_with("ax: ") && last.contains(cause), "{stderr}");
+    for line in logs {
+        assert!(line.starts_with('[') && line.contains(" INFO "), "{line}");
+    }
+}
+
+#[test]
+fn serve_exits_when_the_port_is_taken() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port().to_string();
+    let failed = serve_failing(dir.path(), &[("AX_PORT", port.clone())]);
+    assert_start_failure(failed, 1, &format!("cannot listen on 127.0.0.1:{port}"));
+}
+
 #[test]
 fn serve_exits_when_the_store_is_unreachable() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let child = ax(dir.path())
-        .arg("serve")
-        .env("AX_STORE_URL", "mysql://root@127.0.0.1:1/x")
-        .env("AX_PORT", "0")
-        .env("AX_BIND", "127.0.0.1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ax serve");
-    let (code, elapsed, stderr) = wait_with_timeout(child, Duration::from_secs(20));
-    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
-    assert!(matches!(code, Some(c) if c != 0), "exit {code:?}; {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stderr.contains("cannot start"), "{stderr}");
+    let url = "mysql://root@127.0.0.1:1/x".to_string();
+    let failed = serve_failing(dir.path(), &[("AX_STORE_URL", url)]);
+    assert_start_failure(failed, 1, "cannot start: cannot connect to the store");
 }
 
 #[test]
 fn serve_exits_when_redis_is_unreachable() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let child = ax(dir.path())
-        .arg("serve")
-        .env(
-            "AX_STORE_URL",
-            format!("sqlite://{}/ax.db", dir.path().display()),
-        )
-        .env("AX_REDIS_URL", "redis://127.0.0.1:1")
-        .env("AX_PORT", "0")
-        .env("AX_BIND", "127.0.0.1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ax serve");
-    let (code, _, stderr) = wait_with_timeout(child, Duration::from_secs(20));
-    assert!(matches!(code, Some(c) if c != 0), "exit {code:?}; {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stderr.contains("Redis unavailable"), "{stderr}");
+    let url = "redis://127.0.0.1:1".to_string();
+    let failed = serve_failing(dir.path(), &[("AX_REDIS_URL", url)]);
+    assert_start_failure(failed, 1, "cannot start: Redis unavailable");
+}
+
+#[test]
+fn serve_rejects_durations_past_their_bound() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, key, value) in [
+        (
+            "AX_PRELOAD_WINDOW_SECS",
+            "scheduler.preload_window_secs",
+            "9999999999",
+        ),
+        (
+            "AX_RETENTION_DAYS",
+            "store.retention_days",
+            "106751991167300",
+        ),
+        (
+            "AX_DEPENDENCY_TIMEOUT_SECS",
+            "scheduler.dependency_timeout_secs",
+            "9223372036854775807",
+        ),
+    ] {
+        let failed = serve_failing(dir.path(), &[(name, value.to_string())]);
+        assert_start_failure(failed, 2, key);
+    }
+}
+
+#[test]
+fn serve_rejects_a_bad_config_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("ax.yaml");
+    std::fs::write(&config, "scheduler:\n  tick_interval_ms: 60000\n").expect("write config");
+    let mut command = ax(dir.path());
+    command.arg("serve").arg("--config").arg(&config);
+    let output = run(command.env("RUST_BACKTRACE", "1"));
+    assert_usage_error_naming(&output, "tick interval", "scheduler.tick_interval_ms");
+    assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
 }
 
 #[test]

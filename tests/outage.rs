@@ -9,6 +9,7 @@
 
 mod common;
 
+use ax::run::{RunStatus, TaskId};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -162,7 +163,7 @@ async fn rows_of(db: &Db, task_id: i64) -> Vec<Instance> {
         limit: 100_000,
         offset: 0,
     };
-    let (rows, _) = instances::list_for_task(&mut conn, task_id, page)
+    let (rows, _) = instances::list_for_task(&mut conn, TaskId(task_id), page)
         .await
         .expect("rows");
     rows
@@ -201,7 +202,7 @@ fn deliveries_match_rows(rows: &[&Instance], received: &[Received]) -> HashMap<S
         let row = by_request
             .get(delivery.request_id.as_str())
             .unwrap_or_else(|| panic!("delivery without a row: {}", delivery.body));
-        assert_eq!(delivery.body["taskId"].as_i64(), Some(row.task_id));
+        assert_eq!(delivery.body["taskId"].as_i64(), Some(row.task_id.0));
         let scheduled = delivery.body["scheduledAt"]
             .as_str()
             .and_then(|at| DateTime::parse_from_rfc3339(at).ok())
@@ -216,7 +217,7 @@ fn deliveries_match_rows(rows: &[&Instance], received: &[Received]) -> HashMap<S
     }
     for row in rows {
         assert!(
-            delivered.contains_key(&row.request_id),
+            delivered.contains_key(row.request_id.as_str()),
             "run never delivered: {row:?}"
         );
     }
@@ -297,7 +298,7 @@ async fn redis_down_for_60_s_loses_no_run_and_duplicates_none() {
             log.display()
         );
         for row in rows {
-            assert_eq!(row.status, "SUCCESS", "task {task_id}: {row:?}");
+            assert_eq!(row.status, RunStatus::Success, "task {task_id}: {row:?}");
             assert!(
                 lateness_secs(row) <= GRACE_SECS,
                 "task {task_id}: fired late, as a catch-up: {row:?}"
@@ -367,7 +368,7 @@ async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
             let due = rows
                 .iter()
                 .filter(|r| r.scheduled_at.and_utc() < now - chrono::Duration::seconds(2));
-            settled &= due.clone().all(|r| r.status == "SUCCESS")
+            settled &= due.clone().all(|r| r.status == RunStatus::Success)
                 && rows
                     .iter()
                     .any(|r| r.scheduled_at.and_utc() > restored + chrono::Duration::seconds(3));
@@ -404,7 +405,7 @@ async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
                 .unwrap_or_else(|| {
                     panic!("task {task_id}: run committed before the cut lost: {old:?}")
                 });
-            assert_eq!(now.status, "SUCCESS", "task {task_id}: {now:?}");
+            assert_eq!(now.status, RunStatus::Success, "task {task_id}: {now:?}");
         }
         let last_before = before
             .iter()
@@ -412,7 +413,7 @@ async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
             .max()
             .expect("runs before the cut");
         for row in rows {
-            assert_eq!(row.status, "SUCCESS", "task {task_id}: {row:?}");
+            assert_eq!(row.status, RunStatus::Success, "task {task_id}: {row:?}");
         }
         // Seconds follow each other but once: the outage, bridged by one catch-up row.
         let seconds: Vec<i64> = by_second.keys().copied().collect();
@@ -466,7 +467,10 @@ async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
     let delivered = deliveries_match_rows(&rows, &received);
     let again: usize = delivered.values().map(|n| n - 1).sum();
     let before: Vec<&Instance> = committed_before.iter().flatten().collect();
-    let open_at_cut = before.iter().filter(|r| r.status != "SUCCESS").count();
+    let open_at_cut = before
+        .iter()
+        .filter(|r| r.status != RunStatus::Success)
+        .count();
     println!(
         "mariadb outage: {} s cut, {refused} connections refused; {} rows, {} deliveries \
          ({again} repeated: results the cut kept from committing), {} catch-up runs \

@@ -365,6 +365,11 @@ impl DispatchHandle {
         futures_util::future::join_all(sends).await;
     }
 
+    /// The dispatchers, for health checks and for stopping them after a failed start-up.
+    pub fn workers(&self) -> &[Addr<DispatchActor>] {
+        &self.workers
+    }
+
     /// Waits, at most `timeout`, for every request in flight to finish.
     pub async fn drain(&self, timeout: Duration) {
         let all = futures_util::future::join_all(self.workers.iter().map(|w| w.send(Drain)));

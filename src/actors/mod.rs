@@ -12,7 +12,47 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use actix::prelude::*;
 use tokio::sync::Notify;
+
+/// Answered at once: the proof a health check asks for that an actor still reads its mailbox.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Ping;
+
+/// Stops an actor now, whatever it is doing: after a start-up that failed once the actors
+/// were started (an actor that never ran panics inside actix when the runtime drops it), and in
+/// tests of what notices a dead actor.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Halt;
+
+/// Every actor answers `Ping` and `Halt` the same way, so they are implemented here once.
+macro_rules! control_messages {
+    ($($actor:ty),*) => {$(
+        impl Handler<Ping> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, _: Ping, _: &mut Context<Self>) {}
+        }
+
+        impl Handler<Halt> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, _: Halt, ctx: &mut Context<Self>) {
+                ctx.stop();
+            }
+        }
+    )*};
+}
+
+control_messages!(
+    wheel::WheelActor,
+    store::StoreActor,
+    supervisor::SupervisorActor,
+    dispatch::DispatchActor,
+    lock::LockActor
+);
 
 /// Counts work under way (fire batches, result writes), so shutdown can wait for it.
 #[derive(Clone, Default)]

@@ -154,6 +154,11 @@ impl WheelActor {
         }
     }
 
+    /// The second of the last tick, for health checks.
+    pub fn ticks(&self) -> watch::Receiver<i64> {
+        self.reached.subscribe()
+    }
+
     fn commit_ahead(&self) -> chrono::Duration {
         chrono::Duration::from_std(self.settings.commit_ahead).unwrap_or_default()
     }

@@ -5,14 +5,24 @@ use super::ApiState;
 use crate::error::ApiError;
 use crate::metrics::metrics;
 
-/// `GET /healthz`: liveness, and which instance and store answered.
+/// `GET /healthz`: 200 when every actor answers, the wheel ticks and the store answers; 503
+/// with the reason otherwise. Either way, which instance and store answered.
 pub async fn healthz(state: web::Data<ApiState>) -> HttpResponse {
-    HttpResponse::Ok().json(json!({
+    let report = state.health.check().await;
+    let mut body = json!({
         "status": "ok",
         "instanceId": state.instance_id,
         "store": state.backend,
-        "wheelSize": state.service.wheel_size().await,
-    }))
+        "wheelSize": report.wheel_size,
+    });
+    if report.is_healthy() {
+        return HttpResponse::Ok().json(body);
+    }
+    let reason = report.problems.join("; ");
+    log::warn!("unhealthy: {reason}");
+    body["status"] = "unavailable".into();
+    body["reason"] = reason.into();
+    HttpResponse::ServiceUnavailable().json(body)
 }
 
 /// `GET /metrics`: Prometheus text format.

@@ -1,4 +1,4 @@
-//! The HTTP API: handlers parse and validate, make one call to the scheduler, and map the
+//! The HTTP API: handlers parse and validate, make one call to the service, and map the
 //! reply. JSON is camelCase; errors are `ApiError`.
 
 mod callback;
@@ -16,6 +16,7 @@ use actix_web::http::header;
 use actix_web::{error::JsonPayloadError, middleware, web, HttpRequest};
 
 use crate::error::ApiError;
+use crate::health::Health;
 use crate::security::{is_admin, Security};
 use crate::service::Service;
 
@@ -26,6 +27,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 #[derive(Clone)]
 pub struct ApiState {
     pub service: Service,
+    pub health: Health,
     pub instance_id: String,
     pub backend: &'static str,
     pub security: Security,
@@ -57,7 +59,7 @@ macro_rules! endpoint {
 
 /// Every endpoint of the HTTP API.
 pub const ENDPOINTS: &[Endpoint] = &[
-    endpoint!(get "/healthz", health::healthz, false, "Liveness, and which instance and store answered"),
+    endpoint!(get "/healthz", health::healthz, false, "Health: every actor answers, the wheel ticks, the store answers (503 if not)"),
     endpoint!(get "/metrics", health::prometheus, false, "Metrics in the Prometheus text format"),
     endpoint!(get "/api/openapi.json", openapi::document, false, "This document"),
     endpoint!(post "/api/tasks", tasks::create, true, "Create a task"),

@@ -117,7 +117,7 @@ fn parse_period(text: &str) -> Result<u32, String> {
         .parse()
         .map_err(|_| format!("`{text}` is not a whole number of seconds"))?;
     let divides_a_minute = period > 0 && 60 % period == 0;
-    let minutes_dividing_an_hour = period % 60 == 0 && period > 0 && 3600 % period == 0;
+    let minutes_dividing_an_hour = period.is_multiple_of(60) && period > 0 && 3600 % period == 0;
     if !(divides_a_minute || minutes_dividing_an_hour) {
         return Err(
             "must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60) or be whole minutes \

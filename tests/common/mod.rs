@@ -84,7 +84,7 @@ pub fn config(store: &TestStore, redis: bool, instance_id: &str) -> Config {
     let mut config = Config::default();
     config.server.bind = Some("127.0.0.1".into());
     config.server.port = 0;
-    config.server.instance_id = instance_id.into();
+    config.server.instance_id = Some(instance_id.into());
     config.server.shutdown_timeout_ms = 3_000;
     config.store.url = store.url();
     config.store.batch_interval_ms = 50;
@@ -390,7 +390,10 @@ impl Api {
 /// An `ax serve` child process, for tests that kill it.
 pub struct AxProcess {
     pub port: u16,
+    /// `AX_INSTANCE_ID`, or with `start_with_host_identity` only the name of its log file.
     pub instance_id: String,
+    /// Whether `AX_INSTANCE_ID` is set.
+    configured_id: bool,
     child: std::process::Child,
     env: Vec<(String, String)>,
     dir: std::path::PathBuf,
@@ -411,11 +414,32 @@ impl AxProcess {
         instance_id: &str,
         env: Vec<(String, String)>,
     ) -> AxProcess {
+        AxProcess::spawn(dir, instance_id, true, env).await
+    }
+
+    /// Like `start`, without `AX_INSTANCE_ID`: the process takes its host's identity. `name`
+    /// names its log file.
+    pub async fn start_with_host_identity(
+        dir: &std::path::Path,
+        name: &str,
+        env: Vec<(String, String)>,
+    ) -> AxProcess {
+        AxProcess::spawn(dir, name, false, env).await
+    }
+
+    async fn spawn(
+        dir: &std::path::Path,
+        instance_id: &str,
+        configured_id: bool,
+        env: Vec<(String, String)>,
+    ) -> AxProcess {
         let port = free_port();
-        let child = spawn_ax(dir, instance_id, port, &env);
+        let id = configured_id.then_some(instance_id);
+        let child = spawn_ax(dir, instance_id, id, port, &env);
         let process = AxProcess {
             port,
             instance_id: instance_id.to_string(),
+            configured_id,
             child,
             env,
             dir: dir.to_path_buf(),
@@ -458,6 +482,12 @@ impl AxProcess {
 
     /// SIGTERM, then waits for the exit; returns its status code.
     pub async fn terminate(mut self) -> Option<i32> {
+        self.stop().await
+    }
+
+    /// SIGTERM, then waits for the exit (a kill after 20 s); returns its status code. The
+    /// process can be restarted.
+    pub async fn stop(&mut self) -> Option<i32> {
         let _ = std::process::Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
@@ -479,7 +509,8 @@ impl AxProcess {
 
     /// Starts the same instance again (same id, settings and port) and waits until healthy.
     pub async fn restart(&mut self) {
-        self.child = spawn_ax(&self.dir, &self.instance_id, self.port, &self.env);
+        let id = self.configured_id.then_some(self.instance_id.as_str());
+        self.child = spawn_ax(&self.dir, &self.instance_id, id, self.port, &self.env);
         self.wait_healthy().await;
     }
 }
@@ -491,16 +522,18 @@ impl Drop for AxProcess {
     }
 }
 
+/// Spawns `ax serve` logging to `<log_name>.log`, with `AX_INSTANCE_ID` set to `instance_id`.
 fn spawn_ax(
     dir: &std::path::Path,
-    instance_id: &str,
+    log_name: &str,
+    instance_id: Option<&str>,
     port: u16,
     env: &[(String, String)],
 ) -> std::process::Child {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join(format!("{instance_id}.log")))
+        .open(dir.join(format!("{log_name}.log")))
         .expect("log file");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ax"));
     command
@@ -508,10 +541,13 @@ fn spawn_ax(
         .current_dir(dir)
         .env("AX_BIND", "127.0.0.1")
         .env("AX_PORT", port.to_string())
-        .env("AX_INSTANCE_ID", instance_id)
+        .env_remove("AX_INSTANCE_ID")
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(log);
+    if let Some(id) = instance_id {
+        command.env("AX_INSTANCE_ID", id);
+    }
     for (key, value) in env {
         command.env(key, value);
     }

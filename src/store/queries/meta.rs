@@ -2,31 +2,64 @@
 
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-use diesel_async::RunQueryDsl;
+use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
 
 use crate::store::schema::ax_meta::dsl as m;
 use crate::store::{Conn, StoreError};
 use crate::with_conn;
 
 const SIGNING_SECRET: &str = "signing_secret";
+/// The key of a host's default instance id; the host name follows it.
+const INSTANCE_ID_OF: &str = "instance_id:";
+/// `ax_meta.name` holds at most 64 characters.
+const MAX_NAME_CHARS: usize = 64;
 
 /// The signing secret every ax process on this database shares: the stored one, or
-/// `generated` stored now (if two processes race, the first insert wins and both read it).
+/// `generated` stored now.
 pub async fn signing_secret(conn: &mut Conn, generated: String) -> Result<String, StoreError> {
-    if let Some(secret) = read(conn, SIGNING_SECRET).await? {
-        return Ok(secret);
+    stored_or_insert(conn, SIGNING_SECRET, generated).await
+}
+
+/// The default instance id of the host `host`: the stored one, or `generated` stored now.
+/// A host name too long for the key is cut; two hosts that then share a key share an id, and
+/// the second to start is refused while the first runs (see `crate::identity`).
+pub async fn instance_id_of(
+    conn: &mut Conn,
+    host: &str,
+    generated: String,
+) -> Result<String, StoreError> {
+    let name: String = format!("{INSTANCE_ID_OF}{host}")
+        .chars()
+        .take(MAX_NAME_CHARS)
+        .collect();
+    stored_or_insert(conn, &name, generated).await
+}
+
+/// Whether the database answers: the cheapest statement there is.
+pub async fn ping(conn: &mut Conn) -> Result<(), StoreError> {
+    with_conn!(conn, |c| c.batch_execute("SELECT 1").await)?;
+    Ok(())
+}
+
+/// The value stored under `name`, or `generated` stored now (if two processes race, the first
+/// insert wins and both read it).
+async fn stored_or_insert(
+    conn: &mut Conn,
+    name: &str,
+    generated: String,
+) -> Result<String, StoreError> {
+    if let Some(value) = read(conn, name).await? {
+        return Ok(value);
     }
     let inserted = with_conn!(conn, |c| diesel::insert_into(m::ax_meta)
-        .values((m::name.eq(SIGNING_SECRET), m::value.eq(&generated)))
+        .values((m::name.eq(name), m::value.eq(&generated)))
         .execute(c)
         .await);
     match inserted {
         Ok(_) => Ok(generated),
-        Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => {
-            read(conn, SIGNING_SECRET)
-                .await?
-                .ok_or(StoreError::Query(DieselError::NotFound))
-        }
+        Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => read(conn, name)
+            .await?
+            .ok_or(StoreError::Query(DieselError::NotFound)),
         Err(err) => Err(err.into()),
     }
 }

@@ -1,0 +1,330 @@
+//! This process's identity in a cluster (`server.instance_id`): the configured one, or the one
+//! its host keeps in the store, so that a restarted node is the same node and recovers its own
+//! runs at once. No two live processes share one: the identity is locked for the process's
+//! lifetime, with a lock the system frees when the process dies, even by `kill -9`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel::QueryableByName;
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use crate::store::queries::meta;
+use crate::store::{Db, StoreError, StoreUrl};
+
+/// How long start-up waits for the identity's previous holder to be gone (a process still
+/// shutting down, or one just killed whose connection the server has not yet closed).
+const CLAIM_WAIT: Duration = Duration::from_secs(5);
+/// How often the MySQL lock's connection is used, so that it never idles out
+/// (`wait_timeout`), and the lock is checked and taken again if the connection was lost.
+const KEEP_INTERVAL: Duration = Duration::from_secs(30);
+/// How many characters of the host name a generated id keeps, with `-` and 8 hex digits.
+const HOST_CHARS: usize = 55;
+
+/// Why this process cannot have its identity.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error("instance id {0} is in use by another running ax process")]
+    InUse(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot lock the instance id: {0}")]
+    Lock(String),
+}
+
+/// The identity of this process, held until [`Identity::release`] or the process ends.
+pub struct Identity {
+    id: String,
+    /// Whether the lock is still this process's (a MySQL lock goes with a lost connection).
+    held: Arc<AtomicBool>,
+    lock: Lock,
+}
+
+/// How an identity is locked: the one backend-specific part of it.
+enum Lock {
+    /// A named lock (`GET_LOCK`) on a connection of its own, kept by a background task; the
+    /// server frees it when the connection dies.
+    Mysql(Keeper),
+    /// An exclusive lock on a file beside the database; the kernel frees it when the process
+    /// dies. The file stays: removing it would let a process lock a file nobody else sees.
+    Sqlite(std::fs::File),
+}
+
+/// The task keeping a MySQL lock. Dropped (a start-up that failed later), it is aborted, and
+/// its connection closes, freeing the lock.
+struct Keeper {
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Identity {
+    /// Takes this process's identity on the store at `url`: `configured`, or this host's
+    /// default (generated once, kept in the store). Fails when a live process holds it.
+    pub async fn claim(
+        db: &Db,
+        url: &StoreUrl,
+        configured: Option<&str>,
+    ) -> Result<Identity, IdentityError> {
+        let id = match configured {
+            Some(id) => id.to_string(),
+            None => host_default(db).await?,
+        };
+        let held = Arc::new(AtomicBool::new(true));
+        let lock = match url {
+            StoreUrl::Mysql(url) => lock_mysql(url, &id, held.clone()).await?,
+            StoreUrl::Sqlite(path) => Lock::Sqlite(lock_file(path, &id).await?),
+        };
+        let origin = match configured {
+            Some(_) => "configured",
+            None => "this host's default, kept in the store",
+        };
+        log::info!("instance id: {id} ({origin})");
+        Ok(Identity { id, held, lock })
+    }
+
+    /// The instance id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether the identity is still this process's alone; `false` after the MySQL lock was
+    /// lost with its connection and another process took it meanwhile.
+    pub fn held(&self) -> Arc<AtomicBool> {
+        self.held.clone()
+    }
+
+    /// Frees the identity for the next process (shutdown).
+    pub async fn release(self) {
+        match self.lock {
+            Lock::Mysql(mut keeper) => {
+                if let Some(stop) = keeper.stop.take() {
+                    let _ = stop.send(());
+                }
+                // It releases the lock, then ends.
+                let _ = (&mut keeper.task).await;
+            }
+            Lock::Sqlite(file) => drop(file),
+        }
+    }
+}
+
+/// This host's default id: the one stored for it, or `<host>-<8 hex digits>` stored now.
+async fn host_default(db: &Db) -> Result<String, StoreError> {
+    let host = host_name();
+    let mut conn = db.conn().await?;
+    meta::instance_id_of(&mut conn, &host, generate(&host)).await
+}
+
+/// A new id for `host`: `<host>-<8 hex digits>`.
+fn generate(host: &str) -> String {
+    let short: String = host.chars().take(HOST_CHARS).collect();
+    format!("{short}-{}", &Uuid::new_v4().simple().to_string()[..8])
+}
+
+/// The kernel's host name (`ax` if none is known).
+fn host_name() -> String {
+    let name = ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|path| {
+            let name = std::fs::read_to_string(path).ok()?;
+            Some(name.trim().to_string()).filter(|name| !name.is_empty())
+        })
+        .unwrap_or_else(|| "ax".into());
+    in_id_characters(&name)
+}
+
+/// `name` in the characters an instance id allows, any other one replaced by `-`.
+fn in_id_characters(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '-',
+        })
+        .collect()
+}
+
+/// Locks `<database file>.instance-<id>.lock`, waiting up to [`CLAIM_WAIT`] for a holder.
+async fn lock_file(db_path: &str, id: &str) -> Result<std::fs::File, IdentityError> {
+    let path = format!("{db_path}.instance-{id}.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|err| IdentityError::Lock(format!("{path}: {err}")))?;
+    let deadline = Instant::now() + CLAIM_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(IdentityError::InUse(id.to_string()))
+            }
+            Err(std::fs::TryLockError::Error(err)) => {
+                return Err(IdentityError::Lock(format!("{path}: {err}")))
+            }
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct LockName {
+    #[diesel(sql_type = Text)]
+    name: String,
+}
+
+#[derive(QueryableByName)]
+struct Locked {
+    #[diesel(sql_type = Nullable<BigInt>)]
+    locked: Option<i64>,
+}
+
+/// Takes the named lock of `id` on a connection of its own and starts the task that keeps it.
+/// Lock names are global to the server, so the name covers the database too (hashed: a name
+/// has at most 64 characters).
+async fn lock_mysql(url: &str, id: &str, held: Arc<AtomicBool>) -> Result<Lock, IdentityError> {
+    let mut conn = connect(url).await?;
+    let name = diesel::sql_query(
+        "SELECT CONCAT('ax_instance:', SHA1(CONCAT(DATABASE(), '/', ?))) AS name",
+    )
+    .bind::<Text, _>(id)
+    .get_result::<LockName>(&mut conn)
+    .await
+    .map_err(StoreError::Query)?
+    .name;
+    let waited = diesel::sql_query("SELECT GET_LOCK(?, ?) AS locked")
+        .bind::<Text, _>(&name)
+        .bind::<BigInt, _>(CLAIM_WAIT.as_secs() as i64)
+        .get_result::<Locked>(&mut conn)
+        .await
+        .map_err(StoreError::Query)?;
+    match waited.locked {
+        Some(1) => {}
+        Some(_) => return Err(IdentityError::InUse(id.to_string())),
+        None => return Err(IdentityError::Lock(format!("GET_LOCK({name}) failed"))),
+    }
+    let (stop, stopped) = oneshot::channel();
+    let task = actix_rt::spawn(keep_mysql(
+        Some(conn),
+        Keep {
+            url: url.to_string(),
+            id: id.to_string(),
+            name,
+            held,
+        },
+        stopped,
+    ));
+    Ok(Lock::Mysql(Keeper {
+        stop: Some(stop),
+        task,
+    }))
+}
+
+/// What the keeper of a MySQL lock needs.
+struct Keep {
+    url: String,
+    id: String,
+    name: String,
+    held: Arc<AtomicBool>,
+}
+
+async fn connect(url: &str) -> Result<AsyncMysqlConnection, StoreError> {
+    AsyncMysqlConnection::establish(url)
+        .await
+        .map_err(|err| StoreError::Connect(err.to_string()))
+}
+
+/// Uses the lock's connection every [`KEEP_INTERVAL`] until `stop`, taking the lock again on a
+/// new connection if the old one died; then releases it.
+async fn keep_mysql(
+    mut conn: Option<AsyncMysqlConnection>,
+    keep: Keep,
+    mut stop: oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = tokio::time::sleep(KEEP_INTERVAL) => {}
+        }
+        let held = match conn.as_mut() {
+            Some(c) => still_held(c, &keep.name).await,
+            None => match connect(&keep.url).await {
+                Ok(c) => still_held(conn.insert(c), &keep.name).await,
+                Err(err) => Err(err),
+            },
+        };
+        match held {
+            Ok(held) => {
+                if keep.held.swap(held, Ordering::Relaxed) != held {
+                    match held {
+                        true => log::info!("instance id {}: lock taken again", keep.id),
+                        false => log::error!(
+                            "instance id {}: another ax process took it while the lock's \
+                             connection was down",
+                            keep.id
+                        ),
+                    }
+                }
+            }
+            Err(err) => {
+                log::warn!("instance id {}: lock connection lost: {err}", keep.id);
+                conn = None;
+            }
+        }
+    }
+    if let Some(mut conn) = conn {
+        let released = diesel::sql_query("SELECT RELEASE_LOCK(?) AS locked")
+            .bind::<Text, _>(&keep.name)
+            .get_result::<Locked>(&mut conn)
+            .await;
+        if let Err(err) = released {
+            log::warn!(
+                "instance id {}: not released ({err}); the server frees it with the connection",
+                keep.id
+            );
+        }
+    }
+}
+
+/// Whether this connection holds the lock `name`, taking it if it is free.
+async fn still_held(conn: &mut AsyncMysqlConnection, name: &str) -> Result<bool, StoreError> {
+    let locked = diesel::sql_query(
+        "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0)) AS locked",
+    )
+    .bind::<Text, _>(name)
+    .bind::<Text, _>(name)
+    .get_result::<Locked>(conn)
+    .await?;
+    Ok(locked.locked == Some(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_host_name_makes_a_valid_instance_id() {
+        for host in [
+            host_name(),
+            "h".repeat(200),
+            in_id_characters("my host/ü.example"),
+        ] {
+            let id = generate(&host);
+            assert!(crate::config::is_instance_id(&id), "{id}");
+            assert_ne!(generate(&host), id, "each generated id is new");
+        }
+        assert_eq!(in_id_characters("a b/c.d"), "a-b-c.d");
+    }
+}
