@@ -11,9 +11,10 @@ use actix_web::{web, App, HttpServer};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
+use crate::actors::cluster::{ClusterActor, ClusterHandle};
 use crate::actors::dispatch::DispatchHandle;
 use crate::actors::fire::FireContext;
-use crate::actors::lock::{LockActor, LockError, LockHandle};
+use crate::actors::lock::{connect_redis, LockActor, LockError, LockHandle, RedisPool};
 use crate::actors::store::{StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
 use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
@@ -73,9 +74,9 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     recover_own_runs(&db, &instance_id, clock.now()).await?;
     let security = security(config, &db).await?;
     let backend = db.backend();
-    let lock = match &config.redis.url {
-        Some(url) => LockActor::redis(url, instance_id.clone()).await?,
-        None => LockActor::local(instance_id.clone()),
+    let redis = match &config.redis.url {
+        Some(url) => Some(connect_redis(url).await?),
+        None => None,
     };
     log::info!(
         "fire lock: {}",
@@ -85,12 +86,12 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             "in-process"
         }
     );
-    let actors = Actors::start(config, db, lock, &security, &instance_id, &clock);
+    let actors = Actors::start(config, db, redis, &security, &instance_id, &clock);
     let state = ApiState {
         service: Service::new(
             actors.store.clone(),
             WheelHandle::new(actors.wheel.clone()),
-            actors.lock.clone(),
+            actors.cluster.clone(),
             clock.clone(),
             instance_id.clone(),
         ),
@@ -107,7 +108,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             return Err(err);
         }
     };
-    actors.lock.announce(addr.to_string());
+    actors.cluster.announce(addr.to_string());
     let handle = server.handle();
     actix_rt::spawn(server);
     log::info!("ax {instance_id} listening on http://{addr}");
@@ -183,15 +184,16 @@ struct Actors {
     dispatch: DispatchHandle,
     store: StoreHandle,
     store_actor: Addr<StoreActor>,
-    lock: LockHandle,
     lock_actor: Addr<LockActor>,
+    cluster: ClusterHandle,
+    cluster_actor: Addr<ClusterActor>,
 }
 
 impl Actors {
     fn start(
         config: &Config,
         db: Db,
-        lock: LockActor,
+        redis: Option<RedisPool>,
         security: &Security,
         instance_id: &str,
         clock: &SharedClock,
@@ -210,8 +212,15 @@ impl Actors {
             store.clone(),
             security.secret.clone(),
         );
-        let lock_actor = lock.start();
+        let lock_actor = match &redis {
+            Some(pool) => LockActor::redis(pool.clone(), instance_id.to_string()),
+            None => LockActor::local(instance_id.to_string()),
+        }
+        .start();
         let lock = LockHandle::new(lock_actor.clone());
+        let clustered = redis.is_some();
+        let cluster_actor = ClusterActor::new(instance_id.to_string(), redis).start();
+        let cluster = ClusterHandle::new(cluster_actor.clone());
         let fire = FireContext {
             lock: lock.clone(),
             store: store.clone(),
@@ -241,7 +250,7 @@ impl Actors {
             clock.clone(),
             store.clone(),
             WheelHandle::new(wheel.clone()),
-            config.redis.url.is_some().then(|| lock.clone()),
+            clustered.then(|| cluster.clone()),
         )
         .start();
         Actors {
@@ -251,8 +260,9 @@ impl Actors {
             dispatch,
             store,
             store_actor,
-            lock,
             lock_actor,
+            cluster,
+            cluster_actor,
         }
     }
 
@@ -282,6 +292,7 @@ impl Actors {
             .map(|worker| worker.send(Halt));
         futures_util::future::join_all(dispatchers).await;
         let _ = self.lock_actor.send(Halt).await;
+        let _ = self.cluster_actor.send(Halt).await;
         let _ = self.store_actor.send(Halt).await;
     }
 }
@@ -356,7 +367,7 @@ impl Ax {
         actors.supervisor.do_send(StopSupervisor);
         actors.dispatch.drain(self.shutdown_timeout).await;
         actors.store.flush().await;
-        actors.lock.leave().await;
+        actors.cluster.leave().await;
         self.identity.release().await;
         log::info!("shutdown complete");
     }

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::actors::lock::{LockError, LockHandle, Member};
+use crate::actors::cluster::{ClusterHandle, Member};
+use crate::actors::lock::LockError;
 use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::wheel::WheelHandle;
 use crate::clock::SharedClock;
@@ -84,7 +85,7 @@ pub struct TaskStats {
 pub struct Service {
     store: StoreHandle,
     wheel: WheelHandle,
-    lock: LockHandle,
+    cluster: ClusterHandle,
     clock: SharedClock,
     instance_id: String,
 }
@@ -95,14 +96,14 @@ impl Service {
     pub fn new(
         store: StoreHandle,
         wheel: WheelHandle,
-        lock: LockHandle,
+        cluster: ClusterHandle,
         clock: SharedClock,
         instance_id: String,
     ) -> Self {
         Service {
             store,
             wheel,
-            lock,
+            cluster,
             clock,
             instance_id,
         }
@@ -110,7 +111,7 @@ impl Service {
 
     /// The live ax processes sharing this store.
     pub async fn cluster(&self) -> std::result::Result<Vec<Member>, LockError> {
-        self.lock.members().await
+        self.cluster.members().await
     }
 
     /// The stored fields of a task, its next run computed from now.

@@ -5,7 +5,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use actix::Actor;
-use ax::actors::lock::{lock_key, LockActor, LockError, LockHandle, LOCK_TTL};
+use ax::actors::lock::{connect_redis, lock_key, LockActor, LockError, LockHandle, LOCK_TTL};
 use ax::run::TaskId;
 use common::REDIS_URL;
 
@@ -17,10 +17,10 @@ fn unique_ids<const N: usize>() -> [TaskId; N] {
 }
 
 async fn redis_node(instance_id: &str) -> LockHandle {
-    let actor = LockActor::redis(REDIS_URL, instance_id.to_string())
+    let pool = connect_redis(REDIS_URL)
         .await
         .unwrap_or_else(|err| panic!("Redis lock at {REDIS_URL}: {err}"));
-    LockHandle::new(actor.start())
+    LockHandle::new(LockActor::redis(pool, instance_id.to_string()).start())
 }
 
 async fn redis() -> redis::aio::MultiplexedConnection {
@@ -155,7 +155,7 @@ async fn empty_requests_are_answered() {
 #[actix_rt::test]
 async fn redis_lock_fails_to_start_when_redis_is_unreachable() {
     let started = Instant::now();
-    let outcome = LockActor::redis("redis://127.0.0.1:1", "node-a".into()).await;
+    let outcome = connect_redis("redis://127.0.0.1:1").await;
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "took {:?}",
@@ -172,7 +172,7 @@ async fn redis_lock_fails_to_start_when_redis_is_unreachable() {
 
 #[actix_rt::test]
 async fn redis_lock_rejects_a_bad_url() {
-    match LockActor::redis("not-a-redis-url", "node-a".into()).await {
+    match connect_redis("not-a-redis-url").await {
         Ok(_) => panic!("a lock with a bad URL started"),
         Err(err) => {
             assert!(matches!(err, LockError::BadUrl(_)), "{err:?}");

@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 use super::store::{RunEvent, StoreHandle};
 use super::InFlight;
 use crate::metrics::{metrics, DispatchResult};
-use crate::run::{Event, Outcome, Report, RequestId, TaskId};
+use crate::run::{Event, Outcome, Report, ReportedStatus, RequestId, TaskId};
 use crate::security::{callback_token, sign_dispatch, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 
 /// Longest reply body read from a handler.
@@ -69,14 +69,15 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
     };
     let code = reply.get("code").and_then(json_text);
     let message = reply.get("message").and_then(json_text).map(truncate);
-    match reply.get("status").and_then(|s| s.as_str()) {
-        Some("SUCCESS") => Outcome::Succeeded { code, message },
-        Some("FAILED") => Outcome::Failed {
+    let status = reply.get("status").and_then(|s| s.as_str());
+    match status.and_then(ReportedStatus::parse) {
+        Some(ReportedStatus::Success) => Outcome::Succeeded { code, message },
+        Some(ReportedStatus::Failed) => Outcome::Failed {
             code,
             message,
             retry: reply.get("retry") != Some(&serde_json::Value::Bool(false)),
         },
-        _ => accepted,
+        None => accepted,
     }
 }
 

@@ -5,20 +5,22 @@
 //! The lock saves the losers a database round trip; the compare-and-set on `next_run_at` and
 //! the unique request id are what make a second row impossible.
 //!
-//! The actor also keeps this process's heartbeat in Redis, which lists the live cluster.
+//! The cluster's heartbeats are `actors::cluster`'s.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::run::TaskId;
 use actix::prelude::*;
 use bb8_redis::RedisConnectionManager;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-
-use crate::run::TaskId;
 
 /// How long a fire lock lives if its holder never releases it.
 pub const LOCK_TTL: Duration = Duration::from_millis(3000);
+
+/// Longest a fire batch waits for Redis before it fires unlocked: well within the time a run
+/// is committed ahead, so an unreachable Redis (whose pool keeps retrying) never makes runs
+/// late, and batches of one task never pile up behind it to commit out of order.
+pub const LOCK_WAIT: Duration = Duration::from_millis(250);
 
 /// Errors of the lock layer.
 #[derive(Debug, thiserror::Error)]
@@ -32,27 +34,6 @@ pub enum LockError {
 /// The Redis key of a task's fire lock.
 pub fn lock_key(task_id: TaskId) -> String {
     format!("ax:lock:{task_id}")
-}
-
-/// How often a process renews its heartbeat.
-pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
-/// A process whose heartbeat is older than this is gone.
-pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
-/// The set of instance ids that have announced themselves.
-const MEMBERS_KEY: &str = "ax:instances";
-
-fn heartbeat_key(instance_id: &str) -> String {
-    format!("ax:instance:{instance_id}")
-}
-
-/// A live ax process, as its heartbeat says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Member {
-    pub instance_id: String,
-    pub addr: String,
-    pub started_at: DateTime<Utc>,
-    pub last_seen: DateTime<Utc>,
 }
 
 /// Deletes each lock this process still holds (and only those).
@@ -89,7 +70,7 @@ impl LocalLocks {
 }
 
 enum Backend {
-    Redis(bb8::Pool<RedisConnectionManager>),
+    Redis(RedisPool),
     Local(LocalLocks),
 }
 
@@ -97,8 +78,6 @@ enum Backend {
 pub struct LockActor {
     backend: Backend,
     instance_id: String,
-    /// This process, once its HTTP address is known (see `Announce`).
-    me: Option<Member>,
 }
 
 impl LockActor {
@@ -107,130 +86,46 @@ impl LockActor {
         LockActor {
             backend: Backend::Local(LocalLocks::default()),
             instance_id,
-            me: None,
         }
     }
 
-    /// A Redis lock; fails when Redis cannot be reached now.
-    pub async fn redis(url: &str, instance_id: String) -> Result<Self, LockError> {
-        let manager =
-            RedisConnectionManager::new(url).map_err(|err| LockError::BadUrl(err.to_string()))?;
-        let pool = bb8::Pool::builder()
-            .max_size(4)
-            .connection_timeout(Duration::from_secs(5))
-            .build(manager)
-            .await
-            .map_err(unavailable)?;
-        {
-            let mut conn = pool.get().await.map_err(unavailable)?;
-            let _: String = redis::cmd("PING")
-                .query_async(&mut *conn)
-                .await
-                .map_err(unavailable)?;
-        }
-        Ok(LockActor {
+    /// A lock in Redis.
+    pub fn redis(pool: RedisPool, instance_id: String) -> Self {
+        LockActor {
             backend: Backend::Redis(pool),
             instance_id,
-            me: None,
-        })
+        }
     }
+}
+
+/// A pool of Redis connections, shared by the fire lock and the cluster's heartbeats.
+pub type RedisPool = bb8::Pool<RedisConnectionManager>;
+
+/// Connects to Redis; fails when it cannot be reached now.
+pub async fn connect_redis(url: &str) -> Result<RedisPool, LockError> {
+    let manager =
+        RedisConnectionManager::new(url).map_err(|err| LockError::BadUrl(err.to_string()))?;
+    let pool = bb8::Pool::builder()
+        .max_size(4)
+        .connection_timeout(Duration::from_secs(5))
+        .build(manager)
+        .await
+        .map_err(unavailable)?;
+    {
+        let mut conn = pool.get().await.map_err(unavailable)?;
+        let _: String = redis::cmd("PING")
+            .query_async(&mut *conn)
+            .await
+            .map_err(unavailable)?;
+    }
+    Ok(pool)
 }
 
 impl Actor for LockActor {
     type Context = Context<Self>;
 }
 
-impl LockActor {
-    fn beat(&mut self, ctx: &mut Context<Self>) {
-        let (Backend::Redis(pool), Some(me)) = (&self.backend, &mut self.me) else {
-            return;
-        };
-        me.last_seen = Utc::now();
-        let (pool, me) = (pool.clone(), me.clone());
-        ctx.spawn(
-            async move {
-                if let Err(err) = redis_heartbeat(pool, me).await {
-                    log::warn!("heartbeat not sent: {err}");
-                }
-            }
-            .into_actor(self),
-        );
-    }
-}
-
-async fn redis_heartbeat(
-    pool: bb8::Pool<RedisConnectionManager>,
-    me: Member,
-) -> Result<(), LockError> {
-    let mut conn = pool.get().await.map_err(unavailable)?;
-    let value = serde_json::to_string(&me).map_err(unavailable)?;
-    redis::pipe()
-        .cmd("SET")
-        .arg(heartbeat_key(&me.instance_id))
-        .arg(value)
-        .arg("PX")
-        .arg(HEARTBEAT_TTL.as_millis() as u64)
-        .ignore()
-        .cmd("SADD")
-        .arg(MEMBERS_KEY)
-        .arg(&me.instance_id)
-        .ignore()
-        .query_async::<()>(&mut *conn)
-        .await
-        .map_err(unavailable)
-}
-
-/// The processes whose heartbeats are live; forgets those whose heartbeat expired.
-async fn redis_members(pool: bb8::Pool<RedisConnectionManager>) -> Result<Vec<Member>, LockError> {
-    let mut conn = pool.get().await.map_err(unavailable)?;
-    let ids: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(MEMBERS_KEY)
-        .query_async(&mut *conn)
-        .await
-        .map_err(unavailable)?;
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let keys: Vec<String> = ids.iter().map(|id| heartbeat_key(id)).collect();
-    let beats: Vec<Option<String>> = redis::cmd("MGET")
-        .arg(&keys)
-        .query_async(&mut *conn)
-        .await
-        .map_err(unavailable)?;
-    let mut members = Vec::new();
-    for (id, beat) in ids.iter().zip(beats) {
-        match beat.and_then(|b| serde_json::from_str::<Member>(&b).ok()) {
-            Some(member) => members.push(member),
-            None => {
-                let _: Result<(), _> = redis::cmd("SREM")
-                    .arg(MEMBERS_KEY)
-                    .arg(id)
-                    .query_async(&mut *conn)
-                    .await;
-            }
-        }
-    }
-    members.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
-    Ok(members)
-}
-
-async fn redis_leave(pool: bb8::Pool<RedisConnectionManager>, instance_id: String) {
-    let Ok(mut conn) = pool.get().await else {
-        return;
-    };
-    let _: Result<(), _> = redis::pipe()
-        .cmd("DEL")
-        .arg(heartbeat_key(&instance_id))
-        .ignore()
-        .cmd("SREM")
-        .arg(MEMBERS_KEY)
-        .arg(&instance_id)
-        .ignore()
-        .query_async(&mut *conn)
-        .await;
-}
-
-fn unavailable(err: impl std::fmt::Display) -> LockError {
+pub(crate) fn unavailable(err: impl std::fmt::Display) -> LockError {
     LockError::Unavailable(err.to_string())
 }
 
@@ -304,8 +199,14 @@ impl Handler<Acquire> for LockActor {
                 let (pool, instance_id) = (pool.clone(), self.instance_id.clone());
                 Box::pin(async move {
                     let count = msg.0.len();
-                    redis_acquire(pool, instance_id, msg.0)
+                    let acquire = redis_acquire(pool, instance_id, msg.0);
+                    tokio::time::timeout(LOCK_WAIT, acquire)
                         .await
+                        .unwrap_or_else(|_| {
+                            Err(LockError::Unavailable(format!(
+                                "no answer within {LOCK_WAIT:?}"
+                            )))
+                        })
                         .unwrap_or_else(|err| {
                             // Firing without the lock risks only a lost compare-and-set in the
                             // database; not firing would lose the runs.
@@ -344,67 +245,6 @@ impl Handler<Release> for LockActor {
     }
 }
 
-/// Starts this process's heartbeat, now that its HTTP address is known.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Announce(pub String);
-
-impl Handler<Announce> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Announce, ctx: &mut Context<Self>) {
-        let now = Utc::now();
-        self.me = Some(Member {
-            instance_id: self.instance_id.clone(),
-            addr: msg.0,
-            started_at: now,
-            last_seen: now,
-        });
-        self.beat(ctx);
-        ctx.run_interval(HEARTBEAT_INTERVAL, |act, ctx| act.beat(ctx));
-    }
-}
-
-/// The live processes of the cluster (just this one without Redis).
-#[derive(Message)]
-#[rtype(result = "Result<Vec<Member>, LockError>")]
-pub struct Members;
-
-impl Handler<Members> for LockActor {
-    type Result = ResponseFuture<Result<Vec<Member>, LockError>>;
-
-    fn handle(&mut self, _: Members, _: &mut Context<Self>) -> Self::Result {
-        match &self.backend {
-            Backend::Redis(pool) => Box::pin(redis_members(pool.clone())),
-            Backend::Local(_) => {
-                let me = self.me.clone().map(|mut me| {
-                    me.last_seen = Utc::now();
-                    me
-                });
-                Box::pin(async move { Ok(me.into_iter().collect()) })
-            }
-        }
-    }
-}
-
-/// Stops the heartbeat and removes this process from the cluster list (shutdown).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Leave;
-
-impl Handler<Leave> for LockActor {
-    type Result = ResponseFuture<()>;
-
-    fn handle(&mut self, _: Leave, ctx: &mut Context<Self>) -> Self::Result {
-        self.me = None;
-        ctx.stop();
-        match &self.backend {
-            Backend::Redis(pool) => Box::pin(redis_leave(pool.clone(), self.instance_id.clone())),
-            Backend::Local(_) => Box::pin(async {}),
-        }
-    }
-}
-
 /// A handle to the LockActor.
 #[derive(Clone)]
 pub struct LockHandle {
@@ -427,21 +267,6 @@ impl LockHandle {
 
     pub async fn release(&self, task_ids: Vec<TaskId>) {
         let _ = self.addr.send(Release(task_ids)).await;
-    }
-
-    /// Starts the heartbeat of this process, reachable at `addr`.
-    pub fn announce(&self, addr: String) {
-        self.addr.do_send(Announce(addr));
-    }
-
-    /// The live processes of the cluster.
-    pub async fn members(&self) -> Result<Vec<Member>, LockError> {
-        self.addr.send(Members).await.map_err(unavailable)?
-    }
-
-    /// Leaves the cluster (shutdown).
-    pub async fn leave(&self) {
-        let _ = self.addr.send(Leave).await;
     }
 }
 

@@ -1,6 +1,7 @@
 //! The actors of ax, one per concern. Each is a thin shell owning state and doing I/O; the
 //! decisions live in the pure modules (`cron`, `wheel`, `plan`, `run`).
 
+pub mod cluster;
 pub mod dispatch;
 pub mod fire;
 pub mod lock;
@@ -51,7 +52,8 @@ control_messages!(
     store::StoreActor,
     supervisor::SupervisorActor,
     dispatch::DispatchActor,
-    lock::LockActor
+    lock::LockActor,
+    cluster::ClusterActor
 );
 
 /// Counts work under way (fire batches, result writes), so shutdown can wait for it.

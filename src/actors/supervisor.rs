@@ -9,7 +9,7 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 
-use super::lock::LockHandle;
+use super::cluster::ClusterHandle;
 use super::store::{boxed, StoreHandle};
 use super::wheel::{ScheduleMode, WheelHandle};
 use crate::clock::SharedClock;
@@ -65,7 +65,7 @@ pub struct SupervisorActor {
     store: StoreHandle,
     wheel: WheelHandle,
     /// The cluster's membership, when there is a cluster (Redis).
-    cluster: Option<LockHandle>,
+    cluster: Option<ClusterHandle>,
     running: Vec<Job>,
     /// How far the window has been loaded.
     loaded_until: Option<DateTime<Utc>>,
@@ -79,7 +79,7 @@ impl SupervisorActor {
         clock: SharedClock,
         store: StoreHandle,
         wheel: WheelHandle,
-        cluster: Option<LockHandle>,
+        cluster: Option<ClusterHandle>,
     ) -> Self {
         SupervisorActor {
             settings,

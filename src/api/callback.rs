@@ -7,7 +7,7 @@ use super::{validate, ApiState};
 use crate::actors::dispatch::json_text;
 use crate::error::ApiError;
 use crate::metrics::metrics;
-use crate::run::{Outcome, Refusal, Report, RequestId};
+use crate::run::{Outcome, Refusal, Report, ReportedStatus, RequestId};
 use crate::security::{callback_token, same_secret};
 use crate::store::queries::runs::Decided;
 
@@ -82,9 +82,9 @@ pub async fn report(
 
 fn outcome_name(outcome: &Outcome) -> &'static str {
     match outcome {
-        Outcome::Succeeded { .. } => "SUCCESS",
-        Outcome::Failed { .. } => "FAILED",
-        Outcome::Accepted { .. } => "ACCEPTED",
+        Outcome::Succeeded { .. } => ReportedStatus::Success.as_str(),
+        Outcome::Failed { .. } => ReportedStatus::Failed.as_str(),
+        Outcome::Accepted { .. } => "accepted",
     }
 }
 
@@ -120,10 +120,14 @@ fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError>
             "callbackToken does not match this requestId".into(),
         ));
     }
-    let succeeded = match body.remove("status") {
-        Some(Value::String(s)) if s == "SUCCESS" => true,
-        Some(Value::String(s)) if s == "FAILED" => false,
-        _ => {
+    let reported = match body.remove("status") {
+        Some(Value::String(s)) => ReportedStatus::parse(&s),
+        _ => None,
+    };
+    let succeeded = match reported {
+        Some(ReportedStatus::Success) => true,
+        Some(ReportedStatus::Failed) => false,
+        None => {
             return Err(ApiError::invalid(
                 "status",
                 "status must be SUCCESS or FAILED",

@@ -5,6 +5,8 @@ use actix_web::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::ENDPOINTS;
+use crate::run::{ReportedStatus, RunStatus};
+use crate::store::models::TaskStatus;
 
 /// `GET /api/openapi.json`.
 pub async fn document() -> HttpResponse {
@@ -193,19 +195,19 @@ fn schemas() -> Value {
             "misfireThresholdSecs": opt_int, "dependencyTimeoutSecs": opt_int,
             "dependsOn": {"type": "array", "items": int}}},
         "Task": {"allOf": [{"$ref": "#/components/schemas/TaskInput"}, {"type": "object", "properties": {
-            "id": int, "status": {"type": "string", "enum": ["ENABLED", "PAUSED"]},
+            "id": int, "status": {"type": "string", "enum": TaskStatus::ALL},
             "nextRunAt": {"type": "string", "format": "date-time", "nullable": true},
             "createdAt": time, "updatedAt": time}}]},
         "Instance": {"type": "object", "properties": {
             "id": int, "taskId": int, "requestId": string, "triggerType": string,
             "scheduledAt": time, "triggerAt": time,
-            "status": {"type": "string", "enum": ["PENDING", "READY", "RUNNING", "SUCCESS", "FAILED", "MISSED"]},
+            "status": {"type": "string", "enum": RunStatus::ALL},
             "attempt": int, "retryCount": int, "code": string, "message": string,
             "deadlineAt": time, "nextAttemptAt": time, "firedBy": string, "createdAt": time,
             "finishedAt": time, "params": {"type": "object"}}},
         "Callback": {"type": "object", "required": ["requestId", "callbackToken", "status"], "properties": {
             "requestId": string, "callbackToken": string,
-            "status": {"type": "string", "enum": ["SUCCESS", "FAILED"]},
+            "status": {"type": "string", "enum": ReportedStatus::ALL},
             "code": string, "message": string, "retry": {"type": "boolean"}, "attempt": int}},
         "Stats": {"type": "object", "properties": {
             "taskId": int, "from": time, "to": time, "total": int,

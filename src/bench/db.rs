@@ -166,17 +166,19 @@ mod tests {
 
     #[test]
     fn open_states_are_not_final() {
+        use RunStatus::*;
+        let name = |status: RunStatus| status.to_string();
         let statuses = BTreeMap::from([
-            ("SUCCESS".to_string(), 10),
-            ("FAILED".to_string(), 2),
-            ("MISSED".to_string(), 1),
-            ("RUNNING".to_string(), 3),
-            ("READY".to_string(), 4),
+            (name(Success), 10),
+            (name(Failed), 2),
+            (name(Missed), 1),
+            (name(Running), 3),
+            (name(Ready), 4),
         ]);
         assert_eq!(not_final(&statuses), 7);
         assert_eq!(
             open_only(statuses).into_iter().collect::<Vec<_>>(),
-            vec![("READY".to_string(), 4), ("RUNNING".to_string(), 3)]
+            vec![(name(Ready), 4), (name(Running), 3)]
         );
     }
 }

@@ -13,6 +13,8 @@ use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
+use crate::run::ReportedStatus;
+
 use super::analysis::{injects_failure, Delivery};
 use super::Mode;
 
@@ -193,7 +195,7 @@ async fn handle_run(
             if !behaviour.delay.is_zero() {
                 actix_rt::time::sleep(behaviour.delay).await;
             }
-            HttpResponse::Ok().json(json!({"status": "SUCCESS"}))
+            HttpResponse::Ok().json(json!({"status": ReportedStatus::Success}))
         }
         Mode::Callback => {
             let shared = shared.into_inner();
@@ -217,7 +219,7 @@ async fn send_callback(shared: &Shared, client: &awc::Client, delivery: &Deliver
     let body = json!({
         "requestId": request_id.to_string(),
         "callbackToken": token,
-        "status": "SUCCESS",
+        "status": ReportedStatus::Success,
     });
     match client.post(url).send_json(&body).await {
         Ok(response) if response.status().is_success() => {

@@ -16,4 +16,4 @@ pub use lifecycle::{
     Refusal, Report, RunState, Write,
 };
 pub use retry::{claim_until, RetryLimits, RetryPolicy, CLAIM_MARGIN_SECS, MAX_RETRY_DELAY_SECS};
-pub use status::{RunStatus, TriggerType, DISPATCHABLE, OPEN};
+pub use status::{ReportedStatus, RunStatus, TriggerType, DISPATCHABLE, OPEN};

@@ -42,3 +42,8 @@ crate::text_enum! {
     /// Why a run exists.
     TriggerType { Schedule => "SCHEDULE", Manual => "MANUAL" }
 }
+
+crate::text_enum! {
+    /// The result an executor reports, in a reply body or a callback's `status`.
+    ReportedStatus { Success => "SUCCESS", Failed => "FAILED" }
+}

@@ -1,0 +1,228 @@
+//! ClusterActor: keeps this process's heartbeat in Redis and lists the live processes, so the
+//! supervisor can tell a dead process's claims from a live one's. Without Redis the cluster is
+//! this process alone.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::lock::{unavailable, LockError, RedisPool};
+
+/// How often a process renews its heartbeat.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
+/// A process whose heartbeat is older than this is gone.
+pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
+/// The set of instance ids that have announced themselves.
+const MEMBERS_KEY: &str = "ax:instances";
+
+fn heartbeat_key(instance_id: &str) -> String {
+    format!("ax:instance:{instance_id}")
+}
+
+/// A live ax process, as its heartbeat says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    pub instance_id: String,
+    pub addr: String,
+    pub started_at: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+}
+
+/// The actor holding this process's membership.
+pub struct ClusterActor {
+    redis: Option<RedisPool>,
+    instance_id: String,
+    /// This process, once its HTTP address is known (see `Announce`).
+    me: Option<Member>,
+}
+
+impl ClusterActor {
+    /// A member of the cluster whose heartbeats are in `redis` (`None`: a cluster of one).
+    pub fn new(instance_id: String, redis: Option<RedisPool>) -> Self {
+        ClusterActor {
+            redis,
+            instance_id,
+            me: None,
+        }
+    }
+
+    fn beat(&mut self, ctx: &mut Context<Self>) {
+        let (Some(pool), Some(me)) = (&self.redis, &mut self.me) else {
+            return;
+        };
+        me.last_seen = Utc::now();
+        let (pool, me) = (pool.clone(), me.clone());
+        ctx.spawn(
+            async move {
+                if let Err(err) = redis_heartbeat(pool, me).await {
+                    log::warn!("heartbeat not sent: {err}");
+                }
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+impl Actor for ClusterActor {
+    type Context = Context<Self>;
+}
+
+async fn redis_heartbeat(pool: RedisPool, me: Member) -> Result<(), LockError> {
+    let mut conn = pool.get().await.map_err(unavailable)?;
+    let value = serde_json::to_string(&me).map_err(unavailable)?;
+    redis::pipe()
+        .cmd("SET")
+        .arg(heartbeat_key(&me.instance_id))
+        .arg(value)
+        .arg("PX")
+        .arg(HEARTBEAT_TTL.as_millis() as u64)
+        .ignore()
+        .cmd("SADD")
+        .arg(MEMBERS_KEY)
+        .arg(&me.instance_id)
+        .ignore()
+        .query_async::<()>(&mut *conn)
+        .await
+        .map_err(unavailable)
+}
+
+/// The processes whose heartbeats are live; forgets those whose heartbeat expired.
+async fn redis_members(pool: RedisPool) -> Result<Vec<Member>, LockError> {
+    let mut conn = pool.get().await.map_err(unavailable)?;
+    let ids: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(MEMBERS_KEY)
+        .query_async(&mut *conn)
+        .await
+        .map_err(unavailable)?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let keys: Vec<String> = ids.iter().map(|id| heartbeat_key(id)).collect();
+    let beats: Vec<Option<String>> = redis::cmd("MGET")
+        .arg(&keys)
+        .query_async(&mut *conn)
+        .await
+        .map_err(unavailable)?;
+    let mut members = Vec::new();
+    for (id, beat) in ids.iter().zip(beats) {
+        match beat.and_then(|b| serde_json::from_str::<Member>(&b).ok()) {
+            Some(member) => members.push(member),
+            None => {
+                let _: Result<(), _> = redis::cmd("SREM")
+                    .arg(MEMBERS_KEY)
+                    .arg(id)
+                    .query_async(&mut *conn)
+                    .await;
+            }
+        }
+    }
+    members.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+    Ok(members)
+}
+
+async fn redis_leave(pool: RedisPool, instance_id: String) {
+    let Ok(mut conn) = pool.get().await else {
+        return;
+    };
+    let _: Result<(), _> = redis::pipe()
+        .cmd("DEL")
+        .arg(heartbeat_key(&instance_id))
+        .ignore()
+        .cmd("SREM")
+        .arg(MEMBERS_KEY)
+        .arg(&instance_id)
+        .ignore()
+        .query_async(&mut *conn)
+        .await;
+}
+
+/// Starts this process's heartbeat, now that its HTTP address is known.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Announce(pub String);
+
+impl Handler<Announce> for ClusterActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Announce, ctx: &mut Context<Self>) {
+        let now = Utc::now();
+        self.me = Some(Member {
+            instance_id: self.instance_id.clone(),
+            addr: msg.0,
+            started_at: now,
+            last_seen: now,
+        });
+        self.beat(ctx);
+        ctx.run_interval(HEARTBEAT_INTERVAL, |act, ctx| act.beat(ctx));
+    }
+}
+
+/// The live processes of the cluster (just this one without Redis).
+#[derive(Message)]
+#[rtype(result = "Result<Vec<Member>, LockError>")]
+pub struct Members;
+
+impl Handler<Members> for ClusterActor {
+    type Result = ResponseFuture<Result<Vec<Member>, LockError>>;
+
+    fn handle(&mut self, _: Members, _: &mut Context<Self>) -> Self::Result {
+        match &self.redis {
+            Some(pool) => Box::pin(redis_members(pool.clone())),
+            None => {
+                let me = self.me.clone().map(|mut me| {
+                    me.last_seen = Utc::now();
+                    me
+                });
+                Box::pin(async move { Ok(me.into_iter().collect()) })
+            }
+        }
+    }
+}
+
+/// Stops the heartbeat and removes this process from the cluster list (shutdown).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Leave;
+
+impl Handler<Leave> for ClusterActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Leave, ctx: &mut Context<Self>) -> Self::Result {
+        self.me = None;
+        ctx.stop();
+        match &self.redis {
+            Some(pool) => Box::pin(redis_leave(pool.clone(), self.instance_id.clone())),
+            None => Box::pin(async {}),
+        }
+    }
+}
+
+/// A handle to the ClusterActor.
+#[derive(Clone)]
+pub struct ClusterHandle {
+    addr: Addr<ClusterActor>,
+}
+
+impl ClusterHandle {
+    pub fn new(addr: Addr<ClusterActor>) -> Self {
+        ClusterHandle { addr }
+    }
+
+    /// Starts the heartbeat of this process, reachable at `addr`.
+    pub fn announce(&self, addr: String) {
+        self.addr.do_send(Announce(addr));
+    }
+
+    /// The live processes of the cluster.
+    pub async fn members(&self) -> Result<Vec<Member>, LockError> {
+        self.addr.send(Members).await.map_err(unavailable)?
+    }
+
+    /// Leaves the cluster (shutdown).
+    pub async fn leave(&self) {
+        let _ = self.addr.send(Leave).await;
+    }
+}
