@@ -570,3 +570,107 @@ async fn api_rejects_bad_input_and_pages_listings() {
     assert_eq!(health["status"], "ok");
     ax.shutdown().await;
 }
+
+/// Results count once, for the attempt they belong to: an executor that re-sends its FAILED
+/// callback (with and without `attempt`) burns no retry, a result for an attempt never
+/// dispatched is 409 and changes nothing, and the answer gives the run's status after the call.
+#[actix_rt::test]
+async fn callbacks_count_once_per_attempt() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "once")).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Accepted).await;
+    let mut body = every_second(&executor.url);
+    body["maxRetry"] = json!(3);
+    body["retryBackoffSecs"] = json!(60);
+    let task = api.create_task(body.clone()).await;
+    let first = executor.wait_for(1, Duration::from_secs(5)).await[0].clone();
+    body["enabled"] = json!(false);
+    api.call("PUT", &format!("/api/tasks/{}", task["id"]), Some(body))
+        .await;
+    let path = format!("/api/instances/{}", first.request_id);
+    wait_status(&api, &path, "RUNNING", Duration::from_secs(5)).await;
+
+    let (status, reply) = api
+        .post(
+            "/api/callback",
+            first.callback("FAILED", json!({"attempt": 99})),
+        )
+        .await;
+    assert_eq!(status, 409, "{reply}");
+    assert_eq!(reply["error"]["code"], "CONFLICT");
+    assert_eq!(reply["error"]["field"], "attempt");
+    let (_, run) = api.get(&path).await;
+    assert_eq!(
+        (&run["status"], &run["attempt"]),
+        (&json!("RUNNING"), &json!(1))
+    );
+
+    let failed = |extra| first.callback("FAILED", extra);
+    let (status, reply) = api
+        .post("/api/callback", failed(json!({"attempt": 1})))
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        (&reply["applied"], &reply["status"]),
+        (&json!(true), &json!("READY"))
+    );
+    for _ in 0..2 {
+        let (status, reply) = api.post("/api/callback", failed(json!({}))).await;
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(reply["applied"], false, "{reply}");
+        assert_eq!(
+            reply["status"], "READY",
+            "the run's status, not the reported one"
+        );
+    }
+    let (_, run) = api.get(&path).await;
+    assert_eq!(run["status"], "READY", "{run}");
+    assert_eq!(
+        (&run["attempt"], &run["retryCount"]),
+        (&json!(2), &json!(1))
+    );
+    // Attempt 2 was never dispatched: its result is refused.
+    let (status, reply) = api
+        .post("/api/callback", failed(json!({"attempt": 2})))
+        .await;
+    assert_eq!(status, 409, "{reply}");
+    ax.shutdown().await;
+    executor.stop().await;
+}
+
+/// A manual run goes the way of every due attempt: into the wheel, claimed, dispatched once.
+#[actix_rt::test]
+async fn a_manual_run_is_claimed_and_dispatched_once() {
+    let store = TestStore::mysql();
+    let ax = start_ax(&config(&store, true, "manual")).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Success).await;
+    let mut body = every_second(&executor.url);
+    body["enabled"] = json!(false);
+    let task = api.create_task(body).await;
+    let (status, run) = api
+        .post(
+            &format!("/api/tasks/{}/trigger", task["id"]),
+            json!({"params": {"by": "hand"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["triggerType"], "MANUAL");
+    let path = format!(
+        "/api/instances/{}",
+        run["requestId"].as_str().unwrap_or_default()
+    );
+    let done = wait_status(&api, &path, "SUCCESS", Duration::from_secs(5)).await;
+    assert_eq!(done["firedBy"], "manual", "{done}");
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    let deliveries = executor.received();
+    assert_eq!(deliveries.len(), 1, "delivered once");
+    assert_eq!(deliveries[0].body["params"], json!({"by": "hand"}));
+    assert_eq!(
+        deliveries[0].request_id,
+        run["requestId"].as_str().unwrap_or_default()
+    );
+    ax.shutdown().await;
+    executor.stop().await;
+}

@@ -449,9 +449,11 @@ fn pending(run: &RunState) -> Result<Expect, Refusal> {
 /// A dispatched attempt whose claimant is gone is due again at once — or at its scheduled
 /// time, for a run committed ahead of it: a reclaimed run never goes out early.
 fn lapse(run: &RunState, at: DateTime<Utc>) -> Result<Write, Refusal> {
+    // A claim already lapsed to the run's own time (committed ahead) is left as it is.
+    let due = at.max(run.scheduled_at);
     let held = run.status == RunStatus::Ready
         && run.dispatched == run.attempt
-        && run.claimed_until.is_some_and(|until| until > at);
+        && run.claimed_until.is_some_and(|until| until > due);
     if !held {
         return Err(Refusal::NotApplicable);
     }
@@ -462,7 +464,7 @@ fn lapse(run: &RunState, at: DateTime<Utc>) -> Result<Write, Refusal> {
             ..Expect::seen(run)
         },
         change: Change {
-            claimed_until: Some(Some(at.max(run.scheduled_at))),
+            claimed_until: Some(Some(due)),
             ..Change::default()
         },
     })

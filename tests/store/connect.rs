@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use ax::store::models::{InstanceStatus, TaskStatus};
+use ax::run::{Event, RunStatus};
+use ax::store::models::TaskStatus;
 use ax::store::queries::instances::FireOutcome;
 use ax::store::queries::tasks::{self, TaskFilter};
 use ax::store::{from_db, to_db, Db, StoreError};
@@ -11,8 +12,8 @@ use chrono::{DateTime, Timelike, Utc};
 
 use crate::common::TestStore;
 use crate::support::{
-    base, conn, connect, fields, find_task, fire_record, ids, insert_instance, insert_task,
-    instance, new_instance, on_both_backends, page, record, request_id,
+    applied, base, conn, connect, decide, fields, find_task, fire_record, ids, insert_instance,
+    insert_task, instance, new_instance, on_both_backends, page, record, request_id,
 };
 
 on_both_backends!(times_round_trip_exactly);
@@ -197,11 +198,14 @@ async fn times_round_trip_exactly(db: &Db) {
         );
 
         let rid = request_id();
-        let mut row = new_instance(task.id, &rid, stored, InstanceStatus::Ready);
+        let mut row = new_instance(task.id, &rid, stored, RunStatus::Ready);
         row.trigger_at = stored;
         row.created_at = stored;
         row.finished_at = Some(stored);
         row.next_attempt_at = Some(stored);
+        row.deadline_at = Some(stored);
+        row.dispatched_attempt = 1;
+        row.claimed_until = Some(stored);
         assert_eq!(insert_instance(db, &row).await, FireOutcome::Fired);
         let read = instance(db, &rid).await;
         assert_eq!(from_db(read.scheduled_at), expected, "{text}: scheduled_at");
@@ -216,6 +220,30 @@ async fn times_round_trip_exactly(db: &Db) {
             Some(expected),
             "{text}: next_attempt_at"
         );
+        assert_eq!(
+            read.deadline_at.map(from_db),
+            Some(expected),
+            "{text}: deadline_at"
+        );
+        assert_eq!(
+            read.claimed_until.map(from_db),
+            Some(expected),
+            "{text}: claimed_until"
+        );
+
+        // The compare-and-set on claimed_until (a lapsed claim taken over) matches the exact
+        // value read back.
+        let take_over = Event::Claim {
+            attempt: 1,
+            claimant: "node-other".into(),
+            until: expected,
+            at: expected,
+        };
+        let run = applied(decide(db, &rid, &take_over).await);
+        assert_eq!(run.claimed_until, Some(expected), "{text}: claim");
+        let read = instance(db, &rid).await;
+        assert_eq!(read.fired_by, "node-other", "{text}: claimed");
+        assert_eq!(read.claimed_until.map(from_db), Some(expected), "{text}");
 
         // The compare-and-set on next_run_at matches the exact value read back.
         let read_next = find_task(db, task.id)

@@ -1,7 +1,8 @@
 //! `src/store/queries/instances.rs`, fires: `record_fires`' compare-and-set, duplicate request
 //! ids, many fires and fire chains per statement, and fire batches committing side by side.
 
-use ax::store::models::{InstanceStatus, TaskStatus, TriggerType};
+use ax::run::{dependency_deadline, NewRun, RequestId, RunStatus, TaskId, TriggerType};
+use ax::store::models::{Instance, TaskStatus};
 use ax::store::queries::instances::{self, FireOutcome, FireRecord};
 use ax::store::queries::tasks;
 use ax::store::{Db, StoreError};
@@ -9,8 +10,9 @@ use chrono::NaiveDateTime;
 
 use crate::common::TestStore;
 use crate::support::{
-    base, conn, connect, fields, find_task, fire_record, insert_instance, insert_task, instance,
-    millis, new_instance, now_db, on_both_backends, record, request_id, runs_of, secs,
+    at, base, born, conn, connect, fields, find_task, fire_record, fired_claim, insert_instance,
+    insert_task, instance, millis, new_instance, now_db, on_both_backends, record, request_id,
+    runs_of, secs,
 };
 
 on_both_backends!(
@@ -36,14 +38,11 @@ async fn record_fires_compare_and_set(db: &Db) {
     );
     let row = instance(db, &first).await;
     assert_eq!(row.task_id, task.id);
-    assert_eq!(row.status, "READY");
-    assert_eq!(row.scheduled_at, t0);
-    assert_eq!(row.trigger_type, "SCHEDULE");
-    assert_eq!(row.fired_by, "node-test");
+    assert_fired(&row, t0);
+    assert_eq!(row.trigger_type, TriggerType::Schedule);
     assert_eq!((row.attempt, row.retry_count), (1, 0), "column defaults");
     assert_eq!(row.callback_code, None);
-    assert_eq!(row.deadline_at, None);
-    assert_eq!(row.finished_at, None);
+    assert_eq!(row.params, None);
 
     // The same fire again (another node, or a retry) is stale: no second row.
     let outcomes = record(db, vec![fire_record(task.id, &first, t0, Some(t1))]).await;
@@ -88,7 +87,12 @@ async fn record_fires_compare_and_set(db: &Db) {
     // Nor does a deleted one.
     let outcomes = record(
         db,
-        vec![fire_record(paused.id + 1000, &request_id(), t0, Some(t1))],
+        vec![fire_record(
+            TaskId(paused.id.0 + 1000),
+            &request_id(),
+            t0,
+            Some(t1),
+        )],
     )
     .await;
     assert_eq!(outcomes, vec![FireOutcome::Stale]);
@@ -112,11 +116,14 @@ async fn record_fires_compare_and_set(db: &Db) {
     let (rows, total) = runs_of(db, chained.id).await;
     assert_eq!(total, 2);
     // Newest scheduled first.
-    let listed: Vec<(&str, NaiveDateTime)> = rows
+    let listed: Vec<(&RequestId, NaiveDateTime)> = rows
         .iter()
-        .map(|r| (r.request_id.as_str(), r.scheduled_at))
+        .map(|r| (&r.request_id, r.scheduled_at))
         .collect();
-    assert_eq!(listed, vec![(y.as_str(), t1), (x.as_str(), t0)]);
+    assert_eq!(listed, vec![(&y, t1), (&x, t0)]);
+    for row in &rows {
+        assert_fired(row, row.scheduled_at);
+    }
 
     // A mixed batch: each record gets its own outcome, in order.
     let other = insert_task(db, fields("other", "s", TaskStatus::Enabled, Some(t0))).await;
@@ -168,25 +175,20 @@ async fn record_fires_rolls_back_with_its_transaction(db: &Db) {
 async fn duplicate_request_id(db: &Db) {
     let task = insert_task(db, fields("dup", "s", TaskStatus::Enabled, None)).await;
     let rid = request_id();
-    let first = new_instance(task.id, &rid, base(), InstanceStatus::Ready);
+    let first = new_instance(task.id, &rid, base(), RunStatus::Ready);
     assert_eq!(insert_instance(db, &first).await, FireOutcome::Fired);
-    let mut second = new_instance(task.id, &rid, base() + secs(5), InstanceStatus::Ready);
-    second.trigger_type = TriggerType::Manual.as_str().into();
+    let mut second = new_instance(task.id, &rid, base() + secs(5), RunStatus::Ready);
+    second.trigger_type = TriggerType::Manual;
     assert_eq!(insert_instance(db, &second).await, FireOutcome::Duplicate);
     let (rows, total) = runs_of(db, task.id).await;
     assert_eq!(total, 1);
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].scheduled_at, base(), "the first row is kept");
-    assert_eq!(rows[0].trigger_type, "SCHEDULE");
+    assert_eq!(rows[0].trigger_type, TriggerType::Schedule);
 
     // The connection is still usable after the violation (also inside a transaction).
-    let other = new_instance(
-        task.id,
-        &request_id(),
-        base() + secs(1),
-        InstanceStatus::Ready,
-    );
-    let again = new_instance(task.id, &rid, base() + secs(2), InstanceStatus::Ready);
+    let other = new_instance(task.id, &request_id(), base() + secs(1), RunStatus::Ready);
+    let again = new_instance(task.id, &rid, base() + secs(2), RunStatus::Ready);
     let mut conn = conn(db).await;
     let outcomes = conn
         .transaction(move |c| {
@@ -247,7 +249,12 @@ async fn fires_recorded_at_once(db: &Db) {
     }
     for k in [0, 4] {
         let row = instance(db, &records[k].instance.request_id).await;
-        assert_eq!(row.status, "READY");
+        assert_fired(&row, t);
+        assert_eq!(row.task_id, tasks_[k].id);
+        assert_eq!(row.trigger_type, TriggerType::Schedule);
+        assert_eq!(row.trigger_at, records[k].instance.trigger_at);
+        assert_eq!(row.created_at, records[k].instance.created_at);
+        assert_eq!(row.params, None);
     }
     let (runs, _) = runs_of(db, tasks_[3].id).await;
     assert_eq!(runs.len(), 1, "no second row for a duplicate");
@@ -260,26 +267,71 @@ async fn fire_chains_recorded_at_once(db: &Db) {
     let b = insert_task(db, fields("b", "s", TaskStatus::Enabled, Some(t))).await;
     let moved_on = Some(t + secs(5));
     let c = insert_task(db, fields("c", "s", TaskStatus::Enabled, moved_on)).await;
+    // Runs of every birth go in the one multi-row insert: waiting for upstreams, missed.
+    let d = insert_task(db, fields("d", "s", TaskStatus::Enabled, Some(t))).await;
+    let e = insert_task(db, fields("e", "s", TaskStatus::Enabled, Some(t))).await;
+    let deadline = dependency_deadline(at(t), 60);
+    let later = |task: TaskId, run: &NewRun| FireRecord {
+        scheduled_at: t,
+        next_run_at: Some(t + secs(1)),
+        instance: born(task, &request_id(), t, run),
+    };
     let fires = vec![
         fire_record(a.id, &request_id(), t, Some(t + secs(1))),
         fire_record(b.id, &request_id(), t, Some(t + secs(1))),
         fire_record(a.id, &request_id(), t + secs(1), Some(t + secs(2))),
         fire_record(c.id, &request_id(), t, Some(t + secs(1))),
         fire_record(c.id, &request_id(), t + secs(1), Some(t + secs(2))),
+        later(d.id, &NewRun::waiting_for_upstreams(deadline)),
+        later(e.id, &NewRun::missed(at(t + millis(700)))),
     ];
     use FireOutcome::*;
     assert_eq!(
-        record(db, fires).await,
-        vec![Fired, Fired, Fired, Stale, Stale]
+        record(db, fires.clone()).await,
+        vec![Fired, Fired, Fired, Stale, Stale, Fired, Fired]
     );
     for (task, next, rows) in [
         (&a, Some(t + secs(2)), 2),
         (&b, Some(t + secs(1)), 1),
         (&c, moved_on, 0),
+        (&d, Some(t + secs(1)), 1),
+        (&e, Some(t + secs(1)), 1),
     ] {
         let found = find_task(db, task.id).await.expect("task");
         assert_eq!(found.next_run_at, next, "task {}", task.name);
         assert_eq!(runs_of(db, task.id).await.1, rows, "task {}", task.name);
+    }
+    // Every column as given, in its place.
+    for fire in fires.iter().filter(|f| f.instance.task_id != c.id) {
+        let row = instance(db, &fire.instance.request_id).await;
+        let new = &fire.instance;
+        assert_eq!(
+            (row.task_id, row.trigger_type, row.scheduled_at),
+            (new.task_id, TriggerType::Schedule, fire.scheduled_at)
+        );
+        assert_eq!(
+            (row.trigger_at, row.created_at),
+            (new.trigger_at, new.created_at)
+        );
+        assert_eq!(
+            (row.fired_by.as_str(), row.params.as_deref()),
+            ("node-test", None)
+        );
+        assert_eq!((row.attempt, row.retry_count), (1, 0));
+        match row.status {
+            RunStatus::Ready => assert_fired(&row, fire.scheduled_at),
+            RunStatus::Pending => {
+                assert_eq!(row.deadline_at, Some(t + secs(60)));
+                assert_eq!((row.dispatched_attempt, row.claimed_until), (0, None));
+                assert_eq!((row.next_attempt_at, row.finished_at), (None, None));
+            }
+            RunStatus::Missed => {
+                assert_eq!(row.finished_at, Some(t + millis(700)));
+                assert_eq!((row.dispatched_attempt, row.claimed_until), (0, None));
+                assert_eq!((row.next_attempt_at, row.deadline_at), (None, None));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
 
@@ -301,11 +353,11 @@ async fn concurrent_fire_batches_do_not_deadlock_mysql() {
         .await;
         tasks_.push(task.id);
     }
-    let fire = |ids: &[i64], at: NaiveDateTime| {
+    let fire = |ids: &[TaskId], when: NaiveDateTime| {
         let db = db.clone();
         let fires: Vec<FireRecord> = ids
             .iter()
-            .map(|&id| fire_record(id, &request_id(), at, Some(at + secs(1))))
+            .map(|&id| fire_record(id, &request_id(), when, Some(when + secs(1))))
             .collect();
         async move {
             let mut conn = conn(&db).await;
@@ -355,4 +407,18 @@ async fn concurrent_fire_batches_do_not_deadlock_mysql() {
         seconds.dedup();
         assert_eq!(seconds.len(), runs.len(), "task {id}: one run per second");
     }
+}
+
+/// A run as the fire pipeline commits it: READY, its first attempt dispatched and claimed by
+/// the firing process until the task's timeout and the claim margin have passed.
+#[track_caller]
+fn assert_fired(row: &Instance, scheduled_at: NaiveDateTime) {
+    assert_eq!(row.status, RunStatus::Ready);
+    assert_eq!(row.scheduled_at, scheduled_at);
+    assert_eq!(row.fired_by, "node-test");
+    assert_eq!(row.dispatched_attempt, 1, "claimed at birth");
+    assert_eq!(row.claimed_until, Some(fired_claim(scheduled_at)));
+    assert_eq!(row.claimed_until, Some(scheduled_at + secs(30 + 10)));
+    assert_eq!(row.next_attempt_at, None, "not waiting: dispatched");
+    assert_eq!((row.deadline_at, row.finished_at), (None, None));
 }

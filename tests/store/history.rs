@@ -1,6 +1,7 @@
 //! `src/store/queries/instances.rs`, reading and pruning runs: history, stats, retention.
 
-use ax::store::models::{InstanceStatus, TaskStatus};
+use ax::run::{RunStatus, TaskId};
+use ax::store::models::TaskStatus;
 use ax::store::queries::instances;
 use ax::store::Db;
 use chrono::NaiveDateTime;
@@ -18,7 +19,7 @@ on_both_backends!(
 
 async fn history_filters_and_pages(db: &Db) {
     use ax::store::queries::instances::{Cursor, InstanceFilter};
-    use InstanceStatus::*;
+    use RunStatus::*;
     let t = base();
     let x = insert_task(db, fields("x", "s1", TaskStatus::Enabled, None)).await;
     let y = insert_task(db, fields("y", "s2", TaskStatus::Enabled, None)).await;
@@ -78,7 +79,7 @@ async fn history_filters_and_pages(db: &Db) {
         vec!["r5", "r4", "r3", "r2", "r1"]
     );
     assert!(names(by_scene("nope")).await.is_empty());
-    let by_status = |status: InstanceStatus| InstanceFilter {
+    let by_status = |status: RunStatus| InstanceFilter {
         status: Some(status),
         ..all()
     };
@@ -161,7 +162,7 @@ async fn history_filters_and_pages(db: &Db) {
 }
 
 async fn stats_rows_in_range(db: &Db) {
-    use InstanceStatus::*;
+    use RunStatus::*;
     let t = base();
     let x = insert_task(db, fields("x", "s", TaskStatus::Enabled, None)).await;
     let y = insert_task(db, fields("y", "s", TaskStatus::Enabled, None)).await;
@@ -179,7 +180,7 @@ async fn stats_rows_in_range(db: &Db) {
         row.trigger_at = at + millis(250);
         insert_instance(db, &row).await;
         if counted {
-            expected.push((status.as_str().to_string(), at, at + millis(250)));
+            expected.push((status, at, at + millis(250)));
         }
     }
     let mut rows = instances::for_stats(&mut conn(db).await, x.id, t, t + secs(10))
@@ -192,14 +193,14 @@ async fn stats_rows_in_range(db: &Db) {
         .await
         .expect("for_stats");
     assert!(none.is_empty());
-    let missing = instances::for_stats(&mut conn(db).await, y.id + 1000, t, t + secs(10))
+    let missing = instances::for_stats(&mut conn(db).await, TaskId(y.id.0 + 1000), t, t + secs(10))
         .await
         .expect("for_stats");
     assert!(missing.is_empty());
 }
 
 async fn retention_deletes_in_batches(db: &Db) {
-    use InstanceStatus::*;
+    use RunStatus::*;
     let t = base();
     let task = insert_task(db, fields("old", "s", TaskStatus::Enabled, None)).await;
     let before = t + secs(3);

@@ -2,9 +2,10 @@
 //! on a fresh SQLite file and on a fresh MariaDB database.
 //!
 //! The modules follow the code they test: `connect` the store itself (`src/store/mod.rs`),
-//! `tasks` and `meta` their query modules, `fires`, `results`, `attempts`, `pending` and
-//! `history` the parts of `queries/instances.rs`, and `store_actor` the StoreActor
-//! (`src/actors/store.rs`). `support` holds the helpers and `on_both_backends!`.
+//! `tasks` and `meta` their query modules, `fires` and `history` the parts of
+//! `queries/instances.rs`, `runs` (the writes themselves), `results`, `attempts` and `pending`
+//! the parts of `queries/runs.rs`, and `store_actor` the StoreActor (`src/actors/store.rs`).
+//! `support` holds the helpers and `on_both_backends!`.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -17,5 +18,6 @@ mod history;
 mod meta;
 mod pending;
 mod results;
+mod runs;
 mod store_actor;
 mod tasks;

@@ -1,20 +1,21 @@
-//! `src/store/queries/instances.rs`, `check_pending`: runs waiting on their upstreams.
+//! `src/store/queries/runs.rs`, `check_pending`: runs waiting on their upstreams.
 
-use ax::store::models::{InstanceStatus, TaskStatus};
-use ax::store::queries::instances::{self, FireOutcome, ResultOutcome};
-use ax::store::queries::tasks;
-use ax::store::{from_db, Db};
+use ax::run::{NewRun, RunStatus};
+use ax::store::models::TaskStatus;
+use ax::store::queries::instances::FireOutcome;
+use ax::store::queries::{runs, tasks};
+use ax::store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
-    apply, base, conn, fields, insert_instance, insert_task, instance, millis, new_instance,
-    on_both_backends, request_id, result, secs,
+    applied, at, base, born, conn, decide, fields, insert_instance, insert_task, instance, millis,
+    new_instance, on_both_backends, report, request_id, secs, succeeded,
 };
 
 on_both_backends!(check_pending_follows_upstreams);
 
 async fn check_pending_follows_upstreams(db: &Db) {
-    use InstanceStatus::*;
+    use RunStatus::*;
     let t = base();
     let a = insert_task(db, fields("up", "s", TaskStatus::Enabled, None)).await;
     let b = tasks::insert(
@@ -26,11 +27,11 @@ async fn check_pending_follows_upstreams(db: &Db) {
     .expect("insert downstream");
 
     // The upstream's history.
-    let upstream = |at: NaiveDateTime, status: InstanceStatus| {
+    let upstream = |when: NaiveDateTime, status: RunStatus| {
         let rid = request_id();
-        let mut row = new_instance(a.id, &rid, at, status);
+        let mut row = new_instance(a.id, &rid, when, status);
         if status.is_final() {
-            row.finished_at = Some(at + secs(1));
+            row.finished_at = Some(when + secs(1));
         }
         (rid, row)
     };
@@ -44,10 +45,14 @@ async fn check_pending_follows_upstreams(db: &Db) {
 
     let now1 = t + secs(100);
     let deadline = t + secs(200);
-    let pending = |at: NaiveDateTime, deadline: NaiveDateTime| {
+    let pending = |scheduled: NaiveDateTime, deadline: NaiveDateTime| {
         let rid = request_id();
-        let mut row = new_instance(b.id, &rid, at, Pending);
-        row.deadline_at = Some(deadline);
+        let row = born(
+            b.id,
+            &rid,
+            scheduled,
+            &NewRun::waiting_for_upstreams(at(deadline)),
+        );
         (rid, row)
     };
     // Before any upstream run: waits until its deadline (later upstream runs do not count).
@@ -68,7 +73,7 @@ async fn check_pending_follows_upstreams(db: &Db) {
     insert_instance(db, &new_instance(b.id, &ready, t + secs(7), Ready)).await;
 
     let check = |now: NaiveDateTime, limit: i64| async move {
-        instances::check_pending(&mut conn(db).await, from_db(now), limit)
+        runs::check_pending(&mut conn(db).await, at(now), limit)
             .await
             .expect("check_pending")
     };
@@ -77,15 +82,25 @@ async fn check_pending_follows_upstreams(db: &Db) {
     assert_eq!(check(now1, 1).await, (0, 0));
     assert_eq!(check(now1, 2).await, (1, 0));
     let row = instance(db, &ok).await;
-    assert_eq!(row.status, "READY");
+    assert_eq!(row.status, Ready);
     assert_eq!(row.next_attempt_at, Some(now1), "due at once");
+    assert_eq!(
+        (row.dispatched_attempt, row.claimed_until),
+        (0, None),
+        "not dispatched yet"
+    );
     assert_eq!(row.deadline_at, None);
     assert_eq!((row.finished_at, row.callback_code), (None, None));
+    let due = runs::due_attempts(&mut conn(db).await, at(now1), 100)
+        .await
+        .expect("due_attempts");
+    let due: Vec<_> = due.iter().map(|d| &d.request_id).collect();
+    assert_eq!(due, vec![&ok], "the attempt scan dispatches it");
     assert_eq!(check(now1, 100).await, (0, 2));
 
     for (rid, scheduled) in [(&failed, t + secs(10)), (&missed, t + secs(25))] {
         let row = instance(db, rid).await;
-        assert_eq!(row.status, "FAILED", "scheduled at {scheduled}");
+        assert_eq!(row.status, Failed, "scheduled at {scheduled}");
         assert_eq!(row.callback_code.as_deref(), Some("UPSTREAM_FAILED"));
         assert!(row.callback_message.is_some());
         assert_eq!(row.finished_at, Some(now1));
@@ -94,35 +109,36 @@ async fn check_pending_follows_upstreams(db: &Db) {
     }
     for rid in [&early, &waiting] {
         let row = instance(db, rid).await;
-        assert_eq!(row.status, "PENDING");
+        assert_eq!(row.status, Pending);
         assert_eq!(row.deadline_at, Some(deadline), "the deadline is kept");
         assert_eq!((row.finished_at, row.callback_code), (None, None));
     }
     let row = instance(db, &ready).await;
-    assert_eq!((row.status.as_str(), row.next_attempt_at), ("READY", None));
+    assert_eq!((row.status, row.next_attempt_at), (Ready, None));
     assert_eq!(check(now1, 100).await, (0, 0), "nothing changed since");
 
     // The running upstream succeeds: its downstream is released at the next check.
-    let outcome = apply(
+    let outcome = decide(
         db,
-        result(&a_running, Success, None, None, now1 + secs(1), None),
+        &a_running,
+        &report(None, succeeded(None, None), now1 + secs(1)),
     )
     .await;
-    assert_eq!(outcome, ResultOutcome::Applied(Success));
+    assert_eq!(applied(outcome).status, Success);
     let now2 = now1 + secs(2);
     assert_eq!(check(now2, 100).await, (1, 0));
     let row = instance(db, &waiting).await;
     assert_eq!(
-        (row.status.as_str(), row.next_attempt_at, row.deadline_at),
-        ("READY", Some(now2), None)
+        (row.status, row.next_attempt_at, row.deadline_at),
+        (Ready, Some(now2), None)
     );
 
     // `early` has no upstream run at or before it: PENDING until its deadline, then FAILED.
     assert_eq!(check(deadline - millis(1), 100).await, (0, 0));
-    assert_eq!(instance(db, &early).await.status, "PENDING");
+    assert_eq!(instance(db, &early).await.status, Pending);
     assert_eq!(check(deadline, 100).await, (0, 1));
     let row = instance(db, &early).await;
-    assert_eq!(row.status, "FAILED");
+    assert_eq!(row.status, Failed);
     assert_eq!(row.callback_code.as_deref(), Some("DEPENDENCY_TIMEOUT"));
     assert!(row.callback_message.is_some());
     assert_eq!(row.finished_at, Some(deadline));

@@ -1,130 +1,106 @@
-//! `src/store/queries/instances.rs`, results: `apply_result`'s transitions and retries, many
-//! results per statement, and RUNNING runs past their deadline.
+//! `src/store/queries/runs.rs`, results: `decide` of reports and their retries, blind writes
+//! many to a statement (`apply`, `apply_all`), a result counted once per attempt, and RUNNING
+//! runs past their deadline (`expired_running`).
 
-use ax::store::models::{InstanceStatus, TaskFields, TaskStatus};
-use ax::store::queries::instances::{self, ResultOutcome, ResultRecord};
-use ax::store::queries::tasks;
+use ax::run::{blind, Event, Refusal, RequestId, RetryPolicy, RunStatus, Write};
+use ax::store::models::TaskStatus;
+use ax::store::queries::runs::{self, Decided};
+use ax::store::queries::{instances, tasks};
 use ax::store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
-    apply, base, conn, fields, insert_instance, insert_task, instance, millis, new_instance,
-    on_both_backends, request_id, result, runs_of, secs,
+    accepted, applied, at, base, claim, columns_of, conn, decide, failed, failed_for_good, fields,
+    fired, fired_claim, insert_instance, insert_task, instance, millis, new_instance,
+    on_both_backends, refused, report, request_id, runs_of, secs, succeeded, with_retry,
 };
 
 on_both_backends!(
     apply_result_transitions,
     apply_result_schedules_retries,
     results_applied_at_once,
+    results_count_once_per_attempt,
     expired_running_runs_time_out,
 );
 
-fn with_retry(mut fields: TaskFields, max_retry: i32) -> TaskFields {
-    fields.max_retry = max_retry;
-    fields
-}
-
 async fn apply_result_transitions(db: &Db) {
-    use InstanceStatus::*;
+    use RunStatus::*;
     let task = insert_task(db, fields("results", "s", TaskStatus::Enabled, None)).await;
     assert_eq!(task.max_retry, 3);
-    let at = base();
-    let deadline = at + secs(30);
+    let t = base();
+    let deadline = t + secs(30);
 
-    // READY → RUNNING sets the deadline.
+    // READY → RUNNING sets the deadline; the dispatcher's claim is done with.
     let r1 = request_id();
-    insert_instance(db, &new_instance(task.id, &r1, at, Ready)).await;
-    let outcome = apply(db, result(&r1, Running, None, None, at, Some(deadline))).await;
-    assert_eq!(outcome, ResultOutcome::Applied(Running));
+    insert_instance(db, &fired(task.id, &r1, t)).await;
+    let run = applied(decide(db, &r1, &report(Some(1), accepted(deadline), t)).await);
+    assert_eq!((run.status, run.attempt, run.dispatched), (Running, 1, 1));
     let row = instance(db, &r1).await;
-    assert_eq!(row.status, "RUNNING");
+    assert_eq!(row.status, Running);
     assert_eq!(row.deadline_at, Some(deadline));
+    assert_eq!(row.claimed_until, None);
     assert_eq!(row.finished_at, None);
 
     // RUNNING applies only to READY: a second RUNNING changes nothing.
-    let outcome = apply(
-        db,
-        result(&r1, Running, None, None, at, Some(deadline + secs(99))),
-    )
-    .await;
-    assert_eq!(outcome, ResultOutcome::Superseded);
+    let again = report(None, accepted(deadline + secs(99)), t);
+    assert_eq!(refused(decide(db, &r1, &again).await), Refusal::Superseded);
     assert_eq!(instance(db, &r1).await.deadline_at, Some(deadline));
 
-    // RUNNING → SUCCESS.
-    let done_at = at + secs(3);
-    let outcome = apply(
-        db,
-        result(&r1, Success, Some("OK"), Some("fine"), done_at, None),
-    )
-    .await;
-    assert_eq!(outcome, ResultOutcome::Applied(Success));
+    // RUNNING → SUCCESS: final, nothing left to wait for.
+    let done_at = t + secs(3);
+    let ok = report(None, succeeded(Some("OK"), Some("fine")), done_at);
+    assert_eq!(applied(decide(db, &r1, &ok).await).status, Success);
     let done = instance(db, &r1).await;
-    assert_eq!(done.status, "SUCCESS");
+    assert_eq!(done.status, Success);
     assert_eq!(done.callback_code.as_deref(), Some("OK"));
     assert_eq!(done.callback_message.as_deref(), Some("fine"));
     assert_eq!(done.finished_at, Some(done_at));
-    assert_eq!(done.deadline_at, Some(deadline));
+    assert_eq!(done.deadline_at, None, "a final run has no deadline");
     assert_eq!((done.attempt, done.retry_count), (1, 0));
+    let kept = columns_of(db, &r1).await;
 
     // A late FAILED, a repeated SUCCESS and a late RUNNING never overwrite the final state.
-    let late = at + secs(9);
-    let outcome = apply(
-        db,
-        result(&r1, Failed, Some("E1"), Some("boom"), late, None),
-    )
-    .await;
-    assert_eq!(outcome, ResultOutcome::AlreadyFinal(Success));
-    let outcome = apply(db, result(&r1, Success, Some("OK2"), None, late, None)).await;
-    assert_eq!(outcome, ResultOutcome::AlreadyFinal(Success));
-    let outcome = apply(
-        db,
-        result(&r1, Running, None, None, late, Some(late + secs(30))),
-    )
-    .await;
-    assert!(
-        matches!(
-            outcome,
-            ResultOutcome::AlreadyFinal(Success) | ResultOutcome::Superseded
-        ),
-        "{outcome:?}"
-    );
-    let after = instance(db, &r1).await;
-    assert_eq!(after.status, "SUCCESS");
-    assert_eq!(after.callback_code.as_deref(), Some("OK"));
-    assert_eq!(after.callback_message.as_deref(), Some("fine"));
-    assert_eq!(after.finished_at, Some(done_at));
-    assert_eq!(after.deadline_at, Some(deadline));
-    assert_eq!((after.attempt, after.retry_count), (1, 0));
+    let late = t + secs(9);
+    for event in [
+        report(Some(1), failed(Some("E1"), Some("boom")), late),
+        report(None, succeeded(Some("OK2"), None), late),
+        report(Some(1), accepted(late + secs(30)), late),
+    ] {
+        let outcome = decide(db, &r1, &event).await;
+        assert_eq!(refused(outcome), Refusal::Final(Success), "{event:?}");
+    }
+    assert_eq!(columns_of(db, &r1).await, kept);
 
-    // RUNNING does not apply to PENDING; a final state does.
+    // A PENDING run was never dispatched: no result applies to it, not even a final one.
     let r3 = request_id();
-    insert_instance(db, &new_instance(task.id, &r3, at + secs(2), Pending)).await;
-    let outcome = apply(db, result(&r3, Running, None, None, at, Some(deadline))).await;
-    assert_eq!(outcome, ResultOutcome::Superseded);
+    insert_instance(db, &new_instance(task.id, &r3, t + secs(2), Pending)).await;
+    let never = Refusal::NotDispatched {
+        attempt: 0,
+        dispatched: 0,
+    };
+    let running = report(None, accepted(deadline), t);
+    assert_eq!(refused(decide(db, &r3, &running).await), never);
+    let success = report(None, succeeded(None, None), done_at);
+    assert_eq!(refused(decide(db, &r3, &success).await), never);
     let row = instance(db, &r3).await;
-    assert_eq!((row.status.as_str(), row.deadline_at), ("PENDING", None));
-    let outcome = apply(db, result(&r3, Success, None, None, done_at, None)).await;
-    assert_eq!(outcome, ResultOutcome::Applied(Success));
+    assert_eq!((row.status, row.deadline_at), (Pending, None));
+    assert_eq!((row.finished_at, row.callback_code), (None, None));
 
     // A MISSED run is final.
     let r4 = request_id();
-    let mut missed = new_instance(task.id, &r4, at + secs(3), Missed);
-    missed.finished_at = Some(at);
+    let mut missed = new_instance(task.id, &r4, t + secs(3), Missed);
+    missed.finished_at = Some(t);
     insert_instance(db, &missed).await;
-    let outcome = apply(db, result(&r4, Success, None, None, done_at, None)).await;
-    assert_eq!(outcome, ResultOutcome::AlreadyFinal(Missed));
-    assert_eq!(instance(db, &r4).await.status, "MISSED");
+    let outcome = decide(db, &r4, &report(None, succeeded(None, None), done_at)).await;
+    assert_eq!(refused(outcome), Refusal::Final(Missed));
+    assert_eq!(instance(db, &r4).await.status, Missed);
 
     // Unknown request ids.
     let unknown = request_id();
-    let outcome = apply(db, result(&unknown, Success, None, None, at, None)).await;
-    assert_eq!(outcome, ResultOutcome::Unknown);
-    let outcome = apply(
-        db,
-        result(&unknown, Running, None, None, at, Some(deadline)),
-    )
-    .await;
-    assert_eq!(outcome, ResultOutcome::Unknown);
+    let outcome = decide(db, &unknown, &report(None, succeeded(None, None), t)).await;
+    assert_eq!(outcome, Decided::Unknown);
+    let outcome = decide(db, &unknown, &report(Some(1), accepted(deadline), t)).await;
+    assert_eq!(outcome, Decided::Unknown);
     assert!(
         instances::find_by_request_id(&mut conn(db).await, &unknown)
             .await
@@ -140,85 +116,92 @@ async fn apply_result_transitions(db: &Db) {
     )
     .await;
     let r2 = request_id();
-    insert_instance(db, &new_instance(no_retry.id, &r2, at + secs(1), Ready)).await;
-    let outcome = apply(db, result(&r2, Failed, Some("E2"), None, done_at, None)).await;
-    assert_eq!(outcome, ResultOutcome::Applied(Failed));
+    insert_instance(db, &fired(no_retry.id, &r2, t + secs(1))).await;
+    let outcome = decide(db, &r2, &report(None, failed(Some("E2"), None), done_at)).await;
+    assert_eq!(applied(outcome).status, Failed);
     let row = instance(db, &r2).await;
-    assert_eq!(row.status, "FAILED");
+    assert_eq!(row.status, Failed);
     assert_eq!(row.callback_code.as_deref(), Some("E2"));
     assert_eq!(row.callback_message, None);
     assert_eq!(row.deadline_at, None);
+    assert_eq!(row.claimed_until, None);
     assert_eq!(row.finished_at, Some(done_at));
     assert_eq!((row.attempt, row.retry_count), (1, 0));
-    let outcome = apply(db, result(&r2, Success, None, None, late, None)).await;
-    assert_eq!(outcome, ResultOutcome::AlreadyFinal(Failed));
-    assert_eq!(instance(db, &r2).await.status, "FAILED");
+    let outcome = decide(db, &r2, &report(None, succeeded(None, None), late)).await;
+    assert_eq!(refused(outcome), Refusal::Final(Failed));
+    assert_eq!(instance(db, &r2).await.status, Failed);
 }
 
 async fn apply_result_schedules_retries(db: &Db) {
-    use InstanceStatus::*;
-    let at = base();
+    use RunStatus::*;
+    let t = base();
     // max_retry 3 with the default back-off (5 s, ×5).
     let task = insert_task(db, fields("retries", "s", TaskStatus::Enabled, None)).await;
     let rid = request_id();
-    insert_instance(db, &new_instance(task.id, &rid, at, Ready)).await;
-    let outcome = apply(
-        db,
-        result(&rid, Running, None, None, at, Some(at + secs(30))),
-    )
-    .await;
-    assert_eq!(outcome, ResultOutcome::Applied(Running));
-    let failed_at = at + secs(1);
-    let outcome = apply(
-        db,
-        result(&rid, Failed, Some("E1"), Some("boom"), failed_at, None),
-    )
-    .await;
+    insert_instance(db, &fired(task.id, &rid, t)).await;
+    let run = applied(decide(db, &rid, &report(Some(1), accepted(t + secs(30)), t)).await);
+    assert_eq!(run.status, Running);
+    let failed_at = t + secs(1);
+    let boom = report(None, failed(Some("E1"), Some("boom")), failed_at);
+    let run = applied(decide(db, &rid, &boom).await);
     assert_eq!(
-        outcome,
-        ResultOutcome::RetryScheduled {
-            at: failed_at + secs(5),
-            attempt: 2
-        }
+        (run.status, run.attempt, run.dispatched, run.retries_used),
+        (Ready, 2, 1, 1),
+        "attempt 2 waits for its time"
     );
+    assert_eq!(run.next_attempt_at, Some(at(failed_at + secs(5))));
+    assert_eq!(run.claimed_until, None);
     let row = instance(db, &rid).await;
-    assert_eq!(row.status, "READY", "waiting for its retry");
+    assert_eq!(row.status, Ready, "waiting for its retry");
     assert_eq!((row.attempt, row.retry_count), (2, 1));
+    assert_eq!(row.dispatched_attempt, 1);
     assert_eq!(row.next_attempt_at, Some(failed_at + secs(5)));
+    assert_eq!(row.claimed_until, None);
     assert_eq!(row.deadline_at, None);
     assert_eq!(row.finished_at, None);
     assert_eq!(row.callback_code.as_deref(), Some("E1"));
     assert_eq!(row.callback_message.as_deref(), Some("boom"));
 
     // A late failure or RUNNING of attempt 1 changes nothing (a late SUCCESS would end the
-    // run: see schedule::decide_report).
-    let mut stale = result(&rid, Failed, Some("E0"), None, failed_at, None);
-    stale.attempt = Some(1);
-    assert_eq!(apply(db, stale).await, ResultOutcome::Superseded);
-    let mut stale_running = result(&rid, Running, None, None, failed_at, Some(at + secs(99)));
-    stale_running.attempt = Some(1);
-    assert_eq!(apply(db, stale_running).await, ResultOutcome::Superseded);
+    // run: see `decide_many_orders_events_of_one_run`).
+    let stale = report(Some(1), failed(Some("E0"), None), failed_at);
+    assert_eq!(refused(decide(db, &rid, &stale).await), Refusal::Superseded);
+    let stale_running = report(Some(1), accepted(t + secs(99)), failed_at);
+    assert_eq!(
+        refused(decide(db, &rid, &stale_running).await),
+        Refusal::Superseded
+    );
+    // Nor does a result for attempt 2 before it is dispatched.
+    let early = report(Some(2), accepted(t + secs(60)), failed_at);
+    assert_eq!(
+        refused(decide(db, &rid, &early).await),
+        Refusal::NotDispatched {
+            attempt: 2,
+            dispatched: 1
+        }
+    );
     let row = instance(db, &rid).await;
-    assert_eq!((row.status.as_str(), row.attempt), ("READY", 2));
+    assert_eq!((row.status, row.attempt), (Ready, 2));
     assert_eq!(row.deadline_at, None);
+    assert_eq!(row.next_attempt_at, Some(failed_at + secs(5)));
 
-    // Attempt 2 runs; the executor fails it and forbids a retry.
-    let mut running = result(&rid, Running, None, None, at, Some(at + secs(60)));
-    running.attempt = Some(2);
-    assert_eq!(apply(db, running).await, ResultOutcome::Applied(Running));
+    // Attempt 2 is claimed at its time and runs; the executor fails it and forbids a retry.
+    assert!(claim(db, &rid, "node-b", failed_at + secs(5)).await);
+    let running = report(Some(2), accepted(t + secs(60)), failed_at + secs(5));
+    assert_eq!(applied(decide(db, &rid, &running).await).status, Running);
     let row = instance(db, &rid).await;
     assert_eq!(
-        (row.status.as_str(), row.next_attempt_at),
-        ("RUNNING", None)
+        (row.status, row.dispatched_attempt, row.next_attempt_at),
+        (Running, 2, None)
     );
-    let mut fatal = result(&rid, Failed, Some("E2"), None, at + secs(10), None);
-    fatal.retry_allowed = false;
-    assert_eq!(apply(db, fatal).await, ResultOutcome::Applied(Failed));
+    assert_eq!(row.fired_by, "node-b");
+    let fatal = report(None, failed_for_good(Some("E2")), t + secs(10));
+    assert_eq!(applied(decide(db, &rid, &fatal).await).status, Failed);
     let row = instance(db, &rid).await;
-    assert_eq!(row.status, "FAILED");
+    assert_eq!(row.status, Failed);
     assert_eq!((row.attempt, row.retry_count), (2, 1));
     assert_eq!(row.callback_code.as_deref(), Some("E2"));
-    assert_eq!(row.finished_at, Some(at + secs(10)));
+    assert_eq!(row.finished_at, Some(t + secs(10)));
     assert_eq!(row.next_attempt_at, None);
 
     // A task's own back-off, until its retries are used up.
@@ -231,171 +214,276 @@ async fn apply_result_schedules_retries(db: &Db) {
         (Some(2), Some(3))
     );
     let rid = request_id();
-    insert_instance(db, &new_instance(custom.id, &rid, at, Ready)).await;
-    let outcome = apply(db, result(&rid, Failed, None, None, at, None)).await;
+    insert_instance(db, &fired(custom.id, &rid, t)).await;
+    let run = applied(decide(db, &rid, &report(None, failed(None, None), t)).await);
     assert_eq!(
-        outcome,
-        ResultOutcome::RetryScheduled {
-            at: at + secs(2),
-            attempt: 2
-        }
+        (run.status, run.attempt, run.next_attempt_at),
+        (Ready, 2, Some(at(t + secs(2))))
     );
-    let outcome = apply(db, result(&rid, Failed, None, None, at + secs(2), None)).await;
+    assert!(claim(db, &rid, "node-test", t + secs(2)).await);
+    let second = report(None, failed(None, None), t + secs(2));
+    let run = applied(decide(db, &rid, &second).await);
     assert_eq!(
-        outcome,
-        ResultOutcome::RetryScheduled {
-            at: at + secs(2 + 6),
-            attempt: 3
-        }
+        (run.status, run.attempt, run.next_attempt_at),
+        (Ready, 3, Some(at(t + secs(2 + 6))))
     );
-    let outcome = apply(
-        db,
-        result(&rid, Failed, Some("E3"), None, at + secs(8), None),
-    )
-    .await;
-    assert_eq!(outcome, ResultOutcome::Applied(Failed));
+    assert!(claim(db, &rid, "node-test", t + secs(8)).await);
+    let third = report(None, failed(Some("E3"), None), t + secs(8));
+    assert_eq!(applied(decide(db, &rid, &third).await).status, Failed);
     let row = instance(db, &rid).await;
-    assert_eq!(row.status, "FAILED");
+    assert_eq!(row.status, Failed);
     assert_eq!((row.attempt, row.retry_count), (3, 2));
-    assert_eq!(row.finished_at, Some(at + secs(8)));
+    assert_eq!(row.finished_at, Some(t + secs(8)));
 
-    // Deleting a task ends its open runs; a later result is not applied.
+    // Deleting a task ends its open runs (`cancel_open`); a later result is not applied.
     let gone = insert_task(db, fields("gone", "s", TaskStatus::Enabled, None)).await;
-    let (open, running, done) = (request_id(), request_id(), request_id());
-    insert_instance(db, &new_instance(gone.id, &open, at, Ready)).await;
-    insert_instance(db, &new_instance(gone.id, &running, at + secs(1), Ready)).await;
-    insert_instance(db, &new_instance(gone.id, &done, at + secs(2), Ready)).await;
-    let outcome = apply(
-        db,
-        result(&running, Running, None, None, at, Some(at + secs(30))),
-    )
-    .await;
-    assert_eq!(outcome, ResultOutcome::Applied(Running));
-    let outcome = apply(db, result(&done, Success, Some("OK"), None, at, None)).await;
-    assert_eq!(outcome, ResultOutcome::Applied(Success));
-    let deleted_at = at + secs(5);
-    assert!(tasks::delete(&mut conn(db).await, gone.id, deleted_at)
+    let (open, running, done, waiting) = (request_id(), request_id(), request_id(), request_id());
+    insert_instance(db, &fired(gone.id, &open, t)).await;
+    insert_instance(db, &fired(gone.id, &running, t + secs(1))).await;
+    insert_instance(db, &fired(gone.id, &done, t + secs(2))).await;
+    insert_instance(db, &fired(gone.id, &waiting, t + secs(3))).await;
+    let outcome = decide(db, &running, &report(Some(1), accepted(t + secs(30)), t)).await;
+    assert_eq!(applied(outcome).status, Running);
+    let outcome = decide(db, &done, &report(Some(1), succeeded(Some("OK"), None), t)).await;
+    assert_eq!(applied(outcome).status, Success);
+    let outcome = decide(db, &waiting, &report(Some(1), failed(None, None), t)).await;
+    assert_eq!(applied(outcome).status, Ready);
+    let deleted_at = t + secs(5);
+    assert!(tasks::delete(&mut conn(db).await, gone.id, at(deleted_at))
         .await
         .expect("delete"));
-    for rid in [&open, &running] {
+    for rid in [&open, &running, &waiting] {
         let row = instance(db, rid).await;
-        assert_eq!(row.status, "FAILED");
+        assert_eq!(row.status, Failed);
         assert_eq!(row.callback_code.as_deref(), Some("TASK_DELETED"));
+        assert!(row.callback_message.is_some());
         assert_eq!(row.finished_at, Some(deleted_at));
-        assert_eq!(row.next_attempt_at, None);
+        assert_eq!(
+            (row.next_attempt_at, row.claimed_until, row.deadline_at),
+            (None, None, None),
+            "nothing left to wait for"
+        );
     }
     let row = instance(db, &done).await;
     assert_eq!(
-        (row.status.as_str(), row.callback_code.as_deref()),
-        ("SUCCESS", Some("OK")),
+        (row.status, row.callback_code.as_deref()),
+        (Success, Some("OK")),
         "final runs are kept as they were"
     );
-    assert_eq!(runs_of(db, gone.id).await.1, 3, "the history stays");
-    let outcome = apply(db, result(&open, Failed, None, None, at, None)).await;
-    assert_eq!(outcome, ResultOutcome::AlreadyFinal(Failed));
+    assert_eq!(runs_of(db, gone.id).await.1, 4, "the history stays");
+    let outcome = decide(db, &open, &report(None, failed(None, None), t)).await;
+    assert_eq!(refused(outcome), Refusal::Final(Failed));
     // The runs of other tasks are untouched.
-    assert_eq!(instance(db, &rid).await.status, "FAILED");
+    assert_eq!(instance(db, &rid).await.status, Failed);
     assert_eq!(
         instance(db, &rid).await.callback_code.as_deref(),
         Some("E3")
     );
 }
 
+/// Dispatcher replies written blind (`ax::run::blind`), many to a statement.
 async fn results_applied_at_once(db: &Db) {
-    use InstanceStatus::*;
+    use RunStatus::*;
     let t = base();
     let task = insert_task(db, fields("bulk", "s", TaskStatus::Enabled, None)).await;
-    let rids: Vec<String> = (0..4).map(|_| request_id()).collect();
+    let rids: Vec<RequestId> = (0..6).map(|_| request_id()).collect();
     for (k, rid) in rids.iter().enumerate() {
-        insert_instance(db, &new_instance(task.id, rid, t + secs(k as i64), Ready)).await;
+        insert_instance(db, &fired(task.id, rid, t + secs(k as i64))).await;
     }
-    // RUNNING applies to READY runs of the reported attempt only.
-    let running: Vec<ResultRecord> = rids
-        .iter()
-        .enumerate()
-        .map(|(k, rid)| {
-            let mut r = result(rid, Running, None, None, t, Some(t + secs(100 + k as i64)));
-            r.attempt = Some(if k == 3 { 2 } else { 1 });
-            r
+    let blind_write = |event: &Event| blind(event).expect("a blind write");
+    // RUNNING applies to READY runs of the reported attempt only: one statement.
+    let running: Vec<Write> = (0..4)
+        .map(|k| {
+            let attempt = if k == 3 { 2 } else { 1 };
+            blind_write(&report(
+                Some(attempt),
+                accepted(t + secs(100 + k as i64)),
+                t,
+            ))
         })
         .collect();
-    let refs: Vec<&ResultRecord> = running
-        .iter()
-        .take(3)
-        .chain(running.iter().skip(3))
-        .collect();
-    let changed = instances::apply_results_at_once(&mut conn(db).await, Running, &refs)
+    let batch: Vec<(&RequestId, &Write)> = rids.iter().zip(&running).collect();
+    let changed = runs::apply(&mut conn(db).await, &batch)
         .await
         .expect("bulk running");
-    assert_eq!(changed, 3, "the stale attempt is left alone");
+    assert_eq!(changed, 3, "the attempt never dispatched is left alone");
     for (k, rid) in rids.iter().enumerate().take(3) {
         let row = instance(db, rid).await;
-        assert_eq!(row.status, "RUNNING");
+        assert_eq!(row.status, Running);
         assert_eq!(row.deadline_at, Some(t + secs(100 + k as i64)));
+        assert_eq!(row.claimed_until, None);
     }
-    assert_eq!(instance(db, &rids[3]).await.status, "READY");
+    let row = instance(db, &rids[3]).await;
+    assert_eq!(row.status, Ready);
+    assert_eq!(row.claimed_until, Some(fired_claim(t + secs(3))));
 
     // Run 0 is final already; SUCCESS reaches the open ones, READY or RUNNING, each with its
-    // own code, message and time.
-    let mut fatal = result(&rids[0], Failed, Some("E"), None, t, None);
-    fatal.retry_allowed = false;
-    assert_eq!(apply(db, fatal).await, ResultOutcome::Applied(Failed));
-    let successes: Vec<ResultRecord> = rids
+    // own code, message and time — in the same call as a RUNNING of run 4 (two shapes), and
+    // a SUCCESS of run 5's attempt 2, which was never dispatched.
+    let fatal = report(Some(1), failed_for_good(Some("E")), t);
+    assert_eq!(applied(decide(db, &rids[0], &fatal).await).status, Failed);
+    let mut writes: Vec<(RequestId, Write)> = rids
         .iter()
+        .take(4)
         .enumerate()
         .map(|(k, rid)| {
             let code = format!("c{k}");
-            result(
-                rid,
-                Success,
-                Some(&code),
-                Some("ok"),
-                t + secs(10 + k as i64),
-                None,
+            let ok = succeeded(Some(&code), Some("ok"));
+            (
+                rid.clone(),
+                blind_write(&report(Some(1), ok, t + secs(10 + k as i64))),
             )
         })
         .collect();
-    let refs: Vec<&ResultRecord> = successes.iter().collect();
-    let changed = instances::apply_results_at_once(&mut conn(db).await, Success, &refs)
+    writes.insert(
+        2,
+        (
+            rids[4].clone(),
+            blind_write(&report(Some(1), accepted(t + secs(104)), t)),
+        ),
+    );
+    writes.push((
+        rids[5].clone(),
+        blind_write(&report(Some(2), succeeded(None, None), t)),
+    ));
+    let batch: Vec<(&RequestId, &Write)> = writes.iter().map(|(id, w)| (id, w)).collect();
+    let changed = runs::apply_all(&mut conn(db).await, &batch)
         .await
         .expect("bulk success");
-    assert_eq!(changed, 3);
+    assert_eq!(changed, 4);
     let first = instance(db, &rids[0]).await;
     assert_eq!(
-        (first.status.as_str(), first.callback_code.as_deref()),
-        ("FAILED", Some("E"))
+        (first.status, first.callback_code.as_deref()),
+        (Failed, Some("E"))
     );
-    for (k, rid) in rids.iter().enumerate().skip(1) {
+    for (k, rid) in rids.iter().enumerate().take(4).skip(1) {
         let row = instance(db, rid).await;
-        assert_eq!(row.status, "SUCCESS");
+        assert_eq!(row.status, Success);
         assert_eq!(row.callback_code, Some(format!("c{k}")));
         assert_eq!(row.callback_message.as_deref(), Some("ok"));
         assert_eq!(row.finished_at, Some(t + secs(10 + k as i64)));
-        assert_eq!(row.next_attempt_at, None);
+        assert_eq!(
+            (row.next_attempt_at, row.claimed_until, row.deadline_at),
+            (None, None, None)
+        );
+    }
+    let row = instance(db, &rids[4]).await;
+    assert_eq!(
+        (row.status, row.deadline_at, row.claimed_until),
+        (Running, Some(t + secs(104)), None)
+    );
+    let row = instance(db, &rids[5]).await;
+    assert_eq!(
+        (row.status, row.claimed_until, row.finished_at),
+        (Ready, Some(fired_claim(t + secs(5))), None),
+        "a SUCCESS of an attempt never dispatched is refused"
+    );
+}
+
+/// A run dispatched once gets three FAILED reports for its attempt (the dispatcher's reply
+/// and callbacks with and without the attempt): one retry is scheduled, not three.
+async fn results_count_once_per_attempt(db: &Db) {
+    use RunStatus::*;
+    let t = base();
+    let task = insert_task(db, fields("once", "s", TaskStatus::Enabled, None)).await;
+    assert_eq!(task.max_retry, 3);
+    let boom = |attempt: Option<i32>, after: i64| {
+        report(attempt, failed(Some("E"), None), t + secs(after))
+    };
+    // The attempt named first, or the reports without one first; or all in one batch.
+    let orders = [
+        vec![boom(Some(1), 1), boom(None, 2), boom(None, 3)],
+        vec![boom(None, 1), boom(Some(1), 2), boom(None, 3)],
+    ];
+    let mut rids = Vec::new();
+    for (n, reports) in orders.iter().enumerate() {
+        let rid = request_id();
+        insert_instance(db, &fired(task.id, &rid, t)).await;
+        let outcomes = [
+            decide(db, &rid, &reports[0]).await,
+            decide(db, &rid, &reports[1]).await,
+            decide(db, &rid, &reports[2]).await,
+        ];
+        let [first, second, third] = outcomes;
+        let run = applied(first);
+        assert_eq!(
+            (run.status, run.attempt, run.retries_used),
+            (Ready, 2, 1),
+            "order {n}"
+        );
+        assert_eq!(refused(second), Refusal::Superseded, "order {n}");
+        assert_eq!(refused(third), Refusal::Superseded, "order {n}");
+        rids.push(rid);
+    }
+    let batched = request_id();
+    insert_instance(db, &fired(task.id, &batched, t)).await;
+    let events: Vec<(RequestId, Event)> = orders[0]
+        .iter()
+        .map(|event| (batched.clone(), event.clone()))
+        .collect();
+    let outcomes = runs::decide_many(&mut conn(db).await, &events, RetryPolicy::default())
+        .await
+        .expect("decide_many");
+    let mut outcomes = outcomes.into_iter();
+    let run = applied(outcomes.next().expect("three outcomes"));
+    assert_eq!((run.status, run.attempt, run.retries_used), (Ready, 2, 1));
+    for outcome in outcomes {
+        assert_eq!(refused(outcome), Refusal::Superseded);
+    }
+    rids.push(batched);
+
+    for rid in &rids {
+        let row = instance(db, rid).await;
+        assert_eq!(row.status, Ready);
+        assert_eq!((row.attempt, row.dispatched_attempt), (2, 1));
+        assert_eq!(row.retry_count, 1);
+        assert_eq!(
+            row.next_attempt_at,
+            Some(t + secs(1 + 5)),
+            "the first report's retry"
+        );
+        assert_eq!(row.claimed_until, None);
+        // A report for an attempt never dispatched is refused and changes nothing.
+        let kept = columns_of(db, rid).await;
+        let outcome = decide(db, rid, &report(Some(99), failed(None, None), t)).await;
+        assert_eq!(
+            refused(outcome),
+            Refusal::NotDispatched {
+                attempt: 99,
+                dispatched: 1
+            }
+        );
+        let outcome = decide(db, rid, &report(Some(99), succeeded(None, None), t)).await;
+        assert_eq!(
+            refused(outcome),
+            Refusal::NotDispatched {
+                attempt: 99,
+                dispatched: 1
+            },
+            "not even a SUCCESS"
+        );
+        assert_eq!(columns_of(db, rid).await, kept);
     }
 }
 
 async fn expired_running_runs_time_out(db: &Db) {
-    use InstanceStatus::*;
+    use RunStatus::*;
+    let t = base();
     let task = insert_task(
         db,
         with_retry(fields("expiry", "s", TaskStatus::Enabled, None), 0),
     )
     .await;
-    let now = base() + secs(100);
+    let now = t + secs(100);
     let mut n = 0;
     let mut running = |deadline: NaiveDateTime| {
         n += 1;
         let rid = request_id();
-        let scheduled = base() + secs(n);
+        let scheduled = t + secs(n);
         async move {
-            insert_instance(db, &new_instance(task.id, &rid, scheduled, Ready)).await;
-            let outcome = apply(
-                db,
-                result(&rid, Running, None, None, base(), Some(deadline)),
-            )
-            .await;
-            assert_eq!(outcome, ResultOutcome::Applied(Running));
+            insert_instance(db, &fired(task.id, &rid, scheduled)).await;
+            let outcome = decide(db, &rid, &report(Some(1), accepted(deadline), t)).await;
+            assert_eq!(applied(outcome).status, Running);
             rid
         }
     };
@@ -405,16 +493,12 @@ async fn expired_running_runs_time_out(db: &Db) {
     let future = running(now + secs(10)).await;
     let finished = running(now - secs(20)).await;
     let ready = request_id();
-    insert_instance(db, &new_instance(task.id, &ready, base() + secs(50), Ready)).await;
-    let outcome = apply(
-        db,
-        result(&finished, Success, Some("OK"), None, base(), None),
-    )
-    .await;
-    assert_eq!(outcome, ResultOutcome::Applied(Success));
+    insert_instance(db, &fired(task.id, &ready, t + secs(50))).await;
+    let outcome = decide(db, &finished, &report(None, succeeded(Some("OK"), None), t)).await;
+    assert_eq!(applied(outcome).status, Success);
 
-    let expired_at = |at: NaiveDateTime, limit: i64| async move {
-        instances::expired_running(&mut conn(db).await, at, limit)
+    let expired_at = |when: NaiveDateTime, limit: i64| async move {
+        runs::expired_running(&mut conn(db).await, at(when), limit)
             .await
             .expect("expired_running")
     };
@@ -434,35 +518,46 @@ async fn expired_running_runs_time_out(db: &Db) {
         ]
     );
 
-    // Timing out is a FAILED result for the attempt that expired.
-    for rid in [&expired, &just_expired] {
-        let mut timeout = result(
-            rid,
-            Failed,
-            Some("TIMEOUT"),
-            Some("no result before the task's timeoutMs"),
-            now,
-            None,
-        );
-        timeout.attempt = Some(1);
-        assert_eq!(apply(db, timeout).await, ResultOutcome::Applied(Failed));
-        let row = instance(db, rid).await;
-        assert_eq!(row.status, "FAILED");
+    // Timing out is a failure of the attempt that expired.
+    for (rid, attempt) in expired_at(now, 100).await {
+        let timeout = Event::TimedOut {
+            attempt,
+            at: at(now),
+        };
+        assert_eq!(applied(decide(db, &rid, &timeout).await).status, Failed);
+        let row = instance(db, &rid).await;
+        assert_eq!(row.status, Failed);
         assert_eq!(row.callback_code.as_deref(), Some("TIMEOUT"));
+        assert!(row.callback_message.is_some());
         assert_eq!(row.finished_at, Some(now));
+        assert_eq!(row.deadline_at, None);
     }
     assert!(expired_at(now, 100).await.is_empty());
+    // A time-out of a run that is not RUNNING changes nothing.
+    let timeout = Event::TimedOut {
+        attempt: 1,
+        at: at(now),
+    };
+    assert_eq!(
+        refused(decide(db, &ready, &timeout).await),
+        Refusal::Superseded
+    );
+    assert_eq!(
+        refused(decide(db, &expired, &timeout).await),
+        Refusal::Final(Failed)
+    );
     for rid in [&exactly_now, &future] {
         let row = instance(db, rid).await;
-        assert_eq!(row.status, "RUNNING", "deadline not passed yet");
+        assert_eq!(row.status, Running, "deadline not passed yet");
         assert_eq!((row.callback_code, row.finished_at), (None, None));
     }
     let row = instance(db, &finished).await;
-    assert_eq!(row.status, "SUCCESS");
+    assert_eq!(row.status, Success);
     assert_eq!(row.callback_code.as_deref(), Some("OK"));
-    assert_eq!(row.finished_at, Some(base()));
-    assert_eq!(instance(db, &ready).await.status, "READY");
+    assert_eq!(row.finished_at, Some(t));
+    let row = instance(db, &ready).await;
+    assert_eq!((row.status, row.callback_code), (Ready, None));
     // A result arriving after the timeout does not resurrect the run.
-    let outcome = apply(db, result(&expired, Success, None, None, now, None)).await;
-    assert_eq!(outcome, ResultOutcome::AlreadyFinal(Failed));
+    let outcome = decide(db, &expired, &report(None, succeeded(None, None), now)).await;
+    assert_eq!(refused(outcome), Refusal::Final(Failed));
 }

@@ -1,24 +1,27 @@
-//! `src/actors/store.rs`: the StoreActor committing the results of many callers.
+//! `src/actors/store.rs`: the StoreActor committing the results of many callers, and claims.
 
 use std::time::Duration;
 
-use ax::schedule::RetryPolicy;
-use ax::store::models::{InstanceStatus, TaskStatus};
-use ax::store::queries::instances::ResultOutcome;
+use ax::actors::store::{RunEvent, StoreActor, StoreHandle};
+use ax::run::{NewRun, RetryPolicy, RunStatus};
+use ax::store::models::TaskStatus;
+use ax::store::queries::runs::Decided;
 use ax::store::Db;
 
 use crate::support::{
-    base, fields, insert_instance, insert_task, instance, new_instance, now_db, on_both_backends,
-    request_id, result, secs,
+    accepted, applied, at, base, born, claim_event, due_attempt, fields, fired, insert_instance,
+    insert_task, instance, now_db, on_both_backends, report, request_id, secs, succeeded,
 };
 
-on_both_backends!(store_actor_commits_a_backlog_of_results);
+on_both_backends!(
+    store_actor_commits_a_backlog_of_results,
+    store_actor_records_claims,
+);
 
 /// The StoreActor under a burst of results larger than one batch: every caller is answered
 /// after its commit, with the outcome its result had, and every row is final.
 async fn store_actor_commits_a_backlog_of_results(db: &Db) {
     use actix::Actor;
-    use ax::actors::store::{StoreActor, StoreHandle};
     const RUNS: usize = 250;
     let store = StoreHandle::new(
         StoreActor::new(
@@ -34,25 +37,76 @@ async fn store_actor_commits_a_backlog_of_results(db: &Db) {
     let mut ids = Vec::new();
     for k in 0..RUNS as i64 {
         let id = request_id();
-        let run = new_instance(task.id, &id, t + secs(k), InstanceStatus::Ready);
-        insert_instance(db, &run).await;
+        insert_instance(db, &fired(task.id, &id, t + secs(k))).await;
         ids.push(id);
     }
     let results = ids.iter().enumerate().map(|(k, id)| {
         let store = store.clone();
-        // Dispatcher results (batchable) and callbacks (told exactly), mixed.
-        let mut record = result(id, InstanceStatus::Success, None, None, now_db(), None);
-        record.batchable = k % 2 == 0;
-        async move { store.record_result(record).await }
+        // Dispatcher replies (written blind, naming their attempt) and callbacks (decided
+        // exactly, some without an attempt), mixed.
+        let blind = k % 2 == 0;
+        let attempt = (k % 4 != 1).then_some(1);
+        let event = RunEvent {
+            request_id: id.clone(),
+            event: report(attempt, succeeded(None, None), now_db()),
+            blind,
+        };
+        async move { (blind, store.record_event(event).await) }
     });
     let outcomes = futures_util::future::join_all(results).await;
-    for outcome in outcomes {
-        assert_eq!(
-            outcome.expect("committed"),
-            ResultOutcome::Applied(InstanceStatus::Success)
-        );
+    for (blind, outcome) in outcomes {
+        match outcome.expect("committed") {
+            None => assert!(blind, "only a blind write has no outcome"),
+            Some(Decided::Applied(run)) => {
+                assert!(!blind);
+                assert_eq!(run.status, RunStatus::Success);
+            }
+            other => panic!("{other:?}"),
+        }
     }
     for id in &ids {
-        assert_eq!(instance(db, id).await.status, "SUCCESS");
+        assert_eq!(instance(db, id).await.status, RunStatus::Success);
     }
+}
+
+/// Claims go through the StoreActor too: of two claims of one attempt in a batch, the first
+/// wins; the winner's reports are decided exactly (`StoreHandle::decide`).
+async fn store_actor_records_claims(db: &Db) {
+    use actix::Actor;
+    let store = StoreHandle::new(
+        StoreActor::new(
+            db.clone(),
+            RetryPolicy::default(),
+            100,
+            Duration::from_millis(50),
+        )
+        .start(),
+    );
+    let task = insert_task(db, fields("claims", "s", TaskStatus::Enabled, None)).await;
+    let t = base();
+    let (first, second) = (request_id(), request_id());
+    for id in [&first, &second] {
+        let run = NewRun::manual(at(t));
+        insert_instance(db, &born(task.id, id, t, &run)).await;
+    }
+    let due = |id| async move { due_attempt(db, id).await };
+    let (a, b) = (due(&first).await, due(&second).await);
+    let claims = vec![
+        (a.clone(), claim_event(&a, "node-a", t)),
+        (a.clone(), claim_event(&a, "node-b", t)),
+        (b.clone(), claim_event(&b, "node-b", t)),
+    ];
+    let won = store.record_claims(claims).await.expect("claims committed");
+    assert_eq!(won, vec![true, false, true]);
+    assert_eq!(instance(db, &first).await.fired_by, "node-a");
+    assert_eq!(instance(db, &second).await.fired_by, "node-b");
+    assert_eq!(instance(db, &first).await.dispatched_attempt, 1);
+
+    let running = report(Some(1), accepted(t + secs(30)), t + secs(1));
+    let decided = store.decide(first.clone(), running.clone()).await;
+    let run = applied(decided.expect("committed"));
+    assert_eq!(run.status, RunStatus::Running);
+    let decided = store.decide(request_id(), running).await;
+    assert_eq!(decided.expect("committed"), Decided::Unknown);
+    assert_eq!(instance(db, &first).await.status, RunStatus::Running);
 }

@@ -1,13 +1,17 @@
 //! What every module of the store tests shares: connections, fixed times, task and run
-//! fixtures, short forms of the queries, and `on_both_backends!`.
+//! fixtures, events and short forms of the queries, and `on_both_backends!`.
 
-use ax::schedule::RetryPolicy;
-use ax::store::models::{InstanceStatus, NewInstance, Task, TaskFields, TaskStatus, TriggerType};
-use ax::store::queries::instances::{self, FireOutcome, FireRecord, ResultOutcome, ResultRecord};
+use ax::run::{
+    claim_until, Event, NewRun, Outcome, Refusal, Report, RequestId, RetryPolicy, RunState,
+    RunStatus, TaskId, TriggerType,
+};
+use ax::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
+use ax::store::queries::instances::{self, FireOutcome, FireRecord};
+use ax::store::queries::runs::{self, Decided, DueAttempt};
 use ax::store::queries::tasks;
 use ax::store::queries::Page;
-use ax::store::{to_db, Conn, Db};
-use chrono::{NaiveDate, NaiveDateTime, TimeDelta, Utc};
+use ax::store::{from_db, to_db, Conn, Db};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeDelta, Utc};
 
 use crate::common::TestStore;
 
@@ -44,6 +48,14 @@ pub(crate) fn now_db() -> NaiveDateTime {
     to_db(Utc::now())
 }
 
+/// A stored time as the lifecycle takes it.
+pub(crate) fn at(time: NaiveDateTime) -> DateTime<Utc> {
+    from_db(time)
+}
+
+/// The timeout of the tasks `fields` makes.
+pub(crate) const TIMEOUT_MS: i64 = 30_000;
+
 pub(crate) fn fields(
     name: &str,
     scene: &str,
@@ -57,8 +69,8 @@ pub(crate) fn fields(
         handler_url: "http://127.0.0.1:9/run".into(),
         params: r#"{"k":"v"}"#.into(),
         max_retry: 3,
-        timeout_ms: 30_000,
-        status: status.as_str().into(),
+        timeout_ms: TIMEOUT_MS,
+        status,
         next_run_at,
         updated_at: now_db(),
         retry_backoff_secs: None,
@@ -68,54 +80,104 @@ pub(crate) fn fields(
     }
 }
 
+pub(crate) fn with_retry(mut fields: TaskFields, max_retry: i32) -> TaskFields {
+    fields.max_retry = max_retry;
+    fields
+}
+
 pub(crate) async fn insert_task(db: &Db, fields: TaskFields) -> Task {
     tasks::insert(&mut conn(db).await, fields, Vec::new())
         .await
         .expect("insert task")
 }
 
-pub(crate) async fn find_task(db: &Db, id: i64) -> Option<Task> {
+pub(crate) async fn find_task(db: &Db, id: TaskId) -> Option<Task> {
     tasks::find(&mut conn(db).await, id)
         .await
         .expect("find task")
 }
 
-pub(crate) fn request_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+pub(crate) fn request_id() -> RequestId {
+    RequestId::manual()
 }
 
-pub(crate) fn new_instance(
-    task_id: i64,
-    request_id: &str,
+/// Who a test run is: a scheduled run of `task_id`, fired by "node-test" now.
+pub(crate) fn origin(
+    task_id: TaskId,
+    request_id: &RequestId,
     scheduled_at: NaiveDateTime,
-    status: InstanceStatus,
-) -> NewInstance {
-    NewInstance {
+) -> RunOrigin {
+    RunOrigin {
         task_id,
-        request_id: request_id.into(),
-        trigger_type: TriggerType::Schedule.as_str().into(),
-        scheduled_at,
-        trigger_at: now_db(),
-        status: status.as_str().into(),
+        request_id: request_id.clone(),
+        trigger_type: TriggerType::Schedule,
+        scheduled_at: at(scheduled_at),
+        trigger_at: Utc::now(),
+        created_at: Utc::now(),
         fired_by: "node-test".into(),
-        created_at: now_db(),
-        finished_at: None,
-        next_attempt_at: None,
-        deadline_at: None,
         params: None,
     }
 }
 
+/// A run born as `run`.
+pub(crate) fn born(
+    task_id: TaskId,
+    request_id: &RequestId,
+    scheduled_at: NaiveDateTime,
+    run: &NewRun,
+) -> NewInstance {
+    NewInstance::new(origin(task_id, request_id, scheduled_at), run)
+}
+
+/// A row in `status` with nothing else set: not due, not claimed, no deadline; its first
+/// attempt counts as dispatched once the run is past READY (as the migration made them).
+pub(crate) fn new_instance(
+    task_id: TaskId,
+    request_id: &RequestId,
+    scheduled_at: NaiveDateTime,
+    status: RunStatus,
+) -> NewInstance {
+    let dispatched = matches!(
+        status,
+        RunStatus::Running | RunStatus::Success | RunStatus::Failed
+    );
+    let run = NewRun {
+        status,
+        dispatched: i32::from(dispatched),
+        next_attempt_at: None,
+        claimed_until: None,
+        deadline_at: None,
+        finished_at: None,
+    };
+    born(task_id, request_id, scheduled_at, &run)
+}
+
+/// When the claim of a run fired for `scheduled_at` lapses (tasks of `fields`).
+pub(crate) fn fired_claim(scheduled_at: NaiveDateTime) -> NaiveDateTime {
+    to_db(claim_until(at(scheduled_at), TIMEOUT_MS))
+}
+
+/// A scheduled run as the fire pipeline commits it: READY, its first attempt claimed by
+/// "node-test" until [`fired_claim`].
+pub(crate) fn fired(
+    task_id: TaskId,
+    request_id: &RequestId,
+    scheduled_at: NaiveDateTime,
+) -> NewInstance {
+    let run = NewRun::fired(at(fired_claim(scheduled_at)));
+    born(task_id, request_id, scheduled_at, &run)
+}
+
 pub(crate) fn fire_record(
-    task_id: i64,
-    request_id: &str,
+    task_id: TaskId,
+    request_id: &RequestId,
     scheduled_at: NaiveDateTime,
     next_run_at: Option<NaiveDateTime>,
 ) -> FireRecord {
     FireRecord {
         scheduled_at,
         next_run_at,
-        instance: new_instance(task_id, request_id, scheduled_at, InstanceStatus::Ready),
+        instance: fired(task_id, request_id, scheduled_at),
     }
 }
 
@@ -133,7 +195,7 @@ pub(crate) async fn insert_instance(db: &Db, instance: &NewInstance) -> FireOutc
         .expect("insert instance")
 }
 
-pub(crate) async fn runs_of(db: &Db, task_id: i64) -> (Vec<ax::store::models::Instance>, i64) {
+pub(crate) async fn runs_of(db: &Db, task_id: TaskId) -> (Vec<Instance>, i64) {
     instances::list_for_task(
         &mut conn(db).await,
         task_id,
@@ -146,41 +208,167 @@ pub(crate) async fn runs_of(db: &Db, task_id: i64) -> (Vec<ax::store::models::In
     .expect("list instances")
 }
 
-pub(crate) async fn instance(db: &Db, request_id: &str) -> ax::store::models::Instance {
+pub(crate) async fn instance(db: &Db, request_id: &RequestId) -> Instance {
     instances::find_by_request_id(&mut conn(db).await, request_id)
         .await
         .expect("find instance")
         .unwrap_or_else(|| panic!("no instance {request_id}"))
 }
 
-pub(crate) fn result(
-    request_id: &str,
-    status: InstanceStatus,
-    code: Option<&str>,
-    message: Option<&str>,
-    at: NaiveDateTime,
-    deadline: Option<NaiveDateTime>,
-) -> ResultRecord {
-    ResultRecord {
-        request_id: request_id.into(),
-        status,
+/// Every column of a run's row that a transition can change.
+pub(crate) type Columns = (
+    RunStatus,
+    i32,
+    i32,
+    i32,
+    Option<String>,
+    Option<String>,
+    Option<NaiveDateTime>,
+    Option<NaiveDateTime>,
+    Option<NaiveDateTime>,
+    Option<NaiveDateTime>,
+    String,
+);
+
+/// (status, attempt, dispatched, retries, code, message, next attempt, claimed until,
+/// deadline, finished, claimant) of a row.
+pub(crate) fn columns(row: &Instance) -> Columns {
+    (
+        row.status,
+        row.attempt,
+        row.dispatched_attempt,
+        row.retry_count,
+        row.callback_code.clone(),
+        row.callback_message.clone(),
+        row.next_attempt_at,
+        row.claimed_until,
+        row.deadline_at,
+        row.finished_at,
+        row.fired_by.clone(),
+    )
+}
+
+pub(crate) async fn columns_of(db: &Db, request_id: &RequestId) -> Columns {
+    columns(&instance(db, request_id).await)
+}
+
+/// The run's state as the lifecycle sees it (default back-off).
+pub(crate) async fn state(db: &Db, request_id: &RequestId) -> RunState {
+    runs::states(
+        &mut conn(db).await,
+        std::slice::from_ref(request_id),
+        RetryPolicy::default(),
+    )
+    .await
+    .expect("states")
+    .remove(request_id)
+    .unwrap_or_else(|| panic!("no state of {request_id}"))
+}
+
+pub(crate) fn report(attempt: Option<i32>, outcome: Outcome, when: NaiveDateTime) -> Event {
+    Event::Report(Report {
+        attempt,
+        outcome,
+        at: at(when),
+    })
+}
+
+pub(crate) fn succeeded(code: Option<&str>, message: Option<&str>) -> Outcome {
+    Outcome::Succeeded {
         code: code.map(Into::into),
         message: message.map(Into::into),
-        at,
-        deadline,
-        attempt: None,
-        retry_allowed: true,
-        batchable: false,
     }
 }
 
-pub(crate) async fn apply(db: &Db, result: ResultRecord) -> ResultOutcome {
-    instances::apply_result(&mut conn(db).await, &result, RetryPolicy::default())
-        .await
-        .expect("apply result")
+/// A failure the executor allows a retry of.
+pub(crate) fn failed(code: Option<&str>, message: Option<&str>) -> Outcome {
+    Outcome::Failed {
+        code: code.map(Into::into),
+        message: message.map(Into::into),
+        retry: true,
+    }
 }
 
-pub(crate) fn ids(tasks: &[Task]) -> Vec<i64> {
+/// A failure the executor said not to retry.
+pub(crate) fn failed_for_good(code: Option<&str>) -> Outcome {
+    Outcome::Failed {
+        code: code.map(Into::into),
+        message: None,
+        retry: false,
+    }
+}
+
+pub(crate) fn accepted(deadline: NaiveDateTime) -> Outcome {
+    Outcome::Accepted {
+        deadline: at(deadline),
+    }
+}
+
+/// Decides `event` for a run and writes it (`runs::decide`, default back-off).
+pub(crate) async fn decide(db: &Db, request_id: &RequestId, event: &Event) -> Decided {
+    runs::decide(
+        &mut conn(db).await,
+        request_id,
+        event,
+        RetryPolicy::default(),
+    )
+    .await
+    .expect("decide")
+}
+
+/// The state an event left, which it must have changed.
+#[track_caller]
+pub(crate) fn applied(decided: Decided) -> RunState {
+    match decided {
+        Decided::Applied(run) => run,
+        other => panic!("expected a write, got {other:?}"),
+    }
+}
+
+/// Why an event changed nothing, which it must have.
+#[track_caller]
+pub(crate) fn refused(decided: Decided) -> Refusal {
+    match decided {
+        Decided::Refused(refusal, _) => refusal,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// The run with what its dispatch needs, as the attempt scan reads it.
+pub(crate) async fn due_attempt(db: &Db, request_id: &RequestId) -> DueAttempt {
+    runs::attempts_of(&mut conn(db).await, std::slice::from_ref(request_id))
+        .await
+        .expect("attempts_of")
+        .pop()
+        .unwrap_or_else(|| panic!("no attempt of {request_id}"))
+}
+
+/// The claim a dispatcher of `claimant` makes at `now` on the attempt it read.
+pub(crate) fn claim_event(due: &DueAttempt, claimant: &str, now: NaiveDateTime) -> Event {
+    Event::Claim {
+        attempt: due.run.attempt,
+        claimant: claimant.into(),
+        until: claim_until(at(now), due.timeout_ms),
+        at: at(now),
+    }
+}
+
+/// Claims the run's current attempt for `claimant` at `now` (`runs::claim`, as the fire
+/// pipeline does); returns whether the claim won.
+pub(crate) async fn claim(
+    db: &Db,
+    request_id: &RequestId,
+    claimant: &str,
+    now: NaiveDateTime,
+) -> bool {
+    let due = due_attempt(db, request_id).await;
+    let event = claim_event(&due, claimant, now);
+    runs::claim(&mut conn(db).await, &due, &event)
+        .await
+        .expect("claim")
+}
+
+pub(crate) fn ids(tasks: &[Task]) -> Vec<TaskId> {
     tasks.iter().map(|t| t.id).collect()
 }
 

@@ -1,6 +1,7 @@
 //! `src/store/queries/tasks.rs`: task CRUD, the due scan (`due_until`), pause and resume of
 //! tasks and scenes, scene counts, and dependencies.
 
+use ax::run::TaskId;
 use ax::store::models::TaskStatus;
 use ax::store::queries::tasks::{self, TaskFilter};
 use ax::store::queries::Page;
@@ -23,7 +24,7 @@ on_both_backends!(
 async fn task_crud(db: &Db) {
     let a_fields = fields("a", "s1", TaskStatus::Enabled, Some(base()));
     let a = insert_task(db, a_fields.clone()).await;
-    assert!(a.id > 0);
+    assert!(a.id > TaskId(0));
     assert_eq!(a.name, "a");
     assert_eq!(a.scene, "s1");
     assert_eq!(a.cron, a_fields.cron);
@@ -31,7 +32,7 @@ async fn task_crud(db: &Db) {
     assert_eq!(a.params, a_fields.params);
     assert_eq!(a.max_retry, 3);
     assert_eq!(a.timeout_ms, 30_000);
-    assert_eq!(a.status, "ENABLED");
+    assert_eq!(a.status, TaskStatus::Enabled);
     assert_eq!(a.next_run_at, Some(base()));
     assert_eq!(a.updated_at, a_fields.updated_at);
     assert_eq!(a.created_at, a.updated_at, "created_at is set on insert");
@@ -53,14 +54,15 @@ async fn task_crud(db: &Db) {
         b.id,
         c.id
     );
-    assert_eq!(b.status, "PAUSED");
+    assert_eq!(b.status, TaskStatus::Paused);
     assert_eq!(b.next_run_at, None);
 
     // find / find_many
     let found = find_task(db, b.id).await.expect("b exists");
     assert_eq!((found.id, found.name.as_str()), (b.id, "b"));
-    assert!(find_task(db, c.id + 1000).await.is_none());
-    let mut many = tasks::find_many(&mut conn(db).await, vec![a.id, c.id, c.id + 1000])
+    let absent = TaskId(c.id.0 + 1000);
+    assert!(find_task(db, absent).await.is_none());
+    let mut many = tasks::find_many(&mut conn(db).await, vec![a.id, c.id, absent])
         .await
         .expect("find_many");
     many.sort_by_key(|t| t.id);
@@ -124,7 +126,7 @@ async fn task_crud(db: &Db) {
     assert_eq!(updated.params, "{}");
     assert_eq!(updated.max_retry, 0);
     assert_eq!(updated.timeout_ms, 1_500);
-    assert_eq!(updated.status, "PAUSED");
+    assert_eq!(updated.status, TaskStatus::Paused);
     assert_eq!(updated.next_run_at, None, "None clears next_run_at");
     assert_eq!(updated.updated_at, changed.updated_at);
     assert_eq!(updated.created_at, a.created_at, "created_at is kept");
@@ -145,16 +147,16 @@ async fn task_crud(db: &Db) {
         .expect("update");
     assert!(same.is_some(), "an identical update still returns the task");
 
-    let missing = tasks::update(&mut conn(db).await, c.id + 1000, changed, Vec::new())
+    let missing = tasks::update(&mut conn(db).await, absent, changed, Vec::new())
         .await
         .expect("update of a missing task is not an error");
     assert!(missing.is_none());
 
     // delete
-    assert!(tasks::delete(&mut conn(db).await, a.id, now_db())
+    assert!(tasks::delete(&mut conn(db).await, a.id, from_db(now_db()))
         .await
         .expect("delete"));
-    assert!(!tasks::delete(&mut conn(db).await, a.id, now_db())
+    assert!(!tasks::delete(&mut conn(db).await, a.id, from_db(now_db()))
         .await
         .expect("second delete"));
     assert!(find_task(db, a.id).await.is_none());
@@ -199,7 +201,7 @@ async fn due_until_pages_by_id(db: &Db) {
     };
     let all = due(DueCursor::start(), 100).await;
     assert_eq!(ids(&all), expected);
-    assert!(all.iter().all(|t| t.status == "ENABLED"));
+    assert!(all.iter().all(|t| t.status == TaskStatus::Enabled));
 
     // Keyset pages of 4: 4, 2, then nothing — also across the two tasks due at one time.
     let mut cursor = DueCursor::start();
@@ -249,14 +251,14 @@ async fn pause_tasks_and_scenes(db: &Db) {
     let c = insert_task(db, fields("c", "s1", Paused, None)).await;
     let d = insert_task(db, fields("d", "s2", Enabled, Some(t))).await;
 
-    let pause = |id: i64, at: NaiveDateTime| async move {
+    let pause = |id: TaskId, at: NaiveDateTime| async move {
         tasks::pause(&mut conn(db).await, id, at)
             .await
             .expect("pause")
     };
     assert!(pause(a.id, now).await, "an enabled task pauses");
     let row = find_task(db, a.id).await.expect("a");
-    assert_eq!(row.status, "PAUSED");
+    assert_eq!(row.status, Paused);
     assert_eq!(row.next_run_at, None, "a paused task has no next run");
     assert_eq!(row.updated_at, now);
     assert!(!pause(a.id, now + secs(1)).await, "already paused");
@@ -270,7 +272,7 @@ async fn pause_tasks_and_scenes(db: &Db) {
         find_task(db, c.id).await.expect("c").updated_at,
         c.updated_at
     );
-    assert!(!pause(d.id + 1000, now).await, "a missing task");
+    assert!(!pause(TaskId(d.id.0 + 1000), now).await, "a missing task");
 
     // The scene: only its enabled tasks (b and e), in one call.
     let pause_scene = |scene: &'static str, at: NaiveDateTime| async move {
@@ -283,8 +285,8 @@ async fn pause_tasks_and_scenes(db: &Db) {
     for id in [b.id, e.id] {
         let row = find_task(db, id).await.expect("task");
         assert_eq!(
-            (row.status.as_str(), row.next_run_at, row.updated_at),
-            ("PAUSED", None, later),
+            (row.status, row.next_run_at, row.updated_at),
+            (Paused, None, later),
             "task {id}"
         );
     }
@@ -299,8 +301,8 @@ async fn pause_tasks_and_scenes(db: &Db) {
     );
     let other = find_task(db, d.id).await.expect("d");
     assert_eq!(
-        (other.status.as_str(), other.next_run_at, other.updated_at),
-        ("ENABLED", Some(t), d.updated_at),
+        (other.status, other.next_run_at, other.updated_at),
+        (Enabled, Some(t), d.updated_at),
         "another scene is untouched"
     );
     assert_eq!(pause_scene("s1", later).await, 0, "nothing left to pause");
@@ -330,13 +332,13 @@ async fn resume_tasks_and_scenes(db: &Db) {
     let next = at_hms(5, 7, 0, 0);
     let resumed = resume(tasks::Resume::Task(p1.id), now).await;
     assert_eq!(ids(&resumed), vec![p1.id]);
-    assert_eq!(resumed[0].status, "ENABLED");
+    assert_eq!(resumed[0].status, Enabled);
     assert_eq!(resumed[0].next_run_at, Some(next));
     assert_eq!(resumed[0].updated_at, now);
     let row = find_task(db, p1.id).await.expect("p1");
     assert_eq!(
-        (row.status.as_str(), row.next_run_at, row.updated_at),
-        ("ENABLED", Some(next), now),
+        (row.status, row.next_run_at, row.updated_at),
+        (Enabled, Some(next), now),
         "as stored"
     );
 
@@ -350,10 +352,10 @@ async fn resume_tasks_and_scenes(db: &Db) {
         .is_empty());
     let row = find_task(db, enabled.id).await.expect("enabled");
     assert_eq!(
-        (row.status.as_str(), row.next_run_at, row.updated_at),
-        ("ENABLED", Some(t + secs(999)), enabled.updated_at)
+        (row.status, row.next_run_at, row.updated_at),
+        (Enabled, Some(t + secs(999)), enabled.updated_at)
     );
-    assert!(resume(tasks::Resume::Task(r.id + 1000), again)
+    assert!(resume(tasks::Resume::Task(TaskId(r.id.0 + 1000)), again)
         .await
         .is_empty());
 
@@ -362,10 +364,7 @@ async fn resume_tasks_and_scenes(db: &Db) {
     assert_eq!(ids(&resumed), vec![p2.id]);
     assert_eq!(resumed[0].next_run_at, Some(at_hms(5, 7, 0, 0)));
     let row = find_task(db, p2.id).await.expect("p2");
-    assert_eq!(
-        (row.status.as_str(), row.next_run_at),
-        ("ENABLED", Some(next))
-    );
+    assert_eq!((row.status, row.next_run_at), (Enabled, Some(next)));
     assert_eq!(
         find_task(db, p1.id).await.expect("p1").updated_at,
         now,
@@ -373,7 +372,7 @@ async fn resume_tasks_and_scenes(db: &Db) {
     );
     for id in [q.id, r.id] {
         let row = find_task(db, id).await.expect("s2 task");
-        assert_eq!((row.status.as_str(), row.next_run_at), ("PAUSED", None));
+        assert_eq!((row.status, row.next_run_at), (Paused, None));
     }
     assert!(resume(tasks::Resume::Scene("s1".into()), again)
         .await
@@ -386,7 +385,7 @@ async fn resume_tasks_and_scenes(db: &Db) {
     let on_the_minute = at_hms(5, 10, 0, 0);
     let mut resumed = resume(tasks::Resume::Scene("s2".into()), on_the_minute).await;
     resumed.sort_by_key(|t| t.id);
-    let got: Vec<(i64, Option<NaiveDateTime>)> =
+    let got: Vec<(TaskId, Option<NaiveDateTime>)> =
         resumed.iter().map(|t| (t.id, t.next_run_at)).collect();
     assert_eq!(
         got,
@@ -398,8 +397,8 @@ async fn resume_tasks_and_scenes(db: &Db) {
     for (id, next) in got {
         let row = find_task(db, id).await.expect("task");
         assert_eq!(
-            (row.status.as_str(), row.next_run_at, row.updated_at),
-            ("ENABLED", next, on_the_minute)
+            (row.status, row.next_run_at, row.updated_at),
+            (Enabled, next, on_the_minute)
         );
     }
 }
@@ -423,14 +422,14 @@ async fn scene_counts_by_status(db: &Db) {
     ] {
         insert_task(db, fields(name, scene, status, None)).await;
     }
-    let expected: Vec<(String, String, i64)> = [
-        ("s1", "ENABLED", 3),
-        ("s1", "PAUSED", 1),
-        ("s10", "PAUSED", 1),
-        ("s2", "ENABLED", 2),
+    let expected: Vec<(String, TaskStatus, i64)> = [
+        ("s1", Enabled, 3),
+        ("s1", Paused, 1),
+        ("s10", Paused, 1),
+        ("s2", Enabled, 2),
     ]
     .into_iter()
-    .map(|(scene, status, n)| (scene.to_string(), status.to_string(), n))
+    .map(|(scene, status, n)| (scene.to_string(), status, n))
     .collect();
     assert_eq!(counts().await, expected);
 }
@@ -440,7 +439,7 @@ async fn task_dependencies(db: &Db) {
     let a = insert_task(db, fields("a", "s", Enabled, None)).await;
     let b = insert_task(db, fields("b", "s", Enabled, None)).await;
     let c = insert_task(db, fields("c", "s", Enabled, None)).await;
-    let deps_of = |ids: Vec<i64>| async move {
+    let deps_of = |ids: Vec<TaskId>| async move {
         tasks::dependencies_of(&mut conn(db).await, &ids)
             .await
             .expect("dependencies_of")
@@ -496,7 +495,7 @@ async fn task_dependencies(db: &Db) {
     // An update of a missing task stores none.
     let missing = tasks::update(
         &mut conn(db).await,
-        e.id + 1000,
+        TaskId(e.id.0 + 1000),
         fields("x", "s", Enabled, None),
         vec![a.id],
     )
@@ -518,7 +517,7 @@ async fn task_dependencies(db: &Db) {
     assert_eq!(all().await, vec![(e.id, a.id)]);
 
     // existing
-    let existing = |ids: Vec<i64>| async move {
+    let existing = |ids: Vec<TaskId>| async move {
         let mut found = tasks::existing(&mut conn(db).await, &ids)
             .await
             .expect("existing");
@@ -526,14 +525,14 @@ async fn task_dependencies(db: &Db) {
         found
     };
     assert_eq!(
-        existing(vec![e.id, a.id, e.id + 1000]).await,
+        existing(vec![e.id, a.id, TaskId(e.id.0 + 1000)]).await,
         vec![a.id, e.id]
     );
     assert!(existing(vec![]).await.is_empty());
-    assert!(existing(vec![-1, 0]).await.is_empty());
+    assert!(existing(vec![TaskId(-1), TaskId(0)]).await.is_empty());
 
     // Deleting a task removes its dependency rows.
-    assert!(tasks::delete(&mut conn(db).await, e.id, now_db())
+    assert!(tasks::delete(&mut conn(db).await, e.id, from_db(now_db()))
         .await
         .expect("delete"));
     assert!(deps_of(vec![e.id]).await.is_empty());
