@@ -7,15 +7,14 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use ax::run::{RunStatus, TaskId};
-use ax::store::models::Instance;
 use ax::store::queries::{instances, Page};
 use ax::store::{from_db, Db};
 use chrono::{DateTime, Utc};
-use common::{Api, AxProcess, Executor, Reply, TestStore, REDIS_URL};
+use common::{one_row_per_second, Api, AxProcess, Executor, Reply, TestStore, XorShift, REDIS_URL};
 use serde_json::json;
 
 const TASKS: usize = 8;
@@ -23,18 +22,6 @@ const KILLS: usize = 3;
 /// Longer than the missed-run grace (2 s) plus the time a run is committed ahead, so each
 /// outage is a stall the policy collapses.
 const OUTAGE: Duration = Duration::from_millis(4500);
-
-/// A tiny deterministic generator for the kill moments; the seed is printed for replay.
-struct XorShift(u64);
-
-impl XorShift {
-    fn between_ms(&mut self, low: u64, high: u64) -> Duration {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        Duration::from_millis(low + self.0 % (high - low))
-    }
-}
 
 /// One outage: from the kill to the moment the restarted ax was healthy.
 struct Outage {
@@ -184,19 +171,6 @@ async fn crash_and_recover(store: TestStore, redis: bool) {
         deliveries.len()
     );
     executor.stop().await;
-}
-
-/// The rows by scheduled second; fails on two rows for one second.
-fn one_row_per_second(task_id: i64, rows: &[Instance]) -> BTreeMap<i64, &Instance> {
-    let mut by_second = BTreeMap::new();
-    for row in rows {
-        let second = row.scheduled_at.and_utc().timestamp();
-        assert!(
-            by_second.insert(second, row).is_none(),
-            "task {task_id}: two rows for second {second}"
-        );
-    }
-    by_second
 }
 
 #[actix_rt::test]

@@ -10,7 +10,7 @@
 mod common;
 
 use ax::run::{RunStatus, TaskId};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,8 @@ use ax::store::queries::{instances, Page};
 use ax::store::{Conn, Db};
 use chrono::{DateTime, Utc};
 use common::{
-    host_port, Api, AxProcess, Executor, Proxy, Received, Reply, TestStore, MYSQL_SERVER, REDIS_URL,
+    host_port, one_row_per_second, Api, AxProcess, Executor, Proxy, Received, Reply, TestStore,
+    MYSQL_SERVER, REDIS_URL,
 };
 use diesel_async::RunQueryDsl;
 use serde_json::json;
@@ -167,19 +168,6 @@ async fn rows_of(db: &Db, task_id: i64) -> Vec<Instance> {
         .await
         .expect("rows");
     rows
-}
-
-/// The rows by scheduled second; fails on two rows for one second.
-fn one_row_per_second(task_id: i64, rows: &[Instance]) -> BTreeMap<i64, &Instance> {
-    let mut by_second = BTreeMap::new();
-    for row in rows {
-        let second = row.scheduled_at.and_utc().timestamp();
-        assert!(
-            by_second.insert(second, row).is_none(),
-            "task {task_id}: two rows for second {second}"
-        );
-    }
-    by_second
 }
 
 fn lateness_secs(row: &Instance) -> i64 {

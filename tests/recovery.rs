@@ -13,23 +13,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use common::{Api, AxProcess, Executor, Received, Reply, TestStore, REDIS_URL};
+use common::{Api, AxProcess, Executor, Received, Reply, TestStore, XorShift, REDIS_URL};
 use serde_json::json;
 
 const TASKS: usize = 20;
 const KILLS: usize = 4;
-
-/// A tiny deterministic generator for the kill moments; the seed is printed for replay.
-struct XorShift(u64);
-
-impl XorShift {
-    fn between_ms(&mut self, low: u64, high: u64) -> Duration {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        Duration::from_millis(low + self.0 % (high - low))
-    }
-}
 
 /// One kill: when the process died and when its successor was healthy again.
 struct Kill {

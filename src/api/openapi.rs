@@ -204,7 +204,8 @@ fn schemas() -> Value {
             "status": {"type": "string", "enum": RunStatus::ALL},
             "attempt": int, "retryCount": int, "code": string, "message": string,
             "deadlineAt": time, "nextAttemptAt": time, "firedBy": string, "createdAt": time,
-            "finishedAt": time, "params": {"type": "object"}}},
+            "finishedAt": time, "params": {"type": "object"}, "dispatchedAttempt": int,
+            "claimedUntil": time}},
         "Callback": {"type": "object", "required": ["requestId", "callbackToken", "status"], "properties": {
             "requestId": string, "callbackToken": string,
             "status": {"type": "string", "enum": ReportedStatus::ALL},

@@ -91,6 +91,10 @@ pub struct InstanceView {
     next_attempt_at: Option<String>,
     /// A manual run's own params, when they overrode the task's.
     params: Option<serde_json::Value>,
+    /// The highest attempt handed to a dispatcher (0: none yet).
+    dispatched_attempt: i32,
+    /// While a dispatcher holds the current attempt: when its claim lapses.
+    claimed_until: Option<String>,
 }
 
 impl From<Instance> for InstanceView {
@@ -113,6 +117,8 @@ impl From<Instance> for InstanceView {
             finished_at: run.finished_at.map(time),
             next_attempt_at: run.next_attempt_at.map(time),
             params: run.params.and_then(|p| serde_json::from_str(&p).ok()),
+            dispatched_attempt: run.dispatched_attempt,
+            claimed_until: run.claimed_until.map(time),
         }
     }
 }

@@ -674,3 +674,32 @@ async fn forward(mut client: actix_rt::net::TcpStream, shared: Arc<ProxyShared>)
         _ = cut.wait_for(|cut| *cut) => {}
     }
 }
+
+/// A tiny deterministic generator for kill moments; tests print the seed for replay.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    /// A duration in `[low, high)` milliseconds.
+    pub fn between_ms(&mut self, low: u64, high: u64) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        Duration::from_millis(low + self.0 % (high - low))
+    }
+}
+
+/// A task's rows by scheduled second; fails on two rows for one second.
+pub fn one_row_per_second(
+    task_id: i64,
+    rows: &[ax::store::models::Instance],
+) -> std::collections::BTreeMap<i64, &ax::store::models::Instance> {
+    let mut by_second = std::collections::BTreeMap::new();
+    for row in rows {
+        let second = row.scheduled_at.and_utc().timestamp();
+        assert!(
+            by_second.insert(second, row).is_none(),
+            "task {task_id}: two rows for second {second}"
+        );
+    }
+    by_second
+}

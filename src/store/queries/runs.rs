@@ -359,9 +359,9 @@ pub async fn apply(conn: &mut Conn, writes: &[(&RequestId, &Write)]) -> Result<u
     Ok(changed)
 }
 
-/// The SQL and binds of one statement for writes of one shape: `col = ?` for a single run,
-/// `col = CASE request_id WHEN ? THEN ? … END` for several (and the same with each
-/// condition's comparison).
+/// The SQL and binds of one statement for writes of one shape: `col = ?` for a value every run
+/// shares, `col = CASE request_id WHEN ? THEN ? … END` for values that differ (and the same
+/// with each condition's comparison).
 fn statement(writes: &[(&RequestId, &Write)]) -> (String, Vec<Value>) {
     let Some((_, first)) = writes.first() else {
         return (String::new(), Vec::new());
@@ -373,8 +373,10 @@ fn statement(writes: &[(&RequestId, &Write)]) -> (String, Vec<Value>) {
         let names: Vec<&'static str> = per_run[0].iter().map(|(c, _)| *c).collect();
         let mut parts = Vec::new();
         for (k, name) in names.iter().enumerate() {
-            if writes.len() == 1 {
-                binds.push(per_run[0][k].1.clone());
+            let value = &per_run[0][k].1;
+            // One value for every run (a status, a cleared column) is bound once.
+            if per_run.iter().all(|values| values[k].1 == *value) {
+                binds.push(value.clone());
                 parts.push(format!("{name} ?"));
             } else {
                 for ((id, _), values) in writes.iter().zip(&per_run) {
