@@ -162,6 +162,23 @@ async fn three_instances_one_killed() {
         *per_run.entry(d.request_id.as_str()).or_default() += 1;
     }
     let duplicates: usize = per_run.values().map(|n| n - 1).sum();
+    // A run may be delivered again only if it was in flight on the killed instance.
+    let in_failover = |d: &&common::Received| {
+        let scheduled = d.body["scheduledAt"]
+            .as_str()
+            .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+            .map_or(0, |at| at.timestamp());
+        (scheduled - killed.timestamp()).abs() <= 2
+    };
+    let repeated_outside: Vec<&str> = deliveries
+        .iter()
+        .filter(|d| per_run[d.request_id.as_str()] > 1 && !in_failover(d))
+        .map(|d| d.request_id.as_str())
+        .collect();
+    assert!(
+        repeated_outside.is_empty(),
+        "delivered twice outside the failover: {repeated_outside:?}"
+    );
     println!(
         "cluster test: 3 instances, {TASKS} every-second tasks, {rows_total} rows, 0 duplicate \
          rows, {} deliveries ({duplicates} duplicate), {lost_in_gap} runs collapsed in failover, \

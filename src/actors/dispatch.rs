@@ -224,14 +224,19 @@ async fn deliver(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> RunE
 
 /// Longest pause between two tries of recording a reply.
 const RECORD_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Tries of a reply the database refuses (not one it cannot be reached for).
+const RECORD_TRIES: usize = 3;
 
-/// Records an attempt's reply; answers once it is committed. A reply is never dropped for a
-/// store failure: it is tried again (with back-off) until the store takes it, holding its
-/// result slot, so a store outage slows dispatch instead of losing what executors answered.
+/// Records an attempt's reply; answers once it is committed. A reply is not dropped for a store
+/// out of reach: it is tried again (with back-off) until the store takes it, holding its result
+/// slot, so an outage slows dispatch instead of losing what executors answered. One the
+/// database refuses is tried a few times, then left: the attempt's claim lapses and the run
+/// is delivered again.
 async fn record(store: &StoreHandle, job: &DispatchJob, event: RunEvent) {
     let mut pause = Duration::from_millis(100);
+    let mut refused = 0;
     loop {
-        match store.record_event(event.clone()).await {
+        let err = match store.record_event(event.clone()).await {
             Ok(decided) => {
                 log::debug!(
                     "task {} request {}: reply recorded: {decided:?}",
@@ -240,12 +245,25 @@ async fn record(store: &StoreHandle, job: &DispatchJob, event: RunEvent) {
                 );
                 return;
             }
-            Err(err) => log::warn!(
-                "task {} request {}: reply not recorded yet, trying again in {pause:?}: {err}",
-                job.task_id,
-                job.request_id
-            ),
+            Err(err) => err,
+        };
+        if !err.is_unreachable() {
+            refused += 1;
+            if refused >= RECORD_TRIES {
+                log::error!(
+                    "task {} request {}: reply not recorded, the run will be delivered again: \
+                     {err}",
+                    job.task_id,
+                    job.request_id
+                );
+                return;
+            }
         }
+        log::warn!(
+            "task {} request {}: reply not recorded yet, trying again in {pause:?}: {err}",
+            job.task_id,
+            job.request_id
+        );
         actix_rt::time::sleep(pause).await;
         pause = (pause * 2).min(RECORD_BACKOFF_MAX);
     }

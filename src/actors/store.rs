@@ -43,9 +43,13 @@ enum Reply {
 }
 
 impl Reply {
-    /// Tells the caller its write failed.
+    /// Tells the caller its write failed, and whether for a store out of reach.
     fn fail(self, err: &StoreError) {
-        let err = StoreError::Commit(err.to_string());
+        let err = if err.is_unreachable() {
+            StoreError::Pool(err.to_string())
+        } else {
+            StoreError::Commit(err.to_string())
+        };
         // A caller that gave up waiting (send fails) is no reason to fail the others.
         match self {
             Reply::Fires(tx) => drop(tx.send(Err(err))),
@@ -261,34 +265,56 @@ enum Done {
 /// How often a batch is tried when the database reports a deadlock or a busy lock.
 const COMMIT_TRIES: usize = 3;
 
-/// Commits one batch in one transaction, then answers every caller. A deadlock or lock
-/// timeout rolls the whole batch back, so it is tried again; any other failure is reported to
-/// every caller.
+/// Commits one batch in one transaction, then answers every caller. A batch the database
+/// refuses (not a lost connection: a statement it will not take) is committed again one write
+/// at a time, so one bad write fails alone and the others commit.
 async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
-    let rows: usize = batch.iter().map(|p| p.write.rows()).sum();
     let (writes, replies): (Vec<Write>, Vec<Reply>) =
         batch.into_iter().map(|p| (p.write, p.reply)).unzip();
+    let count = writes.len();
     let writes = Arc::new(writes);
+    match commit_once(&db, retry_defaults, writes.clone()).await {
+        Ok(done) => answer(replies, done),
+        Err(err) if count > 1 && !err.is_unreachable() => {
+            log::warn!("a batch of {count} writes failed ({err}); committing them one by one");
+            let writes = Arc::try_unwrap(writes).unwrap_or_default();
+            for (write, reply) in writes.into_iter().zip(replies) {
+                match commit_once(&db, retry_defaults, Arc::new(vec![write])).await {
+                    Ok(done) => answer(vec![reply], done),
+                    Err(err) => {
+                        log::error!("a write failed: {err}");
+                        reply.fail(&err);
+                    }
+                }
+            }
+        }
+        Err(err) => {
+            log::error!("a batch of {count} writes failed: {err}");
+            replies.into_iter().for_each(|reply| reply.fail(&err));
+        }
+    }
+}
+
+/// Commits writes in one transaction, tried again when the database reports a deadlock or a
+/// busy lock (which roll the whole transaction back).
+async fn commit_once(
+    db: &Db,
+    retry_defaults: RetryPolicy,
+    writes: Arc<Vec<Write>>,
+) -> Result<Vec<Done>, StoreError> {
+    let rows: usize = writes.iter().map(Write::rows).sum();
     let started = Instant::now();
     let mut tries = 0;
-    let result = loop {
+    let done = loop {
         tries += 1;
-        match run_batch(&db, retry_defaults, writes.clone()).await {
+        match run_batch(db, retry_defaults, writes.clone()).await {
             Err(err) if err.is_transient() && tries < COMMIT_TRIES => {
                 log::warn!(
                     "a batch of {} writes rolled back, trying again: {err}",
                     writes.len()
                 );
             }
-            result => break result,
-        }
-    };
-    let done = match result {
-        Ok(done) => done,
-        Err(err) => {
-            log::error!("a batch of {} writes failed: {err}", writes.len());
-            replies.into_iter().for_each(|reply| reply.fail(&err));
-            return;
+            result => break result?,
         }
     };
     log::debug!(
@@ -298,7 +324,12 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
     );
     metrics().commit_seconds.observe_duration(started.elapsed());
     metrics().batch_rows.observe(rows as f64);
-    // `done` holds one outcome per write, built in the writes' order by `run_batch`.
+    Ok(done)
+}
+
+/// Hands each caller its write's outcome; `done` holds one per write, in the writes' order
+/// (see `run_batch`).
+fn answer(replies: Vec<Reply>, done: Vec<Done>) {
     for (reply, done) in replies.into_iter().zip(done) {
         // A caller that gave up waiting (send fails) is no reason to fail the others.
         match (reply, done) {

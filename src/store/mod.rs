@@ -54,6 +54,20 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The database could not be reached (no connection, or it broke), as opposed to a
+    /// statement it refused: the same write may pass once it is back.
+    pub fn is_unreachable(&self) -> bool {
+        use diesel::result::{DatabaseErrorKind, Error};
+        match self {
+            StoreError::Pool(_) | StoreError::Connect(_) => true,
+            StoreError::Query(Error::DatabaseError(kind, _)) => matches!(
+                kind,
+                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand
+            ),
+            _ => false,
+        }
+    }
+
     /// A failure that rolled the transaction back and may pass on a second try: a deadlock
     /// or lock wait timeout (MySQL: "try restarting transaction"), or a busy SQLite file.
     pub fn is_transient(&self) -> bool {

@@ -110,3 +110,55 @@ async fn store_actor_records_claims(db: &Db) {
     assert_eq!(decided.expect("committed"), Decided::Unknown);
     assert_eq!(instance(db, &first).await.status, RunStatus::Running);
 }
+
+/// A group commit that MariaDB refuses for one write's sake (a `code` longer than its column,
+/// in strict mode) is committed again one write at a time: the bad write fails alone, every
+/// other result of the batch commits.
+#[actix_rt::test]
+async fn one_refused_write_fails_alone_mysql() {
+    use actix::Actor;
+    const RUNS: usize = 20;
+    let test_store = crate::common::TestStore::mysql();
+    let db = crate::support::connect(&test_store).await;
+    // A long batch interval: every result below joins one group commit.
+    let store = StoreHandle::new(
+        StoreActor::new(
+            db.clone(),
+            RetryPolicy::default(),
+            100,
+            Duration::from_secs(1),
+        )
+        .start(),
+    );
+    let task = insert_task(&db, fields("refused", "s", TaskStatus::Enabled, None)).await;
+    let t = base();
+    let mut ids = Vec::new();
+    for k in 0..RUNS as i64 {
+        let id = request_id();
+        insert_instance(&db, &fired(task.id, &id, t + secs(k))).await;
+        ids.push(id);
+    }
+    let too_long = "x".repeat(100);
+    let results = ids.iter().enumerate().map(|(k, id)| {
+        let store = store.clone();
+        let code = (k == 7).then_some(too_long.as_str());
+        let event = RunEvent {
+            request_id: id.clone(),
+            event: report(Some(1), succeeded(code, None), now_db()),
+            blind: true,
+        };
+        async move { store.record_event(event).await }
+    });
+    let outcomes = futures_util::future::join_all(results).await;
+    for (k, (id, outcome)) in ids.iter().zip(outcomes).enumerate() {
+        let row = instance(&db, id).await;
+        if k == 7 {
+            let err = outcome.expect_err("the refused write fails");
+            assert!(!err.is_unreachable(), "{err}");
+            assert_eq!(row.status, RunStatus::Ready, "left for redelivery");
+        } else {
+            outcome.unwrap_or_else(|err| panic!("run {k}: {err}"));
+            assert_eq!(row.status, RunStatus::Success, "run {k}");
+        }
+    }
+}
