@@ -1,10 +1,14 @@
 -- A dispatcher's claim gets columns of its own: `next_attempt_at` says only when a waiting run
 -- is due, `claimed_until` when a dispatched attempt's claim lapses, `dispatched_attempt` which
--- attempt was handed out last (results for later ones are refused).
+-- attempt was handed out last (results for later ones are refused). The lifecycle keeps both
+-- times NULL outside the state they belong to, so they are indexed alone: a run that changes
+-- status then leaves those indexes untouched.
 ALTER TABLE ax_instance
     ADD COLUMN dispatched_attempt INT NOT NULL DEFAULT 0,
     ADD COLUMN claimed_until DATETIME(3) NULL,
-    ADD INDEX idx_ax_instance_claimed (status, claimed_until);
+    ADD INDEX idx_ax_instance_claimed (claimed_until),
+    DROP INDEX idx_ax_instance_next_attempt,
+    ADD INDEX idx_ax_instance_next_attempt (next_attempt_at);
 
 -- Runs past their first dispatch, and first attempts fired (claimed at birth), count as
 -- dispatched; a READY retry waits for its time.

@@ -1,9 +1,13 @@
 -- A dispatcher's claim gets columns of its own: `next_attempt_at` says only when a waiting run
 -- is due, `claimed_until` when a dispatched attempt's claim lapses, `dispatched_attempt` which
--- attempt was handed out last (results for later ones are refused).
+-- attempt was handed out last (results for later ones are refused). The lifecycle keeps both
+-- times NULL outside the state they belong to, so they are indexed alone: a run that changes
+-- status then leaves those indexes untouched.
 ALTER TABLE ax_instance ADD COLUMN dispatched_attempt INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE ax_instance ADD COLUMN claimed_until TIMESTAMP NULL;
-CREATE INDEX idx_ax_instance_claimed ON ax_instance (status, claimed_until);
+CREATE INDEX idx_ax_instance_claimed ON ax_instance (claimed_until);
+DROP INDEX idx_ax_instance_next_attempt;
+CREATE INDEX idx_ax_instance_next_attempt ON ax_instance (next_attempt_at);
 
 -- Runs past their first dispatch, and first attempts fired (claimed at birth), count as
 -- dispatched; a READY retry waits for its time.
