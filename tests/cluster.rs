@@ -7,7 +7,6 @@ mod common;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use ax::store::queries::{instances, Page};
 use ax::store::Db;
 use chrono::Utc;
 use common::{Api, AxProcess, Executor, Reply, TestStore, REDIS_URL};
@@ -110,18 +109,11 @@ async fn three_instances_one_killed() {
     }
 
     let db = Db::connect(&store.url(), 2).await.expect("store");
-    let mut conn = db.conn().await.expect("conn");
     let deliveries = executor.received();
     let delivered: HashSet<&str> = deliveries.iter().map(|d| d.request_id.as_str()).collect();
     let (mut rows_total, mut lost_in_gap, mut worst_gap) = (0usize, 0i64, 0i64);
     for task_id in &tasks {
-        let page = Page {
-            limit: 100_000,
-            offset: 0,
-        };
-        let (rows, _) = instances::list_for_task(&mut conn, ax::run::TaskId(*task_id), page)
-            .await
-            .expect("rows");
+        let rows = common::rows_of(&db, *task_id).await;
         rows_total += rows.len();
         let mut seconds = BTreeSet::new();
         for row in &rows {

@@ -10,8 +10,7 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use ax::run::{RunStatus, TaskId};
-use ax::store::queries::{instances, Page};
+use ax::run::RunStatus;
 use ax::store::{from_db, Db};
 use chrono::{DateTime, Utc};
 use common::{one_row_per_second, Api, AxProcess, Executor, Reply, TestStore, XorShift, REDIS_URL};
@@ -75,7 +74,6 @@ async fn crash_and_recover(store: TestStore, redis: bool) {
     let ended = Utc::now();
 
     let db = Db::connect(&store.url(), 2).await.expect("store");
-    let mut conn = db.conn().await.expect("conn");
     let deliveries = executor.received();
     let mut delivered: HashMap<String, usize> = HashMap::new();
     let mut ids_of_run: HashMap<(i64, String), HashSet<String>> = HashMap::new();
@@ -97,13 +95,7 @@ async fn crash_and_recover(store: TestStore, redis: bool) {
 
     let (mut rows_total, mut catch_ups, mut missed) = (0, 0, 0);
     for (&task_id, &misfire) in &threshold {
-        let page = Page {
-            limit: 100_000,
-            offset: 0,
-        };
-        let (rows, _) = instances::list_for_task(&mut conn, TaskId(task_id), page)
-            .await
-            .expect("rows");
+        let rows = common::rows_of(&db, task_id).await;
         rows_total += rows.len();
         let by_second = one_row_per_second(task_id, &rows);
         for row in &rows {

@@ -9,18 +9,17 @@
 
 mod common;
 
-use ax::run::{RunStatus, TaskId};
+use ax::run::RunStatus;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ax::store::models::Instance;
-use ax::store::queries::{instances, Page};
 use ax::store::{Conn, Db};
 use chrono::{DateTime, Utc};
 use common::{
-    host_port, one_row_per_second, Api, AxProcess, Executor, Proxy, Received, Reply, TestStore,
-    MYSQL_SERVER, REDIS_URL,
+    host_port, one_row_per_second, rows_of, Api, AxProcess, Executor, Proxy, Received, Reply,
+    TestStore, MYSQL_SERVER, REDIS_URL,
 };
 use diesel_async::RunQueryDsl;
 use serde_json::json;
@@ -156,18 +155,6 @@ impl Scene {
         self.executor.stop().await;
         received
     }
-}
-
-async fn rows_of(db: &Db, task_id: i64) -> Vec<Instance> {
-    let mut conn = db.conn().await.expect("conn");
-    let page = Page {
-        limit: 100_000,
-        offset: 0,
-    };
-    let (rows, _) = instances::list_for_task(&mut conn, TaskId(task_id), page)
-        .await
-        .expect("rows");
-    rows
 }
 
 fn lateness_secs(row: &Instance) -> i64 {

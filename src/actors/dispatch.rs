@@ -401,9 +401,14 @@ impl DispatchHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn deadline() -> DateTime<Utc> {
         DateTime::<Utc>::UNIX_EPOCH
+    }
+
+    fn reply(body: serde_json::Value) -> Vec<u8> {
+        body.to_string().into_bytes()
     }
 
     #[test]
@@ -411,7 +416,7 @@ mod tests {
         assert_eq!(
             classify_reply(
                 200,
-                br#"{"status":"SUCCESS","code":0,"message":"ok"}"#,
+                &reply(json!({"status": ReportedStatus::Success, "code": 0, "message": "ok"})),
                 deadline()
             ),
             Outcome::Succeeded {
@@ -422,7 +427,7 @@ mod tests {
         assert_eq!(
             classify_reply(
                 200,
-                br#"{"status":"FAILED","code":"E42","retry":false}"#,
+                &reply(json!({"status": ReportedStatus::Failed, "code": "E42", "retry": false})),
                 deadline()
             ),
             Outcome::Failed {

@@ -703,3 +703,17 @@ pub fn one_row_per_second(
     }
     by_second
 }
+
+/// Every run of a task, newest scheduled first.
+pub async fn rows_of(db: &ax::store::Db, task_id: i64) -> Vec<ax::store::models::Instance> {
+    let mut conn = db.conn().await.expect("conn");
+    let page = ax::store::queries::Page {
+        limit: 100_000,
+        offset: 0,
+    };
+    let (rows, _) =
+        ax::store::queries::instances::list_for_task(&mut conn, ax::run::TaskId(task_id), page)
+            .await
+            .expect("rows");
+    rows
+}
