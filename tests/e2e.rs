@@ -674,3 +674,107 @@ async fn a_manual_run_is_claimed_and_dispatched_once() {
     ax.shutdown().await;
     executor.stop().await;
 }
+
+/// Whatever an executor puts in its reply is brought within its column: the worst cases of
+/// every result field — too long, the wrong type, 4-byte characters and NULs — end their runs
+/// SUCCESS with what fits, and never hold up the results of other tasks.
+async fn worst_case_replies_are_stored_within_their_columns(store: TestStore) {
+    let ax = start_ax(&config(&store, false, "worst")).await;
+    let api = Api::new(&ax);
+    let long = "c".repeat(100);
+    let huge_message = format!("😀\u{0}{}", "m".repeat(10_000));
+    let bodies = [
+        json!({"status": "SUCCESS", "code": long, "message": "long code"}),
+        json!({"status": "SUCCESS", "code": {"nested": [1, 2, {"deep": "x".repeat(80)}]}}),
+        json!({"status": "SUCCESS", "code": 123_456_789_012_345_678u64, "message": huge_message}),
+        json!({"status": "SUCCESS", "code": "😀".repeat(70), "message": ["not", "text"]}),
+        json!({"status": "SUCCESS", "code": null, "message": true}),
+    ];
+    let mut executors = Vec::new();
+    let mut tasks = Vec::new();
+    for body in bodies {
+        let executor = Executor::start(Reply::Body(body.to_string())).await;
+        tasks.push(api.create_task(every_second(&executor.url)).await);
+        executors.push(executor);
+    }
+    let plain = Executor::start(Reply::Success).await;
+    tasks.push(api.create_task(every_second(&plain.url)).await);
+    for task in &tasks {
+        let id = task["id"].as_i64().unwrap_or_default();
+        let runs = api.wait_final(id, 2, Duration::from_secs(10)).await;
+        let due: Vec<&Value> = runs.iter().filter(|r| r["status"] != "READY").collect();
+        assert!(due.len() >= 2, "task {id}: {runs:?}");
+        for run in due {
+            assert_eq!(run["status"], "SUCCESS", "task {id}: {run}");
+            let code = run["code"].as_str().unwrap_or_default();
+            let message = run["message"].as_str().unwrap_or_default();
+            assert!(code.chars().count() <= 64, "{run}");
+            assert!(message.chars().count() <= 1024, "{run}");
+        }
+    }
+    ax.shutdown().await;
+    for executor in executors {
+        executor.stop().await;
+    }
+    plain.stop().await;
+}
+
+#[actix_rt::test]
+async fn worst_case_replies_on_sqlite() {
+    worst_case_replies_are_stored_within_their_columns(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn worst_case_replies_on_mariadb() {
+    worst_case_replies_are_stored_within_their_columns(TestStore::mysql()).await;
+}
+
+/// `timeoutMs` bounds the whole exchange: a handler that sends its headers at once and its
+/// body a byte a second times out at `timeoutMs`, delivered once; and a reply body is read up
+/// to its cap (64 KiB), the rest ignored.
+#[actix_rt::test]
+async fn timeout_covers_the_reply_body_and_bodies_are_capped() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "body")).await;
+    let api = Api::new(&ax);
+    let trickle = Executor::start(Reply::Trickle(Duration::from_secs(1))).await;
+    let mut body = every_second(&trickle.url);
+    body["timeoutMs"] = json!(2000);
+    body["maxRetry"] = json!(0);
+    let task = api.create_task(body.clone()).await;
+    let first = trickle.wait_for(1, Duration::from_secs(5)).await[0].clone();
+    body["enabled"] = json!(false);
+    api.call("PUT", &format!("/api/tasks/{}", task["id"]), Some(body))
+        .await;
+    let path = format!("/api/instances/{}", first.request_id);
+    let run = wait_status(&api, &path, "FAILED", Duration::from_secs(4)).await;
+    assert_eq!(run["code"], "TIMEOUT", "{run}");
+    // Ended at timeoutMs (2 s), not when the body would have been complete (40 s).
+    let took = time(&run["finishedAt"]) - first.wall;
+    assert!(
+        took < chrono::Duration::seconds(3),
+        "ended {took} after the dispatch"
+    );
+    actix_rt::time::sleep(Duration::from_secs(1)).await;
+    let deliveries = trickle.received();
+    assert_eq!(
+        deliveries
+            .iter()
+            .filter(|d| d.request_id == first.request_id)
+            .count(),
+        1,
+        "delivered once"
+    );
+
+    let padded = format!("{}{}", json!({"status": "SUCCESS"}), " ".repeat(100 * 1024));
+    let big = Executor::start(Reply::Body(padded)).await;
+    let task = api.create_task(every_second(&big.url)).await;
+    let id = task["id"].as_i64().unwrap_or_default();
+    let runs = api.wait_final(id, 1, Duration::from_secs(5)).await;
+    let done: Vec<&Value> = runs.iter().filter(|r| r["status"] != "READY").collect();
+    assert!(!done.is_empty());
+    assert!(done.iter().all(|r| r["status"] == "SUCCESS"), "{runs:?}");
+    ax.shutdown().await;
+    trickle.stop().await;
+    big.stop().await;
+}

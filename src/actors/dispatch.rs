@@ -15,11 +15,10 @@ use super::InFlight;
 use crate::metrics::{metrics, DispatchResult};
 use crate::run::{Event, Outcome, Report, ReportedStatus, RequestId, TaskId};
 use crate::security::{callback_token, sign_dispatch, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use crate::store::models::{cut, MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
 
 /// Longest reply body read from a handler.
 const MAX_REPLY_BYTES: usize = 64 * 1024;
-/// Longest message stored from a reply.
-const MAX_MESSAGE_CHARS: usize = 1024;
 
 /// One delivery of a run's attempt to its handler.
 #[derive(Debug, Clone)]
@@ -50,7 +49,7 @@ struct DispatchBody<'a> {
 fn failed(code: &str, message: impl Into<String>) -> Outcome {
     Outcome::Failed {
         code: Some(code.to_string()),
-        message: Some(truncate(message.into())),
+        message: Some(cut(message.into(), MAX_MESSAGE_CHARS)),
         retry: true,
     }
 }
@@ -67,8 +66,15 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
     let Ok(serde_json::Value::Object(reply)) = serde_json::from_slice(body) else {
         return accepted;
     };
-    let code = reply.get("code").and_then(json_text);
-    let message = reply.get("message").and_then(json_text).map(truncate);
+    // Whatever the executor sent is brought within its column before it reaches a statement.
+    let code = reply
+        .get("code")
+        .and_then(json_text)
+        .map(|code| cut(code, MAX_CODE_CHARS));
+    let message = reply
+        .get("message")
+        .and_then(json_text)
+        .map(|message| cut(message, MAX_MESSAGE_CHARS));
     let status = reply.get("status").and_then(|s| s.as_str());
     match status.and_then(ReportedStatus::parse) {
         Some(ReportedStatus::Success) => Outcome::Succeeded { code, message },
@@ -88,13 +94,6 @@ pub fn json_text(value: &serde_json::Value) -> Option<String> {
         serde_json::Value::String(s) => Some(s.clone()),
         other => Some(other.to_string()),
     }
-}
-
-fn truncate(mut text: String) -> String {
-    if let Some((cut, _)) = text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        text.truncate(cut);
-    }
-    text
 }
 
 /// One dispatcher: an HTTP client with at most `max_in_flight` requests at a time.
@@ -300,18 +299,42 @@ async fn post(
         .insert_header(("X-Ax-Request-Id", job.request_id.to_string()))
         .insert_header((TIMESTAMP_HEADER, timestamp.to_string()))
         .insert_header((SIGNATURE_HEADER, sign_dispatch(secret, timestamp, &body)));
-    let mut response = match request.send_body(body).await {
-        Ok(response) => response,
-        Err(awc::error::SendRequestError::Timeout) => {
-            return failed("TIMEOUT", "no reply before the task's timeoutMs")
-        }
-        Err(err) => return failed("CONNECT_ERROR", err.to_string()),
+    // `timeoutMs` bounds the whole exchange: connect, send, headers and body.
+    let exchange = async {
+        let mut response = match request.send_body(body).await {
+            Ok(response) => response,
+            Err(awc::error::SendRequestError::Timeout) => return None,
+            Err(err) => return Some(failed("CONNECT_ERROR", err.to_string())),
+        };
+        let status = response.status().as_u16();
+        Some(match read_capped(&mut response).await {
+            Ok(bytes) => classify_reply(status, &bytes, deadline),
+            Err(err) => failed("BAD_REPLY", err.to_string()),
+        })
     };
-    let status = response.status().as_u16();
-    match response.body().limit(MAX_REPLY_BYTES).await {
-        Ok(bytes) => classify_reply(status, &bytes, deadline),
-        Err(err) => failed("BAD_REPLY", err.to_string()),
+    tokio::time::timeout(timeout, exchange)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| failed("TIMEOUT", "no reply before the task's timeoutMs"))
+}
+
+/// The reply body up to `MAX_REPLY_BYTES`; the rest is not read.
+async fn read_capped<S>(response: &mut awc::ClientResponse<S>) -> Result<Vec<u8>, String>
+where
+    S: futures_util::Stream<Item = Result<actix_web::web::Bytes, awc::error::PayloadError>> + Unpin,
+{
+    use futures_util::StreamExt;
+    let mut body = Vec::new();
+    while let Some(chunk) = response.next().await {
+        let chunk = chunk.map_err(|err| err.to_string())?;
+        let room = MAX_REPLY_BYTES - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() == MAX_REPLY_BYTES {
+            break;
+        }
     }
+    Ok(body)
 }
 
 /// Waits until every request in flight has finished and its result is recorded.
@@ -467,6 +490,9 @@ mod tests {
     #[test]
     fn long_messages_are_cut_on_a_char_boundary() {
         let long = "é".repeat(MAX_MESSAGE_CHARS + 10);
-        assert_eq!(truncate(long).chars().count(), MAX_MESSAGE_CHARS);
+        assert_eq!(
+            cut(long, MAX_MESSAGE_CHARS).chars().count(),
+            MAX_MESSAGE_CHARS
+        );
     }
 }

@@ -13,7 +13,10 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use crate::metrics::{add, metrics};
-use crate::run::{blind, Event, RequestId, RetryPolicy, RunStatus, Write as RunWrite};
+use crate::run::{
+    blind, Event, Outcome, Report, RequestId, RetryPolicy, RunStatus, Write as RunWrite,
+};
+use crate::store::models::{cut, MAX_MESSAGE_CHARS};
 use crate::store::queries::instances::{self, FireOutcome, FireRecord};
 use crate::store::queries::runs::{self, Decided, DueAttempt};
 use crate::store::{Conn, Db, StoreError};
@@ -29,6 +32,7 @@ pub struct RunEvent {
 }
 
 /// A write waiting for the next commit.
+#[derive(Clone)]
 enum Write {
     Fires(Vec<FireRecord>),
     Event(RunEvent),
@@ -279,13 +283,7 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
             log::warn!("a batch of {count} writes failed ({err}); committing them one by one");
             let writes = Arc::try_unwrap(writes).unwrap_or_default();
             for (write, reply) in writes.into_iter().zip(replies) {
-                match commit_once(&db, retry_defaults, Arc::new(vec![write])).await {
-                    Ok(done) => answer(vec![reply], done),
-                    Err(err) => {
-                        log::error!("a write failed: {err}");
-                        reply.fail(&err);
-                    }
-                }
+                commit_alone(&db, retry_defaults, write, reply).await;
             }
         }
         Err(err) => {
@@ -294,6 +292,52 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
         }
     }
 }
+
+/// Commits one write of a refused batch. A result the database still refuses is recorded as
+/// the attempt's failure, `RESULT_REJECTED` with the reason, so the run does not wait for its
+/// claim to lapse and is not delivered again and again.
+async fn commit_alone(db: &Db, retry_defaults: RetryPolicy, write: Write, reply: Reply) {
+    let err = match commit_once(db, retry_defaults, Arc::new(vec![write.clone()])).await {
+        Ok(done) => return answer(vec![reply], done),
+        Err(err) => err,
+    };
+    log::error!("a write failed: {err}");
+    let Some(rejected) = rejection(&write, &err).filter(|_| !err.is_unreachable()) else {
+        return reply.fail(&err);
+    };
+    match commit_once(db, retry_defaults, Arc::new(vec![rejected])).await {
+        Ok(done) => answer(vec![reply], done),
+        Err(err) => reply.fail(&err),
+    }
+}
+
+/// A result the database refused, as the failure of the attempt it reported on.
+fn rejection(write: &Write, err: &StoreError) -> Option<Write> {
+    let Write::Event(RunEvent {
+        request_id,
+        event: Event::Report(report),
+        ..
+    }) = write
+    else {
+        return None;
+    };
+    let message = format!("the result could not be stored: {err}");
+    Some(Write::Event(RunEvent {
+        request_id: request_id.clone(),
+        event: Event::Report(Report {
+            outcome: Outcome::Failed {
+                code: Some(RESULT_REJECTED.into()),
+                message: Some(cut(message, MAX_MESSAGE_CHARS)),
+                retry: false,
+            },
+            ..report.clone()
+        }),
+        blind: false,
+    }))
+}
+
+/// The code of a result the database refused to store.
+pub const RESULT_REJECTED: &str = "RESULT_REJECTED";
 
 /// Commits writes in one transaction, tried again when the database reports a deadlock or a
 /// busy lock (which roll the whole transaction back).

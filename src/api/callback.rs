@@ -9,6 +9,7 @@ use crate::error::ApiError;
 use crate::metrics::metrics;
 use crate::run::{Outcome, Refusal, Report, ReportedStatus, RequestId};
 use crate::security::{callback_token, same_secret};
+use crate::store::models::{MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
 use crate::store::queries::runs::Decided;
 
 const FIELDS: &[&str] = &[
@@ -20,8 +21,6 @@ const FIELDS: &[&str] = &[
     "retry",
     "attempt",
 ];
-const MAX_CODE_CHARS: usize = 64;
-const MAX_MESSAGE_CHARS: usize = 1024;
 
 /// `{requestId, callbackToken, status: "SUCCESS"|"FAILED", code?, message?, retry?, attempt?}`
 /// → 200 `{requestId, status, applied, message}` where `status` is the run's status after the

@@ -7,6 +7,20 @@ use super::schema::{ax_instance, ax_task};
 use super::to_db;
 use crate::run::{NewRun, RequestId, RunStatus, TaskId, TriggerType};
 
+/// Longest result `code` a run stores (`callback_code VARCHAR(64)`).
+pub const MAX_CODE_CHARS: usize = 64;
+/// Longest result `message` a run stores.
+pub const MAX_MESSAGE_CHARS: usize = 1024;
+
+/// `text` cut to at most `max` characters, on a character boundary: a value from outside
+/// brought within its column.
+pub fn cut(mut text: String, max: usize) -> String {
+    if let Some((end, _)) = text.char_indices().nth(max) {
+        text.truncate(end);
+    }
+    text
+}
+
 crate::text_enum! {
     /// Whether a task is scheduled: `PAUSED` tasks keep their definition but never fire.
     TaskStatus { Enabled => "ENABLED", Paused => "PAUSED" }

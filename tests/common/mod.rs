@@ -10,6 +10,7 @@ use actix_web::{web, App, HttpResponse, HttpServer};
 use ax::app::Ax;
 use ax::clock::SystemClock;
 use ax::config::Config;
+use futures_util::StreamExt;
 use serde_json::Value;
 
 pub const MYSQL_SERVER: &str = "mysql://root@127.0.0.1:3306";
@@ -156,6 +157,10 @@ pub enum Reply {
     FailFirst(usize),
     /// 200 `{"status":"FAILED","retry":false}`.
     FailNoRetry,
+    /// 200 with this body, as it is.
+    Body(String),
+    /// 200 at once, then a 40-byte SUCCESS body one byte per interval.
+    Trickle(Duration),
 }
 
 /// A real HTTP executor running inside the test.
@@ -259,6 +264,20 @@ async fn handle(
         Reply::FailFirst(_) => HttpResponse::Ok().json(serde_json::json!({"status": "SUCCESS"})),
         Reply::FailNoRetry => HttpResponse::Ok()
             .json(serde_json::json!({"status": "FAILED", "code": "FATAL", "retry": false})),
+        Reply::Body(body) => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(body.clone()),
+        Reply::Trickle(interval) => {
+            let body = format!("{:<40}", r#"{"status":"SUCCESS"}"#).into_bytes();
+            let interval = *interval;
+            let bytes = futures_util::stream::iter(body).then(move |byte| async move {
+                actix_rt::time::sleep(interval).await;
+                Ok::<_, actix_web::Error>(web::Bytes::from(vec![byte]))
+            });
+            HttpResponse::Ok()
+                .content_type("application/json")
+                .streaming(Box::pin(bytes))
+        }
     }
 }
 
