@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::cron::CronSchedule;
@@ -13,9 +14,12 @@ use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
 use crate::store::to_db;
 
+// Text limits are those of the MySQL columns (VARCHAR counts characters; SQLite has no limit).
 pub const MAX_NAME_CHARS: usize = 128;
 pub const MAX_SCENE_CHARS: usize = 64;
+pub const MAX_CRON_CHARS: usize = 255;
 pub const MAX_URL_CHARS: usize = 2048;
+/// Far below the MEDIUMTEXT column (16 MiB): a task's params travel with every run.
 pub const MAX_PARAMS_BYTES: usize = 64 * 1024;
 pub const MAX_RETRY: i64 = 10;
 pub const TIMEOUT_MS: (i64, i64) = (100, 24 * 60 * 60 * 1000);
@@ -33,6 +37,12 @@ pub const DEFAULT_TIMEOUT_MS: i64 = 30_000;
 pub const MAX_PAGE_LIMIT: i64 = 500;
 pub const DEFAULT_PAGE_LIMIT: i64 = 50;
 const MAX_OFFSET: i64 = 1_000_000_000;
+/// The times a client may pass (history filters and cursors), both ends included: ax keeps no
+/// time before the epoch, and a MySQL DATETIME ends with the year 9999 (SQLite holds any).
+pub const TIME_RANGE: (DateTime<Utc>, DateTime<Utc>) = (
+    DateTime::UNIX_EPOCH,
+    DateTime::from_timestamp(253_402_300_799, 0).expect("9999-12-31T23:59:59Z"),
+);
 
 const TASK_FIELDS: &[&str] = &[
     "name",
@@ -64,9 +74,7 @@ pub fn task_input(body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiEr
             format!("unknown field `{unknown}`"),
         ));
     }
-    let cron_text = required_string(&mut body, "cron")?;
-    let cron = CronSchedule::parse(&cron_text)
-        .map_err(|err| ApiError::invalid("cron", err.to_string()))?;
+    let cron = cron(required_string(&mut body, "cron")?)?;
     Ok(TaskInput {
         name: text(required_string(&mut body, "name")?, "name", MAX_NAME_CHARS)?,
         scene: scene(optional_string(&mut body, "scene")?.unwrap_or_else(|| DEFAULT_SCENE.into()))?,
@@ -96,6 +104,19 @@ pub fn task_input(body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiEr
         )?,
         depends_on: depends_on(body.remove("dependsOn"))?,
     })
+}
+
+/// A cron expression that fires, short enough to be stored as the parser keeps it (trimmed).
+fn cron(text: String) -> Result<CronSchedule, ApiError> {
+    let cron =
+        CronSchedule::parse(&text).map_err(|err| ApiError::invalid("cron", err.to_string()))?;
+    if cron.expression().chars().count() > MAX_CRON_CHARS {
+        return Err(ApiError::invalid(
+            "cron",
+            format!("cron is longer than {MAX_CRON_CHARS} characters"),
+        ));
+    }
+    Ok(cron)
 }
 
 /// A scene name: it appears in URL paths, so letters, digits and `_ . : -` only.
@@ -200,15 +221,31 @@ pub fn history_query(
 fn query_time(
     query: &HashMap<String, String>,
     name: &str,
-) -> Result<Option<chrono::NaiveDateTime>, ApiError> {
-    query
-        .get(name)
-        .map(|text| {
-            chrono::DateTime::parse_from_rfc3339(text)
-                .map(|at| to_db(at.with_timezone(&chrono::Utc)))
-                .map_err(|_| ApiError::invalid(name, format!("{name} must be an RFC3339 time")))
-        })
-        .transpose()
+) -> Result<Option<NaiveDateTime>, ApiError> {
+    let Some(text) = query.get(name) else {
+        return Ok(None);
+    };
+    let at = DateTime::parse_from_rfc3339(text)
+        .map_err(|_| ApiError::invalid(name, format!("{name} must be an RFC3339 time")))?;
+    storable_time(at.with_timezone(&Utc), name).map(Some)
+}
+
+/// A time a client passed, as stored, if every store can hold it (`TIME_RANGE`); else 400
+/// naming `name`, instead of a store error answered as an outage.
+fn storable_time(at: DateTime<Utc>, name: &str) -> Result<NaiveDateTime, ApiError> {
+    let (first, last) = TIME_RANGE;
+    if at < first || at > last {
+        let secs = chrono::SecondsFormat::Secs;
+        return Err(ApiError::invalid(
+            name,
+            format!(
+                "{name} must lie from {} to {}",
+                first.to_rfc3339_opts(secs, true),
+                last.to_rfc3339_opts(secs, true)
+            ),
+        ));
+    }
+    Ok(to_db(at))
 }
 
 /// A history cursor as the client sees it: `<scheduled ms>.<id>`, opaque to it.
@@ -225,10 +262,14 @@ fn decode_cursor(text: &str) -> Result<Cursor, ApiError> {
         || ApiError::invalid("cursor", "cursor must be a nextCursor from a previous page");
     let (millis, id) = text.split_once('.').ok_or_else(invalid)?;
     let millis: i64 = millis.parse().map_err(|_| invalid())?;
-    let id: i64 = id.parse().map_err(|_| invalid())?;
-    let at = chrono::DateTime::from_timestamp_millis(millis).ok_or_else(invalid)?;
+    let id = id
+        .parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(invalid)?;
+    let at = DateTime::from_timestamp_millis(millis).ok_or_else(invalid)?;
     Ok(Cursor {
-        scheduled_at: at.naive_utc(),
+        scheduled_at: storable_time(at, "cursor")?,
         id,
     })
 }
@@ -272,27 +313,73 @@ fn text(value: String, field: &str, max: usize) -> Result<String, ApiError> {
     Ok(value)
 }
 
-fn handler_url(value: String, allowlist: &Allowlist) -> Result<String, ApiError> {
-    let invalid = |why: &str| ApiError::invalid("handlerUrl", format!("handlerUrl {why}"));
-    if value.len() > MAX_URL_CHARS {
-        return Err(invalid(&format!(
-            "is longer than {MAX_URL_CHARS} characters"
-        )));
-    }
-    let url = url::Url::parse(&value).map_err(|err| invalid(&format!("is not a URL: {err}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid("must be an http or https URL"));
-    }
+/// A handler URL in the form the HTTP client sends it, its host on the allowlist.
+fn handler_url(raw: String, allowlist: &Allowlist) -> Result<String, ApiError> {
+    let invalid = |why: String| ApiError::invalid("handlerUrl", format!("handlerUrl {why}"));
+    let url = normalised_url(&raw).map_err(invalid)?;
+    // The normalised host: an IDN is matched as the punycode name the client resolves.
     let host = url.host_str().unwrap_or_default();
-    if host.is_empty() {
-        return Err(invalid("must name a host"));
-    }
     if !allowlist.allows(host) {
-        return Err(invalid(&format!(
+        return Err(invalid(format!(
             "host `{host}` is not in security.handler_allowlist"
         )));
     }
-    Ok(value)
+    Ok(url.into())
+}
+
+/// Parses a handler URL into `url::Url`'s serialisation (non-ASCII percent-encoded, IDN host as
+/// punycode, default port dropped), which is what gets stored and called; says why when the
+/// text is ambiguous or the HTTP client could not send it.
+fn normalised_url(raw: &str) -> Result<url::Url, String> {
+    if raw.chars().count() > MAX_URL_CHARS {
+        return Err(format!("is longer than {MAX_URL_CHARS} characters"));
+    }
+    unambiguous(raw)?;
+    let url = url::Url::parse(raw).map_err(|err| format!("is not a URL: {err}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("must be an http or https URL".into());
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("must name a host".into());
+    }
+    if url.fragment().is_some() {
+        return Err("must not have a #fragment: it is never sent to the handler".into());
+    }
+    // Percent-encoding can make the stored form longer than the text as written.
+    if url.as_str().len() > MAX_URL_CHARS {
+        return Err(format!(
+            "is longer than {MAX_URL_CHARS} characters once percent-encoded"
+        ));
+    }
+    awc::http::Uri::try_from(url.as_str())
+        .map_err(|err| format!("cannot be sent by the HTTP client ({err}): {url}"))?;
+    Ok(url)
+}
+
+/// Refuses text the URL parser would silently repair into something the author may not have
+/// meant: whitespace and control characters (stripped or removed), backslashes (read as `/`),
+/// no `//` or an empty authority (the host taken from elsewhere), and userinfo.
+fn unambiguous(raw: &str) -> Result<(), String> {
+    if let Some(c) = raw.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "contains whitespace or a control character ({c:?}); percent-encode it"
+        ));
+    }
+    if raw.contains('\\') {
+        return Err("contains a backslash; write / or percent-encode it".into());
+    }
+    let rest = raw.split_once(':').map_or("", |(_, rest)| rest);
+    let Some(rest) = rest.strip_prefix("//") else {
+        return Err("must start with http:// or https://".into());
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err("must not carry user:password@ (userinfo)".into());
+    }
+    if authority.is_empty() || authority.starts_with(':') {
+        return Err("must name a host".into());
+    }
+    Ok(())
 }
 
 fn params(value: Option<Value>) -> Result<String, ApiError> {
@@ -390,6 +477,17 @@ mod tests {
         match err {
             ApiError::Invalid { field, .. } => field,
             other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    /// The field and message of a 400.
+    fn refusal(err: ApiError) -> (String, String) {
+        match err {
+            ApiError::Invalid {
+                field: Some(field),
+                message,
+            } => (field, message),
+            other => panic!("expected Invalid with a field, got {other:?}"),
         }
     }
 
@@ -496,6 +594,140 @@ mod tests {
         let mut body = valid();
         body["handlerUrl"] = json!("http://10.1.2.3:8080/run");
         assert!(task_input(body, &allow).is_ok());
+    }
+
+    fn handler_url_of(url: &str, allowlist: &Allowlist) -> Result<String, ApiError> {
+        let mut body = valid();
+        body["handlerUrl"] = json!(url);
+        task_input(body, allowlist).map(|input| input.handler_url)
+    }
+
+    #[test]
+    fn handler_urls_that_cannot_be_called_are_refused() {
+        let encodes_long = format!("http://127.0.0.1:9/{}", "ä".repeat(1000));
+        // Each with a word of the reason it must be refused for.
+        let cases = [
+            ("http:///path", "host"),
+            ("http://:80/", "host"),
+            ("http:host/x", "http://"),
+            ("http://127.0.0.1:9/o k", "whitespace"),
+            ("http://127.0.0.1:9/x\r\n", "whitespace"),
+            ("http://127.0.0.1:9/x\t", "whitespace"),
+            (" http://127.0.0.1:9/x", "whitespace"),
+            ("http://127.0.0.1:9/\u{a0}x", "whitespace"),
+            ("http://127.0.0.1:9/x\u{0}", "control"),
+            ("http:\\\\host\\x", "backslash"),
+            ("http://127.0.0.1:9/a\\b", "backslash"),
+            ("http://user:pass@127.0.0.1:9/x", "userinfo"),
+            ("http://@127.0.0.1:9/x", "userinfo"),
+            ("http://127.0.0.1:9/x#frag", "fragment"),
+            ("http://127.0.0.1:9/x#", "fragment"),
+            // url accepts `{` in a host name; the HTTP client's Uri does not.
+            ("http://a{b}.example/x", "HTTP client"),
+            (encodes_long.as_str(), "percent-encoded"),
+        ];
+        for (url, reason) in cases {
+            let err = handler_url_of(url, &Allowlist::default()).expect_err(url);
+            let (field, message) = refusal(err);
+            assert_eq!(field, "handlerUrl", "{url:?}");
+            assert!(message.contains(reason), "{url:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn handler_urls_are_stored_as_the_client_sends_them() {
+        let cases = [
+            ("http://bücher.example/x", "http://xn--bcher-kva.example/x"),
+            (
+                "http://127.0.0.1:9/pfad/ä",
+                "http://127.0.0.1:9/pfad/%C3%A4",
+            ),
+            ("http://127.0.0.1:80/run", "http://127.0.0.1/run"),
+            ("HTTPS://Example.COM:443/a?q=1", "https://example.com/a?q=1"),
+            ("http://127.0.0.1:9", "http://127.0.0.1:9/"),
+        ];
+        for (raw, stored) in cases {
+            assert_eq!(
+                handler_url_of(raw, &Allowlist::default()).expect(raw),
+                stored
+            );
+        }
+    }
+
+    #[test]
+    fn the_allowlist_sees_the_punycode_host() {
+        let allow = Allowlist::parse(&["xn--bcher-kva.example".to_string()]).expect("valid");
+        assert!(handler_url_of("http://bücher.example/x", &allow).is_ok());
+        let allow = Allowlist::parse(&["bücher.example".to_string()]).expect("valid");
+        assert_eq!(
+            field_of(handler_url_of("http://bücher.example/x", &allow).unwrap_err()).as_deref(),
+            Some("handlerUrl")
+        );
+    }
+
+    /// A valid cron of exactly `len` (at least 181) characters: a seconds list of every second,
+    /// padded with repeats.
+    fn cron_of_len(len: usize) -> String {
+        let seconds: Vec<String> = (0..60).map(|s| s.to_string()).collect();
+        let mut cron = seconds.join(",");
+        let fields = " * * * * *";
+        if (len - cron.len() - fields.len()) % 2 == 1 {
+            cron.push_str(",10");
+        }
+        while cron.len() + fields.len() < len {
+            cron.push_str(",0");
+        }
+        cron + fields
+    }
+
+    #[test]
+    fn cron_fits_its_column() {
+        for len in [255, 256] {
+            let mut body = valid();
+            body["cron"] = json!(cron_of_len(len));
+            let result = task_input(body, &Allowlist::default());
+            if len <= MAX_CRON_CHARS {
+                assert_eq!(result.expect("fits").cron.expression().len(), len);
+            } else {
+                let (field, message) = refusal(result.unwrap_err());
+                assert_eq!((field.as_str(), message.contains("longer")), ("cron", true));
+            }
+        }
+        // Stored trimmed: surrounding blanks do not count.
+        let mut body = valid();
+        body["cron"] = json!(format!("  {}  ", cron_of_len(255)));
+        assert!(task_input(body, &Allowlist::default()).is_ok());
+    }
+
+    #[test]
+    fn history_times_must_be_storable() {
+        let q = |k: &str, v: &str| HashMap::from([(k.to_string(), v.to_string())]);
+        let refused = [
+            ("cursor", "-8334601228800000.1"),
+            ("cursor", "99999999999999999.1"),
+            ("cursor", "-1.1"),
+            ("cursor", "253402300800000.1"),
+            ("cursor", "1800000000000.0"),
+            ("cursor", "1800000000000.-4"),
+            ("from", "0001-01-01T00:00:00Z"),
+            ("from", "1969-12-31T23:59:59Z"),
+            ("to", "9999-12-31T23:59:59-01:00"),
+            ("to", "9999-12-31T23:59:59.500Z"),
+        ];
+        for (name, value) in refused {
+            let (field, _) = refusal(history_query(&q(name, value)).expect_err(value));
+            assert_eq!(field, name, "{name}={value}");
+        }
+        let accepted = [
+            ("cursor", "0.1"),
+            ("cursor", "253402300799000.9223372036854775807"),
+            ("from", "1970-01-01T00:00:00Z"),
+            ("to", "9999-12-31T23:59:59Z"),
+            ("to", "2030-06-01T12:00:00+02:00"),
+        ];
+        for (name, value) in accepted {
+            assert!(history_query(&q(name, value)).is_ok(), "{name}={value}");
+        }
     }
 
     #[test]

@@ -1,0 +1,131 @@
+//! Input the stores or the HTTP client cannot take is a 400 naming its field, on every store:
+//! never a task whose every run fails, never a 503 answered as if the store were down.
+
+mod common;
+
+use common::{config, start_ax, Api, TestStore};
+use serde_json::{json, Value};
+
+fn task(cron: &str, handler: &str) -> Value {
+    json!({"name": "input", "cron": cron, "handlerUrl": handler})
+}
+
+/// A valid cron of exactly `len` (at least 181) characters: a seconds list of every second,
+/// padded with repeats.
+fn cron_of_len(len: usize) -> String {
+    let seconds: Vec<String> = (0..60).map(|s| s.to_string()).collect();
+    let mut cron = seconds.join(",");
+    let fields = " * * * * *";
+    if (len - cron.len() - fields.len()) % 2 == 1 {
+        cron.push_str(",10");
+    }
+    while cron.len() + fields.len() < len {
+        cron.push_str(",0");
+    }
+    cron + fields
+}
+
+async fn task_total(api: &Api) -> i64 {
+    let (status, page) = api.get("/api/tasks").await;
+    assert_eq!(status, 200, "{page}");
+    page["total"].as_i64().expect("total")
+}
+
+/// Asserts a 400 naming `field` (so no 5xx either).
+fn assert_refused(answer: (u16, Value), field: &str, what: &str) {
+    let (status, body) = answer;
+    assert_eq!(status, 400, "{what}: {body}");
+    assert_eq!(body["error"]["field"], field, "{what}: {body}");
+}
+
+#[actix_rt::test]
+async fn handler_urls_that_cannot_be_called_are_refused() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "input")).await;
+    let api = Api::new(&ax);
+    let before = task_total(&api).await;
+    for url in [
+        "http:///path",
+        "http://:80/",
+        "http://127.0.0.1:9/o k",
+        "http://127.0.0.1:9/x\r\n",
+        "http://127.0.0.1:9/x\t",
+        " http://127.0.0.1:9/x",
+        "http:\\\\host\\x",
+        "http://user:pass@127.0.0.1:9/x",
+        "http://127.0.0.1:9/x#frag",
+        "http://a{b}.example/x",
+    ] {
+        let answer = api.post("/api/tasks", task("0 0 0 1 1 *", url)).await;
+        assert_refused(answer, "handlerUrl", &format!("{url:?}"));
+    }
+    assert_eq!(task_total(&api).await, before, "a refused task was stored");
+
+    for (url, stored) in [
+        ("http://bücher.example/x", "http://xn--bcher-kva.example/x"),
+        (
+            "http://127.0.0.1:9/pfad/ä",
+            "http://127.0.0.1:9/pfad/%C3%A4",
+        ),
+    ] {
+        let created = api.create_task(task("0 0 0 1 1 *", url)).await;
+        assert_eq!(created["handlerUrl"], stored, "{url:?}");
+        let (status, read) = api.get(&format!("/api/tasks/{}", created["id"])).await;
+        assert_eq!((status, &read["handlerUrl"]), (200, &json!(stored)));
+    }
+    ax.shutdown().await;
+}
+
+/// A cron longer than its column and times outside what a store holds, on `store`.
+async fn input_beyond_the_store_is_refused(store: TestStore) {
+    let ax = start_ax(&config(&store, false, "input")).await;
+    let api = Api::new(&ax);
+    let handler = "http://127.0.0.1:9/run";
+
+    let longest = cron_of_len(255);
+    assert_eq!(longest.len(), 255);
+    let created = api.create_task(task(&longest, handler)).await;
+    assert_eq!(created["cron"], longest.as_str());
+    let too_long = cron_of_len(256);
+    assert_eq!(too_long.len(), 256);
+    let answer = api.post("/api/tasks", task(&too_long, handler)).await;
+    assert_refused(answer, "cron", "a 256-character cron");
+    let id = created["id"].as_i64().expect("id");
+    let answer = api
+        .call(
+            "PUT",
+            &format!("/api/tasks/{id}"),
+            Some(task(&too_long, handler)),
+        )
+        .await;
+    assert_refused(answer, "cron", "a 256-character cron on update");
+    assert_eq!(task_total(&api).await, 1);
+
+    for (query, field) in [
+        ("cursor=-8334601228800000.1", "cursor"),
+        ("cursor=99999999999999999.1", "cursor"),
+        ("cursor=253402300800000.1", "cursor"),
+        ("cursor=1800000000000.0", "cursor"),
+        ("from=0001-01-01T00:00:00Z", "from"),
+        ("to=0001-01-01T00:00:00Z", "to"),
+        ("from=9999-12-31T23:59:59-01:00", "from"),
+    ] {
+        let answer = api.get(&format!("/api/instances?{query}")).await;
+        assert_refused(answer, field, query);
+    }
+    // The ends of the range are storable: answered, with nothing in them.
+    let query = "from=1970-01-01T00:00:00Z&to=9999-12-31T23:59:59Z&cursor=253402300799000.1";
+    let (status, page) = api.get(&format!("/api/instances?{query}")).await;
+    assert_eq!((status, &page["items"]), (200, &json!([])), "{page}");
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn input_beyond_the_store_is_refused_on_sqlite() {
+    input_beyond_the_store_is_refused(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn input_beyond_the_store_is_refused_on_mariadb() {
+    input_beyond_the_store_is_refused(TestStore::mysql()).await;
+}
