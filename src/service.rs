@@ -13,12 +13,11 @@ use crate::actors::wheel::WheelHandle;
 use crate::clock::SharedClock;
 use crate::cron::CronSchedule;
 use crate::metrics::{add, metrics};
-use crate::plan::dependency_cycle;
 use crate::run::{Event, NewRun, Report, RequestId, TaskId, TriggerType};
 use crate::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
 use crate::store::queries::instances::{self, Cursor, InstanceFilter};
 use crate::store::queries::runs::{self, Decided};
-use crate::store::queries::tasks::{self, Resume, TaskFilter};
+use crate::store::queries::tasks::{self, Resume, TaskFilter, UpstreamProblem};
 use crate::store::queries::Page;
 use crate::store::{to_db, StoreError};
 
@@ -54,6 +53,18 @@ pub enum ServiceError {
     UnknownUpstreams(Vec<TaskId>),
     #[error("dependsOn would close a cycle: {0}")]
     Cycle(String),
+}
+
+impl From<UpstreamProblem> for ServiceError {
+    fn from(problem: UpstreamProblem) -> Self {
+        match problem {
+            UpstreamProblem::Unknown(ids) => ServiceError::UnknownUpstreams(ids),
+            UpstreamProblem::Cycle(cycle) => {
+                let path: Vec<String> = cycle.iter().map(TaskId::to_string).collect();
+                ServiceError::Cycle(path.join(" waits on "))
+            }
+        }
+    }
 }
 
 /// A task with its upstreams.
@@ -156,56 +167,29 @@ impl Service {
         Ok(())
     }
 
-    /// Checks that the upstreams exist and would close no cycle.
-    async fn check_upstreams(&self, task: Option<TaskId>, depends_on: &[TaskId]) -> Result<()> {
-        if depends_on.is_empty() {
-            return Ok(());
-        }
-        let wanted = depends_on.to_vec();
-        let (found, edges) = self
-            .store
-            .query(move |conn| {
-                boxed(async move {
-                    let found = tasks::existing(conn, &wanted).await?;
-                    Ok((found, tasks::all_dependencies(conn).await?))
-                })
-            })
-            .await?;
-        let unknown: Vec<TaskId> = depends_on
-            .iter()
-            .copied()
-            .filter(|id| !found.contains(id))
-            .collect();
-        if !unknown.is_empty() {
-            return Err(ServiceError::UnknownUpstreams(unknown));
-        }
-        if let Some(cycle) = task.and_then(|id| dependency_cycle(&edges, id, depends_on)) {
-            let path: Vec<String> = cycle.iter().map(TaskId::to_string).collect();
-            return Err(ServiceError::Cycle(path.join(" waits on ")));
-        }
-        Ok(())
-    }
-
+    /// Creates a task. Its upstreams are checked in the transaction that writes it.
     pub async fn create_task(&self, input: TaskInput) -> Result<TaskDetails> {
-        self.check_upstreams(None, &input.depends_on).await?;
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
         let upstreams = depends_on.clone();
         let task = self
             .store
             .query(move |conn| boxed(tasks::insert(conn, fields, upstreams)))
-            .await?;
+            .await?
+            .map_err(ServiceError::from)?;
         self.saved("created", task, depends_on).await
     }
 
+    /// Replaces a task's definition. Its upstreams are checked in the transaction that writes
+    /// it.
     pub async fn update_task(&self, id: TaskId, input: TaskInput) -> Result<TaskDetails> {
-        self.check_upstreams(Some(id), &input.depends_on).await?;
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
         let upstreams = depends_on.clone();
         let task = self
             .store
             .query(move |conn| boxed(tasks::update(conn, id, fields, upstreams)))
             .await?
-            .ok_or(ServiceError::TaskNotFound(id))?;
+            .ok_or(ServiceError::TaskNotFound(id))?
+            .map_err(ServiceError::from)?;
         self.saved("updated", task, depends_on).await
     }
 

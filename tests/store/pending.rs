@@ -24,7 +24,8 @@ async fn check_pending_follows_upstreams(db: &Db) {
         vec![a.id],
     )
     .await
-    .expect("insert downstream");
+    .expect("insert downstream")
+    .expect("upstreams accepted");
 
     // The upstream's history.
     let upstream = |when: NaiveDateTime, status: RunStatus| {

@@ -89,6 +89,7 @@ pub(crate) async fn insert_task(db: &Db, fields: TaskFields) -> Task {
     tasks::insert(&mut conn(db).await, fields, Vec::new())
         .await
         .expect("insert task")
+        .expect("no upstreams to refuse")
 }
 
 pub(crate) async fn find_task(db: &Db, id: TaskId) -> Option<Task> {

@@ -3,7 +3,7 @@
 
 use ax::run::TaskId;
 use ax::store::models::TaskStatus;
-use ax::store::queries::tasks::{self, TaskFilter};
+use ax::store::queries::tasks::{self, TaskFilter, UpstreamProblem};
 use ax::store::queries::Page;
 use ax::store::{from_db, Db};
 use chrono::{NaiveDate, NaiveDateTime};
@@ -19,6 +19,7 @@ on_both_backends!(
     resume_tasks_and_scenes,
     scene_counts_by_status,
     task_dependencies,
+    dependency_checks_do_not_race_with_writes,
 );
 
 async fn task_crud(db: &Db) {
@@ -117,7 +118,8 @@ async fn task_crud(db: &Db) {
     let updated = tasks::update(&mut conn(db).await, a.id, changed.clone(), Vec::new())
         .await
         .expect("update")
-        .expect("a exists");
+        .expect("a exists")
+        .expect("upstreams accepted");
     assert_eq!(updated.id, a.id);
     assert_eq!(updated.name, "a2");
     assert_eq!(updated.scene, "s9");
@@ -460,7 +462,8 @@ async fn task_dependencies(db: &Db) {
         vec![b.id, a.id],
     )
     .await
-    .expect("insert with upstreams");
+    .expect("insert with upstreams")
+    .expect("upstreams accepted");
     let deps = deps_of(vec![d.id]).await;
     assert_eq!(deps.len(), 1);
     assert_eq!(deps.get(&d.id), Some(&vec![a.id, b.id]));
@@ -473,7 +476,8 @@ async fn task_dependencies(db: &Db) {
         vec![a.id],
     )
     .await
-    .expect("insert with upstreams");
+    .expect("insert with upstreams")
+    .expect("upstreams accepted");
     assert_eq!(all().await, vec![(d.id, a.id), (d.id, b.id), (e.id, a.id)]);
     let deps = deps_of(vec![d.id, e.id, c.id]).await;
     assert_eq!(deps.len(), 2);
@@ -489,7 +493,8 @@ async fn task_dependencies(db: &Db) {
     )
     .await
     .expect("update")
-    .expect("d exists");
+    .expect("d exists")
+    .expect("upstreams accepted");
     assert_eq!(deps_of(vec![d.id]).await.get(&d.id), Some(&vec![c.id]));
     assert_eq!(all().await, vec![(d.id, c.id), (e.id, a.id)]);
     // An update of a missing task stores none.
@@ -512,24 +517,37 @@ async fn task_dependencies(db: &Db) {
     )
     .await
     .expect("update")
-    .expect("d exists");
+    .expect("d exists")
+    .expect("upstreams accepted");
     assert!(deps_of(vec![d.id]).await.is_empty());
     assert_eq!(all().await, vec![(e.id, a.id)]);
 
-    // existing
-    let existing = |ids: Vec<TaskId>| async move {
-        let mut found = tasks::existing(&mut conn(db).await, &ids)
-            .await
-            .expect("existing");
-        found.sort();
-        found
-    };
+    // Upstreams that do not exist are refused, and nothing is written.
+    let refused = tasks::insert(
+        &mut conn(db).await,
+        fields("f", "s", Enabled, None),
+        vec![a.id, TaskId(e.id.0 + 1000)],
+    )
+    .await
+    .expect("insert");
     assert_eq!(
-        existing(vec![e.id, a.id, TaskId(e.id.0 + 1000)]).await,
-        vec![a.id, e.id]
+        refused.map(|task| task.id),
+        Err(UpstreamProblem::Unknown(vec![TaskId(e.id.0 + 1000)]))
     );
-    assert!(existing(vec![]).await.is_empty());
-    assert!(existing(vec![TaskId(-1), TaskId(0)]).await.is_empty());
+    // An upstream that would close a cycle is refused.
+    let cycle = tasks::update(
+        &mut conn(db).await,
+        a.id,
+        fields("a", "s", Enabled, None),
+        vec![e.id],
+    )
+    .await
+    .expect("update")
+    .expect("a exists");
+    assert_eq!(
+        cycle.map(|task| task.id),
+        Err(UpstreamProblem::Cycle(vec![a.id, e.id, a.id]))
+    );
 
     // Deleting a task removes its dependency rows.
     assert!(tasks::delete(&mut conn(db).await, e.id, from_db(now_db()))
@@ -537,5 +555,54 @@ async fn task_dependencies(db: &Db) {
         .expect("delete"));
     assert!(deps_of(vec![e.id]).await.is_empty());
     assert!(all().await.is_empty());
-    assert_eq!(existing(vec![e.id, a.id]).await, vec![a.id]);
+}
+
+/// The upstream checks hold against concurrent writes, round after round: of two updates that
+/// would each close half of a cycle exactly one is stored, and an upstream deleted while a
+/// task is being given it leaves no dependency on a task that is gone.
+async fn dependency_checks_do_not_race_with_writes(db: &Db) {
+    const ROUNDS: usize = 200;
+    let task_fields = |name: &str| fields(name, "race", TaskStatus::Enabled, None);
+    for round in 0..ROUNDS {
+        let a = insert_task(db, task_fields("a")).await;
+        let b = insert_task(db, task_fields("b")).await;
+        let (ab, ba) = {
+            let (mut one, mut two) = (conn(db).await, conn(db).await);
+            futures_util::join!(
+                tasks::update(&mut one, a.id, task_fields("a"), vec![b.id]),
+                tasks::update(&mut two, b.id, task_fields("b"), vec![a.id]),
+            )
+        };
+        let stored = [ab, ba]
+            .into_iter()
+            .map(|outcome| outcome.expect("update").expect("exists"))
+            .filter(Result::is_ok)
+            .count();
+        assert_eq!(
+            stored, 1,
+            "round {round}: exactly one half of the cycle is stored"
+        );
+
+        let upstream = insert_task(db, task_fields("up")).await;
+        let (_, created) = {
+            let (mut one, mut two) = (conn(db).await, conn(db).await);
+            futures_util::join!(
+                tasks::delete(&mut one, upstream.id, from_db(now_db())),
+                tasks::insert(&mut two, task_fields("down"), vec![upstream.id]),
+            )
+        };
+        match created.expect("insert") {
+            Ok(_) | Err(UpstreamProblem::Unknown(_)) => {}
+            Err(other) => panic!("round {round}: {other:?}"),
+        }
+        let edges = tasks::all_dependencies(&mut conn(db).await)
+            .await
+            .expect("edges");
+        for (task, up) in edges {
+            assert!(
+                find_task(db, up).await.is_some(),
+                "round {round}: task {task} depends on {up}, which is gone"
+            );
+        }
+    }
 }

@@ -35,6 +35,29 @@ pub async fn instance_id_of(
     stored_or_insert(conn, &name, generated).await
 }
 
+/// The row that serialises changes of the dependency graph.
+const DEPENDENCY_GRAPH: &str = "dependency_graph";
+
+/// Locks the dependency graph for the rest of the caller's transaction, so that two changes
+/// cannot each close half of a cycle. SQLite's `BEGIN IMMEDIATE` already holds its only write
+/// lock; MySQL locks one `ax_meta` row.
+pub async fn lock_dependency_graph(conn: &mut Conn) -> Result<(), StoreError> {
+    if let Conn::Mysql(c) = conn {
+        let locked: Option<String> = m::ax_meta
+            .filter(m::name.eq(DEPENDENCY_GRAPH))
+            .select(m::value)
+            .for_update()
+            .first(&mut **c)
+            .await
+            .optional()?;
+        if locked.is_none() {
+            stored_or_insert(conn, DEPENDENCY_GRAPH, String::new()).await?;
+            return Box::pin(lock_dependency_graph(conn)).await;
+        }
+    }
+    Ok(())
+}
+
 /// Whether the database answers: the cheapest statement there is.
 pub async fn ping(conn: &mut Conn) -> Result<(), StoreError> {
     with_conn!(conn, |c| c.batch_execute("SELECT 1").await)?;

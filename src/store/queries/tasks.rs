@@ -9,8 +9,8 @@ use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use diesel_async::RunQueryDsl;
 
-use super::{runs, Page};
-use crate::plan::TaskSpec;
+use super::{meta, runs, Page};
+use crate::plan::{dependency_cycle, TaskSpec};
 use crate::run::TaskId;
 use crate::store::models::{Task, TaskFields, TaskStatus};
 use crate::store::schema::ax_task::dsl as t;
@@ -25,14 +25,60 @@ pub struct TaskFilter {
     pub status: Option<TaskStatus>,
 }
 
-/// Inserts a task with its upstreams and returns it as stored.
+/// Why a task's upstreams cannot be what was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamProblem {
+    /// These tasks do not exist.
+    Unknown(Vec<TaskId>),
+    /// They would close this cycle: a path from the task back to itself.
+    Cycle(Vec<TaskId>),
+}
+
+/// Checks a task's new upstreams in the caller's transaction, and keeps them so until it
+/// commits: the upstream rows are locked (a concurrent delete waits), and so is the graph (a
+/// concurrent change cannot close the other half of a cycle).
+async fn check_upstreams(
+    conn: &mut Conn,
+    task: Option<TaskId>,
+    depends_on: &[TaskId],
+) -> Result<Option<UpstreamProblem>, StoreError> {
+    if depends_on.is_empty() {
+        return Ok(None);
+    }
+    meta::lock_dependency_graph(conn).await?;
+    let query = t::ax_task.filter(t::id.eq_any(depends_on)).select(t::id);
+    let found: Vec<TaskId> = match conn {
+        Conn::Mysql(c) => query.for_update().load(&mut **c).await?,
+        Conn::Sqlite(c) => query.load(&mut **c).await?,
+    };
+    let unknown: Vec<TaskId> = depends_on
+        .iter()
+        .copied()
+        .filter(|id| !found.contains(id))
+        .collect();
+    if !unknown.is_empty() {
+        return Ok(Some(UpstreamProblem::Unknown(unknown)));
+    }
+    // A new task has no downstreams yet: it cannot close a cycle.
+    let Some(task) = task else {
+        return Ok(None);
+    };
+    let edges = all_dependencies(conn).await?;
+    Ok(dependency_cycle(&edges, task, depends_on).map(UpstreamProblem::Cycle))
+}
+
+/// Inserts a task with its upstreams and returns it as stored, or why its upstreams are
+/// refused (nothing is written then).
 pub async fn insert(
     conn: &mut Conn,
     fields: TaskFields,
     depends_on: Vec<TaskId>,
-) -> Result<Task, StoreError> {
+) -> Result<Result<Task, UpstreamProblem>, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
+            if let Some(problem) = check_upstreams(conn, None, &depends_on).await? {
+                return Ok(Err(problem));
+            }
             let id = with_conn!(conn, |c| {
                 diesel::insert_into(t::ax_task)
                     .values((&fields, t::created_at.eq(fields.updated_at)))
@@ -43,6 +89,7 @@ pub async fn insert(
             set_dependencies(conn, id, &depends_on).await?;
             find(conn, id)
                 .await?
+                .map(Ok)
                 .ok_or(StoreError::Query(diesel::NotFound))
         })
     })
@@ -92,15 +139,6 @@ pub async fn dependencies_of(
 pub async fn all_dependencies(conn: &mut Conn) -> Result<Vec<(TaskId, TaskId)>, StoreError> {
     Ok(with_conn!(conn, |c| d::ax_task_dependency
         .select((d::task_id, d::depends_on))
-        .load(c)
-        .await)?)
-}
-
-/// Which of these task ids exist.
-pub async fn existing(conn: &mut Conn, ids: &[TaskId]) -> Result<Vec<TaskId>, StoreError> {
-    Ok(with_conn!(conn, |c| t::ax_task
-        .filter(t::id.eq_any(ids))
-        .select(t::id)
         .load(c)
         .await)?)
 }
@@ -200,18 +238,21 @@ pub async fn update(
     id: TaskId,
     fields: TaskFields,
     depends_on: Vec<TaskId>,
-) -> Result<Option<Task>, StoreError> {
+) -> Result<Option<Result<Task, UpstreamProblem>>, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
             if find(conn, id).await?.is_none() {
                 return Ok(None);
+            }
+            if let Some(problem) = check_upstreams(conn, Some(id), &depends_on).await? {
+                return Ok(Some(Err(problem)));
             }
             with_conn!(conn, |c| diesel::update(t::ax_task.find(id))
                 .set(&fields)
                 .execute(c)
                 .await)?;
             set_dependencies(conn, id, &depends_on).await?;
-            find(conn, id).await
+            Ok(find(conn, id).await?.map(Ok))
         })
     })
     .await
@@ -223,13 +264,16 @@ pub async fn delete(conn: &mut Conn, id: TaskId, now: DateTime<Utc>) -> Result<b
     conn.transaction(|conn| {
         Box::pin(async move {
             let deleted = with_conn!(conn, |c| {
+                // The task's row first: a task being given it as an upstream holds that row
+                // locked, so its dependency is committed before this removes it.
+                let deleted = diesel::delete(t::ax_task.find(id)).execute(c).await?;
                 // Its downstreams stop waiting on it too.
                 diesel::delete(
                     d::ax_task_dependency.filter(d::task_id.eq(id).or(d::depends_on.eq(id))),
                 )
                 .execute(c)
                 .await?;
-                diesel::delete(t::ax_task.find(id)).execute(c).await?
+                deleted
             });
             if deleted > 0 {
                 runs::cancel_open(conn, id, now).await?;
