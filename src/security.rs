@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -52,14 +52,15 @@ pub fn callback_token(secret: &[u8], request_id: &str) -> String {
     hmac_hex(secret, &[b"callback:", request_id.as_bytes()])
 }
 
-/// Compares secrets in constant time.
+/// Compares secrets in constant time, whatever their lengths.
 pub fn same_secret(given: &str, expected: &str) -> bool {
-    given.len() == expected.len()
-        && given
-            .bytes()
-            .zip(expected.bytes())
-            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-            == 0
+    // Digests first: the comparison then takes the same time whatever the lengths.
+    let (given, expected) = (Sha256::digest(given), Sha256::digest(expected));
+    given
+        .iter()
+        .zip(expected.iter())
+        .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+        == 0
 }
 
 /// Whether an `Authorization` header carries the admin token.
@@ -156,6 +157,15 @@ fn in_net(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_match_only_when_equal_whatever_their_lengths() {
+        assert!(same_secret("token-1", "token-1"));
+        for other in ["token-2", "token-1 ", "token", "", "token-1token-1"] {
+            assert!(!same_secret(other, "token-1"), "{other:?}");
+        }
+        assert!(same_secret("", ""));
+    }
 
     #[test]
     fn signatures_follow_the_documented_scheme() {

@@ -371,6 +371,8 @@ impl Service {
         task_id: TaskId,
         page: Page,
     ) -> Result<(Vec<Instance>, i64)> {
+        // An unknown task is a 404, as on every per-task endpoint, not an empty page.
+        self.task(task_id).await?;
         Ok(self
             .store
             .query(move |conn| boxed(instances::list_for_task(conn, task_id, page)))

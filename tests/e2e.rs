@@ -133,7 +133,7 @@ async fn callback_completes_a_run(store: TestStore) {
     let (status, reply) = api
         .post(
             "/api/callback",
-            delivery.callback("SUCCESS", json!({"code": 0, "message": "done"})),
+            delivery.callback("SUCCESS", json!({"code": "0", "message": "done"})),
         )
         .await;
     assert_eq!(status, 200, "{reply}");
@@ -201,6 +201,15 @@ async fn callback_completes_a_run(store: TestStore) {
         ),
         (delivery.callback("DONE", json!({})), "status"),
         (delivery.callback("SUCCESS", json!({"x": 1})), "x"),
+        (delivery.callback("SUCCESS", json!({"code": 0})), "code"),
+        (
+            delivery.callback("SUCCESS", json!({"code": {"a": 1}})),
+            "code",
+        ),
+        (
+            delivery.callback("SUCCESS", json!({"message": ["m"]})),
+            "message",
+        ),
         (
             json!({"requestId": delivery.request_id, "status": "SUCCESS"}),
             "callbackToken",
@@ -777,4 +786,24 @@ async fn timeout_covers_the_reply_body_and_bodies_are_capped() {
     ax.shutdown().await;
     trickle.stop().await;
     big.stop().await;
+}
+
+/// Small parts of the contract: `HEAD /healthz` answers like `GET`; a per-task listing of a
+/// task that does not exist is 404; ids are plain decimal.
+#[actix_rt::test]
+async fn contract_edges() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "edges")).await;
+    let api = Api::new(&ax);
+    let (status, _) = api.call("HEAD", "/healthz", None).await;
+    assert_eq!(status, 200);
+    let (status, reply) = api.get("/api/tasks/999999/instances").await;
+    assert_eq!(status, 404, "{reply}");
+    assert_eq!(reply["error"]["code"], "NOT_FOUND");
+    for id in ["+5", "005", "-1"] {
+        let (status, reply) = api.get(&format!("/api/tasks/{id}")).await;
+        assert_eq!(status, 400, "{id}: {reply}");
+        assert_eq!(reply["error"]["field"], "id");
+    }
+    ax.shutdown().await;
 }

@@ -4,7 +4,6 @@ use actix_web::{web, HttpResponse};
 use serde_json::{json, Map, Value};
 
 use super::{validate, ApiState};
-use crate::actors::dispatch::json_text;
 use crate::error::ApiError;
 use crate::metrics::metrics;
 use crate::run::{Outcome, Refusal, Report, ReportedStatus, RequestId};
@@ -174,12 +173,22 @@ fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError>
     Ok((request_id, report))
 }
 
+/// A text field of the callback: a string (or absent), at most `max` characters.
 fn bounded(
     body: &mut Map<String, Value>,
     field: &str,
     max: usize,
 ) -> Result<Option<String>, ApiError> {
-    let text = body.remove(field).as_ref().and_then(json_text);
+    let text = match body.remove(field) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                field,
+                format!("{field} must be a string"),
+            ))
+        }
+    };
     if text.as_ref().is_some_and(|t| t.chars().count() > max) {
         return Err(ApiError::invalid(
             field,

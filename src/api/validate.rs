@@ -456,9 +456,11 @@ fn query_int(
 
 /// A task id from the path.
 pub fn task_id(raw: &str) -> Result<TaskId, ApiError> {
-    raw.parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0)
+    // Plain decimal only: `+5` and `005` name no task.
+    let plain = raw.bytes().all(|b| b.is_ascii_digit()) && !raw.starts_with('0');
+    plain
+        .then(|| raw.parse::<i64>().ok())
+        .flatten()
         .map(TaskId)
         .ok_or_else(|| ApiError::invalid("id", "id must be a positive integer"))
 }
@@ -784,6 +786,9 @@ mod tests {
     fn ids_are_checked() {
         assert_eq!(task_id("12").unwrap(), TaskId(12));
         assert!(task_id("0").is_err() && task_id("x").is_err() && task_id("1; drop").is_err());
+        for not_plain in ["+5", "005", "-1", " 5", "5 ", "", "99999999999999999999"] {
+            assert!(task_id(not_plain).is_err(), "{not_plain:?}");
+        }
         assert!(request_id("not-a-uuid", "requestId").is_err());
         let id = "6A1C52E4-93B7-4C0E-8F2D-3B5A7E91C4D8";
         assert_eq!(
