@@ -788,8 +788,9 @@ async fn timeout_covers_the_reply_body_and_bodies_are_capped() {
     big.stop().await;
 }
 
-/// Small parts of the contract: `HEAD /healthz` answers like `GET`; a per-task listing of a
-/// task that does not exist is 404; ids are plain decimal.
+/// Small parts of the contract: `HEAD /healthz` answers like `GET`; a trigger body over the
+/// limit is a 413 in the JSON shape; a per-task listing of a task that does not exist is 404;
+/// ids are plain decimal.
 #[actix_rt::test]
 async fn contract_edges() {
     let store = TestStore::sqlite();
@@ -800,6 +801,13 @@ async fn contract_edges() {
     let (status, reply) = api.get("/api/tasks/999999/instances").await;
     assert_eq!(status, 404, "{reply}");
     assert_eq!(reply["error"]["code"], "NOT_FOUND");
+    // A body over the limit is refused in the JSON error shape, like every error.
+    let huge = vec![b' '; 2 * 1024 * 1024];
+    let (status, reply) = api
+        .raw("POST", "/api/tasks/1/trigger", "application/json", huge)
+        .await;
+    assert_eq!(status, 413, "{reply}");
+    assert_eq!(reply["error"]["code"], "PAYLOAD_TOO_LARGE");
     for id in ["+5", "005", "-1"] {
         let (status, reply) = api.get(&format!("/api/tasks/{id}")).await;
         assert_eq!(status, 400, "{id}: {reply}");

@@ -121,6 +121,24 @@ pub async fn admin_only(
     Ok(next.call(req).await?.map_into_boxed_body())
 }
 
+/// A request body that is not JSON-extracted, read up to `MAX_BODY_BYTES`: beyond it a 413 in
+/// the JSON error shape, like every other error.
+pub(crate) async fn body_within_limit(mut payload: web::Payload) -> Result<Vec<u8>, ApiError> {
+    use futures_util::StreamExt;
+    let mut body = Vec::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|err| ApiError::Invalid {
+            field: None,
+            message: format!("the body could not be read: {err}"),
+        })?;
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(ApiError::TooLarge(MAX_BODY_BYTES));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 fn json_error(err: JsonPayloadError, _: &HttpRequest) -> actix_web::Error {
     match err {
         JsonPayloadError::Overflow { limit }

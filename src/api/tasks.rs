@@ -100,9 +100,10 @@ pub async fn resume(
 pub async fn trigger(
     state: web::Data<ApiState>,
     path: web::Path<String>,
-    body: web::Bytes,
+    body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
+    let body = super::body_within_limit(body).await?;
     let params = validate::trigger_params(&body)?;
     let run = state.service.trigger(id, params).await?;
     Ok(HttpResponse::Created().json(InstanceView::from(run)))

@@ -80,6 +80,16 @@ fn drop_mysql_database(name: &str) {
     .join();
 }
 
+/// A Redis database of its own for each in-process test ax: every test store numbers its tasks
+/// from 1, and fire locks (`ax:lock:{taskId}`) of tests running side by side on one Redis
+/// database would refuse each other's fires. Databases 1-12 in turn (13 and 14 are the outage
+/// tests').
+pub fn redis_url() -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let db = 1 + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 12;
+    format!("{REDIS_URL}/{db}")
+}
+
 /// A config for a test ax: port 0, fast batches, the given store, Redis if clustered.
 pub fn config(store: &TestStore, redis: bool, instance_id: &str) -> Config {
     let mut config = Config::default();
@@ -89,7 +99,7 @@ pub fn config(store: &TestStore, redis: bool, instance_id: &str) -> Config {
     config.server.shutdown_timeout_ms = 3_000;
     config.store.url = store.url();
     config.store.batch_interval_ms = 50;
-    config.redis.url = redis.then(|| REDIS_URL.to_string());
+    config.redis.url = redis.then(redis_url);
     config.security.signing_secret = Some(SECRET.into());
     config.scheduler.preload_interval_secs = 2;
     config
