@@ -86,6 +86,11 @@ async fn input_beyond_the_store_is_refused(store: TestStore) {
     assert_eq!(longest.len(), 255);
     let created = api.create_task(task(&longest, handler)).await;
     assert_eq!(created["cron"], longest.as_str());
+    // Stored trimmed: surrounding blanks do not count.
+    let padded = api
+        .create_task(task(&format!("  {longest}  "), handler))
+        .await;
+    assert_eq!(padded["cron"], longest.as_str());
     let too_long = cron_of_len(256);
     assert_eq!(too_long.len(), 256);
     let answer = api.post("/api/tasks", task(&too_long, handler)).await;
@@ -99,7 +104,11 @@ async fn input_beyond_the_store_is_refused(store: TestStore) {
         )
         .await;
     assert_refused(answer, "cron", "a 256-character cron on update");
-    assert_eq!(task_total(&api).await, 1);
+    assert_eq!(
+        task_total(&api).await,
+        2,
+        "nothing stored for the refused ones"
+    );
 
     for (query, field) in [
         ("cursor=-8334601228800000.1", "cursor"),

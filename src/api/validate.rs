@@ -667,40 +667,6 @@ mod tests {
         );
     }
 
-    /// A valid cron of exactly `len` (at least 181) characters: a seconds list of every second,
-    /// padded with repeats.
-    fn cron_of_len(len: usize) -> String {
-        let seconds: Vec<String> = (0..60).map(|s| s.to_string()).collect();
-        let mut cron = seconds.join(",");
-        let fields = " * * * * *";
-        if (len - cron.len() - fields.len()) % 2 == 1 {
-            cron.push_str(",10");
-        }
-        while cron.len() + fields.len() < len {
-            cron.push_str(",0");
-        }
-        cron + fields
-    }
-
-    #[test]
-    fn cron_fits_its_column() {
-        for len in [255, 256] {
-            let mut body = valid();
-            body["cron"] = json!(cron_of_len(len));
-            let result = task_input(body, &Allowlist::default());
-            if len <= MAX_CRON_CHARS {
-                assert_eq!(result.expect("fits").cron.expression().len(), len);
-            } else {
-                let (field, message) = refusal(result.unwrap_err());
-                assert_eq!((field.as_str(), message.contains("longer")), ("cron", true));
-            }
-        }
-        // Stored trimmed: surrounding blanks do not count.
-        let mut body = valid();
-        body["cron"] = json!(format!("  {}  ", cron_of_len(255)));
-        assert!(task_input(body, &Allowlist::default()).is_ok());
-    }
-
     #[test]
     fn history_times_must_be_storable() {
         let q = |k: &str, v: &str| HashMap::from([(k.to_string(), v.to_string())]);
