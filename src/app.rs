@@ -210,7 +210,7 @@ impl Actors {
             config.dispatch.workers,
             config.dispatch.max_in_flight,
             store.clone(),
-            security.secret.clone(),
+            security,
         );
         let lock_actor = match &redis {
             Some(pool) => LockActor::redis(pool.clone(), instance_id.to_string()),

@@ -1,7 +1,7 @@
 //! Security rules as pure functions: dispatch signatures, per-run callback tokens, the admin
 //! token check and the handler allowlist.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use hmac::{Hmac, Mac};
@@ -78,7 +78,19 @@ enum Rule {
     Net(IpAddr, u8),
 }
 
-/// The hosts handlers may live on; empty allows every host.
+/// Link-local and cloud-metadata addresses: a handler there is refused unless an entry names it
+/// (an IP or CIDR inside the range, or the exact host name), even with an empty allowlist, so a
+/// task cannot read a cloud instance's credentials through ax.
+const GUARDED: [(IpAddr, u8); 3] = [
+    (IpAddr::V4(Ipv4Addr::new(169, 254, 0, 0)), 16),
+    (IpAddr::V6(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0)), 10),
+    (
+        IpAddr::V6(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)),
+        128,
+    ),
+];
+
+/// The hosts handlers may live on; empty allows every host outside the guarded ranges.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Allowlist(Vec<Rule>);
 
@@ -92,24 +104,67 @@ impl Allowlist {
             .map(Allowlist)
     }
 
-    /// Whether a handler on `host` may be called. Host names are matched as written, not
-    /// resolved: to fence off internal addresses, list names and public ranges only.
+    /// Whether a handler on `host`, as written in its URL, may be called.
     pub fn allows(&self, host: &str) -> bool {
-        if self.0.is_empty() {
-            return true;
-        }
         let host = host
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_ascii_lowercase();
-        let ip: Option<IpAddr> = host.parse().ok();
-        self.0.iter().any(|rule| match (rule, ip) {
-            (Rule::Net(net, bits), Some(ip)) => in_net(ip, *net, *bits),
-            (Rule::Host(name), None) => *name == host,
-            (Rule::Suffix(domain), None) => host.ends_with(domain.as_str()),
+        match host.parse::<IpAddr>() {
+            Ok(ip) => self.allows_ip(ip.to_canonical()),
+            Err(_) => {
+                self.0.is_empty()
+                    || self.0.iter().any(|rule| match rule {
+                        Rule::Host(name) => *name == host,
+                        Rule::Suffix(domain) => host.ends_with(domain.as_str()),
+                        Rule::Net(..) => false,
+                    })
+            }
+        }
+    }
+
+    /// Whether a handler on the host name `host` may be called at `addr`, one of the addresses
+    /// it resolved to when dispatched: the name must be allowed, and a guarded address named.
+    pub fn allows_resolved(&self, host: &str, addr: IpAddr) -> bool {
+        let addr = addr.to_canonical();
+        let named = || {
+            self.0
+                .iter()
+                .any(|rule| matches!(rule, Rule::Host(name) if name.eq_ignore_ascii_case(host)))
+        };
+        self.allows(host) && (!is_guarded(addr) || named() || self.names_guarded(addr))
+    }
+
+    fn allows_ip(&self, ip: IpAddr) -> bool {
+        if is_guarded(ip) {
+            return self.names_guarded(ip);
+        }
+        self.0.is_empty()
+            || self
+                .0
+                .iter()
+                .any(|rule| matches!(rule, Rule::Net(net, bits) if in_net(ip, *net, *bits)))
+    }
+
+    /// Whether an IP or CIDR entry inside a guarded range covers `ip`: a wider entry such as
+    /// `0.0.0.0/0` does not count.
+    fn names_guarded(&self, ip: IpAddr) -> bool {
+        self.0.iter().any(|rule| match rule {
+            Rule::Net(net, bits) => {
+                in_net(ip, *net, *bits)
+                    && GUARDED
+                        .iter()
+                        .any(|(range, width)| bits >= width && in_net(*net, *range, *width))
+            }
             _ => false,
         })
     }
+}
+
+fn is_guarded(ip: IpAddr) -> bool {
+    GUARDED
+        .iter()
+        .any(|(range, width)| in_net(ip, *range, *width))
 }
 
 fn parse_rule(entry: &str) -> Result<Rule, String> {
@@ -231,9 +286,58 @@ mod tests {
         ] {
             assert!(!allow.allows(host), "{host}");
         }
-        assert!(Allowlist::default().allows("169.254.169.254"));
+        assert!(Allowlist::default().allows("10.9.8.7"));
         for bad in ["10.0.0.0/33", "", "a b", "10.0.0.0/x", "host/8"] {
             assert!(Allowlist::parse(&[bad.to_string()]).is_err(), "{bad}");
         }
+    }
+
+    fn list(entries: &[&str]) -> Allowlist {
+        let entries: Vec<String> = entries.iter().map(|s| s.to_string()).collect();
+        Allowlist::parse(&entries).expect("valid")
+    }
+
+    #[test]
+    fn link_local_and_metadata_addresses_need_an_entry_of_their_own() {
+        let guarded = [
+            "169.254.169.254",
+            "169.254.0.1",
+            "[fe80::1]",
+            "[febf::1]",
+            "[fd00:ec2::254]",
+            "[::ffff:169.254.169.254]",
+        ];
+        for allowlist in [list(&[]), list(&["0.0.0.0/0", "::/0", "*.internal"])] {
+            for host in guarded {
+                assert!(!allowlist.allows(host), "{host} under {allowlist:?}");
+            }
+        }
+        assert!(list(&[]).allows("10.1.2.3"));
+        assert!(list(&[]).allows("[fd00:ec2::255]"));
+        let named = list(&["169.254.169.254", "fe80::/10", "fd00:ec2::254"]);
+        for host in ["169.254.169.254", "[fe80::1]", "[fd00:ec2::254]"] {
+            assert!(named.allows(host), "{host}");
+        }
+        assert!(!named.allows("169.254.0.1"));
+    }
+
+    #[test]
+    fn resolved_addresses_are_checked_as_well_as_the_name() {
+        let metadata: IpAddr = "169.254.169.254".parse().expect("ip");
+        let private: IpAddr = "10.0.0.5".parse().expect("ip");
+        let mapped: IpAddr = "::ffff:169.254.169.254".parse().expect("ip");
+        let open = Allowlist::default();
+        assert!(open.allows_resolved("executor.example", private));
+        assert!(!open.allows_resolved("executor.example", metadata));
+        assert!(!open.allows_resolved("executor.example", mapped));
+
+        let wildcard = list(&["*.internal"]);
+        assert!(wildcard.allows_resolved("a.internal", private));
+        assert!(!wildcard.allows_resolved("a.internal", metadata));
+        assert!(!wildcard.allows_resolved("a.example", private));
+
+        // Naming the host, or the address, is explicit.
+        assert!(list(&["metadata.internal"]).allows_resolved("METADATA.internal", metadata));
+        assert!(list(&["*.internal", "169.254.169.254"]).allows_resolved("a.internal", metadata));
     }
 }

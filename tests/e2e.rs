@@ -127,7 +127,9 @@ async fn callback_completes_a_run(store: TestStore) {
     let task = api.create_task(every_second(&executor.url)).await;
     let delivery = executor.wait_for(1, Duration::from_secs(5)).await[0].clone();
     let path = format!("/api/instances/{}", delivery.request_id);
-    let run = wait_status(&api, &path, "RUNNING", Duration::from_secs(5)).await;
+    let run = api
+        .wait_status(&path, "RUNNING", Duration::from_secs(5))
+        .await;
     assert!(run["deadlineAt"].is_string(), "{run}");
 
     let (status, reply) = api
@@ -226,18 +228,6 @@ async fn callback_completes_a_run(store: TestStore) {
     executor.stop().await;
 }
 
-async fn wait_status(api: &Api, path: &str, want: &str, timeout: Duration) -> Value {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        let (status, run) = api.get(path).await;
-        if (status == 200 && run["status"] == want) || std::time::Instant::now() > deadline {
-            assert_eq!(run["status"], want, "{run}");
-            return run;
-        }
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[actix_rt::test]
 async fn callback_on_sqlite() {
     callback_completes_a_run(TestStore::sqlite()).await;
@@ -329,7 +319,9 @@ async fn retries_until_success_or_given_up(store: TestStore) {
 
     // flaky: 500, 500, then SUCCESS — attempts 1, 2, 3 one and two seconds apart.
     let path = format!("/api/instances/{}", first.request_id);
-    let run = wait_status(&api, &path, "SUCCESS", Duration::from_secs(10)).await;
+    let run = api
+        .wait_status(&path, "SUCCESS", Duration::from_secs(10))
+        .await;
     assert_eq!(run["attempt"], 3, "{run}");
     assert_eq!(run["retryCount"], 2, "{run}");
     let deliveries: Vec<_> = flaky
@@ -375,7 +367,9 @@ async fn retries_until_success_or_given_up(store: TestStore) {
 
     // fatal: "retry": false ends the run at once.
     let path = format!("/api/instances/{}", fatal_first.request_id);
-    let run = wait_status(&api, &path, "FAILED", Duration::from_secs(5)).await;
+    let run = api
+        .wait_status(&path, "FAILED", Duration::from_secs(5))
+        .await;
     assert_eq!(run["retryCount"], 0, "{run}");
     assert_eq!(run["code"], "FATAL");
     actix_rt::time::sleep(Duration::from_millis(1500)).await;
@@ -417,8 +411,11 @@ async fn a_late_success_cancels_the_retry() {
         .await;
     let path = format!("/api/instances/{}", first.request_id);
     // Attempt 1 is accepted, then times out: the run waits for its retry (READY, attempt 2).
-    wait_status(&api, &path, "RUNNING", Duration::from_secs(5)).await;
-    let run = wait_status(&api, &path, "READY", Duration::from_secs(5)).await;
+    api.wait_status(&path, "RUNNING", Duration::from_secs(5))
+        .await;
+    let run = api
+        .wait_status(&path, "READY", Duration::from_secs(5))
+        .await;
     assert_eq!(run["attempt"], 2, "{run}");
     assert_eq!(run["code"], "TIMEOUT");
     let (status, reply) = api
@@ -598,7 +595,8 @@ async fn callbacks_count_once_per_attempt() {
     api.call("PUT", &format!("/api/tasks/{}", task["id"]), Some(body))
         .await;
     let path = format!("/api/instances/{}", first.request_id);
-    wait_status(&api, &path, "RUNNING", Duration::from_secs(5)).await;
+    api.wait_status(&path, "RUNNING", Duration::from_secs(5))
+        .await;
 
     let (status, reply) = api
         .post(
@@ -670,7 +668,9 @@ async fn a_manual_run_is_claimed_and_dispatched_once() {
         "/api/instances/{}",
         run["requestId"].as_str().unwrap_or_default()
     );
-    let done = wait_status(&api, &path, "SUCCESS", Duration::from_secs(5)).await;
+    let done = api
+        .wait_status(&path, "SUCCESS", Duration::from_secs(5))
+        .await;
     assert_eq!(done["firedBy"], "manual", "{done}");
     actix_rt::time::sleep(Duration::from_millis(1500)).await;
     let deliveries = executor.received();
@@ -756,7 +756,9 @@ async fn timeout_covers_the_reply_body_and_bodies_are_capped() {
     api.call("PUT", &format!("/api/tasks/{}", task["id"]), Some(body))
         .await;
     let path = format!("/api/instances/{}", first.request_id);
-    let run = wait_status(&api, &path, "FAILED", Duration::from_secs(4)).await;
+    let run = api
+        .wait_status(&path, "FAILED", Duration::from_secs(4))
+        .await;
     assert_eq!(run["code"], "TIMEOUT", "{run}");
     // Ended at timeoutMs (2 s), not when the body would have been complete (40 s).
     let took = time(&run["finishedAt"]) - first.wall;

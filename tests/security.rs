@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{config, start_ax, Api, TestStore};
+use common::{config, start_ax, Api, Executor, Reply, TestStore};
 use serde_json::{json, Value};
 
 const TOKEN: &str = "admin-s3cret";
@@ -143,6 +143,91 @@ async fn handlers_outside_the_allowlist_are_rejected() {
     let (_, page) = api.get("/api/tasks").await;
     assert_eq!(page["total"], 2);
     ax.shutdown().await;
+}
+
+/// Link-local and cloud-metadata addresses are refused even with an empty allowlist, and
+/// allowed only by an entry that names them.
+#[actix_rt::test]
+async fn metadata_addresses_need_an_entry_of_their_own() {
+    let store = TestStore::sqlite();
+    let guarded = [
+        "http://169.254.169.254/latest/meta-data",
+        "http://[fe80::1]:8080/run",
+        "http://[fd00:ec2::254]/latest",
+        "http://[::ffff:169.254.169.254]/",
+    ];
+    let mut config = config(&store, false, "guarded");
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    for url in guarded {
+        let (status, reply) = api.post("/api/tasks", body(url)).await;
+        assert_eq!(
+            (status, &reply["error"]["field"]),
+            (400, &json!("handlerUrl")),
+            "{url}: {reply}"
+        );
+    }
+    let (status, reply) = api.post("/api/tasks", body("http://10.0.0.5/run")).await;
+    assert_eq!(status, 201, "{reply}");
+    ax.shutdown().await;
+
+    config.security.handler_allowlist = vec!["169.254.169.254".into(), "0.0.0.0/0".into()];
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let (status, reply) = api.post("/api/tasks", body(guarded[0])).await;
+    assert_eq!(status, 201, "named explicitly: {reply}");
+    let (status, reply) = api.post("/api/tasks", body("http://169.254.0.1/")).await;
+    assert_eq!(status, 400, "a wide range does not name it: {reply}");
+    ax.shutdown().await;
+}
+
+/// The allowlist is applied when a run is dispatched, not only when its task was stored: a
+/// host name is called through the checking resolver, and a host the allowlist in force no
+/// longer allows is not called at all (the run fails `HANDLER_NOT_ALLOWED`, not retried).
+#[actix_rt::test]
+async fn the_allowlist_is_checked_again_at_dispatch() {
+    let store = TestStore::sqlite();
+    let executor = Executor::start(Reply::Success).await;
+    let by_name = executor.url.replace("127.0.0.1", "localhost");
+    let mut config = config(&store, false, "dispatch-check");
+    config.security.handler_allowlist = vec!["localhost".into()];
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let mut task = body(&by_name);
+    task["maxRetry"] = json!(3);
+    let task = api.create_task(task).await;
+    let trigger = format!("/api/tasks/{}/trigger", task["id"]);
+    let run = |reply: &Value| {
+        format!(
+            "/api/instances/{}",
+            reply["requestId"].as_str().unwrap_or_default()
+        )
+    };
+    let (status, first) = api.post(&trigger, json!({})).await;
+    assert_eq!(status, 201, "{first}");
+    api.wait_status(&run(&first), "SUCCESS", Duration::from_secs(10))
+        .await;
+    assert_eq!(executor.received().len(), 1);
+    ax.shutdown().await;
+
+    config.security.handler_allowlist = vec!["127.0.0.1".into()];
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let (status, second) = api.post(&trigger, json!({})).await;
+    assert_eq!(status, 201, "{second}");
+    let failed = api
+        .wait_status(&run(&second), "FAILED", Duration::from_secs(10))
+        .await;
+    assert_eq!(failed["code"], "HANDLER_NOT_ALLOWED", "{failed}");
+    assert_eq!(failed["attempt"], 1, "not retried: {failed}");
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        executor.received().len(),
+        1,
+        "the refused host was not called"
+    );
+    ax.shutdown().await;
+    executor.stop().await;
 }
 
 #[actix_rt::test]

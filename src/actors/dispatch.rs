@@ -5,16 +5,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use actix_tls::connect::{Connector as TcpConnector, Resolver};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 
+use super::resolver::{GuardedResolver, NotAllowed};
 use super::store::{RunEvent, StoreHandle};
 use super::InFlight;
 use crate::metrics::{metrics, DispatchResult};
 use crate::run::{Event, Outcome, Report, ReportedStatus, RequestId, TaskId};
-use crate::security::{callback_token, sign_dispatch, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use crate::security::{
+    callback_token, sign_dispatch, Allowlist, Security, SIGNATURE_HEADER, TIMESTAMP_HEADER,
+};
 use crate::store::models::{cut, MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
 
 /// Longest reply body read from a handler.
@@ -51,6 +55,16 @@ fn failed(code: &str, message: impl Into<String>) -> Outcome {
         code: Some(code.to_string()),
         message: Some(cut(message.into(), MAX_MESSAGE_CHARS)),
         retry: true,
+    }
+}
+
+/// An attempt ax refused to send: its handler's host is not allowed. Not retried, as every
+/// retry would be refused the same way.
+fn not_allowed(message: impl Into<String>) -> Outcome {
+    Outcome::Failed {
+        code: Some("HANDLER_NOT_ALLOWED".to_string()),
+        message: Some(cut(message.into(), MAX_MESSAGE_CHARS)),
+        retry: false,
     }
 }
 
@@ -100,6 +114,7 @@ pub fn json_text(value: &serde_json::Value) -> Option<String> {
 pub struct DispatchActor {
     store: StoreHandle,
     secret: Arc<[u8]>,
+    allowlist: Allowlist,
     client: Option<awc::Client>,
     max_in_flight: usize,
     permits: Arc<Semaphore>,
@@ -114,11 +129,12 @@ pub struct DispatchActor {
 const RESULTS_PER_REQUEST: usize = 8;
 
 impl DispatchActor {
-    pub fn new(store: StoreHandle, max_in_flight: usize, secret: Arc<[u8]>) -> Self {
+    pub fn new(store: StoreHandle, max_in_flight: usize, security: &Security) -> Self {
         let max_in_flight = max_in_flight.max(1);
         DispatchActor {
             store,
-            secret,
+            secret: security.secret.clone(),
+            allowlist: security.allowlist.clone(),
             client: None,
             max_in_flight,
             permits: Arc::new(Semaphore::new(max_in_flight)),
@@ -133,7 +149,11 @@ impl Actor for DispatchActor {
 
     fn started(&mut self, _: &mut Context<Self>) {
         // awc's client is bound to the thread that made it, so each actor makes its own.
+        let resolver = Resolver::custom(GuardedResolver {
+            allowlist: self.allowlist.clone(),
+        });
         let connector = awc::Connector::new()
+            .connector(TcpConnector::new(resolver).service())
             .limit(self.max_in_flight)
             .timeout(Duration::from_secs(5));
         self.client = Some(
@@ -159,6 +179,7 @@ impl Handler<Dispatch> for DispatchActor {
         let store = self.store.clone();
         let permits = self.permits.clone();
         let secret = self.secret.clone();
+        let allowlist = self.allowlist.clone();
         let recording = self.recording.clone();
         let recording_permits = self.recording_permits.clone();
         Box::pin(async move {
@@ -167,9 +188,10 @@ impl Handler<Dispatch> for DispatchActor {
                     return;
                 };
                 let (client, store, secret) = (client.clone(), store.clone(), secret.clone());
+                let allowlist = allowlist.clone();
                 let (recording, recording_permits) = (recording.clone(), recording_permits.clone());
                 actix::spawn(async move {
-                    let result = deliver(&client, &secret, &job).await;
+                    let result = deliver(&client, &secret, &allowlist, &job).await;
                     // The write waits for a group commit: holding the request slot through it
                     // would cap dispatch at the commit rate, so it takes a result slot instead.
                     let Ok(recording_permit) = recording_permits.acquire_owned().await else {
@@ -185,7 +207,12 @@ impl Handler<Dispatch> for DispatchActor {
 }
 
 /// POSTs one attempt and turns the reply into the event to record.
-async fn deliver(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> RunEvent {
+async fn deliver(
+    client: &awc::Client,
+    secret: &[u8],
+    allowlist: &Allowlist,
+    job: &DispatchJob,
+) -> RunEvent {
     let started = Utc::now();
     if job.attempt == 1 {
         let lag = (started - job.scheduled_at)
@@ -194,7 +221,7 @@ async fn deliver(client: &awc::Client, secret: &[u8], job: &DispatchJob) -> RunE
         metrics().trigger_lag.observe(lag as f64 / 1e6);
     }
     let deadline = started + chrono::Duration::milliseconds(job.timeout_ms);
-    let outcome = post(client, secret, job, deadline).await;
+    let outcome = post(client, secret, allowlist, job, deadline).await;
     let (result, code) = match &outcome {
         Outcome::Accepted { .. } => (DispatchResult::Accepted, None),
         Outcome::Succeeded { code, .. } => (DispatchResult::Success, code.as_deref()),
@@ -269,13 +296,24 @@ async fn record(store: &StoreHandle, job: &DispatchJob, event: RunEvent) {
 }
 
 /// POSTs one attempt, signed: `X-Ax-Timestamp` and `X-Ax-Signature` over exactly the bytes
-/// sent.
+/// sent. The handler's host is checked against the allowlist in force now, not only the one
+/// the task was stored under: as written here, and as resolved by `GuardedResolver`.
 async fn post(
     client: &awc::Client,
     secret: &[u8],
+    allowlist: &Allowlist,
     job: &DispatchJob,
     deadline: DateTime<Utc>,
 ) -> Outcome {
+    let Ok(uri) = job.handler_url.parse::<awc::http::Uri>() else {
+        return failed("CONNECT_ERROR", "the handler URL is not a valid URI");
+    };
+    let host = uri.host().unwrap_or_default();
+    if !allowlist.allows(host) {
+        return not_allowed(format!(
+            "host `{host}` is not allowed by security.handler_allowlist"
+        ));
+    }
     let Ok(params) = RawValue::from_string(job.params.to_string()) else {
         return failed("BAD_PARAMS", "stored params are not JSON");
     };
@@ -293,7 +331,7 @@ async fn post(
     let timestamp = Utc::now().timestamp();
     let timeout = Duration::from_millis(job.timeout_ms.max(1) as u64);
     let request = client
-        .post(&job.handler_url)
+        .post(uri)
         .timeout(timeout)
         .content_type("application/json")
         .insert_header(("X-Ax-Request-Id", job.request_id.to_string()))
@@ -301,11 +339,15 @@ async fn post(
         .insert_header((SIGNATURE_HEADER, sign_dispatch(secret, timestamp, &body)));
     // `timeoutMs` bounds the whole exchange: connect, send, headers and body.
     let exchange = async {
-        let mut response = match request.send_body(body).await {
-            Ok(response) => response,
-            Err(awc::error::SendRequestError::Timeout) => return None,
-            Err(err) => return Some(failed("CONNECT_ERROR", err.to_string())),
-        };
+        let mut response =
+            match request.send_body(body).await {
+                Ok(response) => response,
+                Err(awc::error::SendRequestError::Timeout) => return None,
+                Err(awc::error::SendRequestError::Connect(awc::error::ConnectError::Resolver(
+                    err,
+                ))) if err.is::<NotAllowed>() => return Some(not_allowed(err.to_string())),
+                Err(err) => return Some(failed("CONNECT_ERROR", err.to_string())),
+            };
         let status = response.status().as_u16();
         Some(match read_capped(&mut response).await {
             Ok(bytes) => classify_reply(status, &bytes, deadline),
@@ -369,13 +411,13 @@ impl DispatchHandle {
         workers: usize,
         max_in_flight: usize,
         store: StoreHandle,
-        secret: Arc<[u8]>,
+        security: &Security,
     ) -> Self {
         let workers: Vec<_> = (0..workers.max(1))
             .map(|_| {
-                let (store, secret) = (store.clone(), secret.clone());
+                let (store, security) = (store.clone(), security.clone());
                 DispatchActor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-                    DispatchActor::new(store, max_in_flight, secret)
+                    DispatchActor::new(store, max_in_flight, &security)
                 })
             })
             .collect();

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod dispatch;
 pub mod fire;
 pub mod lock;
+pub mod resolver;
 pub mod store;
 pub mod supervisor;
 pub mod wheel;

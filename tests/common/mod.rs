@@ -389,6 +389,19 @@ impl Api {
         page["items"].as_array().cloned().unwrap_or_default()
     }
 
+    /// Polls `path` until its run has status `want`; fails the test if it does not in time.
+    pub async fn wait_status(&self, path: &str, want: &str, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (status, run) = self.get(path).await;
+            if (status == 200 && run["status"] == want) || Instant::now() > deadline {
+                assert_eq!(run["status"], want, "{run}");
+                return run;
+            }
+            actix_rt::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits until at least `n` instances of the task are due and every due one is in a final
     /// state; returns them all.
     pub async fn wait_final(&self, task_id: i64, n: usize, timeout: Duration) -> Vec<Value> {

@@ -1,0 +1,80 @@
+//! The dispatchers' DNS resolver: a handler's host is allowed by the name written in its URL,
+//! and again by the addresses that name resolves to when ax connects, so a name pointed at a
+//! link-local or metadata address later (or a rebinding DNS answer) is not called.
+
+use std::error::Error;
+use std::fmt;
+use std::net::SocketAddr;
+
+use actix_tls::connect::Resolve;
+use futures_util::future::LocalBoxFuture;
+
+use crate::security::Allowlist;
+
+/// Resolves with the system's resolver and refuses the host when any address is not allowed.
+pub struct GuardedResolver {
+    pub allowlist: Allowlist,
+}
+
+/// A handler host the allowlist refuses; the dispatcher records it as the attempt's failure.
+#[derive(Debug)]
+pub struct NotAllowed(pub String);
+
+impl fmt::Display for NotAllowed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Error for NotAllowed {}
+
+impl Resolve for GuardedResolver {
+    fn lookup<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> LocalBoxFuture<'a, Result<Vec<SocketAddr>, Box<dyn Error>>> {
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await?.collect();
+            if let Some(refused) = addrs
+                .iter()
+                .find(|addr| !self.allowlist.allows_resolved(host, addr.ip()))
+            {
+                return Err(NotAllowed(format!(
+                    "host `{host}` resolves to {}, which security.handler_allowlist does not allow",
+                    refused.ip()
+                ))
+                .into());
+            }
+            Ok(addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolver(entries: &[&str]) -> GuardedResolver {
+        let entries: Vec<String> = entries.iter().map(|s| s.to_string()).collect();
+        GuardedResolver {
+            allowlist: Allowlist::parse(&entries).expect("valid"),
+        }
+    }
+
+    #[actix_rt::test]
+    async fn allowed_names_resolve_and_others_are_refused() {
+        let addrs = resolver(&["localhost"])
+            .lookup("localhost", 8080)
+            .await
+            .expect("resolves");
+        assert!(addrs
+            .iter()
+            .all(|addr| addr.ip().is_loopback() && addr.port() == 8080));
+        let err = resolver(&["executor.internal"])
+            .lookup("localhost", 8080)
+            .await
+            .expect_err("refused");
+        assert!(err.is::<NotAllowed>(), "{err}");
+    }
+}
