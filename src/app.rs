@@ -6,8 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use actix_http::error::DispatchError;
+use actix_http::HttpService;
+use actix_service::{fn_service, map_config, IntoServiceFactory, ServiceFactoryExt};
+use actix_web::dev::AppConfig;
 use actix_web::dev::{Server, ServerHandle};
-use actix_web::{web, App, HttpServer};
+use actix_web::{web, App};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
@@ -15,7 +19,7 @@ use crate::actors::cluster::{ClusterActor, ClusterHandle};
 use crate::actors::dispatch::DispatchHandle;
 use crate::actors::fire::FireContext;
 use crate::actors::lock::{connect_redis, LockActor, LockError, LockHandle, RedisPool};
-use crate::actors::store::{StoreActor, StoreHandle};
+use crate::actors::store::{fire_commits, StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
 use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
 use crate::actors::Halt;
@@ -23,11 +27,13 @@ use crate::api::{self, ApiState};
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::health::Health;
+use crate::http_errors::JsonProtocolErrors;
 use crate::identity::{Identity, IdentityError};
 use crate::security::{Allowlist, Security};
 use crate::service::Service;
 use crate::store::queries::{meta, runs};
 use crate::store::{Db, StoreError, StoreUrl};
+use crate::wheel::pace::PipelineLimits;
 use uuid::Uuid;
 
 /// Why ax could not start.
@@ -149,7 +155,9 @@ fn listen(config: &Config) -> Result<std::net::TcpListener, StartError> {
     Ok(socket.into())
 }
 
-/// The HTTP API on `listener`, not yet running.
+/// The HTTP API on `listener`, not yet running. Served as actix-web's `HttpServer` serves it,
+/// with each connection wrapped so that the errors actix-http answers by itself are in ax's
+/// JSON shape too (`crate::http_errors`).
 fn serve(
     listener: std::net::TcpListener,
     state: ApiState,
@@ -160,18 +168,38 @@ fn serve(
         source,
     };
     let addr = listener.local_addr().map_err(bind_error)?;
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(web::Data::new(state.clone()))
-            .wrap(actix_web::middleware::from_fn(api::admin_only))
-            .configure(api::routes)
-    })
-    // Signals are handled once, by the caller, which then runs `Ax::shutdown`.
-    .disable_signals()
-    .workers(2)
-    .shutdown_timeout(config.server.shutdown_timeout_ms.div_ceil(1000))
-    .listen(listener)
-    .map_err(bind_error)?;
+    let builder = actix_server::Server::build();
+    let shutdown = builder.graceful_shutdown_signal();
+    let server = builder
+        // Signals are handled once, by the caller, which then runs `Ax::shutdown`.
+        .disable_signals()
+        .workers(2)
+        .shutdown_timeout(config.server.shutdown_timeout_ms.div_ceil(1000))
+        .listen("ax-http", listener, move || {
+            let state = state.clone();
+            let app = App::new()
+                .app_data(web::Data::new(state))
+                .wrap(actix_web::middleware::from_fn(api::admin_only))
+                .configure(api::routes)
+                .into_factory()
+                .map_err(|err| err.error_response());
+            let shutdown = shutdown.clone();
+            let http = HttpService::build()
+                // Idle keep-alive connections close when the server stops.
+                .graceful_shutdown_signal(move || {
+                    let shutdown = shutdown.clone();
+                    async move { shutdown.notified().await }
+                })
+                .local_addr(addr)
+                // The app config only names a host for URL generation, which ax does not use.
+                .h1(map_config(app, |_| AppConfig::default()));
+            fn_service(|io: actix_rt::net::TcpStream| async move {
+                let peer = io.peer_addr().ok();
+                Ok::<_, DispatchError>((JsonProtocolErrors::new(io), peer))
+            })
+            .and_then(http)
+        })
+        .map_err(bind_error)?;
     Ok((server.run(), addr))
 }
 
@@ -202,6 +230,7 @@ impl Actors {
         // runs beside the wheel's tick instead of after it.
         let (retry, batch_size) = (config.retry_policy(), config.store.batch_size);
         let batch_interval = Duration::from_millis(config.store.batch_interval_ms);
+        let fire_commits = fire_commits(&db);
         let store_actor = StoreActor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
             StoreActor::new(db, retry, batch_size, batch_interval)
         });
@@ -235,6 +264,12 @@ impl Actors {
             window_secs: config.scheduler.preload_window_secs,
             commit_ahead: Duration::from_millis(config.scheduler.commit_ahead_ms),
             policy: config.missed_run_policy(),
+            limits: PipelineLimits {
+                // Enough batches to keep every fire commit of the store busy while the next
+                // ones take their locks: few enough that none waits long under its lock.
+                committing_batches: 8 * fire_commits,
+                queued_runs: config.scheduler.max_queued_runs,
+            },
         };
         let wheel = WheelActor::new(wheel_settings, clock.clone(), fire);
         let ticks = wheel.ticks();

@@ -136,6 +136,9 @@ pub struct SchedulerConfig {
     /// How long before its time a run's row is committed (0: at its time). The run is still
     /// dispatched at its time; committing ahead takes the database off the lag.
     pub commit_ahead_ms: u64,
+    /// Most runs between the wheel and the dispatchers (planned, committing, or committed and
+    /// waiting for a dispatcher): past it the wheel waits, and falls behind the clock.
+    pub max_queued_runs: usize,
     /// A run later than this when ax sees it is recorded MISSED instead of fired.
     pub misfire_threshold_secs: i64,
     /// Wait before the first retry of a failed attempt.
@@ -155,6 +158,7 @@ impl Default for SchedulerConfig {
             preload_window_secs: 600,
             preload_interval_secs: 30,
             commit_ahead_ms: 500,
+            max_queued_runs: 50_000,
             misfire_threshold_secs: 300,
             retry_backoff_secs: 5,
             retry_factor: 5,
@@ -201,6 +205,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("AX_MAX_GRAB_BATCH", "scheduler.max_grab_batch"),
     ("AX_PRELOAD_WINDOW_SECS", "scheduler.preload_window_secs"),
     ("AX_COMMIT_AHEAD_MS", "scheduler.commit_ahead_ms"),
+    ("AX_MAX_QUEUED_RUNS", "scheduler.max_queued_runs"),
     (
         "AX_PRELOAD_INTERVAL_SECS",
         "scheduler.preload_interval_secs",
@@ -320,6 +325,7 @@ impl Config {
                 self.scheduler.preload_interval_secs = parse(name, &value)?
             }
             "scheduler.commit_ahead_ms" => self.scheduler.commit_ahead_ms = parse(name, &value)?,
+            "scheduler.max_queued_runs" => self.scheduler.max_queued_runs = parse(name, &value)?,
             "scheduler.misfire_threshold_secs" => {
                 self.scheduler.misfire_threshold_secs = parse(name, &value)?
             }
@@ -485,6 +491,13 @@ pub const RANGES: &[Range] = &[
         max: MAX_COMMIT_AHEAD_MS as i64,
         unit: "ms",
         value: |c| c.scheduler.commit_ahead_ms.into(),
+    },
+    Range {
+        key: "scheduler.max_queued_runs",
+        min: 1,
+        max: 10_000_000,
+        unit: "runs",
+        value: |c| c.scheduler.max_queued_runs as i128,
     },
     Range {
         key: "scheduler.misfire_threshold_secs",

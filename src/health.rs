@@ -13,7 +13,7 @@ use crate::actors::dispatch::DispatchActor;
 use crate::actors::lock::LockActor;
 use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::supervisor::SupervisorActor;
-use crate::actors::wheel::{WheelActor, WheelSize};
+use crate::actors::wheel::{GetWheelStats, WheelActor};
 use crate::actors::Ping;
 use crate::clock::SharedClock;
 use crate::store::queries::meta;
@@ -61,14 +61,17 @@ impl Health {
             async move { answers(&name, worker.send(Ping)).await }
         });
         let (wheel, supervisor, dispatchers, lock, store) = futures_util::join!(
-            answers("the wheel", self.wheel.send(WheelSize)),
+            answers("the wheel", self.wheel.send(GetWheelStats)),
             answers("the supervisor", self.supervisor.send(Ping)),
             futures_util::future::join_all(dispatchers),
             answers("the lock", self.lock.send(Ping)),
             self.store(),
         );
         let mut problems = Vec::new();
-        let wheel_size = wheel.map_err(|problem| problems.push(problem)).ok();
+        let wheel_size = wheel
+            .map(|stats| stats.entries)
+            .map_err(|problem| problems.push(problem))
+            .ok();
         problems.extend(self.tick_problem());
         let answers = [supervisor]
             .into_iter()

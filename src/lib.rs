@@ -12,6 +12,7 @@ pub mod config;
 pub mod cron;
 pub mod error;
 pub mod health;
+pub mod http_errors;
 pub mod identity;
 pub mod metrics;
 pub mod plan;

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use crate::actors::wheel::WheelStats;
+
 /// A Prometheus histogram with fixed upper bounds.
 pub struct Histogram {
     bounds: &'static [f64],
@@ -120,7 +122,7 @@ impl Metrics {
     }
 
     /// The metrics in the Prometheus text exposition format.
-    pub fn render(&self, wheel_entries: Option<usize>) -> String {
+    pub fn render(&self, wheel: Option<WheelStats>) -> String {
         let mut out = String::new();
         let counter = |out: &mut String, name: &str, help: &str, value: &AtomicU64| {
             let value = value.load(Ordering::Relaxed);
@@ -197,9 +199,32 @@ impl Metrics {
                 preload_ms as f64 / 1000.0
             );
         }
-        if let Some(entries) = wheel_entries {
-            let name = "ax_wheel_entries";
-            let _ = writeln!(out, "# HELP {name} Runs and attempts held in the time wheel.\n# TYPE {name} gauge\n{name} {entries}");
+        if let Some(wheel) = wheel {
+            let gauge = |out: &mut String, name: &str, help: &str, value: i64| {
+                let _ = writeln!(
+                    out,
+                    "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+                );
+            };
+            let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+            gauge(
+                &mut out,
+                "ax_wheel_entries",
+                "Runs and attempts held in the time wheel.",
+                count(wheel.entries),
+            );
+            gauge(
+                &mut out,
+                "ax_wheel_behind_seconds",
+                "How far behind the clock the wheel is: 0 unless ax is past its ceiling.",
+                wheel.behind_secs,
+            );
+            gauge(
+                &mut out,
+                "ax_fire_queued_runs",
+                "Runs between the wheel and the dispatchers (planned, committing, waiting).",
+                count(wheel.queued_runs),
+            );
         }
         out
     }
@@ -228,7 +253,11 @@ mod tests {
 
     #[test]
     fn every_metric_is_rendered() {
-        let text = metrics().render(Some(7));
+        let text = metrics().render(Some(WheelStats {
+            entries: 7,
+            behind_secs: 3,
+            queued_runs: 120,
+        }));
         for name in [
             "ax_fires_total",
             "ax_missed_runs_total",
@@ -240,6 +269,8 @@ mod tests {
             "ax_store_commit_seconds_sum",
             "ax_callback_seconds_bucket",
             "ax_wheel_entries 7",
+            "ax_wheel_behind_seconds 3",
+            "ax_fire_queued_runs 120",
         ] {
             assert!(text.contains(name), "{name} missing");
         }

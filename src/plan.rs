@@ -130,14 +130,8 @@ pub fn plan_fires(
 ) -> FirePlan {
     let lateness = (now - due).num_seconds();
     if lateness <= policy.grace_secs {
-        // On time, or a tick came a little late: every run up to now fires by itself.
-        let mut decisions = vec![RunDecision::Fire(due)];
-        let mut next = cron.next_after(due);
-        while let Some(at) = next.filter(|at| *at <= now) {
-            decisions.push(RunDecision::Fire(at));
-            next = cron.next_after(at);
-        }
-        return FirePlan { decisions, next };
+        // On time, or a tick came a little late.
+        return plan_each(cron, due, now);
     }
     // Stalled: one run stands for every period missed, and the schedule resumes from now.
     let decision = if lateness <= policy.misfire_threshold_secs {
@@ -149,6 +143,18 @@ pub fn plan_fires(
         decisions: vec![decision],
         next: cron.next_after(now - Duration::seconds(1)),
     }
+}
+
+/// Every run from `due` through `through`, each by itself: a task on time, or one whose runs
+/// ax itself held back (its own lag is no stall of the task's).
+pub fn plan_each(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>) -> FirePlan {
+    let mut decisions = vec![RunDecision::Fire(due)];
+    let mut next = cron.next_after(due);
+    while let Some(at) = next.filter(|at| *at <= through) {
+        decisions.push(RunDecision::Fire(at));
+        next = cron.next_after(at);
+    }
+    FirePlan { decisions, next }
 }
 
 /// The cycle that giving `task` these upstreams would close, if any (as a path from `task`

@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration, Utc};
 use crate::actors::cluster::{ClusterHandle, Member};
 use crate::actors::lock::LockError;
 use crate::actors::store::{boxed, StoreHandle};
-use crate::actors::wheel::WheelHandle;
+use crate::actors::wheel::{WheelHandle, WheelStats};
 use crate::clock::SharedClock;
 use crate::cron::CronSchedule;
 use crate::metrics::{add, metrics};
@@ -448,8 +448,8 @@ impl Service {
     }
 
     /// How many entries the wheel holds.
-    pub async fn wheel_size(&self) -> Option<usize> {
-        self.wheel.size().await
+    pub async fn wheel_stats(&self) -> Option<WheelStats> {
+        self.wheel.stats().await
     }
 
     pub fn now(&self) -> DateTime<Utc> {

@@ -138,3 +138,77 @@ async fn input_beyond_the_store_is_refused_on_sqlite() {
 async fn input_beyond_the_store_is_refused_on_mariadb() {
     input_beyond_the_store_is_refused(TestStore::mysql()).await;
 }
+
+/// Sends raw bytes on a fresh connection; answers the status and the JSON body of the reply.
+async fn raw_exchange(addr: std::net::SocketAddr, request: Vec<u8>) -> (u16, String, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    // The server may answer and close before it has read everything: a failed write is fine.
+    let _ = stream.write_all(&request).await;
+    let mut reply = Vec::new();
+    let read = stream.read_to_end(&mut reply);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), read).await;
+    let text = String::from_utf8_lossy(&reply).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    (
+        status,
+        head.to_ascii_lowercase(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+/// Requests the HTTP layer refuses before any handler sees them — a 100 KB URI, a malformed
+/// request line, a head over the buffer — are answered in the JSON error shape too, and the
+/// server goes on serving.
+#[actix_rt::test]
+async fn protocol_errors_are_in_the_json_shape() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "protocol")).await;
+    let long_uri = format!(
+        "GET /api/tasks?q={} HTTP/1.1\r\nHost: x\r\n\r\n",
+        "a".repeat(100_000)
+    );
+    let long_header = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "b".repeat(140_000)
+    );
+    for (request, status, code) in [
+        (long_uri, 400, "BAD_REQUEST"),
+        (
+            "GET /a b HTTP/1.1\r\nHost: x\r\n\r\n".to_string(),
+            400,
+            "BAD_REQUEST",
+        ),
+        (
+            "GET / HTTP/1.1\r\nBad Header\r\n\r\n".to_string(),
+            400,
+            "BAD_REQUEST",
+        ),
+        (long_header, 431, "HEADERS_TOO_LARGE"),
+    ] {
+        let (got, head, body) = raw_exchange(ax.addr(), request.clone().into_bytes()).await;
+        let what = &request[..request.len().min(40)];
+        assert_eq!(got, status, "{what}: {head}");
+        assert!(
+            head.contains("content-type: application/json"),
+            "{what}: {head}"
+        );
+        assert_eq!(body["error"]["code"], code, "{what}: {body}");
+    }
+    let api = Api::new(&ax);
+    let (status, _) = api.get("/healthz").await;
+    assert_eq!(status, 200, "still serving");
+    // Handlers' own 400s keep their bodies.
+    let (status, reply) = api.post("/api/tasks", json!({"name": "x"})).await;
+    assert_eq!(
+        (status, &reply["error"]["field"]),
+        (400, &json!("cron")),
+        "{reply}"
+    );
+    ax.shutdown().await;
+}

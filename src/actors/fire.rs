@@ -1,8 +1,9 @@
 //! The fire pipeline: what happens to runs the wheel found due. A scheduled fire goes lock →
 //! commit (ahead of its second) → release the lock → dispatch at its second; an attempt
-//! (retry, released or manual run, lapsed claim) goes claim → dispatch at its second. Every
-//! run reaches the dispatchers through [`Release::dispatch_in_time`], never before its row is
-//! committed.
+//! (retry, released or manual run, lapsed claim) goes claim → dispatch at its second. Each
+//! batch is committed first ([`commit_fires`], [`claim_attempts`]), which answers the runs to
+//! dispatch; they reach the dispatchers through [`Release::dispatch_in_time`], never before
+//! their rows are committed. The wheel paces both stages (`crate::wheel::pace`).
 
 use std::sync::Arc;
 
@@ -48,13 +49,21 @@ pub struct PlannedFire {
 /// Holds committed runs back until the wheel reaches their second.
 pub struct Release(pub watch::Receiver<i64>);
 
+/// A committed run's first (or next) attempt and the time it goes out.
+pub type ReadyJob = (DateTime<Utc>, DispatchJob);
+
+/// A batch's commit, done: the runs to dispatch, and the fire locks it took, to release.
+#[derive(Default)]
+pub struct Committed {
+    pub jobs: Vec<ReadyJob>,
+    pub locked: Vec<TaskId>,
+    /// The store failed the batch: its tasks' runs were not recorded.
+    pub failed: bool,
+}
+
 impl Release {
     /// Hands the runs to the dispatchers, each once the wheel has reached its second.
-    async fn dispatch_in_time(
-        mut self,
-        dispatch: &DispatchHandle,
-        mut jobs: Vec<(DateTime<Utc>, DispatchJob)>,
-    ) {
+    pub async fn dispatch_in_time(mut self, dispatch: &DispatchHandle, mut jobs: Vec<ReadyJob>) {
         jobs.sort_by_key(|(fire_at, _)| fire_at.timestamp());
         let mut jobs = jobs.into_iter().peekable();
         while let Some((fire_at, _)) = jobs.peek() {
@@ -126,14 +135,14 @@ fn fire_records(
     records
 }
 
-/// Fires one batch: takes the locks, commits the runs, releases the locks, then dispatches
-/// the committed runs — never before their rows are durable.
-pub async fn fire_batch(
+/// Commits one batch of fires under their tasks' locks; answers the committed runs to dispatch
+/// and the locks to release (off the dispatch path: the runs' rows are committed, the locks
+/// have done their work).
+pub async fn commit_fires(
     fire: FireContext,
     wheel: WheelHandle,
     batch: Vec<PlannedFire>,
-    release: Release,
-) {
+) -> Committed {
     let held = fire
         .lock
         .acquire(batch.iter().map(|planned| planned.spec.id).collect())
@@ -163,13 +172,9 @@ pub async fn fire_batch(
         }
     }
     if records.is_empty() {
-        return;
+        return Committed::default();
     }
     let recorded = fire.store.record_fires(records).await;
-    // Off the dispatch path: the runs' rows are committed, the locks have done their work.
-    let lock = fire.lock.clone();
-    let to_release = locked.clone();
-    actix::spawn(async move { lock.release(to_release).await });
     let outcomes = match recorded {
         Ok(outcomes) => outcomes,
         Err(err) => {
@@ -177,8 +182,12 @@ pub async fn fire_batch(
                 "fires of {} tasks not recorded, will retry: {err}",
                 locked.len()
             );
-            refresh(&fire, &wheel, locked).await;
-            return;
+            refresh(&fire, &wheel, locked.clone()).await;
+            return Committed {
+                jobs: Vec::new(),
+                locked,
+                failed: true,
+            };
         }
     };
     let mut stale = Vec::new();
@@ -209,11 +218,16 @@ pub async fn fire_batch(
             FireOutcome::Stale => stale.push(task_id),
         }
     }
-    release.dispatch_in_time(&fire.dispatch, jobs).await;
     if !stale.is_empty() {
         stale.dedup();
         log::debug!("tasks {stale:?}: schedule changed elsewhere, refreshing");
-        refresh(&fire, &wheel, stale).await;
+        // Off the dispatch path too: the committed runs go out meanwhile.
+        actix::spawn(async move { refresh(&fire, &wheel, stale).await });
+    }
+    Committed {
+        jobs,
+        locked,
+        failed: false,
     }
 }
 
@@ -241,14 +255,13 @@ impl FiredRun {
     }
 }
 
-/// Dispatches runs whose attempt is due: retries, released and manual runs, and attempts
-/// whose dispatcher died. Each is claimed first, so that of several ax processes holding it
-/// only one dispatches.
-pub async fn attempt_batch(
+/// Claims runs whose attempt is due: retries, released and manual runs, and attempts whose
+/// dispatcher died; answers the attempts won, to dispatch. Each is claimed first, so that of
+/// several ax processes holding it only one dispatches.
+pub async fn claim_attempts(
     fire: FireContext,
     attempts: Vec<(Arc<DueAttempt>, DateTime<Utc>)>,
-    release: Release,
-) {
+) -> Committed {
     let claims = attempts
         .iter()
         .map(|(due, fire_at)| {
@@ -266,7 +279,7 @@ pub async fn attempt_batch(
         Err(err) => {
             // Unclaimed attempts stay due in the database; the next scan offers them again.
             log::error!("{} attempts not claimed: {err}", attempts.len());
-            return;
+            return Committed::default();
         }
     };
     let mut jobs = Vec::new();
@@ -294,7 +307,10 @@ pub async fn attempt_batch(
             },
         ));
     }
-    release.dispatch_in_time(&fire.dispatch, jobs).await;
+    Committed {
+        jobs,
+        ..Committed::default()
+    }
 }
 
 /// Re-reads tasks whose wheel entries may be wrong and reschedules them from the database.

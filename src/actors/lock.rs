@@ -235,9 +235,17 @@ impl Handler<Release> for LockActor {
             }
             Backend::Redis(pool) => {
                 let (pool, instance_id) = (pool.clone(), self.instance_id.clone());
+                // Bounded like a take: the wheel waits for it before the tasks fire again.
                 Box::pin(async move {
-                    if let Err(err) = redis_release(pool, instance_id, msg.0).await {
-                        log::warn!("fire locks not released (they expire in 3 s): {err}");
+                    let release = redis_release(pool, instance_id, msg.0);
+                    match tokio::time::timeout(LOCK_WAIT, release).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(err)) => {
+                            log::warn!("fire locks not released (they expire in 3 s): {err}")
+                        }
+                        Err(_) => log::warn!(
+                            "fire locks not released within {LOCK_WAIT:?} (they expire in 3 s)"
+                        ),
                     }
                 })
             }

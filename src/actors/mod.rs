@@ -63,14 +63,15 @@ pub struct InFlight(Arc<(AtomicUsize, Notify)>);
 
 impl InFlight {
     /// Runs `work`, counted as in flight until it ends.
-    pub fn track<F: Future<Output = ()>>(&self, work: F) -> impl Future<Output = ()> {
+    pub fn track<F: Future>(&self, work: F) -> impl Future<Output = F::Output> {
         let state = self.0.clone();
         state.0.fetch_add(1, Ordering::SeqCst);
         async move {
-            work.await;
+            let output = work.await;
             if state.0.fetch_sub(1, Ordering::SeqCst) == 1 {
                 state.1.notify_waiters();
             }
+            output
         }
     }
 

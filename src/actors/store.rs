@@ -248,7 +248,7 @@ impl StoreActor {
 }
 
 /// Fire transactions committing at once: several on MySQL, one on SQLite (one writer).
-fn fire_commits(db: &Db) -> usize {
+pub fn fire_commits(db: &Db) -> usize {
     match db {
         Db::Mysql(_) => 8,
         Db::Sqlite(_) => 1,

@@ -1,9 +1,10 @@
 //! WheelActor: holds the next window of due runs in the time wheel and ticks: each tick
 //! releases the runs committed for this second and hands what is due up to `commit_ahead` from
 //! now to the fire pipeline (`actors::fire`), which commits them ahead and dispatches each at
-//! its second.
+//! its second. The wheel takes a second only while the pipeline has room
+//! (`crate::wheel::pace`): past its ceiling ax falls behind and catches up in order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,12 +12,13 @@ use actix::prelude::*;
 use chrono::{DateTime, TimeZone, Utc};
 use tokio::sync::watch;
 
-use super::fire::{attempt_batch, fire_batch, FireContext, PlannedFire, Release};
+use super::fire::{claim_attempts, commit_fires, Committed, FireContext, PlannedFire, Release};
 use super::InFlight;
 use crate::clock::SharedClock;
-use crate::plan::{plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
+use crate::plan::{plan_each, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
 use crate::run::{RequestId, TaskId};
 use crate::store::queries::runs::DueAttempt;
+use crate::wheel::pace::{self, LagLog, LagNote, PipelineLimits, PipelineLoad};
 use crate::wheel::{Due, TimeWheel};
 
 /// Settings of the wheel.
@@ -29,6 +31,7 @@ pub struct WheelSettings {
     /// How long before its time a run is committed; it is dispatched at its time.
     pub commit_ahead: Duration,
     pub policy: MissedRunPolicy,
+    pub limits: PipelineLimits,
 }
 
 /// What the wheel holds: a task's next scheduled run, or a run's next attempt.
@@ -55,6 +58,44 @@ pub struct WheelActor {
     in_flight: InFlight,
     /// The second the wheel has reached: runs committed ahead wait for it to be dispatched.
     reached: watch::Sender<i64>,
+    /// Batches planned from the seconds taken, waiting for room in the pipeline.
+    backlog: VecDeque<Batch>,
+    /// Tasks in a batch not yet committed: a task's next run waits for its commit, since its
+    /// runs commit in order, one batch at a time, under the task's fire lock.
+    busy: HashSet<TaskId>,
+    /// Entries of busy tasks, taken from the wheel, planned once their task's commit is done,
+    /// each with the second the wheel took it at.
+    deferred: HashMap<TaskId, (Due<WheelKey, WheelEntry>, i64)>,
+    load: PipelineLoad,
+    lag_log: LagLog,
+}
+
+/// One batch for the fire pipeline.
+enum Batch {
+    Fires(Vec<PlannedFire>),
+    Attempts(Vec<(Arc<DueAttempt>, DateTime<Utc>)>),
+}
+
+impl Batch {
+    /// The tasks it fires.
+    fn tasks(&self) -> Vec<TaskId> {
+        match self {
+            Batch::Fires(fires) => fires.iter().map(|fire| fire.spec.id).collect(),
+            Batch::Attempts(_) => Vec::new(),
+        }
+    }
+
+    /// The runs it may hand to the dispatchers.
+    fn runs(&self) -> usize {
+        match self {
+            Batch::Fires(fires) => fires
+                .iter()
+                .flat_map(|fire| &fire.plans)
+                .map(|(plan, _)| plan.decisions.len())
+                .sum(),
+            Batch::Attempts(attempts) => attempts.len(),
+        }
+    }
 }
 
 impl WheelActor {
@@ -69,6 +110,11 @@ impl WheelActor {
             ticking: true,
             in_flight: InFlight::default(),
             reached: watch::Sender::new(now - 1),
+            backlog: VecDeque::new(),
+            busy: HashSet::new(),
+            deferred: HashMap::new(),
+            load: PipelineLoad::default(),
+            lag_log: LagLog::default(),
         }
     }
 
@@ -94,52 +140,188 @@ impl WheelActor {
     }
 
     /// Releases the runs committed for this second, then takes what is due up to
-    /// `commit_ahead` from now and commits it; each run is dispatched at its second.
+    /// `commit_ahead` from now, as far as the pipeline has room; each run is dispatched at its
+    /// second.
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         self.reached.send_replace(now.timestamp());
         if !self.ticking {
             return;
         }
-        let reach = (now + self.commit_ahead()).timestamp();
-        let mut due = self.wheel.advance(reach);
-        let mut planned = Planned::default();
-        while !due.is_empty() {
-            self.plan(due, now, &mut planned);
-            // A next run that falls within reach is planned now too, or it would lose its lead.
-            due = self.wheel.advance(reach);
-        }
-        for chunk in chunks(planned.fires, self.fire.batch_size) {
-            let wheel = WheelHandle::new(ctx.address());
-            let batch = fire_batch(self.fire.clone(), wheel, chunk, self.release());
-            actix::spawn(self.in_flight.track(batch));
-        }
-        for chunk in chunks(planned.attempts, self.fire.batch_size) {
-            let batch = attempt_batch(self.fire.clone(), chunk, self.release());
-            actix::spawn(self.in_flight.track(batch));
+        self.pump(ctx);
+        let behind = self.behind_secs();
+        match self.lag_log.observe(now.timestamp(), behind) {
+            Some(LagNote::Behind(secs)) => log::warn!(
+                "overloaded: the wheel is {secs} s behind the clock; runs go out late, in order \
+                 ({} runs between the wheel and the dispatchers, {} batches committing)",
+                self.load.queued_runs,
+                self.load.committing_batches
+            ),
+            Some(LagNote::CaughtUp) => log::info!("the wheel has caught up with the clock"),
+            None => {}
         }
     }
 
-    /// Plans due entries, each at the second it fires at (its own, or now if that passed), and
-    /// puts each task's next run in the wheel.
+    /// Feeds the pipeline from the backlog, and takes the next seconds from the wheel while
+    /// there is room, up to `commit_ahead` from now.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        if !self.ticking {
+            return;
+        }
+        let now = self.clock.now();
+        let reach = self.reach(now);
+        let mut stalls = Stalls::default();
+        loop {
+            while self.settings.limits.admit(self.load) {
+                let Some(batch) = self.backlog.pop_front() else {
+                    break;
+                };
+                self.start(batch, ctx);
+            }
+            if !self.backlog.is_empty() || !self.settings.limits.admit(self.load) {
+                break;
+            }
+            let ready = self.ready_deferred();
+            if !ready.is_empty() {
+                self.plan(ready, now, self.wheel.position(), &mut stalls);
+                continue;
+            }
+            let step = pace::next_step(self.wheel.position(), reach, self.wheel.slots());
+            let due = self.wheel.advance(step);
+            if due.is_empty() {
+                if step >= reach {
+                    break;
+                }
+                continue;
+            }
+            let taken = due.into_iter().map(|entry| (entry, step)).collect();
+            self.plan(taken, now, step, &mut stalls);
+        }
+        stalls.log();
+    }
+
+    /// Puts one batch into the pipeline: committed first, then handed to the dispatchers at its
+    /// second; the pipeline's load counts it until then.
+    fn start(&mut self, batch: Batch, ctx: &mut Context<Self>) {
+        let (runs, tasks) = (batch.runs(), batch.tasks());
+        self.load.committing_batches += 1;
+        self.load.queued_runs += runs;
+        let (fire, wheel) = (self.fire.clone(), WheelHandle::new(ctx.address()));
+        let commit = async move {
+            match batch {
+                Batch::Fires(fires) => commit_fires(fire, wheel, fires).await,
+                Batch::Attempts(attempts) => claim_attempts(fire, attempts).await,
+            }
+        };
+        let release = self.release();
+        ctx.spawn(self.in_flight.track(commit).into_actor(self).map(
+            move |committed: Committed, act, ctx| {
+                act.load.committing_batches -= 1;
+                let Committed {
+                    jobs,
+                    locked,
+                    failed,
+                } = committed;
+                let dispatch = act.fire.dispatch.clone();
+                let handed = async move { release.dispatch_in_time(&dispatch, jobs).await };
+                ctx.spawn(
+                    act.in_flight
+                        .track(handed)
+                        .into_actor(act)
+                        .map(move |(), act, ctx| {
+                            act.load.queued_runs -= runs;
+                            act.pump(ctx);
+                        }),
+                );
+                // A task's next batch takes its lock again: the task is busy until released.
+                let lock = act.fire.lock.clone();
+                let unlocked = async move { lock.release(locked).await };
+                ctx.spawn(unlocked.into_actor(act).map(move |(), act, ctx| {
+                    for task in tasks {
+                        act.busy.remove(&task);
+                        if failed {
+                            act.put_back(task);
+                        }
+                    }
+                    act.pump(ctx);
+                }));
+                act.pump(ctx);
+            },
+        ));
+    }
+
+    /// Puts a task's deferred entry back in the wheel, after its batch failed: its runs were
+    /// not recorded, the store may be out, and the entry is then a stalled task's, for the
+    /// missed-run policy, not one ax held back.
+    fn put_back(&mut self, task: TaskId) {
+        if let Some((entry, _)) = self.deferred.remove(&task) {
+            self.wheel.insert(entry.key, entry.due_sec, entry.value);
+        }
+    }
+
+    /// The deferred entries whose task's last batch is done with its lock.
+    fn ready_deferred(&mut self) -> Vec<(Due<WheelKey, WheelEntry>, i64)> {
+        let ready: Vec<TaskId> = self
+            .deferred
+            .keys()
+            .filter(|task| !self.busy.contains(task))
+            .copied()
+            .collect();
+        let mut entries: Vec<_> = ready
+            .iter()
+            .filter_map(|task| self.deferred.remove(task))
+            .collect();
+        entries.sort_by_key(|(entry, _)| entry.due_sec);
+        entries
+    }
+
+    /// The last second the wheel takes now: `commit_ahead` from `now`.
+    fn reach(&self, now: DateTime<Utc>) -> i64 {
+        (now + self.commit_ahead()).timestamp()
+    }
+
+    /// How far behind its schedule the wheel is, in seconds.
+    fn behind_secs(&self) -> i64 {
+        pace::behind_secs(self.wheel.position(), self.reach(self.clock.now()))
+    }
+
+    /// Plans entries, each with the second the wheel took it at, through `step`: each run to
+    /// fire at its own second (or now if that passed); puts each task's next run in the wheel,
+    /// and queues the batches. An entry is late by how long it was due when the wheel took
+    /// it: a wheel behind the clock is ax's own lag, and those runs go out late, each by itself
+    /// (so do the ones held back while their task's previous batch committed); an entry put in
+    /// behind the wheel is a stalled task's, for the missed-run policy.
     fn plan(
         &mut self,
-        due: Vec<Due<WheelKey, WheelEntry>>,
+        due: Vec<(Due<WheelKey, WheelEntry>, i64)>,
         now: DateTime<Utc>,
-        planned: &mut Planned,
+        step: i64,
+        stalls: &mut Stalls,
     ) {
+        let mut planned = Planned::default();
+        let seen = at_second(step).min(now);
         let horizon = now.timestamp() + self.settings.window_secs;
-        for entry in due {
+        for (entry, taken) in due {
             let fire_at = if entry.due_sec > now.timestamp() {
                 at_second(entry.due_sec)
             } else {
                 now
             };
             match entry.value {
+                WheelEntry::Task(ref spec) if self.busy.contains(&spec.id) => {
+                    self.deferred.insert(spec.id, (entry, taken));
+                }
                 WheelEntry::Task(spec) => {
+                    self.busy.insert(spec.id);
                     let policy = spec.missed_run_policy(self.settings.policy);
-                    let plan = plan_fires(&spec.cron, at_second(entry.due_sec), fire_at, policy);
-                    log_stall(&spec, &plan, fire_at, policy);
+                    let due = at_second(entry.due_sec);
+                    let late = (at_second(taken).min(now) - due).num_seconds();
+                    let plan = if late <= policy.grace_secs {
+                        plan_each(&spec.cron, due, seen)
+                    } else {
+                        plan_fires(&spec.cron, due, seen, policy)
+                    };
+                    stalls.count(&spec, &plan, seen, policy);
                     // The next run enters the wheel now; if this fire turns out stale, a
                     // refresh from the database corrects it.
                     if let Some(next) = plan.next.filter(|next| next.timestamp() <= horizon) {
@@ -152,6 +334,14 @@ impl WheelActor {
                 WheelEntry::Attempt(attempt) => planned.attempts.push((attempt, fire_at)),
             }
         }
+        let batch_size = self.fire.batch_size;
+        let fires = chunks(planned.fires, batch_size)
+            .into_iter()
+            .map(Batch::Fires);
+        let attempts = chunks(planned.attempts, batch_size)
+            .into_iter()
+            .map(Batch::Attempts);
+        self.backlog.extend(fires.chain(attempts));
     }
 
     /// The second of the last tick, for health checks.
@@ -218,22 +408,46 @@ impl Planned {
     }
 }
 
-/// Says why a stalled task fires once or records MISSED (the policy's decision).
-fn log_stall(spec: &TaskSpec, plan: &FirePlan, now: DateTime<Utc>, policy: MissedRunPolicy) {
-    if let [only] = plan.decisions.as_slice() {
-        let late = (now - only.scheduled_at()).num_seconds();
+/// The stalled tasks one pump found, told in one line rather than one per task (a start-up
+/// after downtime finds every task stalled).
+#[derive(Default)]
+struct Stalls {
+    fired_once: usize,
+    missed: usize,
+    example: Option<(TaskId, DateTime<Utc>, i64)>,
+}
+
+impl Stalls {
+    /// Counts a plan of the missed-run policy: its one run stands for the periods missed.
+    fn count(
+        &mut self,
+        spec: &TaskSpec,
+        plan: &FirePlan,
+        seen: DateTime<Utc>,
+        policy: MissedRunPolicy,
+    ) {
+        let [only] = plan.decisions.as_slice() else {
+            return;
+        };
+        let late = (seen - only.scheduled_at()).num_seconds();
         match only {
-            RunDecision::Fire(at) if late > policy.grace_secs => log::warn!(
-                "task {}: run scheduled at {at} is {late} s late: firing it once for every \
-                 missed period",
-                spec.id
-            ),
-            RunDecision::Missed(at) => log::warn!(
-                "task {}: run scheduled at {at} is {late} s late, past the misfire threshold: \
-                 recording MISSED",
-                spec.id
-            ),
-            RunDecision::Fire(_) => {}
+            RunDecision::Fire(_) if late > policy.grace_secs => self.fired_once += 1,
+            RunDecision::Missed(_) => self.missed += 1,
+            RunDecision::Fire(_) => return,
+        }
+        self.example
+            .get_or_insert((spec.id, only.scheduled_at(), late));
+    }
+
+    fn log(&self) {
+        if let Some((task, at, late)) = self.example {
+            log::warn!(
+                "{} stalled tasks fire once for every missed period, {} past the misfire \
+                 threshold are recorded MISSED (e.g. task {task}: run scheduled at {at} is \
+                 {late} s late)",
+                self.fired_once,
+                self.missed
+            );
         }
     }
 }
@@ -288,13 +502,15 @@ impl Handler<Schedule> for WheelActor {
     fn handle(&mut self, msg: Schedule, _: &mut Context<Self>) {
         for (spec, due) in msg.entries {
             let key = WheelKey::Task(spec.id);
-            let ahead = self
+            let held = self
                 .wheel
                 .due_of(&key)
-                .is_some_and(|held| held >= due.timestamp());
+                .or_else(|| self.deferred.get(&spec.id).map(|(entry, _)| entry.due_sec));
+            let ahead = held.is_some_and(|held| held >= due.timestamp());
             if msg.mode == ScheduleMode::Fill && ahead {
                 continue;
             }
+            self.deferred.remove(&spec.id);
             self.schedule(key, WheelEntry::Task(spec), due);
         }
     }
@@ -310,6 +526,7 @@ impl Handler<Unschedule> for WheelActor {
 
     fn handle(&mut self, msg: Unschedule, _: &mut Context<Self>) {
         self.wheel.remove(&WheelKey::Task(msg.0));
+        self.deferred.remove(&msg.0);
     }
 }
 
@@ -336,16 +553,31 @@ impl Handler<ScheduleAttempts> for WheelActor {
     }
 }
 
-/// How many runs the wheel holds.
+/// The wheel's gauges, for `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, MessageResponse)]
+pub struct WheelStats {
+    /// Runs and attempts held.
+    pub entries: usize,
+    /// How far behind the clock the wheel is, in seconds.
+    pub behind_secs: i64,
+    /// Runs between the wheel and the dispatchers.
+    pub queued_runs: usize,
+}
+
 #[derive(Message)]
-#[rtype(result = "usize")]
-pub struct WheelSize;
+#[rtype(result = "WheelStats")]
+pub struct GetWheelStats;
 
-impl Handler<WheelSize> for WheelActor {
-    type Result = usize;
+impl Handler<GetWheelStats> for WheelActor {
+    type Result = WheelStats;
 
-    fn handle(&mut self, _: WheelSize, _: &mut Context<Self>) -> usize {
-        self.wheel.len()
+    fn handle(&mut self, _: GetWheelStats, _: &mut Context<Self>) -> WheelStats {
+        WheelStats {
+            entries: self.wheel.len() + self.deferred.len(),
+            behind_secs: self.behind_secs(),
+            queued_runs: self.load.queued_runs
+                + self.backlog.iter().map(Batch::runs).sum::<usize>(),
+        }
     }
 }
 
@@ -360,6 +592,8 @@ impl Handler<StopTicking> for WheelActor {
 
     fn handle(&mut self, _: StopTicking, _: &mut Context<Self>) -> Self::Result {
         self.ticking = false;
+        // Planned batches not started hold no lock and no row: their runs fire after a restart.
+        self.backlog.clear();
         let in_flight = self.in_flight.clone();
         Box::pin(async move { in_flight.idle().await })
     }
@@ -409,9 +643,9 @@ impl WheelHandle {
         }
     }
 
-    /// How many entries the wheel holds; `None` if the wheel is gone.
-    pub async fn size(&self) -> Option<usize> {
-        self.addr.send(WheelSize).await.ok()
+    /// The wheel's gauges; `None` if the wheel is gone.
+    pub async fn stats(&self) -> Option<WheelStats> {
+        self.addr.send(GetWheelStats).await.ok()
     }
 
     /// Stops ticking; resolves when nothing fires any more (see [`StopTicking`]).

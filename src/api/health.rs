@@ -27,7 +27,7 @@ pub async fn healthz(state: web::Data<ApiState>) -> HttpResponse {
 
 /// `GET /metrics`: Prometheus text format.
 pub async fn prometheus(state: web::Data<ApiState>) -> HttpResponse {
-    let text = metrics().render(state.service.wheel_size().await);
+    let text = metrics().render(state.service.wheel_stats().await);
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(text)

@@ -110,6 +110,19 @@ pub fn match_deliveries(
     matching
 }
 
+/// Distinct runs the executor first received within `[start_sec, end_sec)` of wall time,
+/// whatever their scheduled time: ax's throughput in that window, which the runs scheduled in
+/// it understate once ax runs late.
+pub fn received_within(deliveries: &[Delivery], start_sec: i64, end_sec: i64) -> usize {
+    let window = start_sec * 1_000_000..end_sec * 1_000_000;
+    let mut seen = HashSet::with_capacity(deliveries.len());
+    deliveries
+        .iter()
+        .filter(|delivery| seen.insert(delivery.request_id))
+        .filter(|delivery| window.contains(&delivery.received_at_us))
+        .count()
+}
+
 fn has_derived_id(delivery: &Delivery) -> bool {
     DateTime::from_timestamp(delivery.scheduled_at, 0)
         .is_some_and(|at| scheduled_request_id(delivery.task_id, at) == delivery.request_id)
@@ -169,6 +182,18 @@ mod tests {
             scheduled_at,
             received_at_us: scheduled_at * 1_000_000 + lag_ms * 1_000,
         }
+    }
+
+    #[test]
+    fn throughput_counts_first_deliveries_by_receive_time() {
+        let deliveries = [
+            delivery(1, T0 - 20, 20_500), // scheduled before, received in the window
+            delivery(2, T0, 100),
+            delivery(2, T0, 9_000),     // a second delivery of the same run
+            delivery(3, T0 + 9, 1_500), // received after the window
+        ];
+        assert_eq!(received_within(&deliveries, T0, T0 + 10), 2);
+        assert_eq!(received_within(&deliveries, T0 + 10, T0 + 20), 1);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use crate::config::StoreConfig;
 use crate::cron::CronSchedule;
-use analysis::{cpu_percent, expected_fires, match_deliveries, task_cron};
+use analysis::{cpu_percent, expected_fires, match_deliveries, received_within, task_cron};
 use cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
 use db::BenchStore;
 use executor::{Behaviour, MockExecutor};
@@ -320,6 +320,10 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         expected: expected.len(),
         delivered: matching.delivered,
         fires_per_sec: round1(matching.delivered as f64 / args.duration as f64),
+        received_per_sec: round1(
+            received_within(&deliveries, start.timestamp(), end.timestamp()) as f64
+                / args.duration as f64,
+        ),
         lag_ms: Lag::of(&matching),
         lost: matching.lost,
         duplicate_deliveries: matching.duplicate_deliveries,

@@ -22,6 +22,9 @@ pub struct Report {
     /// Distinct runs scheduled in the window that reached the executor.
     pub delivered: usize,
     pub fires_per_sec: f64,
+    /// Distinct runs the executor first received during the window, whatever their scheduled
+    /// time, per second: the throughput, also when ax runs late (past its ceiling).
+    pub received_per_sec: f64,
     /// Receive time minus scheduled time of the window's deliveries.
     pub lag_ms: Lag,
     pub lost: usize,

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
+pub mod pace;
 #[cfg(test)]
 mod tests;
 
