@@ -24,6 +24,12 @@ pub enum ApiError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    /// A known path asked with a method it does not serve; the ones it serves.
+    #[error("{method} is not served here; this path serves {}", .allow.join(", "))]
+    MethodNotAllowed {
+        method: String,
+        allow: Vec<&'static str>,
+    },
     /// The request contradicts the state of what it names; `field` names the part at fault.
     #[error("{message}")]
     Conflict {
@@ -65,6 +71,7 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::Conflict { .. } => "CONFLICT",
             ApiError::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::Store(_) => "STORE_UNAVAILABLE",
@@ -93,6 +100,7 @@ impl ResponseError for ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Store(_) | ApiError::Lock(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -110,7 +118,19 @@ impl ResponseError for ApiError {
             ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.as_deref(),
             _ => None,
         };
-        HttpResponse::build(self.status_code()).json(ErrorBody {
+        let mut response = HttpResponse::build(self.status_code());
+        match self {
+            // RFC 7235: a 401 names the scheme that would be accepted.
+            ApiError::Unauthorized => {
+                response.insert_header(("WWW-Authenticate", "Bearer"));
+            }
+            // RFC 9110: a 405 lists the methods the path serves.
+            ApiError::MethodNotAllowed { allow, .. } => {
+                response.insert_header(("Allow", allow.join(", ")));
+            }
+            _ => {}
+        }
+        response.json(ErrorBody {
             error: ErrorDetail {
                 code: self.code(),
                 message: self.to_string(),

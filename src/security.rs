@@ -63,11 +63,13 @@ pub fn same_secret(given: &str, expected: &str) -> bool {
         == 0
 }
 
-/// Whether an `Authorization` header carries the admin token.
+/// Whether an `Authorization` header carries the admin token, in the `Bearer` scheme (its
+/// name case-insensitive, RFC 7235).
 pub fn is_admin(authorization: Option<&str>, token: &str) -> bool {
     authorization
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .is_some_and(|given| same_secret(given.trim(), token))
+        .and_then(|value| value.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .is_some_and(|(_, given)| same_secret(given.trim(), token))
 }
 
 /// One allowed handler host: an exact host name, a `*.domain` wildcard, an IP, or a CIDR block.
@@ -246,6 +248,9 @@ mod tests {
     #[test]
     fn admin_token_needs_the_bearer_scheme_and_the_exact_value() {
         assert!(is_admin(Some("Bearer s3cret"), "s3cret"));
+        assert!(is_admin(Some("bearer s3cret"), "s3cret"));
+        assert!(is_admin(Some("BEARER  s3cret"), "s3cret"));
+        assert!(!is_admin(Some("Bearers3cret"), "s3cret"));
         assert!(!is_admin(Some("Bearer s3cre"), "s3cret"));
         assert!(!is_admin(Some("s3cret"), "s3cret"));
         assert!(!is_admin(Some("Basic s3cret"), "s3cret"));

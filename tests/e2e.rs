@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use common::{config, start_ax, Api, Executor, Reply, TestStore};
+use common::{config, raw_exchange, start_ax, Api, Executor, Reply, TestStore};
 use serde_json::{json, Value};
 
 fn every_second(handler: &str) -> Value {
@@ -537,15 +537,16 @@ async fn api_rejects_bad_input_and_pages_listings() {
         )
         .await;
     assert_eq!(status, 400, "{reply}");
-    let (status, _) = api
-        .raw(
-            "POST",
-            "/api/tasks",
-            "application/json",
-            vec![b' '; 2 * 1024 * 1024],
-        )
-        .await;
-    assert_eq!(status, 413);
+    let mut oversized = format!(
+        "POST /api/tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        2 * 1024 * 1024
+    )
+    .into_bytes();
+    oversized.extend(vec![b' '; 2 * 1024 * 1024]);
+    let (status, _, reply) = raw_exchange(ax.addr(), oversized).await;
+    assert_eq!(status, 413, "{reply}");
+    assert_eq!(reply["error"]["code"], "PAYLOAD_TOO_LARGE", "{reply}");
     let (_, page) = api.get("/api/tasks").await;
     assert_eq!(page["total"], 0, "nothing stored by rejected requests");
 
@@ -777,14 +778,23 @@ async fn timeout_covers_the_reply_body_and_bodies_are_capped() {
         "delivered once"
     );
 
-    let padded = format!("{}{}", json!({"status": "SUCCESS"}), " ".repeat(100 * 1024));
+    let padded = format!(
+        "{}{}",
+        json!({"status": "FAILED", "code": "E_BIG", "retry": false}),
+        " ".repeat(100 * 1024)
+    );
     let big = Executor::start(Reply::Body(padded)).await;
     let task = api.create_task(every_second(&big.url)).await;
     let id = task["id"].as_i64().unwrap_or_default();
     let runs = api.wait_final(id, 1, Duration::from_secs(5)).await;
     let done: Vec<&Value> = runs.iter().filter(|r| r["status"] != "READY").collect();
     assert!(!done.is_empty());
-    assert!(done.iter().all(|r| r["status"] == "SUCCESS"), "{runs:?}");
+    // The capped body is still the result it says: no read error, no default success.
+    assert!(
+        done.iter()
+            .all(|r| r["status"] == "FAILED" && r["code"] == "E_BIG"),
+        "{runs:?}"
+    );
     ax.shutdown().await;
     trickle.stop().await;
     big.stop().await;
@@ -815,5 +825,80 @@ async fn contract_edges() {
         assert_eq!(status, 400, "{id}: {reply}");
         assert_eq!(reply["error"]["field"], "id");
     }
+    // A known path with a method it does not serve: 405, its methods in `Allow`, JSON body.
+    let response = awc::Client::default()
+        .patch(format!("http://{}/api/tasks/1/pause", ax.addr()))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(response.status().as_u16(), 405);
+    assert_eq!(
+        response
+            .headers()
+            .get("Allow")
+            .and_then(|v| v.to_str().ok()),
+        Some("POST")
+    );
+    let (status, reply) = api.call("DELETE", "/api/tasks", None).await;
+    assert_eq!(
+        (status, &reply["error"]["code"]),
+        (405, &json!("METHOD_NOT_ALLOWED")),
+        "{reply}"
+    );
+    let (status, _) = api.call("DELETE", "/api/nothing/here", None).await;
+    assert_eq!(status, 404);
+    ax.shutdown().await;
+}
+
+/// A reply means what HTTP says: 200, 201 and 204 without a result are a success, 202 is
+/// `RUNNING` until the callback, and a result in the body wins over the code.
+#[actix_rt::test]
+async fn replies_mean_what_http_says() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "replies")).await;
+    let api = Api::new(&ax);
+    let cases = [
+        (Reply::Status(200), "SUCCESS"),
+        (Reply::Status(201), "SUCCESS"),
+        (Reply::Status(204), "SUCCESS"),
+        (Reply::Accepted, "RUNNING"),
+        (
+            Reply::Body(r#"{"status":"FAILED","retry":false}"#.into()),
+            "FAILED",
+        ),
+    ];
+    let mut running = Vec::new();
+    for (reply, want) in cases {
+        let executor = Executor::start(reply).await;
+        let mut body = every_second(&executor.url);
+        body["enabled"] = json!(false);
+        body["maxRetry"] = json!(0);
+        let task = api.create_task(body).await;
+        let (status, run) = api
+            .post(&format!("/api/tasks/{}/trigger", task["id"]), json!({}))
+            .await;
+        assert_eq!(status, 201, "{run}");
+        let path = format!(
+            "/api/instances/{}",
+            run["requestId"].as_str().unwrap_or_default()
+        );
+        api.wait_status(&path, want, Duration::from_secs(5)).await;
+        let received = executor.wait_for(1, Duration::from_secs(1)).await;
+        if want == "RUNNING" {
+            running.push((path, received[0].clone()));
+        }
+        executor.stop().await;
+    }
+    // The accepted run ends with its callback.
+    let (path, received) = &running[0];
+    let callback = received.callback("SUCCESS", json!({}));
+    let (status, reply) = api.post("/api/callback", callback).await;
+    assert_eq!(
+        (status, &reply["status"]),
+        (200, &json!("SUCCESS")),
+        "{reply}"
+    );
+    api.wait_status(path, "SUCCESS", Duration::from_secs(2))
+        .await;
     ax.shutdown().await;
 }

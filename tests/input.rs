@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{config, start_ax, Api, TestStore};
+use common::{config, raw_exchange, start_ax, Api, TestStore};
 use serde_json::{json, Value};
 
 fn task(cron: &str, handler: &str) -> Value {
@@ -137,29 +137,6 @@ async fn input_beyond_the_store_is_refused_on_sqlite() {
 #[actix_rt::test]
 async fn input_beyond_the_store_is_refused_on_mariadb() {
     input_beyond_the_store_is_refused(TestStore::mysql()).await;
-}
-
-/// Sends raw bytes on a fresh connection; answers the status and the JSON body of the reply.
-async fn raw_exchange(addr: std::net::SocketAddr, request: Vec<u8>) -> (u16, String, Value) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    // The server may answer and close before it has read everything: a failed write is fine.
-    let _ = stream.write_all(&request).await;
-    let mut reply = Vec::new();
-    let read = stream.read_to_end(&mut reply);
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), read).await;
-    let text = String::from_utf8_lossy(&reply).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0);
-    (
-        status,
-        head.to_ascii_lowercase(),
-        serde_json::from_str(body).unwrap_or(Value::Null),
-    )
 }
 
 /// Requests the HTTP layer refuses before any handler sees them — a 100 KB URI, a malformed

@@ -73,6 +73,25 @@ async fn the_admin_api_requires_the_token() {
         call_with(&base, Some(&bearer), "GET", "/api/tasks", None).await,
         200
     );
+    // The scheme's name is case-insensitive (RFC 7235), and a 401 says which one it wants.
+    let lower = format!("bearer {TOKEN}");
+    assert_eq!(
+        call_with(&base, Some(&lower), "GET", "/api/tasks", None).await,
+        200
+    );
+    let refused = awc::Client::default()
+        .get(format!("{base}/api/tasks"))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(refused.status().as_u16(), 401);
+    assert_eq!(
+        refused
+            .headers()
+            .get("WWW-Authenticate")
+            .and_then(|v| v.to_str().ok()),
+        Some("Bearer")
+    );
     assert_eq!(
         call_with(&base, Some(&bearer), "POST", "/api/tasks", handler).await,
         201

@@ -68,17 +68,25 @@ fn not_allowed(message: impl Into<String>) -> Outcome {
     }
 }
 
-/// Classifies a handler's reply: a 2xx whose JSON body has `"status": "SUCCESS"|"FAILED"` is
-/// the result (`"retry": false` stops retries of a failure); any other 2xx means the executor
-/// will call back by `deadline`; anything else failed.
+/// Classifies a handler's reply as HTTP defines its status codes: a 2xx whose JSON body has
+/// `"status": "SUCCESS"|"FAILED"` is the result, whatever the code (`"retry": false` stops
+/// retries of a failure); otherwise `202 Accepted` means the executor will call back by
+/// `deadline`, and any other 2xx (200, 201, 204 …) is a success; anything else failed.
 pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outcome {
     if !(200..300).contains(&status) {
         let text = String::from_utf8_lossy(body);
         return failed(&format!("HTTP_{status}"), text.trim().to_string());
     }
-    let accepted = Outcome::Accepted { deadline };
+    let by_code = if status == 202 {
+        Outcome::Accepted { deadline }
+    } else {
+        Outcome::Succeeded {
+            code: None,
+            message: None,
+        }
+    };
     let Ok(serde_json::Value::Object(reply)) = serde_json::from_slice(body) else {
-        return accepted;
+        return by_code;
     };
     // Whatever the executor sent is brought within its column before it reaches a statement.
     let code = reply
@@ -97,7 +105,7 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
             message,
             retry: reply.get("retry") != Some(&serde_json::Value::Bool(false)),
         },
-        None => accepted,
+        None => by_code,
     }
 }
 
@@ -504,17 +512,47 @@ mod tests {
     }
 
     #[test]
-    fn any_other_2xx_means_a_callback_follows() {
+    fn without_a_result_202_means_a_callback_follows_and_other_2xx_success() {
         let accepted = Outcome::Accepted {
             deadline: deadline(),
         };
         assert_eq!(classify_reply(202, b"", deadline()), accepted);
-        assert_eq!(classify_reply(200, b"ok", deadline()), accepted);
         assert_eq!(
-            classify_reply(200, br#"{"status":"DONE"}"#, deadline()),
+            classify_reply(202, br#"{"status":"DONE"}"#, deadline()),
             accepted
         );
-        assert_eq!(classify_reply(204, b"[1]", deadline()), accepted);
+        let succeeded = Outcome::Succeeded {
+            code: None,
+            message: None,
+        };
+        for (status, body) in [
+            (200, &b""[..]),
+            (200, b"ok"),
+            (201, br#"{"id":7}"#),
+            (200, br#"{"status":"DONE"}"#),
+            (204, b""),
+        ] {
+            assert_eq!(
+                classify_reply(status, body, deadline()),
+                succeeded,
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_result_in_the_body_wins_over_the_code() {
+        assert_eq!(
+            classify_reply(202, br#"{"status":"SUCCESS","code":"OK"}"#, deadline()),
+            Outcome::Succeeded {
+                code: Some("OK".into()),
+                message: None,
+            }
+        );
+        assert!(matches!(
+            classify_reply(201, br#"{"status":"FAILED"}"#, deadline()),
+            Outcome::Failed { retry: true, .. }
+        ));
     }
 
     #[test]

@@ -156,10 +156,74 @@ fn json_error(err: JsonPayloadError, _: &HttpRequest) -> actix_web::Error {
     }
 }
 
+/// No endpoint took the request: a known path asked with another method is a 405 naming the
+/// methods it serves; anything else a 404.
 async fn not_found(req: HttpRequest) -> Result<actix_web::HttpResponse, ApiError> {
+    let allow = methods_of(req.path());
+    if !allow.is_empty() {
+        return Err(ApiError::MethodNotAllowed {
+            method: req.method().to_string(),
+            allow,
+        });
+    }
     Err(ApiError::NotFound(format!(
         "no route for {} {}",
         req.method(),
         req.path()
     )))
+}
+
+/// The methods the endpoints of `path` serve, upper case, in table order.
+fn methods_of(path: &str) -> Vec<&'static str> {
+    let mut methods: Vec<&'static str> = Vec::new();
+    for endpoint in ENDPOINTS.iter().filter(|e| path_matches(e.path, path)) {
+        let method = match endpoint.method {
+            "get" => "GET",
+            "head" => "HEAD",
+            "post" => "POST",
+            "put" => "PUT",
+            "patch" => "PATCH",
+            "delete" => "DELETE",
+            _ => continue,
+        };
+        if !methods.contains(&method) {
+            methods.push(method);
+        }
+    }
+    methods
+}
+
+/// Whether `path` fits `pattern`, each `{name}` standing for one non-empty segment.
+fn path_matches(pattern: &str, path: &str) -> bool {
+    let (pattern, path): (Vec<&str>, Vec<&str>) =
+        (pattern.split('/').collect(), path.split('/').collect());
+    pattern.len() == path.len()
+        && pattern.iter().zip(&path).all(|(want, got)| {
+            if want.starts_with('{') && want.ends_with('}') {
+                !got.is_empty()
+            } else {
+                want == got
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_path_names_the_methods_it_serves() {
+        assert_eq!(methods_of("/api/tasks/7"), ["GET", "PUT", "DELETE"]);
+        assert_eq!(methods_of("/api/tasks"), ["POST", "GET"]);
+        assert_eq!(methods_of("/healthz"), ["GET", "HEAD"]);
+        assert_eq!(methods_of("/api/scenes/a/pause"), ["POST"]);
+        for unknown in [
+            "/api/tasks/",
+            "/api/tasks/7/x",
+            "/nope",
+            "/api/tasks//pause",
+        ] {
+            assert!(methods_of(unknown).is_empty(), "{unknown}");
+        }
+    }
 }

@@ -36,7 +36,14 @@ pub fn openapi() -> Value {
         "info": {
             "title": "ax (Action eXecutor)",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "A distributed cron scheduler that calls HTTP handlers.",
+            "description": "A distributed cron scheduler that calls HTTP handlers. Each run \
+                is POSTed to its task's handlerUrl as {taskId, requestId, params, scheduledAt, \
+                attempt, callbackToken}. The handler's reply means what HTTP says: a 2xx whose \
+                JSON body has \"status\": \"SUCCESS\" or \"FAILED\" (with code, message, \
+                retry) is the result, whatever the code; otherwise 202 Accepted leaves the run \
+                RUNNING until the executor reports to POST /api/callback (or timeoutMs passes), \
+                and 200, 201, 204 (any other 2xx) are a success; a non-2xx reply, a connection \
+                error or a timeout is a failed attempt.",
         },
         "paths": paths,
         "components": {

@@ -759,3 +759,32 @@ pub async fn rows_of(db: &ax::store::Db, task_id: i64) -> Vec<ax::store::models:
             .expect("rows");
     rows
 }
+
+/// Sends raw bytes on a fresh connection, reading while it writes (a server may answer early
+/// and close before it has read everything); answers the status, the head in lower case and
+/// the JSON body of the reply.
+pub async fn raw_exchange(addr: std::net::SocketAddr, request: Vec<u8>) -> (u16, String, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut read, mut write) = stream.into_split();
+    let writer = actix_rt::spawn(async move {
+        // A failed write is the server closing early: its answer is what counts.
+        let _ = write.write_all(&request).await;
+        write
+    });
+    let mut reply = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), read.read_to_end(&mut reply)).await;
+    drop(writer.await);
+    let text = String::from_utf8_lossy(&reply).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    (
+        status,
+        head.to_ascii_lowercase(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
