@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use common::{config, raw_exchange, start_ax, Api, Executor, Reply, TestStore};
+use common::{config, raw_exchange, start_ax, status_and_header, Api, Executor, Reply, TestStore};
 use serde_json::{json, Value};
 
 fn every_second(handler: &str) -> Value {
@@ -826,18 +826,10 @@ async fn contract_edges() {
         assert_eq!(reply["error"]["field"], "id");
     }
     // A known path with a method it does not serve: 405, its methods in `Allow`, JSON body.
-    let response = awc::Client::default()
-        .patch(format!("http://{}/api/tasks/1/pause", ax.addr()))
-        .send()
-        .await
-        .expect("answer");
-    assert_eq!(response.status().as_u16(), 405);
+    let pause = format!("http://{}/api/tasks/1/pause", ax.addr());
     assert_eq!(
-        response
-            .headers()
-            .get("Allow")
-            .and_then(|v| v.to_str().ok()),
-        Some("POST")
+        status_and_header("PATCH", &pause, "Allow").await,
+        (405, Some("POST".to_string()))
     );
     let (status, reply) = api.call("DELETE", "/api/tasks", None).await;
     assert_eq!(
@@ -900,5 +892,70 @@ async fn replies_mean_what_http_says() {
     );
     api.wait_status(path, "SUCCESS", Duration::from_secs(2))
         .await;
+    ax.shutdown().await;
+}
+
+/// `PATCH` merges the given fields into a task (RFC 7386: `null` resets one to its default) and
+/// checks the result like a `PUT`; `PUT` stays a replacement.
+#[actix_rt::test]
+async fn patch_merges_fields_and_put_replaces() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "patch")).await;
+    let api = Api::new(&ax);
+    let task = api
+        .create_task(json!({
+            "name": "p", "scene": "s", "cron": "0 0 0 1 1 *", "handlerUrl": "http://127.0.0.1:9/run",
+            "params": {"region": "eu", "tier": 1}, "maxRetry": 7, "enabled": false,
+        }))
+        .await;
+    let path = format!("/api/tasks/{}", task["id"]);
+    let (status, patched) = api
+        .call(
+            "PATCH",
+            &path,
+            Some(json!({"params": {"tier": null, "batch": 5}, "maxRetry": null, "cron": "0 0 1 * * *"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(patched["params"], json!({"region": "eu", "batch": 5}));
+    assert_eq!(patched["maxRetry"], 3, "null resets to the default");
+    assert_eq!(patched["cron"], "0 0 1 * * *");
+    assert_eq!(
+        (&patched["name"], &patched["scene"]),
+        (&json!("p"), &json!("s"))
+    );
+    assert_eq!(patched["enabled"], false, "untouched fields stay");
+    for (body, field) in [
+        (json!({"cron": "nope"}), json!("cron")),
+        (json!({"colour": "red"}), json!("colour")),
+        (json!({"name": null}), json!("name")),
+    ] {
+        let (status, reply) = api.call("PATCH", &path, Some(body)).await;
+        assert_eq!((status, &reply["error"]["field"]), (400, &field), "{reply}");
+    }
+    let (status, _) = api.call("PATCH", &path, Some(json!([1]))).await;
+    assert_eq!(status, 400);
+    let (_, now) = api.get(&path).await;
+    assert_eq!(
+        now["cron"], "0 0 1 * * *",
+        "refused patches changed nothing"
+    );
+    // PUT replaces: what it leaves out takes its default.
+    let (status, replaced) = api
+        .call(
+            "PUT",
+            &path,
+            Some(
+                json!({"name": "p", "cron": "0 0 0 1 1 *", "handlerUrl": "http://127.0.0.1:9/run"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{replaced}");
+    assert_eq!(
+        (&replaced["params"], &replaced["scene"]),
+        (&json!({}), &json!("default"))
+    );
+    let (status, _) = api.call("PATCH", "/api/tasks/999", Some(json!({}))).await;
+    assert_eq!(status, 404);
     ax.shutdown().await;
 }

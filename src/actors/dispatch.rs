@@ -543,14 +543,22 @@ mod tests {
     #[test]
     fn a_result_in_the_body_wins_over_the_code() {
         assert_eq!(
-            classify_reply(202, br#"{"status":"SUCCESS","code":"OK"}"#, deadline()),
+            classify_reply(
+                202,
+                &reply(json!({"status": ReportedStatus::Success, "code": "OK"})),
+                deadline()
+            ),
             Outcome::Succeeded {
                 code: Some("OK".into()),
                 message: None,
             }
         );
         assert!(matches!(
-            classify_reply(201, br#"{"status":"FAILED"}"#, deadline()),
+            classify_reply(
+                201,
+                &reply(json!({"status": ReportedStatus::Failed})),
+                deadline()
+            ),
             Outcome::Failed { retry: true, .. }
         ));
     }

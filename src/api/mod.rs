@@ -67,6 +67,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(get "/api/tasks", tasks::list, true, "List tasks by id, filtered by scene and status"),
     endpoint!(get "/api/tasks/{id}", tasks::get, true, "One task"),
     endpoint!(put "/api/tasks/{id}", tasks::update, true, "Replace a task's definition"),
+    endpoint!(patch "/api/tasks/{id}", tasks::patch, true, "Merge fields into a task (JSON merge patch; null resets a field to its default)"),
     endpoint!(delete "/api/tasks/{id}", tasks::delete, true, "Delete a task; its history stays"),
     endpoint!(get "/api/tasks/{id}/instances", instances::for_task, true, "A task's runs, newest first"),
     endpoint!(post "/api/tasks/{id}/pause", tasks::pause, true, "Pause a task"),
@@ -213,7 +214,10 @@ mod tests {
 
     #[test]
     fn a_known_path_names_the_methods_it_serves() {
-        assert_eq!(methods_of("/api/tasks/7"), ["GET", "PUT", "DELETE"]);
+        assert_eq!(
+            methods_of("/api/tasks/7"),
+            ["GET", "PUT", "PATCH", "DELETE"]
+        );
         assert_eq!(methods_of("/api/tasks"), ["POST", "GET"]);
         assert_eq!(methods_of("/healthz"), ["GET", "HEAD"]);
         assert_eq!(methods_of("/api/scenes/a/pause"), ["POST"]);

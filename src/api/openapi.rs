@@ -144,6 +144,8 @@ fn request_body(method: &str, path: &str) -> Option<Value> {
         ("post", "/api/tasks") | ("put", "/api/tasks/{id}") => Some(schema_ref("TaskInput")),
         ("post", "/api/tasks/{id}/trigger") => Some(json!({"type": "object", "properties": {
             "params": {"type": "object", "description": "overrides the task's params"}}})),
+        ("patch", "/api/tasks/{id}") => Some(json!({"type": "object",
+            "description": "any TaskInput fields: merged into the task (RFC 7386); null resets one to its default"})),
         ("post", "/api/callback") => Some(schema_ref("Callback")),
         _ => None,
     }

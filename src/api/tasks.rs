@@ -69,6 +69,35 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
+/// `PATCH /api/tasks/{id}`: merges the body into the task as a JSON merge patch (RFC 7386):
+/// the fields given change, `null` resets one to its default, the others stay; the result is
+/// checked as a whole, like a `PUT`.
+pub async fn patch(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+    body: web::Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    let id = validate::task_id(&path)?;
+    let patch = body.into_inner();
+    if !patch.is_object() {
+        return Err(ApiError::Invalid {
+            field: None,
+            message: "a merge patch of a task must be a JSON object".into(),
+        });
+    }
+    let current =
+        serde_json::to_value(TaskView::from(state.service.task(id).await?)).map_err(|err| {
+            ApiError::Invalid {
+                field: None,
+                message: format!("the task could not be read: {err}"),
+            }
+        })?;
+    let merged = validate::merge_patch(validate::task_body(current), patch);
+    let input = validate::task_input(merged, &state.security.allowlist)?;
+    let task = state.service.update_task(id, input).await?;
+    Ok(HttpResponse::Ok().json(TaskView::from(task)))
+}
+
 /// `DELETE /api/tasks/{id}` → 204; the task's run history stays.
 pub async fn delete(
     state: web::Data<ApiState>,

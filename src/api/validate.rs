@@ -60,6 +60,39 @@ const TASK_FIELDS: &[&str] = &[
     "dependsOn",
 ];
 
+/// A task as a body for `task_input`: the fields of its view a client may send.
+pub fn task_body(view: Value) -> Value {
+    match view {
+        Value::Object(mut fields) => {
+            fields.retain(|key, _| TASK_FIELDS.contains(&key.as_str()));
+            Value::Object(fields)
+        }
+        other => other,
+    }
+}
+
+/// Applies a JSON merge patch (RFC 7386) to `target`: an object's members are merged, member
+/// by member and recursively; `null` removes one (a task field then takes its default); any
+/// other value replaces.
+pub fn merge_patch(target: Value, patch: Value) -> Value {
+    let Value::Object(patch) = patch else {
+        return patch;
+    };
+    let mut target = match target {
+        Value::Object(fields) => fields,
+        _ => serde_json::Map::new(),
+    };
+    for (key, value) in patch {
+        if value.is_null() {
+            target.remove(&key);
+        } else {
+            let merged = merge_patch(target.remove(&key).unwrap_or(Value::Null), value);
+            target.insert(key, merged);
+        }
+    }
+    Value::Object(target)
+}
+
 /// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
 pub fn task_input(body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiError> {
     let Value::Object(mut body) = body else {
@@ -581,6 +614,24 @@ mod tests {
         assert_eq!(
             field_of(page(&q("offset", huge)).unwrap_err()).as_deref(),
             Some("offset")
+        );
+    }
+
+    #[test]
+    fn merge_patches_merge_objects_and_null_removes() {
+        let task = json!({"name": "a", "params": {"x": 1, "y": 2}, "maxRetry": 5});
+        let patched = merge_patch(
+            task,
+            json!({"params": {"y": null, "z": [1]}, "maxRetry": null, "cron": "* * * * * *"}),
+        );
+        assert_eq!(
+            patched,
+            json!({"name": "a", "params": {"x": 1, "z": [1]}, "cron": "* * * * * *"})
+        );
+        assert_eq!(merge_patch(json!({"a": 1}), json!([1])), json!([1]));
+        assert_eq!(
+            task_body(json!({"id": 3, "name": "a", "status": "PAUSED", "enabled": false})),
+            json!({"name": "a", "enabled": false})
         );
     }
 

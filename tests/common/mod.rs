@@ -788,3 +788,19 @@ pub async fn raw_exchange(addr: std::net::SocketAddr, request: Vec<u8>) -> (u16,
         serde_json::from_str(body).unwrap_or(Value::Null),
     )
 }
+
+/// The status of a bodiless request and one header of its answer.
+pub async fn status_and_header(method: &str, url: &str, header: &str) -> (u16, Option<String>) {
+    let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
+    let response = awc::Client::default()
+        .request(method, url)
+        .send()
+        .await
+        .expect("answer");
+    let value = response
+        .headers()
+        .get(header)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    (response.status().as_u16(), value)
+}
