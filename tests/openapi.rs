@@ -48,6 +48,7 @@ async fn the_document_matches_the_router() {
         status == 404 && no_route(&reply),
         "the check can fail: {reply}"
     );
+    let mut operation_ids = BTreeSet::new();
     for (method, path) in &documented {
         let concrete = path
             .replace("{id}", "1")
@@ -64,7 +65,28 @@ async fn the_document_matches_the_router() {
             op["summary"].is_string() && op["responses"].is_object(),
             "{method} {path}"
         );
+        assert!(
+            operation_ids.insert(op["operationId"].as_str().unwrap_or_default().to_string()),
+            "{method} {path}: a missing or repeated operationId"
+        );
+        let admin = ENDPOINTS
+            .iter()
+            .any(|e| e.admin && e.method == method && e.path == path);
+        assert_eq!(
+            op["responses"]["401"].is_object(),
+            admin,
+            "{method} {path}: a 401 exactly where the admin token is asked"
+        );
     }
+    let callback = &doc["paths"]["/api/callback"]["post"]["responses"];
+    assert!(callback["403"].is_object() && callback["413"].is_object());
+    assert!(
+        doc["paths"]["/metrics"]["get"]["responses"]["200"]["content"]["text/plain"].is_object()
+    );
+    assert_eq!(
+        doc["paths"]["/api/tasks/{id}"]["get"]["parameters"][0]["schema"]["type"],
+        "integer"
+    );
     ax.shutdown().await;
 }
 

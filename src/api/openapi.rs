@@ -57,20 +57,38 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
     let mut parameters: Vec<Value> = path
         .split('/')
         .filter_map(|part| part.strip_prefix('{')?.strip_suffix('}'))
-        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .map(|name| {
+            // Task ids are integers; request ids and scene names are strings.
+            let kind = if name == "id" { "integer" } else { "string" };
+            json!({"name": name, "in": "path", "required": true, "schema": {"type": kind}})
+        })
         .collect();
     parameters.extend(query_parameters(method, path));
     let (status, reply) = reply(method, path);
+    let success = match (method, path) {
+        ("get", "/metrics") => {
+            json!({"description": "success", "content": {"text/plain": {"schema": reply}}})
+        }
+        _ => json!({"description": "success", "content": content(&reply)}),
+    };
+    let mut responses = json!({
+        status: success,
+        "400": error("invalid input; `field` names it"),
+        "404": error("not found"),
+        "503": error("store or Redis unavailable"),
+    });
+    if admin {
+        responses["401"] = error("missing or wrong admin token");
+    }
+    if path == "/api/callback" {
+        responses["403"] = error("the callback token does not match the run");
+        responses["413"] = error("body larger than 1 MiB");
+    }
     let mut op = json!({
+        "operationId": operation_id(method, path),
         "summary": summary,
         "parameters": parameters,
-        "responses": {
-            status: {"description": "success", "content": content(&reply)},
-            "400": error("invalid input; `field` names it"),
-            "401": error("missing or wrong admin token"),
-            "404": error("not found"),
-            "503": error("store or Redis unavailable"),
-        },
+        "responses": responses,
     });
     if let Some(body) = request_body(method, path) {
         op["requestBody"] = json!({"required": true, "content": content(&body)});
@@ -79,6 +97,20 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         op["security"] = json!([{"adminToken": []}]);
     }
     op
+}
+
+/// `getApiTasksIdInstances` for `GET /api/tasks/{id}/instances`: unique, as method and path
+/// are.
+fn operation_id(method: &str, path: &str) -> String {
+    let mut id = method.to_string();
+    for word in path.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            id.push(first.to_ascii_uppercase());
+            id.extend(chars);
+        }
+    }
+    id
 }
 
 fn content(schema: &Value) -> Value {

@@ -341,7 +341,8 @@ impl Api {
         ))
     }
 
-    /// Sends raw bytes with a content type.
+    /// Sends raw bytes with a content type, on a connection of its own that reads while it
+    /// writes: a server refusing a large body may answer and close before reading it all.
     pub async fn raw(
         &self,
         method: &str,
@@ -349,20 +350,20 @@ impl Api {
         content_type: &str,
         body: Vec<u8>,
     ) -> (u16, Value) {
-        let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
-        let mut response = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .insert_header(("Content-Type", content_type))
-            .send_body(body)
-            .await
-            .expect("request sent");
-        let status = response.status().as_u16();
-        let bytes = response.body().limit(16 << 20).await.expect("body");
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        let addr = self
+            .base
+            .trim_start_matches("http://")
+            .parse()
+            .expect("a base of http://ip:port");
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: ax\r\nContent-Type: {content_type}\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
         )
+        .into_bytes();
+        request.extend(body);
+        let (status, _, reply) = raw_exchange(addr, request).await;
+        (status, reply)
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
