@@ -9,6 +9,7 @@ use super::validate;
 use super::views::{InstanceView, PageView, StatsView, TaskView};
 use super::ApiState;
 use crate::error::ApiError;
+use crate::run::TaskId;
 use crate::store::models::TaskStatus;
 use crate::store::queries::tasks::TaskFilter;
 
@@ -63,8 +64,12 @@ pub async fn update(
     path: web::Path<String>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = validate::task_id(&path)?;
-    let input = validate::task_input(body.into_inner(), &state.security.allowlist)?;
+    replace(&state, validate::task_id(&path)?, body.into_inner()).await
+}
+
+/// Replaces task `id` with the definition in `body`, checked as a whole.
+async fn replace(state: &ApiState, id: TaskId, body: Value) -> Result<HttpResponse, ApiError> {
+    let input = validate::task_input(body, &state.security.allowlist)?;
     let task = state.service.update_task(id, input).await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
@@ -92,10 +97,12 @@ pub async fn patch(
                 message: format!("the task could not be read: {err}"),
             }
         })?;
-    let merged = validate::merge_patch(validate::task_body(current), patch);
-    let input = validate::task_input(merged, &state.security.allowlist)?;
-    let task = state.service.update_task(id, input).await?;
-    Ok(HttpResponse::Ok().json(TaskView::from(task)))
+    replace(
+        &state,
+        id,
+        validate::merge_patch(validate::task_body(current), patch),
+    )
+    .await
 }
 
 /// `DELETE /api/tasks/{id}` → 204; the task's run history stays.
