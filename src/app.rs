@@ -229,10 +229,10 @@ impl Actors {
         // The store gets a thread of its own: encoding and decoding database traffic then
         // runs beside the wheel's tick instead of after it.
         let (retry, batch_size) = (config.retry_policy(), config.store.batch_size);
-        let batch_interval = Duration::from_millis(config.store.batch_interval_ms);
+        let max_wait = Duration::from_millis(config.store.batch_interval_ms);
         let fire_commits = fire_commits(&db);
         let store_actor = StoreActor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-            StoreActor::new(db, retry, batch_size, batch_interval)
+            StoreActor::new(db, retry, batch_size, max_wait)
         });
         let store = StoreHandle::new(store_actor.clone());
         let dispatch = DispatchHandle::start(

@@ -52,6 +52,15 @@ impl From<ServiceError> for ApiError {
             ServiceError::UnknownUpstreams(_) | ServiceError::Cycle(_) => {
                 ApiError::invalid("dependsOn", err.to_string())
             }
+            ServiceError::NameTaken { .. } | ServiceError::Exists(_) => ApiError::Conflict {
+                field: Some("name".into()),
+                message: err.to_string(),
+            },
+            ServiceError::Raced => ApiError::Conflict {
+                field: None,
+                message: err.to_string(),
+            },
+            ServiceError::Item { index, error } => ApiError::from(*error).in_item(index),
         }
     }
 }
@@ -62,6 +71,28 @@ impl ApiError {
         ApiError::Invalid {
             field: Some(field.into()),
             message: message.into(),
+        }
+    }
+
+    /// The error of the item at `index` of a list in the body (`items`): its field becomes
+    /// `items[index].field`, its message names the item.
+    pub fn in_item(self, index: usize) -> Self {
+        let within = |field: Option<String>| {
+            Some(match field {
+                Some(field) => format!("items[{index}].{field}"),
+                None => format!("items[{index}]"),
+            })
+        };
+        match self {
+            ApiError::Invalid { field, message } => ApiError::Invalid {
+                field: within(field),
+                message: format!("items[{index}]: {message}"),
+            },
+            ApiError::Conflict { field, message } => ApiError::Conflict {
+                field: within(field),
+                message: format!("items[{index}]: {message}"),
+            },
+            other => other,
         }
     }
 

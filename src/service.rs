@@ -17,7 +17,9 @@ use crate::run::{Event, NewRun, Report, RequestId, TaskId, TriggerType};
 use crate::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
 use crate::store::queries::instances::{self, Cursor, InstanceFilter};
 use crate::store::queries::runs::{self, Decided};
-use crate::store::queries::tasks::{self, Resume, TaskFilter, UpstreamProblem};
+use crate::store::queries::tasks::{
+    self, BulkItem, BulkProblem, Resume, TaskFilter, UpstreamProblem,
+};
 use crate::store::queries::Page;
 use crate::store::{to_db, StoreError};
 
@@ -53,6 +55,32 @@ pub enum ServiceError {
     UnknownUpstreams(Vec<TaskId>),
     #[error("dependsOn would close a cycle: {0}")]
     Cycle(String),
+    #[error("scene `{scene}` has a task named `{name}` already")]
+    NameTaken { scene: String, name: String },
+    #[error("another client registered one of these names meanwhile; nothing was written")]
+    Raced,
+    #[error("this scene and name are task {0}'s (set \"upsert\": true to update it)")]
+    Exists(TaskId),
+    /// A bulk registration refused for the item at `index`.
+    #[error("items[{index}]: {error}")]
+    Item {
+        index: usize,
+        error: Box<ServiceError>,
+    },
+}
+
+impl ServiceError {
+    /// The store's refusal of a task's `(scene, name)` as such; other errors as they are.
+    fn naming(err: StoreError, fields: &TaskFields) -> Self {
+        if err.is_name_taken() {
+            ServiceError::NameTaken {
+                scene: fields.scene.clone(),
+                name: fields.name.clone(),
+            }
+        } else {
+            ServiceError::Store(err)
+        }
+    }
 }
 
 impl From<UpstreamProblem> for ServiceError {
@@ -65,6 +93,15 @@ impl From<UpstreamProblem> for ServiceError {
             }
         }
     }
+}
+
+/// How many tasks a bulk registration created, changed and found as they were (the JSON reply
+/// of `POST /api/tasks/bulk`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Registered {
+    pub created: usize,
+    pub updated: usize,
+    pub unchanged: usize,
 }
 
 /// A task with its upstreams.
@@ -170,11 +207,12 @@ impl Service {
     /// Creates a task. Its upstreams are checked in the transaction that writes it.
     pub async fn create_task(&self, input: TaskInput) -> Result<TaskDetails> {
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
-        let upstreams = depends_on.clone();
+        let (stored, upstreams) = (fields.clone(), depends_on.clone());
         let task = self
             .store
-            .query(move |conn| boxed(tasks::insert(conn, fields, upstreams)))
-            .await?
+            .query(move |conn| boxed(tasks::insert(conn, stored, upstreams)))
+            .await
+            .map_err(|err| ServiceError::naming(err, &fields))?
             .map_err(ServiceError::from)?;
         self.saved("created", task, depends_on).await
     }
@@ -183,14 +221,57 @@ impl Service {
     /// it.
     pub async fn update_task(&self, id: TaskId, input: TaskInput) -> Result<TaskDetails> {
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
-        let upstreams = depends_on.clone();
+        let (stored, upstreams) = (fields.clone(), depends_on.clone());
         let task = self
             .store
-            .query(move |conn| boxed(tasks::update(conn, id, fields, upstreams)))
-            .await?
+            .query(move |conn| boxed(tasks::update(conn, id, stored, upstreams)))
+            .await
+            .map_err(|err| ServiceError::naming(err, &fields))?
             .ok_or(ServiceError::TaskNotFound(id))?
             .map_err(ServiceError::from)?;
         self.saved("updated", task, depends_on).await
+    }
+
+    /// Registers tasks all or none, matched by `(scene, name)` (see `tasks::register`); their
+    /// next runs go in the wheel at once.
+    pub async fn register_tasks(&self, inputs: Vec<TaskInput>, upsert: bool) -> Result<Registered> {
+        let items: Vec<BulkItem> = inputs
+            .into_iter()
+            .map(|input| BulkItem {
+                fields: self.fields(&input),
+                depends_on: input.depends_on,
+            })
+            .collect();
+        let outcome = self
+            .store
+            .query(move |conn| boxed(tasks::register(conn, items, upsert)))
+            .await
+            .map_err(|err| match err.is_name_taken() {
+                true => ServiceError::Raced,
+                false => ServiceError::Store(err),
+            })?
+            .map_err(|refusal| ServiceError::Item {
+                index: refusal.index,
+                error: Box::new(match refusal.problem {
+                    BulkProblem::Exists(id) => ServiceError::Exists(id),
+                    BulkProblem::Upstreams(problem) => problem.into(),
+                }),
+            })?;
+        let registered = Registered {
+            created: outcome.created.len(),
+            updated: outcome.updated.len(),
+            unchanged: outcome.unchanged,
+        };
+        log::info!(
+            "tasks registered: {} created, {} updated, {} unchanged",
+            registered.created,
+            registered.updated,
+            registered.unchanged
+        );
+        let mut changed = outcome.created;
+        changed.extend(outcome.updated);
+        self.reschedule(changed).await?;
+        Ok(registered)
     }
 
     /// A task just stored: logged, and its next run in the wheel at once.

@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod dispatch;
 pub mod fire;
+pub mod lane;
 pub mod lock;
 pub mod resolver;
 pub mod store;

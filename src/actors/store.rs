@@ -1,7 +1,8 @@
 //! StoreActor: owns the database pool and group-commits instance writes.
 //!
-//! Fires are committed at once (a tick's fires are already one batch, and dispatch waits on
-//! them); results wait until `batch_size` rows are queued or `batch_interval` has passed. Fires
+//! Group commit is natural: a lane commits as soon as it has work and a commit slot of its own
+//! is free; whatever arrives meanwhile joins the next commit, at most `batch_size` rows. An idle
+//! server so commits a callback in one round trip, a busy one in few, large transactions. Fires
 //! and results commit in two lanes side by side. Every caller is answered only after its write
 //! is committed.
 
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
+use super::lane::{Lane, Policy, Queued};
 use crate::metrics::{add, metrics};
 use crate::run::{
     blind, Event, Outcome, Report, RequestId, RetryPolicy, RunStatus, Write as RunWrite,
@@ -85,110 +87,61 @@ impl Write {
     }
 }
 
-/// A queue of writes, committed by up to `max_commits` transactions at a time, each of at
-/// most `max_rows` rows.
-struct Lane {
-    queue: Vec<Pending>,
-    queued_rows: usize,
-    /// When the oldest queued result arrived; it must be committed by `+ batch_interval`.
-    oldest_result: Option<Instant>,
-    commits: usize,
-    max_commits: usize,
-    max_rows: usize,
-}
-
-impl Lane {
-    fn new(max_commits: usize, max_rows: usize) -> Self {
-        Lane {
-            queue: Vec::new(),
-            queued_rows: 0,
-            oldest_result: None,
-            commits: 0,
-            max_commits: max_commits.max(1),
-            max_rows: max_rows.max(1),
-        }
+impl Queued for Pending {
+    fn rows(&self) -> usize {
+        self.write.rows()
     }
 
-    fn is_idle(&self) -> bool {
-        self.commits == 0 && self.queue.is_empty()
-    }
-
-    /// Takes queued writes up to `max_rows` rows (at least one write).
-    fn take_batch(&mut self) -> Vec<Pending> {
-        let mut rows = 0;
-        let mut take = 0;
-        for pending in &self.queue {
-            if take > 0 && rows + pending.write.rows() > self.max_rows {
-                break;
-            }
-            rows += pending.write.rows();
-            take += 1;
+    fn run(&self) -> Option<&RequestId> {
+        match &self.write {
+            Write::Event(event) => Some(&event.request_id),
+            Write::Fires(..) | Write::Claims(..) => None,
         }
-        self.queued_rows -= rows;
-        let batch: Vec<Pending> = self.queue.drain(..take).collect();
-        if self.queue.is_empty() {
-            self.oldest_result = None;
-        }
-        batch
     }
 }
 
 /// Fires and claims go in one lane, results in the other: a fire's dispatch waits for its
 /// commit, so it never queues behind results, and the two commit side by side. Fire batches
 /// touch distinct rows, so on MySQL several commit at once (each locks its tasks in id order);
-/// results keep their order in one transaction at a time.
+/// so do full batches of results, no two writing to one run.
 const FIRES: usize = 0;
 const RESULTS: usize = 1;
-
-/// Results commit one transaction at a time, so a backlog (more than `batch_size` rows queued
-/// while a commit ran) goes in one commit of several statements of `batch_size` rows each.
-const RESULT_STATEMENTS_PER_COMMIT: usize = 10;
 
 /// The actor owning the pool and the write queues.
 pub struct StoreActor {
     db: Db,
     retry_defaults: RetryPolicy,
-    batch_size: usize,
-    batch_interval: Duration,
-    lanes: [Lane; 2],
-    /// Set by `Flush`: commit everything now, whatever the batch policy says.
-    flushing: bool,
+    lanes: [Lane<Pending>; 2],
+    /// A lane with a look-again timer set: at most one timer a lane.
+    timer_set: [bool; 2],
     flush_waiters: Vec<oneshot::Sender<()>>,
 }
 
 impl StoreActor {
-    pub fn new(
-        db: Db,
-        retry_defaults: RetryPolicy,
-        batch_size: usize,
-        batch_interval: Duration,
-    ) -> Self {
+    /// `batch_size`: most rows a commit; `max_wait`: how long a result waits for a running
+    /// commit before it starts one beside it.
+    pub fn new(db: Db, retry_defaults: RetryPolicy, batch_size: usize, max_wait: Duration) -> Self {
+        let commits = fire_commits(&db);
         StoreActor {
             lanes: [
-                Lane::new(fire_commits(&db), batch_size),
-                Lane::new(1, batch_size * RESULT_STATEMENTS_PER_COMMIT),
+                Lane::new(Policy::Eager, commits, batch_size),
+                Lane::new(
+                    Policy::Natural { max_wait },
+                    result_commits(commits),
+                    batch_size,
+                ),
             ],
+            timer_set: [false; 2],
             db,
             retry_defaults,
-            batch_size: batch_size.max(1),
-            batch_interval,
-            flushing: false,
             flush_waiters: Vec::new(),
         }
     }
 
     fn enqueue(&mut self, pending: Pending, ctx: &mut Context<Self>) {
-        let lane_index = pending.write.lane();
-        let lane = &mut self.lanes[lane_index];
-        lane.queued_rows += pending.write.rows();
-        if lane_index == RESULTS && lane.oldest_result.is_none() {
-            lane.oldest_result = Some(Instant::now());
-            ctx.run_later(self.batch_interval, move |act, ctx| {
-                act.commit_if_due(lane_index, ctx)
-            });
-        }
-        lane.queue.push(pending);
-        self.commit_if_due(lane_index, ctx);
+        let lane = pending.write.lane();
+        self.lanes[lane].push(pending, Instant::now());
+        self.commit_next(lane, ctx);
     }
 
     /// Queues a write; the returned future resolves once it is committed.
@@ -204,42 +157,36 @@ impl StoreActor {
         Box::pin(async move { rx.await.unwrap_or_else(|_| Err(dropped())) })
     }
 
-    /// Fires commit at once; results when `batch_size` rows wait or the oldest has waited
-    /// `batch_interval`.
-    fn commit_is_due(&self, lane_index: usize) -> bool {
-        let lane = &self.lanes[lane_index];
-        self.flushing
-            || lane_index == FIRES
-            || lane.queued_rows >= self.batch_size
-            || lane
-                .oldest_result
-                .is_some_and(|since| since.elapsed() >= self.batch_interval)
-    }
-
-    /// Starts a commit of a lane when one is due and none is running in it.
-    fn commit_if_due(&mut self, lane_index: usize, ctx: &mut Context<Self>) {
-        let lane = &self.lanes[lane_index];
-        if lane.commits >= lane.max_commits
-            || lane.queue.is_empty()
-            || !self.commit_is_due(lane_index)
-        {
-            return;
+    /// Starts every commit the lane's policy allows now, and sets a timer for the next moment
+    /// it may allow one.
+    fn commit_next(&mut self, lane: usize, ctx: &mut Context<Self>) {
+        while let Some(taken) = self.lanes[lane].next_batch(Instant::now()) {
+            let db = self.db.clone();
+            ctx.spawn(
+                commit(db, self.retry_defaults, taken.writes)
+                    .into_actor(self)
+                    .map(move |_, act, ctx| {
+                        act.lanes[lane].done(&taken.runs);
+                        act.commit_next(lane, ctx);
+                        act.notify_if_idle();
+                    }),
+            );
         }
-        let batch = self.lanes[lane_index].take_batch();
-        self.lanes[lane_index].commits += 1;
-        let db = self.db.clone();
-        ctx.spawn(commit(db, self.retry_defaults, batch).into_actor(self).map(
-            move |_, act, ctx| {
-                act.lanes[lane_index].commits -= 1;
-                act.commit_if_due(lane_index, ctx);
-                act.notify_if_idle();
-            },
-        ));
+        if let Some(deadline) = self.lanes[lane]
+            .deadline()
+            .filter(|_| !self.timer_set[lane])
+        {
+            self.timer_set[lane] = true;
+            let wait = deadline.saturating_duration_since(Instant::now());
+            ctx.run_later(wait, move |act, ctx| {
+                act.timer_set[lane] = false;
+                act.commit_next(lane, ctx);
+            });
+        }
     }
 
     fn notify_if_idle(&mut self) {
         if self.lanes.iter().all(Lane::is_idle) {
-            self.flushing = false;
             for waiter in self.flush_waiters.drain(..) {
                 let _ = waiter.send(());
             }
@@ -253,6 +200,12 @@ pub fn fire_commits(db: &Db) -> usize {
         Db::Mysql(_) => 8,
         Db::Sqlite(_) => 1,
     }
+}
+
+/// Result transactions committing at once: half the fires' (a full batch of results is
+/// rarer than a fire batch), so the pool keeps connections for reads and task changes.
+fn result_commits(fire_commits: usize) -> usize {
+    (fire_commits / 2).max(1)
 }
 
 impl Actor for StoreActor {
@@ -541,13 +494,9 @@ pub struct Flush;
 impl Handler<Flush> for StoreActor {
     type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, _: Flush, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Flush, _: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         self.flush_waiters.push(tx);
-        self.flushing = true;
-        for lane in [FIRES, RESULTS] {
-            self.commit_if_due(lane, ctx);
-        }
         self.notify_if_idle();
         Box::pin(async move {
             let _ = rx.await;

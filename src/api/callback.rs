@@ -87,18 +87,7 @@ fn outcome_name(outcome: &Outcome) -> &'static str {
 }
 
 fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError> {
-    let Value::Object(mut body) = body else {
-        return Err(ApiError::Invalid {
-            field: None,
-            message: "the body must be a JSON object".into(),
-        });
-    };
-    if let Some(unknown) = body.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(ApiError::invalid(
-            unknown.clone(),
-            format!("unknown field `{unknown}`"),
-        ));
-    }
+    let mut body = validate::object(body, FIELDS)?;
     let request_id = match body.remove("requestId") {
         Some(Value::String(id)) => validate::request_id(&id, "requestId")?,
         _ => return Err(ApiError::invalid("requestId", "requestId is required")),

@@ -22,6 +22,8 @@ use crate::service::Service;
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Largest bulk registration body: a thousand tasks with room for large params.
+pub const MAX_BULK_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -64,6 +66,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(get "/metrics", health::prometheus, false, "Metrics in the Prometheus text format"),
     endpoint!(get "/api/openapi.json", openapi::document, false, "This document"),
     endpoint!(post "/api/tasks", tasks::create, true, "Create a task"),
+    endpoint!(post "/api/tasks/bulk", tasks::bulk, true, "Create or update up to 1,000 tasks, all or none, matched by scene and name"),
     endpoint!(get "/api/tasks", tasks::list, true, "List tasks by id, filtered by scene and status"),
     endpoint!(get "/api/tasks/{id}", tasks::get, true, "One task"),
     endpoint!(put "/api/tasks/{id}", tasks::update, true, "Replace a task's definition"),
@@ -122,9 +125,12 @@ pub async fn admin_only(
     Ok(next.call(req).await?.map_into_boxed_body())
 }
 
-/// A request body that is not JSON-extracted, read up to `MAX_BODY_BYTES`: beyond it a 413 in
+/// A request body that is not JSON-extracted, read up to `limit` bytes: beyond it a 413 in
 /// the JSON error shape, like every other error.
-pub(crate) async fn body_within_limit(mut payload: web::Payload) -> Result<Vec<u8>, ApiError> {
+pub(crate) async fn body_within_limit(
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<Vec<u8>, ApiError> {
     use futures_util::StreamExt;
     let mut body = Vec::new();
     while let Some(chunk) = payload.next().await {
@@ -132,8 +138,8 @@ pub(crate) async fn body_within_limit(mut payload: web::Payload) -> Result<Vec<u
             field: None,
             message: format!("the body could not be read: {err}"),
         })?;
-        if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(ApiError::TooLarge(MAX_BODY_BYTES));
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::TooLarge(limit));
         }
         body.extend_from_slice(&chunk);
     }

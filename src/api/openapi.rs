@@ -80,9 +80,21 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
     if admin {
         responses["401"] = error("missing or wrong admin token");
     }
-    if path == "/api/callback" {
-        responses["403"] = error("the callback token does not match the run");
-        responses["413"] = error("body larger than 1 MiB");
+    match (method, path) {
+        ("post", "/api/callback") => {
+            responses["403"] = error("the callback token does not match the run");
+            responses["413"] = error("body larger than 1 MiB");
+        }
+        ("post", "/api/tasks/bulk") => {
+            responses["409"] = error(
+                "without upsert: a task of that scene and name exists (`field`: items[i].name)",
+            );
+            responses["413"] = error("body larger than 16 MiB");
+        }
+        ("post", "/api/tasks") | ("put" | "patch", "/api/tasks/{id}") => {
+            responses["409"] = error("the scene has another task of that name (`field`: name)");
+        }
+        _ => {}
     }
     let mut op = json!({
         "operationId": operation_id(method, path),
@@ -179,6 +191,11 @@ fn request_body(method: &str, path: &str) -> Option<Value> {
         ("patch", "/api/tasks/{id}") => Some(json!({"type": "object",
             "description": "any TaskInput fields: merged into the task (RFC 7386); null resets one to its default"})),
         ("post", "/api/callback") => Some(schema_ref("Callback")),
+        ("post", "/api/tasks/bulk") => Some(json!({"type": "object", "required": ["items"],
+            "properties": {
+                "items": {"type": "array", "maxItems": 1000, "items": schema_ref("TaskInput")},
+                "upsert": {"type": "boolean", "default": false,
+                    "description": "update the tasks whose scene and name exist (else 409)"}}})),
         _ => None,
     }
 }
@@ -191,6 +208,12 @@ fn reply(method: &str, path: &str) -> (&'static str, Value) {
     };
     match (method, path) {
         ("post", "/api/tasks") => ("201", schema_ref("Task")),
+        ("post", "/api/tasks/bulk") => (
+            "200",
+            json!({"type": "object", "properties": {
+            "created": {"type": "integer"}, "updated": {"type": "integer"},
+            "unchanged": {"type": "integer"}}}),
+        ),
         ("post", "/api/tasks/{id}/trigger") => ("201", schema_ref("Instance")),
         ("delete", _) => ("204", json!({})),
         ("get", "/api/tasks") => ("200", page("Task")),

@@ -23,6 +23,19 @@ pub async fn create(
     Ok(HttpResponse::Created().json(TaskView::from(task)))
 }
 
+/// `POST /api/tasks/bulk` `{"items": [task bodies], "upsert": bool}` → 200 `{created, updated,
+/// unchanged}`: all the tasks or none (an error names its item, `items[17].cron`); with
+/// `upsert`, a task whose scene and name exist replaces that task.
+pub async fn bulk(
+    state: web::Data<ApiState>,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let body = super::body_within_limit(body, super::MAX_BULK_BODY_BYTES).await?;
+    let (inputs, upsert) = validate::bulk(&body, &state.security.allowlist)?;
+    let registered = state.service.register_tasks(inputs, upsert).await?;
+    Ok(HttpResponse::Ok().json(registered))
+}
+
 /// `GET /api/tasks?scene=&status=&limit=&offset=`.
 pub async fn list(
     state: web::Data<ApiState>,
@@ -139,7 +152,7 @@ pub async fn trigger(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
-    let body = super::body_within_limit(body).await?;
+    let body = super::body_within_limit(body, super::MAX_BODY_BYTES).await?;
     let params = validate::trigger_params(&body)?;
     let run = state.service.trigger(id, params).await?;
     Ok(HttpResponse::Created().json(InstanceView::from(run)))

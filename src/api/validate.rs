@@ -10,12 +10,12 @@ use crate::error::ApiError;
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::security::Allowlist;
 use crate::service::TaskInput;
+use crate::store::models::MAX_NAME_CHARS;
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
 use crate::store::to_db;
 
 // Text limits are those of the MySQL columns (VARCHAR counts characters; SQLite has no limit).
-pub const MAX_NAME_CHARS: usize = 128;
 pub const MAX_SCENE_CHARS: usize = 64;
 pub const MAX_CRON_CHARS: usize = 255;
 pub const MAX_URL_CHARS: usize = 2048;
@@ -93,20 +93,75 @@ pub fn merge_patch(target: Value, patch: Value) -> Value {
     Value::Object(target)
 }
 
-/// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
-pub fn task_input(body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiError> {
-    let Value::Object(mut body) = body else {
+/// A JSON object with none but these fields.
+pub fn object(value: Value, fields: &[&str]) -> Result<Map<String, Value>, ApiError> {
+    let Value::Object(object) = value else {
         return Err(ApiError::Invalid {
             field: None,
             message: "the body must be a JSON object".into(),
         });
     };
-    if let Some(unknown) = body.keys().find(|k| !TASK_FIELDS.contains(&k.as_str())) {
+    if let Some(unknown) = object.keys().find(|k| !fields.contains(&k.as_str())) {
         return Err(ApiError::invalid(
             unknown.clone(),
             format!("unknown field `{unknown}`"),
         ));
     }
+    Ok(object)
+}
+
+/// Most tasks one bulk registration takes.
+pub const MAX_BULK_ITEMS: usize = 1000;
+
+/// A bulk registration body, `{"items": [task bodies], "upsert": bool}`: the tasks, checked
+/// each (an error names its item: `items[17].cron`), and whether existing ones are updated.
+pub fn bulk(body: &[u8], allowlist: &Allowlist) -> Result<(Vec<TaskInput>, bool), ApiError> {
+    let mut body = object(json(body)?, &["items", "upsert"])?;
+    let upsert = match body.remove("upsert") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(upsert)) => upsert,
+        Some(_) => return Err(ApiError::invalid("upsert", "upsert must be true or false")),
+    };
+    let Some(Value::Array(items)) = body.remove("items") else {
+        return Err(ApiError::invalid(
+            "items",
+            "items must be an array of tasks",
+        ));
+    };
+    if items.len() > MAX_BULK_ITEMS {
+        return Err(ApiError::invalid(
+            "items",
+            format!(
+                "at most {MAX_BULK_ITEMS} tasks a call (got {}); send the rest in further calls",
+                items.len()
+            ),
+        ));
+    }
+    let mut seen: HashMap<(String, String), usize> = HashMap::with_capacity(items.len());
+    let mut inputs = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        let input = task_input(item, allowlist).map_err(|err| err.in_item(index))?;
+        let key = (input.scene.clone(), input.name.clone());
+        if let Some(first) = seen.insert(key, index) {
+            let message = format!("the same scene and name as items[{first}]");
+            return Err(ApiError::invalid("name", message).in_item(index));
+        }
+        inputs.push(input);
+    }
+    Ok((inputs, upsert))
+}
+
+/// A body read as bytes, parsed as JSON.
+fn json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|err| ApiError::Invalid {
+        field: None,
+        message: format!("invalid JSON body: {err}"),
+    })
+}
+
+/// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
+pub fn task_input(body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiError> {
+    let mut body = object(body, TASK_FIELDS)?;
     let cron = cron(required_string(&mut body, "cron")?)?;
     Ok(TaskInput {
         name: text(required_string(&mut body, "name")?, "name", MAX_NAME_CHARS)?,
@@ -193,22 +248,7 @@ pub fn trigger_params(body: &[u8]) -> Result<Option<String>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let value: Value = serde_json::from_slice(body).map_err(|err| ApiError::Invalid {
-        field: None,
-        message: format!("invalid JSON body: {err}"),
-    })?;
-    let Value::Object(mut body) = value else {
-        return Err(ApiError::Invalid {
-            field: None,
-            message: "the body must be a JSON object".into(),
-        });
-    };
-    if let Some(unknown) = body.keys().find(|k| k.as_str() != "params") {
-        return Err(ApiError::invalid(
-            unknown.clone(),
-            format!("unknown field `{unknown}`"),
-        ));
-    }
+    let mut body = object(json(body)?, &["params"])?;
     match body.remove("params") {
         None | Some(Value::Null) => Ok(None),
         value => params(value).map(Some),

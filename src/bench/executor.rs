@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix_web::{dev::ServerHandle, web, App, HttpResponse, HttpServer};
 use anyhow::Context as _;
@@ -46,6 +46,8 @@ struct Shared {
     behaviour: Behaviour,
     deliveries: Mutex<Vec<Delivery>>,
     counters: Counters,
+    /// Round trips of the window's accepted callbacks, in ms.
+    callback_ms: Mutex<Vec<f64>>,
     /// `/api/callback` URLs of the ax processes, known once they are up.
     callback_urls: OnceLock<Vec<String>>,
     next_callback: AtomicUsize,
@@ -54,8 +56,12 @@ struct Shared {
 }
 
 impl Shared {
+    fn in_window(&self, scheduled_at: i64) -> bool {
+        self.window.get().is_some_and(|w| w.contains(&scheduled_at))
+    }
+
     fn count(&self, counter: &AtomicU64, scheduled_at: i64) {
-        if self.window.get().is_some_and(|w| w.contains(&scheduled_at)) {
+        if self.in_window(scheduled_at) {
             counter.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -82,6 +88,7 @@ impl MockExecutor {
             behaviour,
             deliveries: Mutex::new(Vec::with_capacity(1 << 16)),
             counters: Counters::default(),
+            callback_ms: Mutex::new(Vec::new()),
             callback_urls: OnceLock::new(),
             next_callback: AtomicUsize::new(0),
             window: OnceLock::new(),
@@ -139,6 +146,18 @@ impl MockExecutor {
 
     pub fn counters(&self) -> &Counters {
         &self.shared.counters
+    }
+
+    /// Round trips of the window's accepted callbacks, in ms, sorted.
+    pub fn callback_ms(&self) -> Vec<f64> {
+        let mut ms = self
+            .shared
+            .callback_ms
+            .lock()
+            .map(|ms| ms.clone())
+            .unwrap_or_default();
+        ms.sort_by(f64::total_cmp);
+        ms
     }
 
     pub async fn stop(&self) {
@@ -221,9 +240,16 @@ async fn send_callback(shared: &Shared, client: &awc::Client, delivery: &Deliver
         "callbackToken": token,
         "status": ReportedStatus::Success,
     });
+    let sent = Instant::now();
     match client.post(url).send_json(&body).await {
         Ok(response) if response.status().is_success() => {
             shared.count(&counters.callbacks_ok, delivery.scheduled_at);
+            if shared.in_window(delivery.scheduled_at) {
+                let ms = sent.elapsed().as_secs_f64() * 1000.0;
+                if let Ok(mut all) = shared.callback_ms.lock() {
+                    all.push(ms);
+                }
+            }
         }
         Ok(response) => {
             log::debug!("callback {request_id}: HTTP {}", response.status());

@@ -27,7 +27,7 @@ use analysis::{cpu_percent, expected_fires, match_deliveries, received_within, t
 use cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
 use db::BenchStore;
 use executor::{Behaviour, MockExecutor};
-use report::{round1, Lag, Report};
+use report::{round1, round2, Lag, Report};
 
 /// Exit status for bad arguments, as for every ax command.
 const EXIT_USAGE: u8 = 2;
@@ -296,6 +296,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     let ax_clean_exit = cluster.stop(STOP_TIMEOUT).await;
     let ax_log_warnings = count_log_warnings(&cluster.logs());
     let deliveries = executor.deliveries();
+    let callback_ms = executor.callback_ms();
     executor.stop().await;
 
     let expected = expected_fires(&tasks, start, end);
@@ -324,7 +325,8 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
             received_within(&deliveries, start.timestamp(), end.timestamp()) as f64
                 / args.duration as f64,
         ),
-        lag_ms: Lag::of(&matching),
+        lag_ms: Lag::of(&matching.lags_ms),
+        callback_ms: Lag::of(&callback_ms),
         lost: matching.lost,
         duplicate_deliveries: matching.duplicate_deliveries,
         unexpected: matching.unexpected,
@@ -339,7 +341,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         db_statements_per_fire: window
             .questions
             .filter(|_| matching.delivered > 0)
-            .map(|q| round1(q as f64 / matching.delivered as f64)),
+            .map(|q| round2(q as f64 / matching.delivered as f64)),
         injected_failures: load(&counters.injected_failures),
         callbacks_ok: load(&counters.callbacks_ok),
         callback_errors: load(&counters.callback_errors),

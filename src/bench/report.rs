@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::analysis::{percentile, Matching};
+use super::analysis::percentile;
 
 /// Everything one run measured. Field names are the report's keys.
 #[derive(Debug, Serialize)]
@@ -27,6 +27,9 @@ pub struct Report {
     pub received_per_sec: f64,
     /// Receive time minus scheduled time of the window's deliveries.
     pub lag_ms: Lag,
+    /// `--mode callback`: the executor's round trip of the window's accepted callbacks, from
+    /// sending to ax's answer (which comes once the result is committed).
+    pub callback_ms: Lag,
     pub lost: usize,
     pub duplicate_deliveries: usize,
     /// Distinct runs delivered in the window that no task's schedule holds.
@@ -43,7 +46,8 @@ pub struct Report {
     pub open_after_stop: BTreeMap<String, u64>,
     pub ax_cpu_percent: Option<f64>,
     pub ax_peak_rss_mb: f64,
-    /// MariaDB `Questions` (server-wide) during the window per delivered run; null on SQLite.
+    /// MariaDB `Questions` (server-wide) during the window per delivered run, to two decimals;
+    /// null on SQLite.
     pub db_statements_per_fire: Option<f64>,
     /// Executor counters, for runs scheduled in the window.
     pub injected_failures: u64,
@@ -60,7 +64,7 @@ pub struct Report {
     pub elapsed_secs: f64,
 }
 
-/// Percentiles of the lag, in milliseconds; null when nothing was delivered.
+/// Percentiles of durations in milliseconds (the lag may be negative); null when there are none.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct Lag {
     pub p50: Option<f64>,
@@ -71,8 +75,8 @@ pub struct Lag {
 }
 
 impl Lag {
-    pub fn of(matching: &Matching) -> Lag {
-        let lags = &matching.lags_ms;
+    /// Summarises values sorted in ascending order.
+    pub fn of(lags: &[f64]) -> Lag {
         Lag {
             p50: percentile(lags, 50.0).map(round1),
             p99: percentile(lags, 99.0).map(round1),
@@ -87,6 +91,11 @@ pub fn round1(value: f64) -> f64 {
     (value * 10.0).round() / 10.0
 }
 
+/// Rounds to two decimals, for ratios near a tenth.
+pub fn round2(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
+}
+
 impl Report {
     pub fn to_json_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|err| format!("{{\"error\":\"{err}\"}}"))
@@ -99,12 +108,8 @@ mod tests {
 
     #[test]
     fn lag_is_summarised_from_sorted_values() {
-        let matching = Matching {
-            lags_ms: vec![-3.0, 1.04, 2.0, 250.56],
-            ..Matching::default()
-        };
         assert_eq!(
-            Lag::of(&matching),
+            Lag::of(&[-3.0, 1.04, 2.0, 250.56]),
             Lag {
                 p50: Some(1.0),
                 p99: Some(250.6),
@@ -112,7 +117,7 @@ mod tests {
                 min: Some(-3.0),
             }
         );
-        let empty = Lag::of(&Matching::default());
+        let empty = Lag::of(&[]);
         assert_eq!(
             serde_json::to_string(&empty).expect("json"),
             r#"{"p50":null,"p99":null,"max":null,"min":null}"#

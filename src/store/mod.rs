@@ -3,32 +3,26 @@
 //! `Db` is an enum of pools; `with_conn!` expands one query body per backend, so every query
 //! is written once and type-checked against both real backends.
 
+mod migrate;
 pub mod models;
 pub mod queries;
 pub mod schema;
 
+pub use migrate::run_migrations;
+
 use std::future::Future;
-use std::path::Path;
 use std::pin::Pin;
 
 use chrono::{DateTime, NaiveDateTime, Timelike, Utc};
-use diesel::{Connection, RunQueryDsl, SqliteConnection};
-use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
+use diesel::SqliteConnection;
 use diesel_async::pooled_connection::bb8::{Pool, PooledConnection};
 use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
-use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use futures_util::FutureExt;
 
 /// The async SQLite connection: diesel's sync connection run on blocking threads.
 pub type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
-
-/// A blocking MySQL connection for the migration harness, which is synchronous.
-type MysqlSyncConn = AsyncConnectionWrapper<AsyncMysqlConnection>;
-
-const MYSQL_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/mysql");
-const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
 
 /// SQLite settings applied to every connection: WAL so readers never block the writer, a busy
 /// timeout so concurrent writers wait instead of failing, and full sync so a committed run
@@ -64,6 +58,19 @@ impl StoreError {
                 kind,
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand
             ),
+            _ => false,
+        }
+    }
+
+    /// The write would give a scene two tasks of one name (`uq_ax_task_scene_name`).
+    pub fn is_name_taken(&self) -> bool {
+        use diesel::result::{DatabaseErrorKind, Error};
+        match self {
+            StoreError::Query(Error::DatabaseError(DatabaseErrorKind::UniqueViolation, info)) => {
+                let message = info.message();
+                // MySQL names the index, SQLite the columns.
+                message.contains("uq_ax_task_scene_name") || message.contains("ax_task.scene")
+            }
             _ => false,
         }
     }
@@ -300,79 +307,6 @@ async fn establish_sqlite(path: String) -> diesel::ConnectionResult<SqliteConn> 
         .await
         .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
     Ok(conn)
-}
-
-/// Applies the embedded migrations on a thread of its own: diesel's migration harness is
-/// synchronous and must not block an actix arbiter.
-pub async fn run_migrations(url: StoreUrl) -> Result<(), StoreError> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(migrate_blocking(&url));
-    });
-    rx.await
-        .map_err(|_| StoreError::Migration("migration thread died".into()))?
-}
-
-fn migrate_blocking(url: &StoreUrl) -> Result<(), StoreError> {
-    match url {
-        StoreUrl::Sqlite(path) => {
-            if let Some(dir) = Path::new(path)
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-            {
-                std::fs::create_dir_all(dir).map_err(|err| {
-                    StoreError::Connect(format!("cannot create {}: {err}", dir.display()))
-                })?;
-            }
-            let mut conn = SqliteConnection::establish(path)
-                .map_err(|err| StoreError::Connect(format!("{path}: {err}")))?;
-            diesel::connection::SimpleConnection::batch_execute(&mut conn, SQLITE_PRAGMAS)?;
-            apply(&mut conn, SQLITE_MIGRATIONS)
-        }
-        StoreUrl::Mysql(url) => {
-            create_mysql_database(url)?;
-            let mut conn = <MysqlSyncConn as Connection>::establish(url)
-                .map_err(|err| StoreError::Connect(err.to_string()))?;
-            // Several ax processes may start at once on a new database: one migrates, the
-            // others wait for it and then find nothing pending.
-            diesel::sql_query("SELECT GET_LOCK('ax_migrations', 120)").execute(&mut conn)?;
-            let applied = apply(&mut conn, MYSQL_MIGRATIONS);
-            diesel::sql_query("SELECT RELEASE_LOCK('ax_migrations')").execute(&mut conn)?;
-            applied
-        }
-    }
-}
-
-fn apply<C, B>(conn: &mut C, migrations: EmbeddedMigrations) -> Result<(), StoreError>
-where
-    C: MigrationHarness<B>,
-    B: diesel::backend::Backend,
-{
-    let applied = conn
-        .run_pending_migrations(migrations)
-        .map_err(|err| StoreError::Migration(err.to_string()))?;
-    for version in applied {
-        log::info!("applied migration {version}");
-    }
-    Ok(())
-}
-
-/// Creates the database a MySQL URL names, if the user may; a user without the right gets the
-/// connection error of the next step instead, which names the real problem.
-fn create_mysql_database(url: &str) -> Result<(), StoreError> {
-    let mut server = url::Url::parse(url).map_err(|_| StoreError::BadUrl(url.to_string()))?;
-    let name = database_name(&server).ok_or_else(|| StoreError::BadUrl(url.to_string()))?;
-    server.set_path("");
-    let mut conn = <MysqlSyncConn as Connection>::establish(server.as_str())
-        .map_err(|err| StoreError::Connect(err.to_string()))?;
-    let sql = format!(
-        "CREATE DATABASE IF NOT EXISTS `{}`",
-        name.replace('`', "``")
-    );
-    if let Err(err) = diesel::connection::SimpleConnection::batch_execute(&mut conn, &sql) {
-        log::warn!("could not create database `{name}`: {err}");
-    }
-    Ok(())
 }
 
 /// A time as stored: UTC, truncated to milliseconds (MySQL `DATETIME(3)` would round the rest,

@@ -7,6 +7,8 @@ use super::schema::{ax_instance, ax_task};
 use super::to_db;
 use crate::run::{NewRun, RequestId, RunStatus, TaskId, TriggerType};
 
+/// Longest task name (`name VARCHAR(128)`: characters).
+pub const MAX_NAME_CHARS: usize = 128;
 /// Longest result `code` a run stores (`callback_code VARCHAR(64)`).
 pub const MAX_CODE_CHARS: usize = 64;
 /// Longest result `message` a run stores.
@@ -68,6 +70,25 @@ pub struct TaskFields {
     pub retry_factor: Option<i32>,
     pub misfire_threshold_secs: Option<i32>,
     pub dependency_timeout_secs: Option<i32>,
+}
+
+impl TaskFields {
+    /// Whether `task` already has this definition (every field a user sets, the status
+    /// included; not its next run or the time of the last change).
+    pub fn defines(&self, task: &Task) -> bool {
+        self.name == task.name
+            && self.scene == task.scene
+            && self.cron == task.cron
+            && self.handler_url == task.handler_url
+            && self.params == task.params
+            && self.max_retry == task.max_retry
+            && self.timeout_ms == task.timeout_ms
+            && self.status == task.status
+            && self.retry_backoff_secs == task.retry_backoff_secs
+            && self.retry_factor == task.retry_factor
+            && self.misfire_threshold_secs == task.misfire_threshold_secs
+            && self.dependency_timeout_secs == task.dependency_timeout_secs
+    }
 }
 
 /// An instance row.

@@ -262,3 +262,73 @@ async fn times_round_trip_exactly(db: &Db) {
         );
     }
 }
+
+/// A database from before names were unique, with clashes: the migration renames the later
+/// tasks of a clash (`name (2)`, …, skipping names in use), then refuses new clashes.
+async fn the_unique_names_migration_renames_clashes(store: &TestStore) {
+    use diesel_async::SimpleAsyncConnection;
+    let db = connect(store).await;
+    // Back to the schema before the migration (its own down.sql), as an older ax left it.
+    let down = match store.is_mysql() {
+        true => include_str!("../../migrations/mysql/2026-12-01-000001_task_names_unique/down.sql"),
+        false => {
+            include_str!("../../migrations/sqlite/2026-12-01-000001_task_names_unique/down.sql")
+        }
+    };
+    let undo =
+        format!("{down}\nDELETE FROM __diesel_schema_migrations WHERE version = '20261201000001';");
+    match &mut conn(&db).await {
+        ax::store::Conn::Mysql(c) => c.batch_execute(&undo).await,
+        ax::store::Conn::Sqlite(c) => c.batch_execute(&undo).await,
+    }
+    .expect("undo the migration");
+    let name = |n: &str, scene: &str| fields(n, scene, TaskStatus::Enabled, Some(base()));
+    let mut ids = Vec::new();
+    for (n, scene) in [
+        ("report", "a"),
+        ("report", "a"),
+        ("report (2)", "a"),
+        ("report", "b"),
+        ("report", "a"),
+    ] {
+        ids.push(insert_task(&db, name(n, scene)).await.id);
+    }
+    drop(db);
+
+    ax::store::run_migrations(ax::store::StoreUrl::parse(&store.url()).expect("url"))
+        .await
+        .expect("the migration runs on clashing names");
+    let db = connect(store).await;
+    let mut names = Vec::new();
+    for id in &ids {
+        let task = find_task(&db, *id).await.expect("task kept");
+        names.push((task.scene, task.name));
+    }
+    let want = [
+        ("a", "report"),
+        ("a", "report (3)"),
+        ("a", "report (2)"),
+        ("b", "report"),
+        ("a", "report (4)"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(s, n)| (s.to_string(), n.to_string()))
+        .collect();
+    assert_eq!(names, want);
+    let clash = tasks::insert(&mut conn(&db).await, name("report", "a"), Vec::new()).await;
+    assert!(
+        clash.as_ref().err().is_some_and(StoreError::is_name_taken),
+        "{clash:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn the_unique_names_migration_renames_clashes_sqlite() {
+    the_unique_names_migration_renames_clashes(&TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn the_unique_names_migration_renames_clashes_mysql() {
+    the_unique_names_migration_renames_clashes(&TestStore::mysql()).await;
+}

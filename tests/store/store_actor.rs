@@ -16,7 +16,35 @@ use crate::support::{
 on_both_backends!(
     store_actor_commits_a_backlog_of_results,
     store_actor_records_claims,
+    a_lone_result_commits_at_once,
 );
+
+/// Natural group commit: on an idle store a result is committed at once, not after the batch
+/// interval (here far longer than the test may take).
+async fn a_lone_result_commits_at_once(db: &Db) {
+    use actix::Actor;
+    let store = StoreHandle::new(
+        StoreActor::new(
+            db.clone(),
+            RetryPolicy::default(),
+            100,
+            Duration::from_secs(600),
+        )
+        .start(),
+    );
+    let task = insert_task(db, fields("lone", "s", TaskStatus::Enabled, None)).await;
+    let id = request_id();
+    insert_instance(db, &fired(task.id, &id, base())).await;
+    let event = report(Some(1), succeeded(None, None), now_db());
+    let decided = actix_rt::time::timeout(Duration::from_secs(30), store.decide(id.clone(), event))
+        .await
+        .expect("committed without waiting for the interval");
+    assert_eq!(
+        applied(decided.expect("committed")).status,
+        RunStatus::Success
+    );
+    assert_eq!(instance(db, &id).await.status, RunStatus::Success);
+}
 
 /// The StoreActor under a burst of results larger than one batch: every caller is answered
 /// after its commit, with the outcome its result had, and every row is final.
@@ -120,7 +148,8 @@ async fn one_refused_write_fails_alone_mysql() {
     const RUNS: usize = 20;
     let test_store = crate::common::TestStore::mysql();
     let db = crate::support::connect(&test_store).await;
-    // A long batch interval: every result below joins one group commit.
+    // The first result commits alone; the others, queued while it commits, join one group
+    // commit.
     let store = StoreHandle::new(
         StoreActor::new(
             db.clone(),

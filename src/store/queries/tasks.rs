@@ -42,29 +42,54 @@ async fn check_upstreams(
     task: Option<TaskId>,
     depends_on: &[TaskId],
 ) -> Result<Option<UpstreamProblem>, StoreError> {
-    if depends_on.is_empty() {
+    Ok(check_all_upstreams(conn, &[(task, depends_on)])
+        .await?
+        .map(|(_, problem)| problem))
+}
+
+/// Checks the new upstreams of several tasks (`None` for a new task) as `check_upstreams`
+/// does, each on the graph the earlier ones leave: the first problem, with its index.
+async fn check_all_upstreams(
+    conn: &mut Conn,
+    tasks: &[(Option<TaskId>, &[TaskId])],
+) -> Result<Option<(usize, UpstreamProblem)>, StoreError> {
+    let mut wanted: Vec<TaskId> = tasks
+        .iter()
+        .flat_map(|(_, up)| up.iter().copied())
+        .collect();
+    if wanted.is_empty() {
         return Ok(None);
     }
+    wanted.sort_unstable();
+    wanted.dedup();
     meta::lock_dependency_graph(conn).await?;
-    let query = t::ax_task.filter(t::id.eq_any(depends_on)).select(t::id);
+    let query = t::ax_task.filter(t::id.eq_any(&wanted)).select(t::id);
     let found: Vec<TaskId> = match conn {
         Conn::Mysql(c) => query.for_update().load(&mut **c).await?,
         Conn::Sqlite(c) => query.load(&mut **c).await?,
     };
-    let unknown: Vec<TaskId> = depends_on
-        .iter()
-        .copied()
-        .filter(|id| !found.contains(id))
-        .collect();
-    if !unknown.is_empty() {
-        return Ok(Some(UpstreamProblem::Unknown(unknown)));
-    }
-    // A new task has no downstreams yet: it cannot close a cycle.
-    let Some(task) = task else {
-        return Ok(None);
+    // A new task has no downstreams yet: only changed ones can close a cycle.
+    let mut edges = match tasks.iter().any(|(task, _)| task.is_some()) {
+        true => all_dependencies(conn).await?,
+        false => Vec::new(),
     };
-    let edges = all_dependencies(conn).await?;
-    Ok(dependency_cycle(&edges, task, depends_on).map(UpstreamProblem::Cycle))
+    for (index, &(task, depends_on)) in tasks.iter().enumerate() {
+        let unknown: Vec<TaskId> = depends_on
+            .iter()
+            .copied()
+            .filter(|id| !found.contains(id))
+            .collect();
+        if !unknown.is_empty() {
+            return Ok(Some((index, UpstreamProblem::Unknown(unknown))));
+        }
+        let Some(task) = task else { continue };
+        if let Some(cycle) = dependency_cycle(&edges, task, depends_on) {
+            return Ok(Some((index, UpstreamProblem::Cycle(cycle))));
+        }
+        edges.retain(|(from, _)| *from != task);
+        edges.extend(depends_on.iter().map(|&up| (task, up)));
+    }
+    Ok(None)
 }
 
 /// Inserts a task with its upstreams and returns it as stored, or why its upstreams are
@@ -453,4 +478,173 @@ pub async fn due_until(
         .select(Task::as_select())
         .load(c)
         .await)?)
+}
+
+/// One task of a bulk registration: its fields and upstreams.
+#[derive(Debug, Clone)]
+pub struct BulkItem {
+    pub fields: TaskFields,
+    pub depends_on: Vec<TaskId>,
+}
+
+/// What a bulk registration did.
+#[derive(Debug, Clone, Default)]
+pub struct BulkOutcome {
+    /// The created and changed tasks, as stored.
+    pub created: Vec<Task>,
+    pub updated: Vec<Task>,
+    pub unchanged: usize,
+}
+
+/// Why a bulk registration wrote nothing: the item at `index` and its problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BulkRefusal {
+    pub index: usize,
+    pub problem: BulkProblem,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BulkProblem {
+    /// Its `(scene, name)` is this task's, and the call does not upsert.
+    Exists(TaskId),
+    Upstreams(UpstreamProblem),
+}
+
+/// Registers tasks in one transaction, all or none. Each item is matched by `(scene, name)`:
+/// a new one is inserted (all in one statement); an existing one is refused without `upsert`,
+/// left alone when its definition and upstreams are the same, replaced otherwise. The items'
+/// `(scene, name)` must differ from each other (the caller checks).
+pub async fn register(
+    conn: &mut Conn,
+    items: Vec<BulkItem>,
+    upsert: bool,
+) -> Result<Result<BulkOutcome, BulkRefusal>, StoreError> {
+    conn.transaction(|conn| {
+        Box::pin(async move {
+            let existing = by_scene_and_name(conn, &items).await?;
+            let ids: Vec<TaskId> = existing.values().map(|task| task.id).collect();
+            let upstreams = dependencies_of(conn, &ids).await?;
+            // The items to write, in order: `None` to insert, the task's id to replace.
+            let mut writes: Vec<(usize, Option<TaskId>)> = Vec::new();
+            let mut unchanged = 0;
+            for (index, item) in items.iter().enumerate() {
+                let key = (item.fields.scene.clone(), item.fields.name.clone());
+                match existing.get(&key) {
+                    None => writes.push((index, None)),
+                    Some(task) if !upsert => {
+                        let problem = BulkProblem::Exists(task.id);
+                        return Ok(Err(BulkRefusal { index, problem }));
+                    }
+                    Some(task)
+                        if item.fields.defines(task)
+                            && upstreams.get(&task.id).map_or(&[][..], Vec::as_slice)
+                                == item.depends_on.as_slice() =>
+                    {
+                        unchanged += 1
+                    }
+                    Some(task) => writes.push((index, Some(task.id))),
+                }
+            }
+            // Checked before anything is written: a refusal returns with nothing to undo.
+            let checks: Vec<(Option<TaskId>, &[TaskId])> = writes
+                .iter()
+                .map(|&(n, id)| (id, items[n].depends_on.as_slice()))
+                .collect();
+            if let Some((at, problem)) = check_all_upstreams(conn, &checks).await? {
+                let (index, problem) = (writes[at].0, BulkProblem::Upstreams(problem));
+                return Ok(Err(BulkRefusal { index, problem }));
+            }
+            let new = writes.iter().filter(|(_, id)| id.is_none());
+            insert_all(conn, new.map(|&(n, _)| &items[n].fields)).await?;
+            let stored = by_scene_and_name(conn, &items).await?;
+            let (mut created, mut updated) = (Vec::new(), Vec::new());
+            for &(index, existed) in &writes {
+                let item = &items[index];
+                let key = (item.fields.scene.clone(), item.fields.name.clone());
+                let id = stored
+                    .get(&key)
+                    .map(|task| task.id)
+                    .ok_or(StoreError::Query(diesel::NotFound))?;
+                if existed.is_some() {
+                    with_conn!(conn, |c| diesel::update(t::ax_task.find(id))
+                        .set(&item.fields)
+                        .execute(c)
+                        .await)?;
+                    updated.push(id);
+                } else {
+                    created.push(id);
+                }
+                if existed.is_some() || !item.depends_on.is_empty() {
+                    set_dependencies(conn, id, &item.depends_on).await?;
+                }
+            }
+            Ok(Ok(BulkOutcome {
+                created: find_many(conn, created).await?,
+                updated: find_many(conn, updated).await?,
+                unchanged,
+            }))
+        })
+    })
+    .await
+}
+
+/// The stored tasks that have the `(scene, name)` of one of `items`.
+async fn by_scene_and_name(
+    conn: &mut Conn,
+    items: &[BulkItem],
+) -> Result<HashMap<(String, String), Task>, StoreError> {
+    let mut scenes: Vec<&str> = items.iter().map(|i| i.fields.scene.as_str()).collect();
+    let mut names: Vec<&str> = items.iter().map(|i| i.fields.name.as_str()).collect();
+    scenes.sort_unstable();
+    scenes.dedup();
+    names.sort_unstable();
+    names.dedup();
+    let wanted: std::collections::HashSet<(&str, &str)> = items
+        .iter()
+        .map(|i| (i.fields.scene.as_str(), i.fields.name.as_str()))
+        .collect();
+    // Scenes × names covers every pair asked for (and maybe more, dropped here).
+    let rows: Vec<Task> = with_conn!(conn, |c| t::ax_task
+        .filter(t::scene.eq_any(&scenes))
+        .filter(t::name.eq_any(&names))
+        .select(Task::as_select())
+        .load(c)
+        .await)?;
+    Ok(rows
+        .into_iter()
+        .filter(|task| wanted.contains(&(task.scene.as_str(), task.name.as_str())))
+        .map(|task| ((task.scene.clone(), task.name.clone()), task))
+        .collect())
+}
+
+/// Inserts tasks (on MySQL in one statement).
+async fn insert_all<'a>(
+    conn: &mut Conn,
+    fields: impl Iterator<Item = &'a TaskFields>,
+) -> Result<(), StoreError> {
+    let rows: Vec<_> = fields
+        .map(|f| (f.clone(), t::created_at.eq(f.updated_at)))
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    match conn {
+        Conn::Mysql(c) => {
+            diesel::insert_into(t::ax_task)
+                .values(&rows)
+                .execute(&mut **c)
+                .await?;
+        }
+        // The async SQLite wrapper has no multi-row insert; rows of an in-process file are
+        // cheap one at a time.
+        Conn::Sqlite(c) => {
+            for row in &rows {
+                diesel::insert_into(t::ax_task)
+                    .values(row)
+                    .execute(&mut **c)
+                    .await?;
+            }
+        }
+    }
+    Ok(())
 }
