@@ -124,7 +124,8 @@ pub struct TaskStats {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
     pub by_status: HashMap<String, i64>,
-    /// Trigger lag (recorded minus scheduled) percentiles in milliseconds: p50, p90, p99, max.
+    /// Trigger lag (first dispatched minus scheduled) percentiles in milliseconds: p50, p90,
+    /// p99, max; `None` when no run of the window was dispatched.
     pub lag_ms: Option<[i64; 4]>,
 }
 
@@ -506,9 +507,11 @@ impl Service {
             .await?;
         let mut by_status: HashMap<String, i64> = HashMap::new();
         let mut lags: Vec<i64> = Vec::with_capacity(rows.len());
-        for (status, scheduled, triggered) in rows {
+        for (status, scheduled, dispatched) in rows {
             *by_status.entry(status.to_string()).or_default() += 1;
-            lags.push((triggered - scheduled).num_milliseconds());
+            if let Some(dispatched) = dispatched {
+                lags.push((dispatched - scheduled).num_milliseconds());
+            }
         }
         lags.sort_unstable();
         let lag_ms = (!lags.is_empty()).then(|| {

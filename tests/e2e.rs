@@ -6,11 +6,14 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use common::{config, raw_exchange, start_ax, status_and_header, Api, Executor, Reply, TestStore};
+use common::{
+    config, raw_exchange, start_ax, status_and_header, unique_name, Api, Executor, Reply, TestStore,
+};
 use serde_json::{json, Value};
 
+/// A task firing every second; each call names a new one.
 fn every_second(handler: &str) -> Value {
-    json!({"name": "tick", "cron": "* * * * * *", "handlerUrl": handler, "params": {"k": "v"}})
+    json!({"name": unique_name("tick"), "cron": "* * * * * *", "handlerUrl": handler, "params": {"k": "v"}})
 }
 
 fn time(value: &Value) -> DateTime<Utc> {

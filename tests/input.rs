@@ -3,11 +3,11 @@
 
 mod common;
 
-use common::{config, raw_exchange, start_ax, Api, TestStore};
+use common::{config, raw_exchange, start_ax, unique_name, Api, TestStore};
 use serde_json::{json, Value};
 
 fn task(cron: &str, handler: &str) -> Value {
-    json!({"name": "input", "cron": cron, "handlerUrl": handler})
+    json!({"name": unique_name("input"), "cron": cron, "handlerUrl": handler})
 }
 
 /// A valid cron of exactly `len` (at least 181) characters: a seconds list of every second,

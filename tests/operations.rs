@@ -395,6 +395,14 @@ async fn history_and_stats() {
         lag["max"].as_i64() < Some(2000),
         "fired within the second: {stats}"
     );
+    // The lag is the first dispatch's, never before the run's second (its row is recorded
+    // half a second ahead).
+    assert!(lag["p50"].as_i64() >= Some(0), "{stats}");
+    let (_, runs) = api.get(&format!("/api/instances?taskId={b}&limit=5")).await;
+    for run in runs["items"].as_array().expect("items") {
+        let (scheduled, sent) = (run["scheduledAt"].as_str(), run["dispatchedAt"].as_str());
+        assert!(sent.is_some() && sent >= scheduled, "{run}");
+    }
     let (status, _) = api.get(&format!("/api/tasks/{b}/stats?windowSecs=1")).await;
     assert_eq!(status, 400);
     ax.shutdown().await;

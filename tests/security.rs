@@ -5,13 +5,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{config, start_ax, status_and_header, Api, Executor, Reply, TestStore};
+use common::{config, start_ax, status_and_header, unique_name, Api, Executor, Reply, TestStore};
 use serde_json::{json, Value};
 
 const TOKEN: &str = "admin-s3cret";
 
 fn body(handler: &str) -> Value {
-    json!({"name": "t", "cron": "0 0 0 1 1 *", "handlerUrl": handler})
+    json!({"name": unique_name("t"), "cron": "0 0 0 1 1 *", "handlerUrl": handler})
 }
 
 async fn call_with(

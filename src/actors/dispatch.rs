@@ -251,6 +251,7 @@ async fn deliver(
             attempt: Some(job.attempt),
             outcome,
             at: Utc::now(),
+            sent_at: Some(started),
         }),
         blind,
     }

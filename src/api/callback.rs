@@ -158,6 +158,7 @@ fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError>
         attempt,
         outcome,
         at: state.service.now(),
+        sent_at: None,
     };
     Ok((request_id, report))
 }

@@ -95,6 +95,8 @@ pub struct InstanceView {
     dispatched_attempt: i32,
     /// While a dispatcher holds the current attempt: when its claim lapses.
     claimed_until: Option<String>,
+    /// When the first attempt was sent to the handler (its lag: this minus `scheduledAt`).
+    dispatched_at: Option<String>,
 }
 
 impl From<Instance> for InstanceView {
@@ -119,6 +121,7 @@ impl From<Instance> for InstanceView {
             params: run.params.and_then(|p| serde_json::from_str(&p).ok()),
             dispatched_attempt: run.dispatched_attempt,
             claimed_until: run.claimed_until.map(time),
+            dispatched_at: run.dispatched_at.map(time),
         }
     }
 }

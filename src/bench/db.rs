@@ -13,8 +13,9 @@ use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 
 use super::StoreKind;
-use crate::run::RunStatus;
+use crate::run::{RunStatus, TaskId};
 use crate::store::schema::ax_instance::dsl as i;
+use crate::store::schema::ax_task::dsl as t;
 use crate::store::{to_db, Db};
 use crate::with_conn;
 
@@ -67,6 +68,16 @@ impl BenchStore {
             .parse()
             .with_context(|| format!("Questions is not a number: {}", row.value))?;
         Ok(Some(value))
+    }
+
+    /// Every task's id and name.
+    pub async fn task_names(&self) -> anyhow::Result<Vec<(i64, String)>> {
+        let mut conn = self.db.conn().await?;
+        let rows: Vec<(TaskId, String)> = with_conn!(&mut conn, |c| t::ax_task
+            .select((t::id, t::name))
+            .load(c)
+            .await)?;
+        Ok(rows.into_iter().map(|(id, name)| (id.0, name)).collect())
     }
 
     /// Instance rows beyond the first of a (task, scheduled second): what the compare-and-set

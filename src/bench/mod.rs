@@ -32,8 +32,8 @@ use report::{round1, round2, Lag, Report};
 /// Exit status for bad arguments, as for every ax command.
 const EXIT_USAGE: u8 = 2;
 const REDIS_URL: &str = "redis://127.0.0.1:6379";
-/// Task registrations in flight at once.
-const REGISTER_CONCURRENCY: u32 = 64;
+/// Bulk registration calls in flight at once.
+const REGISTER_CONCURRENCY: usize = 4;
 /// The largest run the bench accepts: expected runs are held in memory.
 const MAX_EXPECTED_RUNS: u64 = 20_000_000;
 
@@ -267,7 +267,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     let limit = registration_limit(args.tasks);
     let tasks = tokio::time::timeout(
         limit,
-        register_tasks(&cluster.base_urls(), &executor.url, args),
+        register_tasks(&cluster.base_urls(), &executor.url, args, &store),
     )
     .await
     .map_err(|_| anyhow!("registering {} tasks took over {limit:?}", args.tasks))??;
@@ -395,56 +395,84 @@ impl Window {
 
 /// Registers the bench's tasks, round-robin over the ax processes, a bounded number at a time;
 /// returns each task's id and schedule.
+/// Registers the tasks through `POST /api/tasks/bulk`, a thousand a call, calls spread over
+/// the ax processes; then reads their ids from the store.
 async fn register_tasks(
     ax_urls: &[String],
     handler_url: &str,
     args: &Args,
+    store: &BenchStore,
 ) -> anyhow::Result<Vec<(i64, CronSchedule)>> {
     let client = awc::Client::builder()
-        .connector(awc::Connector::new().limit(REGISTER_CONCURRENCY as usize))
-        .timeout(Duration::from_secs(30))
+        .connector(awc::Connector::new().limit(REGISTER_CONCURRENCY))
+        .timeout(Duration::from_secs(60))
         .finish();
     let client = &client;
-    let lanes = (0..REGISTER_CONCURRENCY).map(|lane| async move {
-        let mut registered = Vec::new();
-        for index in (lane..args.tasks).step_by(REGISTER_CONCURRENCY as usize) {
-            let ax_url = &ax_urls[index as usize % ax_urls.len()];
-            registered.push(
-                register_task(client, ax_url, handler_url, index, args.period)
+    let calls: Vec<Vec<u32>> = (0..args.tasks)
+        .collect::<Vec<u32>>()
+        .chunks(BULK_ITEMS)
+        .map(<[u32]>::to_vec)
+        .collect();
+    let lanes = (0..REGISTER_CONCURRENCY).map(|lane| {
+        let calls = &calls;
+        async move {
+            for n in (lane..calls.len()).step_by(REGISTER_CONCURRENCY) {
+                let ax_url = &ax_urls[n % ax_urls.len()];
+                register_bulk(client, ax_url, handler_url, &calls[n], args.period)
                     .await
-                    .with_context(|| format!("cannot register task {index} on {ax_url}"))?,
-            );
+                    .with_context(|| format!("cannot register tasks on {ax_url}"))?;
+            }
+            anyhow::Ok(())
         }
-        anyhow::Ok(registered)
     });
-    let mut tasks = Vec::with_capacity(args.tasks as usize);
     for lane in join_all(lanes).await {
-        tasks.extend(lane?);
+        lane?;
+    }
+    let mut tasks = Vec::with_capacity(args.tasks as usize);
+    for (id, name) in store.task_names().await? {
+        let index: u32 = name
+            .strip_prefix(TASK_NAME_PREFIX)
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| anyhow!("a task the bench did not register: `{name}`"))?;
+        let cron = task_cron(index, args.period);
+        let schedule = CronSchedule::parse(&cron).with_context(|| format!("bad cron `{cron}`"))?;
+        tasks.push((id, schedule));
+    }
+    if tasks.len() != args.tasks as usize {
+        bail!("{} tasks registered, {} stored", args.tasks, tasks.len());
     }
     Ok(tasks)
 }
 
-async fn register_task(
+/// Names of the bench's tasks: the prefix and the task's index.
+const TASK_NAME_PREFIX: &str = "bench-";
+/// Tasks per bulk call: the most the API takes.
+const BULK_ITEMS: usize = 1000;
+
+async fn register_bulk(
     client: &awc::Client,
     ax_url: &str,
     handler_url: &str,
-    index: u32,
+    indexes: &[u32],
     period: u32,
-) -> anyhow::Result<(i64, CronSchedule)> {
-    let cron = task_cron(index, period);
-    let schedule = CronSchedule::parse(&cron).with_context(|| format!("bad cron `{cron}`"))?;
-    let body = json!({
-        "name": format!("bench-{index}"),
-        "scene": "bench",
-        "cron": cron,
-        "handlerUrl": handler_url,
-        "timeoutMs": 30_000,
-        "maxRetry": 0,
-    });
+) -> anyhow::Result<()> {
+    let items: Vec<Value> = indexes
+        .iter()
+        .map(|&index| {
+            json!({
+                "name": format!("{TASK_NAME_PREFIX}{index}"),
+                "scene": "bench",
+                "cron": task_cron(index, period),
+                "handlerUrl": handler_url,
+                "timeoutMs": 30_000,
+                "maxRetry": 0,
+            })
+        })
+        .collect();
     // awc's errors are not `Send`: keep their text only.
     let mut response = client
-        .post(format!("{ax_url}/api/tasks"))
-        .send_json(&body)
+        .post(format!("{ax_url}/api/tasks/bulk"))
+        .send_json(&json!({"items": items}))
         .await
         .map_err(|err| anyhow!("{err}"))?;
     let bytes = response
@@ -452,18 +480,14 @@ async fn register_task(
         .limit(1 << 20)
         .await
         .map_err(|err| anyhow!("reading the reply: {err}"))?;
-    if response.status().as_u16() != 201 {
+    if response.status().as_u16() != 200 {
         bail!(
             "HTTP {}: {}",
             response.status(),
             String::from_utf8_lossy(&bytes)
         );
     }
-    let task: Value = serde_json::from_slice(&bytes).context("the reply is not JSON")?;
-    let id = task["id"]
-        .as_i64()
-        .ok_or_else(|| anyhow!("no id in the reply: {task}"))?;
-    Ok((id, schedule))
+    Ok(())
 }
 
 /// The first whole second at or after `at`.

@@ -101,6 +101,15 @@ pub struct Report {
     pub attempt: Option<i32>,
     pub outcome: Outcome,
     pub at: DateTime<Utc>,
+    /// When ax sent the attempt: set on a dispatcher's reply, not on a callback.
+    pub sent_at: Option<DateTime<Utc>>,
+}
+
+impl Report {
+    /// The first attempt's sending time, which its reply records.
+    fn first_dispatch(&self, attempt: i32) -> Option<DateTime<Utc>> {
+        self.sent_at.filter(|_| attempt == 1)
+    }
 }
 
 /// What an attempt came to.
@@ -182,6 +191,8 @@ pub struct Change {
     pub deadline_at: Option<Option<DateTime<Utc>>>,
     pub finished_at: Option<DateTime<Utc>>,
     pub claimant: Option<String>,
+    /// Set by the first attempt's reply: when it was sent.
+    pub dispatched_at: Option<DateTime<Utc>>,
 }
 
 /// One change of a run's row and the condition it holds on.
@@ -226,6 +237,7 @@ pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
                     retry: true,
                 },
                 at: *at,
+                sent_at: None,
             };
             on_report(run, &report)
         }
@@ -274,28 +286,39 @@ pub fn blind(event: &Event) -> Option<Write> {
     match event {
         // A SUCCESS ends any open run it was dispatched for (see `on_report`); one for an
         // attempt never dispatched is refused there, so it must not hold here either.
-        Event::Report(Report {
-            attempt: Some(attempt),
-            outcome: Outcome::Succeeded { code, message },
-            at,
-        }) if *attempt >= 1 => Some(Write {
+        Event::Report(
+            report @ Report {
+                attempt: Some(attempt),
+                outcome: Outcome::Succeeded { code, message },
+                at,
+                ..
+            },
+        ) if *attempt >= 1 => Some(Write {
             expect: Expect {
                 dispatched_at_least: Some(*attempt),
                 ..Expect::status(DISPATCHABLE)
             },
-            change: finish(RunStatus::Success, code.clone(), message.clone(), *at),
+            change: Change {
+                dispatched_at: report.first_dispatch(*attempt),
+                ..finish(RunStatus::Success, code.clone(), message.clone(), *at)
+            },
         }),
-        Event::Report(Report {
-            attempt: Some(attempt),
-            outcome: Outcome::Accepted { deadline },
-            ..
-        }) => Some(Write {
+        Event::Report(
+            report @ Report {
+                attempt: Some(attempt),
+                outcome: Outcome::Accepted { deadline },
+                ..
+            },
+        ) => Some(Write {
             expect: Expect {
                 attempt: Some(*attempt),
                 dispatched: Some(*attempt),
                 ..Expect::status(RunStatus::Ready.only())
             },
-            change: running(*deadline),
+            change: Change {
+                dispatched_at: report.first_dispatch(*attempt),
+                ..running(*deadline)
+            },
         }),
         // A deleted task's runs end the same way in every open state.
         Event::TaskDeleted { at } => Some(Write {
@@ -375,7 +398,10 @@ fn on_report(run: &RunState, report: &Report) -> Result<Write, Refusal> {
     };
     Ok(Write {
         expect: Expect::seen(run),
-        change,
+        change: Change {
+            dispatched_at: report.first_dispatch(attempt),
+            ..change
+        },
     })
 }
 

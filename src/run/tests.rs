@@ -80,6 +80,7 @@ fn report(attempt: Option<i32>, outcome: Outcome, now: i64) -> Event {
         attempt,
         outcome,
         at: at(now),
+        sent_at: None,
     })
 }
 
@@ -936,6 +937,62 @@ fn conditions_of_writes() {
     deliver(&mut row, &claim(2, "B", 200, 125)).unwrap();
     assert!(!task_gone.expect.holds(&row));
     assert!(blind(&task_deleted(150)).unwrap().expect.holds(&row));
+}
+
+/// The first attempt's reply records when it was sent, blind or decided; a callback, a
+/// timeout and a retry's reply do not.
+#[test]
+fn the_first_attempts_reply_records_when_it_was_sent() {
+    let sent = |attempt: i32, outcome: Outcome| {
+        Event::Report(Report {
+            attempt: Some(attempt),
+            outcome,
+            at: at(120),
+            sent_at: Some(at(101)),
+        })
+    };
+    let success = || Outcome::Succeeded {
+        code: None,
+        message: None,
+    };
+    let first = state(Ready, 1, 1);
+    for event in [
+        sent(1, success()),
+        sent(1, failure(true)),
+        sent(1, Outcome::Accepted { deadline: at(150) }),
+    ] {
+        let decided = on_event(&first, &event).unwrap();
+        assert_eq!(decided.change.dispatched_at, Some(at(101)), "{event:?}");
+        if let Some(write) = blind(&event) {
+            assert_eq!(write.change.dispatched_at, Some(at(101)), "{event:?}");
+        }
+    }
+    let retry = state(Ready, 2, 2);
+    assert_eq!(
+        on_event(&retry, &sent(2, success()))
+            .unwrap()
+            .change
+            .dispatched_at,
+        None
+    );
+    assert_eq!(
+        blind(&sent(2, success())).unwrap().change.dispatched_at,
+        None
+    );
+    let callback = succeeded(Some(1), 120);
+    assert_eq!(
+        on_event(&first, &callback).unwrap().change.dispatched_at,
+        None
+    );
+    let running = state(Running, 1, 1);
+    let timeout = Event::TimedOut {
+        attempt: 1,
+        at: at(150),
+    };
+    assert_eq!(
+        on_event(&running, &timeout).unwrap().change.dispatched_at,
+        None
+    );
 }
 
 /// Found by `blind_writes_agree_with_decisions`: a blind SUCCESS held on every READY or

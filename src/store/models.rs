@@ -119,6 +119,8 @@ pub struct Instance {
     pub dispatched_attempt: i32,
     /// READY and dispatched: when the dispatcher's claim lapses.
     pub claimed_until: Option<NaiveDateTime>,
+    /// When the first attempt was sent to the handler.
+    pub dispatched_at: Option<NaiveDateTime>,
 }
 
 /// A new run, inserted when it fires.

@@ -43,6 +43,7 @@ diesel::table! {
         params -> Nullable<Text>,
         dispatched_attempt -> Integer,
         claimed_until -> Nullable<Timestamp>,
+        dispatched_at -> Nullable<Timestamp>,
     }
 }
 

@@ -105,6 +105,13 @@ pub fn config(store: &TestStore, redis: bool, instance_id: &str) -> Config {
     config
 }
 
+/// `prefix-N`, a new N each call: task names are unique in a scene.
+pub fn unique_name(prefix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}-{n}")
+}
+
 /// Starts ax on the wall clock.
 pub async fn start_ax(config: &Config) -> Ax {
     ax::app::start(config, Arc::new(SystemClock))

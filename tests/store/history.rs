@@ -8,7 +8,7 @@ use chrono::NaiveDateTime;
 
 use crate::support::{
     base, conn, fields, insert_instance, insert_task, millis, new_instance, on_both_backends,
-    request_id, runs_of, secs,
+    request_id, runs_of, secs, set_dispatched_at,
 };
 
 on_both_backends!(
@@ -176,11 +176,15 @@ async fn stats_rows_in_range(db: &Db) {
         (x.id, t + secs(10), Success, false),
         (y.id, t + secs(5), Success, false),
     ] {
-        let mut row = new_instance(task, &request_id(), at, status);
-        row.trigger_at = at + millis(250);
-        insert_instance(db, &row).await;
+        let id = request_id();
+        insert_instance(db, &new_instance(task, &id, at, status)).await;
+        // The first attempt's reply records when it was sent (a MISSED run never was).
+        let dispatched = (status != Missed).then(|| at + millis(250));
+        if let Some(sent) = dispatched {
+            set_dispatched_at(db, &id, sent).await;
+        }
         if counted {
-            expected.push((status, at, at + millis(250)));
+            expected.push((status, at, dispatched));
         }
     }
     let mut rows = instances::for_stats(&mut conn(db).await, x.id, t, t + secs(10))

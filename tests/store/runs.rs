@@ -42,6 +42,7 @@ fn report(attempt: Option<i32>, outcome: Outcome, when: DateTime<Utc>) -> Event 
         attempt,
         outcome,
         at: when,
+        sent_at: None,
     })
 }
 
@@ -626,8 +627,9 @@ async fn decide_many_orders_events_of_one_run(db: &Db) {
         ),
     ];
     let mut sets: Vec<Vec<RequestId>> = Vec::new();
-    for _ in 0..2 {
-        let set_task = insert_task(db, fields("set", "s", TaskStatus::Enabled, None)).await;
+    for set in 0..2 {
+        let name = format!("set-{set}");
+        let set_task = insert_task(db, fields(&name, "s", TaskStatus::Enabled, None)).await;
         let mut rids = Vec::new();
         for copy in 0..2 {
             for (k, (birth, _)) in births.iter().enumerate() {

@@ -271,6 +271,7 @@ pub(crate) fn report(attempt: Option<i32>, outcome: Outcome, when: NaiveDateTime
         attempt,
         outcome,
         at: at(when),
+        sent_at: None,
     })
 }
 
@@ -402,3 +403,19 @@ macro_rules! on_both_backends {
 }
 
 pub(crate) use on_both_backends;
+
+/// Sets when a run's first attempt was sent, as its reply would.
+pub(crate) async fn set_dispatched_at(db: &Db, request_id: &RequestId, at: NaiveDateTime) {
+    use ax::store::schema::ax_instance::dsl as i;
+    use diesel::prelude::*;
+    use diesel_async::RunQueryDsl;
+    let mut c = conn(db).await;
+    let changed = ax::with_conn!(&mut c, |c| diesel::update(
+        i::ax_instance.filter(i::request_id.eq(request_id))
+    )
+    .set(i::dispatched_at.eq(Some(at)))
+    .execute(c)
+    .await)
+    .expect("set dispatched_at");
+    assert_eq!(changed, 1);
+}

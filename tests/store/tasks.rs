@@ -564,13 +564,14 @@ async fn dependency_checks_do_not_race_with_writes(db: &Db) {
     const ROUNDS: usize = 200;
     let task_fields = |name: &str| fields(name, "race", TaskStatus::Enabled, None);
     for round in 0..ROUNDS {
-        let a = insert_task(db, task_fields("a")).await;
-        let b = insert_task(db, task_fields("b")).await;
+        let name = |what: &str| format!("{what}-{round}");
+        let a = insert_task(db, task_fields(&name("a"))).await;
+        let b = insert_task(db, task_fields(&name("b"))).await;
         let (ab, ba) = {
             let (mut one, mut two) = (conn(db).await, conn(db).await);
             futures_util::join!(
-                tasks::update(&mut one, a.id, task_fields("a"), vec![b.id]),
-                tasks::update(&mut two, b.id, task_fields("b"), vec![a.id]),
+                tasks::update(&mut one, a.id, task_fields(&name("a")), vec![b.id]),
+                tasks::update(&mut two, b.id, task_fields(&name("b")), vec![a.id]),
             )
         };
         let stored = [ab, ba]
@@ -583,12 +584,12 @@ async fn dependency_checks_do_not_race_with_writes(db: &Db) {
             "round {round}: exactly one half of the cycle is stored"
         );
 
-        let upstream = insert_task(db, task_fields("up")).await;
+        let upstream = insert_task(db, task_fields(&name("up"))).await;
         let (_, created) = {
             let (mut one, mut two) = (conn(db).await, conn(db).await);
             futures_util::join!(
                 tasks::delete(&mut one, upstream.id, from_db(now_db())),
-                tasks::insert(&mut two, task_fields("down"), vec![upstream.id]),
+                tasks::insert(&mut two, task_fields(&name("down")), vec![upstream.id]),
             )
         };
         match created.expect("insert") {

@@ -362,18 +362,18 @@ pub async fn history(
     })?)
 }
 
-/// (status, scheduled, triggered) of a task's runs scheduled in `[from, to)`.
+/// (status, scheduled, first dispatched) of a task's runs scheduled in `[from, to)`.
 pub async fn for_stats(
     conn: &mut Conn,
     task_id: TaskId,
     from: NaiveDateTime,
     to: NaiveDateTime,
-) -> Result<Vec<(RunStatus, NaiveDateTime, NaiveDateTime)>, StoreError> {
+) -> Result<Vec<(RunStatus, NaiveDateTime, Option<NaiveDateTime>)>, StoreError> {
     Ok(with_conn!(conn, |c| i::ax_instance
         .filter(i::task_id.eq(task_id))
         .filter(i::scheduled_at.ge(from))
         .filter(i::scheduled_at.lt(to))
-        .select((i::status, i::scheduled_at, i::trigger_at))
+        .select((i::status, i::scheduled_at, i::dispatched_at))
         .load(c)
         .await)?)
 }

@@ -283,6 +283,10 @@ fn set_columns(change: &Change) -> Vec<(&'static str, Value)> {
         change.finished_at.map(|at| Value::Time(to_db(at))),
     );
     put("fired_by =", change.claimant.clone().map(Value::Text));
+    put(
+        "dispatched_at =",
+        change.dispatched_at.map(|at| Value::Time(to_db(at))),
+    );
     set
 }
 
