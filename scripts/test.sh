@@ -38,6 +38,12 @@ if ! redis_up >/dev/null 2>&1; then
   fi
 fi
 
+# The OpenAPI document is checked by an independent validator, from PyPI.
+if ! python3 -c "import openapi_spec_validator" >/dev/null 2>&1; then
+  echo "test.sh: installing openapi-spec-validator"
+  python3 -m pip install --quiet openapi-spec-validator
+fi
+
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 

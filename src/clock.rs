@@ -5,6 +5,16 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
 
+/// A time as ax shows it to people, in logs and the API: RFC 3339, UTC, milliseconds, `Z`.
+pub fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// `#[serde(serialize_with = "rfc3339_serde")]`: a time in the [`rfc3339`] form.
+pub fn rfc3339_serde<S: serde::Serializer>(at: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*at))
+}
+
 /// A source of the current UTC time.
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> DateTime<Utc>;

@@ -67,7 +67,10 @@ enum CronCommand {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    // Log times in the one form ax shows people: RFC 3339, UTC, milliseconds.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .format_timestamp_millis()
+        .init();
     match Cli::parse().command {
         Command::Serve { config } => with_config(config, serve),
         Command::Migrate { config } => with_config(config, migrate),

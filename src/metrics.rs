@@ -64,7 +64,7 @@ const SECONDS: &[f64] = &[
 const ROWS: &[f64] = &[1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0];
 
 /// How a dispatch attempt ended, as counted.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DispatchResult {
     Success,
     Failed,

@@ -119,6 +119,25 @@ pub struct FirePlan {
     pub decisions: Vec<RunDecision>,
     /// The first time after the plan; `None` if the schedule never fires again.
     pub next: Option<DateTime<Utc>>,
+    /// The schedule's times the plan covers: one per decision, or every period a stalled
+    /// task's one run stands for (counted up to `MAX_COUNTED_PERIODS`).
+    pub periods: u64,
+}
+
+/// Where counting a stalled task's missed periods stops: the log says "at least" beyond.
+pub const MAX_COUNTED_PERIODS: u64 = 1_000_000;
+
+/// The schedule's times from `due` through `through`, `due` included, counted up to
+/// `MAX_COUNTED_PERIODS`.
+fn periods(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>) -> u64 {
+    let (mut count, mut at) = (1, due);
+    while count < MAX_COUNTED_PERIODS {
+        match cron.next_after(at).filter(|next| *next <= through) {
+            Some(next) => (count, at) = (count + 1, next),
+            None => break,
+        }
+    }
+    count
 }
 
 /// Plans the runs of a task due at `due`, seen at `now`.
@@ -142,6 +161,7 @@ pub fn plan_fires(
     FirePlan {
         decisions: vec![decision],
         next: cron.next_after(now - Duration::seconds(1)),
+        periods: periods(cron, due, now),
     }
 }
 
@@ -154,7 +174,12 @@ pub fn plan_each(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>
         decisions.push(RunDecision::Fire(at));
         next = cron.next_after(at);
     }
-    FirePlan { decisions, next }
+    let periods = decisions.len() as u64;
+    FirePlan {
+        decisions,
+        next,
+        periods,
+    }
 }
 
 /// The cycle that giving `task` these upstreams would close, if any (as a path from `task`
@@ -236,6 +261,22 @@ mod tests {
         let plan = plan_fires(&cron("* * * * * *"), at(1, 0, 0), at(1, 0, 9), policy);
         assert_eq!(plan.decisions, vec![RunDecision::Missed(at(1, 0, 0))]);
         assert_eq!(plan.next, Some(at(1, 0, 9)));
+        assert_eq!(plan.periods, 10, "01:00:00 through 01:00:09");
+    }
+
+    #[test]
+    fn a_stalled_tasks_one_run_counts_the_periods_it_stands_for() {
+        let plan = plan_fires(&cron("*/10 * * * * *"), at(1, 0, 0), at(1, 1, 0), POLICY);
+        assert_eq!(plan.decisions, vec![RunDecision::Fire(at(1, 0, 0))]);
+        assert_eq!(plan.periods, 7, "01:00:00, :10, … 01:01:00");
+        let on_time = plan_fires(&cron("* * * * * *"), at(1, 0, 0), at(1, 0, 2), POLICY);
+        assert_eq!((on_time.decisions.len(), on_time.periods), (3, 3));
+        let huge = periods(
+            &cron("* * * * * *"),
+            at(0, 0, 0),
+            at(23, 59, 59) + Duration::days(30),
+        );
+        assert_eq!(huge, MAX_COUNTED_PERIODS);
     }
 
     #[test]

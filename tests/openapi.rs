@@ -135,3 +135,42 @@ async fn metrics_count_what_happens() {
     }
     ax.shutdown().await;
 }
+
+/// Runs the independent validator (`openapi-spec-validator`, installed by `scripts/test.sh`
+/// from PyPI when missing) on a document; its verdict and output.
+fn validate_openapi(doc: &serde_json::Value) -> (bool, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("openapi.json");
+    std::fs::write(&path, doc.to_string()).expect("write the document");
+    let output = std::process::Command::new("python3")
+        .args(["-m", "openapi_spec_validator"])
+        .arg(&path)
+        .output()
+        .expect("run python3 -m openapi_spec_validator");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !text.contains("No module named"),
+        "openapi-spec-validator is missing (scripts/test.sh installs it): {text}"
+    );
+    (output.status.success(), text)
+}
+
+#[actix_rt::test]
+async fn an_openapi_validator_accepts_the_document() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "openapi-valid")).await;
+    let (status, doc) = Api::new(&ax).get("/api/openapi.json").await;
+    assert_eq!(status, 200);
+    let (valid, output) = validate_openapi(&doc);
+    assert!(valid, "{output}");
+    // The validator does refuse a broken document.
+    let mut broken = doc.clone();
+    broken["paths"]["/healthz"]["get"]["responses"] = json!("none");
+    let (valid, output) = validate_openapi(&broken);
+    assert!(!valid, "{output}");
+    ax.shutdown().await;
+}

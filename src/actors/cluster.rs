@@ -8,6 +8,8 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::rfc3339_serde;
+
 use super::lock::{unavailable, LockError, RedisPool};
 
 /// How often a process renews its heartbeat.
@@ -27,7 +29,9 @@ fn heartbeat_key(instance_id: &str) -> String {
 pub struct Member {
     pub instance_id: String,
     pub addr: String,
+    #[serde(serialize_with = "rfc3339_serde")]
     pub started_at: DateTime<Utc>,
+    #[serde(serialize_with = "rfc3339_serde")]
     pub last_seen: DateTime<Utc>,
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use actix_tls::connect::{Connector as TcpConnector, Resolver};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
@@ -14,12 +14,14 @@ use tokio::sync::Semaphore;
 use super::resolver::{GuardedResolver, NotAllowed};
 use super::store::{RunEvent, StoreHandle};
 use super::InFlight;
+use crate::clock::rfc3339;
 use crate::metrics::{metrics, DispatchResult};
-use crate::run::{Event, Outcome, Report, ReportedStatus, RequestId, TaskId};
+use crate::run::{failed_attempt, Event, Outcome, Report, ReportedStatus, RequestId, TaskId};
 use crate::security::{
     callback_token, sign_dispatch, Allowlist, Security, SIGNATURE_HEADER, TIMESTAMP_HEADER,
 };
 use crate::store::models::{cut, MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
+use crate::store::queries::runs::Decided;
 
 /// Longest reply body read from a handler.
 const MAX_REPLY_BYTES: usize = 64 * 1024;
@@ -236,13 +238,16 @@ async fn deliver(
         Outcome::Failed { code, .. } => (DispatchResult::Failed, code.as_deref()),
     };
     metrics().dispatch_result(result);
-    log::info!(
-        "task {} request {} attempt {}: {result:?}{}",
-        job.task_id,
-        job.request_id,
-        job.attempt,
-        code.map(|c| format!(" ({c})")).unwrap_or_default()
-    );
+    // A failure is logged once recorded, with what follows it (see `record`).
+    if result != DispatchResult::Failed {
+        log::info!(
+            "task {} request {} attempt {}: {result:?}{}",
+            job.task_id,
+            job.request_id,
+            job.attempt,
+            code.map(|c| format!(" ({c})")).unwrap_or_default()
+        );
+    }
     // A failure needs its retry decided on the run as it is; the rest is written blind.
     let blind = !matches!(outcome, Outcome::Failed { .. });
     RunEvent {
@@ -272,14 +277,7 @@ async fn record(store: &StoreHandle, job: &DispatchJob, event: RunEvent) {
     let mut refused = 0;
     loop {
         let err = match store.record_event(event.clone()).await {
-            Ok(decided) => {
-                log::debug!(
-                    "task {} request {}: reply recorded: {decided:?}",
-                    job.task_id,
-                    job.request_id
-                );
-                return;
-            }
+            Ok(decided) => return log_recorded(job, &event, decided),
             Err(err) => err,
         };
         if !err.is_unreachable() {
@@ -301,6 +299,33 @@ async fn record(store: &StoreHandle, job: &DispatchJob, event: RunEvent) {
         );
         actix_rt::time::sleep(pause).await;
         pause = (pause * 2).min(RECORD_BACKOFF_MAX);
+    }
+}
+
+/// Logs a recorded reply: a failed attempt at WARN, with what follows it.
+fn log_recorded(job: &DispatchJob, event: &RunEvent, decided: Option<Decided>) {
+    match (&event.event, decided) {
+        (
+            Event::Report(Report {
+                outcome: Outcome::Failed { code, message, .. },
+                ..
+            }),
+            Some(Decided::Applied(run)),
+        ) => log::warn!(
+            "{}",
+            failed_attempt(
+                &job.request_id,
+                job.attempt,
+                code.as_deref(),
+                message.as_deref(),
+                &run
+            )
+        ),
+        (_, decided) => log::debug!(
+            "task {} request {}: reply recorded: {decided:?}",
+            job.task_id,
+            job.request_id
+        ),
     }
 }
 
@@ -330,7 +355,7 @@ async fn post(
         task_id: job.task_id,
         request_id: &job.request_id,
         params: &params,
-        scheduled_at: job.scheduled_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        scheduled_at: rfc3339(job.scheduled_at),
         attempt: job.attempt,
         callback_token: callback_token(secret, job.request_id.as_str()),
     };

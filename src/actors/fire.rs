@@ -14,6 +14,7 @@ use super::dispatch::{DispatchHandle, DispatchJob};
 use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
 use super::wheel::WheelHandle;
+use crate::clock::rfc3339;
 use crate::metrics::{add, metrics};
 use crate::plan::{FirePlan, RunDecision, TaskSpec};
 use crate::run::{
@@ -23,7 +24,7 @@ use crate::store::models::{NewInstance, RunOrigin};
 use crate::store::queries::instances::{FireOutcome, FireRecord};
 use crate::store::queries::runs::DueAttempt;
 use crate::store::queries::tasks;
-use crate::store::to_db;
+use crate::store::{from_db, to_db};
 
 /// What the fire pipeline needs, shared by every batch.
 #[derive(Clone)]
@@ -166,6 +167,11 @@ pub async fn commit_fires(
                     request_id: record.instance.request_id.clone(),
                     status: record.instance.status,
                     scheduled_at: record.scheduled_at,
+                    periods: if plan.0.decisions.len() == 1 {
+                        plan.0.periods
+                    } else {
+                        1
+                    },
                 });
                 records.push(record);
             }
@@ -202,11 +208,7 @@ pub async fn commit_fires(
                     _ => &metrics().fires,
                 };
                 add(counter, 1);
-                log::info!(
-                    "task {task_id} request {request_id}: {} run scheduled at {}",
-                    run.status,
-                    run.scheduled_at
-                );
+                log::info!("task {task_id} request {request_id}: {}", run.recorded());
                 // A fired run's first attempt is claimed with its row; the others wait.
                 if run.status == RunStatus::Ready {
                     jobs.push((run.fire_at, run.job()));
@@ -238,9 +240,32 @@ struct FiredRun {
     request_id: RequestId,
     status: RunStatus,
     scheduled_at: chrono::NaiveDateTime,
+    /// The schedule's periods it stands for: more than one for a stalled task's one run.
+    periods: u64,
 }
 
 impl FiredRun {
+    /// What was recorded, for the log: dispatched or, if not, why not.
+    fn recorded(&self) -> String {
+        let at = rfc3339(from_db(self.scheduled_at));
+        let folded = match self.periods {
+            1 => String::new(),
+            n => format!(", one run for the {n} periods the task missed"),
+        };
+        match self.status {
+            RunStatus::Ready => format!("run scheduled at {at} fired{folded}"),
+            RunStatus::Missed => format!(
+                "run scheduled at {at} recorded, not dispatched: MISSED, later than the misfire \
+                 threshold{folded}"
+            ),
+            RunStatus::Pending => format!(
+                "run scheduled at {at} recorded, not dispatched yet: PENDING, waiting for its \
+                 upstreams{folded}"
+            ),
+            other => format!("run scheduled at {at} recorded {other}{folded}"),
+        }
+    }
+
     /// The run's first attempt.
     fn job(self) -> DispatchJob {
         DispatchJob {
@@ -288,11 +313,11 @@ pub async fn claim_attempts(
             continue;
         }
         log::info!(
-            "task {} request {}: attempt {} of run scheduled at {}",
+            "task {} request {}: attempt {} of the run scheduled at {} claimed",
             due.task_id,
             due.request_id,
             due.run.attempt,
-            due.run.scheduled_at
+            rfc3339(due.run.scheduled_at)
         );
         jobs.push((
             fire_at,

@@ -14,7 +14,7 @@ use super::store::{boxed, StoreHandle};
 use super::wheel::{ScheduleMode, WheelHandle};
 use crate::clock::SharedClock;
 use crate::metrics::metrics;
-use crate::run::Event;
+use crate::run::{failed_attempt, Event, TIMEOUT_CODE, TIMEOUT_MESSAGE};
 use crate::store::queries::instances;
 use crate::store::queries::runs::{self, Decided};
 use crate::store::queries::tasks::{self, DueCursor};
@@ -269,13 +269,29 @@ impl SupervisorActor {
                 .await?;
             let count = expired.len();
             let timeouts = expired.into_iter().map(|(request_id, attempt)| {
-                log::warn!("request {request_id}: attempt {attempt} got no result in time");
-                store.decide(request_id, Event::TimedOut { attempt, at: now })
-            });
-            for decided in join_all(timeouts).await {
-                if let Decided::Refused(refusal, _) = decided? {
-                    log::debug!("timeout not applied: {refusal:?}");
+                let store = store.clone();
+                async move {
+                    let event = Event::TimedOut { attempt, at: now };
+                    match store.decide(request_id.clone(), event).await? {
+                        Decided::Applied(run) => log::warn!(
+                            "{}",
+                            failed_attempt(
+                                &request_id,
+                                attempt,
+                                Some(TIMEOUT_CODE),
+                                Some(TIMEOUT_MESSAGE),
+                                &run
+                            )
+                        ),
+                        decided => {
+                            log::debug!("request {request_id}: timeout not applied: {decided:?}")
+                        }
+                    }
+                    Ok::<_, StoreError>(())
                 }
+            });
+            for timed_out in join_all(timeouts).await {
+                timed_out?;
             }
             Ok(count)
         });

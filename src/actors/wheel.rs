@@ -14,8 +14,11 @@ use tokio::sync::watch;
 
 use super::fire::{claim_attempts, commit_fires, Committed, FireContext, PlannedFire, Release};
 use super::InFlight;
+use crate::clock::rfc3339;
 use crate::clock::SharedClock;
-use crate::plan::{plan_each, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec};
+use crate::plan::{
+    plan_each, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec, MAX_COUNTED_PERIODS,
+};
 use crate::run::{RequestId, TaskId};
 use crate::store::queries::runs::DueAttempt;
 use crate::wheel::pace::{self, LagLog, LagNote, PipelineLimits, PipelineLoad};
@@ -414,7 +417,12 @@ impl Planned {
 struct Stalls {
     fired_once: usize,
     missed: usize,
-    example: Option<(TaskId, DateTime<Utc>, i64)>,
+    /// Schedule periods the stalled tasks' runs stand for, all told; at least that many when
+    /// one count stopped at `MAX_COUNTED_PERIODS`.
+    periods: u64,
+    capped: bool,
+    /// The first stalled task: its id, run, lateness and periods.
+    example: Option<(TaskId, DateTime<Utc>, i64, u64)>,
 }
 
 impl Stalls {
@@ -435,18 +443,23 @@ impl Stalls {
             RunDecision::Missed(_) => self.missed += 1,
             RunDecision::Fire(_) => return,
         }
+        self.periods += plan.periods;
+        self.capped |= plan.periods >= MAX_COUNTED_PERIODS;
         self.example
-            .get_or_insert((spec.id, only.scheduled_at(), late));
+            .get_or_insert((spec.id, only.scheduled_at(), late, plan.periods));
     }
 
     fn log(&self) {
-        if let Some((task, at, late)) = self.example {
+        if let Some((task, at, late, periods)) = self.example {
             log::warn!(
-                "{} stalled tasks fire once for every missed period, {} past the misfire \
-                 threshold are recorded MISSED (e.g. task {task}: run scheduled at {at} is \
-                 {late} s late)",
+                "{} stalled tasks fire once, {} past the misfire threshold are recorded MISSED: \
+                 one run each for the {}{} periods they missed (e.g. task {task}: the run \
+                 scheduled at {} is {late} s late and stands for {periods} periods)",
                 self.fired_once,
-                self.missed
+                self.missed,
+                if self.capped { "at least " } else { "" },
+                self.periods,
+                rfc3339(at),
             );
         }
     }

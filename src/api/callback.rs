@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::{validate, ApiState};
 use crate::error::ApiError;
 use crate::metrics::metrics;
-use crate::run::{Outcome, Refusal, Report, ReportedStatus, RequestId};
+use crate::run::{failed_attempt, Outcome, Refusal, Report, ReportedStatus, RequestId};
 use crate::security::{callback_token, same_secret};
 use crate::store::models::{MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
 use crate::store::queries::runs::Decided;
@@ -34,6 +34,11 @@ pub async fn report(
     let started = std::time::Instant::now();
     let (request_id, report) = parse(body.into_inner(), &state)?;
     let reported = outcome_name(&report.outcome);
+    let failure = match &report.outcome {
+        Outcome::Failed { code, message, .. } => Some((code.clone(), message.clone())),
+        _ => None,
+    };
+    let attempt = report.attempt;
     let decided = state.service.report(request_id.clone(), report).await?;
     let (applied, note) = match &decided {
         Decided::Applied(_) => (true, "result recorded"),
@@ -66,7 +71,23 @@ pub async fn report(
             )))
         }
     };
-    log::info!("request {request_id}: callback {reported} ({note})");
+    match (&decided, failure) {
+        (Decided::Applied(run), Some((code, message))) => log::warn!(
+            "{}",
+            failed_attempt(
+                &request_id,
+                attempt.unwrap_or(run.dispatched),
+                code.as_deref(),
+                message.as_deref(),
+                run
+            )
+        ),
+        (Decided::Applied(run) | Decided::Refused(_, run), _) => log::info!(
+            "task {} request {request_id}: callback {reported} ({note})",
+            run.task_id
+        ),
+        (Decided::Unknown, _) => {}
+    }
     metrics()
         .callback_seconds
         .observe_duration(started.elapsed());

@@ -83,7 +83,6 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
     match (method, path) {
         ("post", "/api/callback") => {
             responses["403"] = error("the callback token does not match the run");
-            responses["413"] = error("body larger than 1 MiB");
         }
         ("post", "/api/tasks/bulk") => {
             responses["409"] = error(
@@ -103,7 +102,12 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         "responses": responses,
     });
     if let Some(body) = request_body(method, path) {
-        op["requestBody"] = json!({"required": true, "content": content(&body)});
+        // A manual run's body is optional: without one it runs with the task's params.
+        let required = !path.ends_with("/trigger");
+        op["requestBody"] = json!({"required": required, "content": content(&body)});
+        if op["responses"].get("413").is_none() {
+            op["responses"]["413"] = error("body larger than 1 MiB");
+        }
     }
     if admin {
         op["security"] = json!([{"adminToken": []}]);
@@ -243,6 +247,8 @@ fn schemas() -> Value {
     let time = json!({"type": "string", "format": "date-time"});
     let int = json!({"type": "integer"});
     let opt_int = json!({"type": "integer", "nullable": true});
+    let opt_string = json!({"type": "string", "nullable": true});
+    let opt_time = json!({"type": "string", "format": "date-time", "nullable": true});
     json!({
         "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
             "code": string, "message": string, "field": string}}}},
@@ -266,10 +272,18 @@ fn schemas() -> Value {
             "id": int, "taskId": int, "requestId": string, "triggerType": string,
             "scheduledAt": time, "triggerAt": time,
             "status": {"type": "string", "enum": RunStatus::ALL},
-            "attempt": int, "retryCount": int, "code": string, "message": string,
-            "deadlineAt": time, "nextAttemptAt": time, "firedBy": string, "createdAt": time,
-            "finishedAt": time, "params": {"type": "object"}, "dispatchedAttempt": int,
-            "claimedUntil": time}},
+            "attempt": int, "retryCount": int, "code": opt_string, "message": opt_string,
+            "deadlineAt": opt_time, "firedBy": string, "createdAt": time,
+            "nextAttemptAt": {"type": "string", "format": "date-time", "nullable": true,
+                "description": "while a retry waits: when it is due"},
+            "finishedAt": opt_time,
+            "params": {"type": "object", "nullable": true,
+                "description": "a manual run's own params, when they overrode the task's"},
+            "dispatchedAttempt": int,
+            "claimedUntil": {"type": "string", "format": "date-time", "nullable": true,
+                "description": "while a dispatcher holds the current attempt: when its claim lapses"},
+            "dispatchedAt": {"type": "string", "format": "date-time", "nullable": true,
+                "description": "when the first attempt was sent; the run's lag is this minus scheduledAt"}}},
         "Callback": {"type": "object", "required": ["requestId", "callbackToken", "status"], "properties": {
             "requestId": string, "callbackToken": string,
             "status": {"type": "string", "enum": ReportedStatus::ALL},
@@ -277,7 +291,9 @@ fn schemas() -> Value {
         "Stats": {"type": "object", "properties": {
             "taskId": int, "from": time, "to": time, "total": int,
             "byStatus": {"type": "object", "additionalProperties": int},
-            "lagMs": {"type": "object", "nullable": true, "properties": {
+            "lagMs": {"type": "object", "nullable": true,
+                "description": "first dispatch time minus scheduled time of the window's dispatched runs",
+                "properties": {
                 "p50": int, "p90": int, "p99": int, "max": int}}}},
     })
 }

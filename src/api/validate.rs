@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value};
 
+use crate::clock::rfc3339;
 use crate::cron::CronSchedule;
 use crate::error::ApiError;
 use crate::run::{RequestId, RunStatus, TaskId};
@@ -308,13 +309,12 @@ fn query_time(
 fn storable_time(at: DateTime<Utc>, name: &str) -> Result<NaiveDateTime, ApiError> {
     let (first, last) = TIME_RANGE;
     if at < first || at > last {
-        let secs = chrono::SecondsFormat::Secs;
         return Err(ApiError::invalid(
             name,
             format!(
                 "{name} must lie from {} to {}",
-                first.to_rfc3339_opts(secs, true),
-                last.to_rfc3339_opts(secs, true)
+                rfc3339(first),
+                rfc3339(last)
             ),
         ));
     }

@@ -1,22 +1,18 @@
 //! The JSON shapes of tasks and instances.
 
-use chrono::{NaiveDateTime, SecondsFormat};
+use chrono::NaiveDateTime;
 use serde::Serialize;
 
 use std::collections::HashMap;
 
+use crate::clock::rfc3339;
 use crate::run::{RequestId, RunStatus, TaskId, TriggerType};
 use crate::service::{SceneCounts, TaskDetails, TaskStats};
 use crate::store::from_db;
 use crate::store::models::{Instance, TaskStatus};
 
 fn time(at: NaiveDateTime) -> String {
-    from_db(at).to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-/// A UTC time as the API shows it: RFC3339 with milliseconds and `Z`.
-pub fn utc(at: chrono::DateTime<chrono::Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+    rfc3339(from_db(at))
 }
 
 /// A task as the API shows it.
@@ -179,8 +175,8 @@ impl StatsView {
     pub fn new(task_id: TaskId, stats: TaskStats) -> Self {
         StatsView {
             task_id,
-            from: utc(stats.from),
-            to: utc(stats.to),
+            from: rfc3339(stats.from),
+            to: rfc3339(stats.to),
             total: stats.by_status.values().sum(),
             by_status: stats.by_status,
             lag_ms: stats

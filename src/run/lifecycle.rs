@@ -8,12 +8,15 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use super::ids::TaskId;
 use super::retry::{RetryLimits, RetryPolicy};
 use super::status::{RunStatus, DISPATCHABLE, OPEN};
 
 /// A run as the lifecycle sees it: the fields of its row that decisions depend on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunState {
+    /// The run's task (for what reports on the run; no decision depends on it).
+    pub task_id: TaskId,
     pub status: RunStatus,
     /// The current attempt: in flight, or due next.
     pub attempt: i32,
@@ -215,6 +218,10 @@ pub enum Refusal {
     NotApplicable,
 }
 
+/// The failure of an attempt that got no result before its deadline.
+pub const TIMEOUT_CODE: &str = "TIMEOUT";
+pub const TIMEOUT_MESSAGE: &str = "no result before the task's timeoutMs";
+
 /// Decides what `event` does to `run`.
 pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
     if run.status.is_final() {
@@ -232,8 +239,8 @@ pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
             let report = Report {
                 attempt: Some(*attempt),
                 outcome: Outcome::Failed {
-                    code: Some("TIMEOUT".into()),
-                    message: Some("no result before the task's timeoutMs".into()),
+                    code: Some(TIMEOUT_CODE.into()),
+                    message: Some(TIMEOUT_MESSAGE.into()),
                     retry: true,
                 },
                 at: *at,

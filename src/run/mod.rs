@@ -5,6 +5,7 @@
 
 mod ids;
 mod lifecycle;
+mod notes;
 mod retry;
 mod status;
 #[cfg(test)]
@@ -13,7 +14,8 @@ mod tests;
 pub use ids::{RequestId, TaskId};
 pub use lifecycle::{
     blind, dependency_deadline, on_event, upstream_event, Change, Event, Expect, NewRun, Outcome,
-    Refusal, Report, RunState, Write,
+    Refusal, Report, RunState, Write, TIMEOUT_CODE, TIMEOUT_MESSAGE,
 };
+pub use notes::failed_attempt;
 pub use retry::{claim_until, RetryLimits, RetryPolicy, CLAIM_MARGIN_SECS, MAX_RETRY_DELAY_SECS};
 pub use status::{ReportedStatus, RunStatus, TriggerType, DISPATCHABLE, OPEN};

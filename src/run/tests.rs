@@ -39,6 +39,7 @@ fn limits(max_retry: i32) -> RetryLimits {
 fn state(status: RunStatus, attempt: i32, dispatched: i32) -> RunState {
     let ready = status == Ready;
     RunState {
+        task_id: TaskId(1),
         status,
         attempt,
         dispatched,
@@ -54,6 +55,7 @@ fn state(status: RunStatus, attempt: i32, dispatched: i32) -> RunState {
 /// The row a birth is stored as (its first attempt is attempt 1).
 fn born(new: &NewRun, scheduled_at: DateTime<Utc>, claimant: &str, retry: RetryLimits) -> RunState {
     RunState {
+        task_id: TaskId(1),
         status: new.status,
         attempt: 1,
         dispatched: new.dispatched,
@@ -1602,6 +1604,7 @@ fn any_state() -> impl Strategy<Value = RunState> {
                     _ => (attempt, dispatched.min(attempt)),
                 };
                 RunState {
+                    task_id: TaskId(1),
                     status,
                     attempt,
                     dispatched,

@@ -186,6 +186,7 @@ async fn sql_writes_match_the_model(db: &Db) {
     let custom = insert_task(db, custom).await;
 
     let run = |task: &Task, status, attempt: i32, dispatched| RunState {
+        task_id: task.id,
         status,
         attempt,
         dispatched,

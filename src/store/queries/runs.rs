@@ -180,6 +180,7 @@ macro_rules! state_columns {
             i::claimed_until,
             i::fired_by,
             i::scheduled_at,
+            i::task_id,
             t::max_retry.nullable(),
             t::retry_backoff_secs.nullable(),
             t::retry_factor.nullable(),
@@ -217,6 +218,7 @@ type StateRow = (
     Option<NaiveDateTime>,
     String,
     NaiveDateTime,
+    TaskId,
     Option<i32>,
     Option<i32>,
     Option<i32>,
@@ -227,6 +229,7 @@ fn state_of(row: StateRow, defaults: RetryPolicy) -> (RequestId, RunState) {
         row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8,
     );
     let run = RunState {
+        task_id: row.9,
         status,
         attempt,
         dispatched,
@@ -236,8 +239,8 @@ fn state_of(row: StateRow, defaults: RetryPolicy) -> (RequestId, RunState) {
         claimant,
         scheduled_at: from_db(scheduled),
         retry: RetryLimits {
-            max_retry: row.9.unwrap_or(0),
-            policy: defaults.with_overrides(row.10, row.11),
+            max_retry: row.10.unwrap_or(0),
+            policy: defaults.with_overrides(row.11, row.12),
         },
     };
     (id, run)
@@ -604,8 +607,18 @@ pub async fn check_pending(
         let decided = decide(conn, &request_id, &event, RetryPolicy::default()).await?;
         match (decided, &event) {
             (Decided::Applied(_), Event::Released { .. }) => released += 1,
-            (Decided::Applied(run), _) => {
-                log::warn!("task {task_id} request {request_id}: {:?}", run.status);
+            (Decided::Applied(run), event) => {
+                let why = match event {
+                    Event::DependencyTimedOut { .. } => {
+                        "its upstreams took longer than the dependency timeout"
+                    }
+                    _ => "an upstream's run did not succeed",
+                };
+                log::warn!(
+                    "task {task_id} request {request_id}: waited for upstreams, not dispatched: \
+                     {why}; the run is {}",
+                    run.status
+                );
                 failed += 1
             }
             _ => {}
