@@ -19,19 +19,16 @@ on_both_backends!(
     a_lone_result_commits_at_once,
 );
 
+/// A StoreActor on `db` committing at most 100 rows at a time.
+fn start_store(db: &Db, max_wait: Duration) -> StoreHandle {
+    use actix::Actor;
+    StoreHandle::new(StoreActor::new(db.clone(), RetryPolicy::default(), 100, max_wait).start())
+}
+
 /// Natural group commit: on an idle store a result is committed at once, not after the batch
 /// interval (here far longer than the test may take).
 async fn a_lone_result_commits_at_once(db: &Db) {
-    use actix::Actor;
-    let store = StoreHandle::new(
-        StoreActor::new(
-            db.clone(),
-            RetryPolicy::default(),
-            100,
-            Duration::from_secs(600),
-        )
-        .start(),
-    );
+    let store = start_store(db, Duration::from_secs(600));
     let task = insert_task(db, fields("lone", "s", TaskStatus::Enabled, None)).await;
     let id = request_id();
     insert_instance(db, &fired(task.id, &id, base())).await;
@@ -49,17 +46,8 @@ async fn a_lone_result_commits_at_once(db: &Db) {
 /// The StoreActor under a burst of results larger than one batch: every caller is answered
 /// after its commit, with the outcome its result had, and every row is final.
 async fn store_actor_commits_a_backlog_of_results(db: &Db) {
-    use actix::Actor;
     const RUNS: usize = 250;
-    let store = StoreHandle::new(
-        StoreActor::new(
-            db.clone(),
-            RetryPolicy::default(),
-            100,
-            Duration::from_millis(500),
-        )
-        .start(),
-    );
+    let store = start_store(db, Duration::from_millis(500));
     let task = insert_task(db, fields("burst", "s", TaskStatus::Enabled, None)).await;
     let t = base();
     let mut ids = Vec::new();
@@ -100,16 +88,7 @@ async fn store_actor_commits_a_backlog_of_results(db: &Db) {
 /// Claims go through the StoreActor too: of two claims of one attempt in a batch, the first
 /// wins; the winner's reports are decided exactly (`StoreHandle::decide`).
 async fn store_actor_records_claims(db: &Db) {
-    use actix::Actor;
-    let store = StoreHandle::new(
-        StoreActor::new(
-            db.clone(),
-            RetryPolicy::default(),
-            100,
-            Duration::from_millis(50),
-        )
-        .start(),
-    );
+    let store = start_store(db, Duration::from_millis(50));
     let task = insert_task(db, fields("claims", "s", TaskStatus::Enabled, None)).await;
     let t = base();
     let (first, second) = (request_id(), request_id());
@@ -144,21 +123,12 @@ async fn store_actor_records_claims(db: &Db) {
 /// run's failure (`RESULT_REJECTED`, with the reason), every other result of the batch commits.
 #[actix_rt::test]
 async fn one_refused_write_fails_alone_mysql() {
-    use actix::Actor;
     const RUNS: usize = 20;
     let test_store = crate::common::TestStore::mysql();
     let db = crate::support::connect(&test_store).await;
     // The first result commits alone; the others, queued while it commits, join one group
     // commit.
-    let store = StoreHandle::new(
-        StoreActor::new(
-            db.clone(),
-            RetryPolicy::default(),
-            100,
-            Duration::from_secs(1),
-        )
-        .start(),
-    );
+    let store = start_store(&db, Duration::from_secs(1));
     let task = insert_task(&db, fields("refused", "s", TaskStatus::Enabled, None)).await;
     let t = base();
     let mut ids = Vec::new();
