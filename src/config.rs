@@ -229,6 +229,15 @@ impl Config {
     /// Loads the configuration: `path` if given, else `config/ax.yaml` if present, else
     /// defaults; then the process environment.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        Config::load_with(path, Vec::new())
+    }
+
+    /// Like `load`, then command-line flags over both: each `(flag, key, value)` sets the
+    /// config key `key` (errors name `flag`).
+    pub fn load_with(
+        path: Option<&Path>,
+        flags: Vec<(&'static str, &'static str, String)>,
+    ) -> Result<Config, ConfigError> {
         let default_path = Path::new(DEFAULT_CONFIG_PATH);
         let file = path.or_else(|| default_path.exists().then_some(default_path));
         let mut config = match file {
@@ -236,8 +245,22 @@ impl Config {
             None => Config::default(),
         };
         config.apply_env(|name| std::env::var(name).ok())?;
+        for (flag, key, value) in flags {
+            config.set(flag, key, value)?;
+        }
         config.validate()?;
         Ok(config)
+    }
+
+    /// The environment variables ax reads, each with its config key, for `--help`.
+    pub fn env_help() -> String {
+        let mut help =
+            String::from("Environment (over the config file; command-line flags over both):\n");
+        for (name, key) in ENV_KEYS {
+            help.push_str(&format!("  {name:<28} {key}\n"));
+        }
+        help.push_str("  RUST_LOG                     log filter (default info)\n");
+        help
     }
 
     /// The listen address: as configured, else all interfaces only when the admin API is

@@ -36,11 +36,25 @@ enum Command {
         /// Config file (default: config/ax.yaml if present, else built-in defaults).
         #[arg(long)]
         config: Option<PathBuf>,
+        /// HTTP port (server.port, AX_PORT; default 8901).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Listen address (server.bind, AX_BIND; default 127.0.0.1, or 0.0.0.0 with an admin
+        /// token).
+        #[arg(long)]
+        bind: Option<String>,
+        /// Store URL: sqlite://PATH or mysql://user:pass@host:port/db (store.url,
+        /// AX_STORE_URL; default sqlite://./data/ax.db).
+        #[arg(long)]
+        store: Option<String>,
     },
-    /// Apply pending database migrations and exit.
+    /// Apply pending database migrations, say which, and exit.
     Migrate {
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Store URL (store.url, AX_STORE_URL).
+        #[arg(long)]
+        store: Option<String>,
     },
     /// Load-test ax: a mock executor, ax child processes, tasks, one JSON line of figures.
     Bench(ax::bench::Args),
@@ -71,9 +85,23 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
         .format_timestamp_millis()
         .init();
-    match Cli::parse().command {
-        Command::Serve { config } => with_config(config, serve),
-        Command::Migrate { config } => with_config(config, migrate),
+    match cli().command {
+        Command::Serve {
+            config,
+            port,
+            bind,
+            store,
+        } => {
+            let flags = [
+                ("--port", "server.port", port.map(|p| p.to_string())),
+                ("--bind", "server.bind", bind),
+                ("--store", "store.url", store),
+            ];
+            with_config(config, flags, serve)
+        }
+        Command::Migrate { config, store } => {
+            with_config(config, [("--store", "store.url", store)], migrate)
+        }
         Command::Bench(args) => ax::bench::run(args),
         Command::Cron {
             command: CronCommand::Next { expr, from, count },
@@ -81,8 +109,28 @@ fn main() -> ExitCode {
     }
 }
 
-fn with_config(path: Option<PathBuf>, run: fn(Config) -> ExitCode) -> ExitCode {
-    match Config::load(path.as_deref()) {
+/// The command line, with the environment variables listed in the help of the commands that
+/// read them.
+fn cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let env = Config::env_help();
+    let command = Cli::command()
+        .mut_subcommand("serve", |c| c.after_help(env.clone()))
+        .mut_subcommand("migrate", |c| c.after_help(env));
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|err| err.exit())
+}
+
+/// Loads the config, with the flags given over it, and runs `run` on it.
+fn with_config<const N: usize>(
+    path: Option<PathBuf>,
+    flags: [(&'static str, &'static str, Option<String>); N],
+    run: fn(Config) -> ExitCode,
+) -> ExitCode {
+    let flags = flags
+        .into_iter()
+        .filter_map(|(flag, key, value)| Some((flag, key, value?)))
+        .collect();
+    match Config::load_with(path.as_deref(), flags) {
         Ok(config) => run(config),
         Err(err) => {
             eprintln!("ax: {err}");
@@ -130,8 +178,15 @@ fn migrate(config: Config) -> ExitCode {
         ax::store::run_migrations(url).await
     });
     match result {
-        Ok(()) => {
-            println!("migrations applied to {}", config.store.url);
+        Ok(applied) => {
+            let store = ax::store::redacted(&config.store.url);
+            for name in &applied {
+                println!("applied migration {name}");
+            }
+            match applied.len() {
+                0 => println!("no migrations pending: {store} is up to date"),
+                n => println!("{n} migrations applied to {store}"),
+            }
             ExitCode::SUCCESS
         }
         Err(err) => {

@@ -216,10 +216,20 @@ fn migrate_creates_the_sqlite_store() {
     let output = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     assert!(db.is_file(), "{} was not created", db.display());
-    assert!(stdout(&output).contains(&url), "{}", stdout(&output));
-    // Migrating again is a no-op that succeeds.
+    let said = stdout(&output);
+    assert!(said.contains(&url), "{said}");
+    assert!(
+        said.contains("applied migration 2026-11-29-000000_init"),
+        "{said}"
+    );
+    // Migrating again is a no-op that succeeds, and says so.
     let again = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
     assert_eq!(again.status.code(), Some(0), "stderr: {}", stderr(&again));
+    assert!(
+        stdout(&again).contains("no migrations pending"),
+        "{}",
+        stdout(&again)
+    );
 }
 
 #[test]
@@ -391,4 +401,54 @@ fn serve_rejects_a_bad_port() {
     let output = run(ax(dir.path()).arg("serve").env("AX_PORT", "eighty"));
     assert_usage_error(&output, "AX_PORT=eighty");
     assert!(stderr(&output).contains("AX_PORT"), "{}", stderr(&output));
+}
+
+/// `ax serve --port --bind --store`: the flags win over the environment (and the config file);
+/// `--help` lists the environment variables serve reads.
+#[test]
+fn serve_flags_win_over_the_environment() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let db = dir.path().join("flag.db");
+    let child = ax(dir.path())
+        .args(["serve", "--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .arg("--store")
+        .arg(format!("sqlite://{}", db.display()))
+        .env("AX_PORT", "1")
+        .env("AX_STORE_URL", "sqlite://./env.db")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ax serve");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut healthy = false;
+    while !healthy && Instant::now() < deadline {
+        healthy = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let (code, _, log) = wait_with_timeout(child, Duration::from_secs(20));
+    assert!(healthy, "not listening on --port {port}: {log}");
+    assert_eq!(code, Some(0), "{log}");
+    assert!(db.is_file(), "the --store file was not used: {log}");
+    assert!(!dir.path().join("env.db").exists());
+
+    let help = run(ax(dir.path()).args(["serve", "--help"]));
+    let text = stdout(&help);
+    for name in [
+        "--port",
+        "--bind",
+        "--store",
+        "AX_PORT",
+        "AX_STORE_URL",
+        "AX_ADMIN_TOKEN",
+    ] {
+        assert!(text.contains(name), "{name} not in serve --help:\n{text}");
+    }
+    let bad = run(ax(dir.path()).args(["serve", "--store", "bogus://x"]));
+    assert_usage_error(&bad, "bogus://x");
 }

@@ -31,7 +31,7 @@ const UNIQUE_NAMES: &str = "2026-12-01-000001_task_names_unique";
 
 /// Applies the embedded migrations on a thread of its own: diesel's migration harness is
 /// synchronous and must not block an actix arbiter.
-pub async fn run_migrations(url: StoreUrl) -> Result<(), StoreError> {
+pub async fn run_migrations(url: StoreUrl) -> Result<Vec<String>, StoreError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
         let _ = tx.send(migrate_blocking(&url));
@@ -40,7 +40,7 @@ pub async fn run_migrations(url: StoreUrl) -> Result<(), StoreError> {
         .map_err(|_| StoreError::Migration("migration thread died".into()))?
 }
 
-fn migrate_blocking(url: &StoreUrl) -> Result<(), StoreError> {
+fn migrate_blocking(url: &StoreUrl) -> Result<Vec<String>, StoreError> {
     match url {
         StoreUrl::Sqlite(path) => {
             if let Some(dir) = Path::new(path)
@@ -70,7 +70,8 @@ fn migrate_blocking(url: &StoreUrl) -> Result<(), StoreError> {
     }
 }
 
-fn apply<C, B>(conn: &mut C, migrations: EmbeddedMigrations) -> Result<(), StoreError>
+/// Applies the pending migrations; returns their names, in order.
+fn apply<C, B>(conn: &mut C, migrations: EmbeddedMigrations) -> Result<Vec<String>, StoreError>
 where
     C: MigrationHarness<B> + Connection<Backend = B> + LoadConnection,
     B: Backend + HasSqlType<Text> + HasSqlType<BigInt>,
@@ -85,6 +86,7 @@ where
     if pending.is_empty() {
         log::info!("migrations: none pending");
     }
+    let mut applied = Vec::with_capacity(pending.len());
     for migration in pending {
         let name = migration.name().to_string();
         if name == UNIQUE_NAMES {
@@ -92,8 +94,9 @@ where
         }
         conn.run_migration(&migration).map_err(failed)?;
         log::info!("applied migration {name}");
+        applied.push(name);
     }
-    Ok(())
+    Ok(applied)
 }
 
 /// A task's id, scene and name, read for the rename step.

@@ -309,6 +309,17 @@ async fn establish_sqlite(path: String) -> diesel::ConnectionResult<SqliteConn> 
     Ok(conn)
 }
 
+/// A store URL fit to print: its password, if any, replaced by `***`.
+pub fn redacted(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
 /// A time as stored: UTC, truncated to milliseconds (MySQL `DATETIME(3)` would round the rest,
 /// and compare-and-set on `next_run_at` needs the exact stored value).
 pub fn to_db(time: DateTime<Utc>) -> NaiveDateTime {
@@ -358,6 +369,16 @@ mod tests {
         ] {
             assert_eq!(mysql_url(chosen), chosen);
         }
+    }
+
+    #[test]
+    fn printed_store_urls_hide_the_password() {
+        assert_eq!(
+            redacted("mysql://ax:s3cret@db:3306/ax"),
+            "mysql://ax:***@db:3306/ax"
+        );
+        assert_eq!(redacted("sqlite://ax.db"), "sqlite://ax.db");
+        assert_eq!(redacted("mysql://root@db/ax"), "mysql://root@db/ax");
     }
 
     #[test]

@@ -32,9 +32,10 @@ async fn migrations_are_idempotent(store: &TestStore) {
         .await
         .expect("the task survives a second connect");
     assert_eq!(found.name, "kept");
-    ax::store::run_migrations(ax::store::StoreUrl::parse(&store.url()).expect("url"))
+    let applied = ax::store::run_migrations(ax::store::StoreUrl::parse(&store.url()).expect("url"))
         .await
         .expect("running migrations a third time is a no-op");
+    assert!(applied.is_empty(), "{applied:?}");
     let (rows, total) = tasks::list(
         &mut conn(&second).await,
         &TaskFilter::default(),
