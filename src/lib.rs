@@ -7,6 +7,7 @@ pub mod actors;
 pub mod api;
 pub mod app;
 pub mod bench;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod cron;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 
+use ax::client::{Connection, RunsCommand, TasksCommand};
 use ax::clock::SystemClock;
 use ax::config::Config;
 use ax::cron::CronSchedule;
@@ -58,6 +59,20 @@ enum Command {
     },
     /// Load-test ax: a mock executor, ax child processes, tasks, one JSON line of figures.
     Bench(ax::bench::Args),
+    /// Tasks through the HTTP API: list, get, pause, resume, trigger.
+    Tasks {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: TasksCommand,
+    },
+    /// Runs through the HTTP API: list (filtered by task and status), get by request id.
+    Runs {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: RunsCommand,
+    },
     /// Cron expression tools.
     Cron {
         #[command(subcommand)]
@@ -103,6 +118,14 @@ fn main() -> ExitCode {
             with_config(config, [("--store", "store.url", store)], migrate)
         }
         Command::Bench(args) => ax::bench::run(args),
+        Command::Tasks {
+            connection,
+            command,
+        } => ax::client::tasks(connection, command),
+        Command::Runs {
+            connection,
+            command,
+        } => ax::client::runs(connection, command),
         Command::Cron {
             command: CronCommand::Next { expr, from, count },
         } => cron_next(&expr, from.as_deref(), count),

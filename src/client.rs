@@ -1,0 +1,321 @@
+//! `ax tasks …` and `ax runs …`: a thin client of the HTTP API. Each command is one request;
+//! the reply is printed as a table (or as it came, with `--json`); an API error exits 1 with
+//! its message.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+/// Where the API is, and how to print its replies.
+#[derive(Debug, Clone, Args)]
+pub struct Connection {
+    /// The ax HTTP API.
+    #[arg(
+        long,
+        env = "AX_URL",
+        default_value = "http://127.0.0.1:8901",
+        global = true
+    )]
+    pub url: String,
+    /// The admin token (`Authorization: Bearer`), when ax has one.
+    #[arg(long, env = "AX_ADMIN_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print the API's JSON reply instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum TasksCommand {
+    /// List tasks (by id).
+    List {
+        /// Only this scene's tasks.
+        #[arg(long)]
+        scene: Option<String>,
+        /// ENABLED or PAUSED.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// One task.
+    Get { id: i64 },
+    /// Pause a task: it fires no more until resumed.
+    Pause { id: i64 },
+    /// Resume a task from now.
+    Resume { id: i64 },
+    /// Fire one run of a task now, outside its schedule.
+    Trigger { id: i64 },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum RunsCommand {
+    /// The run history, newest scheduled first.
+    List {
+        /// Only this task's runs.
+        #[arg(long)]
+        task: Option<i64>,
+        /// PENDING, READY, RUNNING, SUCCESS, FAILED or MISSED.
+        #[arg(long)]
+        status: Option<String>,
+        /// How many (1-500).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// One run, by its request id.
+    Get { request_id: String },
+}
+
+/// A request of a command: method, path and query.
+struct Call {
+    method: &'static str,
+    path: String,
+    query: Vec<(&'static str, String)>,
+}
+
+impl Call {
+    fn new(method: &'static str, path: String) -> Call {
+        Call {
+            method,
+            path,
+            query: Vec::new(),
+        }
+    }
+
+    fn with(mut self, name: &'static str, value: Option<String>) -> Call {
+        if let Some(value) = value {
+            self.query.push((name, value));
+        }
+        self
+    }
+}
+
+/// Runs `ax tasks …`.
+pub fn tasks(conn: Connection, command: TasksCommand) -> ExitCode {
+    let (call, shape) = match command {
+        TasksCommand::List { scene, status } => (
+            Call::new("GET", "/api/tasks".into())
+                .with("scene", scene)
+                .with("status", status)
+                .with("limit", Some("500".into())),
+            Shape::Tasks,
+        ),
+        TasksCommand::Get { id } => (Call::new("GET", format!("/api/tasks/{id}")), Shape::One),
+        TasksCommand::Pause { id } => (
+            Call::new("POST", format!("/api/tasks/{id}/pause")),
+            Shape::One,
+        ),
+        TasksCommand::Resume { id } => (
+            Call::new("POST", format!("/api/tasks/{id}/resume")),
+            Shape::One,
+        ),
+        TasksCommand::Trigger { id } => (
+            Call::new("POST", format!("/api/tasks/{id}/trigger")),
+            Shape::One,
+        ),
+    };
+    run(&conn, call, shape)
+}
+
+/// Runs `ax runs …`.
+pub fn runs(conn: Connection, command: RunsCommand) -> ExitCode {
+    let (call, shape) = match command {
+        RunsCommand::List {
+            task,
+            status,
+            limit,
+        } => (
+            Call::new("GET", "/api/instances".into())
+                .with("taskId", task.map(|t| t.to_string()))
+                .with("status", status)
+                .with("limit", Some(limit.to_string())),
+            Shape::Runs,
+        ),
+        RunsCommand::Get { request_id } => (
+            Call::new("GET", format!("/api/instances/{request_id}")),
+            Shape::One,
+        ),
+    };
+    run(&conn, call, shape)
+}
+
+/// How a reply is printed as text.
+#[derive(Clone, Copy)]
+enum Shape {
+    Tasks,
+    Runs,
+    /// One object: a field a line.
+    One,
+}
+
+const TASK_COLUMNS: &[(&str, &str)] = &[
+    ("ID", "id"),
+    ("NAME", "name"),
+    ("SCENE", "scene"),
+    ("STATUS", "status"),
+    ("CRON", "cron"),
+    ("NEXT RUN", "nextRunAt"),
+];
+
+const RUN_COLUMNS: &[(&str, &str)] = &[
+    ("REQUEST ID", "requestId"),
+    ("TASK", "taskId"),
+    ("STATUS", "status"),
+    ("ATTEMPT", "attempt"),
+    ("SCHEDULED", "scheduledAt"),
+    ("DISPATCHED", "dispatchedAt"),
+    ("CODE", "code"),
+];
+
+fn run(conn: &Connection, call: Call, shape: Shape) -> ExitCode {
+    let reply = actix_rt::System::new().block_on(send(conn, &call));
+    match reply {
+        Ok(body) if conn.json => {
+            println!("{body:#}");
+            ExitCode::SUCCESS
+        }
+        Ok(body) => {
+            print!("{}", render(shape, &body));
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("ax: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Sends the call; the JSON reply of a 2xx, else the API's error message.
+async fn send(conn: &Connection, call: &Call) -> Result<Value, String> {
+    let client = awc::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .finish();
+    let url = format!("{}{}", conn.url.trim_end_matches('/'), call.path);
+    let method =
+        awc::http::Method::from_bytes(call.method.as_bytes()).map_err(|e| e.to_string())?;
+    let mut request = client
+        .request(method, &url)
+        .query(&call.query)
+        .map_err(|err| format!("bad query: {err}"))?;
+    if let Some(token) = &conn.token {
+        request = request.bearer_auth(token);
+    }
+    let sent = match call.method {
+        "POST" => request.send_json(&serde_json::json!({})).await,
+        _ => request.send().await,
+    };
+    let mut response = sent.map_err(|err| format!("cannot reach ax at {}: {err}", conn.url))?;
+    let bytes = response
+        .body()
+        .limit(64 << 20)
+        .await
+        .map_err(|err| format!("reading the reply of {url}: {err}"))?;
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if response.status().is_success() {
+        return Ok(body);
+    }
+    let error = &body["error"];
+    Err(match (error["code"].as_str(), error["message"].as_str()) {
+        (Some(code), Some(message)) => match error["field"].as_str() {
+            Some(field) => format!("{code} ({field}): {message}"),
+            None => format!("{code}: {message}"),
+        },
+        _ => format!("HTTP {} from {url}", response.status()),
+    })
+}
+
+/// The reply as text: a table of a listing, a field a line of one object.
+fn render(shape: Shape, body: &Value) -> String {
+    match shape {
+        Shape::Tasks => table(TASK_COLUMNS, body["items"].as_array()),
+        Shape::Runs => table(RUN_COLUMNS, body["items"].as_array()),
+        Shape::One => fields(body),
+    }
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Aligned columns with a header line.
+fn table(columns: &[(&str, &str)], items: Option<&Vec<Value>>) -> String {
+    let items = items.map(Vec::as_slice).unwrap_or_default();
+    let rows: Vec<Vec<String>> = items
+        .iter()
+        .map(|item| columns.iter().map(|(_, key)| text(&item[*key])).collect())
+        .collect();
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(n, (title, _))| {
+            rows.iter()
+                .map(|row| row[n].chars().count())
+                .chain([title.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        format!("{}\n", padded.join("  ").trim_end())
+    };
+    let mut out = line(columns.iter().map(|(title, _)| title.to_string()).collect());
+    for row in rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+/// `key  value` lines of an object, by key.
+fn fields(body: &Value) -> String {
+    let Some(object) = body.as_object() else {
+        return format!("{}\n", text(body));
+    };
+    let width = object.keys().map(String::len).max().unwrap_or(0);
+    object
+        .iter()
+        .map(|(key, value)| format!("{key:<width$}  {}\n", text(value)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_listing_is_an_aligned_table() {
+        let body = json!({"items": [
+            {"id": 1, "name": "nightly-report", "scene": "default", "status": "ENABLED",
+             "cron": "0 0 2 * * *", "nextRunAt": "2027-01-01T02:00:00.000Z"},
+            {"id": 12, "name": "x", "scene": "b", "status": "PAUSED", "cron": "* * * * * *",
+             "nextRunAt": null}]});
+        assert_eq!(
+            render(Shape::Tasks, &body),
+            "ID  NAME            SCENE    STATUS   CRON         NEXT RUN\n\
+             1   nightly-report  default  ENABLED  0 0 2 * * *  2027-01-01T02:00:00.000Z\n\
+             12  x               b        PAUSED   * * * * * *  -\n"
+        );
+        assert_eq!(
+            render(Shape::Runs, &json!({"items": []})).lines().count(),
+            1
+        );
+    }
+
+    #[test]
+    fn one_object_is_a_field_a_line() {
+        let body = json!({"id": 3, "status": "PAUSED", "nextRunAt": null});
+        assert_eq!(
+            render(Shape::One, &body),
+            "id         3\nnextRunAt  -\nstatus     PAUSED\n"
+        );
+    }
+}

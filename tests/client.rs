@@ -1,0 +1,158 @@
+//! `ax tasks …` and `ax runs …` as a real process against a running `ax serve`, on both
+//! stores: tables and `--json`, `--url`/`AX_URL`, `--token`/`AX_ADMIN_TOKEN`, exit 1 with the
+//! API's message on an API error.
+
+mod common;
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::{Api, AxProcess, Executor, Reply, TestStore};
+use serde_json::{json, Value};
+
+const TOKEN: &str = "client-t0ken";
+
+/// `ax ARGS…` with no `AX_…` variable but those given.
+fn ax(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ax"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("AX_") {
+            command.env_remove(name);
+        }
+    }
+    command.args(args).envs(env.iter().copied());
+    command.output().expect("run ax")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn ok(output: &Output) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout(output)
+}
+
+async fn the_cli_drives_the_api(store: TestStore) {
+    let dir = tempfile::tempdir().expect("dir");
+    let env = [
+        ("AX_STORE_URL", store.url()),
+        ("AX_ADMIN_TOKEN", TOKEN.into()),
+    ]
+    .map(|(key, value)| (key.to_string(), value))
+    .to_vec();
+    let ax_process = AxProcess::start(dir.path(), "client", env).await;
+    let url = ax_process.base();
+    let executor = Executor::start(Reply::Success).await;
+    let api = Api::at(url.clone());
+    let (status, task) = api
+        .call(
+            "POST",
+            "/api/tasks",
+            Some(
+                json!({"name": "cli-report", "scene": "cli", "cron": "0 0 3 * * *",
+                "handlerUrl": executor.url}),
+            ),
+        )
+        .await;
+    // The API asks for the token; the test's own client has none.
+    assert_eq!(status, 401, "{task}");
+    let with_token = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--url", url.as_str(), "--token", TOKEN]);
+        ax(&all, &[])
+    };
+    let empty = ok(&with_token(&["tasks", "list"]));
+    assert_eq!(empty.lines().count(), 1, "only the header: {empty}");
+
+    // Create one through the API with the token, then drive it from the CLI.
+    let client = awc::Client::default();
+    let mut reply = client
+        .post(format!("{url}/api/tasks"))
+        .bearer_auth(TOKEN)
+        .send_json(
+            &json!({"name": "cli-report", "scene": "cli", "cron": "0 0 3 * * *",
+            "handlerUrl": executor.url}),
+        )
+        .await
+        .expect("create");
+    let task: Value = reply.json().await.expect("task");
+    let id = task["id"].to_string();
+
+    let list = ok(&with_token(&["tasks", "list", "--scene", "cli"]));
+    let header = list.lines().next().unwrap_or_default();
+    assert!(
+        header.starts_with("ID") && header.contains("NEXT RUN"),
+        "{list}"
+    );
+    assert!(
+        list.contains("cli-report") && list.contains("ENABLED"),
+        "{list}"
+    );
+    let paused = ok(&with_token(&["tasks", "pause", &id]));
+    assert!(
+        paused
+            .lines()
+            .any(|l| l.starts_with("status") && l.ends_with("PAUSED")),
+        "{paused}"
+    );
+    // The environment works as the flags do, and --json prints the API's reply.
+    let env = [("AX_URL", url.as_str()), ("AX_ADMIN_TOKEN", TOKEN)];
+    let got: Value = serde_json::from_str(&ok(&ax(&["tasks", "get", &id, "--json"], &env)))
+        .expect("--json prints JSON");
+    assert_eq!(got["status"], "PAUSED");
+    ok(&with_token(&["tasks", "resume", &id]));
+
+    let triggered = ok(&with_token(&["tasks", "trigger", &id]));
+    let request_id = triggered
+        .lines()
+        .find_map(|l| l.strip_prefix("requestId"))
+        .map(str::trim)
+        .expect("the new run's request id")
+        .to_string();
+    executor.wait_for(1, Duration::from_secs(10)).await;
+    // Its reply is recorded a moment after the executor has it.
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let runs = ok(&with_token(&[
+        "runs", "list", "--task", &id, "--status", "SUCCESS",
+    ]));
+    assert!(runs.contains(&request_id), "{runs}");
+    let run = ok(&with_token(&["runs", "get", &request_id]));
+    assert!(
+        run.lines()
+            .any(|l| l.starts_with("status") && l.ends_with("SUCCESS")),
+        "{run}"
+    );
+
+    // API errors: exit 1 with the API's message.
+    let missing = with_token(&["tasks", "get", "999999"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("NOT_FOUND"),
+        "{missing:?}"
+    );
+    let no_token = ax(&["tasks", "list", "--url", &url], &[]);
+    assert_eq!(no_token.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&no_token.stderr).contains("UNAUTHORIZED"));
+    let bad_status = with_token(&["runs", "list", "--status", "DONE"]);
+    assert_eq!(bad_status.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad_status.stderr).contains("(status)"));
+    // Bad usage is 2, before any request.
+    assert_eq!(with_token(&["tasks", "get", "x"]).status.code(), Some(2));
+    ax_process.terminate().await;
+}
+
+#[actix_rt::test]
+async fn the_cli_drives_the_api_sqlite() {
+    the_cli_drives_the_api(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn the_cli_drives_the_api_mysql() {
+    the_cli_drives_the_api(TestStore::mysql()).await;
+}
