@@ -66,26 +66,33 @@ pub enum RunsCommand {
     Get { request_id: String },
 }
 
-/// A request of a command: method, path and query.
-struct Call {
+/// A request of a command: method, path, query and body.
+pub struct Call {
     method: &'static str,
     path: String,
     query: Vec<(&'static str, String)>,
+    body: Option<Value>,
 }
 
 impl Call {
-    fn new(method: &'static str, path: String) -> Call {
+    pub fn new(method: &'static str, path: String) -> Call {
         Call {
             method,
             path,
             query: Vec::new(),
+            body: None,
         }
     }
 
-    fn with(mut self, name: &'static str, value: Option<String>) -> Call {
+    pub fn with(mut self, name: &'static str, value: Option<String>) -> Call {
         if let Some(value) = value {
             self.query.push((name, value));
         }
+        self
+    }
+
+    pub fn body(mut self, body: Value) -> Call {
+        self.body = Some(body);
         self
     }
 }
@@ -186,7 +193,7 @@ fn run(conn: &Connection, call: Call, shape: Shape) -> ExitCode {
 }
 
 /// Sends the call; the JSON reply of a 2xx, else the API's error message.
-async fn send(conn: &Connection, call: &Call) -> Result<Value, String> {
+pub async fn send(conn: &Connection, call: &Call) -> Result<Value, String> {
     let client = awc::Client::builder()
         .timeout(Duration::from_secs(30))
         .finish();
@@ -200,9 +207,10 @@ async fn send(conn: &Connection, call: &Call) -> Result<Value, String> {
     if let Some(token) = &conn.token {
         request = request.bearer_auth(token);
     }
-    let sent = match call.method {
-        "POST" => request.send_json(&serde_json::json!({})).await,
-        _ => request.send().await,
+    let sent = match (&call.body, call.method) {
+        (Some(body), _) => request.send_json(body).await,
+        (None, "POST") => request.send_json(&serde_json::json!({})).await,
+        (None, _) => request.send().await,
     };
     let mut response = sent.map_err(|err| format!("cannot reach ax at {}: {err}", conn.url))?;
     let bytes = response

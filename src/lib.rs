@@ -6,6 +6,7 @@ mod text_enum;
 pub mod actors;
 pub mod api;
 pub mod app;
+pub mod apply;
 pub mod bench;
 pub mod client;
 pub mod clock;

@@ -73,6 +73,29 @@ enum Command {
         #[command(subcommand)]
         command: RunsCommand,
     },
+    /// Apply a file of tasks (YAML or JSON, the API's task shape), matched by scene and name:
+    /// prints `+ created`, `~ changed (fields)`, `- deleted` (with --prune: the tasks of the
+    /// file's scenes it does not have).
+    Apply {
+        /// The file.
+        #[arg(short = 'f', long = "file")]
+        file: PathBuf,
+        /// Print what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Delete the tasks of the file's scenes that the file does not list.
+        #[arg(long)]
+        prune: bool,
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// Print the tasks (of one scene) as a file `ax apply` takes (YAML; JSON with --json).
+    Export {
+        #[arg(long)]
+        scene: Option<String>,
+        #[command(flatten)]
+        connection: Connection,
+    },
     /// Cron expression tools.
     Cron {
         #[command(subcommand)]
@@ -122,6 +145,13 @@ fn main() -> ExitCode {
             connection,
             command,
         } => ax::client::tasks(connection, command),
+        Command::Apply {
+            file,
+            dry_run,
+            prune,
+            connection,
+        } => ax::apply::apply(connection, &file, dry_run, prune),
+        Command::Export { scene, connection } => ax::apply::export(connection, scene),
         Command::Runs {
             connection,
             command,

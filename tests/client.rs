@@ -156,3 +156,87 @@ async fn the_cli_drives_the_api_sqlite() {
 async fn the_cli_drives_the_api_mysql() {
     the_cli_drives_the_api(TestStore::mysql()).await;
 }
+
+async fn tasks_as_code(store: TestStore) {
+    let dir = tempfile::tempdir().expect("dir");
+    let env = vec![("AX_STORE_URL".to_string(), store.url())];
+    let ax_process = AxProcess::start(dir.path(), "apply", env).await;
+    let url = ax_process.base();
+    let file = dir.path().join("tasks.yaml");
+    let write = |text: &str| std::fs::write(&file, text).expect("write the file");
+    let apply = |extra: &[&str]| {
+        let path = file.display().to_string();
+        let mut args = vec!["apply", "-f", path.as_str(), "--url", url.as_str()];
+        args.extend_from_slice(extra);
+        ok(&ax(&args, &[]))
+    };
+    write(
+        "- {name: a, scene: code, cron: '0 0 1 * * *', handlerUrl: 'http://127.0.0.1:9/run'}\n\
+         - name: b\n  scene: code\n  cron: '0 0 2 * * *'\n  handlerUrl: 'http://127.0.0.1:9/run'\n  params: {k: v}\n\
+         - {name: c, scene: other, cron: '0 0 3 * * *', handlerUrl: 'http://127.0.0.1:9/run', maxRetry: 0}\n",
+    );
+    let dry = apply(&["--dry-run"]);
+    assert_eq!(
+        dry,
+        "+ code/a\n+ code/b\n+ other/c\ndry run: nothing changed\n"
+    );
+    let api = Api::at(url.clone());
+    let (_, page) = api.get("/api/tasks").await;
+    assert_eq!(page["total"], 0, "a dry run writes nothing");
+    assert_eq!(
+        apply(&[]),
+        "+ code/a\n+ code/b\n+ other/c\n3 created, 0 changed, 0 deleted\n"
+    );
+    assert_eq!(apply(&[]), "no change\n", "idempotent");
+
+    // b changes, a leaves the file: pruned within the file's scenes only.
+    write(
+        "- name: b\n  scene: code\n  cron: '0 30 2 * * *'\n  handlerUrl: 'http://127.0.0.1:9/run'\n  params: {k: v}\n",
+    );
+    assert_eq!(
+        apply(&["--dry-run", "--prune"]),
+        "~ code/b (cron)\n- code/a\ndry run: nothing changed\n"
+    );
+    assert_eq!(
+        apply(&["--prune"]),
+        "~ code/b (cron)\n- code/a\n0 created, 1 changed, 1 deleted\n"
+    );
+    let (_, page) = api.get("/api/tasks").await;
+    assert_eq!(page["total"], 2, "other/c stays: {page}");
+
+    // What export prints, apply takes back unchanged.
+    let exported = ok(&ax(&["export", "--url", &url], &[]));
+    assert!(
+        exported.contains("name: b") && exported.contains("0 30 2 * * *"),
+        "{exported}"
+    );
+    write(&exported);
+    assert_eq!(apply(&["--prune"]), "no change\n");
+    let json = ok(&ax(
+        &["export", "--scene", "other", "--json", "--url", &url],
+        &[],
+    ));
+    let tasks: Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{json}");
+
+    // A bad file changes nothing and is a usage error naming the task and field.
+    write("- {name: d, scene: code, cron: 'nope', handlerUrl: 'http://127.0.0.1:9/run'}\n");
+    let path = file.display().to_string();
+    let bad = ax(&["apply", "-f", &path, "--url", &url], &[]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("items[0].cron"),
+        "{bad:?}"
+    );
+    ax_process.terminate().await;
+}
+
+#[actix_rt::test]
+async fn tasks_as_code_sqlite() {
+    tasks_as_code(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn tasks_as_code_mysql() {
+    tasks_as_code(TestStore::mysql()).await;
+}

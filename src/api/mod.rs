@@ -15,6 +15,8 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::{error::JsonPayloadError, middleware, web, HttpRequest};
 
+pub use validate::{task_body, task_input};
+
 use crate::error::ApiError;
 use crate::health::Health;
 use crate::security::{is_admin, Security};
