@@ -36,6 +36,9 @@ use crate::store::{Db, StoreError, StoreUrl};
 use crate::wheel::pace::PipelineLimits;
 use uuid::Uuid;
 
+/// How the start-up warning about a missing admin token begins (the bench expects it).
+pub const NO_TOKEN_NOTICE: &str = "no admin token";
+
 /// Why ax could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -120,7 +123,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     log::info!("ax {instance_id} listening on http://{addr}");
     if config.server.admin_token.is_none() {
         log::warn!(
-            "no admin token (server.admin_token / AX_ADMIN_TOKEN): the admin API is open to \
+            "{NO_TOKEN_NOTICE} (server.admin_token / AX_ADMIN_TOKEN): the admin API is open to \
              anyone who can reach {addr}; set one before exposing ax beyond this machine"
         );
     }

@@ -58,6 +58,7 @@ enum Command {
         store: Option<String>,
     },
     /// Load-test ax: a mock executor, ax child processes, tasks, one JSON line of figures.
+    #[command(after_long_help = ax::bench::FIELDS_HELP)]
     Bench(ax::bench::Args),
     /// Tasks through the HTTP API: list, get, pause, resume, trigger.
     Tasks {

@@ -27,6 +27,7 @@ use analysis::{cpu_percent, expected_fires, match_deliveries, received_within, t
 use cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
 use db::BenchStore;
 use executor::{Behaviour, MockExecutor};
+pub use report::FIELDS_HELP;
 use report::{round1, round2, Lag, Report};
 
 /// Exit status for bad arguments, as for every ax command.
@@ -110,6 +111,10 @@ pub struct Args {
     /// tasks; the report then has how long the start-up preload took.
     #[arg(long)]
     pub restart: bool,
+    /// Keep the temporary folder (the config and logs of the ax processes); without it, it
+    /// is removed unless the logs have warnings.
+    #[arg(long)]
+    pub keep: bool,
 }
 
 fn parse_period(text: &str) -> Result<u32, String> {
@@ -194,9 +199,9 @@ pub fn run(args: Args) -> ExitCode {
     match result {
         Ok(report) => {
             println!("{}", report.to_json_line());
-            if report.ax_log_warnings > 0 {
+            if report.ax_log_warnings > 0 || args.keep {
                 eprintln!(
-                    "ax bench: {} warnings in the ax logs, kept in {}",
+                    "ax bench: {} warnings in the ax logs; logs kept in {}",
                     report.ax_log_warnings,
                     dir.display()
                 );
@@ -288,7 +293,12 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     log::info!("bench: tasks registered; measuring [{start}, {end})");
     sleep_until(start).await;
     let window = Window::open(&cluster, &store).await?;
-    sleep_until(end).await;
+    let measuring = progress(args.duration, "measuring (s)");
+    for second in 1..=args.duration {
+        sleep_until(start + Duration::from_secs(second)).await;
+        measuring.set_position(second);
+    }
+    measuring.finish_and_clear();
     let window = window.close(&cluster, &store).await?;
 
     actix_rt::time::sleep(args.grace()).await;
@@ -408,6 +418,7 @@ async fn register_tasks(
         .timeout(Duration::from_secs(60))
         .finish();
     let client = &client;
+    let registering = &progress(u64::from(args.tasks), "registering tasks");
     let calls: Vec<Vec<u32>> = (0..args.tasks)
         .collect::<Vec<u32>>()
         .chunks(BULK_ITEMS)
@@ -421,6 +432,7 @@ async fn register_tasks(
                 register_bulk(client, ax_url, handler_url, &calls[n], args.period)
                     .await
                     .with_context(|| format!("cannot register tasks on {ax_url}"))?;
+                registering.inc(calls[n].len() as u64);
             }
             anyhow::Ok(())
         }
@@ -428,6 +440,7 @@ async fn register_tasks(
     for lane in join_all(lanes).await {
         lane?;
     }
+    registering.finish_and_clear();
     let mut tasks = Vec::with_capacity(args.tasks as usize);
     for (id, name) in store.task_names().await? {
         let index: u32 = name
@@ -501,18 +514,29 @@ async fn sleep_until(at: DateTime<Utc>) {
     actix_rt::time::sleep(wait).await;
 }
 
-/// WARN and ERROR lines (and panics) in the ax logs: a clean run has none.
+/// WARN and ERROR lines (and panics) in the ax logs: a clean run has none. The start-up
+/// notice that no admin token is set is expected (the bench's ax listens on 127.0.0.1 only).
 fn count_log_warnings(logs: &[PathBuf]) -> usize {
     logs.iter()
         .filter_map(|log| std::fs::read_to_string(log).ok())
-        .map(|text| {
-            text.lines()
-                .filter(|line| {
-                    line.contains(" WARN ") || line.contains(" ERROR ") || line.contains("panicked")
-                })
-                .count()
-        })
+        .map(|text| text.lines().filter(|line| is_warning(line)).count())
         .sum()
+}
+
+fn is_warning(line: &str) -> bool {
+    let flagged = line.contains(" WARN ") || line.contains(" ERROR ") || line.contains("panicked");
+    flagged && !line.contains(crate::app::NO_TOKEN_NOTICE)
+}
+
+/// A bar on stderr (drawn only on a terminal) counting `total` things.
+fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(total);
+    let style = indicatif::ProgressStyle::with_template(&format!(
+        "{what} [{{bar:40}}] {{pos}}/{{len}} {{elapsed}}"
+    ))
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
+    bar
 }
 
 #[cfg(test)]
@@ -525,6 +549,22 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         args: Args,
+    }
+
+    #[test]
+    fn the_no_token_notice_is_no_warning() {
+        let notice = format!(
+            "[2027-01-01T00:00:00.000Z WARN  ax::app] {} (server.admin_token / …)",
+            crate::app::NO_TOKEN_NOTICE
+        );
+        assert!(!is_warning(&notice));
+        assert!(is_warning(
+            "[2027-01-01T00:00:00.000Z WARN  ax::actors::dispatch] task 1 …"
+        ));
+        assert!(is_warning("thread 'x' panicked at src/lib.rs:1"));
+        assert!(!is_warning(
+            "[2027-01-01T00:00:00.000Z INFO  ax::app] listening"
+        ));
     }
 
     fn parse(argv: &[&str]) -> Result<Args, clap::Error> {

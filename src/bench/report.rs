@@ -6,8 +6,44 @@ use serde::Serialize;
 
 use super::analysis::percentile;
 
+/// `ax bench --help`: every key of the report line, what it holds.
+pub const FIELDS_HELP: &str = "\
+The report: one JSON line on stdout, with these keys.
+  tasks, period, store, redis, instances, mode, fail_rate   the run's options
+  window_secs             length of the measuring window
+  expected                runs scheduled in the window
+  delivered               distinct runs scheduled in the window that reached the executor
+  fires_per_sec           delivered / window_secs
+  received_per_sec        distinct runs the executor first received during the window, whatever
+                          their scheduled time: the throughput, also when ax runs late
+  lag_ms                  {p50, p99, max, min}: executor receive time minus scheduledAt, in ms
+                          (negative: before its time)
+  callback_ms             {p50, p99, max, min}: callback mode, the executor's round trip of its
+                          callbacks, from sending to ax's answer (sent once the result is committed)
+  lost                    runs scheduled in the window never delivered
+  duplicate_deliveries    deliveries beyond the first of a run
+  unexpected              runs delivered in the window that no task's schedule holds
+  mismatched_request_ids  deliveries whose requestId is not derived from (task, scheduled second)
+  duplicate_rows          run rows beyond the first of a (task, scheduled second), after ax stopped
+  not_final               runs of the window not SUCCESS, FAILED or MISSED after ax stopped
+  statuses                runs of the window by status, from the database
+  open_after_stop         runs of any time left open at stop, by status (shutdown should leave none)
+  ax_cpu_percent          ax CPU time in the window, in percent of one core
+  ax_peak_rss_mb          the ax processes' peak resident memory
+  db_statements_per_fire  MariaDB statements (Questions, server-wide) in the window per delivered
+                          run, to two decimals; null on SQLite
+  injected_failures       deliveries answered 500 on purpose (--fail-rate)
+  callbacks_ok            callbacks ax accepted
+  callback_errors         callbacks refused by ax or not sent
+  bad_requests            requests to the executor that were not a run
+  ax_log_warnings         WARN and ERROR lines in the ax logs (the no-token notice aside)
+  ax_clean_exit           every ax process exited 0 on SIGTERM in time
+  registration_secs       registering the tasks (bulk calls of 1,000, then reading their ids)
+  startup_preload_secs    with --restart: from the restart to the window being in the wheel
+  elapsed_secs            the whole bench";
+
 /// Everything one run measured. Field names are the report's keys.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct Report {
     pub tasks: u32,
     pub period: u32,
@@ -65,7 +101,7 @@ pub struct Report {
 }
 
 /// Percentiles of durations in milliseconds (the lag may be negative); null when there are none.
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Default, Serialize, PartialEq)]
 pub struct Lag {
     pub p50: Option<f64>,
     pub p99: Option<f64>,
@@ -105,6 +141,18 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_help_names_every_key_of_the_report() {
+        let report = serde_json::to_value(Report::default()).expect("json");
+        let keys = report.as_object().expect("object").keys();
+        for key in keys {
+            let named = FIELDS_HELP
+                .lines()
+                .any(|line| line.trim_start().split([' ', ',']).any(|word| word == key));
+            assert!(named, "`{key}` is not explained in FIELDS_HELP");
+        }
+    }
 
     #[test]
     fn lag_is_summarised_from_sorted_values() {
