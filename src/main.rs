@@ -120,11 +120,17 @@ enum CronCommand {
 }
 
 fn main() -> ExitCode {
+    let command = cli().command;
+    // `migrate` prints what it applied; its log would say it twice.
+    let level = match command {
+        Command::Migrate { .. } => "warn",
+        _ => "info",
+    };
     // Log times in the one form ax shows people: RFC 3339, UTC, milliseconds.
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
         .format_timestamp_millis()
         .init();
-    match cli().command {
+    match command {
         Command::Serve {
             config,
             port,

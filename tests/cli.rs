@@ -452,3 +452,17 @@ fn serve_flags_win_over_the_environment() {
     let bad = run(ax(dir.path()).args(["serve", "--store", "bogus://x"]));
     assert_usage_error(&bad, "bogus://x");
 }
+
+/// The production config in `deploy/` is one ax takes.
+#[test]
+fn the_deploy_config_is_valid() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/ax.yaml");
+    let store = format!("sqlite://{}", dir.path().join("x.db").display());
+    let output = run(ax(dir.path())
+        .arg("migrate")
+        .arg("--config")
+        .arg(&config)
+        .args(["--store", &store]));
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+}
