@@ -1,10 +1,10 @@
 //! StoreActor: owns the database pool and group-commits instance writes.
 //!
-//! Group commit is natural: a lane commits as soon as it has work and a commit slot of its own
-//! is free; whatever arrives meanwhile joins the next commit, at most `batch_size` rows. An idle
-//! server so commits a callback in one round trip, a busy one in few, large transactions. Fires
-//! and results commit in two lanes side by side. Every caller is answered only after its write
-//! is committed.
+//! Group commit is natural (`lane.rs` decides): the results lane commits as soon as it has work
+//! and no commit of its own runs; whatever arrives meanwhile joins the next commit, at most
+//! `batch_size` rows. An idle server so commits a callback in one round trip, a busy one in
+//! few, full transactions. Fires commit at once. The two lanes commit side by side. Every caller
+//! is answered only after its write is committed.
 
 use std::future::Future;
 use std::sync::Arc;
