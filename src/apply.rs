@@ -17,9 +17,8 @@ use crate::api::{task_body, task_input};
 use crate::client::{send, Call, Connection};
 use crate::security::Allowlist;
 use crate::service::TaskInput;
+use crate::EXIT_USAGE;
 
-/// Bad input: an unreadable or invalid file.
-const EXIT_USAGE: u8 = 2;
 /// Tasks a bulk call takes.
 const BULK_ITEMS: usize = 1000;
 

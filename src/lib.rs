@@ -23,3 +23,7 @@ pub mod security;
 pub mod service;
 pub mod store;
 pub mod wheel;
+
+/// The exit status of every `ax` command for bad input (an invalid expression, option, config
+/// or file), with a message on stderr.
+pub const EXIT_USAGE: u8 = 2;

@@ -11,13 +11,11 @@ use ax::client::{Connection, RunsCommand, TasksCommand};
 use ax::clock::SystemClock;
 use ax::config::Config;
 use ax::cron::CronSchedule;
+use ax::EXIT_USAGE;
 
 /// A fast allocator: firing and dispatching allocate many small, short-lived buffers.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Exit status for bad input (an invalid expression, option or config).
-const EXIT_USAGE: u8 = 2;
 
 #[derive(Parser)]
 #[command(

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 
 use crate::config::StoreConfig;
 use crate::cron::CronSchedule;
+use crate::EXIT_USAGE;
 use analysis::{cpu_percent, expected_fires, match_deliveries, received_within, task_cron};
 use cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
 use db::BenchStore;
@@ -30,8 +31,6 @@ use executor::{Behaviour, MockExecutor};
 pub use report::FIELDS_HELP;
 use report::{round1, round2, Lag, Report};
 
-/// Exit status for bad arguments, as for every ax command.
-const EXIT_USAGE: u8 = 2;
 const REDIS_URL: &str = "redis://127.0.0.1:6379";
 /// Bulk registration calls in flight at once.
 const REGISTER_CONCURRENCY: usize = 4;
