@@ -1,4 +1,4 @@
-//! Errors returned when parsing a cron expression.
+//! Errors returned when parsing a cron expression or a time zone name.
 
 /// Why a cron expression was rejected.
 ///
@@ -73,11 +73,33 @@ pub enum CronError {
         token: String,
     },
 
-    /// Quartz-only syntax: `L`, `W`, `#`, `H`.
+    /// Quartz syntax that ax does not support (`H`), or a Quartz form in a
+    /// field that does not take it (`L` in the hour field, `#` in dayOfMonth).
     #[error(
-        "{field} field: `{token}` uses Quartz extensions (L, W, #, H), which are not supported"
+        "{field} field: `{token}` is not supported (Quartz forms allowed: L, L-n, nW and LW in dayOfMonth; nL and n#k in dayOfWeek; H is not supported)"
     )]
     QuartzExtension {
+        /// Field name.
+        field: &'static str,
+        /// The list item as written.
+        token: String,
+    },
+
+    /// A supported Quartz form with a value out of its range, e.g. `L-40`,
+    /// `32W`, `MON#6`.
+    #[error("{field} field: `{token}` is invalid: {reason}")]
+    InvalidQuartz {
+        /// Field name.
+        field: &'static str,
+        /// The list item as written.
+        token: String,
+        /// What the form takes.
+        reason: &'static str,
+    },
+
+    /// An `L`, `W` or `#` form inside a range or a step, e.g. `1-L`, `MON#2/2`.
+    #[error("{field} field: `{token}` puts an L, W or # form in a range or step; list such forms with commas instead (e.g. `1,L`)")]
+    QuartzInRange {
         /// Field name.
         field: &'static str,
         /// The list item as written.
@@ -104,6 +126,10 @@ pub enum CronError {
         token: String,
     },
 
+    /// A time zone name the tz database does not know.
+    #[error("unknown time zone `{0}` (expected an IANA name such as `Europe/Berlin`, or `UTC`)")]
+    UnknownZone(String),
+
     /// The expression is valid syntax but no date ever matches, e.g. `0 0 0 31 2 *`.
     #[error("expression `{0}` never fires: no date matches its day-of-month, month and day-of-week combination")]
     NeverFires(String),
@@ -119,6 +145,7 @@ impl CronError {
             | CronError::UnknownMacro(_)
             | CronError::FieldCount(_)
             | CronError::YearFieldUnsupported
+            | CronError::UnknownZone(_)
             | CronError::NeverFires(_) => None,
             CronError::OutOfRange { field, .. }
             | CronError::ZeroStep { field, .. }
@@ -126,6 +153,8 @@ impl CronError {
             | CronError::ReversedRange { field, .. }
             | CronError::EmptyListItem { field, .. }
             | CronError::QuartzExtension { field, .. }
+            | CronError::InvalidQuartz { field, .. }
+            | CronError::QuartzInRange { field, .. }
             | CronError::QuestionMarkNotAllowed { field, .. }
             | CronError::UnknownToken { field, .. } => Some(field),
         }

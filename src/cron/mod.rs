@@ -1,4 +1,4 @@
-//! Cron expression parsing and next-fire computation (UTC).
+//! Cron expression parsing and next-fire computation, in UTC or a time zone.
 //!
 //! Expressions have 6 fields (`sec min hour day-of-month month day-of-week`)
 //! or 5 (seconds omitted, meaning second 0), or are one of the macros
@@ -6,35 +6,69 @@
 //! `@hourly`. Each field accepts `*`, values, ranges `a-b`, steps `*/n`,
 //! `a-b/n`, `a/n`, and comma lists of these; months and weekdays also accept
 //! three-letter English names in any case, and `?` means `*` in the two day
-//! fields.
+//! fields. Day-of-week runs 0-7, Sunday being both 0 and 7.
+//!
+//! The day fields also take Quartz's forms, as items of a comma list (not in
+//! ranges or steps):
+//! - day-of-month `L` (the last day), `L-n` (n days before the last day,
+//!   n 0-30), `nW` (the Monday-Friday day nearest day n, staying in the
+//!   month; no fire in a month without day n), `LW` (the last Monday-Friday
+//!   day);
+//! - day-of-week `nL` (the last weekday n of the month: `5L`, `FRIL`) and
+//!   `n#k` (the k-th weekday n, k 1-5: `MON#2`, `1#2`).
+//!
+//! `H` is not supported.
 //!
 //! Unlike Vixie cron, when both day-of-month and day-of-week are restricted a
 //! time must match *both* (intersection), so `0 0 0 13 * FRI` fires only on
-//! Friday the 13th.
+//! Friday the 13th. An expression no date ever matches is rejected.
+//!
+//! # Time zones
+//!
+//! A schedule matches wall-clock time in its [`Zone`] (UTC by default); the
+//! tz database is compiled in ([`TZDATA_RELEASE`]). Where clocks change:
+//! - **gap** (clocks jump forward, a wall-clock hour does not exist): every
+//!   fire that falls in it happens once, at the first instant after the gap
+//!   (`0 30 2 * * *` in Europe/Berlin on 2027-03-28 fires at 03:00+02:00);
+//! - **overlap** (clocks fall back, an hour happens twice): an *interval*
+//!   expression, one whose second, minute or hour field holds `*`, a range
+//!   or a step, fires in both copies; a *fixed* one (single values or lists
+//!   there) fires once, in the first copy.
+//!
+//! Every fire is a distinct instant, and chaining `next_after` from any
+//! instant yields exactly these fires in order.
 //!
 //! ```
-//! use ax::cron::CronSchedule;
+//! use ax::cron::{CronSchedule, Zone};
 //! use chrono::{TimeZone, Utc};
 //!
 //! let s: CronSchedule = "0 30 9 * * MON-FRI".parse().unwrap();
 //! let after = Utc.with_ymd_and_hms(2024, 1, 5, 10, 0, 0).unwrap(); // a Friday
 //! assert_eq!(s.next_after(after), Some(Utc.with_ymd_and_hms(2024, 1, 8, 9, 30, 0).unwrap()));
+//!
+//! let berlin = s.in_zone(Zone::parse("Europe/Berlin").unwrap());
+//! assert_eq!(berlin.next_after(after), Some(Utc.with_ymd_and_hms(2024, 1, 8, 8, 30, 0).unwrap()));
 //! ```
 
+mod days;
 mod error;
 mod next;
 mod parse;
 #[cfg(test)]
 mod tests;
+mod zone;
+mod zoned;
 
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 
 pub use error::CronError;
+pub use zone::{Zone, TZDATA_RELEASE};
 
-/// A parsed, validated cron schedule evaluated in UTC.
+/// A parsed, validated cron schedule, evaluated in a time zone (UTC unless
+/// set with [`CronSchedule::in_zone`]).
 ///
 /// Each field is stored as a bitmask (bit `n` set means value `n` matches),
 /// so finding the next matching value is a mask plus `trailing_zeros`.
@@ -50,11 +84,29 @@ pub struct CronSchedule {
     hours: u32,
     /// Bits 1..=12.
     months: u16,
-    /// Matching days of a month (bits 1..=31) for a month whose first day
-    /// falls on weekday `w` (0 = Sunday), indexed by `w`. This folds the
-    /// day-of-month and day-of-week intersection into one precomputed mask,
-    /// so the hot loop needs a single lookup per month.
-    day_masks: [u32; 7],
+    /// Matching days of a month (bits 1..=31), indexed by the weekday of its
+    /// 1st (0 = Sunday) and its length minus 28. This folds the day-of-month
+    /// and day-of-week intersection, Quartz forms included, into one
+    /// precomputed mask, so the hot loop needs a single lookup per month.
+    day_masks: days::DayMasks,
+    /// See [`parse::Masks::interval`].
+    interval: bool,
+    /// The fields match wall-clock time in this zone.
+    zone: Zone,
+}
+
+/// One fire of a schedule, for previews.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fire {
+    /// The instant.
+    pub utc: DateTime<Utc>,
+    /// The same instant in the schedule's zone, with the offset in force.
+    pub local: DateTime<FixedOffset>,
+    /// Why the fire is not where the expression reads, for a DST change:
+    /// `moved from 02:30 (DST gap)` (the earliest skipped wall-clock time it
+    /// stands for) or `repeated 02:00 (DST overlap)` (the second copy of a
+    /// repeated time); `None` for an ordinary fire.
+    pub note: Option<String>,
 }
 
 impl CronSchedule {
@@ -63,13 +115,52 @@ impl CronSchedule {
         parse::parse(expr)
     }
 
+    /// The same schedule, matched against wall-clock time in `zone`.
+    pub fn in_zone(self, zone: Zone) -> CronSchedule {
+        CronSchedule { zone, ..self }
+    }
+
+    /// The zone the fields are matched in.
+    pub fn zone(&self) -> &Zone {
+        &self.zone
+    }
+
     /// First fire time strictly after `after` (sub-second part of `after`
     /// ignored; result has whole seconds, UTC).
     ///
-    /// Returns `None` only if nothing fires within one 400-year Gregorian
-    /// cycle after `after` (or chrono's representable range ends).
+    /// The fields match wall-clock time in the schedule's zone, with the DST
+    /// rule of the [module docs](self). Returns `None` only if nothing fires
+    /// within one 400-year Gregorian cycle after `after`, or past the
+    /// representable range (chrono's for UTC; years -9999 to 9999 in other
+    /// zones).
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         next::next_after(self, after)
+    }
+
+    /// The next `count` fires strictly after `after` (fewer if the schedule
+    /// ends, see [`CronSchedule::next_after`]), with local times and notes.
+    pub fn upcoming(&self, after: DateTime<Utc>, count: usize) -> Vec<Fire> {
+        let mut fires = Vec::new();
+        let mut at = after;
+        while fires.len() < count {
+            let Some(fire) = self.next_after(at).and_then(|utc| self.fire(utc)) else {
+                break;
+            };
+            at = fire.utc;
+            fires.push(fire);
+        }
+        fires
+    }
+
+    /// `utc` (a fire time) as a [`Fire`].
+    fn fire(&self, utc: DateTime<Utc>) -> Option<Fire> {
+        let t = utc.timestamp();
+        let offset = i32::try_from(self.zone.offset_at(t)?).ok()?;
+        Some(Fire {
+            utc,
+            local: utc.with_timezone(&FixedOffset::east_opt(offset)?),
+            note: self.zone.rules().and_then(|tz| zoned::note(self, tz, t)),
+        })
     }
 
     /// The expression as given by the user (trimmed).

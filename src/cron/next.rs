@@ -1,13 +1,14 @@
 //! Next-fire search: field-by-field jumps over plain integers.
 //!
-//! The search works on `(year, month, day, hour, minute, second)` plus the
-//! weekday of January 1st, tracked incrementally, so the hot loop does no
-//! day-number conversions; chrono is touched once to read the start and once
-//! to build the result.
+//! The search works on wall-clock `(year, month, day, hour, minute, second)`
+//! plus the weekday of January 1st, tracked incrementally, so the hot loop
+//! does no day-number conversions; chrono is touched once to read the start
+//! and once to build the result. In UTC the wall clock is the answer; other
+//! zones map it to instants in [`zoned`].
 
-use chrono::{DateTime, Datelike, NaiveDate, Timelike, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike, Utc};
 
-use super::CronSchedule;
+use super::{days, zoned, CronSchedule};
 
 /// Years searched after the start year. The Gregorian calendar, weekdays
 /// included, repeats every 400 years (146097 days = 20871 weeks), so a
@@ -33,9 +34,23 @@ struct Cursor {
 
 /// See [`CronSchedule::next_after`].
 pub(super) fn next_after(s: &CronSchedule, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    // `naive_utc` is a plain field read; `date_naive`/`time` would go through
-    // the (zero) offset arithmetic.
-    let naive = after.naive_utc();
+    match s.zone.rules() {
+        // UTC: wall-clock time is UTC time, so the search result is the answer.
+        // `naive_utc` is a plain field read; `date_naive`/`time` would go
+        // through the (zero) offset arithmetic.
+        None => Some(first_match(s, after.naive_utc(), 1)?.and_utc()),
+        Some(tz) => zoned::next_after(s, tz, after),
+    }
+}
+
+/// First wall-clock time matching the fields at or after `naive` plus
+/// `skip` seconds (0 or 1; the sub-second part of `naive` is ignored).
+#[inline(always)]
+pub(super) fn first_match(
+    s: &CronSchedule,
+    naive: NaiveDateTime,
+    skip: u32,
+) -> Option<NaiveDateTime> {
     let date = naive.date();
     // Whole seconds only (a leap second's extra nanoseconds are ignored too).
     let sod = naive.time().num_seconds_from_midnight();
@@ -45,19 +60,15 @@ pub(super) fn next_after(s: &CronSchedule, after: DateTime<Utc>) -> Option<DateT
         day: date.day(),
         hour: sod / 3600,
         minute: sod / 60 % 60,
-        // Strictly after: may be 60, which the search carries over.
-        second: sod % 60 + 1,
+        // May be 60, which the search carries over.
+        second: sod % 60 + skip,
     };
     let wd = date.weekday().num_days_from_sunday();
     let jan1_wd = (wd + 7 - date.ordinal0() % 7) % 7;
     let c = search(s, start, jan1_wd)?;
     // Year + ordinal is chrono's native date layout: cheaper than from_ymd.
     let ordinal = month_start(c.year, c.month) + c.day;
-    Some(
-        NaiveDate::from_yo_opt(c.year, ordinal)?
-            .and_hms_opt(c.hour, c.minute, c.second)?
-            .and_utc(),
-    )
+    NaiveDate::from_yo_opt(c.year, ordinal)?.and_hms_opt(c.hour, c.minute, c.second)
 }
 
 /// Whether the schedule fires at all (used by the parser). Any start works,
@@ -100,11 +111,11 @@ fn search(s: &CronSchedule, mut c: Cursor, mut jan1_wd: u32) -> Option<Cursor> {
                 (c.day, c.hour, c.minute, c.second) = (1, 0, 0, 0);
             }
         }
-        let leap = is_leap(c.year);
         let first_wd = (jan1_wd + month_start(c.year, c.month)) % 7;
-        // Bits 1..=days_in_month; bit 0 is never set in day_masks.
-        let month_mask = u64::from(s.day_masks[first_wd as usize])
-            & ((2u64 << days_in_month(leap, c.month)) - 1);
+        let len = days_in_month(is_leap(c.year), c.month);
+        // Only bits 1..=len are ever set for a month of `len` days.
+        let month_mask =
+            u64::from(s.day_masks[first_wd as usize][(len - days::MIN_MONTH_LEN) as usize]);
 
         'day: loop {
             match next_bit(month_mask, c.day) {

@@ -1,6 +1,7 @@
 //! Expression parsing: text to per-field bitmasks.
 
-use super::{next, CronError, CronSchedule};
+use super::days::{self, DomSpec, DowSpec};
+use super::{next, CronError, CronSchedule, Zone};
 
 /// Static description of one field.
 struct FieldSpec {
@@ -13,7 +14,9 @@ struct FieldSpec {
     /// Names accepted in place of numbers; index `i` means value `i + names_base`.
     names: &'static [&'static str],
     names_base: u32,
-    allow_question: bool,
+    /// A day field: `?` allowed, and Quartz forms recognised (as errors when
+    /// used in a range or step).
+    day_field: bool,
 }
 
 const MONTH_NAMES: [&str; 12] = [
@@ -28,7 +31,7 @@ const SECOND: FieldSpec = FieldSpec {
     star_max: 59,
     names: &[],
     names_base: 0,
-    allow_question: false,
+    day_field: false,
 };
 const MINUTE: FieldSpec = FieldSpec {
     name: "minute",
@@ -47,7 +50,7 @@ const DAY_OF_MONTH: FieldSpec = FieldSpec {
     star_max: 31,
     names: &[],
     names_base: 0,
-    allow_question: true,
+    day_field: true,
 };
 const MONTH: FieldSpec = FieldSpec {
     name: "month",
@@ -56,7 +59,7 @@ const MONTH: FieldSpec = FieldSpec {
     star_max: 12,
     names: &MONTH_NAMES,
     names_base: 1,
-    allow_question: false,
+    day_field: false,
 };
 const DAY_OF_WEEK: FieldSpec = FieldSpec {
     name: "dayOfWeek",
@@ -65,7 +68,7 @@ const DAY_OF_WEEK: FieldSpec = FieldSpec {
     star_max: 6,
     names: &DOW_NAMES,
     names_base: 0,
-    allow_question: true,
+    day_field: true,
 };
 
 /// Raw per-field masks of an expression, before day fields are combined.
@@ -74,12 +77,15 @@ pub(super) struct Masks {
     pub seconds: u64,
     pub minutes: u64,
     pub hours: u32,
-    /// Bits 1..=31.
-    pub dom: u32,
+    pub dom: DomSpec,
     /// Bits 1..=12.
     pub months: u16,
-    /// Bits 0..=6, Sunday = 0 (7 already folded onto 0).
-    pub dow: u8,
+    /// Sunday is 0 (7 already folded onto 0).
+    pub dow: DowSpec,
+    /// The second, minute or hour field holds `*`, a range or a step: the
+    /// schedule runs at intervals, so it fires in both copies of a repeated
+    /// (DST overlap) hour.
+    pub interval: bool,
 }
 
 /// Parses a whole expression (see [`CronSchedule::parse`]).
@@ -92,7 +98,9 @@ pub(super) fn parse(expr: &str) -> Result<CronSchedule, CronError> {
         minutes: m.minutes,
         hours: m.hours,
         months: m.months,
-        day_masks: day_masks(m.dom, m.dow),
+        day_masks: days::day_masks(&m.dom, &m.dow),
+        interval: m.interval,
+        zone: Zone::utc(),
     };
     // The Gregorian calendar (weekdays included) repeats every 400 years, so a
     // bounded search from any instant decides whether anything ever fires.
@@ -136,9 +144,13 @@ pub(super) fn parse_masks(trimmed: &str) -> Result<Masks, CronError> {
         seconds: parse_field(&SECOND, sec)?,
         minutes: parse_field(&MINUTE, rest[0])?,
         hours: parse_field(&HOUR, rest[1])? as u32,
-        dom: parse_field(&DAY_OF_MONTH, rest[2])? as u32,
+        dom: parse_dom(rest[2])?,
         months: parse_field(&MONTH, rest[3])? as u16,
-        dow: fold_sunday(parse_field(&DAY_OF_WEEK, rest[4])?),
+        dow: parse_dow(rest[4])?,
+        // Time fields hold no names, so `-` only ever means a range.
+        interval: [sec, rest[0], rest[1]]
+            .iter()
+            .any(|f| f.contains(['*', '-', '/'])),
     })
 }
 
@@ -164,31 +176,148 @@ fn expand_macro(m: &str) -> Option<&'static str> {
         .map(|&(_, body)| body)
 }
 
-/// For each weekday of the 1st of a month, the month days (bits 1..=31)
-/// matching both the day-of-month mask and the day-of-week mask.
-fn day_masks(dom: u32, dow: u8) -> [u32; 7] {
-    let mut masks = [0u32; 7];
-    for (first_wd, mask) in masks.iter_mut().enumerate() {
-        for day in 1..=31u32 {
-            let wd = (first_wd as u32 + day - 1) % 7;
-            if dom & (1 << day) != 0 && dow & (1 << wd) != 0 {
-                *mask |= 1 << day;
-            }
+/// A Quartz day-of-month form.
+enum DomForm {
+    /// `L-n` (`L` is `L-0`).
+    BeforeLast(u32),
+    /// `nW`.
+    NearestWeekday(u32),
+    /// `LW`.
+    LastWeekday,
+}
+
+/// A Quartz day-of-week form; the weekday is 0..=6, Sunday = 0.
+enum DowForm {
+    /// `nL`.
+    Last(u32),
+    /// `n#k`.
+    Nth(u32, u32),
+}
+
+/// Parses the day-of-month field: plain items and Quartz forms, unioned.
+fn parse_dom(text: &str) -> Result<DomSpec, CronError> {
+    let mut spec = DomSpec::default();
+    for item in list_items(&DAY_OF_MONTH, text)? {
+        match dom_form(item)? {
+            Some(DomForm::BeforeLast(n)) => spec.before_last |= 1 << n,
+            Some(DomForm::NearestWeekday(n)) => spec.nearest_weekday |= 1 << n,
+            Some(DomForm::LastWeekday) => spec.last_weekday = true,
+            None => spec.days |= parse_item(&DAY_OF_MONTH, item)? as u32,
         }
     }
-    masks
+    Ok(spec)
+}
+
+/// Parses the day-of-week field: plain items and Quartz forms, unioned.
+fn parse_dow(text: &str) -> Result<DowSpec, CronError> {
+    let mut spec = DowSpec::default();
+    for item in list_items(&DAY_OF_WEEK, text)? {
+        match dow_form(item)? {
+            Some(DowForm::Last(wd)) => spec.last |= 1 << wd,
+            Some(DowForm::Nth(wd, k)) => spec.nth[k as usize - 1] |= 1 << wd,
+            None => spec.days |= fold_sunday(parse_item(&DAY_OF_WEEK, item)?),
+        }
+    }
+    Ok(spec)
+}
+
+/// Recognises `L`, `L-n`, `LW` and `nW`; `None` for anything else.
+fn dom_form(item: &str) -> Result<Option<DomForm>, CronError> {
+    let invalid = |reason| CronError::InvalidQuartz {
+        field: DAY_OF_MONTH.name,
+        token: item.to_string(),
+        reason,
+    };
+    if item.eq_ignore_ascii_case("L") {
+        return Ok(Some(DomForm::BeforeLast(0)));
+    }
+    if item.eq_ignore_ascii_case("LW") {
+        return Ok(Some(DomForm::LastWeekday));
+    }
+    if let Some(n) = strip_prefix_ignore_case(item, "L-").filter(|n| is_number(n)) {
+        let n = saturating_number(n);
+        if n > days::MAX_BEFORE_LAST {
+            return Err(invalid("`L-n` takes n from 0 to 30"));
+        }
+        return Ok(Some(DomForm::BeforeLast(n)));
+    }
+    if let Some(n) = strip_suffix_ignore_case(item, "W").filter(|n| is_number(n)) {
+        let n = saturating_number(n);
+        if !(DAY_OF_MONTH.min..=DAY_OF_MONTH.max).contains(&n) {
+            return Err(invalid("`nW` takes a day n from 1 to 31"));
+        }
+        return Ok(Some(DomForm::NearestWeekday(n)));
+    }
+    Ok(None)
+}
+
+/// Recognises `nL` and `n#k` (n a number or a name); `None` for anything else.
+fn dow_form(item: &str) -> Result<Option<DowForm>, CronError> {
+    if let Some((day, k)) = item.split_once('#') {
+        if item.contains(['-', '/']) {
+            return Err(in_range(DAY_OF_WEEK.name, item.to_string()));
+        }
+        let wd = weekday_value(day, item)?;
+        if !is_number(k) || !(1..=days::MAX_NTH).contains(&saturating_number(k)) {
+            return Err(CronError::InvalidQuartz {
+                field: DAY_OF_WEEK.name,
+                token: item.to_string(),
+                reason: "`n#k` takes k from 1 to 5",
+            });
+        }
+        return Ok(Some(DowForm::Nth(wd, saturating_number(k))));
+    }
+    match strip_suffix_ignore_case(item, "L") {
+        // Only a number or a name before the `L`; other text (`1-5L`, `L`) is
+        // left to the general parser, which says what is wrong with it.
+        Some(day) if is_number(day) || DOW_NAMES.iter().any(|n| n.eq_ignore_ascii_case(day)) => {
+            Ok(Some(DowForm::Last(weekday_value(day, item)?)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A weekday number or name as 0..=6 (7 is Sunday, 0).
+fn weekday_value(tok: &str, item: &str) -> Result<u32, CronError> {
+    let (v, _) = parse_value(&DAY_OF_WEEK, tok, item)?;
+    Ok(v % 7)
+}
+
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
+}
+
+fn strip_suffix_ignore_case<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
+    let cut = s.len().checked_sub(suffix.len())?;
+    let tail = s.get(cut..)?;
+    tail.eq_ignore_ascii_case(suffix).then(|| &s[..cut])
+}
+
+/// A non-empty run of ASCII digits (`str::parse` would also accept a `+`).
+fn is_number(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The items of a comma list; an empty item is an error.
+fn list_items<'a>(
+    spec: &FieldSpec,
+    text: &'a str,
+) -> Result<impl Iterator<Item = &'a str>, CronError> {
+    if text.split(',').any(str::is_empty) {
+        return Err(CronError::EmptyListItem {
+            field: spec.name,
+            token: text.to_string(),
+        });
+    }
+    Ok(text.split(','))
 }
 
 /// Parses one field into a bitmask (bit `v` set when value `v` matches).
 fn parse_field(spec: &FieldSpec, text: &str) -> Result<u64, CronError> {
     let mut mask = 0u64;
-    for item in text.split(',') {
-        if item.is_empty() {
-            return Err(CronError::EmptyListItem {
-                field: spec.name,
-                token: text.to_string(),
-            });
-        }
+    for item in list_items(spec, text)? {
         mask |= parse_item(spec, item)?;
     }
     Ok(mask)
@@ -207,7 +336,7 @@ fn parse_item(spec: &FieldSpec, item: &str) -> Result<u64, CronError> {
     };
 
     let (start, end) = if base == "*" || base == "?" {
-        if base == "?" && !spec.allow_question {
+        if base == "?" && !spec.day_field {
             return Err(err_token(|field, token| {
                 CronError::QuestionMarkNotAllowed { field, token }
             }));
@@ -268,6 +397,10 @@ fn quartz(field: &'static str, token: String) -> CronError {
     CronError::QuartzExtension { field, token }
 }
 
+fn in_range(field: &'static str, token: String) -> CronError {
+    CronError::QuartzInRange { field, token }
+}
+
 fn unknown(field: &'static str, token: String) -> CronError {
     CronError::UnknownToken { field, token }
 }
@@ -296,7 +429,11 @@ fn parse_value(spec: &FieldSpec, tok: &str, item: &str) -> Result<(u32, bool), C
         return Ok((i as u32 + spec.names_base, true));
     }
     if is_quartz_atom(tok) {
-        return Err(quartz(spec.name, item.to_string()));
+        // `tok` is only part of `item` inside a range or a step. There an
+        // `L` or `W` form of a day field is supported, just not in that place.
+        let misplaced = spec.day_field && tok != item && !tok.contains(['H', 'h']);
+        let make = if misplaced { in_range } else { quartz };
+        return Err(make(spec.name, item.to_string()));
     }
     Err(unknown(spec.name, tok.to_string()))
 }
