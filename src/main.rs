@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use ax::client::{Connection, RunsCommand, TasksCommand};
 use ax::clock::SystemClock;
 use ax::config::Config;
-use ax::cron::CronSchedule;
+use ax::cron::{CronSchedule, Zone};
 use ax::EXIT_USAGE;
 
 /// A fast allocator: firing and dispatching allocate many small, short-lived buffers.
@@ -104,7 +104,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum CronCommand {
-    /// Print the next fire times of an expression, one per line, RFC3339 UTC.
+    /// Print the next fire times of an expression, one per line, RFC3339 (UTC, or local time
+    /// with its offset with --tz).
     Next {
         /// 6 fields `sec min hour day month weekday` (or 5, seconds = 0), or a macro.
         expr: String,
@@ -114,6 +115,9 @@ enum CronCommand {
         /// How many times to print.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         count: u32,
+        /// Match the fields in this IANA time zone (e.g. Europe/Berlin); default UTC.
+        #[arg(long)]
+        tz: Option<String>,
     },
 }
 
@@ -162,8 +166,14 @@ fn main() -> ExitCode {
             command,
         } => ax::client::runs(connection, command),
         Command::Cron {
-            command: CronCommand::Next { expr, from, count },
-        } => cron_next(&expr, from.as_deref(), count),
+            command:
+                CronCommand::Next {
+                    expr,
+                    from,
+                    count,
+                    tz,
+                },
+        } => cron_next(&expr, from.as_deref(), count, tz.as_deref()),
     }
 }
 
@@ -254,7 +264,7 @@ fn migrate(config: Config) -> ExitCode {
     }
 }
 
-fn cron_next(expr: &str, from: Option<&str>, count: u32) -> ExitCode {
+fn cron_next(expr: &str, from: Option<&str>, count: u32, tz: Option<&str>) -> ExitCode {
     let schedule = match CronSchedule::parse(expr) {
         Ok(schedule) => schedule,
         Err(err) => {
@@ -262,7 +272,15 @@ fn cron_next(expr: &str, from: Option<&str>, count: u32) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let mut at = match from.map(DateTime::parse_from_rfc3339) {
+    let schedule = match tz.map(Zone::parse) {
+        None => schedule,
+        Some(Ok(zone)) => schedule.in_zone(zone),
+        Some(Err(err)) => {
+            eprintln!("ax: invalid --tz: {err}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let at = match from.map(DateTime::parse_from_rfc3339) {
         None => Utc::now(),
         Some(Ok(from)) => from.with_timezone(&Utc),
         Some(Err(err)) => {
@@ -271,15 +289,14 @@ fn cron_next(expr: &str, from: Option<&str>, count: u32) -> ExitCode {
         }
     };
     let mut out = String::new();
-    for _ in 0..count {
-        match schedule.next_after(at) {
-            Some(next) => {
-                out.push_str(&next.to_rfc3339_opts(SecondsFormat::Secs, true));
-                out.push('\n');
-                at = next;
-            }
-            None => break,
-        }
+    for fire in schedule.upcoming(at, count as usize) {
+        // Without --tz, the UTC form with `Z`, exactly as before zones existed.
+        let line = match tz {
+            None => fire.utc.to_rfc3339_opts(SecondsFormat::Secs, true),
+            Some(_) => fire.local.to_rfc3339_opts(SecondsFormat::Secs, false),
+        };
+        out.push_str(&line);
+        out.push('\n');
     }
     print!("{out}");
     ExitCode::SUCCESS

@@ -209,6 +209,75 @@ fn cron_next_rejects_a_bad_count() {
 }
 
 #[test]
+fn cron_next_in_a_zone_moves_a_fire_out_of_the_dst_gap() {
+    // Berlin skips 02:00-03:00 on 2027-03-28: 02:30 fires at 03:00 local.
+    let args = ["--from", "2027-03-27T12:00:00Z", "--count", "2"];
+    let output = cron_next(&[&["0 30 2 * * *", "--tz", "Europe/Berlin"], &args[..]].concat());
+    assert_lines(
+        &output,
+        &["2027-03-28T03:00:00+02:00", "2027-03-29T02:30:00+02:00"],
+    );
+    let args = ["--from", "2027-03-28T00:40:00Z", "--count", "3"];
+    let output = cron_next(&[&["0 */15 * * * *", "--tz", "Europe/Berlin"], &args[..]].concat());
+    assert_lines(
+        &output,
+        &[
+            "2027-03-28T01:45:00+01:00",
+            "2027-03-28T03:00:00+02:00",
+            "2027-03-28T03:15:00+02:00",
+        ],
+    );
+}
+
+#[test]
+fn cron_next_in_a_zone_handles_the_dst_overlap() {
+    // Berlin repeats 02:00-03:00 on 2027-10-31: a fixed time fires once, an interval twice.
+    let output = cron_next(&[
+        "0 30 2 * * *",
+        "--tz",
+        "Europe/Berlin",
+        "--from",
+        "2027-10-30T12:00:00Z",
+        "--count",
+        "2",
+    ]);
+    assert_lines(
+        &output,
+        &["2027-10-31T02:30:00+02:00", "2027-11-01T02:30:00+01:00"],
+    );
+    let output = cron_next(&[
+        "0 */30 * * * *",
+        "--tz",
+        "Europe/Berlin",
+        "--from",
+        "2027-10-30T23:45:00Z",
+        "--count",
+        "4",
+    ]);
+    assert_lines(
+        &output,
+        &[
+            "2027-10-31T02:00:00+02:00",
+            "2027-10-31T02:30:00+02:00",
+            "2027-10-31T02:00:00+01:00",
+            "2027-10-31T02:30:00+01:00",
+        ],
+    );
+}
+
+#[test]
+fn cron_next_rejects_an_unknown_zone() {
+    let output = cron_next(&[
+        "0 30 2 * * *",
+        "--tz",
+        "Mars/Olympus_Mons",
+        "--from",
+        "2027-03-27T12:00:00Z",
+    ]);
+    assert_usage_error_naming(&output, "Mars/Olympus_Mons", "`Mars/Olympus_Mons`");
+}
+
+#[test]
 fn migrate_creates_the_sqlite_store() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("nested/x.db");
