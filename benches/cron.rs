@@ -4,13 +4,15 @@
 //! before anything is timed, so the comparison is like for like. Expressions
 //! never restrict both day-of-month and day-of-week (ax intersects them, the
 //! others take the union) and use weekday names (the `cron` crate numbers
-//! weekdays 1-7 from Sunday).
+//! weekdays 1-7 from Sunday). A last group times ax alone, for information:
+//! a schedule in a time zone, and Quartz day forms the others lack or read
+//! differently.
 
 use std::hint::black_box;
 use std::str::FromStr;
 use std::time::Duration;
 
-use ax::cron::CronSchedule;
+use ax::cron::{CronSchedule, Zone};
 use chrono::{DateTime, TimeZone, Utc};
 use criterion::{criterion_group, criterion_main, Criterion};
 use croner::parser::{CronParser, Seconds};
@@ -47,6 +49,14 @@ const CHAIN_EXPRS: [&str; 3] = [
     "0 0 12 * * MON-FRI",
 ];
 const CHAIN_LEN: usize = 1000;
+
+/// Quartz day forms, timed for ax only.
+const QUARTZ_EXPRS: [&str; 4] = [
+    "0 0 0 L * *",
+    "0 0 9 LW * *",
+    "0 0 12 ? * FRIL",
+    "0 0 9 ? * MON#2",
+];
 
 /// Fixed start instant for every benchmark (a Friday, mid-morning).
 fn start() -> DateTime<Utc> {
@@ -179,6 +189,43 @@ fn benches(c: &mut Criterion) {
                     t = croner_next(s, t);
                 }
                 black_box(t);
+            }
+        })
+    });
+    g.finish();
+
+    zoned_and_quartz(c, &chained.ax, t0);
+}
+
+/// ax alone: the chained schedules in Europe/Berlin, and Quartz forms.
+fn zoned_and_quartz(c: &mut Criterion, chained: &[CronSchedule], t0: DateTime<Utc>) {
+    let berlin = Zone::parse("Europe/Berlin").expect("zone");
+    let zoned: Vec<CronSchedule> = chained
+        .iter()
+        .map(|s| s.clone().in_zone(berlin.clone()))
+        .collect();
+    let quartz: Vec<CronSchedule> = QUARTZ_EXPRS
+        .iter()
+        .map(|e| CronSchedule::parse(e).unwrap_or_else(|err| panic!("ax `{e}`: {err}")))
+        .collect();
+
+    let mut g = c.benchmark_group("ax_only");
+    g.sample_size(20);
+    g.bench_function("chain_1000x3_europe_berlin", |b| {
+        b.iter(|| {
+            for s in &zoned {
+                let mut t = black_box(t0);
+                for _ in 0..CHAIN_LEN {
+                    t = ax_next(s, t);
+                }
+                black_box(t);
+            }
+        })
+    });
+    g.bench_function("next_4_quartz_exprs", |b| {
+        b.iter(|| {
+            for s in &quartz {
+                black_box(s.next_after(black_box(t0)));
             }
         })
     });

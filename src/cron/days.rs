@@ -43,9 +43,8 @@ pub(super) struct DowSpec {
 }
 
 impl DomSpec {
-    /// Every day 1..=31: the field is `*` or `?`.
-    #[cfg(test)]
-    const ALL_DAYS: u32 = !1;
+    /// Every day 1..=31: the field is `*` or `?` (possibly in a list).
+    pub const ALL_DAYS: u32 = !1;
 
     /// The days (bits 1..=len) this field selects in a month of `len` days
     /// whose 1st falls on weekday `first_wd`.
@@ -71,9 +70,8 @@ impl DomSpec {
 }
 
 impl DowSpec {
-    /// Every weekday: the field is `*` or `?`.
-    #[cfg(test)]
-    const ALL_DAYS: u8 = 0x7f;
+    /// Every weekday: the field is `*` or `?` (possibly in a list).
+    pub const ALL_DAYS: u8 = 0x7f;
 
     /// See [`DomSpec::month_days`].
     fn month_days(&self, first_wd: u32, len: u32) -> u32 {

@@ -51,6 +51,7 @@
 //! ```
 
 mod days;
+mod describe;
 mod error;
 mod next;
 mod parse;
@@ -89,6 +90,9 @@ pub struct CronSchedule {
     /// and day-of-week intersection, Quartz forms included, into one
     /// precomputed mask, so the hot loop needs a single lookup per month.
     day_masks: days::DayMasks,
+    /// The day fields as parsed, for [`CronSchedule::describe`].
+    dom: days::DomSpec,
+    dow: days::DowSpec,
     /// See [`parse::Masks::interval`].
     interval: bool,
     /// The fields match wall-clock time in this zone.
@@ -161,6 +165,13 @@ impl CronSchedule {
             local: utc.with_timezone(&FixedOffset::east_opt(offset)?),
             note: self.zone.rules().and_then(|tz| zoned::note(self, tz, t)),
         })
+    }
+
+    /// The schedule in plain English, for previews, e.g. `0 30 9 * * MON-FRI`
+    /// is "At 09:30, Monday through Friday"; a zone other than UTC is named
+    /// at the end ("… (Europe/Berlin time)").
+    pub fn describe(&self) -> String {
+        describe::describe(self)
     }
 
     /// The expression as given by the user (trimmed).

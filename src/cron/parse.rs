@@ -99,6 +99,8 @@ pub(super) fn parse(expr: &str) -> Result<CronSchedule, CronError> {
         hours: m.hours,
         months: m.months,
         day_masks: days::day_masks(&m.dom, &m.dow),
+        dom: m.dom,
+        dow: m.dow,
         interval: m.interval,
         zone: Zone::utc(),
     };
