@@ -103,6 +103,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             actors.cluster.clone(),
             clock.clone(),
             instance_id.clone(),
+            config.scheduler.backfill_per_sec,
         ),
         health: actors.health(clock, identity.held()),
         instance_id: instance_id.clone(),

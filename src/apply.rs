@@ -67,6 +67,7 @@ pub fn changed_fields(want: &TaskInput, have: &TaskInput) -> Vec<&'static str> {
         }
     };
     differ("cron", want.cron.expression() == have.cron.expression());
+    differ("timeZone", want.cron.zone() == have.cron.zone());
     differ("handlerUrl", want.handler_url == have.handler_url);
     differ("params", want.params == have.params);
     differ("maxRetry", want.max_retry == have.max_retry);
@@ -86,6 +87,8 @@ pub fn changed_fields(want: &TaskInput, have: &TaskInput) -> Vec<&'static str> {
         want.dependency_timeout_secs == have.dependency_timeout_secs,
     );
     differ("dependsOn", want.depends_on == have.depends_on);
+    differ("overlap", want.overlap == have.overlap);
+    differ("jitterSecs", want.jitter_secs == have.jitter_secs);
     fields
 }
 

@@ -55,7 +55,7 @@ pub enum RunsCommand {
         /// Only this task's runs.
         #[arg(long)]
         task: Option<i64>,
-        /// PENDING, READY, RUNNING, SUCCESS, FAILED or MISSED.
+        /// PENDING, READY, RUNNING, SUCCESS, FAILED, MISSED, SKIPPED or CANCELLED.
         #[arg(long)]
         status: Option<String>,
         /// How many (1-500).

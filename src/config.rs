@@ -147,6 +147,8 @@ pub struct SchedulerConfig {
     pub retry_factor: i64,
     /// How long a run waits for its upstream tasks before it fails.
     pub dependency_timeout_secs: i64,
+    /// Most backfilled runs of a task dispatched per second.
+    pub backfill_per_sec: i64,
 }
 
 impl Default for SchedulerConfig {
@@ -163,6 +165,7 @@ impl Default for SchedulerConfig {
             retry_backoff_secs: 5,
             retry_factor: 5,
             dependency_timeout_secs: 3600,
+            backfill_per_sec: 50,
         }
     }
 }
@@ -220,6 +223,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
         "AX_DEPENDENCY_TIMEOUT_SECS",
         "scheduler.dependency_timeout_secs",
     ),
+    ("AX_BACKFILL_PER_SEC", "scheduler.backfill_per_sec"),
     ("AX_RETENTION_DAYS", "store.retention_days"),
     ("AX_DISPATCH_WORKERS", "dispatch.workers"),
     ("AX_DISPATCH_MAX_IN_FLIGHT", "dispatch.max_in_flight"),
@@ -359,6 +363,7 @@ impl Config {
             "scheduler.dependency_timeout_secs" => {
                 self.scheduler.dependency_timeout_secs = parse(name, &value)?
             }
+            "scheduler.backfill_per_sec" => self.scheduler.backfill_per_sec = parse(name, &value)?,
             "store.retention_days" => self.store.retention_days = parse(name, &value)?,
             "dispatch.workers" => self.dispatch.workers = parse(name, &value)?,
             "dispatch.max_in_flight" => self.dispatch.max_in_flight = parse(name, &value)?,
@@ -549,6 +554,13 @@ pub const RANGES: &[Range] = &[
         max: 7 * DAY_SECS,
         unit: "s",
         value: |c| c.scheduler.dependency_timeout_secs.into(),
+    },
+    Range {
+        key: "scheduler.backfill_per_sec",
+        min: 1,
+        max: 10_000,
+        unit: "/s",
+        value: |c| c.scheduler.backfill_per_sec.into(),
     },
     Range {
         key: "dispatch.workers",

@@ -48,7 +48,14 @@ impl From<ServiceError> for ApiError {
     fn from(err: ServiceError) -> Self {
         match err {
             ServiceError::Store(err) => ApiError::Store(err),
-            ServiceError::TaskNotFound(_) => ApiError::NotFound(err.to_string()),
+            ServiceError::TaskNotFound(_) | ServiceError::RunNotFound(_) => {
+                ApiError::NotFound(err.to_string())
+            }
+            ServiceError::Backfill(message) => ApiError::invalid("to", message),
+            ServiceError::RunFinal { .. } => ApiError::Conflict {
+                field: None,
+                message: err.to_string(),
+            },
             ServiceError::UnknownUpstreams(_) | ServiceError::Cycle(_) => {
                 ApiError::invalid("dependsOn", err.to_string())
             }

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::actors::wheel::WheelStats;
+use crate::run::Overlap;
 
 /// A Prometheus histogram with fixed upper bounds.
 pub struct Histogram {
@@ -63,6 +64,9 @@ const SECONDS: &[f64] = &[
 ];
 const ROWS: &[f64] = &[1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0];
 
+/// The overlap policy's decisions, as counted.
+const OVERLAP_DECISIONS: [&str; 3] = ["skipped", "buffered", "replaced"];
+
 /// How a dispatch attempt ended, as counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DispatchResult {
@@ -78,6 +82,10 @@ pub struct Metrics {
     pub retries: AtomicU64,
     pub lock_conflicts: AtomicU64,
     dispatch_results: [AtomicU64; 3],
+    /// Runs the overlap policy skipped, held back, and replaced (see `OVERLAP_DECISIONS`).
+    overlap: [AtomicU64; 3],
+    /// Runs cancelled by a user.
+    pub cancelled: AtomicU64,
     /// Scheduled time to dispatch.
     pub trigger_lag: Histogram,
     pub batch_rows: Histogram,
@@ -94,6 +102,8 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     retries: AtomicU64::new(0),
     lock_conflicts: AtomicU64::new(0),
     dispatch_results: Default::default(),
+    overlap: Default::default(),
+    cancelled: AtomicU64::new(0),
     trigger_lag: Histogram::new(SECONDS),
     batch_rows: Histogram::new(ROWS),
     commit_seconds: Histogram::new(SECONDS),
@@ -119,6 +129,16 @@ impl Metrics {
 
     pub fn dispatch_result(&self, result: DispatchResult) {
         add(&self.dispatch_results[result as usize], 1);
+    }
+
+    /// Counts what the overlap policy did to a due run (and to the runs it replaced).
+    pub fn overlap_decision(&self, decision: &Overlap) {
+        match decision {
+            Overlap::Proceed => {}
+            Overlap::Skip(_) => add(&self.overlap[0], 1),
+            Overlap::Buffer => add(&self.overlap[1], 1),
+            Overlap::Replace(runs) => add(&self.overlap[2], runs.len() as u64),
+        }
     }
 
     /// The metrics in the Prometheus text exposition format.
@@ -170,6 +190,25 @@ impl Metrics {
                 count.load(Ordering::Relaxed)
             );
         }
+        let name = "ax_overlap_runs_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Runs the overlap policy skipped, held back (buffered) or cancelled \
+             (replaced).\n# TYPE {name} counter"
+        );
+        for (decision, count) in OVERLAP_DECISIONS.iter().zip(&self.overlap) {
+            let _ = writeln!(
+                out,
+                "{name}{{decision=\"{decision}\"}} {}",
+                count.load(Ordering::Relaxed)
+            );
+        }
+        counter(
+            &mut out,
+            "ax_cancelled_runs_total",
+            "Runs cancelled by a user.",
+            &self.cancelled,
+        );
         self.trigger_lag.render(
             &mut out,
             "ax_trigger_lag_seconds",
@@ -264,6 +303,8 @@ mod tests {
             "ax_retries_total",
             "ax_lock_conflicts_total",
             "ax_dispatch_results_total{outcome=\"success\"}",
+            "ax_overlap_runs_total{decision=\"buffered\"}",
+            "ax_cancelled_runs_total",
             "ax_trigger_lag_seconds_bucket",
             "ax_store_batch_rows_count",
             "ax_store_commit_seconds_sum",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::cron::{CronError, CronSchedule};
-use crate::run::TaskId;
+use crate::run::{OverlapPolicy, TaskId};
 use crate::store::models::{Task, TaskStatus};
 
 /// What the scheduler needs to fire a task, parsed once when the task enters the wheel.
@@ -26,6 +26,9 @@ pub struct TaskSpec {
     pub has_dependencies: bool,
     /// The task's own dependency timeout, if it has one.
     pub dependency_timeout_secs: Option<i64>,
+    pub overlap: OverlapPolicy,
+    /// Each run's dispatch is delayed by its offset in `[0, jitter_secs]`.
+    pub jitter_secs: i32,
 }
 
 impl TaskSpec {
@@ -33,13 +36,15 @@ impl TaskSpec {
     pub fn from_task(task: &Task, has_dependencies: bool) -> Result<TaskSpec, CronError> {
         Ok(TaskSpec {
             id: task.id,
-            cron: CronSchedule::parse(&task.cron)?,
+            cron: task.schedule()?,
             handler_url: task.handler_url.clone(),
             params: task.params.as_str().into(),
             timeout_ms: task.timeout_ms,
             misfire_threshold_secs: task.misfire_threshold_secs.map(i64::from),
             has_dependencies,
             dependency_timeout_secs: task.dependency_timeout_secs.map(i64::from),
+            overlap: task.overlap,
+            jitter_secs: task.jitter_secs,
         })
     }
 
@@ -182,6 +187,39 @@ pub fn plan_each(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>
     }
 }
 
+/// Most fire times one backfill covers.
+pub const MAX_BACKFILL_RUNS: usize = 10_000;
+
+/// The schedule's fire times in `[from, to)`, earliest first; `None` if there are more than
+/// `max`.
+pub fn fire_times(
+    cron: &CronSchedule,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    max: usize,
+) -> Option<Vec<DateTime<Utc>>> {
+    let mut times = Vec::new();
+    // `next_after` is exclusive: start one second back so that `from` itself counts.
+    let mut next = cron.next_after(from - Duration::seconds(1));
+    while let Some(at) = next.filter(|at| *at < to) {
+        if times.len() == max {
+            return None;
+        }
+        times.push(at);
+        next = cron.next_after(at);
+    }
+    Some(times)
+}
+
+/// When the `n`-th (from 0) of a backfill's runs is due: `per_sec` a second, from the first
+/// whole second at or after `start` (runs go out on the wheel's seconds: a fraction would put
+/// two seconds' share in one).
+pub fn paced(start: DateTime<Utc>, n: usize, per_sec: i64) -> DateTime<Utc> {
+    let first = start.timestamp() + i64::from(start.timestamp_subsec_nanos() > 0);
+    let second = first + n as i64 / per_sec.max(1);
+    DateTime::from_timestamp(second, 0).unwrap_or(start)
+}
+
 /// The cycle that giving `task` these upstreams would close, if any (as a path from `task`
 /// back to itself). `edges` are the existing (task, upstream) pairs; `task`'s own are replaced.
 pub fn dependency_cycle(
@@ -245,6 +283,8 @@ mod tests {
             misfire_threshold_secs: Some(10),
             has_dependencies: false,
             dependency_timeout_secs: None,
+            overlap: OverlapPolicy::Allow,
+            jitter_secs: 0,
         };
         assert_eq!(spec.missed_run_policy(POLICY).misfire_threshold_secs, 10);
         assert_eq!(spec.missed_run_policy(POLICY).grace_secs, 2);
@@ -339,5 +379,34 @@ mod tests {
         let plan = plan_fires(&cron("0 * * * * *"), at(1, 0, 0), at(1, 5, 1), POLICY);
         assert_eq!(plan.decisions, vec![RunDecision::Missed(at(1, 0, 0))]);
         assert_eq!(plan.next, Some(at(1, 6, 0)));
+    }
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + secs, 0).expect("valid time")
+    }
+
+    #[test]
+    fn fire_times_cover_the_half_open_range() {
+        let every_ten = cron("*/10 * * * * *");
+        let times = fire_times(&every_ten, t(100), t(140), 10).expect("few");
+        assert_eq!(times, vec![t(100), t(110), t(120), t(130)]);
+        assert_eq!(fire_times(&every_ten, t(101), t(110), 10), Some(vec![]));
+        assert_eq!(
+            fire_times(&every_ten, t(100), t(140), 4).map(|v| v.len()),
+            Some(4)
+        );
+        assert_eq!(fire_times(&every_ten, t(100), t(141), 4), None);
+    }
+
+    #[test]
+    fn backfills_are_paced_per_second() {
+        assert_eq!(paced(t(50), 0, 50), t(50));
+        assert_eq!(paced(t(50), 49, 50), t(50));
+        assert_eq!(paced(t(50), 50, 50), t(51));
+        assert_eq!(paced(t(50), 9_999, 50), t(249));
+        assert_eq!(paced(t(50), 3, 1), t(53));
+        let late = t(50) + Duration::milliseconds(300);
+        assert_eq!(paced(late, 0, 2), t(51));
+        assert_eq!(paced(late, 2, 2), t(52));
     }
 }

@@ -13,7 +13,11 @@ use crate::actors::wheel::{WheelHandle, WheelStats};
 use crate::clock::SharedClock;
 use crate::cron::CronSchedule;
 use crate::metrics::{add, metrics};
-use crate::run::{Event, NewRun, Report, RequestId, TaskId, TriggerType};
+use crate::plan;
+use crate::run::{
+    jittered, Event, NewRun, OverlapPolicy, Report, RequestId, RunStatus, TaskId, TriggerType,
+    OVERLAP_CODE, REPLACED_CODE,
+};
 use crate::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
 use crate::store::queries::instances::{self, Cursor, InstanceFilter};
 use crate::store::queries::runs::{self, Decided};
@@ -21,7 +25,7 @@ use crate::store::queries::tasks::{
     self, BulkItem, BulkProblem, Resume, TaskFilter, UpstreamProblem,
 };
 use crate::store::queries::Page;
-use crate::store::{to_db, StoreError};
+use crate::store::{from_db, to_db, StoreError};
 
 /// A task as the user defines it, validated.
 #[derive(Debug, Clone)]
@@ -42,6 +46,10 @@ pub struct TaskInput {
     pub dependency_timeout_secs: Option<i32>,
     /// Tasks whose runs must succeed first (one level).
     pub depends_on: Vec<TaskId>,
+    /// What a run due while an earlier one is open does.
+    pub overlap: OverlapPolicy,
+    /// Each run's dispatch is spread over this many seconds after its time.
+    pub jitter_secs: i32,
 }
 
 /// Errors of scheduler operations.
@@ -61,6 +69,13 @@ pub enum ServiceError {
     Raced,
     #[error("this scene and name are task {0}'s (set \"upsert\": true to update it)")]
     Exists(TaskId),
+    /// A backfill's range cannot be taken; the message says why (field `to`).
+    #[error("{0}")]
+    Backfill(String),
+    #[error("no run with requestId {0}")]
+    RunNotFound(RequestId),
+    #[error("run {id} is {status} already: a final run does not change")]
+    RunFinal { id: RequestId, status: RunStatus },
     /// A bulk registration refused for the item at `index`.
     #[error("items[{index}]: {error}")]
     Item {
@@ -124,9 +139,20 @@ pub struct TaskStats {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
     pub by_status: HashMap<String, i64>,
-    /// Trigger lag (first dispatched minus scheduled) percentiles in milliseconds: p50, p90,
-    /// p99, max; `None` when no run of the window was dispatched.
+    /// What the overlap policy did: runs skipped, runs replaced, runs waiting now.
+    pub overlap: OverlapCounts,
+    /// Trigger lag (first dispatched minus due: the scheduled time plus the jitter offset)
+    /// percentiles in milliseconds: p50, p90, p99, max; `None` when no run of the window was
+    /// dispatched. Backfilled runs are not counted: they are late by design.
     pub lag_ms: Option<[i64; 4]>,
+}
+
+/// A task's runs the overlap policy acted on, over a stats window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct OverlapCounts {
+    pub skipped: i64,
+    pub replaced: i64,
+    pub waiting: i64,
 }
 
 /// The facade over the actors that the HTTP API uses.
@@ -137,6 +163,8 @@ pub struct Service {
     cluster: ClusterHandle,
     clock: SharedClock,
     instance_id: String,
+    /// Most backfilled runs of a task due per second.
+    backfill_per_sec: i64,
 }
 
 type Result<T> = std::result::Result<T, ServiceError>;
@@ -148,6 +176,7 @@ impl Service {
         cluster: ClusterHandle,
         clock: SharedClock,
         instance_id: String,
+        backfill_per_sec: i64,
     ) -> Self {
         Service {
             store,
@@ -155,6 +184,7 @@ impl Service {
             cluster,
             clock,
             instance_id,
+            backfill_per_sec,
         }
     }
 
@@ -191,6 +221,9 @@ impl Service {
             retry_factor: input.retry_factor,
             misfire_threshold_secs: input.misfire_threshold_secs,
             dependency_timeout_secs: input.dependency_timeout_secs,
+            time_zone: input.cron.zone().name().to_string(),
+            overlap: input.overlap,
+            jitter_secs: input.jitter_secs,
         }
     }
 
@@ -428,7 +461,7 @@ impl Service {
             fired_by: self.instance_id.clone(),
             params,
         };
-        let run = NewInstance::new(origin, &NewRun::manual(now));
+        let run = NewInstance::new(origin, &NewRun::due(now));
         let lookup = request_id.clone();
         let (stored, due) = self
             .store
@@ -470,6 +503,102 @@ impl Service {
             .await?)
     }
 
+    /// Gives every fire time of the task's schedule in `[from, to)` a run, with the request id
+    /// its scheduled run has or would have had: runs that exist are left alone, the others are
+    /// recorded BACKFILL, due `backfill_per_sec` a second from now (after the task's earlier
+    /// backfills) and dispatched under the task's overlap policy.
+    pub async fn backfill(
+        &self,
+        id: TaskId,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<instances::Backfilled> {
+        let task = self.task(id).await?.task;
+        let now = self.clock.now();
+        if to > now {
+            return Err(ServiceError::Backfill(format!(
+                "to must not be later than now ({}): a backfill covers past fire times",
+                crate::clock::rfc3339(now)
+            )));
+        }
+        let cron = task
+            .schedule()
+            .map_err(|err| ServiceError::Backfill(format!("the task's cron is invalid: {err}")))?;
+        let times =
+            plan::fire_times(&cron, from, to, plan::MAX_BACKFILL_RUNS).ok_or_else(|| {
+                ServiceError::Backfill(format!(
+                    "the range holds more than {} fire times; backfill it in parts",
+                    plan::MAX_BACKFILL_RUNS
+                ))
+            })?;
+        let runs: Vec<NewInstance> = times
+            .into_iter()
+            .map(|at| {
+                let origin = RunOrigin {
+                    task_id: id,
+                    request_id: RequestId::scheduled(id, at),
+                    trigger_type: TriggerType::Backfill,
+                    scheduled_at: at,
+                    trigger_at: now,
+                    created_at: now,
+                    fired_by: self.instance_id.clone(),
+                    params: None,
+                };
+                NewInstance::new(origin, &NewRun::due(now))
+            })
+            .collect();
+        let per_sec = self.backfill_per_sec;
+        let done = self
+            .store
+            .query(move |conn| {
+                boxed(conn.transaction(move |conn| {
+                    boxed(async move {
+                        let after = instances::last_backfill_due(conn, id).await?;
+                        // Paced after the task's backfill still going out, if any.
+                        let start = after.map_or(now, |at| from_db(at) + Duration::seconds(1));
+                        let start = start.max(now);
+                        instances::backfill(conn, runs, |n| {
+                            NewRun::due(plan::paced(start, n, per_sec))
+                        })
+                        .await
+                    })
+                }))
+            })
+            .await?;
+        log::info!(
+            "task {id}: backfill of {} to {}: {} runs recorded, {} existed",
+            crate::clock::rfc3339(from),
+            crate::clock::rfc3339(to),
+            done.runs,
+            done.existing
+        );
+        Ok(done)
+    }
+
+    /// Cancels an open run: no further attempt, its waiting retry dropped, later results change
+    /// nothing. Answers the run as it is now.
+    pub async fn cancel(&self, request_id: RequestId) -> Result<Instance> {
+        let event = Event::Cancelled {
+            at: self.clock.now(),
+        };
+        match self.store.decide(request_id.clone(), event).await? {
+            Decided::Applied(_) => {
+                log::info!("request {request_id}: run cancelled");
+                add(&metrics().cancelled, 1);
+            }
+            Decided::Refused(_, run) => {
+                return Err(ServiceError::RunFinal {
+                    id: request_id,
+                    status: run.status,
+                })
+            }
+            Decided::Unknown => return Err(ServiceError::RunNotFound(request_id)),
+        }
+        self.instance(request_id.clone())
+            .await?
+            .ok_or(ServiceError::RunNotFound(request_id))
+    }
+
     /// The run history: newest scheduled first, one page after `cursor`, and the cursor of the
     /// next page if there may be one.
     pub async fn history(
@@ -497,20 +626,32 @@ impl Service {
     /// Counts by status and trigger-lag percentiles of a task's runs scheduled in the last
     /// `window`.
     pub async fn task_stats(&self, task_id: TaskId, window: Duration) -> Result<TaskStats> {
-        self.task(task_id).await?;
+        let jitter_secs = self.task(task_id).await?.task.jitter_secs;
         let to = self.clock.now();
         let from = to - window;
-        let (from_db, to_db_) = (to_db(from), to_db(to));
+        let (since, until) = (to_db(from), to_db(to));
         let rows = self
             .store
-            .query(move |conn| boxed(instances::for_stats(conn, task_id, from_db, to_db_)))
+            .query(move |conn| boxed(instances::for_stats(conn, task_id, since, until)))
             .await?;
         let mut by_status: HashMap<String, i64> = HashMap::new();
+        let mut overlap = OverlapCounts::default();
         let mut lags: Vec<i64> = Vec::with_capacity(rows.len());
-        for (status, scheduled, dispatched) in rows {
+        for (status, trigger, code, scheduled, dispatched) in rows {
             *by_status.entry(status.to_string()).or_default() += 1;
-            if let Some(dispatched) = dispatched {
-                lags.push((dispatched - scheduled).num_milliseconds());
+            match (status, code.as_deref()) {
+                (RunStatus::Skipped, _) => overlap.skipped += 1,
+                (RunStatus::Cancelled, Some(REPLACED_CODE)) => overlap.replaced += 1,
+                (RunStatus::Pending, Some(OVERLAP_CODE)) => overlap.waiting += 1,
+                _ => {}
+            }
+            let due = match trigger {
+                TriggerType::Schedule => Some(jittered(task_id, from_db(scheduled), jitter_secs)),
+                TriggerType::Manual => Some(from_db(scheduled)),
+                TriggerType::Backfill => None,
+            };
+            if let (Some(due), Some(dispatched)) = (due, dispatched) {
+                lags.push((from_db(dispatched) - due).num_milliseconds());
             }
         }
         lags.sort_unstable();
@@ -522,6 +663,7 @@ impl Service {
             from,
             to,
             by_status,
+            overlap,
             lag_ms,
         })
     }

@@ -26,6 +26,16 @@ macro_rules! text_enum {
                 match self { $(Self::$variant => $text),+ }
             }
 
+            /// Every name, for messages: `A, B or C`.
+            pub fn choices() -> String {
+                let names: Vec<&str> = Self::ALL.iter().map(|v| v.as_str()).collect();
+                match names.split_last() {
+                    Some((last, [])) => last.to_string(),
+                    Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                    None => String::new(),
+                }
+            }
+
             /// Parses the stored name; `None` for anything else.
             pub fn parse(text: &str) -> Option<Self> {
                 match text { $($text => Some(Self::$variant),)+ _ => None }

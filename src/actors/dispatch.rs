@@ -35,6 +35,9 @@ pub struct DispatchJob {
     /// The params as JSON text, sent as they are.
     pub params: Arc<str>,
     pub scheduled_at: DateTime<Utc>,
+    /// When the first attempt was due: the scheduled time, plus the task's jitter offset for
+    /// a scheduled run. Trigger lag counts from here.
+    pub due_at: DateTime<Utc>,
     pub attempt: i32,
     pub timeout_ms: i64,
 }
@@ -225,7 +228,7 @@ async fn deliver(
 ) -> RunEvent {
     let started = Utc::now();
     if job.attempt == 1 {
-        let lag = (started - job.scheduled_at)
+        let lag = (started - job.due_at)
             .num_microseconds()
             .unwrap_or(i64::MAX);
         metrics().trigger_lag.observe(lag as f64 / 1e6);

@@ -18,7 +18,8 @@ use crate::clock::rfc3339;
 use crate::metrics::{add, metrics};
 use crate::plan::{FirePlan, RunDecision, TaskSpec};
 use crate::run::{
-    claim_until, dependency_deadline, Event, NewRun, RequestId, RunStatus, TaskId, TriggerType,
+    claim_until, dependency_deadline, jittered, Event, NewRun, RequestId, RunStatus, TaskId,
+    TriggerType,
 };
 use crate::store::models::{NewInstance, RunOrigin};
 use crate::store::queries::instances::{FireOutcome, FireRecord};
@@ -96,6 +97,10 @@ fn new_run(
                     .unwrap_or(fire.dependency_timeout_secs),
             ))
         }
+        // Due at its offset: the attempt scan claims and dispatches it then.
+        RunDecision::Fire(at) if spec.jitter_secs > 0 => {
+            NewRun::due(jittered(spec.id, at, spec.jitter_secs).max(fire_at))
+        }
         RunDecision::Fire(_) => NewRun::fired(claim_until(fire_at, spec.timeout_ms)),
         RunDecision::Missed(_) => NewRun::missed(fire_at),
     }
@@ -117,12 +122,14 @@ fn fire_records(
             .map(|d| d.scheduled_at())
             .or(plan.next);
         let scheduled_at = decision.scheduled_at();
+        let run = new_run(spec, *decision, *fire_at, fire);
         let origin = RunOrigin {
             task_id: spec.id,
             request_id: RequestId::scheduled(spec.id, scheduled_at),
             trigger_type: TriggerType::Schedule,
             scheduled_at,
-            trigger_at: *fire_at,
+            // A jittered run is due at its offset.
+            trigger_at: run.next_attempt_at.unwrap_or(*fire_at),
             created_at: planned_at,
             fired_by: fire.instance_id.clone(),
             params: None,
@@ -130,7 +137,8 @@ fn fire_records(
         records.push(FireRecord {
             scheduled_at: to_db(scheduled_at),
             next_run_at: advance_to.map(to_db),
-            instance: NewInstance::new(origin, &new_run(spec, *decision, *fire_at, fire)),
+            instance: NewInstance::new(origin, &run),
+            overlap: spec.overlap,
         });
     }
     records
@@ -166,6 +174,9 @@ pub async fn commit_fires(
                     fire_at: plan.1,
                     request_id: record.instance.request_id.clone(),
                     status: record.instance.status,
+                    dispatched: record.instance.dispatched_attempt == 1,
+                    overlapped: false,
+                    due_at: from_db(record.instance.trigger_at),
                     scheduled_at: record.scheduled_at,
                     periods: if plan.0.decisions.len() == 1 {
                         plan.0.periods
@@ -199,10 +210,13 @@ pub async fn commit_fires(
     let mut stale = Vec::new();
     let mut jobs = Vec::with_capacity(runs.len());
     // `record_fires` answers one outcome per record, in order.
-    for (run, outcome) in runs.into_iter().zip(outcomes) {
+    for (mut run, outcome) in runs.into_iter().zip(outcomes) {
         let (task_id, request_id) = (run.spec.id, &run.request_id);
         match outcome {
-            FireOutcome::Fired => {
+            FireOutcome::Fired | FireOutcome::Overlapped(_) => {
+                if let FireOutcome::Overlapped(status) = outcome {
+                    (run.status, run.dispatched, run.overlapped) = (status, false, true);
+                }
                 let counter = match run.status {
                     RunStatus::Missed => &metrics().missed,
                     _ => &metrics().fires,
@@ -210,7 +224,7 @@ pub async fn commit_fires(
                 add(counter, 1);
                 log::info!("task {task_id} request {request_id}: {}", run.recorded());
                 // A fired run's first attempt is claimed with its row; the others wait.
-                if run.status == RunStatus::Ready {
+                if run.dispatched {
                     jobs.push((run.fire_at, run.job()));
                 }
             }
@@ -239,6 +253,12 @@ struct FiredRun {
     fire_at: DateTime<Utc>,
     request_id: RequestId,
     status: RunStatus,
+    /// Its first attempt is claimed with its row, for dispatch at `fire_at`.
+    dispatched: bool,
+    /// The overlap policy held it back or skipped it.
+    overlapped: bool,
+    /// When its first attempt is due: its time, or its jitter offset after.
+    due_at: DateTime<Utc>,
     scheduled_at: chrono::NaiveDateTime,
     /// The schedule's periods it stands for: more than one for a stalled task's one run.
     periods: u64,
@@ -253,7 +273,20 @@ impl FiredRun {
             n => format!(", one run for the {n} periods the task missed"),
         };
         match self.status {
-            RunStatus::Ready => format!("run scheduled at {at} fired{folded}"),
+            RunStatus::Ready if self.dispatched => format!("run scheduled at {at} fired{folded}"),
+            RunStatus::Ready => format!(
+                "run scheduled at {at} recorded, due at {} (jitter){folded}",
+                rfc3339(self.due_at)
+            ),
+            RunStatus::Skipped => format!(
+                "run scheduled at {at} recorded, not dispatched: SKIPPED, an earlier run is open \
+                 (overlap {}){folded}",
+                self.spec.overlap
+            ),
+            RunStatus::Pending if self.overlapped => format!(
+                "run scheduled at {at} recorded, not dispatched yet: PENDING until the earlier \
+                 run is final (overlap BUFFER_ONE){folded}"
+            ),
             RunStatus::Missed => format!(
                 "run scheduled at {at} recorded, not dispatched: MISSED, later than the misfire \
                  threshold{folded}"
@@ -273,7 +306,8 @@ impl FiredRun {
             request_id: self.request_id,
             handler_url: self.spec.handler_url.clone(),
             params: self.spec.params.clone(),
-            scheduled_at: crate::store::from_db(self.scheduled_at),
+            scheduled_at: from_db(self.scheduled_at),
+            due_at: from_db(self.scheduled_at),
             attempt: 1,
             timeout_ms: self.spec.timeout_ms,
         }
@@ -327,6 +361,7 @@ pub async fn claim_attempts(
                 handler_url: due.handler_url.clone(),
                 params: due.params.as_str().into(),
                 scheduled_at: due.run.scheduled_at,
+                due_at: due.first_due_at(),
                 attempt: due.run.attempt,
                 timeout_ms: due.timeout_ms,
             },

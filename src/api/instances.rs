@@ -53,3 +53,13 @@ pub async fn get(
         .ok_or_else(|| ApiError::NotFound(format!("no run with requestId {request_id}")))?;
     Ok(HttpResponse::Ok().json(InstanceView::from(run)))
 }
+
+/// `POST /api/instances/{requestId}/cancel`: the run, CANCELLED; 409 if it is final already.
+pub async fn cancel(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let request_id = validate::request_id(&path, "requestId")?;
+    let run = state.service.cancel(request_id).await?;
+    Ok(HttpResponse::Ok().json(InstanceView::from(run)))
+}

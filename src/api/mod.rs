@@ -2,6 +2,7 @@
 //! reply. JSON is camelCase; errors are `ApiError`.
 
 mod callback;
+mod cron;
 mod health;
 mod instances;
 mod openapi;
@@ -78,14 +79,17 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(post "/api/tasks/{id}/pause", tasks::pause, true, "Pause a task"),
     endpoint!(post "/api/tasks/{id}/resume", tasks::resume, true, "Resume a task from now"),
     endpoint!(post "/api/tasks/{id}/trigger", tasks::trigger, true, "Fire one run now, outside the schedule"),
+    endpoint!(post "/api/tasks/{id}/backfill", tasks::backfill, true, "Give every fire time in [from, to) a run with its scheduled requestId; existing runs are left alone"),
     endpoint!(get "/api/tasks/{id}/stats", tasks::stats, true, "Run counts by status and trigger-lag percentiles"),
     endpoint!(get "/api/scenes", scenes::list, true, "Scenes with their task counts by status"),
     endpoint!(post "/api/scenes/{scene}/pause", scenes::pause, true, "Pause every task of a scene"),
     endpoint!(post "/api/scenes/{scene}/resume", scenes::resume, true, "Resume every paused task of a scene"),
     endpoint!(get "/api/instances", instances::history, true, "Run history with filters and a cursor"),
     endpoint!(get "/api/instances/{requestId}", instances::get, true, "One run by request id"),
+    endpoint!(post "/api/instances/{requestId}/cancel", instances::cancel, true, "Cancel an open run: no further attempt, later results change nothing (409 if final)"),
     endpoint!(post "/api/callback", callback::report, false, "An executor reports a run's result"),
     endpoint!(get "/api/cluster", health::cluster, true, "Live ax processes"),
+    endpoint!(get "/api/cron/next", cron::next, true, "The next fire times of a cron expression in a time zone, with DST notes and a description in English"),
 ];
 
 /// Mounts every endpoint.

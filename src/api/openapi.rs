@@ -5,7 +5,7 @@ use actix_web::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::ENDPOINTS;
-use crate::run::{ReportedStatus, RunStatus};
+use crate::run::{OverlapPolicy, ReportedStatus, RunStatus, TriggerType};
 use crate::store::models::TaskStatus;
 
 /// `GET /api/openapi.json`.
@@ -90,6 +90,15 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
             );
             responses["413"] = error("body larger than 16 MiB");
         }
+        ("post", "/api/instances/{requestId}/cancel") => {
+            responses["409"] = error("the run is final already");
+        }
+        ("post", "/api/tasks/{id}/backfill") => {
+            responses["400"] = error(
+                "invalid input; `field` names it (`to`: not after from, later than now, or more \
+                 than 10,000 fire times)",
+            );
+        }
         ("post", "/api/tasks") | ("put" | "patch", "/api/tasks/{id}") => {
             responses["409"] = error("the scene has another task of that name (`field`: name)");
         }
@@ -170,14 +179,20 @@ fn query_parameters(method: &str, path: &str) -> Vec<Value> {
                 "60 s - 31 days, default one day",
             )]
         }
+        ("get", "/api/cron/next") => vec![
+            query("expr", "string", "the cron expression (required)"),
+            query("tz", "string", "IANA time zone, default UTC"),
+            query(
+                "from",
+                "string",
+                "list fire times after this (RFC3339), default now",
+            ),
+            query("count", "integer", "1-100, default 10"),
+        ],
         ("get", "/api/instances") => vec![
             query("taskId", "integer", "only this task's runs"),
             query("scene", "string", "only runs of this scene's tasks"),
-            query(
-                "status",
-                "string",
-                "PENDING, READY, RUNNING, SUCCESS, FAILED or MISSED",
-            ),
+            query("status", "string", &RunStatus::choices()),
             query("from", "string", "scheduled at or after (RFC3339)"),
             query("to", "string", "scheduled before (RFC3339)"),
             query("limit", "integer", "1-500, default 50"),
@@ -195,6 +210,11 @@ fn request_body(method: &str, path: &str) -> Option<Value> {
         ("patch", "/api/tasks/{id}") => Some(json!({"type": "object",
             "description": "any TaskInput fields: merged into the task (RFC 7386); null resets one to its default"})),
         ("post", "/api/callback") => Some(schema_ref("Callback")),
+        ("post", "/api/tasks/{id}/backfill") => Some(json!({"type": "object",
+            "required": ["from", "to"], "properties": {
+                "from": {"type": "string", "format": "date-time"},
+                "to": {"type": "string", "format": "date-time",
+                    "description": "exclusive; not later than now"}}})),
         ("post", "/api/tasks/bulk") => Some(json!({"type": "object", "required": ["items"],
             "properties": {
                 "items": {"type": "array", "maxItems": 1000, "items": schema_ref("TaskInput")},
@@ -219,6 +239,13 @@ fn reply(method: &str, path: &str) -> (&'static str, Value) {
             "unchanged": {"type": "integer"}}}),
         ),
         ("post", "/api/tasks/{id}/trigger") => ("201", schema_ref("Instance")),
+        ("post", "/api/instances/{requestId}/cancel") => ("200", schema_ref("Instance")),
+        ("post", "/api/tasks/{id}/backfill") => (
+            "202",
+            json!({"type": "object", "properties": {
+            "runs": {"type": "integer", "description": "runs recorded (triggerType BACKFILL)"},
+            "existing": {"type": "integer", "description": "fire times whose run existed, left alone"}}}),
+        ),
         ("delete", _) => ("204", json!({})),
         ("get", "/api/tasks") => ("200", page("Task")),
         ("get", "/api/tasks/{id}/instances") => ("200", page("Instance")),
@@ -237,6 +264,16 @@ fn reply(method: &str, path: &str) -> (&'static str, Value) {
             "applied": {"type": "boolean"}, "message": {"type": "string"}}}),
         ),
         ("get", "/metrics") => ("200", json!({"type": "string"})),
+        ("get", "/api/cron/next") => (
+            "200",
+            json!({"type": "object", "properties": {
+            "times": {"type": "array", "items": {"type": "object", "properties": {
+                "utc": {"type": "string", "format": "date-time"},
+                "local": {"type": "string", "format": "date-time"},
+                "note": {"type": "string", "nullable": true,
+                    "description": "moved from 02:30 (DST gap), repeated 02:00 (DST overlap)"}}}},
+            "description": {"type": "string", "description": "the expression in English"}}}),
+        ),
         (_, path) if path.starts_with("/api/tasks/{id}") => ("200", schema_ref("Task")),
         _ => ("200", json!({"type": "object"})),
     }
@@ -255,7 +292,9 @@ fn schemas() -> Value {
         "TaskInput": {"type": "object", "required": ["name", "cron", "handlerUrl"], "properties": {
             "name": {"type": "string", "minLength": 1, "maxLength": 128},
             "scene": {"type": "string", "maxLength": 64, "pattern": "^[A-Za-z0-9_.:-]+$"},
-            "cron": {"type": "string", "description": "6 fields sec min hour day month weekday, UTC"},
+            "cron": {"type": "string", "description": "6 fields sec min hour day month weekday, matched in timeZone"},
+            "timeZone": {"type": "string", "default": "UTC",
+                "description": "IANA zone (Europe/Berlin) whose wall-clock time the cron fields match; every time stored and shown stays UTC"},
             "handlerUrl": {"type": "string", "format": "uri"},
             "params": {"type": "object"},
             "maxRetry": {"type": "integer", "minimum": 0, "maximum": 10},
@@ -263,13 +302,22 @@ fn schemas() -> Value {
             "enabled": {"type": "boolean"},
             "retryBackoffSecs": opt_int, "retryFactor": opt_int,
             "misfireThresholdSecs": opt_int, "dependencyTimeoutSecs": opt_int,
-            "dependsOn": {"type": "array", "items": int}}},
+            "dependsOn": {"type": "array", "items": int},
+            "overlap": {"type": "string", "enum": OverlapPolicy::ALL, "default": "ALLOW",
+                "description": "what a run due while an earlier run of the task is open does: \
+                    ALLOW runs both, SKIP records the new run SKIPPED, BUFFER_ONE holds it PENDING \
+                    until the earlier one is final (a further one is SKIPPED), REPLACE cancels \
+                    the earlier one"},
+            "jitterSecs": {"type": "integer", "minimum": 0, "maximum": 3600, "default": 0,
+                "description": "each run is dispatched up to this many seconds after its time, \
+                    by an offset fixed by (taskId, scheduledAt)"}}},
         "Task": {"allOf": [{"$ref": "#/components/schemas/TaskInput"}, {"type": "object", "properties": {
             "id": int, "status": {"type": "string", "enum": TaskStatus::ALL},
             "nextRunAt": {"type": "string", "format": "date-time", "nullable": true},
             "createdAt": time, "updatedAt": time}}]},
         "Instance": {"type": "object", "properties": {
-            "id": int, "taskId": int, "requestId": string, "triggerType": string,
+            "id": int, "taskId": int, "requestId": string,
+            "triggerType": {"type": "string", "enum": TriggerType::ALL},
             "scheduledAt": time, "triggerAt": time,
             "status": {"type": "string", "enum": RunStatus::ALL},
             "attempt": int, "retryCount": int, "code": opt_string, "message": opt_string,
@@ -291,6 +339,8 @@ fn schemas() -> Value {
         "Stats": {"type": "object", "properties": {
             "taskId": int, "from": time, "to": time, "total": int,
             "byStatus": {"type": "object", "additionalProperties": int},
+            "overlap": {"type": "object", "description": "what the overlap policy did in the window",
+                "properties": {"skipped": int, "replaced": int, "waiting": int}},
             "lagMs": {"type": "object", "nullable": true,
                 "description": "first dispatch time minus scheduled time of the window's dispatched runs",
                 "properties": {

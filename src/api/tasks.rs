@@ -158,6 +158,22 @@ pub async fn trigger(
     Ok(HttpResponse::Created().json(InstanceView::from(run)))
 }
 
+/// `POST /api/tasks/{id}/backfill` with `{"from", "to"}`: 202 `{"runs": n, "existing": k}`.
+pub async fn backfill(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let id = validate::task_id(&path)?;
+    let body = super::body_within_limit(body, super::MAX_BODY_BYTES).await?;
+    let (from, to) = validate::backfill_range(&body)?;
+    let done = state.service.backfill(id, from, to).await?;
+    Ok(HttpResponse::Accepted().json(serde_json::json!({
+        "runs": done.runs,
+        "existing": done.existing,
+    })))
+}
+
 /// `GET /api/tasks/{id}/stats?windowSecs=`: counts by status and trigger-lag percentiles of
 /// the runs scheduled in the window (default one day).
 pub async fn stats(

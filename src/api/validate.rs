@@ -6,9 +6,9 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::clock::rfc3339;
-use crate::cron::CronSchedule;
+use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
-use crate::run::{RequestId, RunStatus, TaskId};
+use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId};
 use crate::security::Allowlist;
 use crate::service::TaskInput;
 use crate::store::models::MAX_NAME_CHARS;
@@ -29,6 +29,7 @@ pub const RETRY_FACTOR: (i64, i64) = (1, 10);
 pub const MISFIRE_THRESHOLD_SECS: (i64, i64) = (1, 24 * 60 * 60);
 pub const DEPENDENCY_TIMEOUT_SECS: (i64, i64) = (1, 7 * 24 * 60 * 60);
 pub const MAX_UPSTREAMS: usize = 100;
+pub const JITTER_SECS: (i64, i64) = (0, 3600);
 /// Stats windows: one minute to 31 days; one day by default.
 pub const STATS_WINDOW_SECS: (i64, i64) = (60, 31 * 24 * 60 * 60);
 pub const DEFAULT_STATS_WINDOW_SECS: i64 = 24 * 60 * 60;
@@ -59,6 +60,9 @@ const TASK_FIELDS: &[&str] = &[
     "misfireThresholdSecs",
     "dependencyTimeoutSecs",
     "dependsOn",
+    "overlap",
+    "jitterSecs",
+    "timeZone",
 ];
 
 /// A task as a body for `task_input`: the fields of its view a client may send.
@@ -163,7 +167,8 @@ fn json(body: &[u8]) -> Result<Value, ApiError> {
 /// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
 pub fn task_input(body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiError> {
     let mut body = object(body, TASK_FIELDS)?;
-    let cron = cron(required_string(&mut body, "cron")?)?;
+    let zone = time_zone(optional_string(&mut body, "timeZone")?)?;
+    let cron = cron(required_string(&mut body, "cron")?)?.in_zone(zone);
     Ok(TaskInput {
         name: text(required_string(&mut body, "name")?, "name", MAX_NAME_CHARS)?,
         scene: scene(optional_string(&mut body, "scene")?.unwrap_or_else(|| DEFAULT_SCENE.into()))?,
@@ -192,6 +197,30 @@ pub fn task_input(body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiEr
             DEPENDENCY_TIMEOUT_SECS,
         )?,
         depends_on: depends_on(body.remove("dependsOn"))?,
+        overlap: overlap(optional_string(&mut body, "overlap")?)?,
+        jitter_secs: integer(&mut body, "jitterSecs", JITTER_SECS)?.map_or(0, |n| n as i32),
+    })
+}
+
+/// An IANA time zone name; UTC when absent.
+fn time_zone(value: Option<String>) -> Result<Zone, ApiError> {
+    value.map_or(Ok(Zone::utc()), |name| zone(&name, "timeZone"))
+}
+
+/// The zone named `name`, or a 400 naming `field`.
+pub fn zone(name: &str, field: &str) -> Result<Zone, ApiError> {
+    Zone::parse(name).map_err(|err| ApiError::invalid(field, err.to_string()))
+}
+
+fn overlap(value: Option<String>) -> Result<OverlapPolicy, ApiError> {
+    let Some(text) = value else {
+        return Ok(OverlapPolicy::Allow);
+    };
+    OverlapPolicy::parse(&text).ok_or_else(|| {
+        ApiError::invalid(
+            "overlap",
+            format!("overlap must be {}", OverlapPolicy::choices()),
+        )
     })
 }
 
@@ -256,6 +285,47 @@ pub fn trigger_params(body: &[u8]) -> Result<Option<String>, ApiError> {
     }
 }
 
+/// Most fire times a preview lists, and how many by default.
+pub const MAX_PREVIEW_COUNT: i64 = 100;
+pub const DEFAULT_PREVIEW_COUNT: i64 = 10;
+
+/// The query of `GET /api/cron/next`: the schedule (`expr` in zone `tz`), the time after which
+/// to list (`from`, default now) and how many (`count`).
+pub fn cron_preview(
+    query: &HashMap<String, String>,
+    now: DateTime<Utc>,
+) -> Result<(CronSchedule, DateTime<Utc>, usize), ApiError> {
+    let expr = query
+        .get("expr")
+        .ok_or_else(|| ApiError::invalid("expr", "expr is required"))?;
+    let schedule =
+        CronSchedule::parse(expr).map_err(|err| ApiError::invalid("expr", err.to_string()))?;
+    let zone = query
+        .get("tz")
+        .map_or(Ok(Zone::utc()), |name| zone(name, "tz"))?;
+    let from = query_time(query, "from")?.map_or(now, |at| at.and_utc());
+    let count = query_int(query, "count", (1, MAX_PREVIEW_COUNT))?.unwrap_or(DEFAULT_PREVIEW_COUNT);
+    Ok((schedule.in_zone(zone), from, count as usize))
+}
+
+/// A backfill body, `{"from": RFC3339, "to": RFC3339}`: the range `[from, to)`.
+pub fn backfill_range(body: &[u8]) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
+    let mut body = object(json(body)?, &["from", "to"])?;
+    let mut time = |name: &str| -> Result<DateTime<Utc>, ApiError> {
+        let text = required_string(&mut body, name)?;
+        let at = DateTime::parse_from_rfc3339(&text)
+            .map_err(|_| ApiError::invalid(name, format!("{name} must be an RFC3339 time")))?
+            .with_timezone(&Utc);
+        storable_time(at, name)?;
+        Ok(at)
+    };
+    let (from, to) = (time("from")?, time("to")?);
+    if from >= to {
+        return Err(ApiError::invalid("to", "to must be later than from"));
+    }
+    Ok((from, to))
+}
+
 /// `windowSecs` of the task stats.
 pub fn stats_window(query: &HashMap<String, String>) -> Result<chrono::Duration, ApiError> {
     let secs =
@@ -270,10 +340,7 @@ pub fn history_query(
     let status = match query.get("status") {
         None => None,
         Some(text) => Some(RunStatus::parse(text).ok_or_else(|| {
-            ApiError::invalid(
-                "status",
-                "status must be PENDING, READY, RUNNING, SUCCESS, FAILED or MISSED",
-            )
+            ApiError::invalid("status", format!("status must be {}", RunStatus::choices()))
         })?),
     };
     let filter = InstanceFilter {

@@ -6,8 +6,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use crate::clock::rfc3339;
-use crate::run::{RequestId, RunStatus, TaskId, TriggerType};
-use crate::service::{SceneCounts, TaskDetails, TaskStats};
+use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
+use crate::service::{OverlapCounts, SceneCounts, TaskDetails, TaskStats};
 use crate::store::from_db;
 use crate::store::models::{Instance, TaskStatus};
 
@@ -34,6 +34,9 @@ pub struct TaskView {
     misfire_threshold_secs: Option<i32>,
     dependency_timeout_secs: Option<i32>,
     depends_on: Vec<TaskId>,
+    time_zone: String,
+    overlap: OverlapPolicy,
+    jitter_secs: i32,
     next_run_at: Option<String>,
     created_at: String,
     updated_at: String,
@@ -58,6 +61,9 @@ impl From<TaskDetails> for TaskView {
             retry_backoff_secs: task.retry_backoff_secs,
             retry_factor: task.retry_factor,
             misfire_threshold_secs: task.misfire_threshold_secs,
+            time_zone: task.time_zone,
+            overlap: task.overlap,
+            jitter_secs: task.jitter_secs,
             next_run_at: task.next_run_at.map(time),
             created_at: time(task.created_at),
             updated_at: time(task.updated_at),
@@ -159,7 +165,8 @@ pub struct StatsView {
     to: String,
     total: i64,
     by_status: HashMap<String, i64>,
-    /// Trigger lag (scheduled → recorded) in milliseconds.
+    overlap: OverlapCounts,
+    /// Trigger lag (due → first dispatched) in milliseconds.
     lag_ms: Option<LagView>,
 }
 
@@ -179,6 +186,7 @@ impl StatsView {
             to: rfc3339(stats.to),
             total: stats.by_status.values().sum(),
             by_status: stats.by_status,
+            overlap: stats.overlap,
             lag_ms: stats
                 .lag_ms
                 .map(|[p50, p90, p99, max]| LagView { p50, p90, p99, max }),

@@ -9,6 +9,7 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::ids::TaskId;
+use super::overlap::{BUFFER_MESSAGE, CANCELLED_CODE, OVERLAP_CODE, REPLACED_CODE};
 use super::retry::{RetryLimits, RetryPolicy};
 use super::status::{RunStatus, DISPATCHABLE, OPEN};
 
@@ -95,6 +96,24 @@ pub enum Event {
     },
     /// The run's task was deleted: nothing will dispatch it any more.
     TaskDeleted { at: DateTime<Utc> },
+    /// A user cancelled the run.
+    Cancelled { at: DateTime<Utc> },
+    /// A later run of the task replaced it (overlap `REPLACE`).
+    Replaced { at: DateTime<Utc> },
+    /// Its first attempt came due while an earlier run was open (overlap `SKIP`, or
+    /// `BUFFER_ONE` with a run waiting already); the message says which.
+    Skipped {
+        message: &'static str,
+        at: DateTime<Utc>,
+    },
+    /// Its first attempt came due while an earlier run was open (overlap `BUFFER_ONE`).
+    Buffered { at: DateTime<Utc> },
+    /// No earlier run of its task is open any more: a buffered run goes on, to its upstreams
+    /// if it has any, else to dispatch now.
+    EarlierFinished {
+        waits_for_upstreams: bool,
+        at: DateTime<Utc>,
+    },
 }
 
 /// A result reported for an attempt.
@@ -251,12 +270,7 @@ pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
         Event::TimedOut { .. } => Err(Refusal::Superseded),
         Event::Released { at } => pending(run).map(|expect| Write {
             expect,
-            change: Change {
-                status: Some(RunStatus::Ready),
-                next_attempt_at: Some(Some(*at)),
-                deadline_at: Some(None),
-                ..Change::default()
-            },
+            change: released(*at),
         }),
         Event::UpstreamFailed { at } => pending(run).map(|expect| Write {
             expect,
@@ -283,7 +297,85 @@ pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
             expect: Expect::seen(run),
             change: deleted(*at),
         }),
+        Event::Cancelled { at } => Ok(Write {
+            expect: Expect::seen(run),
+            change: cancelled(*at),
+        }),
+        Event::Replaced { at } => Ok(Write {
+            expect: Expect::seen(run),
+            change: replaced(*at),
+        }),
+        Event::Skipped { message, at } => first_attempt_due(run).map(|expect| Write {
+            expect,
+            change: finish(
+                RunStatus::Skipped,
+                Some(OVERLAP_CODE.into()),
+                Some((*message).into()),
+                *at,
+            ),
+        }),
+        Event::Buffered { .. } => first_attempt_due(run).map(|expect| Write {
+            expect,
+            change: Change {
+                status: Some(RunStatus::Pending),
+                code: Some(Some(OVERLAP_CODE.into())),
+                message: Some(Some(BUFFER_MESSAGE.into())),
+                next_attempt_at: Some(None),
+                ..Change::default()
+            },
+        }),
+        Event::EarlierFinished {
+            waits_for_upstreams,
+            at,
+        } => pending(run).map(|expect| Write {
+            expect,
+            change: Change {
+                code: Some(None),
+                message: Some(None),
+                ..if *waits_for_upstreams {
+                    Change::default()
+                } else {
+                    released(*at)
+                }
+            },
+        }),
     }
+}
+
+/// A run whose first attempt is due and not yet handed to a dispatcher.
+fn first_attempt_due(run: &RunState) -> Result<Expect, Refusal> {
+    if run.status == RunStatus::Ready && run.attempt == 1 && run.dispatched == 0 {
+        Ok(Expect::seen(run))
+    } else {
+        Err(Refusal::NotApplicable)
+    }
+}
+
+fn released(at: DateTime<Utc>) -> Change {
+    Change {
+        status: Some(RunStatus::Ready),
+        next_attempt_at: Some(Some(at)),
+        deadline_at: Some(None),
+        ..Change::default()
+    }
+}
+
+fn cancelled(at: DateTime<Utc>) -> Change {
+    finish(
+        RunStatus::Cancelled,
+        Some(CANCELLED_CODE.into()),
+        Some("cancelled by a user".into()),
+        at,
+    )
+}
+
+fn replaced(at: DateTime<Utc>) -> Change {
+    finish(
+        RunStatus::Cancelled,
+        Some(REPLACED_CODE.into()),
+        Some("replaced by a later run of the task (overlap REPLACE)".into()),
+        at,
+    )
 }
 
 /// The write of an event that needs no read of the row: its condition says when it applies,
@@ -327,10 +419,14 @@ pub fn blind(event: &Event) -> Option<Write> {
                 ..running(*deadline)
             },
         }),
-        // A deleted task's runs end the same way in every open state.
+        // A deleted task's runs, and replaced ones, end the same way in every open state.
         Event::TaskDeleted { at } => Some(Write {
             expect: Expect::status(OPEN),
             change: deleted(*at),
+        }),
+        Event::Replaced { at } => Some(Write {
+            expect: Expect::status(OPEN),
+            change: replaced(*at),
         }),
         _ => None,
     }
@@ -512,6 +608,9 @@ pub struct NewRun {
     pub claimed_until: Option<DateTime<Utc>>,
     pub deadline_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// Why a run born final or held back is so.
+    pub code: Option<&'static str>,
+    pub message: Option<&'static str>,
 }
 
 impl NewRun {
@@ -525,6 +624,8 @@ impl NewRun {
             claimed_until: Some(claim_until),
             deadline_at: None,
             finished_at: None,
+            code: None,
+            message: None,
         }
     }
 
@@ -537,6 +638,8 @@ impl NewRun {
             claimed_until: None,
             deadline_at: Some(deadline),
             finished_at: None,
+            code: None,
+            message: None,
         }
     }
 
@@ -549,11 +652,39 @@ impl NewRun {
             claimed_until: None,
             deadline_at: None,
             finished_at: Some(at),
+            code: None,
+            message: None,
         }
     }
 
-    /// A manual run: due now, claimed and dispatched like any due attempt.
-    pub fn manual(at: DateTime<Utc>) -> NewRun {
+    /// A run the overlap policy skipped: recorded final, never dispatched.
+    pub fn skipped(at: DateTime<Utc>, message: &'static str) -> NewRun {
+        NewRun {
+            code: Some(OVERLAP_CODE),
+            message: Some(message),
+            status: RunStatus::Skipped,
+            ..NewRun::missed(at)
+        }
+    }
+
+    /// A run the overlap policy holds back until no earlier run is open; then it goes on to
+    /// its upstreams (waiting for them until `deadline`, if it has any) or to dispatch.
+    pub fn buffered(deadline: Option<DateTime<Utc>>) -> NewRun {
+        NewRun {
+            status: RunStatus::Pending,
+            dispatched: 0,
+            next_attempt_at: None,
+            claimed_until: None,
+            deadline_at: deadline,
+            finished_at: None,
+            code: Some(OVERLAP_CODE),
+            message: Some(BUFFER_MESSAGE),
+        }
+    }
+
+    /// A run whose first attempt is due at `at`, claimed and dispatched like any due attempt:
+    /// a manual run (due now), a backfilled one (paced), a jittered one (at its offset).
+    pub fn due(at: DateTime<Utc>) -> NewRun {
         NewRun {
             status: RunStatus::Ready,
             dispatched: 0,
@@ -561,6 +692,8 @@ impl NewRun {
             claimed_until: None,
             deadline_at: None,
             finished_at: None,
+            code: None,
+            message: None,
         }
     }
 }

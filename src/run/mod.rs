@@ -4,18 +4,24 @@
 //! write it returns.
 
 mod ids;
+mod jitter;
 mod lifecycle;
 mod notes;
+mod overlap;
 mod retry;
 mod status;
 #[cfg(test)]
 mod tests;
 
 pub use ids::{RequestId, TaskId};
+pub use jitter::{jitter_offset, jittered};
 pub use lifecycle::{
     blind, dependency_deadline, on_event, upstream_event, Change, Event, Expect, NewRun, Outcome,
     Refusal, Report, RunState, Write, TIMEOUT_CODE, TIMEOUT_MESSAGE,
 };
 pub use notes::failed_attempt;
+pub use overlap::{
+    on_due, OpenRun, Overlap, OverlapPolicy, CANCELLED_CODE, OVERLAP_CODE, REPLACED_CODE,
+};
 pub use retry::{claim_until, RetryLimits, RetryPolicy, CLAIM_MARGIN_SECS, MAX_RETRY_DELAY_SECS};
 pub use status::{ReportedStatus, RunStatus, TriggerType, DISPATCHABLE, OPEN};

@@ -1,8 +1,10 @@
 //! The stored states of a run.
 
 crate::text_enum! {
-    /// The lifecycle of one run: `PENDING → READY → RUNNING → SUCCESS | FAILED`, or `MISSED`.
-    /// READY covers a run due for its next attempt and one whose attempt a dispatcher holds.
+    /// The lifecycle of one run: `PENDING → READY → RUNNING → SUCCESS | FAILED`, or `MISSED`
+    /// (too late), `SKIPPED` (an earlier run was open) or `CANCELLED` (by a user, or replaced by
+    /// a later run). READY covers a run due for its next attempt and one whose attempt a
+    /// dispatcher holds.
     RunStatus {
         Pending => "PENDING",
         Ready => "READY",
@@ -10,6 +12,8 @@ crate::text_enum! {
         Success => "SUCCESS",
         Failed => "FAILED",
         Missed => "MISSED",
+        Skipped => "SKIPPED",
+        Cancelled => "CANCELLED",
     }
 }
 
@@ -22,7 +26,7 @@ pub const DISPATCHABLE: &[RunStatus] = &[RunStatus::Ready, RunStatus::Running];
 impl RunStatus {
     /// Final states never change again.
     pub fn is_final(self) -> bool {
-        matches!(self, Self::Success | Self::Failed | Self::Missed)
+        !OPEN.contains(&self)
     }
 
     /// This status alone, as a condition.
@@ -34,13 +38,15 @@ impl RunStatus {
             Self::Success => &[Self::Success],
             Self::Failed => &[Self::Failed],
             Self::Missed => &[Self::Missed],
+            Self::Skipped => &[Self::Skipped],
+            Self::Cancelled => &[Self::Cancelled],
         }
     }
 }
 
 crate::text_enum! {
     /// Why a run exists.
-    TriggerType { Schedule => "SCHEDULE", Manual => "MANUAL" }
+    TriggerType { Schedule => "SCHEDULE", Manual => "MANUAL", Backfill => "BACKFILL" }
 }
 
 crate::text_enum! {

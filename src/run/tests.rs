@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use proptest::prelude::*;
 
 use super::*;
-use RunStatus::{Failed, Missed, Pending, Ready, Running, Success};
+use RunStatus::{Cancelled, Failed, Missed, Pending, Ready, Running, Skipped, Success};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -153,6 +153,13 @@ fn orphaned(live: &[&str], now: i64) -> Event {
 
 fn task_deleted(now: i64) -> Event {
     Event::TaskDeleted { at: at(now) }
+}
+
+fn skipped(now: i64) -> Event {
+    Event::Skipped {
+        message: "overlap",
+        at: at(now),
+    }
 }
 
 /// The change of a claim of `attempt` by `claimant` until `until`.
@@ -838,6 +845,111 @@ fn table_task_deleted() {
     ]);
 }
 
+#[test]
+fn table_cancel_and_overlap() {
+    let cancelled = |code| Ok(ended(Cancelled, Some(code), 150));
+    let mut rows = Vec::new();
+    for (name, run) in [
+        ("PENDING", state(Pending, 1, 0)),
+        ("due", state(Ready, 1, 0)),
+        ("retry waiting", state(Ready, 2, 1)),
+        ("held", state(Ready, 1, 1)),
+        ("RUNNING", state(Running, 2, 2)),
+    ] {
+        rows.push(row(
+            name,
+            run.clone(),
+            Event::Cancelled { at: at(150) },
+            cancelled("CANCELLED"),
+        ));
+        rows.push(row(
+            name,
+            run,
+            Event::Replaced { at: at(150) },
+            cancelled("REPLACED"),
+        ));
+    }
+    for status in [Success, Failed, Missed, Skipped, Cancelled] {
+        for event in [Event::Cancelled { at: at(150) }, skipped(150)] {
+            let run = state(status, 1, 1);
+            rows.push(row("final", run, event, Err(Refusal::Final(status))));
+        }
+    }
+    let held_back = Change {
+        status: Some(Pending),
+        code: Some(Some("OVERLAP".into())),
+        next_attempt_at: Some(None),
+        ..Change::default()
+    };
+    let buffered = Event::Buffered { at: at(150) };
+    rows.extend([
+        row(
+            "first attempt due: skipped",
+            state(Ready, 1, 0),
+            skipped(150),
+            Ok(ended(Skipped, Some("OVERLAP"), 150)),
+        ),
+        row(
+            "first attempt due: held back",
+            state(Ready, 1, 0),
+            buffered.clone(),
+            Ok(held_back),
+        ),
+        row(
+            "dispatched already: not skipped",
+            state(Ready, 1, 1),
+            skipped(150),
+            Err(Refusal::NotApplicable),
+        ),
+        row(
+            "a retry is not held back",
+            state(Ready, 2, 1),
+            buffered,
+            Err(Refusal::NotApplicable),
+        ),
+        row(
+            "held back, the earlier run final: due now",
+            state(Pending, 1, 0),
+            Event::EarlierFinished {
+                waits_for_upstreams: false,
+                at: at(150),
+            },
+            Ok(Change {
+                status: Some(Ready),
+                code: Some(None),
+                next_attempt_at: Some(Some(at(150))),
+                deadline_at: Some(None),
+                ..Change::default()
+            }),
+        ),
+        row(
+            "held back, with upstreams: waits for them",
+            state(Pending, 1, 0),
+            Event::EarlierFinished {
+                waits_for_upstreams: true,
+                at: at(150),
+            },
+            Ok(Change {
+                code: Some(None),
+                ..Change::default()
+            }),
+        ),
+        row(
+            "not held back",
+            state(Ready, 1, 0),
+            Event::EarlierFinished {
+                waits_for_upstreams: false,
+                at: at(150),
+            },
+            Err(Refusal::NotApplicable),
+        ),
+    ]);
+    check(&rows);
+    // Replacing needs no read: its blind write is the decision wherever the run is open.
+    assert!(blind(&Event::Replaced { at: at(150) }).is_some());
+    assert!(blind(&Event::Cancelled { at: at(150) }).is_none());
+}
+
 /// Applies `event` to `run` where it is decided to, as the store does.
 fn deliver(run: &mut RunState, event: &Event) -> Result<(), Refusal> {
     let write = on_event(run, event)?;
@@ -1047,6 +1159,8 @@ fn births() {
             claimed_until: Some(at(SCHEDULED + 30)),
             deadline_at: None,
             finished_at: None,
+            code: None,
+            message: None,
         }
     );
     let run = born(&fired, scheduled, "A", limits(2));
@@ -1077,7 +1191,7 @@ fn births() {
         Err(Refusal::Final(Missed))
     );
 
-    let manual = NewRun::manual(at(150));
+    let manual = NewRun::due(at(150));
     assert_eq!((manual.status, manual.dispatched), (Ready, 0));
     assert_eq!(manual.next_attempt_at, Some(at(150)));
     assert_eq!((manual.claimed_until, manual.finished_at), (None, None));
@@ -1186,6 +1300,14 @@ enum Gen {
         now: i64,
     },
     TaskDeleted(i64),
+    Cancelled(i64),
+    Replaced(i64),
+    Skipped(i64),
+    Buffered(i64),
+    EarlierFinished {
+        waits_for_upstreams: bool,
+        now: i64,
+    },
 }
 
 impl Gen {
@@ -1227,6 +1349,17 @@ impl Gen {
                 orphaned(&live, now)
             }
             Gen::TaskDeleted(now) => task_deleted(now),
+            Gen::Cancelled(now) => Event::Cancelled { at: at(now) },
+            Gen::Replaced(now) => Event::Replaced { at: at(now) },
+            Gen::Skipped(now) => skipped(now),
+            Gen::Buffered(now) => Event::Buffered { at: at(now) },
+            Gen::EarlierFinished {
+                waits_for_upstreams,
+                now,
+            } => Event::EarlierFinished {
+                waits_for_upstreams,
+                at: at(now),
+            },
         }
     }
 }
@@ -1270,6 +1403,13 @@ fn gen() -> impl Strategy<Value = Gen> {
             .prop_map(|(claimant, now)| Gen::Recovered { claimant, now }),
         6 => (0..8u8, now()).prop_map(|(live, now)| Gen::Orphaned { live, now }),
         1 => now().prop_map(Gen::TaskDeleted),
+        1 => now().prop_map(Gen::Cancelled),
+        1 => now().prop_map(Gen::Replaced),
+        1 => now().prop_map(Gen::Skipped),
+        2 => now().prop_map(Gen::Buffered),
+        2 => (prop::bool::ANY, now()).prop_map(|(waits_for_upstreams, now)| {
+            Gen::EarlierFinished { waits_for_upstreams, now }
+        }),
     ]
 }
 
@@ -1318,7 +1458,7 @@ fn birth() -> impl Strategy<Value = (RunState, bool)> {
             let new = match kind {
                 Birth::Fired => NewRun::fired(claim_until(scheduled, 20_000)),
                 Birth::Waiting => NewRun::waiting_for_upstreams(dependency_deadline(scheduled, 60)),
-                Birth::Manual => NewRun::manual(scheduled),
+                Birth::Manual => NewRun::due(scheduled),
                 Birth::Missed => NewRun::missed(scheduled),
             };
             let retry = RetryLimits {
@@ -1575,7 +1715,7 @@ fn check_invariants(
         ),
         Running => prop_assert_eq!(next.dispatched, next.attempt),
         Pending => prop_assert_eq!((next.attempt, next.dispatched), (1, 0)),
-        Success | Failed | Missed => {}
+        Success | Failed | Missed | Skipped | Cancelled => {}
     }
     if model.succeeded {
         prop_assert_eq!(next.status, Success, "a SUCCESS is never lost");

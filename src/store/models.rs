@@ -5,7 +5,8 @@ use diesel::prelude::*;
 
 use super::schema::{ax_instance, ax_task};
 use super::to_db;
-use crate::run::{NewRun, RequestId, RunStatus, TaskId, TriggerType};
+use crate::cron::{CronError, CronSchedule, Zone};
+use crate::run::{NewRun, OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
 
 /// Longest task name (`name VARCHAR(128)`: characters).
 pub const MAX_NAME_CHARS: usize = 128;
@@ -49,6 +50,18 @@ pub struct Task {
     pub retry_factor: Option<i32>,
     pub misfire_threshold_secs: Option<i32>,
     pub dependency_timeout_secs: Option<i32>,
+    /// The IANA zone its cron fields match local time in.
+    pub time_zone: String,
+    pub overlap: OverlapPolicy,
+    /// Each run's dispatch is delayed by up to this many seconds (see `crate::run::jitter`).
+    pub jitter_secs: i32,
+}
+
+impl Task {
+    /// Its schedule: the cron expression, matched in its time zone.
+    pub fn schedule(&self) -> Result<CronSchedule, CronError> {
+        Ok(CronSchedule::parse(&self.cron)?.in_zone(Zone::parse(&self.time_zone)?))
+    }
 }
 
 /// The fields a user sets on a task; used for insert and full update.
@@ -70,6 +83,11 @@ pub struct TaskFields {
     pub retry_factor: Option<i32>,
     pub misfire_threshold_secs: Option<i32>,
     pub dependency_timeout_secs: Option<i32>,
+    /// The IANA zone its cron fields match local time in.
+    pub time_zone: String,
+    pub overlap: OverlapPolicy,
+    /// Each run's dispatch is delayed by up to this many seconds (see `crate::run::jitter`).
+    pub jitter_secs: i32,
 }
 
 impl TaskFields {
@@ -88,6 +106,9 @@ impl TaskFields {
             && self.retry_factor == task.retry_factor
             && self.misfire_threshold_secs == task.misfire_threshold_secs
             && self.dependency_timeout_secs == task.dependency_timeout_secs
+            && self.time_zone == task.time_zone
+            && self.overlap == task.overlap
+            && self.jitter_secs == task.jitter_secs
     }
 }
 
@@ -146,6 +167,9 @@ pub struct NewInstance {
     pub dispatched_attempt: i32,
     /// For a fired run: when the firing process's claim on its dispatch lapses.
     pub claimed_until: Option<NaiveDateTime>,
+    /// Why a run born final or held back is so (`SKIPPED`, `PENDING` by the overlap policy).
+    pub callback_code: Option<String>,
+    pub callback_message: Option<String>,
 }
 
 /// Who a new run is and when: everything of its row but its state.
@@ -167,7 +191,7 @@ pub struct RunOrigin {
 impl NewInstance {
     /// The row of a run born as `run` (see `crate::run::NewRun`).
     pub fn new(origin: RunOrigin, run: &NewRun) -> NewInstance {
-        NewInstance {
+        let mut instance = NewInstance {
             task_id: origin.task_id,
             request_id: origin.request_id,
             trigger_type: origin.trigger_type,
@@ -176,12 +200,28 @@ impl NewInstance {
             status: run.status,
             fired_by: origin.fired_by,
             created_at: to_db(origin.created_at),
-            finished_at: run.finished_at.map(to_db),
-            next_attempt_at: run.next_attempt_at.map(to_db),
-            deadline_at: run.deadline_at.map(to_db),
+            finished_at: None,
+            next_attempt_at: None,
+            deadline_at: None,
             params: origin.params,
-            dispatched_attempt: run.dispatched,
-            claimed_until: run.claimed_until.map(to_db),
-        }
+            dispatched_attempt: 0,
+            claimed_until: None,
+            callback_code: None,
+            callback_message: None,
+        };
+        instance.set_state(run);
+        instance
+    }
+
+    /// The run is born as `run` instead (the overlap policy's decision).
+    pub fn set_state(&mut self, run: &NewRun) {
+        self.status = run.status;
+        self.finished_at = run.finished_at.map(to_db);
+        self.next_attempt_at = run.next_attempt_at.map(to_db);
+        self.deadline_at = run.deadline_at.map(to_db);
+        self.dispatched_attempt = run.dispatched;
+        self.claimed_until = run.claimed_until.map(to_db);
+        self.callback_code = run.code.map(str::to_string);
+        self.callback_message = run.message.map(str::to_string);
     }
 }

@@ -19,6 +19,9 @@ diesel::table! {
         retry_factor -> Nullable<Integer>,
         misfire_threshold_secs -> Nullable<Integer>,
         dependency_timeout_secs -> Nullable<Integer>,
+        time_zone -> Text,
+        overlap -> Text,
+        jitter_secs -> Integer,
     }
 }
 

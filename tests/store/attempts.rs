@@ -36,7 +36,7 @@ fn waiting(
     scheduled: NaiveDateTime,
     due: NaiveDateTime,
 ) -> NewInstance {
-    born(task_id, rid, scheduled, &NewRun::manual(at(due)))
+    born(task_id, rid, scheduled, &NewRun::due(at(due)))
 }
 
 /// A fired run whose first attempt "node-test" holds until `until`.
@@ -263,7 +263,7 @@ async fn due_attempts_use_manual_params(db: &Db) {
     let mut manual_origin = origin(task.id, &manual, t);
     manual_origin.trigger_type = TriggerType::Manual;
     manual_origin.params = Some(r#"{"o":1}"#.into());
-    let row = NewInstance::new(manual_origin, &NewRun::manual(at(t)));
+    let row = NewInstance::new(manual_origin, &NewRun::due(at(t)));
     insert_instance(db, &row).await;
     // A scheduled run whose dispatcher's claim lapsed.
     insert_instance(db, &held(task.id, &scheduled, t, t + secs(1))).await;

@@ -1,7 +1,9 @@
 //! `src/store/queries/instances.rs`, fires: `record_fires`' compare-and-set, duplicate request
 //! ids, many fires and fire chains per statement, and fire batches committing side by side.
 
-use ax::run::{dependency_deadline, NewRun, RequestId, RunStatus, TaskId, TriggerType};
+use ax::run::{
+    dependency_deadline, NewRun, OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType,
+};
 use ax::store::models::{Instance, TaskStatus};
 use ax::store::queries::instances::{self, FireOutcome, FireRecord};
 use ax::store::queries::tasks;
@@ -275,6 +277,7 @@ async fn fire_chains_recorded_at_once(db: &Db) {
         scheduled_at: t,
         next_run_at: Some(t + secs(1)),
         instance: born(task, &request_id(), t, run),
+        overlap: OverlapPolicy::Allow,
     };
     let fires = vec![
         fire_record(a.id, &request_id(), t, Some(t + secs(1))),

@@ -90,6 +90,8 @@ async fn insert_state(
         claimed_until: run.claimed_until,
         deadline_at: deadline,
         finished_at: None,
+        code: None,
+        message: None,
     };
     let mut who = origin(task.id, &rid, to_db(run.scheduled_at));
     who.fired_by = run.claimant.clone();
@@ -710,7 +712,7 @@ async fn born_as(db: &Db, task: &Task, birth: Birth, n: i64) -> RequestId {
             scheduled,
             &NewRun::waiting_for_upstreams(t(60)),
         ),
-        Birth::Manual => born(task.id, &rid, scheduled, &NewRun::manual(t(0))),
+        Birth::Manual => born(task.id, &rid, scheduled, &NewRun::due(t(0))),
         Birth::Missed => {
             let mut row = new_instance(task.id, &rid, scheduled, RunStatus::Missed);
             row.finished_at = Some(scheduled);

@@ -93,7 +93,7 @@ async fn store_actor_records_claims(db: &Db) {
     let t = base();
     let (first, second) = (request_id(), request_id());
     for id in [&first, &second] {
-        let run = NewRun::manual(at(t));
+        let run = NewRun::due(at(t));
         insert_instance(db, &born(task.id, id, t, &run)).await;
     }
     let due = |id| async move { due_attempt(db, id).await };

@@ -2,8 +2,8 @@
 //! fixtures, events and short forms of the queries, and `on_both_backends!`.
 
 use ax::run::{
-    claim_until, Event, NewRun, Outcome, Refusal, Report, RequestId, RetryPolicy, RunState,
-    RunStatus, TaskId, TriggerType,
+    claim_until, Event, NewRun, Outcome, OverlapPolicy, Refusal, Report, RequestId, RetryPolicy,
+    RunState, RunStatus, TaskId, TriggerType,
 };
 use ax::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
 use ax::store::queries::instances::{self, FireOutcome, FireRecord};
@@ -77,6 +77,9 @@ pub(crate) fn fields(
         retry_factor: None,
         misfire_threshold_secs: None,
         dependency_timeout_secs: None,
+        time_zone: "UTC".into(),
+        overlap: OverlapPolicy::Allow,
+        jitter_secs: 0,
     }
 }
 
@@ -149,6 +152,8 @@ pub(crate) fn new_instance(
         claimed_until: None,
         deadline_at: None,
         finished_at: None,
+        code: None,
+        message: None,
     };
     born(task_id, request_id, scheduled_at, &run)
 }
@@ -179,6 +184,7 @@ pub(crate) fn fire_record(
         scheduled_at,
         next_run_at,
         instance: fired(task_id, request_id, scheduled_at),
+        overlap: OverlapPolicy::Allow,
     }
 }
 

@@ -8,12 +8,14 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
+use super::overlap::{self, DueRun};
 use super::Page;
+use crate::run::{NewRun, OverlapPolicy, TriggerType};
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::store::models::{Instance, NewInstance, TaskStatus};
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
-use crate::store::{Conn, StoreError};
+use crate::store::{from_db, Conn, StoreError};
 use crate::with_conn;
 
 /// A due run to record: advance the task from `scheduled_at` to `next_run_at` and insert the run.
@@ -22,6 +24,8 @@ pub struct FireRecord {
     pub scheduled_at: NaiveDateTime,
     pub next_run_at: Option<NaiveDateTime>,
     pub instance: NewInstance,
+    /// The task's overlap policy: it decides a run dispatched as it fires.
+    pub overlap: OverlapPolicy,
 }
 
 /// What became of one fire.
@@ -29,6 +33,9 @@ pub struct FireRecord {
 pub enum FireOutcome {
     /// The run's row is committed; it may be dispatched.
     Fired,
+    /// The run's row is committed as the overlap policy left it (`SKIPPED`, or `PENDING` until
+    /// the earlier run is final): not to dispatch now.
+    Overlapped(RunStatus),
     /// The task no longer holds the scheduled time (fired elsewhere, changed, paused, deleted).
     Stale,
     /// A row with this request id exists already.
@@ -86,11 +93,17 @@ async fn record_fires_at_once(
             chain.iter().for_each(|&i| fresh[i] = true);
         }
     }
-    let runs: Vec<&NewInstance> = fires
+    let fresh_fires: Vec<&FireRecord> = fires
         .iter()
         .zip(&fresh)
         .filter(|(_, fresh)| **fresh)
-        .map(|(fire, _)| &fire.instance)
+        .map(|(fire, _)| fire)
+        .collect();
+    let overlapped = overlapped(conn, &fresh_fires).await?;
+    let runs: Vec<&NewInstance> = fresh_fires
+        .iter()
+        .enumerate()
+        .map(|(k, fire)| overlapped.get(&k).unwrap_or(&fire.instance))
         .collect();
     let inserted = if runs.is_empty() {
         Ok(())
@@ -115,24 +128,70 @@ async fn record_fires_at_once(
         }
         Err(err) => return Err(err),
     };
-    Ok(fires
-        .iter()
-        .zip(fresh)
-        .map(|(fire, fresh)| {
-            if !fresh {
-                FireOutcome::Stale
-            } else if duplicates.contains(fire.instance.request_id.as_str()) {
-                FireOutcome::Duplicate
-            } else {
-                FireOutcome::Fired
-            }
+    let mut runs = runs.into_iter();
+    Ok(fresh
+        .into_iter()
+        .map(|fresh| match fresh.then(|| runs.next()).flatten() {
+            None => FireOutcome::Stale,
+            Some(run) if duplicates.contains(run.request_id.as_str()) => FireOutcome::Duplicate,
+            Some(run) => FireOutcome::recorded(run),
         })
         .collect())
 }
 
+impl FireOutcome {
+    /// The outcome of a run inserted as `run`.
+    fn recorded(run: &NewInstance) -> FireOutcome {
+        match run.callback_code.as_deref() {
+            Some(crate::run::OVERLAP_CODE) => FireOutcome::Overlapped(run.status),
+            _ => FireOutcome::Fired,
+        }
+    }
+}
+
+/// The runs among `fires` (fresh, their tasks locked) that the overlap policy changes, by
+/// position, as it leaves them. Only a run dispatched as it fires is decided here; the others
+/// are decided when their first attempt is claimed (`runs::claim`).
+async fn overlapped(
+    conn: &mut Conn,
+    fires: &[&FireRecord],
+) -> Result<HashMap<usize, NewInstance>, StoreError> {
+    let Some(first) = fires.first() else {
+        return Ok(HashMap::new());
+    };
+    let due: Vec<(usize, DueRun)> = fires
+        .iter()
+        .enumerate()
+        .filter(|(_, fire)| fire.instance.dispatched_attempt == 1)
+        .map(|(k, fire)| {
+            let run = DueRun {
+                task_id: fire.instance.task_id,
+                policy: fire.overlap,
+                request_id: &fire.instance.request_id,
+                scheduled_at: from_db(fire.instance.scheduled_at),
+            };
+            (k, run)
+        })
+        .collect();
+    let runs: Vec<DueRun> = due.iter().map(|(_, run)| *run).collect();
+    let at = from_db(first.instance.trigger_at);
+    let decisions = overlap::settle(conn, &runs, at).await?;
+    let mut changed = HashMap::new();
+    for ((k, _), decision) in due.into_iter().zip(decisions) {
+        let fire = fires[k];
+        let planned_deadline = fire.instance.deadline_at.map(from_db);
+        if let Some(birth) = decision.birth(planned_deadline, from_db(fire.instance.trigger_at)) {
+            let mut instance = fire.instance.clone();
+            instance.set_state(&birth);
+            changed.insert(k, instance);
+        }
+    }
+    Ok(changed)
+}
+
 /// The `next_run_at` of these tasks, locked for the rest of the transaction (enabled ones
 /// only; a paused or deleted task is absent).
-async fn lock_task_schedules(
+pub(super) async fn lock_task_schedules(
     conn: &mut Conn,
     ids: &[TaskId],
 ) -> Result<HashMap<TaskId, Option<NaiveDateTime>>, StoreError> {
@@ -190,8 +249,8 @@ async fn insert_instances(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), 
     let sql = format!(
         "INSERT INTO ax_instance (task_id, request_id, trigger_type, scheduled_at, trigger_at, \
          status, fired_by, created_at, finished_at, next_attempt_at, deadline_at, params, \
-         dispatched_attempt, claimed_until) VALUES {}",
-        vec![format!("({})", placeholders(14, 1)); runs.len()].join(", ")
+         dispatched_attempt, claimed_until, callback_code, callback_message) VALUES {}",
+        vec![format!("({})", placeholders(16, 1)); runs.len()].join(", ")
     );
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
@@ -210,7 +269,9 @@ async fn insert_instances(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), 
                 .bind::<Nullable<Timestamp>, _>(run.deadline_at)
                 .bind::<Nullable<Text>, _>(&run.params)
                 .bind::<Integer, _>(run.dispatched_attempt)
-                .bind::<Nullable<Timestamp>, _>(run.claimed_until);
+                .bind::<Nullable<Timestamp>, _>(run.claimed_until)
+                .bind::<Nullable<Text>, _>(&run.callback_code)
+                .bind::<Nullable<Text>, _>(&run.callback_message);
         }
         query.execute(c).await
     })?;
@@ -241,7 +302,12 @@ async fn record_fires_one_by_one(
             outcomes.push(FireOutcome::Stale);
             continue;
         }
-        outcomes.push(insert_instance(conn, &fire.instance).await?);
+        let overlapped = overlapped(conn, &[fire]).await?;
+        let run = overlapped.get(&0).unwrap_or(&fire.instance);
+        outcomes.push(match insert_instance(conn, run).await? {
+            FireOutcome::Fired => FireOutcome::recorded(run),
+            outcome => outcome,
+        });
     }
     Ok(outcomes)
 }
@@ -362,18 +428,33 @@ pub async fn history(
     })?)
 }
 
-/// (status, scheduled, first dispatched) of a task's runs scheduled in `[from, to)`.
+/// What the stats read of a run: (status, trigger, code, scheduled, first dispatched).
+pub type StatsRow = (
+    RunStatus,
+    TriggerType,
+    Option<String>,
+    NaiveDateTime,
+    Option<NaiveDateTime>,
+);
+
+/// The stats rows of a task's runs scheduled in `[from, to)`.
 pub async fn for_stats(
     conn: &mut Conn,
     task_id: TaskId,
     from: NaiveDateTime,
     to: NaiveDateTime,
-) -> Result<Vec<(RunStatus, NaiveDateTime, Option<NaiveDateTime>)>, StoreError> {
+) -> Result<Vec<StatsRow>, StoreError> {
     Ok(with_conn!(conn, |c| i::ax_instance
         .filter(i::task_id.eq(task_id))
         .filter(i::scheduled_at.ge(from))
         .filter(i::scheduled_at.lt(to))
-        .select((i::status, i::scheduled_at, i::dispatched_at))
+        .select((
+            i::status,
+            i::trigger_type,
+            i::callback_code,
+            i::scheduled_at,
+            i::dispatched_at,
+        ))
         .load(c)
         .await)?)
 }
@@ -400,4 +481,75 @@ pub async fn delete_finished_before(
     )
     .execute(c)
     .await)?)
+}
+
+/// What a backfill recorded: new runs, and runs that existed already (left alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backfilled {
+    pub runs: usize,
+    pub existing: usize,
+}
+
+/// Records a backfill's runs in the caller's transaction: each of `runs` whose request id has
+/// no row yet is inserted as it is, the `n`-th new one due at `due(n)`; the others are left
+/// alone. Many rows to a statement.
+pub async fn backfill(
+    conn: &mut Conn,
+    mut runs: Vec<NewInstance>,
+    due: impl Fn(usize) -> NewRun,
+) -> Result<Backfilled, StoreError> {
+    let total = runs.len();
+    let mut existing = HashSet::new();
+    for chunk in runs.chunks(1000) {
+        let ids: Vec<&RequestId> = chunk.iter().map(|run| &run.request_id).collect();
+        let found: Vec<RequestId> = with_conn!(conn, |c| i::ax_instance
+            .filter(i::request_id.eq_any(ids))
+            .select(i::request_id)
+            .load(c)
+            .await)?;
+        existing.extend(found);
+    }
+    runs.retain(|run| !existing.contains(&run.request_id));
+    for (n, run) in runs.iter_mut().enumerate() {
+        run.set_state(&due(n));
+    }
+    let mut inserted = 0;
+    for chunk in runs.chunks(200) {
+        let chunk: Vec<&NewInstance> = chunk.iter().collect();
+        inserted += match insert_instances(conn, &chunk).await {
+            Ok(()) => chunk.len(),
+            // The scheduler fired one of them meanwhile: the rest go one by one.
+            Err(StoreError::Query(DieselError::DatabaseError(
+                DatabaseErrorKind::UniqueViolation,
+                _,
+            ))) => {
+                let mut added = 0;
+                for run in chunk {
+                    added += usize::from(insert_instance(conn, run).await? == FireOutcome::Fired);
+                }
+                added
+            }
+            Err(err) => return Err(err),
+        };
+    }
+    Ok(Backfilled {
+        runs: inserted,
+        existing: total - inserted,
+    })
+}
+
+/// When the last backfilled run of the task still waiting for its first attempt is due: a
+/// new backfill is paced after it, so two of them never go out faster together.
+pub async fn last_backfill_due(
+    conn: &mut Conn,
+    task_id: TaskId,
+) -> Result<Option<NaiveDateTime>, StoreError> {
+    Ok(with_conn!(conn, |c| i::ax_instance
+        .filter(i::task_id.eq(task_id))
+        .filter(i::status.eq(RunStatus::Ready))
+        .filter(i::trigger_type.eq(TriggerType::Backfill))
+        .filter(i::dispatched_attempt.eq(0))
+        .select(diesel::dsl::max(i::next_attempt_at))
+        .first(c)
+        .await)?)
 }

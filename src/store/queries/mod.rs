@@ -2,6 +2,7 @@
 
 pub mod instances;
 pub mod meta;
+pub mod overlap;
 pub mod runs;
 pub mod tasks;
 

@@ -9,9 +9,10 @@ use diesel::prelude::*;
 use diesel::sql_types::{Integer, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
+use super::overlap::DueRun;
 use crate::run::{
-    on_event, Change, Event, Expect, Refusal, RequestId, RetryLimits, RetryPolicy, RunState,
-    RunStatus, TaskId, Write,
+    jittered, on_event, Change, Event, Expect, OpenRun, Overlap, OverlapPolicy, Refusal, RequestId,
+    RetryLimits, RetryPolicy, RunState, RunStatus, TaskId, TriggerType, Write, OVERLAP_CODE,
 };
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
@@ -420,9 +421,28 @@ pub struct DueAttempt {
     pub handler_url: String,
     pub params: String,
     pub timeout_ms: i64,
+    pub trigger_type: TriggerType,
+    /// The task's overlap policy: it decides the run's first attempt when claimed.
+    pub overlap: OverlapPolicy,
+    pub jitter_secs: i32,
 }
 
 impl DueAttempt {
+    /// When its first attempt was due: its time, plus its jitter offset for a scheduled run.
+    pub fn first_due_at(&self) -> DateTime<Utc> {
+        match self.trigger_type {
+            TriggerType::Schedule => {
+                jittered(self.task_id, self.run.scheduled_at, self.jitter_secs)
+            }
+            TriggerType::Manual | TriggerType::Backfill => self.run.scheduled_at,
+        }
+    }
+
+    /// Whether the claim takes its first attempt: the overlap policy decides it then.
+    fn first_attempt(&self) -> bool {
+        self.run.attempt == 1 && self.run.dispatched == 0
+    }
+
     /// When it is due.
     pub fn due_at(&self) -> DateTime<Utc> {
         self.run
@@ -470,33 +490,49 @@ pub async fn attempts_of(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    type Row = (StateRow, TaskId, String, String, i64);
+    type Row = (
+        StateRow,
+        (TaskId, String, String, i64),
+        (TriggerType, OverlapPolicy, i32),
+    );
     let rows: Vec<Row> = with_conn!(conn, |c| i::ax_instance
         .inner_join(t::ax_task.on(t::id.eq(i::task_id)))
         .filter(i::request_id.eq_any(ids))
         .select((
             state_columns!(),
-            i::task_id,
-            t::handler_url,
-            // A manual run's own params win over the task's.
-            diesel::dsl::sql::<Text>("COALESCE(ax_instance.params, ax_task.params)"),
-            t::timeout_ms,
+            (
+                i::task_id,
+                t::handler_url,
+                // A manual run's own params win over the task's.
+                diesel::dsl::sql::<Text>("COALESCE(ax_instance.params, ax_task.params)"),
+                t::timeout_ms,
+            ),
+            (i::trigger_type, t::overlap, t::jitter_secs),
         ))
         .load(c)
         .await)?;
     let mut due: Vec<DueAttempt> = rows
         .into_iter()
-        .map(|(state, task_id, handler_url, params, timeout_ms)| {
-            let (request_id, run) = state_of(state, RetryPolicy::default());
-            DueAttempt {
-                request_id,
-                task_id,
-                run,
-                handler_url,
-                params,
-                timeout_ms,
-            }
-        })
+        .map(
+            |(
+                state,
+                (task_id, handler_url, params, timeout_ms),
+                (trigger_type, overlap, jitter),
+            )| {
+                let (request_id, run) = state_of(state, RetryPolicy::default());
+                DueAttempt {
+                    request_id,
+                    task_id,
+                    run,
+                    handler_url,
+                    params,
+                    timeout_ms,
+                    trigger_type,
+                    overlap,
+                    jitter_secs: jitter,
+                }
+            },
+        )
         .collect();
     due.sort_by_key(DueAttempt::due_at);
     Ok(due)
@@ -509,10 +545,42 @@ pub async fn claim(
     attempt: &DueAttempt,
     event: &Event,
 ) -> Result<bool, StoreError> {
-    match on_event(&attempt.run, event) {
-        Ok(write) => Ok(apply(conn, &[(&attempt.request_id, &write)]).await? == 1),
-        Err(_) => Ok(false),
+    let Ok(write) = on_event(&attempt.run, event) else {
+        return Ok(false);
+    };
+    if attempt.first_attempt() && attempt.overlap != OverlapPolicy::Allow {
+        if let Some(held) = overlapped(conn, attempt, event).await? {
+            apply(conn, &[(&attempt.request_id, &held)]).await?;
+            return Ok(false);
+        }
     }
+    Ok(apply(conn, &[(&attempt.request_id, &write)]).await? == 1)
+}
+
+/// The write that skips or holds back a first attempt the overlap policy does not let go out
+/// now; `None` when it may (it then replaced the earlier runs, if its policy says so).
+async fn overlapped(
+    conn: &mut Conn,
+    attempt: &DueAttempt,
+    claim: &Event,
+) -> Result<Option<Write>, StoreError> {
+    let Event::Claim { at, .. } = claim else {
+        return Ok(None);
+    };
+    super::instances::lock_task_schedules(conn, &[attempt.task_id]).await?;
+    let due = DueRun {
+        task_id: attempt.task_id,
+        policy: attempt.overlap,
+        request_id: &attempt.request_id,
+        scheduled_at: attempt.run.scheduled_at,
+    };
+    let decision = super::overlap::settle(conn, &[due], *at).await?;
+    let event = match decision.as_slice() {
+        [Overlap::Skip(message)] => Event::Skipped { message, at: *at },
+        [Overlap::Buffer] => Event::Buffered { at: *at },
+        _ => return Ok(None),
+    };
+    Ok(on_event(&attempt.run, &event).ok())
 }
 
 /// Applies a lapse event (`Recovered`, `Orphaned`) to these runs. Returns how many changed.
@@ -587,18 +655,34 @@ pub async fn check_pending(
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<(usize, usize), StoreError> {
-    let pending: Vec<(RequestId, TaskId, NaiveDateTime, Option<NaiveDateTime>)> =
-        with_conn!(conn, |c| i::ax_instance
-            .filter(i::status.eq(RunStatus::Pending))
-            // A run committed ahead of its time waits for its time, whatever its upstreams.
-            .filter(i::scheduled_at.le(to_db(now)))
-            .order(i::scheduled_at.asc())
-            .limit(limit)
-            .select((i::request_id, i::task_id, i::scheduled_at, i::deadline_at))
-            .load(c)
-            .await)?;
+    type Row = (
+        RequestId,
+        TaskId,
+        NaiveDateTime,
+        Option<NaiveDateTime>,
+        Option<String>,
+    );
+    let pending: Vec<Row> = with_conn!(conn, |c| i::ax_instance
+        .filter(i::status.eq(RunStatus::Pending))
+        // A run committed ahead of its time waits for its time, whatever its upstreams.
+        .filter(i::scheduled_at.le(to_db(now)))
+        .order(i::scheduled_at.asc())
+        .limit(limit)
+        .select((
+            i::request_id,
+            i::task_id,
+            i::scheduled_at,
+            i::deadline_at,
+            i::callback_code,
+        ))
+        .load(c)
+        .await)?;
     let (mut released, mut failed) = (0, 0);
-    for (request_id, task_id, scheduled_at, deadline) in pending {
+    for (request_id, task_id, scheduled_at, deadline, code) in pending {
+        if code.as_deref() == Some(OVERLAP_CODE) {
+            released += release_buffered(conn, &request_id, task_id, scheduled_at, now).await?;
+            continue;
+        }
         let upstreams = upstream_states(conn, task_id, scheduled_at).await?;
         let deadline = deadline.map_or(now, from_db);
         let Some(event) = crate::run::upstream_event(&upstreams, now, deadline) else {
@@ -625,6 +709,37 @@ pub async fn check_pending(
         }
     }
     Ok((released, failed))
+}
+
+/// A run the overlap policy holds back goes on once no earlier run of its task is open: to
+/// its upstreams, if it has any, else to dispatch now. Returns 1 if it went on.
+async fn release_buffered(
+    conn: &mut Conn,
+    request_id: &RequestId,
+    task_id: TaskId,
+    scheduled_at: NaiveDateTime,
+    now: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    let open: Vec<(RequestId, NaiveDateTime, RunStatus)> = with_conn!(conn, |c| i::ax_instance
+        .filter(i::task_id.eq(task_id))
+        .filter(i::status.eq_any(crate::run::OPEN))
+        .filter(i::scheduled_at.le(scheduled_at))
+        .select((i::request_id, i::scheduled_at, i::status))
+        .load(c)
+        .await)?;
+    let earlier = |(id, at, status): (RequestId, NaiveDateTime, RunStatus)| {
+        OpenRun::of(id, from_db(at), status, None).is_before(from_db(scheduled_at), request_id)
+    };
+    if open.into_iter().any(earlier) {
+        return Ok(0);
+    }
+    let upstreams = super::tasks::dependencies_of(conn, &[task_id]).await?;
+    let event = Event::EarlierFinished {
+        waits_for_upstreams: upstreams.get(&task_id).is_some_and(|u| !u.is_empty()),
+        at: now,
+    };
+    let decided = decide(conn, request_id, &event, RetryPolicy::default()).await?;
+    Ok(usize::from(matches!(decided, Decided::Applied(_))))
 }
 
 /// For each upstream of `task_id`, the status of its latest run scheduled at or before `at`.

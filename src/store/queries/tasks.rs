@@ -387,7 +387,8 @@ pub async fn resume(
             .await)?;
             let mut resumed = Vec::with_capacity(paused.len());
             for mut task in paused {
-                let next = crate::cron::CronSchedule::parse(&task.cron)
+                let next = task
+                    .schedule()
                     .ok()
                     .and_then(|cron| cron.next_after(now))
                     .map(to_db);
