@@ -356,6 +356,41 @@ async fn backfill_fills_a_range_once(store: TestStore) {
     executor.stop().await;
 }
 
+/// A backfill follows the task's overlap policy: under SKIP, while its first run is open the
+/// later ones are SKIPPED as they come due.
+async fn backfill_follows_the_overlap_policy(store: TestStore) {
+    let mut config = config(&store, false, "policy");
+    config.scheduler.backfill_per_sec = 1;
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Accepted).await;
+    let id = api
+        .create_task(
+            json!({"name": unique_name("backfill"), "cron": "0 * * * * *",
+            "handlerUrl": executor.url, "enabled": false, "overlap": "SKIP",
+            "timeoutMs": 60_000}),
+        )
+        .await["id"]
+        .as_i64()
+        .expect("id");
+    let to = DateTime::from_timestamp(Utc::now().timestamp() / 60 * 60, 0).expect("time");
+    let range =
+        json!({"from": (to - chrono::Duration::minutes(3)).to_rfc3339(), "to": to.to_rfc3339()});
+    let (status, done) = api.post(&format!("/api/tasks/{id}/backfill"), range).await;
+    assert_eq!((status, done), (202, json!({"runs": 3, "existing": 0})));
+    executor.wait_for(1, Duration::from_secs(4)).await;
+    sleep_secs(3.5).await;
+    let mut runs = api.instances(id).await;
+    runs.reverse();
+    assert_eq!(
+        statuses(&runs),
+        ["RUNNING", "SKIPPED", "SKIPPED"],
+        "{runs:?}"
+    );
+    assert_eq!(executor.received().len(), 1);
+    executor.stop().await;
+}
+
 /// Jitter: each run goes out at its offset after its nominal time, the offset fixed by
 /// (taskId, scheduledAt); scheduledAt stays nominal.
 async fn jitter_delays_each_run_by_its_offset(store: TestStore) {
@@ -438,6 +473,11 @@ async fn backfill_mysql() {
 #[actix_rt::test]
 async fn backfill_sqlite() {
     backfill_fills_a_range_once(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn backfill_overlap_mysql() {
+    backfill_follows_the_overlap_policy(TestStore::mysql()).await;
 }
 
 #[actix_rt::test]
