@@ -46,6 +46,14 @@ pub enum TasksCommand {
     Resume { id: i64 },
     /// Fire one run of a task now, outside its schedule.
     Trigger { id: i64 },
+    /// Give every fire time in [FROM, TO) a run with its scheduled request id (RFC3339 times).
+    Backfill {
+        id: i64,
+        #[arg(long)]
+        from: String,
+        #[arg(long)]
+        to: String,
+    },
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -64,6 +72,8 @@ pub enum RunsCommand {
     },
     /// One run, by its request id.
     Get { request_id: String },
+    /// Cancel an open run: no further attempt, later results change nothing.
+    Cancel { request_id: String },
 }
 
 /// A request of a command: method, path, query and body.
@@ -120,6 +130,11 @@ pub fn tasks(conn: Connection, command: TasksCommand) -> ExitCode {
             Call::new("POST", format!("/api/tasks/{id}/trigger")),
             Shape::One,
         ),
+        TasksCommand::Backfill { id, from, to } => (
+            Call::new("POST", format!("/api/tasks/{id}/backfill"))
+                .body(serde_json::json!({"from": from, "to": to})),
+            Shape::One,
+        ),
     };
     run(&conn, call, shape)
 }
@@ -142,6 +157,10 @@ pub fn runs(conn: Connection, command: RunsCommand) -> ExitCode {
             Call::new("GET", format!("/api/instances/{request_id}")),
             Shape::One,
         ),
+        RunsCommand::Cancel { request_id } => (
+            Call::new("POST", format!("/api/instances/{request_id}/cancel")),
+            Shape::One,
+        ),
     };
     run(&conn, call, shape)
 }
@@ -161,6 +180,7 @@ const TASK_COLUMNS: &[(&str, &str)] = &[
     ("SCENE", "scene"),
     ("STATUS", "status"),
     ("CRON", "cron"),
+    ("ZONE", "timeZone"),
     ("NEXT RUN", "nextRunAt"),
 ];
 
@@ -303,14 +323,15 @@ mod tests {
     fn a_listing_is_an_aligned_table() {
         let body = json!({"items": [
             {"id": 1, "name": "nightly-report", "scene": "default", "status": "ENABLED",
-             "cron": "0 0 2 * * *", "nextRunAt": "2027-01-01T02:00:00.000Z"},
+             "cron": "0 0 2 * * *", "timeZone": "Europe/Berlin",
+             "nextRunAt": "2027-01-01T01:00:00.000Z"},
             {"id": 12, "name": "x", "scene": "b", "status": "PAUSED", "cron": "* * * * * *",
-             "nextRunAt": null}]});
+             "timeZone": "UTC", "nextRunAt": null}]});
         assert_eq!(
             render(Shape::Tasks, &body),
-            "ID  NAME            SCENE    STATUS   CRON         NEXT RUN\n\
-             1   nightly-report  default  ENABLED  0 0 2 * * *  2027-01-01T02:00:00.000Z\n\
-             12  x               b        PAUSED   * * * * * *  -\n"
+            "ID  NAME            SCENE    STATUS   CRON         ZONE           NEXT RUN\n\
+             1   nightly-report  default  ENABLED  0 0 2 * * *  Europe/Berlin  2027-01-01T01:00:00.000Z\n\
+             12  x               b        PAUSED   * * * * * *  UTC            -\n"
         );
         assert_eq!(
             render(Shape::Runs, &json!({"items": []})).lines().count(),

@@ -129,6 +129,21 @@ async fn the_cli_drives_the_api(store: TestStore) {
         "{run}"
     );
 
+    // A final run is not cancelled: the API's 409, exit 1.
+    let final_run = with_token(&["runs", "cancel", &request_id]);
+    assert_eq!(final_run.status.code(), Some(1), "{final_run:?}");
+    assert!(String::from_utf8_lossy(&final_run.stderr).contains("CONFLICT"));
+    let backfill =
+        |from: &str, to: &str| with_token(&["tasks", "backfill", &id, "--from", from, "--to", to]);
+    let backfilled = ok(&backfill("2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z"));
+    assert!(
+        backfilled.lines().any(|l| l.starts_with("existing")),
+        "{backfilled}"
+    );
+    let empty = backfill("2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z");
+    assert_eq!(empty.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("(to)"));
+
     // API errors: exit 1 with the API's message.
     let missing = with_token(&["tasks", "get", "999999"]);
     assert_eq!(missing.status.code(), Some(1));

@@ -426,9 +426,12 @@ impl Api {
                         .is_some_and(|at| at <= now.as_str())
                 })
                 .collect();
-            let all_final = due
-                .iter()
-                .all(|r| matches!(r["status"].as_str(), Some("SUCCESS" | "FAILED" | "MISSED")));
+            let all_final = due.iter().all(|r| {
+                matches!(
+                    r["status"].as_str(),
+                    Some("SUCCESS" | "FAILED" | "MISSED" | "SKIPPED" | "CANCELLED")
+                )
+            });
             if (due.len() >= n && all_final) || Instant::now() > deadline {
                 return runs;
             }
