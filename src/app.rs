@@ -29,7 +29,7 @@ use crate::config::Config;
 use crate::health::Health;
 use crate::http_errors::JsonProtocolErrors;
 use crate::identity::{Identity, IdentityError};
-use crate::security::{Allowlist, Security};
+use crate::security::{Allowlist, Principal, Security};
 use crate::service::Service;
 use crate::store::queries::{meta, runs};
 use crate::store::{Db, StoreError, StoreUrl};
@@ -122,7 +122,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     let handle = server.handle();
     actix_rt::spawn(server);
     log::info!("ax {instance_id} listening on http://{addr}");
-    if config.server.admin_token.is_none() {
+    if !config.has_tokens() {
         log::warn!(
             "{NO_TOKEN_NOTICE} (server.admin_token / AX_ADMIN_TOKEN): the admin API is open to \
              anyone who can reach {addr}; set one before exposing ax beyond this machine"
@@ -183,7 +183,7 @@ fn serve(
             let state = state.clone();
             let app = App::new()
                 .app_data(web::Data::new(state))
-                .wrap(actix_web::middleware::from_fn(api::admin_only))
+                .wrap(actix_web::middleware::from_fn(api::require_token))
                 .configure(api::routes)
                 .into_factory()
                 .map_err(|err| err.error_response());
@@ -348,6 +348,18 @@ async fn security(config: &Config, db: &Db) -> Result<Security, StartError> {
     };
     Ok(Security {
         admin_token: config.server.admin_token.clone(),
+        tokens: config
+            .server
+            .tokens
+            .iter()
+            .map(|named| {
+                let principal = Principal {
+                    name: named.name.clone(),
+                    role: named.role,
+                };
+                (named.token.clone(), principal)
+            })
+            .collect(),
         secret: secret.into_bytes().into(),
         // Validated with the configuration.
         allowlist: Allowlist::parse(&config.security.handler_allowlist).unwrap_or_default(),

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::plan::MissedRunPolicy;
 use crate::run::RetryPolicy;
-use crate::security::Allowlist;
+use crate::security::{Allowlist, Role, ANONYMOUS};
 
 /// The config file read when no `--config` is given and it exists.
 pub const DEFAULT_CONFIG_PATH: &str = "config/ax.yaml";
@@ -31,6 +31,15 @@ pub enum ConfigError {
         value: String,
         reason: String,
     },
+}
+
+/// A named API token (`server.tokens`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NamedToken {
+    pub name: String,
+    pub token: String,
+    pub role: Role,
 }
 
 /// All settings of one ax process.
@@ -70,6 +79,8 @@ pub struct ServerConfig {
     pub shutdown_timeout_ms: u64,
     /// When set, the admin API requires `Authorization: Bearer <token>`.
     pub admin_token: Option<String>,
+    /// Named tokens, each with its role; the audit log names the token a change came with.
+    pub tokens: Vec<NamedToken>,
 }
 
 impl Default for ServerConfig {
@@ -80,6 +91,7 @@ impl Default for ServerConfig {
             instance_id: None,
             shutdown_timeout_ms: 10_000,
             admin_token: None,
+            tokens: Vec::new(),
         }
     }
 }
@@ -270,11 +282,16 @@ impl Config {
     /// The listen address: as configured, else all interfaces only when the admin API is
     /// protected by a token.
     pub fn bind_address(&self) -> &str {
-        match (&self.server.bind, &self.server.admin_token) {
-            (Some(bind), _) => bind,
-            (None, Some(_)) => "0.0.0.0",
-            (None, None) => "127.0.0.1",
+        match &self.server.bind {
+            Some(bind) => bind,
+            None if self.has_tokens() => "0.0.0.0",
+            None => "127.0.0.1",
         }
+    }
+
+    /// Whether the API asks for a token (the admin token or a named one).
+    pub fn has_tokens(&self) -> bool {
+        self.server.admin_token.is_some() || !self.server.tokens.is_empty()
     }
 
     /// The global missed-run policy.
@@ -386,6 +403,7 @@ impl Config {
                 ));
             }
         }
+        check_tokens(&self.server.tokens)?;
         Allowlist::parse(&self.security.handler_allowlist).map_err(|err| {
             invalid(
                 "security.handler_allowlist",
@@ -397,6 +415,42 @@ impl Config {
             .map_err(|err| invalid("store.url", self.store.url.clone(), &err.to_string()))?;
         Ok(())
     }
+}
+
+/// Named tokens: each name and each token given once, names fit for the audit log, tokens
+/// long enough not to be guessed.
+fn check_tokens(tokens: &[NamedToken]) -> Result<(), ConfigError> {
+    const MIN_TOKEN_CHARS: usize = 16;
+    let mut names = std::collections::HashSet::new();
+    let mut secrets = std::collections::HashSet::new();
+    for named in tokens {
+        if !(1..=64).contains(&named.name.chars().count())
+            || named.name.chars().any(char::is_control)
+            || named.name == ANONYMOUS
+        {
+            let why = format!("a name must be 1-64 characters, not `{ANONYMOUS}`");
+            return Err(invalid("server.tokens", named.name.clone(), &why));
+        }
+        if !names.insert(named.name.as_str()) {
+            return Err(invalid(
+                "server.tokens",
+                named.name.clone(),
+                "names a token twice",
+            ));
+        }
+        if named.token.chars().count() < MIN_TOKEN_CHARS {
+            let why = format!(
+                "the token of `{}` must be at least {MIN_TOKEN_CHARS} characters",
+                named.name
+            );
+            return Err(invalid("server.tokens", "<hidden>".into(), &why));
+        }
+        if !secrets.insert(named.token.as_str()) {
+            let why = format!("the token of `{}` is another token's too", named.name);
+            return Err(invalid("server.tokens", "<hidden>".into(), &why));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `id` may name an ax process: it also names a lock file and a Redis key.
@@ -780,5 +834,51 @@ mod tests {
         );
         config.scheduler.commit_ahead_ms = 0;
         config.validate().expect("0 commits at the time");
+    }
+
+    #[test]
+    fn named_tokens_come_from_the_file_and_are_checked() {
+        let yaml =
+            "server:\n  tokens:\n    - {name: ops, token: ops-token-0123456789, role: admin}\n    \
+                    - {name: wall, token: wall-token-0123456789, role: viewer}\n";
+        let config: Config = serde_yaml::from_str(yaml).expect("tokens parse");
+        assert_eq!(config.server.tokens[1].role, Role::Viewer);
+        config.validate().expect("valid tokens");
+        assert!(config.has_tokens());
+        assert_eq!(config.bind_address(), "0.0.0.0");
+        assert!(serde_yaml::from_str::<Config>(
+            "server:\n  tokens:\n    - {name: x, token: y0123456789abcdef, role: root}\n"
+        )
+        .is_err());
+        let named = |name: &str, token: &str| NamedToken {
+            name: name.into(),
+            token: token.into(),
+            role: Role::Admin,
+        };
+        for (tokens, why) in [
+            (vec![named("ops", "short")], "at least 16"),
+            (vec![named("", "ops-token-0123456789")], "1-64"),
+            (vec![named(ANONYMOUS, "ops-token-0123456789")], "1-64"),
+            (
+                vec![
+                    named("a", "ops-token-0123456789"),
+                    named("a", "other-token-0123456789"),
+                ],
+                "twice",
+            ),
+            (
+                vec![
+                    named("a", "ops-token-0123456789"),
+                    named("b", "ops-token-0123456789"),
+                ],
+                "another token",
+            ),
+        ] {
+            let mut config = Config::default();
+            config.server.tokens = tokens;
+            let err = config.validate().expect_err(why).to_string();
+            assert!(err.contains("server.tokens") && err.contains(why), "{err}");
+            assert!(!err.contains("ops-token"), "a token never shows: {err}");
+        }
     }
 }

@@ -7,6 +7,7 @@ pub mod actors;
 pub mod api;
 pub mod app;
 pub mod apply;
+pub mod audit;
 pub mod bench;
 pub mod client;
 pub mod clock;

@@ -209,6 +209,9 @@ fn with_config<const N: usize>(
 
 fn serve(config: Config) -> ExitCode {
     actix_rt::System::new().block_on(async move {
+        // Watched before anything starts: the port is taken first, and a SIGTERM that comes
+        // while ax starts must stop it cleanly once it has, not kill it half-way.
+        let stop = stop_signal();
         let ax = match ax::app::start(&config, Arc::new(SystemClock)).await {
             Ok(ax) => ax,
             Err(err) => {
@@ -217,26 +220,31 @@ fn serve(config: Config) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        wait_for_signal().await;
+        stop.await;
         ax.shutdown().await;
         ExitCode::SUCCESS
     })
 }
 
-/// Waits for SIGINT or SIGTERM.
-async fn wait_for_signal() {
+/// SIGINT or SIGTERM, watched from this call on (one that comes before the future is awaited
+/// ends it at once).
+fn stop_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(err) => {
-            log::warn!("cannot watch SIGTERM ({err}); stop with Ctrl-C");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+    let watched = signal(SignalKind::terminate()).and_then(|term| {
+        let int = signal(SignalKind::interrupt())?;
+        Ok((term, int))
+    });
+    async move {
+        match watched {
+            Ok((mut term, mut int)) => tokio::select! {
+                _ = int.recv() => log::info!("SIGINT received"),
+                _ = term.recv() => log::info!("SIGTERM received"),
+            },
+            Err(err) => {
+                log::warn!("cannot watch SIGTERM ({err}); stop with Ctrl-C");
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => log::info!("SIGINT received"),
-        _ = term.recv() => log::info!("SIGTERM received"),
     }
 }
 

@@ -9,11 +9,49 @@ use sha2::{Digest, Sha256};
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Reads only: every change is refused (403).
+    Viewer,
+    Admin,
+}
+
+/// Who a request comes from, as the audit log names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub name: String,
+    pub role: Role,
+}
+
+/// The actor of a change made without any token configured (ax then serves localhost only,
+/// unless `server.bind` says otherwise).
+pub const ANONYMOUS: &str = "anonymous";
+/// The name of `server.admin_token` in the audit log.
+pub const ADMIN_TOKEN_NAME: &str = "admin";
+
+impl Principal {
+    pub fn anonymous() -> Principal {
+        Principal {
+            name: ANONYMOUS.into(),
+            role: Role::Admin,
+        }
+    }
+
+    /// Whether it may make changes.
+    pub fn may_change(&self) -> bool {
+        self.role == Role::Admin
+    }
+}
+
 /// The security settings in force in one ax process.
 #[derive(Debug, Clone)]
 pub struct Security {
     /// When set, the admin API requires it as a bearer token.
     pub admin_token: Option<String>,
+    /// Named tokens with their roles (`server.tokens`).
+    pub tokens: Vec<(String, Principal)>,
     /// Key of dispatch signatures and callback tokens.
     pub secret: Arc<[u8]>,
     pub allowlist: Allowlist,
@@ -61,6 +99,33 @@ pub fn same_secret(given: &str, expected: &str) -> bool {
         .zip(expected.iter())
         .fold(0u8, |diff, (a, b)| diff | (a ^ b))
         == 0
+}
+
+impl Security {
+    /// Whether the API asks for a token.
+    pub fn has_tokens(&self) -> bool {
+        self.admin_token.is_some() || !self.tokens.is_empty()
+    }
+
+    /// Who the `Authorization` header says the request is from: anonymous when no token is
+    /// configured; `None` when tokens are and it carries none of them.
+    pub fn authorize(&self, authorization: Option<&str>) -> Option<Principal> {
+        if !self.has_tokens() {
+            return Some(Principal::anonymous());
+        }
+        let admin = self.admin_token.iter().map(|token| {
+            let principal = Principal {
+                name: ADMIN_TOKEN_NAME.into(),
+                role: Role::Admin,
+            };
+            (token, principal)
+        });
+        let named = self.tokens.iter().map(|(token, p)| (token, p.clone()));
+        admin
+            .chain(named)
+            .find(|(token, _)| is_admin(authorization, token))
+            .map(|(_, principal)| principal)
+    }
 }
 
 /// Whether an `Authorization` header carries the admin token, in the `Bearer` scheme (its

@@ -10,6 +10,7 @@ use crate::actors::cluster::{ClusterHandle, Member};
 use crate::actors::lock::LockError;
 use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::wheel::{WheelHandle, WheelStats};
+use crate::audit::{self, task_target, AuditAction, Entry};
 use crate::clock::SharedClock;
 use crate::cron::CronSchedule;
 use crate::metrics::{add, metrics};
@@ -18,7 +19,9 @@ use crate::run::{
     jittered, Event, NewRun, OverlapPolicy, Report, RequestId, RunStatus, TaskId, TriggerType,
     OVERLAP_CODE, REPLACED_CODE,
 };
+use crate::security::Principal;
 use crate::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
+use crate::store::queries::audit::{self as audit_log, AuditRow};
 use crate::store::queries::instances::{self, Cursor, InstanceFilter};
 use crate::store::queries::runs::{self, Decided};
 use crate::store::queries::tasks::{
@@ -188,6 +191,33 @@ impl Service {
         }
     }
 
+    /// Records a change in the audit log. The change is made already: a store that refuses the
+    /// entry is logged, and the change stands.
+    async fn audit(&self, actor: &Principal, action: AuditAction, target: String, summary: String) {
+        let entry = Entry {
+            actor: actor.name.clone(),
+            action,
+            target,
+            summary,
+        };
+        let at = self.clock.now();
+        let recorded = self
+            .store
+            .query(move |conn| boxed(async move { audit_log::record(conn, at, &entry).await }))
+            .await;
+        if let Err(err) = recorded {
+            log::error!("{action} not recorded in the audit log: {err}");
+        }
+    }
+
+    /// The audit log, newest first: up to `limit` entries older than entry `before`.
+    pub async fn audit_log(&self, before: Option<i64>, limit: i64) -> Result<Vec<AuditRow>> {
+        Ok(self
+            .store
+            .query(move |conn| boxed(audit_log::list(conn, before, limit)))
+            .await?)
+    }
+
     /// The live ax processes sharing this store.
     pub async fn cluster(&self) -> std::result::Result<Vec<Member>, LockError> {
         self.cluster.members().await
@@ -239,7 +269,7 @@ impl Service {
     }
 
     /// Creates a task. Its upstreams are checked in the transaction that writes it.
-    pub async fn create_task(&self, input: TaskInput) -> Result<TaskDetails> {
+    pub async fn create_task(&self, input: TaskInput, actor: &Principal) -> Result<TaskDetails> {
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
         let (stored, upstreams) = (fields.clone(), depends_on.clone());
         let task = self
@@ -248,12 +278,21 @@ impl Service {
             .await
             .map_err(|err| ServiceError::naming(err, &fields))?
             .map_err(ServiceError::from)?;
+        let summary = audit::task_created(&task);
+        self.audit(actor, AuditAction::TaskCreate, task_target(&task), summary)
+            .await;
         self.saved("created", task, depends_on).await
     }
 
     /// Replaces a task's definition. Its upstreams are checked in the transaction that writes
     /// it.
-    pub async fn update_task(&self, id: TaskId, input: TaskInput) -> Result<TaskDetails> {
+    pub async fn update_task(
+        &self,
+        id: TaskId,
+        input: TaskInput,
+        actor: &Principal,
+    ) -> Result<TaskDetails> {
+        let before = self.task(id).await?;
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
         let (stored, upstreams) = (fields.clone(), depends_on.clone());
         let task = self
@@ -263,12 +302,26 @@ impl Service {
             .map_err(|err| ServiceError::naming(err, &fields))?
             .ok_or(ServiceError::TaskNotFound(id))?
             .map_err(ServiceError::from)?;
+        let mut summary = audit::task_changes(&before.task, &task);
+        if before.depends_on != depends_on {
+            summary = format!(
+                "{summary}; dependsOn: {:?} → {depends_on:?}",
+                before.depends_on
+            );
+        }
+        self.audit(actor, AuditAction::TaskUpdate, task_target(&task), summary)
+            .await;
         self.saved("updated", task, depends_on).await
     }
 
     /// Registers tasks all or none, matched by `(scene, name)` (see `tasks::register`); their
     /// next runs go in the wheel at once.
-    pub async fn register_tasks(&self, inputs: Vec<TaskInput>, upsert: bool) -> Result<Registered> {
+    pub async fn register_tasks(
+        &self,
+        inputs: Vec<TaskInput>,
+        upsert: bool,
+        actor: &Principal,
+    ) -> Result<Registered> {
         let items: Vec<BulkItem> = inputs
             .into_iter()
             .map(|input| BulkItem {
@@ -302,6 +355,12 @@ impl Service {
             registered.updated,
             registered.unchanged
         );
+        let summary = format!(
+            "{} created, {} updated, {} unchanged",
+            registered.created, registered.updated, registered.unchanged
+        );
+        self.audit(actor, AuditAction::TasksBulk, "tasks".into(), summary)
+            .await;
         let mut changed = outcome.created;
         changed.extend(outcome.updated);
         self.reschedule(changed).await?;
@@ -320,7 +379,8 @@ impl Service {
         Ok(TaskDetails { task, depends_on })
     }
 
-    pub async fn delete_task(&self, id: TaskId) -> Result<()> {
+    pub async fn delete_task(&self, id: TaskId, actor: &Principal) -> Result<()> {
+        let before = self.task(id).await?.task;
         let now = self.clock.now();
         let deleted = self
             .store
@@ -331,6 +391,14 @@ impl Service {
         }
         log::info!("task {id} deleted");
         self.wheel.unschedule(id);
+        let summary = "deleted; its open runs ended FAILED (TASK_DELETED)".to_string();
+        self.audit(
+            actor,
+            AuditAction::TaskDelete,
+            task_target(&before),
+            summary,
+        )
+        .await;
         Ok(())
     }
 
@@ -371,28 +439,43 @@ impl Service {
     }
 
     /// Pauses a task: it fires no more, on any ax process, until resumed.
-    pub async fn pause_task(&self, id: TaskId) -> Result<TaskDetails> {
+    pub async fn pause_task(&self, id: TaskId, actor: &Principal) -> Result<TaskDetails> {
+        let before = self.task(id).await?.task;
         let now = to_db(self.clock.now());
         self.store
             .query(move |conn| boxed(tasks::pause(conn, id, now)))
             .await?;
         self.wheel.unschedule(id);
         log::info!("task {id} paused");
-        self.task(id).await
+        let after = self.task(id).await?;
+        let summary = audit::task_changes(&before, &after.task);
+        self.audit(actor, AuditAction::TaskPause, task_target(&before), summary)
+            .await;
+        Ok(after)
     }
 
     /// Resumes a task; its next run is computed from now, so runs that fell in the pause do not
     /// fire.
-    pub async fn resume_task(&self, id: TaskId) -> Result<TaskDetails> {
+    pub async fn resume_task(&self, id: TaskId, actor: &Principal) -> Result<TaskDetails> {
+        let before = self.task(id).await?.task;
         let resumed = self.resume(Resume::Task(id)).await?;
         if resumed > 0 {
             log::info!("task {id} resumed");
         }
-        self.task(id).await
+        let after = self.task(id).await?;
+        let summary = audit::task_changes(&before, &after.task);
+        self.audit(
+            actor,
+            AuditAction::TaskResume,
+            task_target(&before),
+            summary,
+        )
+        .await;
+        Ok(after)
     }
 
     /// Pauses every task of a scene in one statement; returns how many were paused.
-    pub async fn pause_scene(&self, scene: String) -> Result<usize> {
+    pub async fn pause_scene(&self, scene: String, actor: &Principal) -> Result<usize> {
         let now = to_db(self.clock.now());
         let name = scene.clone();
         let count = self
@@ -402,13 +485,29 @@ impl Service {
         // Wheel entries of these tasks (here and on other processes) fail their
         // compare-and-set on the status and leave the wheel when they come due.
         log::info!("scene `{scene}` paused: {count} tasks");
+        let summary = format!("{count} tasks paused");
+        self.audit(
+            actor,
+            AuditAction::ScenePause,
+            format!("scene {scene}"),
+            summary,
+        )
+        .await;
         Ok(count)
     }
 
     /// Resumes every paused task of a scene; returns how many were resumed.
-    pub async fn resume_scene(&self, scene: String) -> Result<usize> {
+    pub async fn resume_scene(&self, scene: String, actor: &Principal) -> Result<usize> {
         let count = self.resume(Resume::Scene(scene.clone())).await?;
         log::info!("scene `{scene}` resumed: {count} tasks");
+        let summary = format!("{count} tasks resumed");
+        self.audit(
+            actor,
+            AuditAction::SceneResume,
+            format!("scene {scene}"),
+            summary,
+        )
+        .await;
         Ok(count)
     }
 
@@ -447,8 +546,17 @@ impl Service {
     /// Fires one run of the task now, outside its schedule (its schedule is untouched): a new
     /// request id, due at once, claimed and dispatched by the wheel like any due attempt, with
     /// the same retries and records. `params` override the task's.
-    pub async fn trigger(&self, id: TaskId, params: Option<String>) -> Result<Instance> {
-        self.task(id).await?;
+    pub async fn trigger(
+        &self,
+        id: TaskId,
+        params: Option<String>,
+        actor: &Principal,
+    ) -> Result<Instance> {
+        let task = self.task(id).await?.task;
+        let summary = match &params {
+            Some(params) => format!("params {params}"),
+            None => "the task's params".to_string(),
+        };
         let now = self.clock.now();
         let request_id = RequestId::manual();
         let origin = RunOrigin {
@@ -478,6 +586,9 @@ impl Service {
         log::info!("task {id} request {request_id}: manual run");
         add(&metrics().fires, 1);
         self.wheel.schedule_attempts(due);
+        let summary = format!("run {request_id} with {summary}");
+        self.audit(actor, AuditAction::TaskTrigger, task_target(&task), summary)
+            .await;
         Ok(stored)
     }
 
@@ -512,6 +623,7 @@ impl Service {
         id: TaskId,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
+        actor: &Principal,
     ) -> Result<instances::Backfilled> {
         let task = self.task(id).await?.task;
         let now = self.clock.now();
@@ -565,26 +677,40 @@ impl Service {
                 }))
             })
             .await?;
-        log::info!(
-            "task {id}: backfill of {} to {}: {} runs recorded, {} existed",
+        let summary = format!(
+            "[{}, {}): {} runs recorded, {} existed",
             crate::clock::rfc3339(from),
             crate::clock::rfc3339(to),
             done.runs,
             done.existing
         );
+        log::info!("task {id}: backfill of {summary}");
+        self.audit(
+            actor,
+            AuditAction::TaskBackfill,
+            task_target(&task),
+            summary,
+        )
+        .await;
         Ok(done)
     }
 
     /// Cancels an open run: no further attempt, its waiting retry dropped, later results change
     /// nothing. Answers the run as it is now.
-    pub async fn cancel(&self, request_id: RequestId) -> Result<Instance> {
+    pub async fn cancel(&self, request_id: RequestId, actor: &Principal) -> Result<Instance> {
         let event = Event::Cancelled {
             at: self.clock.now(),
         };
         match self.store.decide(request_id.clone(), event).await? {
-            Decided::Applied(_) => {
+            Decided::Applied(run) => {
                 log::info!("request {request_id}: run cancelled");
                 add(&metrics().cancelled, 1);
+                let (target, summary) = (
+                    format!("run {request_id} (task {})", run.task_id),
+                    "cancelled".to_string(),
+                );
+                self.audit(actor, AuditAction::RunCancel, target, summary)
+                    .await;
             }
             Decided::Refused(_, run) => {
                 return Err(ServiceError::RunFinal {

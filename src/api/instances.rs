@@ -6,7 +6,7 @@ use actix_web::{web, HttpResponse};
 
 use super::validate;
 use super::views::{HistoryView, InstanceView, PageView};
-use super::ApiState;
+use super::{Actor, ApiState};
 use crate::error::ApiError;
 
 /// `GET /api/instances?taskId=&scene=&status=&from=&to=&limit=&cursor=`: newest scheduled
@@ -57,9 +57,10 @@ pub async fn get(
 /// `POST /api/instances/{requestId}/cancel`: the run, CANCELLED; 409 if it is final already.
 pub async fn cancel(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let request_id = validate::request_id(&path, "requestId")?;
-    let run = state.service.cancel(request_id).await?;
+    let run = state.service.cancel(request_id, &actor.0).await?;
     Ok(HttpResponse::Ok().json(InstanceView::from(run)))
 }

@@ -1,6 +1,7 @@
 //! The HTTP API: handlers parse and validate, make one call to the service, and map the
 //! reply. JSON is camelCase; errors are `ApiError`.
 
+mod audit;
 mod callback;
 mod cron;
 mod health;
@@ -13,14 +14,14 @@ mod views;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header;
-use actix_web::{error::JsonPayloadError, middleware, web, HttpRequest};
+use actix_web::http::{header, Method};
+use actix_web::{error::JsonPayloadError, middleware, web, HttpMessage, HttpRequest};
 
 pub use validate::{task_body, task_input};
 
 use crate::error::ApiError;
 use crate::health::Health;
-use crate::security::{is_admin, Security};
+use crate::security::{Principal, Security};
 use crate::service::Service;
 
 /// Largest request body accepted.
@@ -89,6 +90,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(post "/api/instances/{requestId}/cancel", instances::cancel, true, "Cancel an open run: no further attempt, later results change nothing (409 if final)"),
     endpoint!(post "/api/callback", callback::report, false, "An executor reports a run's result"),
     endpoint!(get "/api/cluster", health::cluster, true, "Live ax processes"),
+    endpoint!(get "/api/audit", audit::list, true, "The audit log, newest first: who changed what and when"),
     endpoint!(get "/api/cron/next", cron::next, true, "The next fire times of a cron expression in a time zone, with DST notes and a description in English"),
 ];
 
@@ -109,26 +111,49 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.default_service(web::to(not_found));
 }
 
-/// Requires the admin token (when one is configured) on every endpoint that says so; the
-/// result callback proves itself with its run's callback token instead.
-pub async fn admin_only(
+/// Requires a token (when any is configured) on every endpoint that says so, and an admin's
+/// for a change; who the request is from is kept for the handler ([`Actor`]). The result
+/// callback proves itself with its run's callback token instead.
+pub async fn require_token(
     req: ServiceRequest,
     next: middleware::Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let token = req
+    let open = ENDPOINTS.iter().any(|e| !e.admin && e.path == req.path());
+    let security = req
         .app_data::<web::Data<ApiState>>()
-        .and_then(|state| state.security.admin_token.clone());
-    if let Some(token) = token {
+        .map(|state| state.security.clone());
+    if let (false, Some(security)) = (open, security) {
         let authorization = req
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok());
-        let open = ENDPOINTS.iter().any(|e| !e.admin && e.path == req.path());
-        if !open && !is_admin(authorization, &token) {
-            return Err(ApiError::Unauthorized.into());
+        let principal = security
+            .authorize(authorization)
+            .ok_or(ApiError::Unauthorized)?;
+        let reads = matches!(*req.method(), Method::GET | Method::HEAD);
+        if !reads && !principal.may_change() {
+            let why = format!(
+                "the token `{}` is a viewer's: it may read, not change",
+                principal.name
+            );
+            return Err(ApiError::Forbidden(why).into());
         }
+        req.extensions_mut().insert(principal);
     }
     Ok(next.call(req).await?.map_into_boxed_body())
+}
+
+/// Who a request is from (see [`require_token`]): the audit log's actor.
+pub struct Actor(pub Principal);
+
+impl actix_web::FromRequest for Actor {
+    type Error = actix_web::Error;
+    type Future = std::future::Ready<Result<Actor, actix_web::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        let principal = req.extensions().get::<Principal>().cloned();
+        std::future::ready(Ok(Actor(principal.unwrap_or_else(Principal::anonymous))))
+    }
 }
 
 /// A request body that is not JSON-extracted, read up to `limit` bytes: beyond it a 413 in

@@ -5,6 +5,7 @@ use actix_web::HttpResponse;
 use serde_json::{json, Map, Value};
 
 use super::ENDPOINTS;
+use crate::audit::AuditAction;
 use crate::run::{OverlapPolicy, ReportedStatus, RunStatus, TriggerType};
 use crate::store::models::TaskStatus;
 
@@ -78,7 +79,10 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         "503": error("store or Redis unavailable"),
     });
     if admin {
-        responses["401"] = error("missing or wrong admin token");
+        responses["401"] = error("missing or wrong token");
+        if !matches!(method, "get" | "head") {
+            responses["403"] = error("a viewer's token: it may read, not change");
+        }
     }
     match (method, path) {
         ("post", "/api/callback") => {
@@ -179,6 +183,10 @@ fn query_parameters(method: &str, path: &str) -> Vec<Value> {
                 "60 s - 31 days, default one day",
             )]
         }
+        ("get", "/api/audit") => vec![
+            query("limit", "integer", "1-500, default 50"),
+            query("cursor", "string", "nextCursor of the previous page"),
+        ],
         ("get", "/api/cron/next") => vec![
             query("expr", "string", "the cron expression (required)"),
             query("tz", "string", "IANA time zone, default UTC"),
@@ -264,6 +272,17 @@ fn reply(method: &str, path: &str) -> (&'static str, Value) {
             "applied": {"type": "boolean"}, "message": {"type": "string"}}}),
         ),
         ("get", "/metrics") => ("200", json!({"type": "string"})),
+        ("get", "/api/audit") => (
+            "200",
+            json!({"type": "object", "properties": {
+            "items": {"type": "array", "items": {"type": "object", "properties": {
+                "id": {"type": "integer"}, "at": {"type": "string", "format": "date-time"},
+                "actor": {"type": "string", "description": "the token's name, or anonymous"},
+                "action": {"type": "string", "enum": AuditAction::ALL},
+                "target": {"type": "string"},
+                "summary": {"type": "string", "description": "before and after, briefly"}}}},
+            "nextCursor": {"type": "string", "nullable": true}}}),
+        ),
         ("get", "/api/cron/next") => (
             "200",
             json!({"type": "object", "properties": {

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::validate;
 use super::views::SceneView;
-use super::ApiState;
+use super::{Actor, ApiState};
 use crate::error::ApiError;
 
 /// `GET /api/scenes`: each scene with its task counts by status.
@@ -18,19 +18,21 @@ pub async fn list(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> 
 /// `POST /api/scenes/{scene}/pause` → `{scene, paused}`.
 pub async fn pause(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let scene = validate::scene(path.into_inner())?;
-    let count = state.service.pause_scene(scene.clone()).await?;
+    let count = state.service.pause_scene(scene.clone(), &actor.0).await?;
     Ok(HttpResponse::Ok().json(json!({ "scene": scene, "paused": count })))
 }
 
 /// `POST /api/scenes/{scene}/resume` → `{scene, resumed}`.
 pub async fn resume(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let scene = validate::scene(path.into_inner())?;
-    let count = state.service.resume_scene(scene.clone()).await?;
+    let count = state.service.resume_scene(scene.clone(), &actor.0).await?;
     Ok(HttpResponse::Ok().json(json!({ "scene": scene, "resumed": count })))
 }

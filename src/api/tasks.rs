@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::validate;
 use super::views::{InstanceView, PageView, StatsView, TaskView};
-use super::ApiState;
+use super::{Actor, ApiState};
 use crate::error::ApiError;
 use crate::run::TaskId;
 use crate::store::models::TaskStatus;
@@ -16,10 +16,11 @@ use crate::store::queries::tasks::TaskFilter;
 /// `POST /api/tasks` → 201 with the task.
 pub async fn create(
     state: web::Data<ApiState>,
+    actor: Actor,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let input = validate::task_input(body.into_inner(), &state.security.allowlist)?;
-    let task = state.service.create_task(input).await?;
+    let task = state.service.create_task(input, &actor.0).await?;
     Ok(HttpResponse::Created().json(TaskView::from(task)))
 }
 
@@ -28,11 +29,15 @@ pub async fn create(
 /// `upsert`, a task whose scene and name exist replaces that task.
 pub async fn bulk(
     state: web::Data<ApiState>,
+    actor: Actor,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = super::body_within_limit(body, super::MAX_BULK_BODY_BYTES).await?;
     let (inputs, upsert) = validate::bulk(&body, &state.security.allowlist)?;
-    let registered = state.service.register_tasks(inputs, upsert).await?;
+    let registered = state
+        .service
+        .register_tasks(inputs, upsert, &actor.0)
+        .await?;
     Ok(HttpResponse::Ok().json(registered))
 }
 
@@ -74,16 +79,22 @@ pub async fn get(
 /// `PUT /api/tasks/{id}`: replaces the task's definition; its next run is computed anew.
 pub async fn update(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    replace(&state, validate::task_id(&path)?, body.into_inner()).await
+    replace(&state, &actor, validate::task_id(&path)?, body.into_inner()).await
 }
 
 /// Replaces task `id` with the definition in `body`, checked as a whole.
-async fn replace(state: &ApiState, id: TaskId, body: Value) -> Result<HttpResponse, ApiError> {
+async fn replace(
+    state: &ApiState,
+    actor: &Actor,
+    id: TaskId,
+    body: Value,
+) -> Result<HttpResponse, ApiError> {
     let input = validate::task_input(body, &state.security.allowlist)?;
-    let task = state.service.update_task(id, input).await?;
+    let task = state.service.update_task(id, input, &actor.0).await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
@@ -92,6 +103,7 @@ async fn replace(state: &ApiState, id: TaskId, body: Value) -> Result<HttpRespon
 /// checked as a whole, like a `PUT`.
 pub async fn patch(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
@@ -112,6 +124,7 @@ pub async fn patch(
         })?;
     replace(
         &state,
+        &actor,
         id,
         validate::merge_patch(validate::task_body(current), patch),
     )
@@ -121,53 +134,67 @@ pub async fn patch(
 /// `DELETE /api/tasks/{id}` → 204; the task's run history stays.
 pub async fn delete(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    state.service.delete_task(validate::task_id(&path)?).await?;
+    state
+        .service
+        .delete_task(validate::task_id(&path)?, &actor.0)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
 /// `POST /api/tasks/{id}/pause`: the task fires no more until resumed.
 pub async fn pause(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let task = state.service.pause_task(validate::task_id(&path)?).await?;
+    let task = state
+        .service
+        .pause_task(validate::task_id(&path)?, &actor.0)
+        .await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
 /// `POST /api/tasks/{id}/resume`: the next run is computed from now.
 pub async fn resume(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let task = state.service.resume_task(validate::task_id(&path)?).await?;
+    let task = state
+        .service
+        .resume_task(validate::task_id(&path)?, &actor.0)
+        .await?;
     Ok(HttpResponse::Ok().json(TaskView::from(task)))
 }
 
 /// `POST /api/tasks/{id}/trigger` (body optional: `{"params": {…}}`) → 201 with the new run.
 pub async fn trigger(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
     let body = super::body_within_limit(body, super::MAX_BODY_BYTES).await?;
     let params = validate::trigger_params(&body)?;
-    let run = state.service.trigger(id, params).await?;
+    let run = state.service.trigger(id, params, &actor.0).await?;
     Ok(HttpResponse::Created().json(InstanceView::from(run)))
 }
 
 /// `POST /api/tasks/{id}/backfill` with `{"from", "to"}`: 202 `{"runs": n, "existing": k}`.
 pub async fn backfill(
     state: web::Data<ApiState>,
+    actor: Actor,
     path: web::Path<String>,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
     let body = super::body_within_limit(body, super::MAX_BODY_BYTES).await?;
     let (from, to) = validate::backfill_range(&body)?;
-    let done = state.service.backfill(id, from, to).await?;
+    let done = state.service.backfill(id, from, to, &actor.0).await?;
     Ok(HttpResponse::Accepted().json(serde_json::json!({
         "runs": done.runs,
         "existing": done.existing,

@@ -285,6 +285,23 @@ pub fn trigger_params(body: &[u8]) -> Result<Option<String>, ApiError> {
     }
 }
 
+/// The cursor and page size of `GET /api/audit`: entries older than the cursor's.
+pub fn audit_query(query: &HashMap<String, String>) -> Result<(Option<i64>, i64), ApiError> {
+    let before = match query.get("cursor") {
+        None => None,
+        Some(text) => Some(
+            text.parse::<i64>()
+                .ok()
+                .filter(|id| *id > 0)
+                .ok_or_else(|| {
+                    ApiError::invalid("cursor", "cursor must be a nextCursor from a previous page")
+                })?,
+        ),
+    };
+    let limit = query_int(query, "limit", (1, MAX_PAGE_LIMIT))?.unwrap_or(DEFAULT_PAGE_LIMIT);
+    Ok((before, limit))
+}
+
 /// Most fire times a preview lists, and how many by default.
 pub const MAX_PREVIEW_COUNT: i64 = 100;
 pub const DEFAULT_PREVIEW_COUNT: i64 = 10;

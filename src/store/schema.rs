@@ -64,4 +64,15 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    ax_audit (id) {
+        id -> BigInt,
+        at -> Timestamp,
+        actor -> Text,
+        action -> Text,
+        target -> Text,
+        summary -> Text,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(ax_task, ax_instance, ax_task_dependency);

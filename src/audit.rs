@@ -1,0 +1,195 @@
+//! The audit log's vocabulary and summaries: who changed what, and how, in words an operator
+//! reads. Pure: the service records the entries, the store keeps them.
+
+use crate::store::models::Task;
+
+crate::text_enum! {
+    /// What a change did.
+    AuditAction {
+        TaskCreate => "task.create",
+        TaskUpdate => "task.update",
+        TaskDelete => "task.delete",
+        TaskPause => "task.pause",
+        TaskResume => "task.resume",
+        TaskTrigger => "task.trigger",
+        TaskBackfill => "task.backfill",
+        TasksBulk => "tasks.bulk",
+        ScenePause => "scene.pause",
+        SceneResume => "scene.resume",
+        RunCancel => "run.cancel",
+    }
+}
+
+/// One change, as the audit log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The token's name, or `anonymous`.
+    pub actor: String,
+    pub action: AuditAction,
+    /// What it changed: `task 7`, `scene reports`, `run <requestId>`.
+    pub target: String,
+    /// What it was before and after, briefly.
+    pub summary: String,
+}
+
+/// Longest summary kept (the rest is cut, with an ellipsis).
+pub const MAX_SUMMARY_CHARS: usize = 2000;
+
+/// `task 7 (reports/nightly)`: how a task is named in the log.
+pub fn task_target(task: &Task) -> String {
+    format!("task {} ({}/{})", task.id, task.scene, task.name)
+}
+
+/// The fields a user sets in which `before` and `after` differ, as `field: old → new`.
+pub fn task_changes(before: &Task, after: &Task) -> String {
+    let mut changes = Vec::new();
+    let mut differ = |field: &str, old: String, new: String| {
+        if old != new {
+            changes.push(format!("{field}: {old} → {new}"));
+        }
+    };
+    let opt = |value: Option<i32>| value.map_or("default".to_string(), |v| v.to_string());
+    differ("name", before.name.clone(), after.name.clone());
+    differ("scene", before.scene.clone(), after.scene.clone());
+    differ("cron", before.cron.clone(), after.cron.clone());
+    differ(
+        "timeZone",
+        before.time_zone.clone(),
+        after.time_zone.clone(),
+    );
+    differ(
+        "handlerUrl",
+        before.handler_url.clone(),
+        after.handler_url.clone(),
+    );
+    differ("params", before.params.clone(), after.params.clone());
+    differ(
+        "maxRetry",
+        before.max_retry.to_string(),
+        after.max_retry.to_string(),
+    );
+    differ(
+        "timeoutMs",
+        before.timeout_ms.to_string(),
+        after.timeout_ms.to_string(),
+    );
+    differ(
+        "status",
+        before.status.to_string(),
+        after.status.to_string(),
+    );
+    differ(
+        "retryBackoffSecs",
+        opt(before.retry_backoff_secs),
+        opt(after.retry_backoff_secs),
+    );
+    differ(
+        "retryFactor",
+        opt(before.retry_factor),
+        opt(after.retry_factor),
+    );
+    differ(
+        "misfireThresholdSecs",
+        opt(before.misfire_threshold_secs),
+        opt(after.misfire_threshold_secs),
+    );
+    differ(
+        "dependencyTimeoutSecs",
+        opt(before.dependency_timeout_secs),
+        opt(after.dependency_timeout_secs),
+    );
+    differ(
+        "overlap",
+        before.overlap.to_string(),
+        after.overlap.to_string(),
+    );
+    differ(
+        "jitterSecs",
+        before.jitter_secs.to_string(),
+        after.jitter_secs.to_string(),
+    );
+    match changes.is_empty() {
+        true => "no change".into(),
+        false => cut(changes.join("; ")),
+    }
+}
+
+/// A new task's definition, briefly.
+pub fn task_created(task: &Task) -> String {
+    cut(format!(
+        "cron {} ({}), handler {}, {}",
+        task.cron, task.time_zone, task.handler_url, task.status
+    ))
+}
+
+/// `text` within `MAX_SUMMARY_CHARS`.
+fn cut(text: String) -> String {
+    match text.char_indices().nth(MAX_SUMMARY_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::{OverlapPolicy, TaskId};
+    use crate::store::models::TaskStatus;
+
+    fn task() -> Task {
+        let at = chrono::DateTime::UNIX_EPOCH.naive_utc();
+        Task {
+            id: TaskId(7),
+            name: "nightly".into(),
+            scene: "reports".into(),
+            cron: "0 0 2 * * *".into(),
+            handler_url: "http://h/run".into(),
+            params: "{}".into(),
+            max_retry: 3,
+            timeout_ms: 30_000,
+            status: TaskStatus::Enabled,
+            next_run_at: None,
+            created_at: at,
+            updated_at: at,
+            retry_backoff_secs: None,
+            retry_factor: None,
+            misfire_threshold_secs: None,
+            dependency_timeout_secs: None,
+            time_zone: "UTC".into(),
+            overlap: OverlapPolicy::Allow,
+            jitter_secs: 0,
+        }
+    }
+
+    #[test]
+    fn changes_name_each_field_that_moved() {
+        let before = task();
+        let mut after = task();
+        assert_eq!(task_changes(&before, &after), "no change");
+        after.cron = "0 30 2 * * *".into();
+        after.time_zone = "Europe/Berlin".into();
+        after.retry_factor = Some(2);
+        after.status = TaskStatus::Paused;
+        assert_eq!(
+            task_changes(&before, &after),
+            "cron: 0 0 2 * * * → 0 30 2 * * *; timeZone: UTC → Europe/Berlin; \
+             status: ENABLED → PAUSED; retryFactor: default → 2"
+        );
+        assert_eq!(task_target(&before), "task 7 (reports/nightly)");
+        assert!(task_created(&before).contains("0 0 2 * * * (UTC)"));
+    }
+
+    #[test]
+    fn long_summaries_are_cut() {
+        let before = task();
+        let mut after = task();
+        after.params = format!("{{\"k\":\"{}\"}}", "x".repeat(5000));
+        let summary = task_changes(&before, &after);
+        assert_eq!(summary.chars().count(), MAX_SUMMARY_CHARS + 1);
+        assert!(summary.ends_with('…'));
+        assert_eq!(
+            AuditAction::parse("run.cancel"),
+            Some(AuditAction::RunCancel)
+        );
+    }
+}

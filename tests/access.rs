@@ -1,0 +1,252 @@
+//! Named tokens with roles, and the audit log: a viewer reads and is refused every change; each
+//! change through the API is recorded with the token's name as its actor.
+
+mod common;
+
+use std::time::Duration;
+
+use ax::config::NamedToken;
+use ax::security::Role;
+use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use serde_json::{json, Value};
+
+const ADMIN: &str = "admin-token-0123456789";
+const OPS: &str = "ops-token-0123456789ab";
+const VIEWER: &str = "viewer-token-0123456789";
+
+/// A request with a bearer token; (status, JSON body).
+async fn call(
+    base: &str,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
+    let mut request = awc::Client::default().request(method, format!("{base}{path}"));
+    if let Some(token) = token {
+        request = request.insert_header(("Authorization", format!("Bearer {token}")));
+    }
+    let mut response = match body {
+        Some(body) => request.send_json(&body).await,
+        None => request.send().await,
+    }
+    .expect("an answer");
+    let bytes = response.body().await.expect("a body");
+    (
+        response.status().as_u16(),
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+async fn roles_and_audit(store: TestStore) {
+    let mut config = config(&store, false, "access");
+    config.server.admin_token = Some(ADMIN.into());
+    config.server.tokens = vec![
+        NamedToken {
+            name: "ops".into(),
+            token: OPS.into(),
+            role: Role::Admin,
+        },
+        NamedToken {
+            name: "dashboard".into(),
+            token: VIEWER.into(),
+            role: Role::Viewer,
+        },
+    ];
+    let ax = start_ax(&config).await;
+    let base = format!("http://{}", ax.addr());
+    let executor = Executor::start(Reply::Accepted).await;
+    let task = json!({"name": unique_name("audited"), "scene": "audit", "cron": "0 0 0 1 1 *",
+        "handlerUrl": executor.url, "timeoutMs": 60_000});
+
+    // No token, or a wrong one: 401. A viewer: reads, and 403 on every change.
+    assert_eq!(call(&base, None, "GET", "/api/tasks", None).await.0, 401);
+    assert_eq!(
+        call(&base, Some("nope"), "GET", "/api/tasks", None).await.0,
+        401
+    );
+    assert_eq!(
+        call(&base, Some(VIEWER), "GET", "/api/tasks", None).await.0,
+        200
+    );
+    let (status, refused) = call(
+        &base,
+        Some(VIEWER),
+        "POST",
+        "/api/tasks",
+        Some(task.clone()),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+    assert_eq!(refused["error"]["code"], "FORBIDDEN");
+    assert!(refused["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("dashboard")));
+    let (_, tasks) = call(&base, Some(ADMIN), "GET", "/api/tasks?scene=audit", None).await;
+    assert_eq!(tasks["total"], 0, "a refused change changes nothing");
+
+    // Every change, by whoever made it.
+    let (status, created) = call(&base, Some(OPS), "POST", "/api/tasks", Some(task)).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_i64().expect("id");
+    let path = format!("/api/tasks/{id}");
+    assert_eq!(
+        call(&base, Some(VIEWER), "DELETE", &path, None).await.0,
+        403
+    );
+    let patch = Some(json!({"cron": "0 30 0 1 1 *", "timeZone": "Europe/Berlin"}));
+    assert_eq!(call(&base, Some(ADMIN), "PATCH", &path, patch).await.0, 200);
+    assert_eq!(
+        call(&base, Some(OPS), "POST", &format!("{path}/pause"), None)
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        call(&base, Some(OPS), "POST", &format!("{path}/resume"), None)
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        call(&base, Some(OPS), "POST", "/api/scenes/audit/pause", None)
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        call(&base, Some(OPS), "POST", "/api/scenes/audit/resume", None)
+            .await
+            .0,
+        200
+    );
+    let params = Some(json!({"params": {"edited": true}}));
+    let (status, run) = call(&base, Some(OPS), "POST", &format!("{path}/trigger"), params).await;
+    assert_eq!(status, 201, "{run}");
+    executor.wait_for(1, Duration::from_secs(5)).await;
+    let request_id = run["requestId"].as_str().expect("requestId");
+    let cancel = format!("/api/instances/{request_id}/cancel");
+    assert_eq!(
+        call(&base, Some(VIEWER), "POST", &cancel, None).await.0,
+        403
+    );
+    assert_eq!(call(&base, Some(OPS), "POST", &cancel, None).await.0, 200);
+    let range = Some(json!({"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"}));
+    assert_eq!(
+        call(&base, Some(OPS), "POST", &format!("{path}/backfill"), range)
+            .await
+            .0,
+        202
+    );
+    assert_eq!(call(&base, Some(ADMIN), "DELETE", &path, None).await.0, 204);
+
+    let (status, log) = call(&base, Some(VIEWER), "GET", "/api/audit?limit=500", None).await;
+    assert_eq!(status, 200, "{log}");
+    let entries: Vec<(String, String)> = log["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .rev()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap_or("").into(),
+                e["action"].as_str().unwrap_or("").into(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("ops", "task.create"),
+        ("admin", "task.update"),
+        ("ops", "task.pause"),
+        ("ops", "task.resume"),
+        ("ops", "scene.pause"),
+        ("ops", "scene.resume"),
+        ("ops", "task.trigger"),
+        ("ops", "run.cancel"),
+        ("ops", "task.backfill"),
+        ("admin", "task.delete"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(entries, want);
+    let items = log["items"].as_array().expect("items");
+    let update = &items[items.len() - 2];
+    assert!(
+        update["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("cron: 0 0 0 1 1 * → 0 30 0 1 1 *")
+                && s.contains("timeZone: UTC → Europe/Berlin")),
+        "{update}"
+    );
+    assert!(update["target"]
+        .as_str()
+        .is_some_and(|t| t.starts_with(&format!("task {id} (audit/"))));
+    let trigger = &items[3];
+    assert!(
+        trigger["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains(r#"{"edited":true}"#)),
+        "{trigger}"
+    );
+    assert!(items
+        .iter()
+        .all(|e| e["at"].as_str().is_some_and(|at| at.ends_with('Z'))));
+
+    // Paging: a cursor walks the log newest first, each entry once.
+    let (_, first) = call(&base, Some(VIEWER), "GET", "/api/audit?limit=4", None).await;
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    let (_, second) = call(
+        &base,
+        Some(VIEWER),
+        "GET",
+        &format!("/api/audit?limit=4&cursor={cursor}"),
+        None,
+    )
+    .await;
+    let ids = |page: &Value| -> Vec<i64> {
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter_map(|e| e["id"].as_i64())
+            .collect()
+    };
+    let (a, b) = (ids(&first), ids(&second));
+    assert_eq!(a.len(), 4);
+    assert!(
+        a.iter().all(|x| b.iter().all(|y| x > y)),
+        "{a:?} then {b:?}"
+    );
+    let (status, bad) = call(&base, Some(VIEWER), "GET", "/api/audit?cursor=abc", None).await;
+    assert_eq!((status, &bad["error"]["field"]), (400, &json!("cursor")));
+    executor.stop().await;
+}
+
+#[actix_rt::test]
+async fn roles_and_audit_sqlite() {
+    roles_and_audit(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn roles_and_audit_mysql() {
+    roles_and_audit(TestStore::mysql()).await;
+}
+
+/// Without any token, changes are the anonymous actor's.
+#[actix_rt::test]
+async fn without_tokens_the_actor_is_anonymous() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "access")).await;
+    let api = Api::new(&ax);
+    api.create_task(json!({"name": unique_name("anon"), "cron": "0 0 0 1 1 *",
+        "handlerUrl": "http://127.0.0.1:9/run"}))
+        .await;
+    let (_, log) = api.get("/api/audit").await;
+    assert_eq!(log["items"][0]["actor"], "anonymous");
+    assert_eq!(log["items"][0]["action"], "task.create");
+}
