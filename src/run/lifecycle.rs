@@ -161,6 +161,9 @@ pub struct Expect {
     /// The row's `dispatched` is at least this: the attempt was handed to a dispatcher.
     pub dispatched_at_least: Option<i32>,
     pub claimed_until: Option<DateTime<Utc>>,
+    /// The row's attempt is due at exactly this time: a due attempt claimed on a stale read
+    /// must not be taken once the run was held back and released again (its due time moved).
+    pub next_attempt_at: Option<DateTime<Utc>>,
     pub claimant: Option<String>,
 }
 
@@ -173,6 +176,7 @@ impl Expect {
             dispatched: None,
             dispatched_at_least: None,
             claimed_until: None,
+            next_attempt_at: None,
             claimant: None,
         }
     }
@@ -195,6 +199,9 @@ impl Expect {
             && self
                 .claimed_until
                 .is_none_or(|until| run.claimed_until == Some(until))
+            && self
+                .next_attempt_at
+                .is_none_or(|at| run.next_attempt_at == Some(at))
             && self.claimant.as_ref().is_none_or(|c| *c == run.claimant)
     }
 }
@@ -460,6 +467,7 @@ fn claim(
         expect: Expect {
             // A lapsed claim is taken by the one who saw it lapse, and only once.
             claimed_until: run.claimed_until.filter(|_| lapsed),
+            next_attempt_at: run.next_attempt_at.filter(|_| due),
             ..Expect::seen(run)
         },
         change: Change {

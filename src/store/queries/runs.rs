@@ -310,6 +310,9 @@ fn expect_columns(expect: &Expect) -> Vec<(&'static str, Value)> {
     if let Some(until) = expect.claimed_until {
         cond.push(("claimed_until =", Value::Time(to_db(until))));
     }
+    if let Some(at) = expect.next_attempt_at {
+        cond.push(("next_attempt_at =", Value::Time(to_db(at))));
+    }
     if let Some(claimant) = &expect.claimant {
         cond.push(("fired_by =", Value::Text(claimant.clone())));
     }
