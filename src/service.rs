@@ -803,4 +803,36 @@ impl Service {
             .await?;
         Ok(runs.into_iter().map(|run| (run.task_id, run)).collect())
     }
+
+    /// When runs scheduled from `since` until now were due and first dispatched, newest first,
+    /// at most `limit`; backfilled runs are left out (they are late by design).
+    pub async fn dispatch_times_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>> {
+        use crate::store::schema::ax_instance::dsl as i;
+        use diesel::prelude::*;
+        use diesel_async::RunQueryDsl;
+        let (since, until) = (to_db(since), to_db(self.clock.now()));
+        let rows: Vec<(chrono::NaiveDateTime, Option<chrono::NaiveDateTime>)> = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    Ok(crate::with_conn!(conn, |c| i::ax_instance
+                        .filter(i::scheduled_at.ge(since).and(i::scheduled_at.le(until)))
+                        .filter(i::trigger_type.ne(TriggerType::Backfill))
+                        .order(i::scheduled_at.desc())
+                        .limit(limit)
+                        .select((i::scheduled_at, i::dispatched_at))
+                        .load(c)
+                        .await)?)
+                })
+            })
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(scheduled, dispatched)| (from_db(scheduled), dispatched.map(from_db)))
+            .collect())
+    }
 }

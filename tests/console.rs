@@ -94,6 +94,7 @@ async fn pages_show_tasks_and_runs(store: TestStore) {
         "this process in the cluster"
     );
     assert!(dashboard.contains("HEALTHY"));
+    assert!(dashboard.contains("<svg") && dashboard.contains("runs in the last hour"));
     assert!(!dashboard.contains(&name), "task names are escaped");
     assert!(dashboard.contains(&name.replace('<', "&lt;").replace('>', "&gt;")));
 

@@ -7,6 +7,7 @@ use actix_web::{web, HttpResponse};
 use chrono::Duration;
 use maud::{html, Markup};
 
+use super::chart::{self, Minute};
 use super::filters::link;
 use super::layout::{self, none, page, run_badge, scrolling, stored_time, Section};
 use super::runs::{run_href, task_ids, task_link};
@@ -21,12 +22,17 @@ use crate::store::queries::instances::InstanceFilter;
 
 /// Failures the dashboard lists.
 const LATEST_FAILURES: i64 = 10;
+/// Most runs the chart is drawn from: enough for a busy hour, bounded for the page's sake.
+const CHART_RUNS: i64 = 20_000;
 
 /// What the dashboard shows.
 struct Dashboard {
     last_hour: HashMap<RunStatus, i64>,
     last_day: HashMap<RunStatus, i64>,
     failures: Vec<Instance>,
+    chart: Vec<Minute>,
+    /// Whether the chart had more runs than it was drawn from.
+    chart_cut: bool,
     names: HashMap<TaskId, String>,
     cluster: Result<Vec<Member>, LockError>,
     health: Report,
@@ -40,16 +46,20 @@ pub async fn show(state: web::Data<ApiState>) -> Result<HttpResponse, ConsoleErr
         status: Some(RunStatus::Failed),
         ..InstanceFilter::default()
     };
-    let (last_hour, last_day, failures, cluster, health) = futures_util::join!(
+    let (last_hour, last_day, failures, dispatches, cluster, health) = futures_util::join!(
         service.run_counts_since(now - Duration::hours(1)),
         service.run_counts_since(now - Duration::days(1)),
         service.history(failed, None, LATEST_FAILURES),
+        service.dispatch_times_since(now - Duration::minutes(chart::MINUTES), CHART_RUNS),
         service.cluster(),
         state.health.check(),
     );
     let (failures, _) = failures?;
     let names = service.task_names(task_ids(&failures)).await?;
+    let dispatches = dispatches?;
     let dashboard = Dashboard {
+        chart: chart::per_minute(now, &dispatches),
+        chart_cut: dispatches.len() as i64 == CHART_RUNS,
         last_hour: last_hour?,
         last_day: last_day?,
         failures,
@@ -77,6 +87,13 @@ fn dashboard_page(dashboard: &Dashboard) -> Markup {
                 section.card aria-labelledby="cluster-heading" {
                     h2 #cluster-heading { "Cluster" }
                     (cluster(&dashboard.cluster))
+                }
+            }
+            section aria-labelledby="activity-heading" {
+                h2 #activity-heading { "Last hour" }
+                (chart::svg(&dashboard.chart))
+                @if dashboard.chart_cut {
+                    p.muted { "Drawn from the latest " (CHART_RUNS) " runs only." }
                 }
             }
             section aria-labelledby="failures-heading" {

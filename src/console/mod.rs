@@ -6,6 +6,7 @@
 //! render function; rendering lives in one module per page.
 
 mod assets;
+mod chart;
 mod dashboard;
 mod filters;
 mod layout;

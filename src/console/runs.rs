@@ -136,7 +136,7 @@ pub fn run_table(runs: &[Instance], names: Option<&HashMap<TaskId, String>>) -> 
                 tbody {
                     @for run in runs {
                         tr {
-                            td { a href=(run_href(run)) { (run_badge(run.status)) } }
+                            td { (run_badge(run.status)) }
                             td { a href=(run_href(run)) { (stored_time(run.scheduled_at)) } }
                             td { (maybe_time(run.dispatched_at)) }
                             td.num { (lag(run)) }
