@@ -133,6 +133,31 @@ async fn pages_show_tasks_and_runs(store: TestStore) {
     assert!(!runs.contains("badge good"));
     let all = page(&ax, &format!("/console/runs?scene={scene}")).await;
     assert!(all.contains(&request_id));
+    // More runs than a page holds: the next page's link keeps the filters.
+    let (from, to) = (
+        chrono::Utc::now() - chrono::Duration::seconds(200),
+        chrono::Utc::now() - chrono::Duration::seconds(100),
+    );
+    let (status, body) = api
+        .post(
+            &format!("/api/tasks/{id}/backfill"),
+            json!({"from": from.to_rfc3339(), "to": to.to_rfc3339()}),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let first = page(&ax, &format!("/console/runs?task={id}&scene={scene}")).await;
+    let next = format!("/console/runs?task={id}&amp;scene={scene}&amp;cursor=");
+    let at = first
+        .find(&next)
+        .unwrap_or_else(|| panic!("a next page: {first}"));
+    let link = &first[at..];
+    let link = link[..link.find('"').expect("the link ends")].replace("&amp;", "&");
+    let second = page(&ax, &link).await;
+    assert!(second.contains("First page"));
+    assert!(
+        second.contains(&format!("value=\"{id}\"")),
+        "the filter kept"
+    );
 
     // A run's page.
     let run_page = page(&ax, &format!("/console/runs/{request_id}")).await;
