@@ -184,6 +184,7 @@ fn serve(
             let app = App::new()
                 .app_data(web::Data::new(state))
                 .wrap(actix_web::middleware::from_fn(api::require_token))
+                .configure(crate::console::routes)
                 .configure(api::routes)
                 .into_factory()
                 .map_err(|err| err.error_response());

@@ -12,6 +12,7 @@ pub mod bench;
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod cron;
 pub mod error;
 pub mod health;

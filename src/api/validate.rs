@@ -405,30 +405,17 @@ fn storable_time(at: DateTime<Utc>, name: &str) -> Result<NaiveDateTime, ApiErro
     Ok(to_db(at))
 }
 
-/// A history cursor as the client sees it: `<scheduled ms>.<id>`, opaque to it.
+/// A history cursor as the client sees it (see [`Cursor::to_text`]).
 pub fn encode_cursor(cursor: Cursor) -> String {
-    format!(
-        "{}.{}",
-        cursor.scheduled_at.and_utc().timestamp_millis(),
-        cursor.id
-    )
+    cursor.to_text()
 }
 
 fn decode_cursor(text: &str) -> Result<Cursor, ApiError> {
-    let invalid =
-        || ApiError::invalid("cursor", "cursor must be a nextCursor from a previous page");
-    let (millis, id) = text.split_once('.').ok_or_else(invalid)?;
-    let millis: i64 = millis.parse().map_err(|_| invalid())?;
-    let id = id
-        .parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0)
-        .ok_or_else(invalid)?;
-    let at = DateTime::from_timestamp_millis(millis).ok_or_else(invalid)?;
-    Ok(Cursor {
-        scheduled_at: storable_time(at, "cursor")?,
-        id,
-    })
+    let cursor = Cursor::from_text(text).ok_or_else(|| {
+        ApiError::invalid("cursor", "cursor must be a nextCursor from a previous page")
+    })?;
+    storable_time(cursor.scheduled_at.and_utc(), "cursor")?;
+    Ok(cursor)
 }
 
 fn required_string(body: &mut Map<String, Value>, field: &str) -> Result<String, ApiError> {

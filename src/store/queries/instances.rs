@@ -387,6 +387,28 @@ pub struct Cursor {
     pub id: i64,
 }
 
+impl Cursor {
+    /// The cursor as clients see it: `<scheduled ms>.<id>`, opaque to them.
+    pub fn to_text(self) -> String {
+        format!(
+            "{}.{}",
+            self.scheduled_at.and_utc().timestamp_millis(),
+            self.id
+        )
+    }
+
+    /// A cursor read back from its text; `None` unless it is one.
+    pub fn from_text(text: &str) -> Option<Cursor> {
+        let (millis, id) = text.split_once('.')?;
+        let id = id.parse::<i64>().ok().filter(|id| *id > 0)?;
+        let at = chrono::DateTime::from_timestamp_millis(millis.parse().ok()?)?;
+        Some(Cursor {
+            scheduled_at: at.naive_utc(),
+            id,
+        })
+    }
+}
+
 /// Runs matching the filter, newest scheduled first, after `cursor`; at most `limit`.
 pub async fn history(
     conn: &mut Conn,

@@ -1,0 +1,300 @@
+//! What every console page shares: the layout (skip link, navigation, `<main>`), status badges,
+//! times, and the error page.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use maud::{html, Markup, DOCTYPE};
+
+use super::assets;
+use crate::run::RunStatus;
+use crate::store::from_db;
+use crate::store::models::TaskStatus;
+
+/// The pages the navigation names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Dashboard,
+    Tasks,
+    Runs,
+    Scenes,
+}
+
+const SECTIONS: &[(Section, &str, &str)] = &[
+    (Section::Dashboard, "Dashboard", "/console"),
+    (Section::Tasks, "Tasks", "/console/tasks"),
+    (Section::Runs, "Runs", "/console/runs"),
+    (Section::Scenes, "Scenes", "/console/scenes"),
+];
+
+/// A whole page: `title` heads it and names it in the browser; `section` is marked current in
+/// the navigation.
+pub fn page(title: &str, section: Option<Section>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · ax" }
+                link rel="stylesheet" href=(assets::href("console.css"));
+                link rel="icon" href=(assets::href("favicon.svg")) type="image/svg+xml";
+                script src=(assets::href("console.js")) defer {}
+            }
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.top {
+                    a.brand href="/console" { "ax" }
+                    nav aria-label="Console" {
+                        ul {
+                            @for (each, name, href) in SECTIONS {
+                                li {
+                                    a href=(href)
+                                        aria-current=[(section == Some(*each)).then_some("page")]
+                                    { (name) }
+                                }
+                            }
+                        }
+                    }
+                    // Shown by the script, which is what it needs.
+                    button #zone-switch type="button" hidden aria-pressed="false" {
+                        "Times: UTC"
+                    }
+                }
+                main #main tabindex="-1" {
+                    h1 { (title) }
+                    (body)
+                }
+            }
+        }
+    }
+}
+
+/// The page of an error, in the same layout.
+pub fn error_page(title: &str, message: &str) -> Markup {
+    page(
+        title,
+        None,
+        html! {
+            p.error role="alert" { (message) }
+            p { a href="/console" { "Back to the dashboard" } }
+        },
+    )
+}
+
+/// How a status reads at a glance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tone {
+    Good,
+    Bad,
+    Busy,
+    Idle,
+    Warn,
+}
+
+impl Tone {
+    fn class(self) -> &'static str {
+        match self {
+            Tone::Good => "badge good",
+            Tone::Bad => "badge bad",
+            Tone::Busy => "badge busy",
+            Tone::Idle => "badge idle",
+            Tone::Warn => "badge warn",
+        }
+    }
+}
+
+fn run_tone(status: RunStatus) -> Tone {
+    match status {
+        RunStatus::Success => Tone::Good,
+        RunStatus::Failed => Tone::Bad,
+        RunStatus::Ready | RunStatus::Running => Tone::Busy,
+        RunStatus::Pending | RunStatus::Cancelled => Tone::Idle,
+        RunStatus::Missed | RunStatus::Skipped => Tone::Warn,
+    }
+}
+
+/// A run's status as a coloured badge.
+pub fn run_badge(status: RunStatus) -> Markup {
+    html! { span class=(run_tone(status).class()) { (status.as_str()) } }
+}
+
+/// A task's status as a coloured badge.
+pub fn task_badge(status: TaskStatus) -> Markup {
+    let tone = match status {
+        TaskStatus::Enabled => Tone::Good,
+        TaskStatus::Paused => Tone::Idle,
+    };
+    html! { span class=(tone.class()) { (status.as_str()) } }
+}
+
+/// A UTC instant, which the script shows in the browser's zone when asked to.
+pub fn time(at: DateTime<Utc>) -> Markup {
+    html! {
+        time datetime=(crate::clock::rfc3339(at)) {
+            (at.format("%Y-%m-%d %H:%M:%S")) " UTC"
+        }
+    }
+}
+
+/// A UTC instant that stays in UTC when the script switches the others (beside the same
+/// instant in another zone).
+pub fn fixed_utc(at: DateTime<Utc>) -> Markup {
+    html! {
+        time.fixed datetime=(crate::clock::rfc3339(at)) {
+            (at.format("%Y-%m-%d %H:%M:%S")) " UTC"
+        }
+    }
+}
+
+/// A stored time (UTC) as [`time`].
+pub fn stored_time(at: NaiveDateTime) -> Markup {
+    time(from_db(at))
+}
+
+/// An optional stored time; a dash when there is none.
+pub fn maybe_time(at: Option<NaiveDateTime>) -> Markup {
+    match at {
+        Some(at) => stored_time(at),
+        None => none(),
+    }
+}
+
+/// The mark of an empty cell.
+pub fn none() -> Markup {
+    html! { span.none aria-label="none" { "—" } }
+}
+
+/// A duration in milliseconds, readable: `850 ms`, `12.3 s`, `4 min 10 s`.
+pub fn millis(ms: i64) -> String {
+    let abs = ms.unsigned_abs();
+    let sign = if ms < 0 { "-" } else { "" };
+    match abs {
+        0..=999 => format!("{sign}{abs} ms"),
+        1_000..=59_999 => format!("{sign}{:.1} s", abs as f64 / 1000.0),
+        _ => format!("{sign}{} min {} s", abs / 60_000, abs % 60_000 / 1000),
+    }
+}
+
+/// A table that scrolls sideways on narrow screens instead of overflowing the page; `label`
+/// names the region for keyboard and screen-reader users.
+pub fn scrolling(label: &str, table: Markup) -> Markup {
+    html! { div.scroll role="region" aria-label=(label) tabindex="0" { (table) } }
+}
+
+/// A labelled form field around `control`, with the error that names it, if any, beside it.
+fn field(name: &str, label: &str, error: Option<&str>, control: Markup) -> Markup {
+    html! {
+        div.field {
+            label for=(name) { (label) }
+            (control)
+            @if let Some(error) = error {
+                span.field-error id=(format!("{name}-error")) { (error) }
+            }
+        }
+    }
+}
+
+/// The id of the error beside field `name`, when there is one.
+fn described_by(name: &str, error: Option<&str>) -> Option<String> {
+    error.map(|_| format!("{name}-error"))
+}
+
+/// A text input of a filter form: `kind` is its HTML input type.
+pub fn input(
+    name: &str,
+    label: &str,
+    kind: &str,
+    value: Option<&str>,
+    error: Option<&str>,
+) -> Markup {
+    field(
+        name,
+        label,
+        error,
+        html! {
+            input #(name) name=(name) type=(kind) value=[value]
+                aria-invalid=[error.map(|_| "true")]
+                aria-describedby=[described_by(name, error)];
+        },
+    )
+}
+
+/// A choice of a filter form; the empty choice, `any`, filters nothing.
+pub fn select(
+    name: &str,
+    label: &str,
+    choices: &[&str],
+    value: Option<&str>,
+    error: Option<&str>,
+) -> Markup {
+    field(
+        name,
+        label,
+        error,
+        html! {
+            select #(name) name=(name)
+                aria-invalid=[error.map(|_| "true")]
+                aria-describedby=[described_by(name, error)]
+            {
+                option value="" { "any" }
+                @for choice in choices {
+                    option value=(choice) selected[value == Some(*choice)] { (choice) }
+                }
+            }
+        },
+    )
+}
+
+/// A filter form (GET, so the filters are in the URL) with these fields.
+pub fn filter_form(action: &str, fields: Markup) -> Markup {
+    html! {
+        form.filters method="get" action=(action) role="search" {
+            (fields)
+            div.field {
+                button type="submit" { "Filter" }
+            }
+            div.field {
+                a href=(action) { "Clear filters" }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_run_status_has_its_colour() {
+        let class = |status| run_tone(status).class();
+        assert_eq!(class(RunStatus::Success), "badge good");
+        assert_eq!(class(RunStatus::Failed), "badge bad");
+        assert_eq!(class(RunStatus::Running), "badge busy");
+        assert_eq!(class(RunStatus::Ready), "badge busy");
+        assert_eq!(class(RunStatus::Pending), "badge idle");
+        assert_eq!(class(RunStatus::Missed), "badge warn");
+    }
+
+    #[test]
+    fn durations_read_in_their_unit() {
+        assert_eq!(millis(850), "850 ms");
+        assert_eq!(millis(12_345), "12.3 s");
+        assert_eq!(millis(250_000), "4 min 10 s");
+        assert_eq!(millis(-20), "-20 ms");
+    }
+
+    #[test]
+    fn times_are_utc_with_a_machine_readable_instant() {
+        let at = DateTime::from_timestamp(1_700_000_000, 0).expect("a time");
+        assert_eq!(
+            time(at).into_string(),
+            r#"<time datetime="2023-11-14T22:13:20.000Z">2023-11-14 22:13:20 UTC</time>"#
+        );
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        let page = error_page("Not Found", "<script>alert(1)</script>").into_string();
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(!page.contains("<script>alert"));
+    }
+}

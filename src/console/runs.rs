@@ -1,0 +1,230 @@
+//! The runs page (`/console/runs`, filtered in the URL, paged by cursor) and a run's page
+//! (`/console/runs/{requestId}`).
+
+use std::collections::HashMap;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use maud::{html, Markup};
+
+use super::filters::{self, error_for, FilterError, Params, PAGE_SIZE};
+use super::layout::{self, maybe_time, none, page, run_badge, scrolling, stored_time, Section};
+use super::tasks::{pretty_json, task_href};
+use super::{html as respond, ok, ConsoleError};
+use crate::api::ApiState;
+use crate::run::{RequestId, RunStatus, TaskId};
+use crate::store::models::Instance;
+use crate::store::queries::instances::Cursor;
+
+/// The filters the runs page keeps in its links, in their order in the URL.
+const KEPT: &[&str] = &["task", "scene", "status", "from", "to"];
+
+/// `GET /console/runs?task=&scene=&status=&from=&to=&cursor=`.
+pub async fn list(
+    state: web::Data<ApiState>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ConsoleError> {
+    let params = filters::params(&req);
+    let query = match filters::runs(&params) {
+        Ok(query) => query,
+        Err(error) => {
+            let page = list_page(&params, Some(&error), None);
+            return Ok(respond(StatusCode::BAD_REQUEST, page));
+        }
+    };
+    let service = &state.service;
+    let (runs, next) = service
+        .history(query.filter, query.cursor, PAGE_SIZE)
+        .await?;
+    let names = service.task_names(task_ids(&runs)).await?;
+    let listing = Listing { runs, next, names };
+    Ok(ok(list_page(&params, None, Some(&listing))))
+}
+
+/// The distinct tasks of these runs.
+pub fn task_ids(runs: &[Instance]) -> Vec<TaskId> {
+    let mut ids: Vec<TaskId> = runs.iter().map(|run| run.task_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// One page of the run history.
+struct Listing {
+    runs: Vec<Instance>,
+    next: Option<Cursor>,
+    names: HashMap<TaskId, String>,
+}
+
+fn list_page(params: &Params, error: Option<&FilterError>, listing: Option<&Listing>) -> Markup {
+    page(
+        "Runs",
+        Some(Section::Runs),
+        html! {
+            (run_filters(params, error))
+            @if let Some(error) = error_for(error, "cursor") {
+                p.error role="alert" { (error) " " a href=(kept_link(params, None)) { "First page" } }
+            }
+            @if let Some(listing) = listing {
+                (run_table(&listing.runs, Some(&listing.names)))
+                (paging(params, listing))
+            }
+        },
+    )
+}
+
+fn run_filters(params: &Params, error: Option<&FilterError>) -> Markup {
+    let value = |name: &str| params.get(name).map(String::as_str);
+    let statuses: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
+    layout::filter_form(
+        "/console/runs",
+        html! {
+            (layout::input("task", "Task id", "text", value("task"), error_for(error, "task")))
+            (layout::input("scene", "Scene", "text", value("scene"), error_for(error, "scene")))
+            (layout::select("status", "Status", &statuses, value("status"), error_for(error, "status")))
+            (layout::input("from", "Scheduled from (UTC)", "text", value("from"), error_for(error, "from")))
+            (layout::input("to", "Scheduled before (UTC)", "text", value("to"), error_for(error, "to")))
+        },
+    )
+}
+
+/// The runs page with these filters and `cursor`.
+fn kept_link(params: &Params, cursor: Option<&str>) -> String {
+    let mut pairs: Vec<(&str, Option<&str>)> = KEPT
+        .iter()
+        .map(|name| (*name, params.get(*name).map(String::as_str)))
+        .collect();
+    pairs.push(("cursor", cursor));
+    filters::link("/console/runs", &pairs)
+}
+
+fn paging(params: &Params, listing: &Listing) -> Markup {
+    let next = listing.next.map(filters::encode_cursor);
+    html! {
+        nav.paging aria-label="Pages of runs" {
+            @if params.contains_key("cursor") {
+                a href=(kept_link(params, None)) { "First page" }
+            }
+            @if let Some(next) = &next {
+                a href=(kept_link(params, Some(next))) rel="next" { "Next page" }
+            }
+        }
+    }
+}
+
+/// Runs as a table, newest first; with `names`, a column names each run's task.
+pub fn run_table(runs: &[Instance], names: Option<&HashMap<TaskId, String>>) -> Markup {
+    if runs.is_empty() {
+        return html! { p.muted { "No runs." } };
+    }
+    scrolling(
+        "Runs",
+        html! {
+            table {
+                thead {
+                    tr {
+                        th scope="col" { "Status" }
+                        th scope="col" { "Scheduled" }
+                        th scope="col" { "Dispatched" }
+                        th.num scope="col" { "Lag" }
+                        th.num scope="col" { "Attempt" }
+                        th scope="col" { "Code" }
+                        th scope="col" { "Message" }
+                        @if names.is_some() { th scope="col" { "Task" } }
+                    }
+                }
+                tbody {
+                    @for run in runs {
+                        tr {
+                            td { (run_badge(run.status)) }
+                            td { a href=(run_href(run)) { (stored_time(run.scheduled_at)) } }
+                            td { (maybe_time(run.dispatched_at)) }
+                            td.num { (lag(run)) }
+                            td.num { (run.attempt) }
+                            td { (text_or_none(run.callback_code.as_deref())) }
+                            td { (text_or_none(run.callback_message.as_deref())) }
+                            @if let Some(names) = names { td { (task_link(run.task_id, names)) } }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// A task's name linking to its page; its id when it was deleted.
+pub fn task_link(id: TaskId, names: &HashMap<TaskId, String>) -> Markup {
+    match names.get(&id) {
+        Some(name) => html! { a href=(task_href(id)) { (name) } },
+        None => html! { span.muted { "task " (id) " (deleted)" } },
+    }
+}
+
+/// From scheduled to first dispatched.
+fn lag(run: &Instance) -> Markup {
+    match run.dispatched_at {
+        Some(at) => html! { (layout::millis((at - run.scheduled_at).num_milliseconds())) },
+        None => none(),
+    }
+}
+
+fn text_or_none(text: Option<&str>) -> Markup {
+    match text {
+        Some(text) => html! { (text) },
+        None => none(),
+    }
+}
+
+/// The link to a run's page.
+pub fn run_href(run: &Instance) -> String {
+    format!("/console/runs/{}", run.request_id)
+}
+
+/// `GET /console/runs/{requestId}`.
+pub async fn detail(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let not_found = || ConsoleError::NotFound(format!("There is no run with request id {path}."));
+    let request_id = RequestId::parse(&path).ok_or_else(not_found)?;
+    let service = &state.service;
+    let run = service.instance(request_id).await?.ok_or_else(not_found)?;
+    let names = service.task_names(vec![run.task_id]).await?;
+    Ok(ok(detail_page(&run, &names)))
+}
+
+fn detail_page(run: &Instance, names: &HashMap<TaskId, String>) -> Markup {
+    page(
+        &format!("Run {}", run.request_id),
+        Some(Section::Runs),
+        html! {
+            // Actions on the run (cancel) belong here, with the console's sign-in.
+            dl.fields {
+                dt { "Status" } dd { (run_badge(run.status)) }
+                dt { "Task" } dd { (task_link(run.task_id, names)) }
+                dt { "Request id" } dd { code { (run.request_id) } }
+                dt { "Trigger" } dd { (run.trigger_type.as_str()) }
+                dt { "Scheduled" } dd { (stored_time(run.scheduled_at)) }
+                dt { "Due" } dd { (stored_time(run.trigger_at)) }
+                dt { "Dispatched" } dd { (maybe_time(run.dispatched_at)) }
+                dt { "Lag" } dd { (lag(run)) }
+                dt { "Finished" } dd { (maybe_time(run.finished_at)) }
+                dt { "Attempt" } dd { (run.attempt) " (retries: " (run.retry_count) ")" }
+                dt { "Next attempt" } dd { (maybe_time(run.next_attempt_at)) }
+                dt { "Deadline" } dd { (maybe_time(run.deadline_at)) }
+                dt { "Code" } dd { (text_or_none(run.callback_code.as_deref())) }
+                dt { "Message" } dd { (text_or_none(run.callback_message.as_deref())) }
+                dt { "Params" }
+                dd {
+                    @match &run.params {
+                        Some(params) => pre { (pretty_json(params)) },
+                        None => span.muted { "the task's" },
+                    }
+                }
+                dt { "Fired by" } dd { code { (run.fired_by) } }
+                dt { "Recorded" } dd { (stored_time(run.created_at)) }
+            }
+            p { a href=(filters::link("/console/runs", &[("task", Some(&run.task_id.to_string()))])) { "Other runs of this task" } }
+        },
+    )
+}
