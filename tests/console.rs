@@ -164,6 +164,14 @@ async fn pages_show_tasks_and_runs(store: TestStore) {
     assert!(run_page.contains("FAILED") && run_page.contains("boom"));
     assert!(run_page.contains("Fired by") && run_page.contains("console"));
 
+    // The audit log page: the changes made above, by the anonymous actor.
+    let audit = page(&ax, "/console/audit").await;
+    assert!(
+        audit.contains("task.create") && audit.contains("anonymous"),
+        "{audit}"
+    );
+    assert!(audit.contains(&scene));
+
     // The scenes page.
     let scenes = page(&ax, "/console/scenes").await;
     assert!(scenes.contains(&scene));

@@ -16,6 +16,7 @@ pub enum Section {
     Tasks,
     Runs,
     Scenes,
+    Audit,
 }
 
 const SECTIONS: &[(Section, &str, &str)] = &[
@@ -23,6 +24,7 @@ const SECTIONS: &[(Section, &str, &str)] = &[
     (Section::Tasks, "Tasks", "/console/tasks"),
     (Section::Runs, "Runs", "/console/runs"),
     (Section::Scenes, "Scenes", "/console/scenes"),
+    (Section::Audit, "Audit log", "/console/audit"),
 ];
 
 /// A whole page: `title` heads it and names it in the browser; `section` is marked current in

@@ -6,6 +6,7 @@
 //! render function; rendering lives in one module per page.
 
 mod assets;
+mod audit;
 mod chart;
 mod dashboard;
 mod filters;
@@ -41,6 +42,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/runs", web::get().to(runs::list))
                 .route("/runs/{request_id}", web::get().to(runs::detail))
                 .route("/scenes", web::get().to(scenes::list))
+                .route("/audit", web::get().to(audit::list))
                 .default_service(web::to(not_found)),
         );
 }
