@@ -23,6 +23,7 @@ use crate::security::Principal;
 use crate::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
 use crate::store::queries::audit::{self as audit_log, AuditRow};
 use crate::store::queries::instances::{self, Cursor, InstanceFilter};
+use crate::store::queries::overview;
 use crate::store::queries::runs::{self, Decided};
 use crate::store::queries::tasks::{
     self, BulkItem, BulkProblem, Resume, TaskFilter, UpstreamProblem,
@@ -814,120 +815,28 @@ impl Service {
 impl Service {
     /// How many runs scheduled from `since` until now are in each status.
     pub async fn run_counts_since(&self, since: DateTime<Utc>) -> Result<HashMap<RunStatus, i64>> {
-        use crate::store::schema::ax_instance::dsl as i;
-        use diesel::prelude::*;
-        use diesel_async::RunQueryDsl;
         let (since, until) = (to_db(since), to_db(self.clock.now()));
-        let rows: Vec<(RunStatus, i64)> = self
+        Ok(self
             .store
-            .query(move |conn| {
-                boxed(async move {
-                    Ok(crate::with_conn!(conn, |c| i::ax_instance
-                        .filter(i::scheduled_at.ge(since).and(i::scheduled_at.le(until)))
-                        .group_by(i::status)
-                        .select((i::status, diesel::dsl::count_star()))
-                        .load(c)
-                        .await)?)
-                })
-            })
-            .await?;
-        Ok(rows.into_iter().collect())
+            .query(move |conn| boxed(overview::run_counts(conn, since, until)))
+            .await?)
     }
 
     /// The names of these tasks; a deleted task has none.
     pub async fn task_names(&self, ids: Vec<TaskId>) -> Result<HashMap<TaskId, String>> {
-        use crate::store::schema::ax_task::dsl as t;
-        use diesel::prelude::*;
-        use diesel_async::RunQueryDsl;
-        let rows: Vec<(TaskId, String)> = self
-            .store
-            .query(move |conn| {
-                boxed(async move {
-                    Ok(crate::with_conn!(conn, |c| t::ax_task
-                        .filter(t::id.eq_any(ids))
-                        .select((t::id, t::name))
-                        .load(c)
-                        .await)?)
-                })
-            })
-            .await?;
-        Ok(rows.into_iter().collect())
-    }
-
-    /// Tasks by id matching the filter and, if given, whose name matches `name_like` (a SQL
-    /// `LIKE` pattern, `\` escaping); one page of them and how many match in all.
-    pub async fn tasks_named(
-        &self,
-        filter: TaskFilter,
-        name_like: Option<String>,
-        page: Page,
-    ) -> Result<(Vec<Task>, i64)> {
-        use crate::store::schema::ax_task::dsl as t;
-        use diesel::prelude::*;
-        use diesel_async::RunQueryDsl;
         Ok(self
             .store
-            .query(move |conn| {
-                boxed(async move {
-                    Ok(crate::with_conn!(conn, |c| {
-                        // Built inside the body: a boxed query is tied to one backend.
-                        let query = || {
-                            let mut query = t::ax_task.into_boxed();
-                            if let Some(scene) = &filter.scene {
-                                query = query.filter(t::scene.eq(scene.clone()));
-                            }
-                            if let Some(status) = filter.status {
-                                query = query.filter(t::status.eq(status));
-                            }
-                            if let Some(pattern) = &name_like {
-                                query = query.filter(t::name.like(pattern.clone()).escape('\\'));
-                            }
-                            query
-                        };
-                        let total: i64 = query().count().get_result(c).await?;
-                        let rows = query()
-                            .order(t::id.asc())
-                            .limit(page.limit)
-                            .offset(page.offset)
-                            .select(Task::as_select())
-                            .load(c)
-                            .await?;
-                        (rows, total)
-                    }))
-                })
-            })
+            .query(move |conn| boxed(overview::task_names(conn, ids)))
             .await?)
     }
 
-    /// Each task's latest run that is due (the one recorded last): two statements for all the
-    /// tasks, not one per task.
+    /// Each task's latest run that is due (the one recorded last).
     pub async fn last_runs(&self, ids: Vec<TaskId>) -> Result<HashMap<TaskId, Instance>> {
-        use crate::store::schema::ax_instance::dsl as i;
-        use diesel::prelude::*;
-        use diesel_async::RunQueryDsl;
         let now = to_db(self.clock.now());
-        let runs: Vec<Instance> = self
+        Ok(self
             .store
-            .query(move |conn| {
-                boxed(async move {
-                    Ok(crate::with_conn!(conn, |c| {
-                        let latest: Vec<Option<i64>> = i::ax_instance
-                            .filter(i::task_id.eq_any(ids).and(i::scheduled_at.le(now)))
-                            .group_by(i::task_id)
-                            .select(diesel::dsl::max(i::id))
-                            .load(c)
-                            .await?;
-                        let latest: Vec<i64> = latest.into_iter().flatten().collect();
-                        i::ax_instance
-                            .filter(i::id.eq_any(latest))
-                            .select(Instance::as_select())
-                            .load(c)
-                            .await?
-                    }))
-                })
-            })
-            .await?;
-        Ok(runs.into_iter().map(|run| (run.task_id, run)).collect())
+            .query(move |conn| boxed(overview::last_runs(conn, ids, now)))
+            .await?)
     }
 
     /// When runs scheduled from `since` until now were due and first dispatched, newest first,
@@ -937,28 +846,10 @@ impl Service {
         since: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>> {
-        use crate::store::schema::ax_instance::dsl as i;
-        use diesel::prelude::*;
-        use diesel_async::RunQueryDsl;
         let (since, until) = (to_db(since), to_db(self.clock.now()));
-        let rows: Vec<(chrono::NaiveDateTime, Option<chrono::NaiveDateTime>)> = self
+        Ok(self
             .store
-            .query(move |conn| {
-                boxed(async move {
-                    Ok(crate::with_conn!(conn, |c| i::ax_instance
-                        .filter(i::scheduled_at.ge(since).and(i::scheduled_at.le(until)))
-                        .filter(i::trigger_type.ne(TriggerType::Backfill))
-                        .order(i::scheduled_at.desc())
-                        .limit(limit)
-                        .select((i::scheduled_at, i::dispatched_at))
-                        .load(c)
-                        .await)?)
-                })
-            })
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(scheduled, dispatched)| (from_db(scheduled), dispatched.map(from_db)))
-            .collect())
+            .query(move |conn| boxed(overview::dispatch_times(conn, since, until, limit)))
+            .await?)
     }
 }

@@ -57,6 +57,7 @@ pub async fn list(
     let filter = TaskFilter {
         scene: query.get("scene").cloned(),
         status,
+        name_like: None,
     };
     let (tasks, total) = state.service.tasks(filter, page).await?;
     Ok(HttpResponse::Ok().json(PageView {

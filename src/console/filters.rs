@@ -55,9 +55,8 @@ pub fn error_for<'e>(error: Option<&'e FilterError>, field: &str) -> Option<&'e 
 /// What the tasks page lists.
 #[derive(Debug, Clone)]
 pub struct TaskQuery {
+    /// The name search is its `name_like`, a `LIKE` pattern (`\` escaping).
     pub filter: TaskFilter,
-    /// A name search, as a `LIKE` pattern (`\` escaping).
-    pub name_like: Option<String>,
     pub page: Page,
 }
 
@@ -98,8 +97,8 @@ pub fn tasks(params: &Params) -> Result<TaskQuery, FilterError> {
         filter: TaskFilter {
             scene: params.get("scene").cloned(),
             status,
+            name_like,
         },
-        name_like,
         page: Page {
             limit: PAGE_SIZE,
             offset,
@@ -237,7 +236,7 @@ mod tests {
     #[test]
     fn a_name_search_matches_wildcards_as_text() {
         let query = tasks(&params(&[("q", "50%_off\\")])).expect("valid");
-        assert_eq!(query.name_like.as_deref(), Some("%50\\%\\_off\\\\%"));
+        assert_eq!(query.filter.name_like.as_deref(), Some("%50\\%\\_off\\\\%"));
     }
 
     #[test]

@@ -46,9 +46,8 @@ pub async fn list(
         }
     };
     let service = &state.service;
-    let (tasks, total) = service
-        .tasks_named(query.filter, query.name_like, query.page)
-        .await?;
+    let (tasks, total) = service.tasks(query.filter, query.page).await?;
+    let tasks: Vec<_> = tasks.into_iter().map(|details| details.task).collect();
     let last_runs = service
         .last_runs(tasks.iter().map(|task| task.id).collect())
         .await?;

@@ -80,6 +80,7 @@ async fn task_crud(db: &Db) {
     let scene = |s: &str| TaskFilter {
         scene: Some(s.into()),
         status: None,
+        name_like: None,
     };
     let (rows, total) = list(scene("s1"), page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![a.id, b.id], 2));
@@ -88,12 +89,14 @@ async fn task_crud(db: &Db) {
     let enabled = TaskFilter {
         scene: None,
         status: Some(TaskStatus::Enabled),
+        name_like: None,
     };
     let (rows, total) = list(enabled, page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![a.id, c.id], 2));
     let disabled_s1 = TaskFilter {
         scene: Some("s1".into()),
         status: Some(TaskStatus::Paused),
+        name_like: None,
     };
     let (rows, total) = list(disabled_s1, page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![b.id], 1));

@@ -4,6 +4,7 @@ pub mod audit;
 pub mod instances;
 pub mod meta;
 pub mod overlap;
+pub mod overview;
 pub mod runs;
 pub mod tasks;
 

@@ -23,6 +23,8 @@ use crate::with_conn;
 pub struct TaskFilter {
     pub scene: Option<String>,
     pub status: Option<TaskStatus>,
+    /// Names matching this SQL `LIKE` pattern (`\` escapes).
+    pub name_like: Option<String>,
 }
 
 /// Why a task's upstreams cannot be what was asked.
@@ -242,6 +244,9 @@ pub async fn list(
             }
             if let Some(status) = filter.status {
                 query = query.filter(t::status.eq(status));
+            }
+            if let Some(pattern) = &filter.name_like {
+                query = query.filter(t::name.like(pattern.clone()).escape('\\'));
             }
             query
         };
