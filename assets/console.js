@@ -1,9 +1,14 @@
 // ax console: shows every UTC time (<time datetime="…Z">, but those marked .fixed) in UTC or
-// in the browser's time zone. The page is complete without this script; the choice is kept in localStorage.
+// in the browser's time zone; in the task editor, previews the next fire times from
+// GET /api/cron/next as the cron or zone is typed and checks the params' JSON; on the tasks
+// page, selects every row. Every page is complete without this script; the zone choice is
+// kept in localStorage.
 (function () {
   "use strict";
   var KEY = "ax.console.zone";
   var button = document.getElementById("zone-switch");
+  editor();
+  selectAll();
   if (!button) return;
 
   function pad(n) {
@@ -49,4 +54,98 @@
     show(zone);
   });
   show(zone);
+
+  function el(name, text, cls) {
+    var node = document.createElement(name);
+    if (text !== undefined) node.textContent = text;
+    if (cls) node.className = cls;
+    return node;
+  }
+
+  // The preview table, built as the server builds it (text only, never HTML from the reply).
+  function previewTable(reply, zone) {
+    var table = el("table"), head = el("tr"), body = el("tbody");
+    head.appendChild(el("th", "In " + zone));
+    head.appendChild(el("th", "UTC"));
+    head.appendChild(el("th", "Note"));
+    var thead = el("thead");
+    thead.appendChild(head);
+    table.appendChild(thead);
+    reply.times.forEach(function (fire) {
+      var row = el("tr");
+      row.appendChild(el("td", fire.local.replace("T", " ").replace(/\.\d+/, "")
+        .replace(/(Z|[+-]\d\d:\d\d)$/, " $1").replace(/ Z$/, " +00:00"), "mono"));
+      row.appendChild(el("td", fire.utc.replace("T", " ").replace(/\.\d+Z$/, " UTC")));
+      var note = el("td");
+      note.appendChild(fire.note ? el("span", fire.note, "badge warn") : el("span", "—", "none"));
+      row.appendChild(note);
+      body.appendChild(row);
+    });
+    table.appendChild(body);
+    var scroll = el("div", undefined, "scroll");
+    scroll.appendChild(table);
+    return scroll;
+  }
+
+  function editor() {
+    var cron = document.getElementById("cron");
+    var tz = document.getElementById("timeZone");
+    var preview = document.getElementById("preview");
+    if (cron && tz && preview) {
+      var timer, asked = 0;
+      var update = function () {
+        var n = ++asked;
+        var url = "/api/cron/next?count=10&expr=" + encodeURIComponent(cron.value) +
+          "&tz=" + encodeURIComponent(tz.value || "UTC");
+        fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+          .then(function (r) { return r.json(); })
+          .then(function (reply) {
+            if (n !== asked) return; // a later keystroke asked again
+            preview.textContent = "";
+            if (reply.error) {
+              preview.appendChild(el("p", reply.error.message, "error"));
+              return;
+            }
+            var description = el("p", reply.description);
+            description.id = "preview-description";
+            preview.appendChild(description);
+            preview.appendChild(reply.times.length ? previewTable(reply, tz.value || "UTC") :
+              el("p", "The schedule fires no more.", "muted"));
+          })
+          .catch(function () { /* the server's preview of the last save stays */ });
+      };
+      var soon = function () { clearTimeout(timer); timer = setTimeout(update, 250); };
+      cron.addEventListener("input", soon);
+      tz.addEventListener("input", soon);
+    }
+    var params = document.getElementById("params");
+    var check = document.getElementById("params-check");
+    if (params && check) {
+      var checkParams = function () {
+        var text = params.value.trim();
+        if (!text) { check.textContent = "Empty: {}"; return; }
+        try {
+          var value = JSON.parse(text);
+          var object = value !== null && typeof value === "object" && !Array.isArray(value);
+          check.textContent = object ? "Valid JSON object." : "Params must be a JSON object.";
+          check.className = object ? "hint" : "hint error";
+        } catch (e) {
+          check.textContent = "Not valid JSON: " + e.message;
+          check.className = "hint error";
+        }
+      };
+      params.addEventListener("input", checkParams);
+      checkParams();
+    }
+  }
+
+  function selectAll() {
+    var all = document.getElementById("select-all");
+    if (!all) return;
+    all.hidden = false;
+    all.addEventListener("change", function () {
+      var boxes = document.querySelectorAll("input.select");
+      for (var i = 0; i < boxes.length; i++) boxes[i].checked = all.checked;
+    });
+  }
 })();

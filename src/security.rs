@@ -67,10 +67,13 @@ fn hmac_hex(secret: &[u8], parts: &[&[u8]]) -> String {
     for part in parts {
         mac.update(part);
     }
+    hex(&mac.finalize().into_bytes())
+}
+
+fn hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = mac.finalize().into_bytes();
-    let mut hex = String::with_capacity(digest.len() * 2);
-    for byte in digest {
+    let mut hex = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
         hex.push(HEX[usize::from(byte >> 4)] as char);
         hex.push(HEX[usize::from(byte & 0xf)] as char);
     }
@@ -107,6 +110,21 @@ impl Security {
         self.admin_token.is_some() || !self.tokens.is_empty()
     }
 
+    /// The token named `name` as it is configured now: a session outlives no change of it.
+    pub fn principal_named(&self, name: &str) -> Option<Principal> {
+        if name == ADMIN_TOKEN_NAME && self.admin_token.is_some() {
+            return Some(Principal {
+                name: ADMIN_TOKEN_NAME.into(),
+                role: Role::Admin,
+            });
+        }
+        self.tokens
+            .iter()
+            .map(|(_, principal)| principal)
+            .find(|principal| principal.name == name)
+            .cloned()
+    }
+
     /// Who the `Authorization` header says the request is from: anonymous when no token is
     /// configured; `None` when tokens are and it carries none of them.
     pub fn authorize(&self, authorization: Option<&str>) -> Option<Principal> {
@@ -126,6 +144,24 @@ impl Security {
             .find(|(token, _)| is_admin(authorization, token))
             .map(|(_, principal)| principal)
     }
+}
+
+/// A fresh random secret, as 64 hex digits (256 bits: two v4 UUIDs' 244 random bits and their
+/// version marks).
+pub fn new_secret() -> String {
+    let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    format!("{}{}", a.simple(), b.simple())
+}
+
+/// What the store keeps of a session's secret: its SHA-256, so the table alone opens no session.
+pub fn session_key(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+/// The CSRF token of the console forms of a session: bound to its secret, so another session's
+/// token (or one set by another site) does not pass.
+pub fn csrf_token(secret: &[u8], session_secret: &str) -> String {
+    hmac_hex(secret, &[b"csrf:", session_secret.as_bytes()])
 }
 
 /// Whether an `Authorization` header carries the admin token, in the `Bearer` scheme (its

@@ -19,12 +19,13 @@ use crate::run::{
     jittered, Event, NewRun, OverlapPolicy, Report, RequestId, RunStatus, TaskId, TriggerType,
     OVERLAP_CODE, REPLACED_CODE,
 };
-use crate::security::Principal;
+use crate::security::{self, Principal};
 use crate::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
 use crate::store::queries::audit::{self as audit_log, AuditRow};
 use crate::store::queries::instances::{self, Cursor, InstanceFilter};
 use crate::store::queries::overview;
 use crate::store::queries::runs::{self, Decided};
+use crate::store::queries::sessions;
 use crate::store::queries::tasks::{
     self, BulkItem, BulkProblem, Resume, TaskFilter, UpstreamProblem,
 };
@@ -216,6 +217,40 @@ impl Service {
         Ok(self
             .store
             .query(move |conn| boxed(audit_log::list(conn, before, limit)))
+            .await?)
+    }
+
+    /// Opens a console session for the token named `token_name` until `lifetime` from now;
+    /// returns the secret its cookie carries.
+    pub async fn open_session(&self, token_name: &str, lifetime: Duration) -> Result<String> {
+        let secret = security::new_secret();
+        let key = security::session_key(&secret);
+        let name = token_name.to_string();
+        let now = self.clock.now();
+        self.store
+            .query(move |conn| {
+                boxed(async move { sessions::open(conn, &key, &name, now, now + lifetime).await })
+            })
+            .await?;
+        Ok(secret)
+    }
+
+    /// The token name of the open session whose cookie carries `secret`.
+    pub async fn session(&self, secret: &str) -> Result<Option<String>> {
+        let key = security::session_key(secret);
+        let now = self.clock.now();
+        Ok(self
+            .store
+            .query(move |conn| boxed(async move { sessions::token_name(conn, &key, now).await }))
+            .await?)
+    }
+
+    /// Ends the session whose cookie carries `secret`.
+    pub async fn close_session(&self, secret: &str) -> Result<()> {
+        let key = security::session_key(secret);
+        Ok(self
+            .store
+            .query(move |conn| boxed(async move { sessions::close(conn, &key).await }))
             .await?)
     }
 
@@ -827,6 +862,40 @@ impl Service {
         Ok(self
             .store
             .query(move |conn| boxed(overview::task_names(conn, ids)))
+            .await?)
+    }
+
+    /// The tasks of these (scene, name) pairs that exist.
+    pub async fn tasks_named(&self, pairs: Vec<(String, String)>) -> Result<Vec<Task>> {
+        Ok(self
+            .store
+            .query(move |conn| boxed(async move { tasks::find_named(conn, &pairs).await }))
+            .await?)
+    }
+
+    /// The tasks with these ids that exist.
+    pub async fn tasks_by_id(&self, ids: Vec<TaskId>) -> Result<Vec<Task>> {
+        Ok(self
+            .store
+            .query(move |conn| boxed(tasks::find_many(conn, ids)))
+            .await?)
+    }
+
+    /// Up to `limit` names of a scene's tasks, in order.
+    pub async fn names_in_scene(&self, scene: String, limit: i64) -> Result<Vec<String>> {
+        Ok(self
+            .store
+            .query(move |conn| {
+                boxed(async move { tasks::names_in_scene(conn, &scene, limit).await })
+            })
+            .await?)
+    }
+
+    /// How many runs of a task are open.
+    pub async fn open_runs(&self, task_id: TaskId) -> Result<i64> {
+        Ok(self
+            .store
+            .query(move |conn| boxed(instances::count_open(conn, task_id)))
             .await?)
     }
 

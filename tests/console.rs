@@ -295,14 +295,326 @@ async fn unknown_pages_bad_filters_redirects_and_assets() {
     ax.shutdown().await;
 }
 
-#[actix_rt::test]
-async fn with_an_admin_token_the_console_is_closed() {
-    let store = TestStore::sqlite();
-    let mut settings = config(&store, false, "console-token");
-    settings.server.admin_token = Some("s3cret".into());
-    let ax = start_ax(&settings).await;
-    for path in ["/console", "/console/tasks", "/"] {
-        assert_eq!(fetch(&ax, path, "x").await.status, 401, "{path}");
+/// A visitor of the console over plain HTTP: keeps its cookies, reads each page's CSRF
+/// token, and sends forms as a browser would.
+struct Visitor {
+    base: String,
+    cookies: std::collections::BTreeMap<String, String>,
+    /// The `Set-Cookie` headers of the last response.
+    set_cookies: Vec<String>,
+    csrf: Option<String>,
+}
+
+impl Visitor {
+    fn new(ax: &ax::app::Ax) -> Visitor {
+        Visitor {
+            base: format!("http://{}", ax.addr()),
+            cookies: Default::default(),
+            set_cookies: Vec::new(),
+            csrf: None,
+        }
     }
+
+    /// GET or POST (form fields, the page's CSRF token added unless `csrf` says otherwise);
+    /// no redirect followed. Returns the status, the `Location` and the body.
+    async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        fields: &[(&str, &str)],
+        csrf: Option<&str>,
+    ) -> (u16, Option<String>, String) {
+        let client = awc::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .disable_redirects()
+            .finish();
+        let url = format!("{}{path}", self.base);
+        let mut request = match method {
+            "GET" => client.get(url),
+            _ => client.post(url),
+        };
+        if !self.cookies.is_empty() {
+            let jar: Vec<String> = self
+                .cookies
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            request = request.insert_header(("Cookie", jar.join("; ")));
+        }
+        let mut response = if method == "GET" {
+            request.send().await
+        } else {
+            let mut form = url::form_urlencoded::Serializer::new(String::new());
+            if let Some(csrf) = csrf.map(str::to_string).or_else(|| self.csrf.clone()) {
+                form.append_pair("csrf", &csrf);
+            }
+            for (key, value) in fields {
+                form.append_pair(key, value);
+            }
+            request
+                .content_type("application/x-www-form-urlencoded")
+                .send_body(form.finish())
+                .await
+        }
+        .unwrap_or_else(|err| panic!("{method} {path}: {err}"));
+        self.set_cookies = response
+            .headers()
+            .get_all("set-cookie")
+            .filter_map(|v| v.to_str().ok().map(str::to_string))
+            .collect();
+        for header in &self.set_cookies {
+            let pair = header.split(';').next().unwrap_or_default();
+            if let Some((name, value)) = pair.split_once('=') {
+                if value.is_empty() || header.contains("Max-Age=0") {
+                    self.cookies.remove(name);
+                } else {
+                    self.cookies.insert(name.to_string(), value.to_string());
+                }
+            }
+        }
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = response.body().limit(4 << 20).await.expect("a body");
+        let body = String::from_utf8_lossy(&body).into_owned();
+        if let Some(csrf) = csrf_of(&body) {
+            self.csrf = Some(csrf);
+        }
+        (response.status().as_u16(), location, body)
+    }
+
+    async fn get(&mut self, path: &str) -> (u16, Option<String>, String) {
+        self.send("GET", path, &[], None).await
+    }
+
+    async fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> (u16, Option<String>, String) {
+        self.send("POST", path, fields, None).await
+    }
+
+    /// The `Set-Cookie` header of `name` in the last response.
+    fn set_cookie(&self, name: &str) -> Option<&String> {
+        self.set_cookies
+            .iter()
+            .find(|h| h.starts_with(&format!("{name}=")))
+    }
+}
+
+/// The CSRF token a page's forms carry.
+fn csrf_of(html: &str) -> Option<String> {
+    let at = html.find(r#"name="csrf" value=""#)? + r#"name="csrf" value=""#.len();
+    Some(html[at..].split('"').next()?.to_string())
+}
+
+/// Form fields as the visitor sends them.
+fn refs<'a>(fields: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
+    fields.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// The id in a `/console/tasks/{id}?…` location.
+fn task_id_in(location: &str) -> i64 {
+    location
+        .trim_start_matches("/console/tasks/")
+        .split('?')
+        .next()
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("no task id in {location}"))
+}
+
+const ADMIN_TOKEN: &str = "admin-token-for-the-console";
+const VIEWER_TOKEN: &str = "viewer-token-for-the-console";
+
+async fn signing_in_sessions_and_csrf(store: TestStore) {
+    let mut settings = config(&store, false, "console-token");
+    settings.server.admin_token = Some(ADMIN_TOKEN.into());
+    settings.server.tokens = vec![ax::config::NamedToken {
+        name: "ops-viewer".into(),
+        token: VIEWER_TOKEN.into(),
+        role: ax::security::Role::Viewer,
+    }];
+    let ax = start_ax(&settings).await;
+    let executor = Executor::start(Reply::Success).await;
+    let mut admin = Visitor::new(&ax);
+
+    // Pages send a stranger to the sign-in page, and back where they were going after it.
+    let (status, location, _) = admin.get("/console/tasks?scene=a").await;
+    assert_eq!(status, 303);
+    assert_eq!(
+        location.as_deref(),
+        Some("/console/sign-in?next=%2Fconsole%2Ftasks%3Fscene%3Da")
+    );
+    let (status, _, body) = admin
+        .get("/console/sign-in?next=%2Fconsole%2Ftasks%3Fscene%3Da")
+        .await;
+    assert_eq!(status, 200);
+    assert!(body.contains(r#"type="password""#) && body.contains(r#"<label for="token">"#));
+    let csrf_cookie = admin.set_cookie("ax_csrf").expect("a CSRF cookie").clone();
+    assert!(
+        csrf_cookie.contains("HttpOnly") && csrf_cookie.contains("SameSite=Strict"),
+        "{csrf_cookie}"
+    );
+    // A form from another site (no token) and a wrong token are refused.
+    let (status, _, _) = admin
+        .send(
+            "POST",
+            "/console/sign-in",
+            &[("token", ADMIN_TOKEN)],
+            Some("f".repeat(64).as_str()),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _, body) = admin
+        .post("/console/sign-in", &[("token", "not-the-token-at-all")])
+        .await;
+    assert_eq!(status, 401);
+    assert!(
+        body.contains("token-error") && body.contains("not a token of this ax"),
+        "{body}"
+    );
+    let (status, location, _) = admin
+        .post(
+            "/console/sign-in",
+            &[("token", ADMIN_TOKEN), ("next", "/console/tasks?scene=a")],
+        )
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!(location.as_deref(), Some("/console/tasks?scene=a"));
+    let session = admin
+        .set_cookie("ax_session")
+        .expect("a session cookie")
+        .clone();
+    assert!(
+        session.contains("HttpOnly") && session.contains("SameSite=Strict"),
+        "{session}"
+    );
+    let (status, _, body) = admin.get("/console/tasks").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("Signed in as <strong>admin</strong>"));
+    // The session reads the API (the editor's preview), but changes nothing there.
+    let (status, _, body) = admin
+        .get("/api/cron/next?expr=0%200%209%20*%20*%20MON-FRI&tz=Europe/Berlin")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Monday through Friday"), "{body}");
+    let (status, _, _) = admin.post("/api/scenes/a/pause", &[]).await;
+    assert_eq!(
+        status, 401,
+        "a cookie does not change things through the API"
+    );
+
+    // A task made through the form: a bad cron first, its error beside the field.
+    let (_, _, form) = admin.get("/console/tasks/new").await;
+    assert!(
+        form.contains(r#"id="preview""#) && form.contains("Every minute"),
+        "the server's preview"
+    );
+    let scene = unique_name("signed");
+    let fields = |cron: &'static str| {
+        vec![
+            ("name", "from-the-form".to_string()),
+            ("scene", scene.clone()),
+            ("cron", cron.to_string()),
+            ("timeZone", "UTC".to_string()),
+            ("handlerUrl", executor.url.clone()),
+            ("params", r#"{"via": "console"}"#.to_string()),
+            ("maxRetry", "0".to_string()),
+            ("enabled", "true".to_string()),
+        ]
+    };
+    let (status, _, body) = admin
+        .post("/console/tasks/new", &refs(&fields("61 * * * * *")))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains(r#"id="cron-error""#), "{body}");
+    assert!(
+        body.contains(r#"value="61 * * * * *""#),
+        "what was typed stays"
+    );
+    let (status, location, _) = admin
+        .post("/console/tasks/new", &refs(&fields("0 0 0 1 1 *")))
+        .await;
+    assert_eq!(status, 303);
+    let location = location.expect("to the task");
+    assert!(location.ends_with("?done=created"), "{location}");
+    let id = task_id_in(&location);
+
+    // A form without the session's CSRF token changes nothing.
+    for csrf in ["", &"0".repeat(64)] {
+        let (status, _, _) = admin
+            .send(
+                "POST",
+                &format!("/console/tasks/{id}/pause"),
+                &[],
+                Some(csrf),
+            )
+            .await;
+        assert_eq!(status, 403);
+    }
+    let (_, _, body) = admin.get(&format!("/console/tasks/{id}")).await;
+    assert!(body.contains("badge good\">ENABLED"), "still enabled");
+
+    // A viewer looks, but every change is refused, and no page offers one.
+    let mut viewer = Visitor::new(&ax);
+    viewer.get("/console/sign-in").await;
+    let (status, _, _) = viewer
+        .post("/console/sign-in", &[("token", VIEWER_TOKEN)])
+        .await;
+    assert_eq!(status, 303);
+    let (status, _, body) = viewer.get(&format!("/console/tasks/{id}")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("Signed in as <strong>ops-viewer</strong>"));
+    assert!(
+        !body.contains("/pause\"") && !body.contains("Trigger run"),
+        "no actions for a viewer"
+    );
+    let (status, _, body) = viewer
+        .post(&format!("/console/tasks/{id}/pause"), &[])
+        .await;
+    assert_eq!(status, 403);
+    assert!(body.contains("ops-viewer"), "the refusal names the token");
+
+    // The audit log names who made the task.
+    let (_, _, audit) = admin.get("/console/audit").await;
+    assert!(
+        audit.contains("task.create") && audit.contains("<td>admin</td>"),
+        "{audit}"
+    );
+
+    // Signing out ends the session in the store: its cookie opens nothing any more.
+    let stolen = admin.cookies.get("ax_session").expect("a session").clone();
+    let (status, location, _) = admin.post("/console/sign-out", &[]).await;
+    assert_eq!(status, 303);
+    assert_eq!(
+        location.as_deref(),
+        Some("/console/sign-in?done=signed-out")
+    );
+    assert!(
+        !admin.cookies.contains_key("ax_session"),
+        "the cookie is dropped"
+    );
+    admin.cookies.insert("ax_session".into(), stolen);
+    let (status, location, _) = admin.get("/console").await;
+    assert_eq!(status, 303, "the old session is over");
+    assert!(location.is_some_and(|l| l.starts_with("/console/sign-in")));
+    // A bearer token opens a page too, for scripts.
+    let bearer = awc::Client::default()
+        .get(format!("http://{}/console/scenes", ax.addr()))
+        .insert_header(("Authorization", format!("Bearer {VIEWER_TOKEN}")))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(bearer.status().as_u16(), 200);
     ax.shutdown().await;
+    executor.stop().await;
+}
+
+#[actix_rt::test]
+async fn signing_in_on_sqlite() {
+    signing_in_sessions_and_csrf(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn signing_in_on_mysql() {
+    signing_in_sessions_and_csrf(TestStore::mysql()).await;
 }

@@ -9,7 +9,7 @@ mod instances;
 mod openapi;
 mod scenes;
 mod tasks;
-mod validate;
+pub(crate) mod validate;
 mod views;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -118,19 +118,22 @@ pub async fn require_token(
     req: ServiceRequest,
     next: middleware::Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let open = ENDPOINTS.iter().any(|e| !e.admin && e.path == req.path());
-    let security = req
-        .app_data::<web::Data<ApiState>>()
-        .map(|state| state.security.clone());
-    if let (false, Some(security)) = (open, security) {
+    let open = ENDPOINTS.iter().any(|e| !e.admin && e.path == req.path())
+        || crate::console::guards_itself(req.path());
+    let state = req.app_data::<web::Data<ApiState>>().cloned();
+    if let (false, Some(state)) = (open, state) {
         let authorization = req
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok());
-        let principal = security
-            .authorize(authorization)
-            .ok_or(ApiError::Unauthorized)?;
         let reads = matches!(*req.method(), Method::GET | Method::HEAD);
+        let mut principal = state.security.authorize(authorization);
+        // The console's pages read the API (the cron preview) with their session; changes
+        // need the token, so a session cookie cannot be used across sites to make one.
+        if principal.is_none() && authorization.is_none() && reads {
+            principal = crate::console::session_principal(&req, &state).await;
+        }
+        let principal = principal.ok_or(ApiError::Unauthorized)?;
         if !reads && !principal.may_change() {
             let why = format!(
                 "the token `{}` is a viewer's: it may read, not change",

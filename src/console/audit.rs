@@ -7,6 +7,7 @@ use maud::{html, Markup};
 
 use super::filters::link;
 use super::layout::{page, scrolling, stored_time, Section};
+use super::session::Visitor;
 use super::{ok, ConsoleError};
 use crate::api::ApiState;
 use crate::store::queries::audit::AuditRow;
@@ -17,6 +18,7 @@ const PAGE: i64 = 50;
 /// `GET /console/audit?cursor=`.
 pub async fn list(
     state: web::Data<ApiState>,
+    visitor: Visitor,
     query: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, ConsoleError> {
     // A damaged cursor starts again from the newest entry.
@@ -25,11 +27,12 @@ pub async fn list(
     let next = (rows.len() as i64 == PAGE)
         .then(|| rows.last().map(|row| row.id))
         .flatten();
-    Ok(ok(audit_page(&rows, next)))
+    Ok(ok(audit_page(&visitor, &rows, next)))
 }
 
-fn audit_page(rows: &[AuditRow], next: Option<i64>) -> Markup {
+fn audit_page(visitor: &Visitor, rows: &[AuditRow], next: Option<i64>) -> Markup {
     page(
+        visitor,
         "Audit log",
         Some(Section::Audit),
         html! {
@@ -79,6 +82,7 @@ fn audit_table(rows: &[AuditRow]) -> Markup {
 mod tests {
     use super::*;
     use crate::audit::AuditAction;
+    use crate::console::session::tests::visitor;
 
     #[test]
     fn entries_are_escaped_and_paged() {
@@ -90,11 +94,11 @@ mod tests {
             target: "task 1 (a/<b>)".into(),
             summary: "cron: * → 0".into(),
         };
-        let html = audit_page(&[row], Some(7)).into_string();
+        let html = audit_page(&visitor(), &[row], Some(7)).into_string();
         assert!(html.contains("task 1 (a/&lt;b&gt;)"), "{html}");
         assert!(html.contains("task.update") && html.contains("ops"));
         assert!(html.contains("/console/audit?cursor=7"));
-        assert!(audit_page(&[], None)
+        assert!(audit_page(&visitor(), &[], None)
             .into_string()
             .contains("No changes recorded yet."));
     }

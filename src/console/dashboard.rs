@@ -11,6 +11,7 @@ use super::chart::{self, Minute};
 use super::filters::link;
 use super::layout::{self, none, page, run_badge, scrolling, stored_time, Section};
 use super::runs::{run_href, task_ids, task_link};
+use super::session::Visitor;
 use super::{ok, ConsoleError};
 use crate::actors::cluster::Member;
 use crate::actors::lock::LockError;
@@ -39,7 +40,10 @@ struct Dashboard {
 }
 
 /// `GET /console`.
-pub async fn show(state: web::Data<ApiState>) -> Result<HttpResponse, ConsoleError> {
+pub async fn show(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+) -> Result<HttpResponse, ConsoleError> {
     let service = &state.service;
     let now = service.now();
     let failed = InstanceFilter {
@@ -67,11 +71,12 @@ pub async fn show(state: web::Data<ApiState>) -> Result<HttpResponse, ConsoleErr
         cluster,
         health,
     };
-    Ok(ok(dashboard_page(&dashboard)))
+    Ok(ok(dashboard_page(&visitor, &dashboard)))
 }
 
-fn dashboard_page(dashboard: &Dashboard) -> Markup {
+fn dashboard_page(visitor: &Visitor, dashboard: &Dashboard) -> Markup {
     page(
+        visitor,
         "Dashboard",
         Some(Section::Dashboard),
         html! {

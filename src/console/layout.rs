@@ -5,6 +5,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::{html, Markup, DOCTYPE};
 
 use super::assets;
+use super::session::{csrf_field, sign_out_form, Visitor};
 use crate::run::RunStatus;
 use crate::store::from_db;
 use crate::store::models::TaskStatus;
@@ -27,9 +28,114 @@ const SECTIONS: &[(Section, &str, &str)] = &[
     (Section::Audit, "Audit log", "/console/audit"),
 ];
 
+/// What an action did, told on the page it led to (the redirect's `done` and `n`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    Created,
+    Saved,
+    Deleted,
+    Paused,
+    Resumed,
+    Triggered,
+    Cancelled,
+    /// Runs a backfill added.
+    Backfilled(i64),
+    /// Tasks of a scene, or of a selection, paused, resumed or triggered.
+    PausedMany(i64),
+    ResumedMany(i64),
+    TriggeredMany(i64),
+    SignedOut,
+}
+
+impl Notice {
+    /// The notice of a page's query string.
+    pub fn from_query(query: &str) -> Option<Notice> {
+        let mut done = None;
+        let mut n = 0;
+        for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            match &*key {
+                "done" => done = Some(value.into_owned()),
+                "n" => n = value.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+        Some(match done?.as_str() {
+            "created" => Notice::Created,
+            "saved" => Notice::Saved,
+            "deleted" => Notice::Deleted,
+            "paused" => Notice::Paused,
+            "resumed" => Notice::Resumed,
+            "triggered" => Notice::Triggered,
+            "cancelled" => Notice::Cancelled,
+            "backfilled" => Notice::Backfilled(n),
+            "paused-many" => Notice::PausedMany(n),
+            "resumed-many" => Notice::ResumedMany(n),
+            "triggered-many" => Notice::TriggeredMany(n),
+            "signed-out" => Notice::SignedOut,
+            _ => return None,
+        })
+    }
+
+    /// The query string that tells it.
+    pub fn query(self) -> String {
+        let (done, n) = match self {
+            Notice::Created => ("created", None),
+            Notice::Saved => ("saved", None),
+            Notice::Deleted => ("deleted", None),
+            Notice::Paused => ("paused", None),
+            Notice::Resumed => ("resumed", None),
+            Notice::Triggered => ("triggered", None),
+            Notice::Cancelled => ("cancelled", None),
+            Notice::Backfilled(n) => ("backfilled", Some(n)),
+            Notice::PausedMany(n) => ("paused-many", Some(n)),
+            Notice::ResumedMany(n) => ("resumed-many", Some(n)),
+            Notice::TriggeredMany(n) => ("triggered-many", Some(n)),
+            Notice::SignedOut => ("signed-out", None),
+        };
+        match n {
+            Some(n) => format!("done={done}&n={n}"),
+            None => format!("done={done}"),
+        }
+    }
+
+    fn text(self) -> String {
+        let tasks = |n: i64| {
+            if n == 1 {
+                "1 task".to_string()
+            } else {
+                format!("{n} tasks")
+            }
+        };
+        match self {
+            Notice::Created => "Task created.".into(),
+            Notice::Saved => "Task saved.".into(),
+            Notice::Deleted => "Task deleted; its open runs ended FAILED (TASK_DELETED).".into(),
+            Notice::Paused => "Task paused.".into(),
+            Notice::Resumed => "Task resumed.".into(),
+            Notice::Triggered => "Run triggered.".into(),
+            Notice::Cancelled => "Run cancelled.".into(),
+            Notice::Backfilled(n) => format!("Backfill: {n} runs added."),
+            Notice::PausedMany(n) => format!("Paused {}.", tasks(n)),
+            Notice::ResumedMany(n) => format!("Resumed {}.", tasks(n)),
+            Notice::TriggeredMany(n) => format!("Triggered {}.", tasks(n)),
+            Notice::SignedOut => "Signed out.".into(),
+        }
+    }
+}
+
+/// `path` with the query that tells `notice` on it.
+pub fn notice_link(path: &str, notice: Notice) -> String {
+    format!("{path}?{}", notice.query())
+}
+
 /// A whole page: `title` heads it and names it in the browser; `section` is marked current in
 /// the navigation.
-pub fn page(title: &str, section: Option<Section>, body: Markup) -> Markup {
+pub fn page(visitor: &Visitor, title: &str, section: Option<Section>, body: Markup) -> Markup {
+    frame(Some(visitor), title, section, body)
+}
+
+/// A page's frame, with the visitor's sign-out and notice when there is a visitor.
+fn frame(visitor: Option<&Visitor>, title: &str, section: Option<Section>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -60,9 +166,15 @@ pub fn page(title: &str, section: Option<Section>, body: Markup) -> Markup {
                     button #zone-switch type="button" hidden aria-pressed="false" {
                         "Times: UTC"
                     }
+                    @if let Some(visitor) = visitor.filter(|v| v.signed_in) {
+                        (sign_out_form(visitor))
+                    }
                 }
                 main #main tabindex="-1" {
                     h1 { (title) }
+                    @if let Some(notice) = visitor.and_then(|v| v.notice) {
+                        p.notice role="status" { (notice.text()) }
+                    }
                     (body)
                 }
             }
@@ -72,7 +184,8 @@ pub fn page(title: &str, section: Option<Section>, body: Markup) -> Markup {
 
 /// The page of an error, in the same layout.
 pub fn error_page(title: &str, message: &str) -> Markup {
-    page(
+    frame(
+        None,
         title,
         None,
         html! {
@@ -246,6 +359,76 @@ pub fn select(
     )
 }
 
+/// A choice of a form with no empty choice, `value` chosen.
+pub fn select_of(
+    name: &str,
+    label: &str,
+    choices: &[&str],
+    value: &str,
+    error: Option<&str>,
+) -> Markup {
+    field(
+        name,
+        label,
+        error,
+        html! {
+            select #(name) name=(name)
+                aria-invalid=[error.map(|_| "true")]
+                aria-describedby=[described_by(name, error)]
+            {
+                @for choice in choices {
+                    option value=(choice) selected[value == *choice] { (choice) }
+                }
+            }
+        },
+    )
+}
+
+/// A text area of `rows` lines.
+pub fn textarea(name: &str, label: &str, value: &str, rows: u32, error: Option<&str>) -> Markup {
+    field(
+        name,
+        label,
+        error,
+        html! {
+            textarea #(name) name=(name) rows=(rows) spellcheck="false"
+                aria-invalid=[error.map(|_| "true")]
+                aria-describedby=[described_by(name, error)]
+            { (value) }
+        },
+    )
+}
+
+/// A whole number, typed as text (so what the API refuses is shown as typed), with a hint.
+pub fn number(name: &str, label: &str, hint: &str, value: &str, error: Option<&str>) -> Markup {
+    let hint_id = format!("{name}-hint");
+    let described = match described_by(name, error) {
+        Some(error_id) => format!("{hint_id} {error_id}"),
+        None => hint_id.clone(),
+    };
+    field(
+        name,
+        label,
+        error,
+        html! {
+            input #(name) name=(name) type="text" inputmode="numeric" value=(value)
+                aria-invalid=[error.map(|_| "true")]
+                aria-describedby=(described);
+            span.hint #(hint_id) { (hint) }
+        },
+    )
+}
+
+/// A checkbox with its label after it.
+pub fn checkbox(name: &str, label: &str, checked: bool) -> Markup {
+    html! {
+        div.field.check {
+            input #(name) name=(name) type="checkbox" value="true" checked[checked];
+            label for=(name) { (label) }
+        }
+    }
+}
+
 /// A filter form (GET, so the filters are in the URL) with these fields.
 pub fn filter_form(action: &str, fields: Markup) -> Markup {
     html! {
@@ -256,6 +439,18 @@ pub fn filter_form(action: &str, fields: Markup) -> Markup {
             }
             div.field {
                 a href=(action) { "Clear filters" }
+            }
+        }
+    }
+}
+
+/// A button that posts to `action` (a change: CSRF-checked, for admins only; shown to them).
+pub fn action_button(visitor: &Visitor, action: &str, label: &str) -> Markup {
+    html! {
+        @if visitor.may_change() {
+            form.inline method="post" action=(action) {
+                (csrf_field(visitor))
+                button type="submit" { (label) }
             }
         }
     }

@@ -9,19 +9,19 @@ mod assets;
 mod audit;
 mod chart;
 mod dashboard;
+mod editor;
 mod filters;
 mod layout;
 mod runs;
 mod scenes;
+mod session;
 mod tasks;
 
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::body::BoxBody;
 use actix_web::http::{header, StatusCode};
 use actix_web::{middleware, web, HttpRequest, HttpResponse, ResponseError};
 use maud::Markup;
 
-use crate::api::ApiState;
 use crate::service::ServiceError;
 
 /// Where the console lives.
@@ -34,38 +34,47 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(web::scope("/console/assets").route("/{name}", web::get().to(assets::serve)))
         .service(
             web::scope(HOME)
-                .wrap(middleware::from_fn(signed_in))
+                .wrap(middleware::from_fn(session::guard))
+                .route("/sign-in", web::get().to(session::sign_in_form))
+                .route("/sign-in", web::post().to(session::sign_in))
+                .route("/sign-out", web::post().to(session::sign_out))
                 .route("", web::get().to(dashboard::show))
                 .route("/", web::get().to(dashboard::show))
                 .route("/tasks", web::get().to(tasks::list))
+                .route("/tasks/bulk", web::post().to(tasks::bulk))
+                .route("/tasks/new", web::get().to(editor::new_form))
+                .route("/tasks/new", web::post().to(editor::create))
                 .route("/tasks/{id}", web::get().to(tasks::detail))
+                .route("/tasks/{id}/edit", web::get().to(editor::edit_form))
+                .route("/tasks/{id}/edit", web::post().to(editor::update))
+                .route("/tasks/{id}/pause", web::post().to(tasks::pause))
+                .route("/tasks/{id}/resume", web::post().to(tasks::resume))
+                .route("/tasks/{id}/trigger", web::post().to(tasks::trigger))
+                .route("/tasks/{id}/backfill", web::post().to(tasks::backfill))
+                .route("/tasks/{id}/delete", web::get().to(tasks::confirm_delete))
+                .route("/tasks/{id}/delete", web::post().to(tasks::delete))
                 .route("/runs", web::get().to(runs::list))
                 .route("/runs/{request_id}", web::get().to(runs::detail))
+                .route("/runs/{request_id}/cancel", web::post().to(runs::cancel))
+                .route("/runs/{request_id}/rerun", web::post().to(runs::rerun))
                 .route("/scenes", web::get().to(scenes::list))
+                .route("/scenes/pause", web::post().to(scenes::pause))
+                .route("/scenes/resume", web::post().to(scenes::resume))
                 .route("/audit", web::get().to(audit::list))
                 .default_service(web::to(not_found)),
         );
 }
 
-async fn to_home() -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, HOME))
-        .finish()
+pub use session::session_principal;
+
+/// Whether the console answers `path` and so checks who asks itself (with its sign-in), not
+/// the API's token check.
+pub fn guards_itself(path: &str) -> bool {
+    path == "/" || path == HOME || path.starts_with("/console/")
 }
 
-/// Until the console has a sign-in of its own, it is served only where the admin API is open
-/// to all (no admin token configured); otherwise a page says so.
-async fn signed_in(
-    req: ServiceRequest,
-    next: middleware::Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let guarded = req
-        .app_data::<web::Data<ApiState>>()
-        .is_some_and(|state| state.security.has_tokens());
-    if guarded {
-        return Err(ConsoleError::SignInRequired.into());
-    }
-    Ok(next.call(req).await?.map_into_boxed_body())
+async fn to_home() -> HttpResponse {
+    see_other(HOME)
 }
 
 async fn not_found(req: HttpRequest) -> HttpResponse {
@@ -79,6 +88,13 @@ fn html(status: StatusCode, page: Markup) -> HttpResponse {
         .body(page.into_string())
 }
 
+/// The answer to a form: go on to `location` (a GET), so a reload does not post again.
+fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .finish()
+}
+
 /// A page answered 200.
 fn ok(page: Markup) -> HttpResponse {
     html(StatusCode::OK, page)
@@ -90,12 +106,20 @@ fn ok(page: Markup) -> HttpResponse {
 enum ConsoleError {
     #[error("{0}")]
     NotFound(String),
-    #[error("The console needs a sign-in, which is not built yet: while an admin token is configured, use the JSON API with Authorization: Bearer <token>.")]
+    #[error("Sign in first: this needs a token of this ax.")]
     SignInRequired,
+    /// A viewer's token asked for a change; the token's name.
+    #[error("The token `{0}` is a viewer's: it may look, not change.")]
+    Forbidden(String),
+    #[error("This form expired or came from another site: reload the page and send it again.")]
+    CsrfFailed,
     #[error("The store is unavailable: {0}")]
     Unavailable(String),
     #[error("{0}")]
     Failed(String),
+    /// What the API would answer to the same change (bad input, a conflict).
+    #[error("{0}")]
+    Refused(#[from] crate::error::ApiError),
 }
 
 impl From<ServiceError> for ConsoleError {
@@ -105,7 +129,7 @@ impl From<ServiceError> for ConsoleError {
                 ConsoleError::NotFound(format!("{}.", capitalized(&err.to_string())))
             }
             ServiceError::Store(err) => ConsoleError::Unavailable(err.to_string()),
-            other => ConsoleError::Failed(other.to_string()),
+            other => ConsoleError::Refused(other.into()),
         }
     }
 }
@@ -122,8 +146,10 @@ impl ResponseError for ConsoleError {
         match self {
             ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
             ConsoleError::SignInRequired => StatusCode::UNAUTHORIZED,
+            ConsoleError::Forbidden(_) | ConsoleError::CsrfFailed => StatusCode::FORBIDDEN,
             ConsoleError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ConsoleError::Failed(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ConsoleError::Refused(err) => err.status_code(),
         }
     }
 

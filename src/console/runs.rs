@@ -1,5 +1,5 @@
-//! The runs page (`/console/runs`, filtered in the URL, paged by cursor) and a run's page
-//! (`/console/runs/{requestId}`).
+//! The runs page (`/console/runs`, filtered in the URL, paged by cursor), a run's page
+//! (`/console/runs/{requestId}`), and a run's cancel and re-run.
 
 use std::collections::HashMap;
 
@@ -8,9 +8,13 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use maud::{html, Markup};
 
 use super::filters::{self, error_for, FilterError, Params, PAGE_SIZE};
-use super::layout::{self, maybe_time, none, page, run_badge, scrolling, stored_time, Section};
+use super::layout::{
+    self, action_button, maybe_time, none, notice_link, page, run_badge, scrolling, stored_time,
+    Notice, Section,
+};
+use super::session::{Submitted, Visitor};
 use super::tasks::{pretty_json, task_href};
-use super::{html as respond, ok, ConsoleError};
+use super::{html as respond, ok, see_other, ConsoleError};
 use crate::api::ApiState;
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::store::models::Instance;
@@ -22,13 +26,14 @@ const KEPT: &[&str] = &["task", "scene", "status", "from", "to"];
 /// `GET /console/runs?task=&scene=&status=&from=&to=&cursor=`.
 pub async fn list(
     state: web::Data<ApiState>,
+    visitor: Visitor,
     req: HttpRequest,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = filters::params(&req);
     let query = match filters::runs(&params) {
         Ok(query) => query,
         Err(error) => {
-            let page = list_page(&params, Some(&error), None);
+            let page = list_page(&visitor, &params, Some(&error), None);
             return Ok(respond(StatusCode::BAD_REQUEST, page));
         }
     };
@@ -38,7 +43,7 @@ pub async fn list(
         .await?;
     let names = service.task_names(task_ids(&runs)).await?;
     let listing = Listing { runs, next, names };
-    Ok(ok(list_page(&params, None, Some(&listing))))
+    Ok(ok(list_page(&visitor, &params, None, Some(&listing))))
 }
 
 /// The distinct tasks of these runs.
@@ -56,8 +61,14 @@ struct Listing {
     names: HashMap<TaskId, String>,
 }
 
-fn list_page(params: &Params, error: Option<&FilterError>, listing: Option<&Listing>) -> Markup {
+fn list_page(
+    visitor: &Visitor,
+    params: &Params,
+    error: Option<&FilterError>,
+    listing: Option<&Listing>,
+) -> Markup {
     page(
+        visitor,
         "Runs",
         Some(Section::Runs),
         html! {
@@ -183,22 +194,77 @@ pub fn run_href(run: &Instance) -> String {
 /// `GET /console/runs/{requestId}`.
 pub async fn detail(
     state: web::Data<ApiState>,
+    visitor: Visitor,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let not_found = || ConsoleError::NotFound(format!("There is no run with request id {path}."));
-    let request_id = RequestId::parse(&path).ok_or_else(not_found)?;
+    let request_id = request_id(&path)?;
     let service = &state.service;
-    let run = service.instance(request_id).await?.ok_or_else(not_found)?;
+    let run = service
+        .instance(request_id)
+        .await?
+        .ok_or_else(|| no_run(&path))?;
     let names = service.task_names(vec![run.task_id]).await?;
-    Ok(ok(detail_page(&run, &names)))
+    Ok(ok(detail_page(&visitor, &run, &names)))
 }
 
-fn detail_page(run: &Instance, names: &HashMap<TaskId, String>) -> Markup {
+/// `POST /console/runs/{requestId}/cancel`: the API's cancel (409 when the run is final).
+pub async fn cancel(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    path: web::Path<String>,
+    _form: Submitted,
+) -> Result<HttpResponse, ConsoleError> {
+    let run = state
+        .service
+        .cancel(request_id(&path)?, &visitor.principal)
+        .await?;
+    Ok(see_other(&notice_link(&run_href(&run), Notice::Cancelled)))
+}
+
+/// `POST /console/runs/{requestId}/rerun`: a manual run of the run's task with the run's params.
+pub async fn rerun(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    path: web::Path<String>,
+    _form: Submitted,
+) -> Result<HttpResponse, ConsoleError> {
+    let service = &state.service;
+    let run = service
+        .instance(request_id(&path)?)
+        .await?
+        .ok_or_else(|| no_run(&path))?;
+    let again = service
+        .trigger(run.task_id, run.params, &visitor.principal)
+        .await?;
+    Ok(see_other(&notice_link(
+        &run_href(&again),
+        Notice::Triggered,
+    )))
+}
+
+fn request_id(raw: &str) -> Result<RequestId, ConsoleError> {
+    RequestId::parse(raw).ok_or_else(|| no_run(raw))
+}
+
+fn no_run(raw: &str) -> ConsoleError {
+    ConsoleError::NotFound(format!("There is no run with request id {raw}."))
+}
+
+fn detail_page(visitor: &Visitor, run: &Instance, names: &HashMap<TaskId, String>) -> Markup {
+    let href = run_href(run);
     page(
+        visitor,
         &format!("Run {}", run.request_id),
         Some(Section::Runs),
         html! {
-            // Actions on the run (cancel) belong here, with the console's sign-in.
+            div.actions {
+                @if !run.status.is_final() {
+                    (action_button(visitor, &format!("{href}/cancel"), "Cancel run"))
+                }
+                @if names.contains_key(&run.task_id) {
+                    (action_button(visitor, &format!("{href}/rerun"), "Run again"))
+                }
+            }
             dl.fields {
                 dt { "Status" } dd { (run_badge(run.status)) }
                 dt { "Task" } dd { (task_link(run.task_id, names)) }

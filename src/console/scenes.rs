@@ -1,36 +1,79 @@
-//! The scenes page (`/console/scenes`): every scene with its task counts.
+//! The scenes page (`/console/scenes`): every scene with its task counts, and the pause or
+//! resume of a whole scene.
 
 use actix_web::{web, HttpResponse};
 use maud::{html, Markup};
 
 use super::filters::link;
-use super::layout::{page, scrolling, task_badge, Section};
-use super::{ok, ConsoleError};
-use crate::api::ApiState;
+use super::layout::{notice_link, page, scrolling, task_badge, Notice, Section};
+use super::session::{csrf_field, Submitted, Visitor};
+use super::{ok, see_other, ConsoleError};
+use crate::api::{validate, ApiState};
 use crate::service::SceneCounts;
 use crate::store::models::TaskStatus;
 
 /// `GET /console/scenes`.
-pub async fn list(state: web::Data<ApiState>) -> Result<HttpResponse, ConsoleError> {
+pub async fn list(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+) -> Result<HttpResponse, ConsoleError> {
     let scenes = state.service.scenes().await?;
-    Ok(ok(scenes_page(&scenes)))
+    Ok(ok(scenes_page(&visitor, &scenes)))
 }
 
-fn scenes_page(scenes: &[SceneCounts]) -> Markup {
+/// `POST /console/scenes/pause` (`scene`): pauses every task of the scene.
+pub async fn pause(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    form: Submitted,
+) -> Result<HttpResponse, ConsoleError> {
+    let scene = scene_of(&form)?;
+    let count = state.service.pause_scene(scene, &visitor.principal).await?;
+    Ok(see_other(&notice_link(
+        "/console/scenes",
+        Notice::PausedMany(count as i64),
+    )))
+}
+
+/// `POST /console/scenes/resume` (`scene`): resumes every paused task of the scene.
+pub async fn resume(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    form: Submitted,
+) -> Result<HttpResponse, ConsoleError> {
+    let scene = scene_of(&form)?;
+    let count = state
+        .service
+        .resume_scene(scene, &visitor.principal)
+        .await?;
+    Ok(see_other(&notice_link(
+        "/console/scenes",
+        Notice::ResumedMany(count as i64),
+    )))
+}
+
+/// The scene a form names, checked as the API checks it.
+fn scene_of(form: &Submitted) -> Result<String, ConsoleError> {
+    let scene = form.get("scene").unwrap_or_default().to_string();
+    Ok(validate::scene(scene)?)
+}
+
+fn scenes_page(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
     page(
+        visitor,
         "Scenes",
         Some(Section::Scenes),
         html! {
             @if scenes.is_empty() {
                 p.muted { "No tasks yet, so no scenes." }
             } @else {
-                (scene_table(scenes))
+                (scene_table(visitor, scenes))
             }
         },
     )
 }
 
-fn scene_table(scenes: &[SceneCounts]) -> Markup {
+fn scene_table(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
     let count = |scene: &SceneCounts, status: TaskStatus| {
         scene.by_status.get(status.as_str()).copied().unwrap_or(0)
     };
@@ -44,6 +87,7 @@ fn scene_table(scenes: &[SceneCounts]) -> Markup {
                         th.num scope="col" { "Tasks" }
                         @for status in TaskStatus::ALL { th.num scope="col" { (task_badge(*status)) } }
                         th scope="col" { "Runs" }
+                        @if visitor.may_change() { th scope="col" { "Actions" } }
                     }
                 }
                 tbody {
@@ -59,10 +103,27 @@ fn scene_table(scenes: &[SceneCounts]) -> Markup {
                                 }
                             }
                             td { a href=(link("/console/runs", &[("scene", Some(&scene.scene))])) { "Runs" } }
+                            @if visitor.may_change() {
+                                td.actions {
+                                    (scene_button(visitor, "/console/scenes/pause", &scene.scene, "Pause scene"))
+                                    (scene_button(visitor, "/console/scenes/resume", &scene.scene, "Resume scene"))
+                                }
+                            }
                         }
                     }
                 }
             }
         },
     )
+}
+
+/// A button posting `scene` to `action`; its accessible name says which scene.
+fn scene_button(visitor: &Visitor, action: &str, scene: &str, label: &str) -> Markup {
+    html! {
+        form.inline method="post" action=(action) {
+            (csrf_field(visitor))
+            input type="hidden" name="scene" value=(scene);
+            button type="submit" aria-label=(format!("{label} {scene}")) { (label) }
+        }
+    }
 }

@@ -75,4 +75,13 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    ax_session (id) {
+        id -> Text,
+        token_name -> Text,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(ax_task, ax_instance, ax_task_dependency);

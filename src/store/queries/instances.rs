@@ -575,3 +575,13 @@ pub async fn last_backfill_due(
         .first(c)
         .await)?)
 }
+
+/// How many runs of a task are open (`PENDING`, `READY`, `RUNNING`).
+pub async fn count_open(conn: &mut Conn, task_id: TaskId) -> Result<i64, StoreError> {
+    Ok(with_conn!(conn, |c| i::ax_instance
+        .filter(i::task_id.eq(task_id))
+        .filter(i::status.eq_any(crate::run::OPEN))
+        .count()
+        .get_result(c)
+        .await)?)
+}

@@ -6,6 +6,7 @@ pub mod meta;
 pub mod overlap;
 pub mod overview;
 pub mod runs;
+pub mod sessions;
 pub mod tasks;
 
 /// One page of a listing.

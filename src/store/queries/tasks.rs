@@ -229,6 +229,44 @@ pub async fn find_many(conn: &mut Conn, ids: Vec<TaskId>) -> Result<Vec<Task>, S
         .await)?)
 }
 
+/// The tasks of these (scene, name) pairs that exist.
+pub async fn find_named(
+    conn: &mut Conn,
+    pairs: &[(String, String)],
+) -> Result<Vec<Task>, StoreError> {
+    let scenes: Vec<&str> = pairs.iter().map(|(scene, _)| scene.as_str()).collect();
+    let names: Vec<&str> = pairs.iter().map(|(_, name)| name.as_str()).collect();
+    let rows: Vec<Task> = with_conn!(conn, |c| t::ax_task
+        .filter(t::scene.eq_any(&scenes))
+        .filter(t::name.eq_any(&names))
+        .select(Task::as_select())
+        .load(c)
+        .await)?;
+    Ok(rows
+        .into_iter()
+        .filter(|task| {
+            pairs
+                .iter()
+                .any(|(s, n)| *s == task.scene && *n == task.name)
+        })
+        .collect())
+}
+
+/// Up to `limit` names of a scene's tasks, in order (the `(scene, name)` index reads them).
+pub async fn names_in_scene(
+    conn: &mut Conn,
+    scene: &str,
+    limit: i64,
+) -> Result<Vec<String>, StoreError> {
+    Ok(with_conn!(conn, |c| t::ax_task
+        .filter(t::scene.eq(scene))
+        .order(t::name.asc())
+        .limit(limit)
+        .select(t::name)
+        .load(c)
+        .await)?)
+}
+
 /// Tasks by id, oldest first, with the total count matching the filter.
 pub async fn list(
     conn: &mut Conn,

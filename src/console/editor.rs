@@ -1,0 +1,554 @@
+//! The task editor (`/console/tasks/new`, `/console/tasks/{id}/edit`): every field of a task,
+//! sent through the API's own validation and the same service calls, with each error beside
+//! the field it names. A preview lists the next fire times; the script keeps it up to date from
+//! `GET /api/cron/next` as the expression or the zone is typed.
+
+use std::collections::HashMap;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use maud::{html, Markup};
+use serde_json::{Map, Value};
+
+use super::filters;
+use super::layout::{self, notice_link, page, Notice, Section};
+use super::session::{csrf_field, Submitted, Visitor};
+use super::tasks::{self, parse_task_id, pretty_json, task_href};
+use super::{ok, see_other, ConsoleError};
+use crate::api::validate::{self, DEFAULT_MAX_RETRY, DEFAULT_SCENE, DEFAULT_TIMEOUT_MS};
+use crate::api::ApiState;
+use crate::error::ApiError;
+use crate::run::{OverlapPolicy, TaskId};
+use crate::service::{Service, TaskDetails};
+use crate::store::models::{Task, TaskStatus};
+
+/// Names of a scene's tasks the dependency field suggests.
+const SUGGESTED_NAMES: i64 = 200;
+
+/// The editor's fields as text, as shown and as sent back. The form's field names are the
+/// API's, so an API error's `field` names the input it belongs beside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Draft {
+    name: String,
+    scene: String,
+    cron: String,
+    time_zone: String,
+    handler_url: String,
+    params: String,
+    max_retry: String,
+    timeout_ms: String,
+    retry_backoff_secs: String,
+    retry_factor: String,
+    misfire_threshold_secs: String,
+    dependency_timeout_secs: String,
+    /// Upstream tasks by name, one a line: `name` in this task's scene, else `scene/name`.
+    depends_on: String,
+    overlap: String,
+    jitter_secs: String,
+    enabled: bool,
+}
+
+/// The numeric fields: (form and API name, label, hint).
+const NUMBERS: &[(&str, &str, &str)] = &[
+    ("maxRetry", "Max retries", "0-100; default 3"),
+    (
+        "timeoutMs",
+        "Timeout (ms)",
+        "how long a run may take; default 30000",
+    ),
+    (
+        "retryBackoffSecs",
+        "Retry back-off (s)",
+        "empty: the server's default",
+    ),
+    ("retryFactor", "Retry factor", "empty: the server's default"),
+    (
+        "misfireThresholdSecs",
+        "Misfire threshold (s)",
+        "empty: the server's default",
+    ),
+    (
+        "dependencyTimeoutSecs",
+        "Dependency timeout (s)",
+        "empty: the server's default",
+    ),
+    (
+        "jitterSecs",
+        "Jitter (s)",
+        "0-3600: each run is spread over this many seconds",
+    ),
+];
+
+impl Draft {
+    /// A new task's fields, in `scene` when given.
+    fn new(scene: Option<&str>) -> Draft {
+        Draft {
+            name: String::new(),
+            scene: scene.unwrap_or(DEFAULT_SCENE).to_string(),
+            cron: "0 * * * * *".into(),
+            time_zone: "UTC".into(),
+            handler_url: String::new(),
+            params: "{}".into(),
+            max_retry: DEFAULT_MAX_RETRY.to_string(),
+            timeout_ms: DEFAULT_TIMEOUT_MS.to_string(),
+            retry_backoff_secs: String::new(),
+            retry_factor: String::new(),
+            misfire_threshold_secs: String::new(),
+            dependency_timeout_secs: String::new(),
+            depends_on: String::new(),
+            overlap: OverlapPolicy::Allow.as_str().into(),
+            jitter_secs: "0".into(),
+            enabled: true,
+        }
+    }
+
+    /// A task's fields; `upstreams` are its upstream tasks.
+    fn of(task: &Task, upstreams: &[Task]) -> Draft {
+        let number = |value: Option<i32>| value.map(|v| v.to_string()).unwrap_or_default();
+        let depends_on: Vec<String> = upstreams
+            .iter()
+            .map(|upstream| upstream_name(&task.scene, upstream))
+            .collect();
+        Draft {
+            name: task.name.clone(),
+            scene: task.scene.clone(),
+            cron: task.cron.clone(),
+            time_zone: task.time_zone.clone(),
+            handler_url: task.handler_url.clone(),
+            params: pretty_json(&task.params),
+            max_retry: task.max_retry.to_string(),
+            timeout_ms: task.timeout_ms.to_string(),
+            retry_backoff_secs: number(task.retry_backoff_secs),
+            retry_factor: number(task.retry_factor),
+            misfire_threshold_secs: number(task.misfire_threshold_secs),
+            dependency_timeout_secs: number(task.dependency_timeout_secs),
+            depends_on: depends_on.join("\n"),
+            overlap: task.overlap.as_str().into(),
+            jitter_secs: task.jitter_secs.to_string(),
+            enabled: task.status == TaskStatus::Enabled,
+        }
+    }
+
+    /// The fields a form sent.
+    fn sent(form: &Submitted) -> Draft {
+        let text = |name: &str| form.get(name).unwrap_or_default().to_string();
+        Draft {
+            name: text("name"),
+            scene: text("scene"),
+            cron: text("cron"),
+            time_zone: text("timeZone"),
+            handler_url: text("handlerUrl"),
+            params: form.raw("params").unwrap_or_default().trim().to_string(),
+            max_retry: text("maxRetry"),
+            timeout_ms: text("timeoutMs"),
+            retry_backoff_secs: text("retryBackoffSecs"),
+            retry_factor: text("retryFactor"),
+            misfire_threshold_secs: text("misfireThresholdSecs"),
+            dependency_timeout_secs: text("dependencyTimeoutSecs"),
+            depends_on: form.raw("dependsOn").unwrap_or_default().trim().to_string(),
+            overlap: text("overlap"),
+            jitter_secs: text("jitterSecs"),
+            enabled: form.get("enabled").is_some(),
+        }
+    }
+
+    fn number(&self, name: &str) -> &str {
+        match name {
+            "maxRetry" => &self.max_retry,
+            "timeoutMs" => &self.timeout_ms,
+            "retryBackoffSecs" => &self.retry_backoff_secs,
+            "retryFactor" => &self.retry_factor,
+            "misfireThresholdSecs" => &self.misfire_threshold_secs,
+            "dependencyTimeoutSecs" => &self.dependency_timeout_secs,
+            _ => &self.jitter_secs,
+        }
+    }
+
+    /// The scene the task is in, as its upstreams' names are read.
+    fn scene_or_default(&self) -> &str {
+        if self.scene.is_empty() {
+            DEFAULT_SCENE
+        } else {
+            &self.scene
+        }
+    }
+
+    /// The lines of the dependency field.
+    fn upstream_lines(&self) -> Vec<&str> {
+        self.depends_on
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect()
+    }
+
+    /// The API body of the draft, its upstreams resolved to `depends_on`: what the API's
+    /// validation then checks. An empty field is left out (its default); a number that does
+    /// not read as one is sent as text, for the API's own message.
+    fn body(&self, depends_on: &[TaskId]) -> Result<Value, ApiError> {
+        let mut body = Map::new();
+        let mut put = |name: &str, value: &str| {
+            if !value.is_empty() {
+                body.insert(name.into(), Value::String(value.into()));
+            }
+        };
+        put("name", &self.name);
+        put("scene", &self.scene);
+        put("cron", &self.cron);
+        put("timeZone", &self.time_zone);
+        put("handlerUrl", &self.handler_url);
+        put("overlap", &self.overlap);
+        for (name, _, _) in NUMBERS {
+            let text = self.number(name);
+            if !text.is_empty() {
+                let value = text
+                    .parse::<i64>()
+                    .map_or_else(|_| Value::String(text.into()), Value::from);
+                body.insert((*name).into(), value);
+            }
+        }
+        if !self.params.is_empty() {
+            let params: Value = serde_json::from_str(&self.params).map_err(|err| {
+                ApiError::invalid("params", format!("params is not valid JSON: {err}"))
+            })?;
+            body.insert("params".into(), params);
+        }
+        body.insert("enabled".into(), Value::Bool(self.enabled));
+        let ids: Vec<Value> = depends_on.iter().map(|id| Value::from(id.0)).collect();
+        body.insert("dependsOn".into(), Value::Array(ids));
+        Ok(Value::Object(body))
+    }
+}
+
+/// How an upstream is named from a task of `scene`.
+fn upstream_name(scene: &str, upstream: &Task) -> String {
+    if upstream.scene == scene {
+        upstream.name.clone()
+    } else {
+        format!("{}/{}", upstream.scene, upstream.name)
+    }
+}
+
+/// The (scene, name) pairs a line of the dependency field may mean, in order of preference: a
+/// name in the task's own scene, else `scene/name` (scenes hold no `/`).
+fn candidates(scene: &str, line: &str) -> Vec<(String, String)> {
+    let mut pairs = vec![(scene.to_string(), line.to_string())];
+    if let Some((other, name)) = line.split_once('/') {
+        pairs.push((other.to_string(), name.to_string()));
+    }
+    pairs
+}
+
+/// The ids of the draft's upstreams, by name; an unknown name is an error of `dependsOn`.
+async fn resolve_upstreams(service: &Service, draft: &Draft) -> Result<Vec<TaskId>, ConsoleError> {
+    let scene = draft.scene_or_default();
+    let lines = draft.upstream_lines();
+    if lines.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wanted: Vec<(String, String)> = lines
+        .iter()
+        .flat_map(|line| candidates(scene, line))
+        .collect();
+    let found = service.tasks_named(wanted).await?;
+    let by_name: HashMap<(&str, &str), TaskId> = found
+        .iter()
+        .map(|task| ((task.scene.as_str(), task.name.as_str()), task.id))
+        .collect();
+    let mut ids = Vec::with_capacity(lines.len());
+    for line in lines {
+        let id = candidates(scene, line)
+            .iter()
+            .find_map(|(s, n)| by_name.get(&(s.as_str(), n.as_str())).copied());
+        match id {
+            Some(id) => ids.push(id),
+            None => {
+                let message = format!("no task is named `{line}` in scene `{scene}` (another scene's task: scene/name)");
+                return Err(ApiError::invalid("dependsOn", message).into());
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// What a save was refused for: the field named, if any, and the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Refusal {
+    field: Option<String>,
+    message: String,
+}
+
+impl Refusal {
+    fn of(err: &ApiError) -> Refusal {
+        let field = match err {
+            ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.clone(),
+            _ => None,
+        };
+        Refusal {
+            field,
+            message: err.to_string(),
+        }
+    }
+
+    fn for_field(refusal: Option<&Refusal>, field: &str) -> Option<String> {
+        refusal
+            .filter(|r| r.field.as_deref() == Some(field))
+            .map(|r| r.message.clone())
+    }
+}
+
+/// Which task the editor saves: a new one, or task `id`.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    New,
+    Existing(TaskId),
+}
+
+impl Target {
+    fn action(self) -> String {
+        match self {
+            Target::New => "/console/tasks/new".into(),
+            Target::Existing(id) => format!("{}/edit", task_href(id)),
+        }
+    }
+}
+
+/// `GET /console/tasks/new?scene=`.
+pub async fn new_form(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    req: HttpRequest,
+) -> Result<HttpResponse, ConsoleError> {
+    let params = filters::params(&req);
+    let draft = Draft::new(params.get("scene").map(String::as_str));
+    editor(&state, &visitor, Target::New, &draft, None).await
+}
+
+/// `POST /console/tasks/new`: the API's create.
+pub async fn create(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    form: Submitted,
+) -> Result<HttpResponse, ConsoleError> {
+    save(&state, &visitor, Target::New, Draft::sent(&form)).await
+}
+
+/// `GET /console/tasks/{id}/edit`.
+pub async fn edit_form(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let id = parse_task_id(&path)?;
+    let details = state.service.task(id).await?;
+    let upstreams = state
+        .service
+        .tasks_by_id(details.depends_on.clone())
+        .await?;
+    let draft = Draft::of(&details.task, &upstreams);
+    editor(&state, &visitor, Target::Existing(id), &draft, None).await
+}
+
+/// `POST /console/tasks/{id}/edit`: the API's replace (`PUT`).
+pub async fn update(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    path: web::Path<String>,
+    form: Submitted,
+) -> Result<HttpResponse, ConsoleError> {
+    let id = parse_task_id(&path)?;
+    save(&state, &visitor, Target::Existing(id), Draft::sent(&form)).await
+}
+
+/// Saves the draft as the API would; a refusal shows the editor again with its message.
+async fn save(
+    state: &ApiState,
+    visitor: &Visitor,
+    target: Target,
+    draft: Draft,
+) -> Result<HttpResponse, ConsoleError> {
+    match saved(state, visitor, target, &draft).await {
+        Ok(details) => {
+            let notice = match target {
+                Target::New => Notice::Created,
+                Target::Existing(_) => Notice::Saved,
+            };
+            Ok(see_other(&notice_link(&task_href(details.task.id), notice)))
+        }
+        Err(ConsoleError::Refused(err)) => {
+            let refusal = Refusal::of(&err);
+            let mut response = editor(state, visitor, target, &draft, Some(&refusal)).await?;
+            *response.status_mut() = actix_web::ResponseError::status_code(&err);
+            Ok(response)
+        }
+        Err(other) => Err(other),
+    }
+}
+
+async fn saved(
+    state: &ApiState,
+    visitor: &Visitor,
+    target: Target,
+    draft: &Draft,
+) -> Result<TaskDetails, ConsoleError> {
+    let upstreams = resolve_upstreams(&state.service, draft).await?;
+    let body = draft.body(&upstreams)?;
+    let input = validate::task_input(body, &state.security.allowlist)?;
+    let actor = &visitor.principal;
+    Ok(match target {
+        Target::New => state.service.create_task(input, actor).await?,
+        Target::Existing(id) => state.service.update_task(id, input, actor).await?,
+    })
+}
+
+/// The editor page, with the refusal of the last save if any.
+async fn editor(
+    state: &ApiState,
+    visitor: &Visitor,
+    target: Target,
+    draft: &Draft,
+    refusal: Option<&Refusal>,
+) -> Result<HttpResponse, ConsoleError> {
+    let suggestions = state
+        .service
+        .names_in_scene(draft.scene_or_default().to_string(), SUGGESTED_NAMES)
+        .await?;
+    let preview = preview(state, draft);
+    let title = match target {
+        Target::New => "New task".to_string(),
+        Target::Existing(_) => format!("Edit task {}", draft.name),
+    };
+    let page = page(
+        visitor,
+        &title,
+        Some(Section::Tasks),
+        editor_form(visitor, target, draft, refusal, &suggestions, preview),
+    );
+    Ok(ok(page))
+}
+
+/// The preview of the draft's schedule, as `GET /api/cron/next` reads it (the same checks).
+fn preview(state: &ApiState, draft: &Draft) -> Markup {
+    let query: HashMap<String, String> = [("expr", &draft.cron), ("tz", &draft.time_zone)]
+        .into_iter()
+        .filter(|(_, value)| !value.is_empty())
+        .map(|(key, value)| (key.to_string(), value.clone()))
+        .collect();
+    let now = state.service.now();
+    match validate::cron_preview(&query, now) {
+        Ok((schedule, from, count)) => html! {
+            p #preview-description { (schedule.describe()) }
+            (tasks::upcoming(&schedule, &schedule.upcoming(from, count)))
+        },
+        Err(err) => html! { p.error #preview-description { (err.to_string()) } },
+    }
+}
+
+fn editor_form(
+    visitor: &Visitor,
+    target: Target,
+    draft: &Draft,
+    refusal: Option<&Refusal>,
+    suggestions: &[String],
+    preview: Markup,
+) -> Markup {
+    let error = |field: &str| Refusal::for_field(refusal, field);
+    let overlaps: Vec<&str> = OverlapPolicy::ALL.iter().map(|p| p.as_str()).collect();
+    let back = match target {
+        Target::New => "/console/tasks".to_string(),
+        Target::Existing(id) => task_href(id),
+    };
+    html! {
+        @if let Some(refusal) = refusal {
+            div.error role="alert" #form-error {
+                "Not saved: " (refusal.message)
+                @if let Some(field) = &refusal.field { " " a href=(format!("#{field}")) { "Go to the field" } }
+            }
+        }
+        form.editor method="post" action=(target.action()) novalidate {
+            (csrf_field(visitor))
+            fieldset {
+                legend { "Task" }
+                (layout::input("name", "Name", "text", Some(&draft.name), error("name").as_deref()))
+                (layout::input("scene", "Scene", "text", Some(&draft.scene), error("scene").as_deref()))
+                (layout::input("handlerUrl", "Handler URL", "url", Some(&draft.handler_url), error("handlerUrl").as_deref()))
+                (layout::checkbox("enabled", "Enabled (fires on its schedule)", draft.enabled))
+            }
+            fieldset {
+                legend { "Schedule" }
+                (layout::input("cron", "Cron (sec min hour day month weekday)", "text", Some(&draft.cron), error("cron").as_deref()))
+                (layout::input("timeZone", "Time zone (IANA name)", "text", Some(&draft.time_zone), error("timeZone").as_deref()))
+                section.preview aria-labelledby="preview-heading" {
+                    h2 #preview-heading { "Next 10 fire times" }
+                    div #preview aria-live="polite" { (preview) }
+                }
+                (layout::select_of("overlap", "When a run is due while an earlier one is open", &overlaps, &draft.overlap, error("overlap").as_deref()))
+            }
+            fieldset {
+                legend { "Params" }
+                (layout::textarea("params", "Params (a JSON object sent with each run)", &draft.params, 6, error("params").as_deref()))
+                p.hint #params-check aria-live="polite" {}
+            }
+            fieldset {
+                legend { "Dependencies" }
+                (layout::textarea("dependsOn", "Upstream tasks, one name a line (scene/name for another scene)", &draft.depends_on, 3, error("dependsOn").as_deref()))
+                datalist #task-names {
+                    @for name in suggestions { option value=(name) {} }
+                }
+                @if !suggestions.is_empty() {
+                    details {
+                        summary { "Tasks of scene " (draft.scene_or_default()) }
+                        ul.names { @for name in suggestions { li { code { (name) } } } }
+                    }
+                }
+            }
+            fieldset {
+                legend { "Retries and limits" }
+                div.grid {
+                    @for (name, label, hint) in NUMBERS {
+                        (layout::number(name, label, hint, draft.number(name), error(name).as_deref()))
+                    }
+                }
+            }
+            div.actions {
+                button type="submit" { "Save task" }
+                a href=(back) { "Cancel" }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_params_go_to_the_api_as_typed() {
+        let mut draft = Draft::new(Some("ops"));
+        draft.name = "nightly".into();
+        draft.handler_url = "http://127.0.0.1:9/run".into();
+        draft.params = r#"{"a": 1}"#.into();
+        draft.max_retry = "two".into();
+        draft.retry_factor = String::new();
+        let body = draft.body(&[TaskId(4)]).expect("a body");
+        assert_eq!(body["maxRetry"], "two");
+        assert_eq!(body["timeoutMs"], 30_000);
+        assert_eq!(body["params"]["a"], 1);
+        assert_eq!(body["dependsOn"], serde_json::json!([4]));
+        assert!(body.get("retryFactor").is_none());
+        draft.params = "{nope".into();
+        let err = draft.body(&[]).expect_err("bad JSON");
+        assert_eq!(Refusal::of(&err).field.as_deref(), Some("params"));
+    }
+
+    #[test]
+    fn an_upstream_is_read_in_the_task_scene_first() {
+        assert_eq!(
+            candidates("ops", "reports/daily"),
+            [
+                ("ops".to_string(), "reports/daily".to_string()),
+                ("reports".to_string(), "daily".to_string())
+            ]
+        );
+        assert_eq!(candidates("ops", "daily").len(), 1);
+    }
+}

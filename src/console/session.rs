@@ -1,0 +1,386 @@
+//! Who is at the console: the sign-in page, the session cookie, the CSRF token of every form,
+//! and the guard that lets a page or an action through.
+//!
+//! With tokens configured, signing in with one opens a session in the store (so any ax process
+//! of a cluster knows it), carried by an `HttpOnly`, `SameSite=Strict` cookie; a request with
+//! `Authorization: Bearer <token>` is let in as that token too. Without tokens the console is
+//! open, like the API. Either way every form carries a CSRF token the server checks: bound to
+//! the session when there is one, else to a cookie of its own (double submit).
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::cookie::{Cookie, SameSite};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::{header, Method};
+use actix_web::{middleware, web, FromRequest, HttpMessage, HttpRequest, HttpResponse};
+use futures_util::future::LocalBoxFuture;
+use maud::{html, Markup};
+
+use super::layout::{self, Notice};
+use super::{ok, see_other, ConsoleError, HOME};
+use crate::api::ApiState;
+use crate::security::{self, same_secret, Principal};
+
+/// The cookie of a signed-in session.
+pub const SESSION_COOKIE: &str = "ax_session";
+/// The cookie of the CSRF token when there is no session (no tokens configured, or the sign-in
+/// form itself).
+const CSRF_COOKIE: &str = "ax_csrf";
+/// The hidden field of every console form.
+pub const CSRF_FIELD: &str = "csrf";
+/// How long a sign-in lasts.
+const SESSION_HOURS: i64 = 12;
+const SIGN_IN: &str = "/console/sign-in";
+const SIGN_OUT: &str = "/console/sign-out";
+
+/// Who is looking at a page, and what its forms need.
+#[derive(Debug, Clone)]
+pub struct Visitor {
+    pub principal: Principal,
+    /// Whether the console asks for a sign-in (tokens are configured): it then offers sign-out.
+    pub signed_in: bool,
+    /// The value of every form's [`CSRF_FIELD`].
+    pub csrf: String,
+    /// What the action that led here did (from the redirect's query).
+    pub notice: Option<Notice>,
+}
+
+impl Visitor {
+    /// Whether the page offers changes.
+    pub fn may_change(&self) -> bool {
+        self.principal.may_change()
+    }
+}
+
+impl FromRequest for Visitor {
+    type Error = actix_web::Error;
+    type Future = std::future::Ready<Result<Visitor, actix_web::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let visitor = req.extensions().get::<Visitor>().cloned();
+        std::future::ready(visitor.ok_or_else(|| ConsoleError::SignInRequired.into()))
+    }
+}
+
+/// The fields of a submitted console form whose CSRF token checked out. Every console action
+/// reads its form through this, so none can skip the check.
+#[derive(Debug)]
+pub struct Submitted {
+    fields: Vec<(String, String)>,
+}
+
+impl Submitted {
+    /// The first value of `name`, trimmed; `None` when absent or empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.trim())
+            .filter(|value| !value.is_empty())
+    }
+
+    /// Every value of `name` (checkboxes of one name), in order.
+    pub fn all<'f>(&'f self, name: &'f str) -> impl Iterator<Item = &'f str> + 'f {
+        self.fields
+            .iter()
+            .filter(move |(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The raw value of `name` (untrimmed, as a textarea sent it).
+    pub fn raw(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+impl FromRequest for Submitted {
+    type Error = actix_web::Error;
+    type Future = LocalBoxFuture<'static, Result<Submitted, actix_web::Error>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let body = web::Bytes::from_request(req, payload);
+        let expected = req.extensions().get::<Visitor>().map(|v| v.csrf.clone());
+        Box::pin(async move {
+            let body = body.await?;
+            let fields: Vec<(String, String)> =
+                url::form_urlencoded::parse(&body).into_owned().collect();
+            let given = fields.iter().find(|(key, _)| key == CSRF_FIELD);
+            match (expected, given) {
+                (Some(expected), Some((_, given))) if same_secret(given, &expected) => {
+                    Ok(Submitted { fields })
+                }
+                _ => Err(ConsoleError::CsrfFailed.into()),
+            }
+        })
+    }
+}
+
+/// The hidden CSRF field of a form.
+pub fn csrf_field(visitor: &Visitor) -> Markup {
+    html! { input type="hidden" name=(CSRF_FIELD) value=(visitor.csrf); }
+}
+
+/// Lets a console request through as its visitor, or sends it to the sign-in page; a change
+/// needs an admin. Sets the CSRF cookie when the request had none.
+pub async fn guard(
+    req: ServiceRequest,
+    next: middleware::Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(state) = req.app_data::<web::Data<ApiState>>().cloned() else {
+        return Err(ConsoleError::Failed("the console has no state".into()).into());
+    };
+    let security = &state.security;
+    let cookie_csrf = req
+        .cookie(CSRF_COOKIE)
+        .map(|cookie| cookie.value().to_string())
+        .filter(|value| is_secret(value));
+    let session = req
+        .cookie(SESSION_COOKIE)
+        .map(|cookie| cookie.value().to_string())
+        .filter(|value| is_secret(value));
+    let at_sign_in = req.path() == SIGN_IN;
+    let principal = if !security.has_tokens() {
+        Some(Principal::anonymous())
+    } else if let Some(principal) = bearer(&req, security) {
+        Some(principal)
+    } else if session.is_some() {
+        session_principal(&req, &state).await
+    } else {
+        None
+    };
+    // A session's forms carry its own token; without one, the CSRF cookie's.
+    let session_csrf = principal
+        .as_ref()
+        .and(session.as_deref())
+        .map(|secret| security::csrf_token(&security.secret, secret));
+    let new_cookie = cookie_csrf.is_none().then(security::new_secret);
+    let csrf = session_csrf
+        .or(cookie_csrf)
+        .or_else(|| new_cookie.clone())
+        .unwrap_or_default();
+    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
+    let principal = match principal {
+        Some(principal) => principal,
+        None if at_sign_in => Principal::anonymous(),
+        None if reads => {
+            let target = format!("{SIGN_IN}?next={}", encoded(&local_target(&req)));
+            return Ok(req.into_response(see_other(&target)));
+        }
+        None => return Err(ConsoleError::SignInRequired.into()),
+    };
+    if !reads && !at_sign_in && req.path() != SIGN_OUT && !principal.may_change() {
+        return Err(ConsoleError::Forbidden(principal.name).into());
+    }
+    let notice = Notice::from_query(req.query_string());
+    req.extensions_mut().insert(Visitor {
+        signed_in: security.has_tokens() && !at_sign_in,
+        principal,
+        csrf,
+        notice,
+    });
+    let secure = req.connection_info().scheme() == "https";
+    let mut response = next.call(req).await?.map_into_boxed_body();
+    if let Some(value) = new_cookie {
+        let cookie = private_cookie(CSRF_COOKIE, value, secure);
+        response.response_mut().add_cookie(&cookie)?;
+    }
+    Ok(response)
+}
+
+/// Who the session cookie of `req` is signed in as, if it is one of an open session.
+pub async fn session_principal(req: &ServiceRequest, state: &ApiState) -> Option<Principal> {
+    let secret = req.cookie(SESSION_COOKIE)?.value().to_string();
+    if !is_secret(&secret) {
+        return None;
+    }
+    match state.service.session(&secret).await {
+        Ok(name) => name.and_then(|name| state.security.principal_named(&name)),
+        Err(err) => {
+            log::warn!("console: a session could not be looked up: {err}");
+            None
+        }
+    }
+}
+
+/// Who an `Authorization: Bearer` header names, when it carries a configured token.
+fn bearer(req: &ServiceRequest, security: &security::Security) -> Option<Principal> {
+    let header = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    security.authorize(Some(header))
+}
+
+/// Whether a cookie's value has the shape of a secret ax made, so nothing else reaches a query.
+pub fn is_secret(value: &str) -> bool {
+    value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A cookie scripts cannot read and other sites' requests do not carry.
+fn private_cookie(name: &str, value: String, secure: bool) -> Cookie<'static> {
+    Cookie::build(name.to_string(), value)
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .secure(secure)
+        .finish()
+}
+
+/// The page a request asked for, to return to after signing in.
+fn local_target(req: &ServiceRequest) -> String {
+    match req.query_string() {
+        "" => req.path().to_string(),
+        query => format!("{}?{query}", req.path()),
+    }
+}
+
+fn encoded(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// Where to go after signing in: a console page, never another site.
+fn next_page(next: Option<&str>) -> &str {
+    next.filter(|next| next.starts_with(HOME) && !next.starts_with(SIGN_IN) && !next.contains("//"))
+        .unwrap_or(HOME)
+}
+
+/// `GET /console/sign-in?next=`: the form, or straight on when there is nothing to sign in to.
+pub async fn sign_in_form(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    req: HttpRequest,
+) -> HttpResponse {
+    let params = super::filters::params(&req);
+    let next = next_page(params.get("next").map(String::as_str));
+    if !state.security.has_tokens() {
+        return see_other(next);
+    }
+    ok(sign_in_page(&visitor, next, None))
+}
+
+/// `POST /console/sign-in`: with a configured token, opens a session and goes on to `next`.
+pub async fn sign_in(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    form: Submitted,
+    req: HttpRequest,
+) -> Result<HttpResponse, ConsoleError> {
+    let next = next_page(form.get("next")).to_string();
+    let token = form.get("token").unwrap_or_default();
+    let principal = (!token.is_empty())
+        .then(|| state.security.authorize(Some(&format!("Bearer {token}"))))
+        .flatten()
+        .filter(|_| state.security.has_tokens());
+    let Some(principal) = principal else {
+        let error = if token.is_empty() {
+            "Enter a token."
+        } else {
+            "This is not a token of this ax."
+        };
+        let page = sign_in_page(&visitor, &next, Some(error));
+        return Ok(super::html(actix_web::http::StatusCode::UNAUTHORIZED, page));
+    };
+    let lifetime = chrono::Duration::hours(SESSION_HOURS);
+    let secret = state
+        .service
+        .open_session(&principal.name, lifetime)
+        .await?;
+    log::info!("console: {} signed in", principal.name);
+    let secure = req.connection_info().scheme() == "https";
+    let mut cookie = private_cookie(SESSION_COOKIE, secret, secure);
+    cookie.set_max_age(actix_web::cookie::time::Duration::hours(SESSION_HOURS));
+    let mut response = see_other(&next);
+    response
+        .add_cookie(&cookie)
+        .map_err(|err| ConsoleError::Failed(err.to_string()))?;
+    Ok(response)
+}
+
+/// `POST /console/sign-out`: ends the session in the store and drops its cookie.
+pub async fn sign_out(
+    state: web::Data<ApiState>,
+    _form: Submitted,
+    req: HttpRequest,
+) -> Result<HttpResponse, ConsoleError> {
+    if let Some(cookie) = req.cookie(SESSION_COOKIE) {
+        if is_secret(cookie.value()) {
+            state.service.close_session(cookie.value()).await?;
+        }
+    }
+    let mut response = see_other(&format!("{SIGN_IN}?done=signed-out"));
+    let mut gone = private_cookie(SESSION_COOKIE, String::new(), false);
+    gone.make_removal();
+    response
+        .add_cookie(&gone)
+        .map_err(|err| ConsoleError::Failed(err.to_string()))?;
+    Ok(response)
+}
+
+fn sign_in_page(visitor: &Visitor, next: &str, error: Option<&str>) -> Markup {
+    layout::page(
+        visitor,
+        "Sign in",
+        None,
+        html! {
+            p { "Sign in with an ax token: the admin token or a named one from "
+                code { "server.tokens" } "." }
+            form.stacked method="post" action=(SIGN_IN) {
+                (csrf_field(visitor))
+                input type="hidden" name="next" value=(next);
+                (layout::input("token", "Token", "password", None, error))
+                div.field { button type="submit" { "Sign in" } }
+            }
+        },
+    )
+}
+
+/// The header's sign-out button.
+pub fn sign_out_form(visitor: &Visitor) -> Markup {
+    html! {
+        form.inline method="post" action=(SIGN_OUT) {
+            (csrf_field(visitor))
+            span.who { "Signed in as " strong { (visitor.principal.name) } }
+            " "
+            button type="submit" { "Sign out" }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// The visitor of a console without tokens, for rendering pages in tests.
+    pub fn visitor() -> Visitor {
+        Visitor {
+            principal: Principal::anonymous(),
+            signed_in: false,
+            csrf: "0".repeat(64),
+            notice: None,
+        }
+    }
+
+    #[test]
+    fn only_console_pages_are_returned_to() {
+        assert_eq!(
+            next_page(Some("/console/tasks?scene=a")),
+            "/console/tasks?scene=a"
+        );
+        for elsewhere in [
+            "https://evil.example/",
+            "//evil.example/console",
+            "/console//evil.example",
+            "/api/tasks",
+            "/console/sign-in?next=/x",
+        ] {
+            assert_eq!(next_page(Some(elsewhere)), HOME, "{elsewhere}");
+        }
+        assert_eq!(next_page(None), HOME);
+    }
+
+    #[test]
+    fn only_secrets_ax_makes_are_read_from_cookies() {
+        assert!(is_secret(&security::new_secret()));
+        assert!(!is_secret("abc"));
+        assert!(!is_secret(&"z".repeat(64)));
+    }
+}
