@@ -34,7 +34,7 @@ pub const LAPTOP: (u32, u32) = (1280, 800);
 /// A phone's viewport (CSS pixels).
 pub const PHONE: (u32, u32) = (390, 844);
 /// How long the `wait_…` helpers wait.
-pub const WAIT: Duration = Duration::from_secs(5);
+pub const WAIT: Duration = Duration::from_secs(10);
 
 /// Keys for [`Browser::press`], as WebDriver spells them.
 pub mod keys {
@@ -98,6 +98,10 @@ impl Driver {
         let child = Command::new(CHROMEDRIVER)
             .arg("--port=0")
             .env("TZ", BROWSER_ZONE)
+            // Nothing is written to the user's home: Chromium's crash database, say.
+            .env("HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
             .stderr(log)
@@ -137,23 +141,45 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        // The whole group: chromedriver and every Chromium process it started; then wait
-        // until they are gone.
-        let group = format!("-{}", self.child.id());
-        let signal = |signal: &str| {
+        // chromedriver and the Chromium it started share its process group; Chromium's crash
+        // handlers leave the group but name the temp dir (their database is under its HOME).
+        // Killed again until none is left.
+        let kill = |target: &str| {
             Command::new("kill")
-                .args([signal, "--", &group])
+                .args(["-KILL", "--", target])
                 .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|status| status.success())
         };
-        signal("-KILL");
+        let group = format!("-{}", self.child.id());
+        kill(&group);
         let _ = self.child.wait();
         let deadline = Instant::now() + Duration::from_secs(5);
-        while signal("-0") && Instant::now() < deadline {
+        loop {
+            let strays = processes_naming(self.dir.path());
+            let alive = kill(&group) | strays.iter().fold(false, |any, pid| kill(pid) | any);
+            if !alive || Instant::now() > deadline {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// The ids of the processes whose command line names `dir`.
+fn processes_naming(dir: &std::path::Path) -> Vec<String> {
+    let dir = dir.as_os_str().as_encoded_bytes();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|line| line.windows(dir.len()).any(|part| part == dir))
+        })
+        .collect()
 }
 
 /// One headless Chromium, through one WebDriver session.
