@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of ax: unit tests (cron, wheel, scheduling decisions), integration tests on
-# both stores (embedded SQLite and MariaDB) with Redis, and end-to-end tests that start ax with
-# a real HTTP executor. Starts MariaDB and Redis if they are installed but stopped; fails loudly
-# if they are missing.
+# both stores (embedded SQLite and MariaDB) with Redis, end-to-end tests that start ax with a
+# real HTTP executor, and the console in headless Chromium (screenshots in target/screenshots/).
+# Starts MariaDB and Redis if they are installed but stopped; fails loudly if they are missing.
+# Installs Chromium and its driver from Debian's packages when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +37,17 @@ if ! redis_up >/dev/null 2>&1; then
     echo "test.sh: Redis is not running on 127.0.0.1:$REDIS_PORT and is not installed" >&2
     exit 1
   fi
+fi
+
+# The console's browser tests drive Debian's Chromium through its chromedriver; nothing
+# downloads a browser build.
+install_chromium() {
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver
+}
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  echo "test.sh: installing chromium and chromium-driver"
+  # The package lists are refreshed only when they are too old to install from.
+  install_chromium || { apt-get update && install_chromium; }
 fi
 
 # The OpenAPI document is checked by an independent validator, from PyPI.

@@ -1,6 +1,9 @@
 //! Shared test harness: real MariaDB databases (one per test, dropped afterwards), SQLite files
-//! in temp dirs, Redis, an in-test HTTP executor, and ax itself started in-process.
+//! in temp dirs, Redis, an in-test HTTP executor, ax itself started in-process, and a headless
+//! Chromium driven through WebDriver ([`webdriver`]).
 #![allow(dead_code)]
+
+pub mod webdriver;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
