@@ -21,6 +21,7 @@ use crate::run::{
 };
 use crate::security::{self, Principal};
 use crate::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
+use crate::store::queries::attempts::{self, AttemptRow};
 use crate::store::queries::audit::{self as audit_log, AuditRow};
 use crate::store::queries::instances::{self, Cursor, InstanceFilter};
 use crate::store::queries::overview;
@@ -896,6 +897,14 @@ impl Service {
         Ok(self
             .store
             .query(move |conn| boxed(instances::count_open(conn, task_id)))
+            .await?)
+    }
+
+    /// The attempts of a run that ended without ending it (failed, then retried), in order.
+    pub async fn attempts(&self, request_id: RequestId) -> Result<Vec<AttemptRow>> {
+        Ok(self
+            .store
+            .query(move |conn| boxed(async move { attempts::of_run(conn, &request_id).await }))
             .await?)
     }
 

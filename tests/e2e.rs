@@ -328,6 +328,28 @@ async fn retries_until_success_or_given_up(store: TestStore) {
         .await;
     assert_eq!(run["attempt"], 3, "{run}");
     assert_eq!(run["retryCount"], 2, "{run}");
+    // Its timeline: the two failed attempts, each with its outcome and its ax process.
+    let attempts = run["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2, "{run}");
+    for (n, attempt) in attempts.iter().enumerate() {
+        assert_eq!(attempt["attempt"], n as i64 + 1, "{attempt}");
+        assert_eq!(attempt["process"], "retry", "{attempt}");
+        assert!(
+            attempt["code"].as_str().is_some_and(|c| c.contains("500")),
+            "{attempt}"
+        );
+    }
+    let mut page = awc::Client::default()
+        .get(format!(
+            "http://{}/console/runs/{}",
+            ax.addr(),
+            first.request_id
+        ))
+        .send()
+        .await
+        .expect("the run's page");
+    let page = String::from_utf8_lossy(&page.body().await.expect("a body")).into_owned();
+    assert_eq!(page.matches("then retried").count(), 2, "{page}");
     let deliveries: Vec<_> = flaky
         .received()
         .into_iter()

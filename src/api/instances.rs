@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use actix_web::{web, HttpResponse};
 
 use super::validate;
-use super::views::{HistoryView, InstanceView, PageView};
+use super::views::{HistoryView, InstanceView, PageView, RunView};
 use super::{Actor, ApiState};
 use crate::error::ApiError;
 
@@ -51,7 +51,8 @@ pub async fn get(
         .instance(request_id.clone())
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no run with requestId {request_id}")))?;
-    Ok(HttpResponse::Ok().json(InstanceView::from(run)))
+    let attempts = state.service.attempts(request_id).await?;
+    Ok(HttpResponse::Ok().json(RunView::new(run, attempts)))
 }
 
 /// `POST /api/instances/{requestId}/cancel`: the run, CANCELLED; 409 if it is final already.

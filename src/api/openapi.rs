@@ -263,7 +263,7 @@ fn reply(method: &str, path: &str) -> (&'static str, Value) {
             "items": {"type": "array", "items": schema_ref("Instance")},
             "nextCursor": {"type": "string", "nullable": true}}}),
         ),
-        ("get", "/api/instances/{requestId}") => ("200", schema_ref("Instance")),
+        ("get", "/api/instances/{requestId}") => ("200", schema_ref("RunDetail")),
         ("get", "/api/tasks/{id}/stats") => ("200", schema_ref("Stats")),
         ("post", "/api/callback") => (
             "200",
@@ -351,6 +351,11 @@ fn schemas() -> Value {
                 "description": "while a dispatcher holds the current attempt: when its claim lapses"},
             "dispatchedAt": {"type": "string", "format": "date-time", "nullable": true,
                 "description": "when the first attempt was sent; the run's lag is this minus scheduledAt"}}},
+        "RunDetail": {"allOf": [{"$ref": "#/components/schemas/Instance"}, {"type": "object", "properties": {
+            "attempts": {"type": "array", "description": "attempts that failed and were retried, in order; the last attempt's outcome is the run's own",
+                "items": {"type": "object", "properties": {
+                    "attempt": int, "endedAt": time, "code": opt_string, "message": opt_string,
+                    "process": {"type": "string", "description": "the ax process that dispatched it"}}}}}}]},
         "Callback": {"type": "object", "required": ["requestId", "callbackToken", "status"], "properties": {
             "requestId": string, "callbackToken": string,
             "status": {"type": "string", "enum": ReportedStatus::ALL},

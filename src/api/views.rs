@@ -10,6 +10,7 @@ use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
 use crate::service::{OverlapCounts, SceneCounts, TaskDetails, TaskStats};
 use crate::store::from_db;
 use crate::store::models::{Instance, TaskStatus};
+use crate::store::queries::attempts::AttemptRow;
 
 fn time(at: NaiveDateTime) -> String {
     rfc3339(from_db(at))
@@ -67,6 +68,47 @@ impl From<TaskDetails> for TaskView {
             next_run_at: task.next_run_at.map(time),
             created_at: time(task.created_at),
             updated_at: time(task.updated_at),
+        }
+    }
+}
+
+/// One run with its earlier attempts (`GET /api/instances/{requestId}`).
+#[derive(Serialize)]
+pub struct RunView {
+    #[serde(flatten)]
+    run: InstanceView,
+    /// Attempts that failed and were retried, in order; the last attempt's outcome is the run's.
+    attempts: Vec<AttemptView>,
+}
+
+impl RunView {
+    pub fn new(run: Instance, attempts: Vec<AttemptRow>) -> RunView {
+        RunView {
+            run: run.into(),
+            attempts: attempts.into_iter().map(AttemptView::from).collect(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AttemptView {
+    attempt: i32,
+    ended_at: String,
+    code: Option<String>,
+    message: Option<String>,
+    /// The ax process that dispatched it.
+    process: String,
+}
+
+impl From<AttemptRow> for AttemptView {
+    fn from(row: AttemptRow) -> Self {
+        AttemptView {
+            attempt: row.attempt,
+            ended_at: time(row.ended_at),
+            code: row.code,
+            message: row.message,
+            process: row.process,
         }
     }
 }

@@ -18,6 +18,7 @@ use super::{html as respond, ok, see_other, ConsoleError};
 use crate::api::ApiState;
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::store::models::Instance;
+use crate::store::queries::attempts::AttemptRow;
 use crate::store::queries::instances::Cursor;
 
 /// The filters the runs page keeps in its links, in their order in the URL.
@@ -203,8 +204,11 @@ pub async fn detail(
         .instance(request_id)
         .await?
         .ok_or_else(|| no_run(&path))?;
-    let names = service.task_names(vec![run.task_id]).await?;
-    Ok(ok(detail_page(&visitor, &run, &names)))
+    let (names, attempts) = futures_util::join!(
+        service.task_names(vec![run.task_id]),
+        service.attempts(run.request_id.clone()),
+    );
+    Ok(ok(detail_page(&visitor, &run, &names?, &attempts?)))
 }
 
 /// `POST /console/runs/{requestId}/cancel`: the API's cancel (409 when the run is final).
@@ -250,7 +254,12 @@ fn no_run(raw: &str) -> ConsoleError {
     ConsoleError::NotFound(format!("There is no run with request id {raw}."))
 }
 
-fn detail_page(visitor: &Visitor, run: &Instance, names: &HashMap<TaskId, String>) -> Markup {
+fn detail_page(
+    visitor: &Visitor,
+    run: &Instance,
+    names: &HashMap<TaskId, String>,
+    attempts: &[AttemptRow],
+) -> Markup {
     let href = run_href(run);
     page(
         visitor,
@@ -290,7 +299,79 @@ fn detail_page(visitor: &Visitor, run: &Instance, names: &HashMap<TaskId, String
                 dt { "Fired by" } dd { code { (run.fired_by) } }
                 dt { "Recorded" } dd { (stored_time(run.created_at)) }
             }
+            h2 #attempts-heading { "Attempts" }
+            (timeline(run, attempts))
             p { a href=(filters::link("/console/runs", &[("task", Some(&run.task_id.to_string()))])) { "Other runs of this task" } }
         },
     )
+}
+
+/// The run's attempts, oldest first: those that failed and were retried, then the current one
+/// (its outcome is the run's own).
+fn timeline(run: &Instance, attempts: &[AttemptRow]) -> Markup {
+    let dispatched = run.dispatched_attempt >= run.attempt;
+    let (when, outcome) = current_attempt(run, dispatched);
+    let show_result = run.status.is_final();
+    scrolling(
+        "Attempts",
+        html! {
+            table aria-labelledby="attempts-heading" {
+                thead {
+                    tr {
+                        th scope="col" { "Attempt" }
+                        th scope="col" { "Time" }
+                        th scope="col" { "Outcome" }
+                        th scope="col" { "Code" }
+                        th scope="col" { "Message" }
+                        th scope="col" { "ax process" }
+                    }
+                }
+                tbody {
+                    @for attempt in attempts {
+                        tr {
+                            td.num { (attempt.attempt) }
+                            td { (stored_time(attempt.ended_at)) }
+                            td { span class="badge bad" { "FAILED" } " then retried" }
+                            td { (text_or_none(attempt.code.as_deref())) }
+                            td { (text_or_none(attempt.message.as_deref())) }
+                            td { code { (attempt.process) } }
+                        }
+                    }
+                    tr {
+                        td.num { (run.attempt) }
+                        td { (when) }
+                        td { (outcome) }
+                        td { (text_or_none(run.callback_code.as_deref().filter(|_| show_result))) }
+                        td { (text_or_none(run.callback_message.as_deref().filter(|_| show_result))) }
+                        td {
+                            @if dispatched { code { (run.fired_by) } } @else { (none()) }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// When the current attempt ended (or is due), and how it stands.
+fn current_attempt(run: &Instance, dispatched: bool) -> (Markup, Markup) {
+    match run.status {
+        status if status.is_final() => (maybe_time(run.finished_at), run_badge(status)),
+        RunStatus::Running => (
+            html! { "deadline " (maybe_time(run.deadline_at)) },
+            html! { (run_badge(RunStatus::Running)) " in flight" },
+        ),
+        RunStatus::Ready if dispatched => (
+            maybe_time(run.claimed_until),
+            html! { (run_badge(RunStatus::Ready)) " being dispatched" },
+        ),
+        RunStatus::Ready => (
+            html! { "due " (maybe_time(run.next_attempt_at)) },
+            html! { (run_badge(RunStatus::Ready)) " waiting" },
+        ),
+        status => (
+            none(),
+            html! { (run_badge(status)) " waiting to be released" },
+        ),
+    }
 }

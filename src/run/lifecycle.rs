@@ -248,6 +248,35 @@ pub enum Refusal {
 pub const TIMEOUT_CODE: &str = "TIMEOUT";
 pub const TIMEOUT_MESSAGE: &str = "no result before the task's timeoutMs";
 
+/// An attempt that ended without ending its run: it failed, and a retry is due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedAttempt {
+    pub attempt: i32,
+    pub at: DateTime<Utc>,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    /// The ax process that had claimed (and so dispatched) it.
+    pub process: String,
+}
+
+/// The attempt `write` (what `event` does to `run`) ends without ending the run, if any: the
+/// run's timeline keeps it, since the run's row keeps only the last outcome.
+pub fn ended_attempt(run: &RunState, event: &Event, write: &Write) -> Option<EndedAttempt> {
+    let next = write.change.attempt?;
+    let at = match event {
+        Event::Report(report) => report.at,
+        Event::TimedOut { at, .. } => *at,
+        _ => return None,
+    };
+    (next > run.attempt).then(|| EndedAttempt {
+        attempt: run.attempt,
+        at,
+        code: write.change.code.clone().flatten(),
+        message: write.change.message.clone().flatten(),
+        process: run.claimant.clone(),
+    })
+}
+
 /// Decides what `event` does to `run`.
 pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
     if run.status.is_final() {

@@ -16,8 +16,9 @@ mod tests;
 pub use ids::{RequestId, TaskId};
 pub use jitter::{jitter_offset, jittered};
 pub use lifecycle::{
-    blind, dependency_deadline, on_event, upstream_event, Change, Event, Expect, NewRun, Outcome,
-    Refusal, Report, RunState, Write, TIMEOUT_CODE, TIMEOUT_MESSAGE,
+    blind, dependency_deadline, ended_attempt, on_event, upstream_event, Change, EndedAttempt,
+    Event, Expect, NewRun, Outcome, Refusal, Report, RunState, Write, TIMEOUT_CODE,
+    TIMEOUT_MESSAGE,
 };
 pub use notes::failed_attempt;
 pub use overlap::{

@@ -1813,3 +1813,46 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Ended attempts (a run's timeline)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_failure_with_a_retry_ends_its_attempt_and_nothing_else_does() {
+    let ends = |run: &RunState, event: &Event| {
+        on_event(run, event)
+            .ok()
+            .and_then(|write| ended_attempt(run, event, &write))
+    };
+    let running = state(Running, 1, 1);
+    let failing = report(
+        Some(1),
+        Outcome::Failed {
+            code: Some("E1".into()),
+            message: Some("boom".into()),
+            retry: true,
+        },
+        140,
+    );
+    assert_eq!(
+        ends(&running, &failing),
+        Some(EndedAttempt {
+            attempt: 1,
+            at: at(140),
+            code: Some("E1".into()),
+            message: Some("boom".into()),
+            process: "A".into(),
+        })
+    );
+    let timed_out = ends(&running, &timed_out(1, 150)).expect("a timeout with a retry");
+    assert_eq!(
+        (timed_out.attempt, timed_out.code.as_deref()),
+        (1, Some(TIMEOUT_CODE))
+    );
+    // The last attempt's outcome is the run's own (its row keeps it): no entry.
+    assert_eq!(ends(&state(Running, 3, 3), &failed(Some(3), 140)), None);
+    assert_eq!(ends(&running, &failed_for_good(Some(1), 140)), None);
+    assert_eq!(ends(&running, &succeeded(Some(1), 140)), None);
+    assert_eq!(ends(&state(Ready, 1, 1), &recovered("A", 140)), None);
+}

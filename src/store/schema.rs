@@ -76,6 +76,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    ax_attempt (id) {
+        id -> BigInt,
+        request_id -> Text,
+        attempt -> Integer,
+        ended_at -> Timestamp,
+        code -> Nullable<Text>,
+        message -> Nullable<Text>,
+        process -> Text,
+    }
+}
+
+diesel::table! {
     ax_session (id) {
         id -> Text,
         token_name -> Text,

@@ -9,10 +9,12 @@ use diesel::prelude::*;
 use diesel::sql_types::{Integer, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
+use super::attempts;
 use super::overlap::DueRun;
 use crate::run::{
-    jittered, on_event, Change, Event, Expect, OpenRun, Overlap, OverlapPolicy, Refusal, RequestId,
-    RetryLimits, RetryPolicy, RunState, RunStatus, TaskId, TriggerType, Write, OVERLAP_CODE,
+    ended_attempt, jittered, on_event, Change, EndedAttempt, Event, Expect, OpenRun, Overlap,
+    OverlapPolicy, Refusal, RequestId, RetryLimits, RetryPolicy, RunState, RunStatus, TaskId,
+    TriggerType, Write, OVERLAP_CODE,
 };
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
@@ -51,18 +53,33 @@ pub async fn decide(
     event: &Event,
     defaults: RetryPolicy,
 ) -> Result<Decided, StoreError> {
+    let (decided, ended) = decide_one(conn, id, event, defaults).await?;
+    if let Some(ended) = ended {
+        attempts::record(conn, &[(id.clone(), ended)]).await?;
+    }
+    Ok(decided)
+}
+
+/// [`decide`], with the attempt the write ended (to record), if any.
+async fn decide_one(
+    conn: &mut Conn,
+    id: &RequestId,
+    event: &Event,
+    defaults: RetryPolicy,
+) -> Result<(Decided, Option<EndedAttempt>), StoreError> {
     for _ in 0..CAS_TRIES {
         let Some(run) = states(conn, std::slice::from_ref(id), defaults)
             .await?
             .remove(id)
         else {
-            return Ok(Decided::Unknown);
+            return Ok((Decided::Unknown, None));
         };
         match on_event(&run, event) {
-            Err(refusal) => return Ok(Decided::Refused(refusal, run)),
+            Err(refusal) => return Ok((Decided::Refused(refusal, run), None)),
             Ok(write) => {
                 if apply(conn, &[(id, &write)]).await? == 1 {
-                    return Ok(Decided::Applied(after(run, &write.change)));
+                    let ended = ended_attempt(&run, event, &write);
+                    return Ok((Decided::Applied(after(run, &write.change)), ended));
                 }
             }
         }
@@ -84,6 +101,7 @@ pub async fn decide_many(
     let mut runs = states(conn, &ids, defaults).await?;
     let mut outcomes = Vec::with_capacity(events.len());
     let mut writes: Vec<(usize, Write)> = Vec::new();
+    let mut ended: Vec<Option<EndedAttempt>> = vec![None; events.len()];
     for (n, (id, event)) in events.iter().enumerate() {
         let Some(run) = runs.get_mut(id) else {
             outcomes.push(Decided::Unknown);
@@ -92,6 +110,7 @@ pub async fn decide_many(
         match on_event(run, event) {
             Err(refusal) => outcomes.push(Decided::Refused(refusal, run.clone())),
             Ok(write) => {
+                ended[n] = ended_attempt(run, event, &write);
                 run.apply(&write.change);
                 outcomes.push(Decided::Applied(run.clone()));
                 writes.push((n, write));
@@ -125,13 +144,24 @@ pub async fn decide_many(
     // gone and report the state they left.
     for n in redo {
         let (id, event) = &events[n];
-        outcomes[n] = match decide(conn, id, event, defaults).await? {
+        let (decided, again) = decide_one(conn, id, event, defaults).await?;
+        outcomes[n] = match decided {
+            // It landed after all: the attempt it ended is the one seen first.
             Decided::Refused(_, run) if outcomes[n] == Decided::Applied(run.clone()) => {
                 Decided::Applied(run)
             }
-            decided => decided,
+            decided => {
+                ended[n] = again;
+                decided
+            }
         };
     }
+    let ended: Vec<(RequestId, EndedAttempt)> = ended
+        .into_iter()
+        .enumerate()
+        .filter_map(|(n, attempt)| Some((events[n].0.clone(), attempt?)))
+        .collect();
+    attempts::record(conn, &ended).await?;
     Ok(outcomes)
 }
 
