@@ -103,6 +103,14 @@ impl ApiError {
         }
     }
 
+    /// The field or parameter the error names, if any.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.as_deref(),
+            _ => None,
+        }
+    }
+
     fn code(&self) -> &'static str {
         match self {
             ApiError::Invalid { .. } => "INVALID_ARGUMENT",
@@ -152,10 +160,7 @@ impl ResponseError for ApiError {
             ApiError::Lock(err) => log::error!("request failed: {err}"),
             _ => {}
         }
-        let field = match self {
-            ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.as_deref(),
-            _ => None,
-        };
+        let field = self.field();
         let mut response = HttpResponse::build(self.status_code());
         match self {
             // RFC 7235: a 401 names the scheme that would be accepted.

@@ -279,12 +279,8 @@ struct Refusal {
 
 impl Refusal {
     fn of(err: &ApiError) -> Refusal {
-        let field = match err {
-            ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.clone(),
-            _ => None,
-        };
         Refusal {
-            field,
+            field: err.field().map(str::to_string),
             message: err.to_string(),
         }
     }

@@ -341,28 +341,26 @@ pub fn select(
     value: Option<&str>,
     error: Option<&str>,
 ) -> Markup {
-    field(
-        name,
-        label,
-        error,
-        html! {
-            select #(name) name=(name)
-                aria-invalid=[error.map(|_| "true")]
-                aria-describedby=[described_by(name, error)]
-            {
-                option value="" { "any" }
-                @for choice in choices {
-                    option value=(choice) selected[value == Some(*choice)] { (choice) }
-                }
-            }
-        },
-    )
+    let value = value.unwrap_or_default();
+    choice(name, label, Some("any"), choices, value, error)
 }
 
 /// A choice of a form with no empty choice, `value` chosen.
 pub fn select_of(
     name: &str,
     label: &str,
+    choices: &[&str],
+    value: &str,
+    error: Option<&str>,
+) -> Markup {
+    choice(name, label, None, choices, value, error)
+}
+
+/// A `<select>` of `choices`, after an empty one named `empty` if given, `value` chosen.
+fn choice(
+    name: &str,
+    label: &str,
+    empty: Option<&str>,
     choices: &[&str],
     value: &str,
     error: Option<&str>,
@@ -376,6 +374,7 @@ pub fn select_of(
                 aria-invalid=[error.map(|_| "true")]
                 aria-describedby=[described_by(name, error)]
             {
+                @if let Some(empty) = empty { option value="" { (empty) } }
                 @for choice in choices {
                     option value=(choice) selected[value == *choice] { (choice) }
                 }

@@ -367,11 +367,7 @@ async fn refused(
         return Err(err);
     };
     let status = actix_web::ResponseError::status_code(&err);
-    let field = match &err {
-        ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.clone(),
-        _ => None,
-    };
-    forms.error = Some((field.unwrap_or_default(), err.to_string()));
+    forms.error = Some((err.field().unwrap_or_default().to_string(), err.to_string()));
     task_page(state, visitor, id, &forms, status).await
 }
 

@@ -234,8 +234,17 @@ pub async fn find_named(
     conn: &mut Conn,
     pairs: &[(String, String)],
 ) -> Result<Vec<Task>, StoreError> {
-    let scenes: Vec<&str> = pairs.iter().map(|(scene, _)| scene.as_str()).collect();
-    let names: Vec<&str> = pairs.iter().map(|(_, name)| name.as_str()).collect();
+    let mut scenes: Vec<&str> = pairs.iter().map(|(scene, _)| scene.as_str()).collect();
+    let mut names: Vec<&str> = pairs.iter().map(|(_, name)| name.as_str()).collect();
+    scenes.sort_unstable();
+    scenes.dedup();
+    names.sort_unstable();
+    names.dedup();
+    let wanted: std::collections::HashSet<(&str, &str)> = pairs
+        .iter()
+        .map(|(scene, name)| (scene.as_str(), name.as_str()))
+        .collect();
+    // Scenes × names covers every pair asked for (and maybe more, dropped here).
     let rows: Vec<Task> = with_conn!(conn, |c| t::ax_task
         .filter(t::scene.eq_any(&scenes))
         .filter(t::name.eq_any(&names))
@@ -244,11 +253,7 @@ pub async fn find_named(
         .await)?;
     Ok(rows
         .into_iter()
-        .filter(|task| {
-            pairs
-                .iter()
-                .any(|(s, n)| *s == task.scene && *n == task.name)
-        })
+        .filter(|task| wanted.contains(&(task.scene.as_str(), task.name.as_str())))
         .collect())
 }
 
@@ -637,26 +642,13 @@ async fn by_scene_and_name(
     conn: &mut Conn,
     items: &[BulkItem],
 ) -> Result<HashMap<(String, String), Task>, StoreError> {
-    let mut scenes: Vec<&str> = items.iter().map(|i| i.fields.scene.as_str()).collect();
-    let mut names: Vec<&str> = items.iter().map(|i| i.fields.name.as_str()).collect();
-    scenes.sort_unstable();
-    scenes.dedup();
-    names.sort_unstable();
-    names.dedup();
-    let wanted: std::collections::HashSet<(&str, &str)> = items
+    let pairs: Vec<(String, String)> = items
         .iter()
-        .map(|i| (i.fields.scene.as_str(), i.fields.name.as_str()))
+        .map(|i| (i.fields.scene.clone(), i.fields.name.clone()))
         .collect();
-    // Scenes × names covers every pair asked for (and maybe more, dropped here).
-    let rows: Vec<Task> = with_conn!(conn, |c| t::ax_task
-        .filter(t::scene.eq_any(&scenes))
-        .filter(t::name.eq_any(&names))
-        .select(Task::as_select())
-        .load(c)
-        .await)?;
-    Ok(rows
+    Ok(find_named(conn, &pairs)
+        .await?
         .into_iter()
-        .filter(|task| wanted.contains(&(task.scene.as_str(), task.name.as_str())))
         .map(|task| ((task.scene.clone(), task.name.clone()), task))
         .collect())
 }
