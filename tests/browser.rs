@@ -248,7 +248,9 @@ async fn every_console_page_in_chromium() {
         .open(&format!("/console/tasks?scene={reports}"), "Tasks")
         .await;
     assert_eq!(browser.find("input#scene").await.value().await, reports);
-    let names = browser.find_all("tbody tr td:first-child a").await;
+    let names = browser
+        .find_all("tbody tr td a[href^='/console/tasks/']")
+        .await;
     assert_eq!(names.len(), 1);
     assert_eq!(names[0].text().await, nightly);
     browser.find("input#scene").await.clear().await;
