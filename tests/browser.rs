@@ -1,13 +1,15 @@
 //! The web console in a real browser: ax started in-process on SQLite with real executors, tasks
 //! made through the JSON API, and Debian's Chromium (through chromedriver) visiting every page,
-//! using the keyboard and the time zone switch, at laptop and phone width. A screenshot of each
+//! using the keyboard and the time zone switch, at laptop and phone width; and an admin's day
+//! with tokens configured: signing in, making a task through the editor, pausing its scene,
+//! triggering a run with other params, reading the audit log, signing out. A screenshot of each
 //! page goes to `<target dir>/screenshots/console-{page}-{width}x{height}.png`.
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::webdriver::{keys, Browser, LAPTOP, PHONE};
+use common::webdriver::{keys, Browser, LAPTOP, PHONE, WAIT};
 use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
 use serde_json::json;
 
@@ -60,6 +62,64 @@ impl Console {
             widths[0].as_u64() <= widths[1].as_u64(),
             "{page} overflows sideways: [page width, viewport width] = {widths}"
         );
+    }
+
+    /// Opens `path` again until an element matching `css` shows `text` (runs that happen in
+    /// the meantime, say).
+    async fn reload_until(&self, path: &str, heading: &str, css: &str, text: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            self.open(path, heading).await;
+            if self.shows(css, text).await {
+                return;
+            }
+            if Instant::now() > deadline {
+                let what = format!("no {css:?} showed {text:?} within {WAIT:?} of reloads");
+                return self.browser.fail(&what).await;
+            }
+            actix_rt::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Whether an element matching `css` shows `text` now.
+    async fn shows(&self, css: &str, text: &str) -> bool {
+        for element in self.browser.find_all(css).await {
+            if element
+                .try_text()
+                .await
+                .is_ok_and(|shown| shown.contains(text))
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Empties the field `#{id}` and types `text` into it.
+    async fn fill(&self, id: &str, text: &str) {
+        let field = self.browser.find(&format!("#{id}")).await;
+        field.clear().await;
+        field.type_text(text).await;
+    }
+
+    /// Clicks the button showing `label` (the first one).
+    async fn press_button(&self, label: &str) {
+        self.browser
+            .wait_for_text("button", label)
+            .await
+            .click()
+            .await;
+    }
+
+    /// What the pages logged as errors since the last look, each of which must be one of the
+    /// answers the test asked for: a message naming one of `expected` (a path) and its status.
+    async fn expected_errors(&self, expected: &[(&str, u16)]) {
+        for error in self.browser.console_errors().await {
+            let known = expected.iter().any(|(path, status)| {
+                error.contains(path) && error.contains(&format!("status of {status}"))
+            });
+            assert!(known, "an error the test did not ask for: {error}");
+        }
     }
 
     /// The texts of the times the zone switch shows in UTC or in the browser's zone.
@@ -188,7 +248,9 @@ async fn every_console_page_in_chromium() {
         .open(&format!("/console/tasks?scene={reports}"), "Tasks")
         .await;
     assert_eq!(browser.find("input#scene").await.value().await, reports);
-    let names = browser.find_all("tbody tr td:first-child a").await;
+    let names = browser
+        .find_all("tbody tr td a[href^='/console/tasks/']")
+        .await;
     assert_eq!(names.len(), 1);
     assert_eq!(names[0].text().await, nightly);
     browser.find("input#scene").await.clear().await;
@@ -293,4 +355,305 @@ async fn every_console_page_in_chromium() {
     ax.shutdown().await;
     succeeding.stop().await;
     failing.stop().await;
+}
+
+const ADMIN_TOKEN: &str = "admin-token-for-the-browser";
+
+/// `2026-12-01 10:00:00 UTC`, as the preview's UTC column shows it, in `zone`'s local time as
+/// its other column shows it: `2026-12-01 11:00:00 +01:00`.
+fn local_text(utc: &str, zone: &str) -> String {
+    let instant: jiff::Timestamp = format!("{}Z", utc.trim_end_matches(" UTC").replace(' ', "T"))
+        .parse()
+        .unwrap_or_else(|err| panic!("{utc:?}: {err}"));
+    let zoned = instant.in_tz(zone).expect("a known zone");
+    zoned.strftime("%Y-%m-%d %H:%M:%S %:z").to_string()
+}
+
+/// An admin's round with tokens configured: signs in; makes a task in the editor (a bad cron
+/// refused beside its field, the live preview in English and in the task's zone); watches its
+/// runs; pauses and resumes its scene; triggers a run with other params, which the executor
+/// receives; looks at the delete confirmation and the audit log; signs out.
+#[actix_rt::test]
+async fn an_admin_signs_in_makes_a_task_and_runs_it() {
+    let started = Instant::now();
+    let store = TestStore::sqlite();
+    let mut settings = config(&store, false, "browser-admin");
+    settings.server.admin_token = Some(ADMIN_TOKEN.into());
+    let ax = start_ax(&settings).await;
+    let executor = Executor::start(Reply::Success).await;
+    let console = Console {
+        browser: Browser::start().await,
+        base: format!("http://{}", ax.addr()),
+    };
+    let browser = &console.browser;
+    let (scene, name) = (unique_name("payroll"), unique_name("every-second"));
+
+    // A page sends a stranger to the sign-in page, and back to it after signing in.
+    console.open("/console", "Sign in").await;
+    assert!(browser
+        .current_url()
+        .await
+        .ends_with("/console/sign-in?next=%2Fconsole"));
+    console.shot("scenario-sign-in").await;
+    console.fill("token", ADMIN_TOKEN).await;
+    console.press_button("Sign in").await;
+    console.on_page("Dashboard").await;
+    browser
+        .wait_for_text("header .who", "Signed in as admin")
+        .await;
+    console.shot("scenario-dashboard").await;
+
+    // The editor, from the tasks page: a cron with second 61 first.
+    console.open("/console/tasks", "Tasks").await;
+    console.shot("scenario-tasks-empty").await;
+    browser
+        .wait_for_text("a.button", "New task")
+        .await
+        .click()
+        .await;
+    console.on_page("New task").await;
+    browser
+        .wait_for_text("#preview-description", "Every minute")
+        .await;
+    console.shot("scenario-editor").await;
+    console.fill("name", &name).await;
+    console.fill("scene", &scene).await;
+    console.fill("handlerUrl", &executor.url).await;
+    console.fill("params", r#"{"source": "schedule"}"#).await;
+    browser
+        .wait_for_text("#params-check", "Valid JSON object.")
+        .await;
+    console.fill("cron", "61 * * * * *").await;
+    // The live preview says what is wrong before the form is sent.
+    browser.wait_for_text("#preview p.error", "61").await;
+    console.expected_errors(&[("/api/cron/next", 400)]).await;
+    console.press_button("Save task").await;
+    console
+        .expected_errors(&[("/console/tasks/new", 400)])
+        .await;
+    console.on_page("New task").await;
+    let error = browser.wait_for("span.field-error#cron-error").await;
+    assert!(error.text().await.contains("61"), "{}", error.text().await);
+    assert_eq!(
+        browser
+            .find("#cron")
+            .await
+            .attr("aria-describedby")
+            .await
+            .as_deref(),
+        Some("cron-error")
+    );
+    browser.wait_for_text("#form-error", "Not saved").await;
+    assert!(
+        browser
+            .try_find(".field-error:not(#cron-error)")
+            .await
+            .is_none(),
+        "only the cron is wrong"
+    );
+    // What was typed stays.
+    assert_eq!(browser.find("#cron").await.value().await, "61 * * * * *");
+    assert_eq!(browser.find("#name").await.value().await, name);
+    assert_eq!(browser.find("#scene").await.value().await, scene);
+    assert_eq!(
+        browser.find("#handlerUrl").await.value().await,
+        executor.url
+    );
+    assert_eq!(
+        browser.find("#params").await.value().await,
+        r#"{"source": "schedule"}"#
+    );
+    console.shot("scenario-editor-cron-error").await;
+
+    // A good cron: the preview reads it in English as it is typed; in Berlin's zone it lists
+    // Berlin's local times beside UTC.
+    console.fill("cron", "* * * * * *").await;
+    browser
+        .wait_for_text("#preview #preview-description", "Every second")
+        .await;
+    browser.wait_for_text("#preview th", "In UTC").await;
+    console.fill("timeZone", "Europe/Berlin").await;
+    browser
+        .wait_for_text("#preview th", "In Europe/Berlin")
+        .await;
+    console.expected_errors(&[("/api/cron/next", 400)]).await;
+    let cells = browser
+        .execute(
+            "return [...document.querySelectorAll('#preview tbody tr:first-child td')]\
+             .map(td => td.textContent)",
+        )
+        .await;
+    let (local, utc) = (
+        cells[0].as_str().expect("local"),
+        cells[1].as_str().expect("UTC"),
+    );
+    assert_eq!(local, local_text(utc, "Europe/Berlin"), "{cells}");
+    assert_eq!(
+        browser.find_all("#preview tbody tr").await.len(),
+        10,
+        "the next 10 fire times"
+    );
+    browser
+        .wait_for_text("#preview-description", "Every second (Europe/Berlin time)")
+        .await;
+    console.shot("scenario-editor-preview").await;
+    console.press_button("Save task").await;
+    console.on_page(&format!("Task {name}")).await;
+    browser.wait_for_text("p.notice", "Task created.").await;
+    let url = browser.current_url().await;
+    let task_path = url[url.find("/console/tasks/").expect("the task's page")..]
+        .split('?')
+        .next()
+        .expect("a path")
+        .to_string();
+    browser.wait_for_text("dd", "Europe/Berlin").await;
+    browser.wait_for_text("dd code", "* * * * * *").await;
+    browser.wait_for_text("dd .badge.good", "ENABLED").await;
+    console.shot("scenario-task-created").await;
+
+    // It fires every second: its runs appear on its page.
+    console
+        .reload_until(
+            &task_path,
+            &format!("Task {name}"),
+            "td .badge.good",
+            "SUCCESS",
+        )
+        .await;
+    let scheduled = executor.wait_for(1, WAIT).await;
+    assert!(!scheduled.is_empty(), "the executor got the runs");
+    assert_eq!(scheduled[0].body["params"], json!({"source": "schedule"}));
+    console.shot("scenario-task-runs").await;
+
+    // Its scene paused and resumed from the scenes page: the notice counts the task, whose
+    // status follows.
+    console.open("/console/scenes", "Scenes").await;
+    browser.wait_for_text("td a", &scene).await;
+    console.shot("scenario-scenes").await;
+    let count_of = |status: &str| format!("a[href='/console/tasks?scene={scene}&status={status}']");
+    let pause = format!("button[aria-label='Pause scene {scene}']");
+    browser.find(&pause).await.click().await;
+    console.on_page("Scenes").await;
+    browser.wait_for_text("p.notice", "Paused 1 task.").await;
+    assert_eq!(browser.find(&count_of("PAUSED")).await.text().await, "1");
+    assert_eq!(browser.find(&count_of("ENABLED")).await.text().await, "0");
+    console.shot("scenario-scene-paused").await;
+    console.open(&task_path, &format!("Task {name}")).await;
+    browser.wait_for_text("dd .badge", "PAUSED").await;
+    browser.wait_for_text("button", "Resume").await;
+    console.shot("scenario-task-paused").await;
+    console.open("/console/scenes", "Scenes").await;
+    let resume = format!("button[aria-label='Resume scene {scene}']");
+    browser.find(&resume).await.click().await;
+    console.on_page("Scenes").await;
+    browser.wait_for_text("p.notice", "Resumed 1 task.").await;
+    assert_eq!(browser.find(&count_of("ENABLED")).await.text().await, "1");
+    console.shot("scenario-scene-resumed").await;
+    console.open(&task_path, &format!("Task {name}")).await;
+    browser.wait_for_text("dd .badge.good", "ENABLED").await;
+
+    // A run now, with other params: the form goes on to the run's page; the executor gets them.
+    let params = json!({"source": "browser", "batch": 7});
+    console.fill("params", &params.to_string()).await;
+    console.press_button("Trigger run").await;
+    console.on_page("Run").await;
+    browser.wait_for_text("p.notice", "Run triggered.").await;
+    let url = browser.current_url().await;
+    let run_path = url[url.find("/console/runs/").expect("the run's page")..]
+        .split('?')
+        .next()
+        .expect("a path")
+        .to_string();
+    let request_id = run_path.trim_start_matches("/console/runs/").to_string();
+    browser.wait_for_text("dd", "MANUAL").await;
+    browser.wait_for_text("dd pre", "\"browser\"").await;
+    let deadline = Instant::now() + WAIT;
+    let delivered = loop {
+        let found = executor
+            .received()
+            .into_iter()
+            .find(|r| r.request_id == request_id);
+        match found {
+            Some(delivery) => break delivery,
+            None if Instant::now() > deadline => panic!("the executor never got {request_id}"),
+            None => actix_rt::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    assert_eq!(delivered.body["params"], params);
+    console
+        .reload_until(&run_path, "Run", "dd .badge.good", "SUCCESS")
+        .await;
+    browser.wait_for_text("dd a", &name).await;
+    browser.wait_for_text("button", "Run again").await;
+    console.shot("scenario-run").await;
+
+    // The delete confirmation says what happens, and nothing is deleted without its button.
+    console.open(&task_path, &format!("Task {name}")).await;
+    browser
+        .wait_for_text("a.button.danger", "Delete")
+        .await
+        .click()
+        .await;
+    console.on_page(&format!("Delete task {name}?")).await;
+    browser
+        .wait_for_text("main p", "stops firing on every ax process")
+        .await;
+    browser
+        .wait_for_text("p[role=note]", "Its run history stays.")
+        .await;
+    browser.wait_for_text("button.danger", "Delete task").await;
+    console.shot("scenario-delete-confirmation").await;
+    browser
+        .wait_for_text("main a", "Keep it")
+        .await
+        .click()
+        .await;
+    console.on_page(&format!("Task {name}")).await;
+
+    // The audit log: each change, by the admin.
+    console.open("/console/audit", "Audit log").await;
+    browser.wait_for_text("td code", "scene.resume").await;
+    let rows = browser
+        .execute(
+            "return [...document.querySelectorAll('main tbody tr')]\
+             .map(tr => [tr.cells[1].textContent, tr.cells[2].textContent, tr.cells[3].textContent])",
+        )
+        .await;
+    let rows: Vec<(String, String, String)> = serde_json::from_value(rows).expect("rows");
+    for (action, target) in [
+        ("task.create", &name),
+        ("scene.pause", &scene),
+        ("scene.resume", &scene),
+        ("task.trigger", &name),
+    ] {
+        assert!(
+            rows.iter().any(|(actor, a, t)| actor == "admin"
+                && a == action
+                && t.contains(target.as_str())),
+            "no {action} of {target} by admin in {rows:?}"
+        );
+    }
+    assert!(
+        rows.iter().all(|(actor, _, _)| actor == "admin"),
+        "{rows:?}"
+    );
+    console.shot("scenario-audit").await;
+
+    // Signing out: back at the sign-in page, and the pages ask for it again.
+    console.press_button("Sign out").await;
+    console.on_page("Sign in").await;
+    browser.wait_for_text("p.notice", "Signed out.").await;
+    console.shot("scenario-signed-out").await;
+    console.open(&task_path, "Sign in").await;
+    let url = browser.current_url().await;
+    assert!(
+        url.contains("/console/sign-in?next=%2Fconsole%2Ftasks%2F"),
+        "{url}"
+    );
+    assert!(browser.try_find("header .who").await.is_none());
+
+    drop(console);
+    ax.shutdown().await;
+    executor.stop().await;
+    println!("the admin's round took {:?}", started.elapsed());
 }

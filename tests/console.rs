@@ -618,3 +618,585 @@ async fn signing_in_on_sqlite() {
 async fn signing_in_on_mysql() {
     signing_in_sessions_and_csrf(TestStore::mysql()).await;
 }
+
+/// The request id in a `/console/runs/{requestId}?…` location.
+fn run_in(location: &str) -> String {
+    let rest = location
+        .strip_prefix("/console/runs/")
+        .unwrap_or_else(|| panic!("not a run's page: {location}"));
+    rest.split('?').next().unwrap_or_default().to_string()
+}
+
+/// A task as the JSON API shows it.
+async fn task_of(api: &Api, id: i64) -> Value {
+    let (status, task) = api.get(&format!("/api/tasks/{id}")).await;
+    assert_eq!(status, 200, "task {id}: {task}");
+    task
+}
+
+/// A run as the JSON API shows it.
+async fn run_of(api: &Api, request_id: &str) -> Value {
+    let (status, run) = api.get(&format!("/api/instances/{request_id}")).await;
+    assert_eq!(status, 200, "run {request_id}: {run}");
+    run
+}
+
+/// Fails unless the audit log (`GET /api/audit`) holds each `(action, target)`: an entry of
+/// that action on a target naming `target`; every entry is by the anonymous actor.
+async fn audited(api: &Api, expected: &[(&str, &str)]) {
+    let (status, page) = api.get("/api/audit?limit=200").await;
+    assert_eq!(status, 200, "{page}");
+    let items = page["items"].as_array().cloned().unwrap_or_default();
+    for (action, target) in expected {
+        assert!(
+            items.iter().any(|item| item["action"] == *action
+                && item["target"].as_str().is_some_and(|t| t.contains(target))),
+            "no {action} of {target} in {page}"
+        );
+    }
+    assert!(
+        items.iter().all(|item| item["actor"] == "anonymous"),
+        "{page}"
+    );
+}
+
+/// The delivery of run `request_id` the executor received, waiting for it.
+async fn delivery_of(executor: &Executor, request_id: &str) -> common::Received {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = executor
+            .received()
+            .into_iter()
+            .find(|r| r.request_id == request_id);
+        match found {
+            Some(delivery) => return delivery,
+            None if std::time::Instant::now() > deadline => {
+                panic!("the executor never got {request_id}")
+            }
+            None => actix_rt::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// The console's task actions, without tokens: bulk pause, resume and trigger of selected
+/// tasks; a task's pause, resume and trigger with params; backfill; the delete confirmation
+/// and delete; the editor's edit path with dependencies by name. The JSON API sees each
+/// change, and the audit log names the anonymous actor.
+async fn task_actions(store: TestStore) {
+    let ax = start_ax(&config(&store, false, "console-actions")).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Success).await;
+    let accepting = Executor::start(Reply::Accepted).await;
+    let (scene, other_scene) = (unique_name("ops"), unique_name("reports"));
+    let make = |name: &str, scene: &str, cron: &str, url: &str| json!({"name": name, "scene": scene, "cron": cron, "handlerUrl": url, "maxRetry": 0});
+    // Once a year: nothing fires on its own while the test runs.
+    let yearly = "0 0 0 1 1 *";
+    let mut ids = Vec::new();
+    let names: Vec<String> = ["alpha", "beta", "gamma"].map(unique_name).to_vec();
+    for name in &names {
+        let task = api
+            .create_task(make(name, &scene, yearly, &executor.url))
+            .await;
+        ids.push(task["id"].as_i64().expect("id"));
+    }
+    let (a, b, c) = (ids[0], ids[1], ids[2]);
+    let mut visitor = Visitor::new(&ax);
+
+    // The listing offers a checkbox a task; the selection is paused, resumed, triggered, and
+    // each time the redirect goes back to the same filters.
+    let listing = format!("/console/tasks?scene={scene}&status=ENABLED");
+    let (status, _, body) = visitor.get(&listing).await;
+    assert_eq!(status, 200);
+    for id in &ids {
+        assert!(
+            body.contains(&format!(
+                r#"class="select" type="checkbox" name="id" value="{id}""#
+            )),
+            "a checkbox for task {id}: {body}"
+        );
+    }
+    assert!(body.contains("Pause selected") && body.contains("Trigger selected"));
+    let back = format!("{listing}&done=triggered&n=9");
+    let bulk = |action: &'static str| {
+        vec![
+            ("action", action.to_string()),
+            ("id", a.to_string()),
+            ("id", b.to_string()),
+            ("back", back.clone()),
+        ]
+    };
+    let (status, location, _) = visitor
+        .post("/console/tasks/bulk", &refs(&bulk("pause")))
+        .await;
+    assert_eq!(status, 303);
+    let location = location.expect("back to the listing");
+    assert_eq!(
+        location,
+        format!("{listing}&done=paused-many&n=2"),
+        "the filters kept, the old notice not"
+    );
+    for (id, want) in [(a, "PAUSED"), (b, "PAUSED"), (c, "ENABLED")] {
+        assert_eq!(task_of(&api, id).await["status"], want, "task {id}");
+    }
+    let (_, _, body) = visitor.get(&location).await;
+    assert!(body.contains("Paused 2 tasks."), "{body}");
+    let (status, location, _) = visitor
+        .post("/console/tasks/bulk", &refs(&bulk("resume")))
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!(
+        location.as_deref(),
+        Some(format!("{listing}&done=resumed-many&n=2").as_str())
+    );
+    for id in [a, b] {
+        assert_eq!(task_of(&api, id).await["status"], "ENABLED");
+    }
+    let (status, location, _) = visitor
+        .post("/console/tasks/bulk", &refs(&bulk("trigger")))
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!(
+        location.as_deref(),
+        Some(format!("{listing}&done=triggered-many&n=2").as_str())
+    );
+    for id in [a, b] {
+        let runs = api.wait_final(id, 1, Duration::from_secs(10)).await;
+        assert_eq!(runs.len(), 1, "one manual run of task {id}: {runs:?}");
+        assert_eq!(runs[0]["triggerType"], "MANUAL");
+        assert_eq!(runs[0]["status"], "SUCCESS");
+    }
+    assert!(api.instances(c).await.is_empty(), "c was not selected");
+    // No selection, an unknown action, a way back to another site.
+    let (status, _, body) = visitor
+        .post("/console/tasks/bulk", &[("action", "pause")])
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("select between 1 and"), "{body}");
+    let c_text = c.to_string();
+    let (status, _, _) = visitor
+        .post(
+            "/console/tasks/bulk",
+            &[("action", "delete"), ("id", &c_text)],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(task_of(&api, c).await["status"], "ENABLED");
+    let (_, location, _) = visitor
+        .post(
+            "/console/tasks/bulk",
+            &[
+                ("action", "pause"),
+                ("id", &c_text),
+                ("back", "https://evil.example/"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        location.as_deref(),
+        Some("/console/tasks?done=paused-many&n=1")
+    );
+
+    // A task's own pause and resume.
+    let task_page = format!("/console/tasks/{c}");
+    let (status, location, _) = visitor.post(&format!("{task_page}/resume"), &[]).await;
+    assert_eq!(status, 303);
+    assert_eq!(location, Some(format!("{task_page}?done=resumed")));
+    assert_eq!(task_of(&api, c).await["status"], "ENABLED");
+    let (status, location, _) = visitor.post(&format!("{task_page}/pause"), &[]).await;
+    assert_eq!(status, 303);
+    assert_eq!(location, Some(format!("{task_page}?done=paused")));
+    assert_eq!(task_of(&api, c).await["status"], "PAUSED");
+    let (_, _, body) = visitor.get(&format!("{task_page}?done=paused")).await;
+    assert!(body.contains("Task paused.") && body.contains(">Resume</button>"));
+    let (_, location, _) = visitor.post(&format!("{task_page}/resume"), &[]).await;
+    let (_, _, body) = visitor.get(&location.expect("the task")).await;
+    assert!(body.contains("Task resumed.") && body.contains(">Pause</button>"));
+    assert_eq!(task_of(&api, c).await["status"], "ENABLED");
+
+    // A trigger with params: the run has them, and so does its delivery.
+    let (status, location, _) = visitor
+        .post(
+            &format!("{task_page}/trigger"),
+            &[("params", "{\"region\": \"eu\",\n \"batch\": 3}\n")],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let location = location.expect("to the run");
+    assert!(location.ends_with("?done=triggered"), "{location}");
+    let request_id = run_in(&location);
+    let run = run_of(&api, &request_id).await;
+    assert_eq!(run["taskId"], c);
+    assert_eq!(run["triggerType"], "MANUAL");
+    assert_eq!(run["params"], json!({"region": "eu", "batch": 3}));
+    let delivered = delivery_of(&executor, &request_id).await;
+    assert_eq!(
+        delivered.body["params"],
+        json!({"region": "eu", "batch": 3})
+    );
+    let (_, _, body) = visitor.get(&location).await;
+    assert!(body.contains("Run triggered."), "{body}");
+    // Params that are not JSON, or not an object: refused beside the field, nothing triggered.
+    let before = api.instances(c).await.len();
+    for bad in ["{\"region\":", "[1, 2]"] {
+        let (status, _, body) = visitor
+            .post(&format!("{task_page}/trigger"), &[("params", bad)])
+            .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(
+            body.contains(r#"<span class="field-error" id="params-error">"#),
+            "{bad}: {body}"
+        );
+        assert!(body.contains(r#"aria-describedby="params-error""#));
+        assert!(
+            body.contains(&bad.replace('"', "&quot;")),
+            "what was typed stays: {body}"
+        );
+    }
+    assert_eq!(api.instances(c).await.len(), before, "nothing triggered");
+
+    // Backfill: a bad range is refused beside `to`; a good one adds a run a minute.
+    let minutely = api
+        .create_task(json!({
+            "name": unique_name("minutely"), "scene": scene, "cron": "0 * * * * *",
+            "handlerUrl": executor.url, "enabled": false,
+        }))
+        .await;
+    let m = minutely["id"].as_i64().expect("id");
+    let m_page = format!("/console/tasks/{m}");
+    let hour_ago = chrono::Utc::now() - chrono::Duration::hours(1);
+    let minute = |at: chrono::DateTime<chrono::Utc>| at.format("%Y-%m-%dT%H:%M").to_string();
+    let (from, to) = (
+        minute(hour_ago),
+        minute(hour_ago + chrono::Duration::minutes(5)),
+    );
+    let (status, _, body) = visitor
+        .post(
+            &format!("{m_page}/backfill"),
+            &[("from", &to), ("to", &from)],
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains(r#"<span class="field-error" id="to-error">to must be later than from"#),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!(r#"value="{to}""#)) && body.contains(&format!(r#"value="{from}""#)),
+        "what was typed stays"
+    );
+    let tomorrow = minute(chrono::Utc::now() + chrono::Duration::days(1));
+    let (status, _, body) = visitor
+        .post(
+            &format!("{m_page}/backfill"),
+            &[("from", &from), ("to", &tomorrow)],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        body.contains(r#"id="to-error">to must not be later than now"#),
+        "{body}"
+    );
+    let (status, _, body) = visitor
+        .post(
+            &format!("{m_page}/backfill"),
+            &[("from", "yesterday"), ("to", &to)],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(body.contains(r#"id="from-error""#), "{body}");
+    // Not a time, with a letter of two bytes where a plain time has its tenth: refused too.
+    let (status, _, body) = visitor
+        .post(
+            &format!("{m_page}/backfill"),
+            &[("from", "2026-12-0é 10:00:00"), ("to", &to)],
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains(r#"id="from-error">from must be an RFC3339 time"#),
+        "{body}"
+    );
+    assert!(api.instances(m).await.is_empty(), "nothing backfilled yet");
+    let (status, location, _) = visitor
+        .post(
+            &format!("{m_page}/backfill"),
+            &[("from", &from), ("to", &to)],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let location = location.expect("the task");
+    assert_eq!(location, format!("{m_page}?done=backfilled&n=5"));
+    let (_, _, body) = visitor.get(&location).await;
+    assert!(body.contains("Backfill: 5 runs added."), "{body}");
+    let runs = api.instances(m).await;
+    assert_eq!(runs.len(), 5, "{runs:?}");
+    for run in &runs {
+        assert_eq!(run["triggerType"], "BACKFILL");
+        let at = run["scheduledAt"].as_str().expect("scheduledAt");
+        assert!(
+            at >= from.as_str() && at < to.as_str(),
+            "{at} in [{from}, {to})"
+        );
+        assert!(at.ends_with(":00.000Z"), "{at}: on the minute");
+    }
+
+    // The delete confirmation counts the open runs and says how they end; then the delete.
+    let doomed = api
+        .create_task(make(&unique_name("doomed"), &scene, yearly, &accepting.url))
+        .await;
+    let d = doomed["id"].as_i64().expect("id");
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let (status, run) = api
+            .post(&format!("/api/tasks/{d}/trigger"), json!({}))
+            .await;
+        assert_eq!(status, 201, "{run}");
+        open.push(run["requestId"].as_str().expect("requestId").to_string());
+    }
+    for request_id in &open {
+        let path = format!("/api/instances/{request_id}");
+        api.wait_status(&path, "RUNNING", Duration::from_secs(10))
+            .await;
+    }
+    let (status, _, body) = visitor.get(&format!("/console/tasks/{d}/delete")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("<strong>2 open runs</strong>"), "{body}");
+    assert!(body.contains("end FAILED with code TASK_DELETED"), "{body}");
+    assert!(body.contains(&format!(r#"action="/console/tasks/{d}/delete""#)));
+    assert_eq!(task_of(&api, d).await["id"], d, "asking deletes nothing");
+    let (_, _, body) = visitor.get(&format!("/console/tasks/{m}/delete")).await;
+    assert!(body.contains("It has no open runs."), "{body}");
+    let (status, location, _) = visitor
+        .post(&format!("/console/tasks/{d}/delete"), &[])
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!(location.as_deref(), Some("/console/tasks?done=deleted"));
+    assert_eq!(api.get(&format!("/api/tasks/{d}")).await.0, 404);
+    for request_id in &open {
+        let run = run_of(&api, request_id).await;
+        assert_eq!(
+            (&run["status"], &run["code"]),
+            (&json!("FAILED"), &json!("TASK_DELETED")),
+            "{run}"
+        );
+    }
+    let (status, _, _) = visitor.get(&format!("/console/tasks/{d}")).await;
+    assert_eq!(status, 404);
+
+    // The editor's edit path: the form shows the task; a new cron is saved; upstreams by name
+    // (in the scene, or scene/name) resolve to their ids; an unknown name is refused beside
+    // the field, and nothing changes.
+    let upstream = unique_name("upstream");
+    let elsewhere = api
+        .create_task(make(&upstream, &other_scene, yearly, &executor.url))
+        .await;
+    let e = elsewhere["id"].as_i64().expect("id");
+    let edit = format!("/console/tasks/{b}/edit");
+    let (status, _, form) = visitor.get(&edit).await;
+    assert_eq!(status, 200);
+    assert!(form.contains(&format!(r#"value="{}""#, names[1])), "{form}");
+    assert!(form.contains(&format!(r#"value="{yearly}""#)));
+    assert!(form.contains(&format!(r#"action="{edit}""#)));
+    let fields = |depends_on: &str| {
+        vec![
+            ("name", names[1].clone()),
+            ("scene", scene.clone()),
+            ("cron", "0 30 * * * *".to_string()),
+            ("timeZone", "UTC".to_string()),
+            ("handlerUrl", executor.url.clone()),
+            ("params", r#"{"edited": true}"#.to_string()),
+            ("maxRetry", "2".to_string()),
+            ("timeoutMs", "30000".to_string()),
+            ("overlap", "ALLOW".to_string()),
+            ("jitterSecs", "0".to_string()),
+            ("enabled", "true".to_string()),
+            ("dependsOn", depends_on.to_string()),
+        ]
+    };
+    let both = format!("{}\n{other_scene}/{upstream}\n", names[0]);
+    let (status, location, body) = visitor.post(&edit, &refs(&fields(&both))).await;
+    assert_eq!(status, 303, "{body}");
+    assert_eq!(location, Some(format!("/console/tasks/{b}?done=saved")));
+    let saved = task_of(&api, b).await;
+    assert_eq!(saved["cron"], "0 30 * * * *");
+    assert_eq!(saved["maxRetry"], 2);
+    assert_eq!(saved["params"], json!({"edited": true}));
+    assert_eq!(saved["dependsOn"], json!([a, e]), "{saved}");
+    let (_, _, form) = visitor.get(&edit).await;
+    assert!(
+        form.contains(&format!(
+            "{}\n{other_scene}/{upstream}</textarea>",
+            names[0]
+        )),
+        "the upstreams by name: {form}"
+    );
+    let (status, _, body) = visitor
+        .post(&edit, &refs(&fields("nobody-is-called-this")))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains(r#"<span class="field-error" id="dependsOn-error">no task is named `nobody-is-called-this`"#),
+        "{body}"
+    );
+    assert!(
+        body.contains("nobody-is-called-this</textarea>"),
+        "what was typed stays"
+    );
+    assert_eq!(
+        task_of(&api, b).await["dependsOn"],
+        json!([a, e]),
+        "unchanged"
+    );
+
+    let in_scene = format!("({scene}/");
+    audited(
+        &api,
+        &[
+            ("task.pause", &in_scene),
+            ("task.resume", &in_scene),
+            ("task.trigger", &in_scene),
+            ("task.backfill", &format!("task {m} ")),
+            ("task.delete", &format!("task {d} ")),
+            ("task.update", &format!("task {b} ")),
+        ],
+    )
+    .await;
+    ax.shutdown().await;
+    executor.stop().await;
+    accepting.stop().await;
+}
+
+#[actix_rt::test]
+async fn task_actions_on_sqlite() {
+    task_actions(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn task_actions_on_mysql() {
+    task_actions(TestStore::mysql()).await;
+}
+
+/// A run cancelled from its page (and a second cancel refused), run again with its params;
+/// a scene paused and resumed, the notices counting its tasks; all in the audit log by the
+/// anonymous actor.
+async fn run_and_scene_actions(store: TestStore) {
+    let ax = start_ax(&config(&store, false, "console-runs")).await;
+    let api = Api::new(&ax);
+    // Answers 202 and never calls back: a run stays RUNNING until it is cancelled.
+    let accepting = Executor::start(Reply::Accepted).await;
+    let scene = unique_name("batch");
+    let mut ids = Vec::new();
+    for enabled in [true, true, false] {
+        let task = api
+            .create_task(json!({
+                "name": unique_name("job"), "scene": scene, "cron": "0 0 0 1 1 *",
+                "handlerUrl": accepting.url, "enabled": enabled,
+            }))
+            .await;
+        ids.push(task["id"].as_i64().expect("id"));
+    }
+    let mut visitor = Visitor::new(&ax);
+    visitor.get("/console/scenes").await;
+
+    // A run with its own params, open while the executor works on it: cancelled from its page.
+    let (status, location, _) = visitor
+        .post(
+            &format!("/console/tasks/{}/trigger", ids[0]),
+            &[("params", r#"{"day": "2026-11-30"}"#)],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let request_id = run_in(&location.expect("to the run"));
+    let run_api = format!("/api/instances/{request_id}");
+    api.wait_status(&run_api, "RUNNING", Duration::from_secs(10))
+        .await;
+    let run_page = format!("/console/runs/{request_id}");
+    let (status, _, body) = visitor.get(&run_page).await;
+    assert_eq!(status, 200);
+    assert!(
+        body.contains(&format!(r#"action="{run_page}/cancel""#)),
+        "{body}"
+    );
+    assert!(body.contains("Cancel run") && body.contains("Run again"));
+    let (status, location, _) = visitor.post(&format!("{run_page}/cancel"), &[]).await;
+    assert_eq!(status, 303);
+    assert_eq!(location, Some(format!("{run_page}?done=cancelled")));
+    assert_eq!(run_of(&api, &request_id).await["status"], "CANCELLED");
+    let (_, _, body) = visitor.get(&format!("{run_page}?done=cancelled")).await;
+    assert!(body.contains("Run cancelled.") && body.contains("CANCELLED"));
+    assert!(!body.contains("Cancel run"), "a final run offers no cancel");
+    // Cancelling again: the API's 409, as a page.
+    let (status, _, body) = visitor.post(&format!("{run_page}/cancel"), &[]).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains("<main") && body.contains("role=\"alert\""),
+        "{body}"
+    );
+    assert_eq!(run_of(&api, &request_id).await["status"], "CANCELLED");
+
+    // Run again: a new manual run of the task with the same params.
+    let (status, location, _) = visitor.post(&format!("{run_page}/rerun"), &[]).await;
+    assert_eq!(status, 303);
+    let location = location.expect("to the new run");
+    assert!(location.ends_with("?done=triggered"), "{location}");
+    let again = run_in(&location);
+    assert_ne!(again, request_id);
+    let rerun = run_of(&api, &again).await;
+    assert_eq!(rerun["taskId"], ids[0]);
+    assert_eq!(rerun["triggerType"], "MANUAL");
+    assert_eq!(rerun["params"], json!({"day": "2026-11-30"}));
+    let delivered = delivery_of(&accepting, &again).await;
+    assert_eq!(delivered.body["params"], json!({"day": "2026-11-30"}));
+
+    // The scene: paused (its two enabled tasks), resumed (all three).
+    let (status, location, _) = visitor
+        .post("/console/scenes/pause", &[("scene", &scene)])
+        .await;
+    assert_eq!(status, 303);
+    let location = location.expect("the scenes");
+    assert_eq!(location, "/console/scenes?done=paused-many&n=2");
+    let (_, _, body) = visitor.get(&location).await;
+    assert!(body.contains("Paused 2 tasks."), "{body}");
+    for id in &ids {
+        assert_eq!(task_of(&api, *id).await["status"], "PAUSED");
+    }
+    let (status, location, _) = visitor
+        .post("/console/scenes/resume", &[("scene", &scene)])
+        .await;
+    assert_eq!(status, 303);
+    let location = location.expect("the scenes");
+    assert_eq!(location, "/console/scenes?done=resumed-many&n=3");
+    let (_, _, body) = visitor.get(&location).await;
+    assert!(body.contains("Resumed 3 tasks."), "{body}");
+    for id in &ids {
+        assert_eq!(task_of(&api, *id).await["status"], "ENABLED");
+    }
+    let (status, _, _) = visitor
+        .post("/console/scenes/pause", &[("scene", "")])
+        .await;
+    assert_eq!(status, 400, "a scene is needed");
+
+    let scene_target = format!("scene {scene}");
+    audited(
+        &api,
+        &[
+            ("task.trigger", &format!("task {} ", ids[0])),
+            ("run.cancel", &format!("run {request_id} ")),
+            ("scene.pause", &scene_target),
+            ("scene.resume", &scene_target),
+        ],
+    )
+    .await;
+    ax.shutdown().await;
+    accepting.stop().await;
+}
+
+#[actix_rt::test]
+async fn run_and_scene_actions_on_sqlite() {
+    run_and_scene_actions(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn run_and_scene_actions_on_mysql() {
+    run_and_scene_actions(TestStore::mysql()).await;
+}

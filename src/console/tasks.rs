@@ -481,7 +481,9 @@ pub async fn backfill(
 /// A time typed without an offset is UTC, as the form says: `2026-12-01T10:00` reads as
 /// `2026-12-01T10:00:00Z`; anything else goes to the API's check as typed.
 fn utc_text(typed: &str) -> String {
-    let bare = typed.len() >= 16 && !typed.ends_with('Z') && !typed[10..].contains(['+', '-']);
+    // `get`, not an index: a character of several bytes may straddle byte 10 of what was typed.
+    let time = typed.get(10..).filter(|_| typed.len() >= 16);
+    let bare = time.is_some_and(|time| !time.ends_with('Z') && !time.contains(['+', '-']));
     match (bare, typed.len()) {
         (true, 16) => format!("{typed}:00Z"),
         (true, _) => format!("{typed}Z"),
