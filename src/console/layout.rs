@@ -114,6 +114,7 @@ impl Notice {
             Notice::Resumed => "Task resumed.".into(),
             Notice::Triggered => "Run triggered.".into(),
             Notice::Cancelled => "Run cancelled.".into(),
+            Notice::Backfilled(1) => "Backfill: 1 run added.".into(),
             Notice::Backfilled(n) => format!("Backfill: {n} runs added."),
             Notice::PausedMany(n) => format!("Paused {}.", tasks(n)),
             Notice::ResumedMany(n) => format!("Resumed {}.", tasks(n)),

@@ -96,10 +96,12 @@ pub async fn bulk(
             )
         }
     };
-    let ids = form
+    let mut ids = form
         .all("id")
         .map(validate::task_id)
         .collect::<Result<Vec<TaskId>, ApiError>>()?;
+    ids.sort_unstable();
+    ids.dedup();
     if ids.is_empty() || ids.len() > MAX_SELECTED {
         let message = format!("select between 1 and {MAX_SELECTED} tasks");
         return Err(ApiError::invalid("id", message).into());
@@ -417,7 +419,10 @@ pub async fn trigger(
                     .into_bytes()
             }
         };
-        let params = validate::trigger_params(&body)?;
+        // The form shows the task's params: sent unchanged, the run keeps using the task's.
+        let task_params = state.service.task(id).await?.task.params;
+        let params =
+            validate::trigger_params(&body)?.filter(|params| !same_json(params, &task_params));
         Ok::<_, ConsoleError>(
             state
                 .service
@@ -476,6 +481,12 @@ pub async fn backfill(
             refused(&state, &visitor, id, forms, err).await
         }
     }
+}
+
+/// Whether two JSON texts hold the same value.
+fn same_json(a: &str, b: &str) -> bool {
+    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).ok();
+    parse(a).is_some_and(|a| Some(a) == parse(b))
 }
 
 /// A time typed without an offset is UTC, as the form says: `2026-12-01T10:00` reads as
