@@ -21,7 +21,7 @@ use crate::run::{OverlapPolicy, TaskId};
 use crate::service::{Service, TaskDetails};
 use crate::store::models::{Task, TaskStatus};
 
-/// Names of a scene's tasks the dependency field suggests.
+/// Names of a scene's tasks the dependency field lists.
 const SUGGESTED_NAMES: i64 = 200;
 
 /// The editor's fields as text, as shown and as sent back. The form's field names are the
@@ -487,9 +487,6 @@ fn editor_form(
             fieldset {
                 legend { "Dependencies" }
                 (layout::textarea("dependsOn", "Upstream tasks, one name a line (scene/name for another scene)", &draft.depends_on, 3, error("dependsOn").as_deref()))
-                datalist #task-names {
-                    @for name in suggestions { option value=(name) {} }
-                }
                 @if !suggestions.is_empty() {
                     details {
                         summary { "Tasks of scene " (draft.scene_or_default()) }
