@@ -354,17 +354,18 @@ fn fill(path: &str, values: &[(&str, String)]) -> String {
 
 /// The values of the placeholders but `{cursor}`, read from the seeded database with ax's own
 /// queries.
-async fn placeholders(
-    args: &Args,
-    seeded: &Seeded,
-) -> anyhow::Result<Vec<(&'static str, String)>> {
+async fn placeholders(args: &Args, seeded: &Seeded) -> anyhow::Result<Vec<(&'static str, String)>> {
     let mut conn = seeded.db.conn().await?;
     let mut scenes: std::collections::HashMap<String, i64> = Default::default();
     for (scene, _, count) in task_queries::scene_counts(&mut conn).await? {
         *scenes.entry(scene).or_default() += count;
     }
-    let largest = scenes.iter().max_by_key(|(scene, n)| (**n, (*scene).clone()));
-    let smallest = scenes.iter().min_by_key(|(scene, n)| (**n, (*scene).clone()));
+    let largest = scenes
+        .iter()
+        .max_by_key(|(scene, n)| (**n, (*scene).clone()));
+    let smallest = scenes
+        .iter()
+        .min_by_key(|(scene, n)| (**n, (*scene).clone()));
     let (Some((scene, _)), Some((small_scene, _))) = (largest, smallest) else {
         bail!("the seeded database has no tasks");
     };
@@ -461,7 +462,8 @@ mod tests {
 
     #[test]
     fn the_next_cursor_is_read_from_the_runs_page() {
-        let page = r#"<a href="/console/runs?status=FAILED&amp;cursor=1700000000000.42" rel="next">"#;
+        let page =
+            r#"<a href="/console/runs?status=FAILED&amp;cursor=1700000000000.42" rel="next">"#;
         assert_eq!(next_cursor(page).as_deref(), Some("1700000000000.42"));
         assert_eq!(next_cursor("<p>no link</p>"), None);
     }

@@ -461,7 +461,10 @@ async fn seed_runs(conn: &mut MysqlConn, size: Size, now: DateTime<Utc>) -> anyh
     let manual_id = uuid_sql("SHA1(CONCAT('manual:', task_id, ':', age))", '4');
     // A retry waits (READY after a failed attempt) or a run is claimed (READY at its second,
     // RUNNING): told apart by age.
-    let claimed = format!("(st = '{running}' OR (st = '{ready}' AND age < 2))", running = s(Running));
+    let claimed = format!(
+        "(st = '{running}' OR (st = '{ready}' AND age < 2))",
+        running = s(Running)
+    );
     let retrying = format!("(st = '{ready}' AND age >= 2)");
     let dispatched = format!(
         "st IN ('{running}', '{success}', '{failed}', '{cancelled}') OR {claimed}",
@@ -602,9 +605,16 @@ async fn secondary_indexes(conn: &mut MysqlConn, table: &str) -> anyhow::Result<
             "`{}`{}{}",
             row.column_name,
             row.sub_part.map(|n| format!("({n})")).unwrap_or_default(),
-            if row.collation.as_deref() == Some("D") { " DESC" } else { "" },
+            if row.collation.as_deref() == Some("D") {
+                " DESC"
+            } else {
+                ""
+            },
         );
-        match indexes.last_mut().filter(|index| index.name == row.index_name) {
+        match indexes
+            .last_mut()
+            .filter(|index| index.name == row.index_name)
+        {
             Some(index) => index.columns.push(column),
             None => indexes.push(Index {
                 name: row.index_name,

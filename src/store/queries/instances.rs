@@ -409,15 +409,69 @@ impl Cursor {
     }
 }
 
+/// The first slice of time a scene's history is read in; each next one is longer.
+const SCENE_SLICE_SECS: i64 = 3600;
+/// How many times longer each next slice is.
+const SCENE_SLICE_GROWTH: i32 = 4;
+
 /// Runs matching the filter, newest scheduled first, after `cursor`; at most `limit`.
+///
+/// A scene's runs are read over the newest slice of time first, then over ever longer ones
+/// until a page is full: asked at once, the database joins every run of the scene's tasks and
+/// sorts them (millions for a large scene), where the page lies in the latest hour or so. The
+/// page is the same either way, since each slice holds every run newer than its start.
 pub async fn history(
     conn: &mut Conn,
     filter: &InstanceFilter,
     cursor: Option<Cursor>,
     limit: i64,
 ) -> Result<Vec<Instance>, StoreError> {
+    if filter.scene.is_none() || filter.task_id.is_some() {
+        return history_since(conn, filter, cursor, None, limit).await;
+    }
+    let (first, last): (Option<NaiveDateTime>, Option<NaiveDateTime>) =
+        with_conn!(conn, |c| i::ax_instance
+            .select((
+                diesel::dsl::min(i::scheduled_at),
+                diesel::dsl::max(i::scheduled_at)
+            ))
+            .first(c)
+            .await)?;
+    let (Some(first), Some(last)) = (first, last) else {
+        return Ok(Vec::new());
+    };
+    let newest = [cursor.map(|c| c.scheduled_at), filter.to]
+        .into_iter()
+        .flatten()
+        .fold(last, NaiveDateTime::min);
+    let oldest = filter.from.map_or(first, |from| from.max(first));
+    let mut slice = chrono::Duration::seconds(SCENE_SLICE_SECS);
+    loop {
+        let since = newest - slice;
+        if since <= oldest {
+            return history_since(conn, filter, cursor, None, limit).await;
+        }
+        let runs = history_since(conn, filter, cursor, Some(since), limit).await?;
+        if runs.len() as i64 == limit {
+            return Ok(runs);
+        }
+        slice = slice * SCENE_SLICE_GROWTH;
+    }
+}
+
+/// [`history`] over the runs scheduled at or after `since` (all when `None`).
+async fn history_since(
+    conn: &mut Conn,
+    filter: &InstanceFilter,
+    cursor: Option<Cursor>,
+    since: Option<NaiveDateTime>,
+    limit: i64,
+) -> Result<Vec<Instance>, StoreError> {
     Ok(with_conn!(conn, |c| {
         let mut query = i::ax_instance.into_boxed();
+        if let Some(since) = since {
+            query = query.filter(i::scheduled_at.ge(since));
+        }
         if let Some(task_id) = filter.task_id {
             query = query.filter(i::task_id.eq(task_id));
         }
