@@ -413,6 +413,8 @@ impl Cursor {
 const SCENE_SLICE_SECS: i64 = 3600;
 /// How many times longer each next slice is.
 const SCENE_SLICE_GROWTH: i32 = 4;
+/// The most tasks a scene may have for its history to be read by their ids.
+const SCENE_BY_IDS: i64 = 5000;
 
 /// Runs matching the filter, newest scheduled first, after `cursor`; at most `limit`.
 ///
@@ -426,9 +428,23 @@ pub async fn history(
     cursor: Option<Cursor>,
     limit: i64,
 ) -> Result<Vec<Instance>, StoreError> {
-    if filter.scene.is_none() || filter.task_id.is_some() {
-        return history_since(conn, filter, cursor, None, limit).await;
+    let Some(scene) = filter.scene.clone().filter(|_| filter.task_id.is_none()) else {
+        return history_since(conn, filter, cursor, None, None, limit).await;
+    };
+    // A small scene's tasks are named by id: each task's runs of a slice are then one range of
+    // `idx_ax_instance_task (task_id, scheduled_at)`, where the subquery would have the
+    // database read every run of every task of the scene.
+    let tasks: Vec<TaskId> = with_conn!(conn, |c| t::ax_task
+        .filter(t::scene.eq(&scene))
+        .select(t::id)
+        .limit(SCENE_BY_IDS + 1)
+        .load(c)
+        .await)?;
+    if tasks.is_empty() {
+        return Ok(Vec::new());
     }
+    let tasks = (tasks.len() as i64 <= SCENE_BY_IDS).then_some(tasks);
+    let tasks = tasks.as_deref();
     let (first, last): (Option<NaiveDateTime>, Option<NaiveDateTime>) =
         with_conn!(conn, |c| i::ax_instance
             .select((
@@ -449,9 +465,9 @@ pub async fn history(
     loop {
         let since = newest - slice;
         if since <= oldest {
-            return history_since(conn, filter, cursor, None, limit).await;
+            return history_since(conn, filter, cursor, tasks, None, limit).await;
         }
-        let runs = history_since(conn, filter, cursor, Some(since), limit).await?;
+        let runs = history_since(conn, filter, cursor, tasks, Some(since), limit).await?;
         if runs.len() as i64 == limit {
             return Ok(runs);
         }
@@ -459,11 +475,13 @@ pub async fn history(
     }
 }
 
-/// [`history`] over the runs scheduled at or after `since` (all when `None`).
+/// [`history`] over the runs scheduled at or after `since` (all when `None`); the scene's
+/// tasks are `scene_tasks` when given.
 async fn history_since(
     conn: &mut Conn,
     filter: &InstanceFilter,
     cursor: Option<Cursor>,
+    scene_tasks: Option<&[TaskId]>,
     since: Option<NaiveDateTime>,
     limit: i64,
 ) -> Result<Vec<Instance>, StoreError> {
@@ -475,9 +493,13 @@ async fn history_since(
         if let Some(task_id) = filter.task_id {
             query = query.filter(i::task_id.eq(task_id));
         }
-        if let Some(scene) = &filter.scene {
-            let ids = t::ax_task.filter(t::scene.eq(scene.clone())).select(t::id);
-            query = query.filter(i::task_id.eq_any(ids));
+        match (scene_tasks, &filter.scene) {
+            (Some(ids), _) => query = query.filter(i::task_id.eq_any(ids)),
+            (None, Some(scene)) => {
+                let ids = t::ax_task.filter(t::scene.eq(scene.clone())).select(t::id);
+                query = query.filter(i::task_id.eq_any(ids));
+            }
+            (None, None) => {}
         }
         if let Some(status) = filter.status {
             query = query.filter(i::status.eq(status));
