@@ -67,5 +67,16 @@ echo "$report" | grep -q '"lost":0,' && echo "$report" | grep -q '"duplicate_row
   exit 1
 }
 
+# The console bench at a tiny size, to prove it works end to end (figures at size: README,
+# Console at size): seeds its own database (kept, ax_console_bench_tiny) and times every page;
+# it fails if a page does not answer 200.
+report=$(cargo run --quiet -- bench console --tasks 100 --runs 1000 --scenes 10 --audit 100 \
+  --database ax_console_bench_tiny --requests 2 --warmup 1)
+echo "$report"
+echo "$report" | grep -q '"pages":\[{"name":"dashboard"' || {
+  echo "test.sh: the console bench measured no page" >&2
+  exit 1
+}
+
 cargo test "$@"
 

@@ -55,9 +55,10 @@ enum Command {
         #[arg(long)]
         store: Option<String>,
     },
-    /// Load-test ax: a mock executor, ax child processes, tasks, one JSON line of figures.
+    /// Load-test ax: a mock executor, ax child processes, tasks, one JSON line of figures;
+    /// `ax bench console` times the web console's pages on a seeded database.
     #[command(after_long_help = ax::bench::FIELDS_HELP)]
-    Bench(ax::bench::Args),
+    Bench(ax::bench::Command),
     /// Tasks through the HTTP API: list, get, pause, resume, trigger.
     Tasks {
         #[command(flatten)]
@@ -149,7 +150,7 @@ fn main() -> ExitCode {
         Command::Migrate { config, store } => {
             with_config(config, [("--store", "store.url", store)], migrate)
         }
-        Command::Bench(args) => ax::bench::run(args),
+        Command::Bench(command) => ax::bench::main(command),
         Command::Tasks {
             connection,
             command,

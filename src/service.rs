@@ -908,7 +908,7 @@ impl Service {
             .await?)
     }
 
-    /// Each task's latest run that is due (the one recorded last).
+    /// Each task's latest run that is due (the one scheduled last).
     pub async fn last_runs(&self, ids: Vec<TaskId>) -> Result<HashMap<TaskId, Instance>> {
         let now = to_db(self.clock.now());
         Ok(self

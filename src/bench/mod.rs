@@ -5,12 +5,17 @@
 //!
 //! Every step is bounded in time, and the ax processes are stopped whatever happens (see
 //! [`cluster::Cluster`]'s `Drop`).
+//!
+//! `ax bench console` measures the web console's pages on a seeded database instead (see
+//! [`console`]).
 
 mod analysis;
 mod cluster;
+pub mod console;
 mod db;
 mod executor;
 mod report;
+mod seed;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -70,6 +75,33 @@ impl Mode {
             Mode::Sync => "sync",
             Mode::Callback => "callback",
         }
+    }
+}
+
+/// `ax bench`: the load test, or another bench named by a subcommand.
+#[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Command {
+    #[command(subcommand)]
+    pub bench: Option<Bench>,
+    #[command(flatten)]
+    pub load: Args,
+}
+
+/// The benches besides the load test.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Bench {
+    /// The web console's pages at size: seeds a MariaDB database (100,000 tasks and 5,000,000
+    /// runs by default), starts ax on it and times every page; one JSON line of figures.
+    #[command(after_long_help = console::PAGES_HELP)]
+    Console(console::Args),
+}
+
+/// Runs `ax bench` or the bench its subcommand names.
+pub fn main(command: Command) -> ExitCode {
+    match command.bench {
+        Some(Bench::Console(args)) => console::run(args),
+        None => run(command.load),
     }
 }
 

@@ -409,21 +409,97 @@ impl Cursor {
     }
 }
 
+/// The first slice of time a scene's history is read in; each next one is longer.
+const SCENE_SLICE_SECS: i64 = 3600;
+/// How many times longer each next slice is.
+const SCENE_SLICE_GROWTH: i32 = 4;
+/// The most tasks a scene may have for its history to be read by their ids.
+const SCENE_BY_IDS: i64 = 5000;
+
 /// Runs matching the filter, newest scheduled first, after `cursor`; at most `limit`.
+///
+/// A scene's runs are read over the newest slice of time first, then over ever longer ones
+/// until a page is full: asked at once, the database joins every run of the scene's tasks and
+/// sorts them (millions for a large scene), where the page lies in the latest hour or so. The
+/// page is the same either way, since each slice holds every run newer than its start.
 pub async fn history(
     conn: &mut Conn,
     filter: &InstanceFilter,
     cursor: Option<Cursor>,
     limit: i64,
 ) -> Result<Vec<Instance>, StoreError> {
+    let Some(scene) = filter.scene.clone().filter(|_| filter.task_id.is_none()) else {
+        return history_since(conn, filter, cursor, None, None, limit).await;
+    };
+    // A small scene's tasks are named by id: each task's runs of a slice are then one range of
+    // `idx_ax_instance_task (task_id, scheduled_at)`, where the subquery would have the
+    // database read every run of every task of the scene.
+    let tasks: Vec<TaskId> = with_conn!(conn, |c| t::ax_task
+        .filter(t::scene.eq(&scene))
+        .select(t::id)
+        .limit(SCENE_BY_IDS + 1)
+        .load(c)
+        .await)?;
+    if tasks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let tasks = (tasks.len() as i64 <= SCENE_BY_IDS).then_some(tasks);
+    let tasks = tasks.as_deref();
+    let (first, last): (Option<NaiveDateTime>, Option<NaiveDateTime>) =
+        with_conn!(conn, |c| i::ax_instance
+            .select((
+                diesel::dsl::min(i::scheduled_at),
+                diesel::dsl::max(i::scheduled_at)
+            ))
+            .first(c)
+            .await)?;
+    let (Some(first), Some(last)) = (first, last) else {
+        return Ok(Vec::new());
+    };
+    let newest = [cursor.map(|c| c.scheduled_at), filter.to]
+        .into_iter()
+        .flatten()
+        .fold(last, NaiveDateTime::min);
+    let oldest = filter.from.map_or(first, |from| from.max(first));
+    let mut slice = chrono::Duration::seconds(SCENE_SLICE_SECS);
+    loop {
+        let since = newest - slice;
+        if since <= oldest {
+            return history_since(conn, filter, cursor, tasks, None, limit).await;
+        }
+        let runs = history_since(conn, filter, cursor, tasks, Some(since), limit).await?;
+        if runs.len() as i64 == limit {
+            return Ok(runs);
+        }
+        slice = slice * SCENE_SLICE_GROWTH;
+    }
+}
+
+/// [`history`] over the runs scheduled at or after `since` (all when `None`); the scene's
+/// tasks are `scene_tasks` when given.
+async fn history_since(
+    conn: &mut Conn,
+    filter: &InstanceFilter,
+    cursor: Option<Cursor>,
+    scene_tasks: Option<&[TaskId]>,
+    since: Option<NaiveDateTime>,
+    limit: i64,
+) -> Result<Vec<Instance>, StoreError> {
     Ok(with_conn!(conn, |c| {
         let mut query = i::ax_instance.into_boxed();
+        if let Some(since) = since {
+            query = query.filter(i::scheduled_at.ge(since));
+        }
         if let Some(task_id) = filter.task_id {
             query = query.filter(i::task_id.eq(task_id));
         }
-        if let Some(scene) = &filter.scene {
-            let ids = t::ax_task.filter(t::scene.eq(scene.clone())).select(t::id);
-            query = query.filter(i::task_id.eq_any(ids));
+        match (scene_tasks, &filter.scene) {
+            (Some(ids), _) => query = query.filter(i::task_id.eq_any(ids)),
+            (None, Some(scene)) => {
+                let ids = t::ax_task.filter(t::scene.eq(scene.clone())).select(t::id);
+                query = query.filter(i::task_id.eq_any(ids));
+            }
+            (None, None) => {}
         }
         if let Some(status) = filter.status {
             query = query.filter(i::status.eq(status));

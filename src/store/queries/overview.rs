@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use crate::run::{RunStatus, TaskId, TriggerType};
@@ -14,13 +15,17 @@ use crate::store::schema::ax_task::dsl as t;
 use crate::store::{from_db, Conn, StoreError};
 use crate::with_conn;
 
-/// How many runs scheduled in `[since, until]` are in each status.
+/// How many runs scheduled in `[since, until]` are in each status. Read from the index
+/// `idx_ax_instance_status_scheduled (status, scheduled_at)` alone, one range a status (the
+/// condition on every status lets the database use it): a day of runs at size is hundreds of
+/// thousands of rows, and reading each of them would take seconds.
 pub async fn run_counts(
     conn: &mut Conn,
     since: NaiveDateTime,
     until: NaiveDateTime,
 ) -> Result<HashMap<RunStatus, i64>, StoreError> {
     let rows: Vec<(RunStatus, i64)> = with_conn!(conn, |c| i::ax_instance
+        .filter(i::status.eq_any(RunStatus::ALL))
         .filter(i::scheduled_at.ge(since).and(i::scheduled_at.le(until)))
         .group_by(i::status)
         .select((i::status, diesel::dsl::count_star()))
@@ -42,26 +47,49 @@ pub async fn task_names(
     Ok(rows.into_iter().collect())
 }
 
-/// Each task's latest run due by `now` (the one recorded last): two statements for all the
-/// tasks, not one per task.
+/// Each task's latest run due by `now`: the one scheduled last (of two at the same time, the
+/// one recorded last). Two statements for all the tasks, each reading one index entry a task
+/// however long its history: a subquery per task walks `idx_ax_instance_task (task_id,
+/// scheduled_at)` backwards from `now`, then the runs are read by id.
 pub async fn last_runs(
     conn: &mut Conn,
     ids: Vec<TaskId>,
     now: NaiveDateTime,
 ) -> Result<HashMap<TaskId, Instance>, StoreError> {
-    let latest: Vec<Option<i64>> = with_conn!(conn, |c| i::ax_instance
-        .filter(i::task_id.eq_any(&ids).and(i::scheduled_at.le(now)))
-        .group_by(i::task_id)
-        .select(diesel::dsl::max(i::id))
-        .load(c)
-        .await)?;
-    let latest: Vec<i64> = latest.into_iter().flatten().collect();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    // A correlated subquery, which the query builder does not express; the same text serves
+    // both backends.
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!(
+        "SELECT (SELECT i.id FROM ax_instance i WHERE i.task_id = t.id AND i.scheduled_at <= ? \
+                 ORDER BY i.scheduled_at DESC, i.id DESC LIMIT 1) AS run_id \
+         FROM ax_task t WHERE t.id IN ({marks})"
+    );
+    let latest: Vec<LastRun> = with_conn!(conn, |c| {
+        let mut query = diesel::sql_query(&sql)
+            .into_boxed()
+            .bind::<Timestamp, _>(now);
+        for id in &ids {
+            query = query.bind::<BigInt, _>(id.0);
+        }
+        query.load(c).await
+    })?;
+    let latest: Vec<i64> = latest.into_iter().filter_map(|row| row.run_id).collect();
     let runs: Vec<Instance> = with_conn!(conn, |c| i::ax_instance
         .filter(i::id.eq_any(&latest))
         .select(Instance::as_select())
         .load(c)
         .await)?;
     Ok(runs.into_iter().map(|run| (run.task_id, run)).collect())
+}
+
+/// A row of [`last_runs`]' first statement.
+#[derive(QueryableByName)]
+struct LastRun {
+    #[diesel(sql_type = Nullable<BigInt>)]
+    run_id: Option<i64>,
 }
 
 /// When runs scheduled in `[since, until]` were due and first dispatched, newest first, at most

@@ -293,15 +293,37 @@ pub async fn list(
             }
             query
         };
-        let total: i64 = query().count().get_result(c).await?;
-        let rows = query()
-            .order(t::id.asc())
-            .limit(page.limit)
-            .offset(page.offset)
-            .select(Task::as_select())
-            .load(c)
-            .await?;
-        (rows, total)
+        if filter.name_like.is_none() {
+            let total: i64 = query().count().get_result(c).await?;
+            let rows = query()
+                .order(t::id.asc())
+                .limit(page.limit)
+                .offset(page.offset)
+                .select(Task::as_select())
+                .load(c)
+                .await?;
+            (rows, total)
+        } else {
+            // A name search reads every name (a pattern that starts with a wildcard narrows no
+            // index): the matching ids in one pass over `(scene, name)`, which holds them,
+            // rather than one pass to count and another over the whole rows to page.
+            let mut ids: Vec<TaskId> = query().select(t::id).load(c).await?;
+            ids.sort_unstable();
+            let total = ids.len() as i64;
+            let start = usize::try_from(page.offset).unwrap_or(usize::MAX);
+            let wanted: Vec<TaskId> = ids
+                .into_iter()
+                .skip(start)
+                .take(usize::try_from(page.limit).unwrap_or(0))
+                .collect();
+            let rows = t::ax_task
+                .filter(t::id.eq_any(&wanted))
+                .order(t::id.asc())
+                .select(Task::as_select())
+                .load(c)
+                .await?;
+            (rows, total)
+        }
     }))
 }
 
