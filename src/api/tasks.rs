@@ -58,6 +58,7 @@ pub async fn list(
         scene: query.get("scene").cloned(),
         status,
         name_like: None,
+        after: None,
     };
     let (tasks, total) = state.service.tasks(filter, page).await?;
     Ok(HttpResponse::Ok().json(PageView {

@@ -39,7 +39,7 @@ pub const DEFAULT_PAGES: &[&str] = &[
     "tasks-small-scene=/console/tasks?scene={small_scene}",
     "tasks-paused=/console/tasks?status=PAUSED",
     "tasks-search=/console/tasks?q={name}",
-    "tasks-last-page=/console/tasks?offset={last_offset}",
+    "tasks-last-page=/console/tasks?after={last_after}",
     "task=/console/tasks/{task}",
     "runs=/console/runs",
     "runs-page-2=/console/runs?cursor={cursor}",
@@ -64,7 +64,7 @@ Pages: --page NAME=PATH, repeated, replaces the default list (below). PATH may h
   {name}         a task name to search for (q=)
   {request}      the request id of the latest failed run
   {from} {to}    an hour of ten days ago (UTC, YYYY-MM-DDTHH:MM)
-  {last_offset}  the offset of the last page of tasks
+  {last_after}   the task id after which the last page of tasks starts
   {cursor}       the cursor of the second page of /console/runs
 Default pages:
   dashboard, tasks (all, a scene, the smallest scene, paused, a name search, the last page),
@@ -391,7 +391,7 @@ async fn placeholders(args: &Args, seeded: &Seeded) -> anyhow::Result<Vec<(&'sta
         ("from", minute(from)),
         ("to", minute(from + chrono::Duration::hours(1))),
         (
-            "last_offset",
+            "last_after",
             (i64::from(args.tasks) - 50).max(0).to_string(),
         ),
     ])

@@ -18,6 +18,7 @@ use crate::actors::lock::LockError;
 use crate::api::ApiState;
 use crate::health::Report;
 use crate::run::{RunStatus, TaskId};
+use crate::service::{Counted, DAY_COUNTS_SECS};
 use crate::store::models::Instance;
 use crate::store::queries::instances::InstanceFilter;
 
@@ -29,7 +30,8 @@ const CHART_RUNS: i64 = 20_000;
 /// What the dashboard shows.
 struct Dashboard {
     last_hour: HashMap<RunStatus, i64>,
-    last_day: HashMap<RunStatus, i64>,
+    /// When the last day's counts were counted, and the counts.
+    last_day: Counted,
     failures: Vec<Instance>,
     chart: Vec<Minute>,
     /// Whether the chart had more runs than it was drawn from.
@@ -52,7 +54,7 @@ pub async fn show(
     };
     let (last_hour, last_day, failures, dispatches, cluster, health) = futures_util::join!(
         service.run_counts_since(now - Duration::hours(1)),
-        service.run_counts_since(now - Duration::days(1)),
+        service.day_counts(),
         service.history(failed, None, LATEST_FAILURES),
         service.dispatch_times_since(now - Duration::minutes(chart::MINUTES), CHART_RUNS),
         service.cluster(),
@@ -83,7 +85,8 @@ fn dashboard_page(visitor: &Visitor, dashboard: &Dashboard) -> Markup {
             div.cards {
                 section.card aria-labelledby="runs-heading" {
                     h2 #runs-heading { "Runs by status" }
-                    (counts(&dashboard.last_hour, &dashboard.last_day))
+                    (counts(&dashboard.last_hour, &dashboard.last_day.1))
+                    p.hint { "The last day as counted at " (layout::time(dashboard.last_day.0)) " (again every " (DAY_COUNTS_SECS) " s)." }
                 }
                 section.card aria-labelledby="health-heading" {
                     h2 #health-heading { "Health" }

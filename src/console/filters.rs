@@ -17,8 +17,6 @@ pub type Params = HashMap<String, String>;
 
 /// Tasks and runs a page lists.
 pub const PAGE_SIZE: i64 = 50;
-/// The deepest offset a tasks page takes.
-const MAX_OFFSET: i64 = 1_000_000_000;
 
 /// The query string of `req`, as [`Params`].
 pub fn params(req: &HttpRequest) -> Params {
@@ -60,7 +58,7 @@ pub struct TaskQuery {
     pub page: Page,
 }
 
-/// `?scene=&status=&q=&offset=` of the tasks page.
+/// `?scene=&status=&q=&after=` of the tasks page.
 pub fn tasks(params: &Params) -> Result<TaskQuery, FilterError> {
     let status = params
         .get("status")
@@ -83,25 +81,26 @@ pub fn tasks(params: &Params) -> Result<TaskQuery, FilterError> {
             false => Ok(contains(q)),
         })
         .transpose()?;
-    let offset = match params.get("offset") {
-        None => 0,
-        Some(text) => text
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (0..=MAX_OFFSET).contains(n))
-            .ok_or_else(|| {
-                FilterError::new("offset", format!("offset must be from 0 to {MAX_OFFSET}"))
-            })?,
-    };
+    let after = params
+        .get("after")
+        .map(|text| {
+            text.parse::<i64>()
+                .ok()
+                .filter(|id| *id > 0)
+                .map(TaskId)
+                .ok_or_else(|| FilterError::new("after", "after must be a task id"))
+        })
+        .transpose()?;
     Ok(TaskQuery {
         filter: TaskFilter {
             scene: params.get("scene").cloned(),
             status,
             name_like,
+            after,
         },
         page: Page {
             limit: PAGE_SIZE,
-            offset,
+            offset: 0,
         },
     })
 }
@@ -243,7 +242,7 @@ mod tests {
     fn a_bad_filter_names_its_field() {
         let field = |pairs: &[(&str, &str)]| tasks(&params(pairs)).err().map(|e| e.field);
         assert_eq!(field(&[("status", "ON")]), Some("status"));
-        assert_eq!(field(&[("offset", "-1")]), Some("offset"));
+        assert_eq!(field(&[("after", "-1")]), Some("after"));
         assert_eq!(field(&[("scene", "a b"), ("status", "PAUSED")]), None);
         let field = |pairs: &[(&str, &str)]| runs(&params(pairs)).err().map(|e| e.field);
         assert_eq!(field(&[("status", "DONE")]), Some("status"));

@@ -39,7 +39,7 @@ struct Listing {
     last_runs: HashMap<TaskId, Instance>,
 }
 
-/// `GET /console/tasks?scene=&status=&q=&offset=`.
+/// `GET /console/tasks?scene=&status=&q=&after=`.
 pub async fn list(
     state: web::Data<ApiState>,
     visitor: Visitor,
@@ -266,10 +266,9 @@ fn schedule(task: &Task) -> Markup {
 
 /// Previous and next links that keep the filters.
 fn paging(params: &Params, listing: &Listing) -> Markup {
-    let Page { limit, offset } = listing.page;
     let shown = listing.tasks.len() as i64;
-    let to = |offset: i64| {
-        let offset = offset.to_string();
+    let to = |after: Option<TaskId>| {
+        let after = after.map(|id| id.to_string());
         let keep = |name: &str| params.get(name).map(String::as_str);
         filters::link(
             "/console/tasks",
@@ -277,18 +276,19 @@ fn paging(params: &Params, listing: &Listing) -> Markup {
                 ("q", keep("q")),
                 ("scene", keep("scene")),
                 ("status", keep("status")),
-                ("offset", (offset != "0").then_some(offset.as_str())),
+                ("after", after.as_deref()),
             ],
         )
     };
+    let last = listing.tasks.last().map(|task| task.id);
     html! {
         nav.paging aria-label="Pages of tasks" {
-            span { "Tasks " (offset + 1) "–" (offset + shown) " of " (listing.total) }
-            @if offset > 0 {
-                a href=(to((offset - limit).max(0))) rel="prev" { "Previous page" }
+            span { (shown) " shown of " (listing.total) " tasks" }
+            @if params.contains_key("after") {
+                a href=(to(None)) { "First page" }
             }
-            @if offset + shown < listing.total {
-                a href=(to(offset + limit)) rel="next" { "Next page" }
+            @if shown == listing.page.limit {
+                a href=(to(last)) rel="next" { "Next page" }
             }
         }
     }

@@ -77,10 +77,16 @@ async fn task_crud(db: &Db) {
     };
     let (rows, total) = list(TaskFilter::default(), page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![a.id, b.id, c.id], 3));
+    // A keyset page: the tasks after an id, the total of them all.
+    let after_a = TaskFilter {
+        after: Some(a.id),
+        ..TaskFilter::default()
+    };
+    let (rows, total) = list(after_a, page(1, 0)).await;
+    assert_eq!((ids(&rows), total), (vec![b.id], 3));
     let scene = |s: &str| TaskFilter {
         scene: Some(s.into()),
-        status: None,
-        name_like: None,
+        ..TaskFilter::default()
     };
     let (rows, total) = list(scene("s1"), page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![a.id, b.id], 2));
@@ -89,14 +95,14 @@ async fn task_crud(db: &Db) {
     let enabled = TaskFilter {
         scene: None,
         status: Some(TaskStatus::Enabled),
-        name_like: None,
+        ..TaskFilter::default()
     };
     let (rows, total) = list(enabled, page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![a.id, c.id], 2));
     let disabled_s1 = TaskFilter {
         scene: Some("s1".into()),
         status: Some(TaskStatus::Paused),
-        name_like: None,
+        ..TaskFilter::default()
     };
     let (rows, total) = list(disabled_s1, page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![b.id], 1));

@@ -25,6 +25,9 @@ pub struct TaskFilter {
     pub status: Option<TaskStatus>,
     /// Names matching this SQL `LIKE` pattern (`\` escapes).
     pub name_like: Option<String>,
+    /// Only tasks after this id are listed (a keyset page, which reads no skipped rows); the
+    /// total counts them all.
+    pub after: Option<TaskId>,
 }
 
 /// Why a task's upstreams cannot be what was asked.
@@ -295,7 +298,11 @@ pub async fn list(
         };
         if filter.name_like.is_none() {
             let total: i64 = query().count().get_result(c).await?;
-            let rows = query()
+            let mut rows = query();
+            if let Some(after) = filter.after {
+                rows = rows.filter(t::id.gt(after));
+            }
+            let rows = rows
                 .order(t::id.asc())
                 .limit(page.limit)
                 .offset(page.offset)
@@ -313,6 +320,7 @@ pub async fn list(
             let start = usize::try_from(page.offset).unwrap_or(usize::MAX);
             let wanted: Vec<TaskId> = ids
                 .into_iter()
+                .filter(|id| filter.after.is_none_or(|after| *id > after))
                 .skip(start)
                 .take(usize::try_from(page.limit).unwrap_or(0))
                 .collect();
