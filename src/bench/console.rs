@@ -41,6 +41,9 @@ pub const DEFAULT_PAGES: &[&str] = &[
     "tasks-search=/console/tasks?q={name}",
     "tasks-last-page=/console/tasks?after={last_after}",
     "task=/console/tasks/{task}",
+    "task-new=/console/tasks/new?scene={scene}",
+    "task-edit=/console/tasks/{task}/edit",
+    "task-delete=/console/tasks/{task}/delete",
     "runs=/console/runs",
     "runs-page-2=/console/runs?cursor={cursor}",
     "runs-task=/console/runs?task={task}",
@@ -68,8 +71,9 @@ Pages: --page NAME=PATH, repeated, replaces the default list (below). PATH may h
   {cursor}       the cursor of the second page of /console/runs
 Default pages:
   dashboard, tasks (all, a scene, the smallest scene, paused, a name search, the last page),
-  task, runs (all, second page, by task, by scene, smallest scene, FAILED, RUNNING, a time
-  range, task+FAILED, scene+FAILED+range), run, scenes, audit.
+  task (its page, the editor new and edit, the delete confirmation), runs (all, second page,
+  by task, by scene, smallest scene, FAILED, RUNNING, a time range, task+FAILED,
+  scene+FAILED+range), run, scenes, audit.
 The report: one JSON line on stdout (snake_case keys: the size, seed_secs (null when reused),
 budget_ms, and per page name, path, p50_ms, p95_ms, max_ms, bytes, within_budget), a table on
 stderr. The database is kept for --reuse; drop it with DROP DATABASE when done.";
