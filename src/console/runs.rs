@@ -331,7 +331,7 @@ fn timeline(run: &Instance, attempts: &[AttemptRow]) -> Markup {
                         tr {
                             td.num { (attempt.attempt) }
                             td { (stored_time(attempt.ended_at)) }
-                            td { span class="badge bad" { "FAILED" } " then retried" }
+                            td { (run_badge(RunStatus::Failed)) " then retried" }
                             td { (text_or_none(attempt.code.as_deref())) }
                             td { (text_or_none(attempt.message.as_deref())) }
                             td { code { (attempt.process) } }
