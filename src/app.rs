@@ -16,7 +16,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
 use crate::actors::cluster::{ClusterActor, ClusterHandle};
-use crate::actors::dispatch::DispatchHandle;
+use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
 use crate::actors::fire::FireContext;
 use crate::actors::lock::{connect_redis, LockActor, LockError, LockHandle, RedisPool};
 use crate::actors::store::{fire_commits, StoreActor, StoreHandle};
@@ -100,6 +100,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         service: Service::new(
             actors.store.clone(),
             WheelHandle::new(actors.wheel.clone()),
+            actors.dispatch.clone(),
             actors.cluster.clone(),
             clock.clone(),
             instance_id.clone(),
@@ -241,8 +242,12 @@ impl Actors {
         });
         let store = StoreHandle::new(store_actor.clone());
         let dispatch = DispatchHandle::start(
-            config.dispatch.workers,
-            config.dispatch.max_in_flight,
+            DispatchSettings {
+                workers: config.dispatch.workers,
+                max_in_flight: config.dispatch.max_in_flight,
+                host_caps: config.dispatch.host_caps(),
+                claimant: instance_id.to_string(),
+            },
             store.clone(),
             security,
         );

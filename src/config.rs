@@ -190,6 +190,19 @@ pub struct DispatchConfig {
     pub workers: usize,
     /// Most requests in flight per worker.
     pub max_in_flight: usize,
+    /// Most requests in flight to one executor host (a handler URL's host and port), over
+    /// every worker; the runs over it wait in that host's queue.
+    pub max_in_flight_per_host: usize,
+    /// Settings of some executor hosts, by `host:port` or `host`.
+    pub hosts: std::collections::BTreeMap<String, HostConfig>,
+}
+
+/// `dispatch.hosts.<host>`: one executor host's own settings.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// Most requests in flight to this host, instead of `dispatch.max_in_flight_per_host`.
+    pub max_in_flight: usize,
 }
 
 impl Default for DispatchConfig {
@@ -197,6 +210,22 @@ impl Default for DispatchConfig {
         DispatchConfig {
             workers: 2,
             max_in_flight: 512,
+            max_in_flight_per_host: 64,
+            hosts: Default::default(),
+        }
+    }
+}
+
+impl DispatchConfig {
+    /// Each executor host's cap.
+    pub fn host_caps(&self) -> crate::host_slots::HostCaps {
+        crate::host_slots::HostCaps {
+            default: self.max_in_flight_per_host,
+            hosts: self
+                .hosts
+                .iter()
+                .map(|(host, config)| (host.to_ascii_lowercase(), config.max_in_flight))
+                .collect(),
         }
     }
 }
@@ -239,6 +268,10 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("AX_RETENTION_DAYS", "store.retention_days"),
     ("AX_DISPATCH_WORKERS", "dispatch.workers"),
     ("AX_DISPATCH_MAX_IN_FLIGHT", "dispatch.max_in_flight"),
+    (
+        "AX_DISPATCH_MAX_IN_FLIGHT_PER_HOST",
+        "dispatch.max_in_flight_per_host",
+    ),
 ];
 
 impl Config {
@@ -384,6 +417,9 @@ impl Config {
             "store.retention_days" => self.store.retention_days = parse(name, &value)?,
             "dispatch.workers" => self.dispatch.workers = parse(name, &value)?,
             "dispatch.max_in_flight" => self.dispatch.max_in_flight = parse(name, &value)?,
+            "dispatch.max_in_flight_per_host" => {
+                self.dispatch.max_in_flight_per_host = parse(name, &value)?
+            }
             _ => unreachable!("ENV_KEYS names only keys handled here"),
         }
         Ok(())
@@ -404,6 +440,7 @@ impl Config {
             }
         }
         check_tokens(&self.server.tokens)?;
+        check_hosts(&self.dispatch.hosts)?;
         Allowlist::parse(&self.security.handler_allowlist).map_err(|err| {
             invalid(
                 "security.handler_allowlist",
@@ -415,6 +452,30 @@ impl Config {
             .map_err(|err| invalid("store.url", self.store.url.clone(), &err.to_string()))?;
         Ok(())
     }
+}
+
+/// `dispatch.hosts`: each key a host or `host:port` as a handler URL names it, each cap in
+/// the range of `dispatch.max_in_flight_per_host`.
+fn check_hosts(hosts: &std::collections::BTreeMap<String, HostConfig>) -> Result<(), ConfigError> {
+    for (host, config) in hosts {
+        let plain = !host.contains(['/', '@', '?', '#', ' '])
+            && crate::host_slots::host_key(&format!("http://{host}/")).is_some();
+        if !plain {
+            return Err(invalid(
+                "dispatch.hosts",
+                host.clone(),
+                "must be a host or host:port, as in a handler URL",
+            ));
+        }
+        if !(1..=100_000).contains(&config.max_in_flight) {
+            return Err(invalid(
+                "dispatch.hosts",
+                format!("{host}: max_in_flight {}", config.max_in_flight),
+                "max_in_flight must be 1-100000",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Named tokens: each name and each token given once, names fit for the audit log, tokens
@@ -629,6 +690,13 @@ pub const RANGES: &[Range] = &[
         max: 100_000,
         unit: "",
         value: |c| c.dispatch.max_in_flight as i128,
+    },
+    Range {
+        key: "dispatch.max_in_flight_per_host",
+        min: 1,
+        max: 100_000,
+        unit: "",
+        value: |c| c.dispatch.max_in_flight_per_host as i128,
     },
 ];
 

@@ -16,6 +16,7 @@ pub mod console;
 pub mod cron;
 pub mod error;
 pub mod health;
+pub mod host_slots;
 pub mod http_errors;
 pub mod identity;
 pub mod metrics;

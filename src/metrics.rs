@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use crate::actors::wheel::WheelStats;
@@ -94,6 +94,8 @@ pub struct Metrics {
     pub callback_seconds: Histogram,
     /// How long the start-up preload of the window took, in ms; `u64::MAX` until it is done.
     startup_preload_ms: AtomicU64,
+    /// Runs waiting for a slot of their executor host, by host (as last looked at).
+    dispatch_queued: Mutex<Vec<(Arc<str>, usize)>>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
@@ -109,6 +111,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     commit_seconds: Histogram::new(SECONDS),
     callback_seconds: Histogram::new(SECONDS),
     startup_preload_ms: AtomicU64::new(u64::MAX),
+    dispatch_queued: Mutex::default(),
 });
 
 /// The process's metrics.
@@ -125,6 +128,14 @@ impl Metrics {
     pub fn startup_preload_done(&self, took: std::time::Duration) {
         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX - 1);
         self.startup_preload_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// The runs waiting for each executor host now; hosts without work are left out.
+    pub fn dispatch_queued(&self, hosts: Vec<(Arc<str>, usize)>) {
+        *self
+            .dispatch_queued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = hosts;
     }
 
     pub fn dispatch_result(&self, result: DispatchResult) {
@@ -202,6 +213,20 @@ impl Metrics {
                 "{name}{{decision=\"{decision}\"}} {}",
                 count.load(Ordering::Relaxed)
             );
+        }
+        let name = "ax_dispatch_queued";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Runs waiting for a slot of their executor host (host:port), which is \
+             at dispatch.max_in_flight_per_host.\n# TYPE {name} gauge"
+        );
+        let queued = self
+            .dispatch_queued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        for (host, waiting) in queued {
+            let _ = writeln!(out, "{name}{{host=\"{host}\"}} {waiting}");
         }
         counter(
             &mut out,

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Duration, Utc};
 
 use crate::actors::cluster::{ClusterHandle, Member};
+use crate::actors::dispatch::DispatchHandle;
 use crate::actors::lock::LockError;
 use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::wheel::{WheelHandle, WheelStats};
@@ -167,6 +168,7 @@ pub struct OverlapCounts {
 pub struct Service {
     store: StoreHandle,
     wheel: WheelHandle,
+    dispatch: DispatchHandle,
     cluster: ClusterHandle,
     clock: SharedClock,
     instance_id: String,
@@ -188,6 +190,7 @@ impl Service {
     pub fn new(
         store: StoreHandle,
         wheel: WheelHandle,
+        dispatch: DispatchHandle,
         cluster: ClusterHandle,
         clock: SharedClock,
         instance_id: String,
@@ -196,6 +199,7 @@ impl Service {
         Service {
             store,
             wheel,
+            dispatch,
             cluster,
             clock,
             instance_id,
@@ -436,8 +440,9 @@ impl Service {
         if !deleted {
             return Err(ServiceError::TaskNotFound(id));
         }
-        log::info!("task {id} deleted");
         self.wheel.unschedule(id);
+        let ended = self.dispatch.forget_task(id);
+        log::info!("task {id} deleted; {ended} of its dispatches waiting or in flight ended");
         let summary = "deleted; its open runs ended FAILED (TASK_DELETED)".to_string();
         self.audit(
             actor,

@@ -1,22 +1,29 @@
 //! DispatchActor pool: POSTs each committed run to its handler and records the outcome.
 
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
 use actix_tls::connect::{Connector as TcpConnector, Resolver};
 use chrono::{DateTime, Utc};
+use futures_util::future::{abortable, AbortHandle};
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::resolver::{GuardedResolver, NotAllowed};
 use super::store::{RunEvent, StoreHandle};
 use super::InFlight;
 use crate::clock::rfc3339;
+use crate::host_slots::{host_key, HostCaps, HostSlots};
 use crate::metrics::{metrics, DispatchResult};
-use crate::run::{failed_attempt, Event, Outcome, Report, ReportedStatus, RequestId, TaskId};
+use crate::run::{
+    claim_covers, failed_attempt, renewed_claim, Event, Outcome, Report, ReportedStatus, RequestId,
+    TaskId,
+};
 use crate::security::{
     callback_token, sign_dispatch, Allowlist, Security, SIGNATURE_HEADER, TIMESTAMP_HEADER,
 };
@@ -40,6 +47,8 @@ pub struct DispatchJob {
     pub due_at: DateTime<Utc>,
     pub attempt: i32,
     pub timeout_ms: i64,
+    /// When this process's claim on the attempt lapses (renewed while it waits for a slot).
+    pub claimed_until: DateTime<Utc>,
 }
 
 /// The body POSTed to a handler.
@@ -123,17 +132,201 @@ pub fn json_text(value: &serde_json::Value) -> Option<String> {
     }
 }
 
-/// One dispatcher: an HTTP client with at most `max_in_flight` requests at a time.
-pub struct DispatchActor {
+/// What every dispatcher shares: the executor hosts' slots, and each attempt held (waiting for
+/// a slot or in flight), so that none is claimed again or sent twice while it is held.
+struct Shared {
+    state: Mutex<Held>,
+    caps: HostCaps,
+    /// This process, as the claims it holds name it.
+    claimant: String,
     store: StoreHandle,
+}
+
+#[derive(Default)]
+struct Held {
+    slots: HostSlots<Waiting>,
+    attempts: HashMap<RequestId, HeldAttempt>,
+}
+
+struct HeldAttempt {
+    task_id: TaskId,
+    /// Set while its request is in flight: ends it (its task was deleted).
+    abort: Option<AbortHandle>,
+}
+
+/// An attempt on its way to a slot of its host.
+struct Waiting {
+    job: DispatchJob,
+    /// It waited in its host's queue: its run may have moved on meanwhile.
+    waited: bool,
+    /// A renewal of its claim is under way.
+    renewing: bool,
+}
+
+impl Shared {
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        // A panic while the lock was held cannot leave the bookkeeping half-written in a way
+        // that matters more than stopping dispatch would.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes `jobs` in: each gets a slot of its host now (answered, to send) or waits.
+    fn admit(&self, jobs: Vec<DispatchJob>) -> Vec<(Arc<str>, Waiting)> {
+        let mut held = self.held();
+        let mut now = Vec::new();
+        for job in jobs {
+            let host: Arc<str> = host_key(&job.handler_url).unwrap_or_default().into();
+            let attempt = HeldAttempt {
+                task_id: job.task_id,
+                abort: None,
+            };
+            held.attempts.insert(job.request_id.clone(), attempt);
+            let waiting = Waiting {
+                job,
+                waited: true,
+                renewing: false,
+            };
+            if let Some(waiting) = held.slots.admit(&host, self.caps.of(&host), waiting) {
+                now.push((
+                    host,
+                    Waiting {
+                        waited: false,
+                        ..waiting
+                    },
+                ));
+            }
+        }
+        now
+    }
+
+    /// Marks the attempt in flight, abortable; `false` if it is no longer held (its task was
+    /// deleted while it waited).
+    fn in_flight(&self, id: &RequestId, abort: AbortHandle) -> bool {
+        match self.held().attempts.get_mut(id) {
+            Some(held) => {
+                held.abort = Some(abort);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn release(&self, id: &RequestId) {
+        self.held().attempts.remove(id);
+    }
+
+    /// Drops the waiting attempts `drop` picks; answers how many.
+    fn drop_waiting(&self, mut drop: impl FnMut(&Waiting) -> bool) -> usize {
+        let mut held = self.held();
+        let dropped = held.slots.remove_waiting(&mut drop);
+        for waiting in &dropped {
+            held.attempts.remove(&waiting.job.request_id);
+        }
+        dropped.len()
+    }
+
+    /// Asks the store to extend the claim on a held attempt; answers whether the attempt is
+    /// still this process's to send, and until when. A store out of reach is asked again.
+    async fn renew(&self, job: &DispatchJob) -> Option<DateTime<Utc>> {
+        let until = renewed_claim(Utc::now(), job.timeout_ms);
+        let event = RunEvent {
+            request_id: job.request_id.clone(),
+            event: Event::Renewed {
+                attempt: job.attempt,
+                claimant: self.claimant.clone(),
+                until,
+            },
+            blind: false,
+        };
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match self.store.record_event(event.clone()).await {
+                Ok(Some(Decided::Applied(_))) => return Some(until),
+                Ok(decided) => {
+                    log::info!(
+                        "task {} request {}: attempt {} not sent, its run moved on while it \
+                         waited: {decided:?}",
+                        job.task_id,
+                        job.request_id,
+                        job.attempt
+                    );
+                    return None;
+                }
+                Err(err) => {
+                    log::warn!(
+                        "task {} request {}: claim not renewed yet, trying again in {pause:?}: \
+                         {err}",
+                        job.task_id,
+                        job.request_id
+                    );
+                    actix_rt::time::sleep(pause).await;
+                    pause = (pause * 2).min(RECORD_BACKOFF_MAX);
+                }
+            }
+        }
+    }
+
+    /// Renews the claims of waiting attempts that would not cover a send in a moment, drops
+    /// those whose run moved on, and shows and warns about the hosts at their cap.
+    async fn look_after_waiting(self: Arc<Self>) {
+        let soon = Utc::now() + chrono::Duration::seconds(2);
+        let (due, loads, warnings) = {
+            let mut held = self.held();
+            let due: Vec<DispatchJob> = held
+                .slots
+                .waiting_mut()
+                .filter(|w| {
+                    !w.renewing && !claim_covers(w.job.claimed_until, soon, w.job.timeout_ms)
+                })
+                .map(|w| {
+                    w.renewing = true;
+                    w.job.clone()
+                })
+                .collect();
+            let warnings = held
+                .slots
+                .warnings(Utc::now().timestamp(), HOST_WARNING_SECS);
+            (due, held.slots.loads(), warnings)
+        };
+        metrics().dispatch_queued(loads.iter().map(|l| (l.host.clone(), l.waiting)).collect());
+        for load in warnings {
+            log::warn!(
+                "executor host {} is at its cap of {} requests in flight; {} runs wait for a \
+                 slot (dispatch.max_in_flight_per_host, dispatch.hosts)",
+                load.host,
+                self.caps.of(&load.host),
+                load.waiting
+            );
+        }
+        let renewed = futures_util::future::join_all(due.iter().map(|job| self.renew(job))).await;
+        let outcome: HashMap<&RequestId, Option<DateTime<Utc>>> =
+            due.iter().map(|job| &job.request_id).zip(renewed).collect();
+        self.drop_waiting(|w| outcome.get(&w.job.request_id) == Some(&None));
+        let mut held = self.held();
+        for waiting in held.slots.waiting_mut() {
+            if let Some(Some(until)) = outcome.get(&waiting.job.request_id) {
+                waiting.job.claimed_until = *until;
+                waiting.renewing = false;
+            }
+        }
+    }
+}
+
+/// A host at its cap is warned about at most this often.
+const HOST_WARNING_SECS: i64 = 60;
+
+/// One dispatcher: an HTTP client on its own thread, with at most `max_in_flight` requests
+/// at a time, sharing the hosts' slots with the others.
+pub struct DispatchActor {
+    shared: Arc<Shared>,
     secret: Arc<[u8]>,
     allowlist: Allowlist,
-    client: Option<awc::Client>,
     max_in_flight: usize,
-    permits: Arc<Semaphore>,
-    /// Outcomes on their way to the store, at most `RESULTS_PER_REQUEST` per request slot.
-    recording: InFlight,
-    recording_permits: Arc<Semaphore>,
+    /// The first dispatcher also looks after the attempts waiting for a slot.
+    looks_after_waiting: bool,
+    sender: Option<Rc<Sender>>,
 }
 
 /// How many results may wait for their commit per request slot: enough to ride out a slow
@@ -141,26 +334,10 @@ pub struct DispatchActor {
 /// without bound.
 const RESULTS_PER_REQUEST: usize = 8;
 
-impl DispatchActor {
-    pub fn new(store: StoreHandle, max_in_flight: usize, security: &Security) -> Self {
-        let max_in_flight = max_in_flight.max(1);
-        DispatchActor {
-            store,
-            secret: security.secret.clone(),
-            allowlist: security.allowlist.clone(),
-            client: None,
-            max_in_flight,
-            permits: Arc::new(Semaphore::new(max_in_flight)),
-            recording: InFlight::default(),
-            recording_permits: Arc::new(Semaphore::new(max_in_flight * RESULTS_PER_REQUEST)),
-        }
-    }
-}
-
 impl Actor for DispatchActor {
     type Context = Context<Self>;
 
-    fn started(&mut self, _: &mut Context<Self>) {
+    fn started(&mut self, ctx: &mut Context<Self>) {
         // awc's client is bound to the thread that made it, so each actor makes its own.
         let resolver = Resolver::custom(GuardedResolver {
             allowlist: self.allowlist.clone(),
@@ -169,17 +346,112 @@ impl Actor for DispatchActor {
             .connector(TcpConnector::new(resolver).service())
             .limit(self.max_in_flight)
             .timeout(Duration::from_secs(5));
-        self.client = Some(
-            awc::Client::builder()
-                .connector(connector)
-                .disable_redirects()
-                .finish(),
-        );
+        let client = awc::Client::builder()
+            .connector(connector)
+            .disable_redirects()
+            .finish();
+        self.sender = Some(Rc::new(Sender {
+            shared: self.shared.clone(),
+            client,
+            secret: self.secret.clone(),
+            allowlist: self.allowlist.clone(),
+            permits: Arc::new(Semaphore::new(self.max_in_flight)),
+            recording: InFlight::default(),
+            recording_permits: Arc::new(Semaphore::new(self.max_in_flight * RESULTS_PER_REQUEST)),
+            serving: InFlight::default(),
+        }));
+        if self.looks_after_waiting {
+            let busy = Rc::new(std::cell::Cell::new(false));
+            ctx.run_interval(Duration::from_secs(1), move |act, _| {
+                if busy.replace(true) {
+                    return;
+                }
+                let (shared, busy) = (act.shared.clone(), busy.clone());
+                actix::spawn(async move {
+                    shared.look_after_waiting().await;
+                    busy.set(false);
+                });
+            });
+        }
     }
 }
 
-/// Delivers runs. Answers once every request is under way (so senders feel the in-flight
-/// bound); the outcomes go to the store.
+/// What sending needs, on one dispatcher's thread.
+struct Sender {
+    shared: Arc<Shared>,
+    client: awc::Client,
+    secret: Arc<[u8]>,
+    allowlist: Allowlist,
+    /// Requests in flight on this dispatcher, whatever their host.
+    permits: Arc<Semaphore>,
+    /// Outcomes on their way to the store, at most `RESULTS_PER_REQUEST` per request slot.
+    recording: InFlight,
+    recording_permits: Arc<Semaphore>,
+    /// Hosts' slots being served from this dispatcher.
+    serving: InFlight,
+}
+
+impl Sender {
+    /// Serves one slot of `host`: sends `first`, then the host's waiting attempts in order,
+    /// until none waits.
+    async fn serve(self: Rc<Self>, host: Arc<str>, first: Waiting, permit: OwnedSemaphorePermit) {
+        let mut next = Some((first, Some(permit)));
+        while let Some((waiting, permit)) = next.take() {
+            self.send(waiting, permit).await;
+            next = self.shared.held().slots.release(&host).map(|w| (w, None));
+        }
+    }
+
+    /// Sends one attempt and hands its outcome to the store; returns once the request ended.
+    async fn send(&self, waiting: Waiting, permit: Option<OwnedSemaphorePermit>) {
+        let mut job = waiting.job;
+        // An attempt that waited is sent only if its run is still this process's to send, and
+        // with a claim that covers the exchange.
+        if waiting.waited || !claim_covers(job.claimed_until, Utc::now(), job.timeout_ms) {
+            match self.shared.renew(&job).await {
+                Some(until) => job.claimed_until = until,
+                None => return self.shared.release(&job.request_id),
+            }
+        }
+        let permit = match permit {
+            Some(permit) => permit,
+            None => match self.permits.clone().acquire_owned().await {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
+        let (request, abort) =
+            abortable(deliver(&self.client, &self.secret, &self.allowlist, &job));
+        if !self.shared.in_flight(&job.request_id, abort) {
+            return;
+        }
+        let Ok(result) = request.await else {
+            log::info!(
+                "task {} request {}: attempt {} ended, its task was deleted",
+                job.task_id,
+                job.request_id,
+                job.attempt
+            );
+            return;
+        };
+        // The write waits for a group commit: holding the request slot through it would cap
+        // dispatch at the commit rate, so it takes a result slot instead.
+        let Ok(recording_permit) = self.recording_permits.clone().acquire_owned().await else {
+            return;
+        };
+        drop(permit);
+        let (store, shared) = (self.shared.store.clone(), self.shared.clone());
+        actix::spawn(self.recording.track(async move {
+            record(&store, &job, result).await;
+            shared.release(&job.request_id);
+            drop(recording_permit);
+        }));
+    }
+}
+
+/// Delivers runs: each goes to a slot of its executor's host, or waits in that host's queue.
+/// Answers once every run with a slot has a request slot too (so senders feel the in-flight
+/// bound); a run waiting for its host holds nothing.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Dispatch(pub Vec<DispatchJob>);
@@ -188,32 +460,16 @@ impl Handler<Dispatch> for DispatchActor {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, msg: Dispatch, _: &mut Context<Self>) -> Self::Result {
-        let client = self.client.clone().unwrap_or_default();
-        let store = self.store.clone();
-        let permits = self.permits.clone();
-        let secret = self.secret.clone();
-        let allowlist = self.allowlist.clone();
-        let recording = self.recording.clone();
-        let recording_permits = self.recording_permits.clone();
+        let sender = self.sender.clone();
+        let now = self.shared.admit(msg.0);
         Box::pin(async move {
-            for job in msg.0 {
-                let Ok(permit) = permits.clone().acquire_owned().await else {
+            let Some(sender) = sender else { return };
+            for (host, waiting) in now {
+                let Ok(permit) = sender.permits.clone().acquire_owned().await else {
                     return;
                 };
-                let (client, store, secret) = (client.clone(), store.clone(), secret.clone());
-                let allowlist = allowlist.clone();
-                let (recording, recording_permits) = (recording.clone(), recording_permits.clone());
-                actix::spawn(async move {
-                    let result = deliver(&client, &secret, &allowlist, &job).await;
-                    // The write waits for a group commit: holding the request slot through it
-                    // would cap dispatch at the commit rate, so it takes a result slot instead.
-                    let Ok(recording_permit) = recording_permits.acquire_owned().await else {
-                        return;
-                    };
-                    drop(permit);
-                    recording.track(record(&store, &job, result)).await;
-                    drop(recording_permit);
-                });
+                let serve = sender.clone().serve(host, waiting, permit);
+                actix::spawn(sender.serving.track(serve));
             }
         })
     }
@@ -416,7 +672,8 @@ where
     Ok(body)
 }
 
-/// Waits until every request in flight has finished and its result is recorded.
+/// Waits until every request in flight has finished and its result is recorded; runs still
+/// waiting for their host are not sent (their claims lapse when this process restarts).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Drain;
@@ -425,12 +682,16 @@ impl Handler<Drain> for DispatchActor {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: Drain, _: &mut Context<Self>) -> Self::Result {
-        let (permits, all) = (self.permits.clone(), self.max_in_flight as u32);
-        let recording = self.recording.clone();
+        let dropped = self.shared.drop_waiting(|_| true);
+        if dropped > 0 {
+            log::warn!("shutdown: {dropped} runs waiting for their executor host not sent");
+        }
+        let sender = self.sender.clone();
         Box::pin(async move {
-            // Holding every permit means no request is in flight.
-            let _ = permits.acquire_many(all).await;
-            recording.idle().await;
+            if let Some(sender) = sender {
+                sender.serving.idle().await;
+                sender.recording.idle().await;
+            }
         })
     }
 }
@@ -440,27 +701,46 @@ impl Handler<Drain> for DispatchActor {
 pub struct DispatchHandle {
     workers: Arc<[Addr<DispatchActor>]>,
     next: Arc<AtomicUsize>,
+    shared: Arc<Shared>,
+}
+
+/// How the dispatchers are set up.
+pub struct DispatchSettings {
+    pub workers: usize,
+    /// Requests in flight per worker.
+    pub max_in_flight: usize,
+    pub host_caps: HostCaps,
+    /// This process, as its claims name it.
+    pub claimant: String,
 }
 
 impl DispatchHandle {
-    /// Starts `workers` dispatchers, each on its own arbiter.
-    pub fn start(
-        workers: usize,
-        max_in_flight: usize,
-        store: StoreHandle,
-        security: &Security,
-    ) -> Self {
-        let workers: Vec<_> = (0..workers.max(1))
-            .map(|_| {
-                let (store, security) = (store.clone(), security.clone());
-                DispatchActor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-                    DispatchActor::new(store, max_in_flight, &security)
+    /// Starts the dispatchers, each on its own arbiter.
+    pub fn start(settings: DispatchSettings, store: StoreHandle, security: &Security) -> Self {
+        let shared = Arc::new(Shared {
+            state: Mutex::default(),
+            caps: settings.host_caps,
+            claimant: settings.claimant,
+            store,
+        });
+        let max_in_flight = settings.max_in_flight.max(1);
+        let workers: Vec<_> = (0..settings.workers.max(1))
+            .map(|n| {
+                let (shared, security) = (shared.clone(), security.clone());
+                DispatchActor::start_in_arbiter(&Arbiter::new().handle(), move |_| DispatchActor {
+                    shared,
+                    secret: security.secret.clone(),
+                    allowlist: security.allowlist.clone(),
+                    max_in_flight,
+                    looks_after_waiting: n == 0,
+                    sender: None,
                 })
             })
             .collect();
         DispatchHandle {
             workers: workers.into(),
             next: Arc::new(AtomicUsize::new(0)),
+            shared,
         }
     }
 
@@ -484,6 +764,31 @@ impl DispatchHandle {
                 }
             });
         futures_util::future::join_all(sends).await;
+    }
+
+    /// Whether this process holds the run's attempt (waiting for its host, or in flight): a
+    /// scan that finds it due must not claim it again.
+    pub fn holds(&self, id: &RequestId) -> bool {
+        self.shared.held().attempts.contains_key(id)
+    }
+
+    /// Ends what the dispatchers hold of a deleted task's runs: waiting attempts are dropped,
+    /// requests in flight ended (their connections closed). Answers how many.
+    pub fn forget_task(&self, task_id: TaskId) -> usize {
+        let waiting = self.shared.drop_waiting(|w| w.job.task_id == task_id);
+        let mut held = self.shared.held();
+        let mut ended = 0;
+        held.attempts.retain(|_, attempt| {
+            if attempt.task_id != task_id {
+                return true;
+            }
+            if let Some(abort) = &attempt.abort {
+                abort.abort();
+                ended += 1;
+            }
+            false
+        });
+        waiting + ended
     }
 
     /// The dispatchers, for health checks and for stopping them after a failed start-up.

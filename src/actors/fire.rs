@@ -177,6 +177,7 @@ pub async fn commit_fires(
                     dispatched: record.instance.dispatched_attempt == 1,
                     overlapped: false,
                     due_at: from_db(record.instance.trigger_at),
+                    claimed_until: record.instance.claimed_until.map(from_db),
                     scheduled_at: record.scheduled_at,
                     periods: if plan.0.decisions.len() == 1 {
                         plan.0.periods
@@ -259,6 +260,8 @@ struct FiredRun {
     overlapped: bool,
     /// When its first attempt is due: its time, or its jitter offset after.
     due_at: DateTime<Utc>,
+    /// A dispatched run's claim, taken with its row.
+    claimed_until: Option<DateTime<Utc>>,
     scheduled_at: chrono::NaiveDateTime,
     /// The schedule's periods it stands for: more than one for a stalled task's one run.
     periods: u64,
@@ -301,26 +304,32 @@ impl FiredRun {
 
     /// The run's first attempt.
     fn job(self) -> DispatchJob {
+        let scheduled_at = from_db(self.scheduled_at);
         DispatchJob {
             task_id: self.spec.id,
             request_id: self.request_id,
             handler_url: self.spec.handler_url.clone(),
             params: self.spec.params.clone(),
-            scheduled_at: from_db(self.scheduled_at),
-            due_at: from_db(self.scheduled_at),
+            scheduled_at,
+            due_at: scheduled_at,
             attempt: 1,
             timeout_ms: self.spec.timeout_ms,
+            claimed_until: self
+                .claimed_until
+                .unwrap_or_else(|| claim_until(self.fire_at, self.spec.timeout_ms)),
         }
     }
 }
 
 /// Claims runs whose attempt is due: retries, released and manual runs, and attempts whose
 /// dispatcher died; answers the attempts won, to dispatch. Each is claimed first, so that of
-/// several ax processes holding it only one dispatches.
+/// several ax processes holding it only one dispatches. An attempt this process's dispatchers
+/// hold (waiting for its host, or in flight) is not claimed again.
 pub async fn claim_attempts(
     fire: FireContext,
-    attempts: Vec<(Arc<DueAttempt>, DateTime<Utc>)>,
+    mut attempts: Vec<(Arc<DueAttempt>, DateTime<Utc>)>,
 ) -> Committed {
+    attempts.retain(|(due, _)| !fire.dispatch.holds(&due.request_id));
     let claims = attempts
         .iter()
         .map(|(due, fire_at)| {
@@ -364,6 +373,7 @@ pub async fn claim_attempts(
                 due_at: due.first_due_at(),
                 attempt: due.run.attempt,
                 timeout_ms: due.timeout_ms,
+                claimed_until: claim_until(fire_at, due.timeout_ms),
             },
         ));
     }

@@ -77,6 +77,13 @@ pub enum Event {
         until: DateTime<Utc>,
         at: DateTime<Utc>,
     },
+    /// The claimant still holds the attempt, waiting to send it (its executor's host is at
+    /// its cap): its claim now lasts until `until`.
+    Renewed {
+        attempt: i32,
+        claimant: String,
+        until: DateTime<Utc>,
+    },
     /// A handler's reply, a dispatch failure, or an executor's callback.
     Report(Report),
     /// A RUNNING attempt reached its deadline with no result.
@@ -289,6 +296,11 @@ pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
             until,
             at,
         } => claim(run, *attempt, claimant, *until, *at),
+        Event::Renewed {
+            attempt,
+            claimant,
+            until,
+        } => renew(run, *attempt, claimant, *until),
         Event::Report(report) => on_report(run, report),
         Event::TimedOut { attempt, at } if run.status == RunStatus::Running => {
             let report = Report {
@@ -504,6 +516,33 @@ fn claim(
             next_attempt_at: Some(None),
             claimed_until: Some(Some(until)),
             claimant: Some(claimant.to_string()),
+            ..Change::default()
+        },
+    })
+}
+
+/// A claim kept by the one holding it: the attempt is still its to send, however long it
+/// waited. Refused once the run moved on (final, another attempt) or another process took the
+/// lapsed claim — the waiting attempt is then not sent.
+fn renew(
+    run: &RunState,
+    attempt: i32,
+    claimant: &str,
+    until: DateTime<Utc>,
+) -> Result<Write, Refusal> {
+    if run.status != RunStatus::Ready || run.attempt != attempt || run.dispatched != attempt {
+        return Err(Refusal::Superseded);
+    }
+    if run.claimant != claimant {
+        return Err(Refusal::NotApplicable);
+    }
+    Ok(Write {
+        expect: Expect {
+            claimant: Some(run.claimant.clone()),
+            ..Expect::seen(run)
+        },
+        change: Change {
+            claimed_until: Some(Some(until)),
             ..Change::default()
         },
     })

@@ -24,5 +24,8 @@ pub use notes::failed_attempt;
 pub use overlap::{
     on_due, OpenRun, Overlap, OverlapPolicy, CANCELLED_CODE, OVERLAP_CODE, REPLACED_CODE,
 };
-pub use retry::{claim_until, RetryLimits, RetryPolicy, CLAIM_MARGIN_SECS, MAX_RETRY_DELAY_SECS};
+pub use retry::{
+    claim_covers, claim_until, renewed_claim, RetryLimits, RetryPolicy, CLAIM_MARGIN_SECS,
+    MAX_RETRY_DELAY_SECS,
+};
 pub use status::{ReportedStatus, RunStatus, TriggerType, DISPATCHABLE, OPEN};

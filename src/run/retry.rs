@@ -61,9 +61,43 @@ pub fn claim_until(now: DateTime<Utc>, timeout_ms: i64) -> DateTime<Utc> {
     now + Duration::milliseconds(timeout_ms) + Duration::seconds(CLAIM_MARGIN_SECS)
 }
 
+/// How far beyond a fresh claim a renewed one reaches: an attempt waiting for a slot of its
+/// executor's host is renewed about this often, not every second.
+const RENEWAL_SLACK_SECS: i64 = 30;
+
+/// Whether an attempt claimed until `claimed_until` may be sent at `now` as it is: its claim
+/// must outlast the exchange (`timeout_ms`) and half the margin for recording its outcome.
+/// One that does not (it waited for a slot) is renewed first, or another ax process could
+/// take it while it is in flight.
+pub fn claim_covers(claimed_until: DateTime<Utc>, now: DateTime<Utc>, timeout_ms: i64) -> bool {
+    claimed_until
+        >= now + Duration::milliseconds(timeout_ms) + Duration::seconds(CLAIM_MARGIN_SECS / 2)
+}
+
+/// The claim an attempt still waiting to be sent at `now` is renewed to.
+pub fn renewed_claim(now: DateTime<Utc>, timeout_ms: i64) -> DateTime<Utc> {
+    claim_until(now, timeout_ms) + Duration::seconds(RENEWAL_SLACK_SECS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_covers_a_send_only_with_half_its_margin_left() {
+        let now = DateTime::<Utc>::UNIX_EPOCH + Duration::seconds(1000);
+        let fresh = claim_until(now, 2_000);
+        assert!(claim_covers(fresh, now, 2_000));
+        assert!(claim_covers(fresh, now + Duration::seconds(5), 2_000));
+        assert!(!claim_covers(
+            fresh,
+            now + Duration::milliseconds(5_001),
+            2_000
+        ));
+        let renewed = renewed_claim(now + Duration::seconds(20), 2_000);
+        assert!(claim_covers(renewed, now + Duration::seconds(50), 2_000));
+        assert!(!claim_covers(renewed, now + Duration::seconds(56), 2_000));
+    }
 
     #[test]
     fn backoff_is_five_times_longer_each_retry() {

@@ -162,6 +162,14 @@ fn skipped(now: i64) -> Event {
     }
 }
 
+fn renewed(attempt: i32, claimant: &str, until: i64) -> Event {
+    Event::Renewed {
+        attempt,
+        claimant: claimant.into(),
+        until: at(until),
+    }
+}
+
 /// The change of a claim of `attempt` by `claimant` until `until`.
 fn claimed(attempt: i32, claimant: &str, until: i64) -> Change {
     Change {
@@ -352,6 +360,65 @@ fn table_claim() {
             state(Missed, 1, 0),
             claim(1, "B", 200, 500),
             Err(Refusal::Final(Missed)),
+        ),
+    ]);
+}
+
+#[test]
+fn table_renewed() {
+    use Refusal::{NotApplicable, Superseded};
+    let kept = Change {
+        claimed_until: Some(Some(at(400))),
+        ..Change::default()
+    };
+    check(&[
+        row(
+            "held attempt, by its claimant",
+            state(Ready, 1, 1),
+            renewed(1, "A", 400),
+            Ok(kept.clone()),
+        ),
+        row(
+            "held attempt whose claim lapsed, nobody took it",
+            state(Ready, 2, 2),
+            renewed(2, "A", 400),
+            Ok(kept),
+        ),
+        row(
+            "taken by another process",
+            state(Ready, 1, 1),
+            renewed(1, "B", 400),
+            Err(NotApplicable),
+        ),
+        row(
+            "an attempt not dispatched (failed and due again)",
+            state(Ready, 2, 1),
+            renewed(1, "A", 400),
+            Err(Superseded),
+        ),
+        row(
+            "a RUNNING run",
+            state(Running, 1, 1),
+            renewed(1, "A", 400),
+            Err(Superseded),
+        ),
+        row(
+            "a PENDING run",
+            state(Pending, 1, 0),
+            renewed(1, "A", 400),
+            Err(Superseded),
+        ),
+        row(
+            "a cancelled run",
+            state(Cancelled, 1, 1),
+            renewed(1, "A", 400),
+            Err(Refusal::Final(Cancelled)),
+        ),
+        row(
+            "a deleted task's run",
+            state(Failed, 1, 1),
+            renewed(1, "A", 400),
+            Err(Refusal::Final(Failed)),
         ),
     ]);
 }
@@ -1278,6 +1345,11 @@ enum Gen {
         hold: i64,
         now: i64,
     },
+    Renewed {
+        attempt: Pick,
+        claimant: usize,
+        until: i64,
+    },
     Report {
         attempt: Option<Pick>,
         outcome: OutcomeGen,
@@ -1319,6 +1391,11 @@ impl Gen {
                 hold,
                 now,
             } => claim(attempt.attempt(run), CLAIMANTS[claimant], now + hold, now),
+            Gen::Renewed {
+                attempt,
+                claimant,
+                until,
+            } => renewed(attempt.attempt(run), CLAIMANTS[claimant], until),
             Gen::Report {
                 attempt,
                 outcome,
@@ -1392,6 +1469,9 @@ fn gen() -> impl Strategy<Value = Gen> {
     prop_oneof![
         18 => (pick(), 0..CLAIMANTS.len(), 0..90i64, now()).prop_map(
             |(attempt, claimant, hold, now)| Gen::Claim { attempt, claimant, hold, now }
+        ),
+        4 => (pick(), 0..CLAIMANTS.len(), now()).prop_map(
+            |(attempt, claimant, until)| Gen::Renewed { attempt, claimant, until }
         ),
         24 => (report_attempt, outcome(), now())
             .prop_map(|(attempt, outcome, now)| Gen::Report { attempt, outcome, now }),

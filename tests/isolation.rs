@@ -1,0 +1,280 @@
+//! Isolation between executors: an executor that accepts connections and never answers holds
+//! only its own host's slots (`dispatch.max_in_flight_per_host`); a healthy executor's runs
+//! keep their lag; runs waiting for the hung host's slots are neither claimed again nor sent
+//! twice, even by a second ax process on the same store; deleting a task ends its waiting and
+//! in-flight dispatches at once. MariaDB + Redis, real HTTP on both sides.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+
+/// An executor that accepts every connection, reads the request and never answers.
+struct Hung {
+    url: String,
+    host: String,
+    open: Arc<AtomicUsize>,
+    most_open: Arc<AtomicUsize>,
+    /// The request id of every request received, in order.
+    received: Arc<Mutex<Vec<String>>>,
+}
+
+impl Hung {
+    async fn start() -> Hung {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let hung = Hung {
+            url: format!("http://{addr}/run"),
+            host: addr.to_string(),
+            open: Arc::default(),
+            most_open: Arc::default(),
+            received: Arc::default(),
+        };
+        let (open, most, received) = (
+            hung.open.clone(),
+            hung.most_open.clone(),
+            hung.received.clone(),
+        );
+        actix_rt::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let now = open.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                let (open, received) = (open.clone(), received.clone());
+                actix_rt::spawn(async move {
+                    hold(stream, received).await;
+                    open.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        hung
+    }
+
+    fn open(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    fn received(&self) -> Vec<String> {
+        self.received.lock().expect("lock").clone()
+    }
+}
+
+/// Reads a request's head, notes its request id, then reads until the peer closes.
+async fn hold(mut stream: tokio::net::TcpStream, received: Arc<Mutex<Vec<String>>>) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut noted = false;
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) if !noted => {
+                head.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&head);
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let id = text[..end]
+                        .lines()
+                        .find_map(|line| {
+                            let (name, value) = line.split_once(':')?;
+                            name.eq_ignore_ascii_case("x-ax-request-id")
+                                .then(|| value.trim().to_string())
+                        })
+                        .unwrap_or_default();
+                    received.lock().expect("lock").push(id);
+                    noted = true;
+                }
+            }
+            Ok(_) => {}
+        }
+    }
+}
+
+fn every_second(name: &str, url: &str, timeout_ms: i64) -> serde_json::Value {
+    json!({"name": unique_name(name), "cron": "* * * * * *", "handlerUrl": url,
+           "timeoutMs": timeout_ms, "maxRetry": 0})
+}
+
+/// Runs delivered more than once: request ids seen twice.
+fn duplicates(ids: &[String]) -> Vec<(String, usize)> {
+    let mut seen: HashMap<&String, usize> = HashMap::new();
+    for id in ids {
+        *seen.entry(id).or_default() += 1;
+    }
+    let mut twice: Vec<(String, usize)> = seen
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(id, n)| (id.clone(), n))
+        .collect();
+    twice.sort();
+    twice
+}
+
+/// The control executor's deliveries: each run's lag (received minus scheduled), in ms.
+fn lags_ms(control: &Executor) -> Vec<i64> {
+    let mut lags: Vec<i64> = control
+        .received()
+        .iter()
+        .map(|d| {
+            let scheduled: DateTime<Utc> = d.body["scheduledAt"]
+                .as_str()
+                .and_then(|at| at.parse().ok())
+                .expect("scheduledAt");
+            (d.wall - scheduled).num_milliseconds()
+        })
+        .collect();
+    lags.sort();
+    lags
+}
+
+fn p99(sorted: &[i64]) -> i64 {
+    sorted[(sorted.len() * 99).div_ceil(100).saturating_sub(1)]
+}
+
+/// The gauge `ax_dispatch_queued` of `host`, 0 when not shown.
+async fn queued(ax: &ax::app::Ax, host: &str) -> usize {
+    let metrics = awc::Client::default()
+        .get(format!("http://{}/metrics", ax.addr()))
+        .send()
+        .await
+        .expect("metrics")
+        .body()
+        .await
+        .expect("body");
+    let line = format!("ax_dispatch_queued{{host=\"{host}\"}} ");
+    String::from_utf8_lossy(&metrics)
+        .lines()
+        .find_map(|l| l.strip_prefix(&line).and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn sleep(secs: f64) -> actix_rt::time::Sleep {
+    actix_rt::time::sleep(Duration::from_secs_f64(secs))
+}
+
+/// The first repro, scaled: a task with a 10-minute timeout backfilled over 1,100
+/// seconds on the hung executor, and a control task every second on a healthy one, defaults
+/// otherwise.
+#[actix_rt::test]
+async fn a_hung_executor_holds_only_its_own_slots() {
+    let store = TestStore::mysql();
+    let mut config = config(&store, true, "isolation");
+    config.scheduler.backfill_per_sec = 1000;
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let hung = Hung::start().await;
+    let control = Executor::start(Reply::Success).await;
+
+    let stuck = api
+        .create_task(json!({"name": unique_name("hung"), "cron": "* * * * * *",
+            "handlerUrl": hung.url, "timeoutMs": 600_000, "enabled": false}))
+        .await;
+    let stuck = stuck["id"].as_i64().expect("id");
+    let to = Utc::now() - chrono::Duration::seconds(2);
+    let range = json!({"from": (to - chrono::Duration::seconds(1100)).to_rfc3339(),
+                       "to": to.to_rfc3339()});
+    let (status, done) = api
+        .post(&format!("/api/tasks/{stuck}/backfill"), range)
+        .await;
+    assert_eq!(status, 202, "{done}");
+    api.create_task(every_second("control", &control.url, 5_000))
+        .await;
+
+    sleep(8.0).await;
+    let cap = config.dispatch.max_in_flight_per_host;
+    assert!(
+        hung.most_open.load(Ordering::SeqCst) <= cap,
+        "at most {cap} connections on the hung host, saw {}",
+        hung.most_open.load(Ordering::SeqCst)
+    );
+    assert_eq!(hung.open(), cap, "the hung host's slots are all taken");
+    assert!(
+        queued(&ax, &hung.host).await > 900,
+        "the rest of the backfill waits in the hung host's queue"
+    );
+    let lags = lags_ms(&control);
+    assert!(lags.len() >= 6, "the control task is delivered: {lags:?}");
+    assert!(p99(&lags) < 1_500, "control lag stays normal: {lags:?}");
+    let ids: Vec<String> = control
+        .received()
+        .iter()
+        .map(|d| d.request_id.clone())
+        .collect();
+    assert_eq!(duplicates(&ids), vec![]);
+    assert_eq!(duplicates(&hung.received()), vec![]);
+
+    // Deleting the task ends its waiting runs and closes its connections at once.
+    let (status, _) = api
+        .call("DELETE", &format!("/api/tasks/{stuck}"), None)
+        .await;
+    assert_eq!(status, 204);
+    for _ in 0..40 {
+        if hung.open() == 0 {
+            break;
+        }
+        sleep(0.05).await;
+    }
+    assert_eq!(hung.open(), 0, "no connection left on the hung host");
+    sleep(1.5).await;
+    assert_eq!(queued(&ax, &hung.host).await, 0, "nothing waits for it");
+    assert!(hung.received().len() <= cap, "no waiting run was sent");
+    ax.shutdown().await;
+}
+
+/// The second repro, scaled, on two ax processes sharing MariaDB and Redis: 30
+/// every-second tasks on the hung executor (timeout 1 s, no retries) with 4 slots a process,
+/// so runs wait long past their first claim; each is delivered at most once, and the control
+/// task keeps its lag.
+#[actix_rt::test]
+async fn runs_waiting_for_a_host_are_neither_claimed_again_nor_sent_twice() {
+    let store = TestStore::mysql();
+    let mut first = config(&store, true, "isolation-a");
+    first.dispatch.max_in_flight_per_host = 4;
+    let mut second = first.clone();
+    second.server.instance_id = Some("isolation-b".into());
+    let a = start_ax(&first).await;
+    let b = start_ax(&second).await;
+    let api = Api::new(&a);
+    let hung = Hung::start().await;
+    let control = Executor::start(Reply::Success).await;
+    let mut stuck = Vec::new();
+    for _ in 0..30 {
+        let task = api
+            .create_task(every_second("hung", &hung.url, 1_000))
+            .await;
+        stuck.push(task["id"].as_i64().expect("id"));
+    }
+    api.create_task(every_second("control", &control.url, 5_000))
+        .await;
+
+    // Long enough for waiting runs to outlive their first claim (timeout + 10 s).
+    sleep(16.0).await;
+    assert!(
+        hung.most_open.load(Ordering::SeqCst) <= 8,
+        "4 slots on each of the two processes"
+    );
+    let waiting = queued(&a, &hung.host).await + queued(&b, &hung.host).await;
+    assert!(waiting > 100, "runs wait for the hung host: {waiting}");
+    assert_eq!(duplicates(&hung.received()), vec![], "no run sent twice");
+    let lags = lags_ms(&control);
+    assert!(lags.len() >= 14, "the control task is delivered: {lags:?}");
+    assert!(p99(&lags) < 1_500, "control lag stays normal: {lags:?}");
+    let ids: Vec<String> = control
+        .received()
+        .iter()
+        .map(|d| d.request_id.clone())
+        .collect();
+    assert_eq!(duplicates(&ids), vec![]);
+
+    for id in stuck {
+        api.call("DELETE", &format!("/api/tasks/{id}"), None).await;
+    }
+    a.shutdown().await;
+    b.shutdown().await;
+}
