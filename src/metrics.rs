@@ -1,6 +1,7 @@
 //! Process metrics in the Prometheus text format: counters and histograms kept in atomics, so
 //! recording on hot paths costs an atomic add.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -95,7 +96,7 @@ pub struct Metrics {
     /// How long the start-up preload of the window took, in ms; `u64::MAX` until it is done.
     startup_preload_ms: AtomicU64,
     /// Runs waiting for a slot of their executor host, by host (as last looked at).
-    dispatch_queued: Mutex<Vec<(Arc<str>, usize)>>,
+    dispatch_queued: Mutex<BTreeMap<Arc<str>, usize>>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
@@ -130,12 +131,17 @@ impl Metrics {
         self.startup_preload_ms.store(ms, Ordering::Relaxed);
     }
 
-    /// The runs waiting for each executor host now; hosts without work are left out.
-    pub fn dispatch_queued(&self, hosts: Vec<(Arc<str>, usize)>) {
-        *self
+    /// The runs waiting for each executor host now; `gone`: hosts shown before that have no
+    /// work any more, left out from now on.
+    pub fn dispatch_queued(&self, gone: &[Arc<str>], hosts: &[(Arc<str>, usize)]) {
+        let mut queued = self
             .dispatch_queued
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = hosts;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for host in gone {
+            queued.remove(host);
+        }
+        queued.extend(hosts.iter().cloned());
     }
 
     pub fn dispatch_result(&self, result: DispatchResult) {

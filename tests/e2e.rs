@@ -985,3 +985,90 @@ async fn patch_merges_fields_and_put_replaces() {
     assert_eq!(status, 404);
     ax.shutdown().await;
 }
+
+/// An executor's server that closes a kept-alive connection as the next request arrives on it,
+/// without answering: the race every HTTP client meets when a server drops an idle connection
+/// just as the client reuses it (the first request on each connection is answered SUCCESS).
+async fn closing_kept_alive_connections() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>)
+{
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/run", listener.local_addr().expect("addr"));
+    let answered = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = answered.clone();
+    actix_rt::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let count = count.clone();
+            actix_rt::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The whole first request: its head and a body of Content-Length bytes.
+                loop {
+                    let Ok(n) = stream.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+                    let Some(end) = text.find("\r\n\r\n") else {
+                        continue;
+                    };
+                    let length: usize = text[..end]
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|n| n.trim().parse().ok())
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+                let body = r#"{"status":"SUCCESS"}"#;
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if stream.write_all(reply.as_bytes()).await.is_ok() {
+                    count.fetch_add(1, Ordering::SeqCst);
+                }
+                // The next request's first bytes, then the connection is closed unanswered.
+                let _ = stream.read(&mut buf).await;
+            });
+        }
+    });
+    (url, answered)
+}
+
+/// A kept-alive connection the executor closed under ax's request is ax's own affair: the
+/// attempt goes out again at once on a new connection, never charged to the executor as a
+/// failed attempt (`CONNECT_ERROR`) nor delayed to its retry.
+#[actix_rt::test]
+async fn a_connection_closed_as_it_is_reused_is_not_a_failed_attempt() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "e2e")).await;
+    let api = Api::new(&ax);
+    let (url, answered) = closing_kept_alive_connections().await;
+    let task = api
+        .create_task(json!({"name": unique_name("reuse"), "cron": "* * * * * *",
+            "handlerUrl": url, "maxRetry": 3}))
+        .await;
+    let id = task["id"].as_i64().expect("id");
+    let runs = api.wait_final(id, 4, Duration::from_secs(10)).await;
+    let due: Vec<&Value> = runs
+        .iter()
+        .filter(|r| r["status"] != "READY" && r["status"] != "RUNNING")
+        .collect();
+    assert!(due.len() >= 4, "{runs:#?}");
+    for run in &due {
+        assert_eq!(run["status"], "SUCCESS", "{run}");
+        assert_eq!(run["attempt"], 1, "delivered at its first attempt: {run}");
+        let lag = time(&run["finishedAt"]) - time(&run["scheduledAt"]);
+        assert!(lag < chrono::Duration::seconds(2), "not late: {run}");
+    }
+    assert!(answered.load(std::sync::atomic::Ordering::SeqCst) >= 4);
+    ax.shutdown().await;
+}

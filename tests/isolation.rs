@@ -194,9 +194,10 @@ async fn a_hung_executor_holds_only_its_own_slots() {
         hung.most_open.load(Ordering::SeqCst)
     );
     assert_eq!(hung.open(), cap, "the hung host's slots are all taken");
+    let waiting = queued(&ax, &hung.host).await;
     assert!(
-        queued(&ax, &hung.host).await > 900,
-        "the rest of the backfill waits in the hung host's queue"
+        waiting > 100,
+        "the rest of the backfill waits in the hung host's queue: {waiting}"
     );
     let lags = lags_ms(&control);
     assert!(lags.len() >= 6, "the control task is delivered: {lags:?}");

@@ -140,6 +140,8 @@ struct Shared {
     /// This process, as the claims it holds name it.
     claimant: String,
     store: StoreHandle,
+    /// The hosts last shown in `ax_dispatch_queued`.
+    shown: Mutex<Vec<Arc<str>>>,
 }
 
 #[derive(Default)]
@@ -290,7 +292,23 @@ impl Shared {
                 .warnings(Utc::now().timestamp(), HOST_WARNING_SECS);
             (due, held.slots.loads(), warnings)
         };
-        metrics().dispatch_queued(loads.iter().map(|l| (l.host.clone(), l.waiting)).collect());
+        let shown: Vec<(Arc<str>, usize)> =
+            loads.iter().map(|l| (l.host.clone(), l.waiting)).collect();
+        let gone = {
+            let mut shown_before = self
+                .shown
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let now: Vec<Arc<str>> = shown.iter().map(|(host, _)| host.clone()).collect();
+            let gone: Vec<Arc<str>> = shown_before
+                .iter()
+                .filter(|host| !now.contains(host))
+                .cloned()
+                .collect();
+            *shown_before = now;
+            gone
+        };
+        metrics().dispatch_queued(&gone, &shown);
         for load in warnings {
             log::warn!(
                 "executor host {} is at its cap of {} requests in flight; {} runs wait for a \
@@ -623,24 +641,46 @@ async fn post(
     };
     let timestamp = Utc::now().timestamp();
     let timeout = Duration::from_millis(job.timeout_ms.max(1) as u64);
-    let request = client
-        .post(uri)
-        .timeout(timeout)
-        .content_type("application/json")
-        .insert_header(("X-Ax-Request-Id", job.request_id.to_string()))
-        .insert_header((TIMESTAMP_HEADER, timestamp.to_string()))
-        .insert_header((SIGNATURE_HEADER, sign_dispatch(secret, timestamp, &body)));
+    let signature = sign_dispatch(secret, timestamp, &body);
+    let body = actix_web::web::Bytes::from(body);
+    let request = || {
+        client
+            .post(uri.clone())
+            .timeout(timeout)
+            .content_type("application/json")
+            .insert_header(("X-Ax-Request-Id", job.request_id.to_string()))
+            .insert_header((TIMESTAMP_HEADER, timestamp.to_string()))
+            .insert_header((SIGNATURE_HEADER, signature.clone()))
+    };
     // `timeoutMs` bounds the whole exchange: connect, send, headers and body.
     let exchange = async {
-        let mut response =
-            match request.send_body(body).await {
-                Ok(response) => response,
+        let mut tries = 0;
+        let mut response = loop {
+            tries += 1;
+            match request().send_body(body.clone()).await {
+                Ok(response) => break response,
                 Err(awc::error::SendRequestError::Timeout) => return None,
                 Err(awc::error::SendRequestError::Connect(awc::error::ConnectError::Resolver(
                     err,
                 ))) if err.is::<NotAllowed>() => return Some(not_allowed(err.to_string())),
+                // A kept-alive connection the executor closed as it was reused (awc calls it
+                // "connector has been disconnected"): the request was not answered, and a
+                // new connection is tried at once rather than charging the executor with a
+                // failed attempt. A server that closes every connection unanswered still
+                // fails the attempt after a few tries.
+                Err(awc::error::SendRequestError::Connect(
+                    awc::error::ConnectError::Disconnected,
+                )) if tries < CLOSED_CONNECTION_TRIES => {
+                    log::debug!(
+                        "task {} request {}: connection closed by the executor before its reply, \
+                         sending again",
+                        job.task_id,
+                        job.request_id
+                    );
+                }
                 Err(err) => return Some(failed("CONNECT_ERROR", err.to_string())),
-            };
+            }
+        };
         let status = response.status().as_u16();
         Some(match read_capped(&mut response).await {
             Ok(bytes) => classify_reply(status, &bytes, deadline),
@@ -653,6 +693,9 @@ async fn post(
         .flatten()
         .unwrap_or_else(|| failed("TIMEOUT", "no reply before the task's timeoutMs"))
 }
+
+/// Tries of a request whose connection the executor closed unanswered.
+const CLOSED_CONNECTION_TRIES: usize = 4;
 
 /// The reply body up to `MAX_REPLY_BYTES`; the rest is not read.
 async fn read_capped<S>(response: &mut awc::ClientResponse<S>) -> Result<Vec<u8>, String>
@@ -722,6 +765,7 @@ impl DispatchHandle {
             caps: settings.host_caps,
             claimant: settings.claimant,
             store,
+            shown: Mutex::default(),
         });
         let max_in_flight = settings.max_in_flight.max(1);
         let workers: Vec<_> = (0..settings.workers.max(1))

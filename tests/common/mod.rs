@@ -192,6 +192,12 @@ pub struct Executor {
 
 impl Executor {
     pub async fn start(reply: Reply) -> Executor {
+        Executor::start_keeping_alive(reply, Duration::from_secs(5)).await
+    }
+
+    /// An executor that closes a connection idle for `keep_alive` (gunicorn's default is 2 s,
+    /// Node's and uvicorn's 5 s).
+    pub async fn start_keeping_alive(reply: Reply, keep_alive: Duration) -> Executor {
         let received = Arc::new(Mutex::new(Vec::new()));
         let state = (received.clone(), reply);
         let server = HttpServer::new(move || {
@@ -199,6 +205,7 @@ impl Executor {
                 .app_data(web::Data::new(state.clone()))
                 .default_service(web::to(handle))
         })
+        .keep_alive(keep_alive)
         .workers(1)
         .disable_signals()
         .bind("127.0.0.1:0")
