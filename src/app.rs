@@ -31,6 +31,7 @@ use crate::http_errors::JsonProtocolErrors;
 use crate::identity::{Identity, IdentityError};
 use crate::security::{Allowlist, Principal, Security};
 use crate::service::Service;
+use crate::site::AllowedHosts;
 use crate::store::queries::{meta, runs};
 use crate::store::{Db, StoreError, StoreUrl};
 use crate::wheel::pace::PipelineLimits;
@@ -184,7 +185,11 @@ fn serve(
             let state = state.clone();
             let app = App::new()
                 .app_data(web::Data::new(state))
+                // Innermost: a body is looked at once it is known who sent it.
+                .wrap(actix_web::middleware::from_fn(api::json_bodies))
                 .wrap(actix_web::middleware::from_fn(api::require_token))
+                // Outermost: a request of another site or for another host goes no further.
+                .wrap(actix_web::middleware::from_fn(api::same_site))
                 .configure(crate::console::routes)
                 .configure(api::routes)
                 .into_factory()
@@ -369,6 +374,17 @@ async fn security(config: &Config, db: &Db) -> Result<Security, StartError> {
         secret: secret.into_bytes().into(),
         // Validated with the configuration.
         allowlist: Allowlist::parse(&config.security.handler_allowlist).unwrap_or_default(),
+        hosts: allowed_hosts(config),
+    })
+}
+
+/// The names requests may give as their `Host`: checked without tokens (a page rebound to
+/// this address must not read an open API), and with tokens when `server.allowed_hosts` says.
+fn allowed_hosts(config: &Config) -> Option<AllowedHosts> {
+    let checked = !config.has_tokens() || !config.server.allowed_hosts.is_empty();
+    checked.then(|| {
+        let names: Vec<String> = crate::identity::system_host_name().into_iter().collect();
+        AllowedHosts::new(config.bind_address(), &names, &config.server.allowed_hosts)
     })
 }
 

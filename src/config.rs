@@ -81,6 +81,9 @@ pub struct ServerConfig {
     pub admin_token: Option<String>,
     /// Named tokens, each with its role; the audit log names the token a change came with.
     pub tokens: Vec<NamedToken>,
+    /// Names (`host` or `host:port`) requests may give as their `Host` besides the loopback
+    /// ones, the bind address and this machine's names; checked without tokens, or when set.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -92,6 +95,7 @@ impl Default for ServerConfig {
             shutdown_timeout_ms: 10_000,
             admin_token: None,
             tokens: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -236,6 +240,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("AX_ADMIN_TOKEN", "server.admin_token"),
     ("AX_SIGNING_SECRET", "security.signing_secret"),
     ("AX_HANDLER_ALLOWLIST", "security.handler_allowlist"),
+    ("AX_ALLOWED_HOSTS", "server.allowed_hosts"),
     ("AX_PORT", "server.port"),
     ("AX_INSTANCE_ID", "server.instance_id"),
     ("AX_SHUTDOWN_TIMEOUT_MS", "server.shutdown_timeout_ms"),
@@ -375,14 +380,8 @@ impl Config {
             "security.signing_secret" => {
                 self.security.signing_secret = Some(value).filter(|v| !v.is_empty())
             }
-            "security.handler_allowlist" => {
-                self.security.handler_allowlist = value
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|entry| !entry.is_empty())
-                    .map(String::from)
-                    .collect()
-            }
+            "security.handler_allowlist" => self.security.handler_allowlist = listed(&value),
+            "server.allowed_hosts" => self.server.allowed_hosts = listed(&value),
             "server.port" => self.server.port = parse(name, &value)?,
             "server.instance_id" => self.server.instance_id = Some(value).filter(|v| !v.is_empty()),
             "server.shutdown_timeout_ms" => self.server.shutdown_timeout_ms = parse(name, &value)?,
@@ -445,6 +444,13 @@ impl Config {
             invalid(
                 "security.handler_allowlist",
                 self.security.handler_allowlist.join(","),
+                &err,
+            )
+        })?;
+        crate::site::check_allowed_hosts(&self.server.allowed_hosts).map_err(|err| {
+            invalid(
+                "server.allowed_hosts",
+                self.server.allowed_hosts.join(","),
                 &err,
             )
         })?;
@@ -710,6 +716,16 @@ where
         .map_err(|err: T::Err| invalid(name, value.to_string(), &err.to_string()))
 }
 
+/// The entries of a comma-separated list, trimmed, empty ones left out.
+fn listed(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 fn invalid(name: &'static str, value: String, reason: &str) -> ConfigError {
     ConfigError::Invalid {
         name,
@@ -765,6 +781,8 @@ mod tests {
                 "sqlite://x.db"
             } else if key.ends_with("allowlist") {
                 "10.0.0.0/8"
+            } else if key.ends_with("allowed_hosts") {
+                "ax.example.com"
             } else {
                 "7"
             };
@@ -902,6 +920,32 @@ mod tests {
         );
         config.scheduler.commit_ahead_ms = 0;
         config.validate().expect("0 commits at the time");
+    }
+
+    #[test]
+    fn allowed_hosts_come_comma_separated_or_from_the_file_and_are_checked() {
+        let mut config: Config =
+            serde_yaml::from_str("server:\n  allowed_hosts: [ax.example.com]\n").expect("yaml");
+        assert_eq!(config.server.allowed_hosts, ["ax.example.com"]);
+        config
+            .apply_env(|name| {
+                (name == "AX_ALLOWED_HOSTS").then(|| "ax.example.com, ops.example.com:8443,".into())
+            })
+            .expect("env");
+        assert_eq!(
+            config.server.allowed_hosts,
+            ["ax.example.com", "ops.example.com:8443"]
+        );
+        config.validate().expect("valid");
+        config
+            .server
+            .allowed_hosts
+            .push("http://evil.example".into());
+        let err = config.validate().expect_err("a URL is no host").to_string();
+        assert!(
+            err.contains("server.allowed_hosts") && err.contains("`http://evil.example`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -38,6 +38,15 @@ pub enum ApiError {
     },
     #[error("request body larger than {0} bytes")]
     TooLarge(usize),
+    /// A change sent by a page of another site: the header that says so, and its value.
+    #[error("a page of another site may not change anything here ({header}: {value})")]
+    CrossSite { header: &'static str, value: String },
+    /// A body whose `Content-Type` is not JSON: the type it names, if any.
+    #[error("a body must be sent with Content-Type: application/json{}", .0.as_ref().map(|t| format!(", not `{t}`")).unwrap_or_default())]
+    NotJson(Option<String>),
+    /// A `Host` this ax does not answer to (see `crate::site`).
+    #[error("this ax does not answer to the host `{0}`; list it in server.allowed_hosts")]
+    MisdirectedHost(String),
     #[error("the store is unavailable")]
     Store(#[from] StoreError),
     #[error("Redis is unavailable")]
@@ -107,6 +116,9 @@ impl ApiError {
     pub fn field(&self) -> Option<&str> {
         match self {
             ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.as_deref(),
+            ApiError::CrossSite { header, .. } => Some(header),
+            ApiError::NotJson(_) => Some("Content-Type"),
+            ApiError::MisdirectedHost(_) => Some("Host"),
             _ => None,
         }
     }
@@ -115,11 +127,13 @@ impl ApiError {
         match self {
             ApiError::Invalid { .. } => "INVALID_ARGUMENT",
             ApiError::Unauthorized => "UNAUTHORIZED",
-            ApiError::Forbidden(_) => "FORBIDDEN",
+            ApiError::Forbidden(_) | ApiError::CrossSite { .. } => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::Conflict { .. } => "CONFLICT",
             ApiError::TooLarge(_) => "PAYLOAD_TOO_LARGE",
+            ApiError::NotJson(_) => "UNSUPPORTED_MEDIA_TYPE",
+            ApiError::MisdirectedHost(_) => "MISDIRECTED_REQUEST",
             ApiError::Store(_) => "STORE_UNAVAILABLE",
             ApiError::Lock(_) => "REDIS_UNAVAILABLE",
         }
@@ -144,11 +158,13 @@ impl ResponseError for ApiError {
         match self {
             ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::CrossSite { .. } => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::NotJson(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::MisdirectedHost(_) => StatusCode::MISDIRECTED_REQUEST,
             ApiError::Store(_) | ApiError::Lock(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }

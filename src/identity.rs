@@ -131,16 +131,19 @@ fn generate(host: &str) -> String {
     format!("{short}-{}", &Uuid::new_v4().simple().to_string()[..8])
 }
 
-/// The kernel's host name (`ax` if none is known).
+/// The kernel's host name (`ax` if none is known), in the characters of an id.
 fn host_name() -> String {
-    let name = ["/proc/sys/kernel/hostname", "/etc/hostname"]
+    in_id_characters(&system_host_name().unwrap_or_else(|| "ax".into()))
+}
+
+/// The kernel's host name, if one is known.
+pub fn system_host_name() -> Option<String> {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
         .iter()
         .find_map(|path| {
             let name = std::fs::read_to_string(path).ok()?;
             Some(name.trim().to_string()).filter(|name| !name.is_empty())
         })
-        .unwrap_or_else(|| "ax".into());
-    in_id_characters(&name)
 }
 
 /// `name` in the characters an instance id allows, any other one replaced by `-`.

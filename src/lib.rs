@@ -24,6 +24,7 @@ pub mod plan;
 pub mod run;
 pub mod security;
 pub mod service;
+pub mod site;
 pub mod store;
 pub mod wheel;
 

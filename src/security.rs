@@ -55,6 +55,9 @@ pub struct Security {
     /// Key of dispatch signatures and callback tokens.
     pub secret: Arc<[u8]>,
     pub allowlist: Allowlist,
+    /// The names requests may give as their `Host`, when they are checked: without tokens,
+    /// or with `server.allowed_hosts` set.
+    pub hosts: Option<crate::site::AllowedHosts>,
 }
 
 /// The header carrying the dispatch signature (`v1=<hex>`), and the one carrying its time.
@@ -110,19 +113,33 @@ impl Security {
         self.admin_token.is_some() || !self.tokens.is_empty()
     }
 
-    /// The token named `name` as it is configured now: a session outlives no change of it.
-    pub fn principal_named(&self, name: &str) -> Option<Principal> {
-        if name == ADMIN_TOKEN_NAME && self.admin_token.is_some() {
-            return Some(Principal {
+    /// The token configured now under `name`, with who it is.
+    fn token_named(&self, name: &str) -> Option<(&str, Principal)> {
+        if let (ADMIN_TOKEN_NAME, Some(token)) = (name, &self.admin_token) {
+            let admin = Principal {
                 name: ADMIN_TOKEN_NAME.into(),
                 role: Role::Admin,
-            });
+            };
+            return Some((token, admin));
         }
         self.tokens
             .iter()
-            .map(|(_, principal)| principal)
-            .find(|principal| principal.name == name)
-            .cloned()
+            .find(|(_, principal)| principal.name == name)
+            .map(|(token, principal)| (token.as_str(), principal.clone()))
+    }
+
+    /// What a console session keeps of the token it signed in with: a digest keyed with the
+    /// signing secret, so the table tells nothing of the token.
+    pub fn token_digest(&self, token: &str) -> String {
+        hmac_hex(&self.secret, &[b"session-token:", token.as_bytes()])
+    }
+
+    /// Who a session signed in as `name` with the token of `digest` is: the token configured
+    /// now under that name, if it is still that token. A token changed or removed ends the
+    /// sessions it opened.
+    pub fn session_principal(&self, name: &str, digest: &str) -> Option<Principal> {
+        let (token, principal) = self.token_named(name)?;
+        same_secret(&self.token_digest(token), digest).then_some(principal)
     }
 
     /// Who the `Authorization` header says the request is from: anonymous when no token is
@@ -356,6 +373,53 @@ mod tests {
         assert!(!is_admin(Some("s3cret"), "s3cret"));
         assert!(!is_admin(Some("Basic s3cret"), "s3cret"));
         assert!(!is_admin(None, "s3cret"));
+    }
+
+    #[test]
+    fn a_session_lasts_while_its_token_is_configured_under_its_name() {
+        let with = |admin: Option<&str>, ops: &str| Security {
+            admin_token: admin.map(String::from),
+            tokens: vec![(
+                ops.to_string(),
+                Principal {
+                    name: "ops".into(),
+                    role: Role::Viewer,
+                },
+            )],
+            secret: Arc::from(&b"signing"[..]),
+            allowlist: Allowlist::default(),
+            hosts: None,
+        };
+        let before = with(Some("admin-token-1"), "ops-token-1");
+        let admin = before.token_digest("admin-token-1");
+        let ops = before.token_digest("ops-token-1");
+        assert_eq!(admin.len(), 64);
+        assert!(!admin.contains("admin-token-1"));
+        let who = before
+            .session_principal("admin", &admin)
+            .expect("signed in");
+        assert_eq!((who.name.as_str(), who.role), ("admin", Role::Admin));
+        let who = before.session_principal("ops", &ops).expect("signed in");
+        assert_eq!(who.role, Role::Viewer);
+        // Another token's digest, or one keyed with another secret, is no session.
+        assert_eq!(before.session_principal("admin", &ops), None);
+        let other_secret = Security {
+            secret: Arc::from(&b"other"[..]),
+            ..with(Some("admin-token-1"), "ops-token-1")
+        };
+        assert_eq!(other_secret.session_principal("admin", &admin), None);
+        assert_eq!(before.session_principal("admin", ""), None);
+        // The admin token changed or removed, the ops token changed: their sessions end.
+        let after = with(Some("admin-token-2"), "ops-token-2");
+        assert_eq!(after.session_principal("admin", &admin), None);
+        assert_eq!(after.session_principal("ops", &ops), None);
+        assert_eq!(
+            with(None, "ops-token-1").session_principal("admin", &admin),
+            None
+        );
+        assert!(with(None, "ops-token-1")
+            .session_principal("ops", &ops)
+            .is_some());
     }
 
     #[test]

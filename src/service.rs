@@ -235,28 +235,36 @@ impl Service {
             .await?)
     }
 
-    /// Opens a console session for the token named `token_name` until `lifetime` from now;
-    /// returns the secret its cookie carries.
-    pub async fn open_session(&self, token_name: &str, lifetime: Duration) -> Result<String> {
+    /// Opens a console session for the token named `token_name`, bound to the token's
+    /// `token_digest`, until `lifetime` from now; returns the secret its cookie carries.
+    pub async fn open_session(
+        &self,
+        token_name: &str,
+        token_digest: &str,
+        lifetime: Duration,
+    ) -> Result<String> {
         let secret = security::new_secret();
         let key = security::session_key(&secret);
-        let name = token_name.to_string();
+        let (name, digest) = (token_name.to_string(), token_digest.to_string());
         let now = self.clock.now();
         self.store
             .query(move |conn| {
-                boxed(async move { sessions::open(conn, &key, &name, now, now + lifetime).await })
+                boxed(async move {
+                    let token = (name.as_str(), digest.as_str());
+                    sessions::open(conn, &key, token, now, now + lifetime).await
+                })
             })
             .await?;
         Ok(secret)
     }
 
-    /// The token name of the open session whose cookie carries `secret`.
-    pub async fn session(&self, secret: &str) -> Result<Option<String>> {
+    /// The token name and token digest of the open session whose cookie carries `secret`.
+    pub async fn session(&self, secret: &str) -> Result<Option<(String, String)>> {
         let key = security::session_key(secret);
         let now = self.clock.now();
         Ok(self
             .store
-            .query(move |conn| boxed(async move { sessions::token_name(conn, &key, now).await }))
+            .query(move |conn| boxed(async move { sessions::token_of(conn, &key, now).await }))
             .await?)
     }
 

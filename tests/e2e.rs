@@ -564,7 +564,7 @@ async fn api_rejects_bad_input_and_pages_listings() {
         .await;
     assert_eq!(status, 400, "{reply}");
     let mut oversized = format!(
-        "POST /api/tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+        "POST /api/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\n\r\n",
         2 * 1024 * 1024
     )

@@ -4,6 +4,7 @@
 mod audit;
 mod callback;
 mod cron;
+mod guard;
 mod health;
 mod instances;
 mod openapi;
@@ -17,6 +18,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method};
 use actix_web::{error::JsonPayloadError, middleware, web, HttpMessage, HttpRequest};
 
+pub use guard::{json_bodies, same_site};
 pub use validate::{task_body, task_input};
 
 use crate::error::ApiError;
@@ -180,15 +182,15 @@ pub(crate) async fn body_within_limit(
     Ok(body)
 }
 
-fn json_error(err: JsonPayloadError, _: &HttpRequest) -> actix_web::Error {
+fn json_error(err: JsonPayloadError, req: &HttpRequest) -> actix_web::Error {
     match err {
         JsonPayloadError::Overflow { limit }
         | JsonPayloadError::OverflowKnownLength { limit, .. } => ApiError::TooLarge(limit).into(),
-        JsonPayloadError::ContentType => ApiError::Invalid {
-            field: None,
-            message: "Content-Type must be application/json".into(),
+        JsonPayloadError::ContentType => {
+            let given = req.headers().get(header::CONTENT_TYPE);
+            let given = given.map(|t| String::from_utf8_lossy(t.as_bytes()).into_owned());
+            ApiError::NotJson(given).into()
         }
-        .into(),
         other => ApiError::Invalid {
             field: None,
             message: format!("invalid JSON body: {other}"),

@@ -77,16 +77,24 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         "400": error("invalid input; `field` names it"),
         "404": error("not found"),
         "503": error("store or Redis unavailable"),
+        "421": error("a Host this ax does not answer to (`field`: Host)"),
     });
+    if !matches!(method, "get" | "head") {
+        let cross_site = "sent by a page of another site (`field`: Origin or Sec-Fetch-Site)";
+        let why = match admin {
+            true => format!("a viewer's token: it may read, not change; or {cross_site}"),
+            false => cross_site.to_string(),
+        };
+        responses["403"] = error(&why);
+    }
     if admin {
         responses["401"] = error("missing or wrong token");
-        if !matches!(method, "get" | "head") {
-            responses["403"] = error("a viewer's token: it may read, not change");
-        }
     }
     match (method, path) {
         ("post", "/api/callback") => {
-            responses["403"] = error("the callback token does not match the run");
+            responses["403"] = error(
+                "the callback token does not match the run, or a page of another site sent it",
+            );
         }
         ("post", "/api/tasks/bulk") => {
             responses["409"] = error(
@@ -121,6 +129,7 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         if op["responses"].get("413").is_none() {
             op["responses"]["413"] = error("body larger than 1 MiB");
         }
+        op["responses"]["415"] = error("a body whose Content-Type is not application/json");
     }
     if admin {
         op["security"] = json!([{"adminToken": []}]);

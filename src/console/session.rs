@@ -4,8 +4,10 @@
 //! With tokens configured, signing in with one opens a session in the store (so any ax process
 //! of a cluster knows it), carried by an `HttpOnly`, `SameSite=Strict` cookie; a request with
 //! `Authorization: Bearer <token>` is let in as that token too. Without tokens the console is
-//! open, like the API. Either way every form carries a CSRF token the server checks: bound to
-//! the session when there is one, else to a cookie of its own (double submit).
+//! open, like the API. Either way every form carries a CSRF token the server checks: an HMAC
+//! (keyed with the signing secret) of the session when there is one, else of a random cookie
+//! of its own (a signed double submit). A session lasts while the token it signed in with is
+//! configured under its name: the session row keeps the token's digest.
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::cookie::{Cookie, SameSite};
@@ -150,16 +152,17 @@ pub async fn guard(
     } else {
         None
     };
-    // A session's forms carry its own token; without one, the CSRF cookie's.
-    let session_csrf = principal
-        .as_ref()
-        .and(session.as_deref())
-        .map(|secret| security::csrf_token(&security.secret, secret));
+    // A session's forms carry a token bound to it; without one, bound to the CSRF cookie.
+    // Either is keyed with the signing secret: a cookie planted by another app on this host
+    // (cookies ignore ports) has no token of ax's to go with it.
     let new_cookie = cookie_csrf.is_none().then(security::new_secret);
-    let csrf = session_csrf
+    let bound_to = principal
+        .as_ref()
+        .and(session)
         .or(cookie_csrf)
         .or_else(|| new_cookie.clone())
         .unwrap_or_default();
+    let csrf = security::csrf_token(&security.secret, &bound_to);
     let reads = matches!(*req.method(), Method::GET | Method::HEAD);
     let principal = match principal {
         Some(principal) => principal,
@@ -196,7 +199,9 @@ pub async fn session_principal(req: &ServiceRequest, state: &ApiState) -> Option
         return None;
     }
     match state.service.session(&secret).await {
-        Ok(name) => name.and_then(|name| state.security.principal_named(&name)),
+        Ok(token) => {
+            token.and_then(|(name, digest)| state.security.session_principal(&name, &digest))
+        }
         Err(err) => {
             log::warn!("console: a session could not be looked up: {err}");
             None
@@ -280,9 +285,10 @@ pub async fn sign_in(
         return Ok(super::html(actix_web::http::StatusCode::UNAUTHORIZED, page));
     };
     let lifetime = chrono::Duration::hours(SESSION_HOURS);
+    let digest = state.security.token_digest(token);
     let secret = state
         .service
-        .open_session(&principal.name, lifetime)
+        .open_session(&principal.name, &digest, lifetime)
         .await?;
     log::info!("console: {} signed in", principal.name);
     let secure = req.connection_info().scheme() == "https";

@@ -93,6 +93,7 @@ diesel::table! {
         token_name -> Text,
         created_at -> Timestamp,
         expires_at -> Timestamp,
+        token_digest -> Text,
     }
 }
 

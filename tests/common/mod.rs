@@ -367,13 +367,10 @@ impl Api {
         content_type: &str,
         body: Vec<u8>,
     ) -> (u16, Value) {
-        let addr = self
-            .base
-            .trim_start_matches("http://")
-            .parse()
-            .expect("a base of http://ip:port");
+        let host = self.base.trim_start_matches("http://");
+        let addr = host.parse().expect("a base of http://ip:port");
         let mut request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: ax\r\nContent-Type: {content_type}\r\n\
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {content_type}\r\n\
              Content-Length: {}\r\nConnection: close\r\n\r\n",
             body.len()
         )

@@ -9,12 +9,12 @@ use crate::store::schema::ax_session::dsl as s;
 use crate::store::{to_db, Conn, StoreError};
 use crate::with_conn;
 
-/// Opens session `key` (the digest of its secret) for the token named `token_name`, and drops
-/// the sessions that expired before `now`.
+/// Opens session `key` (the digest of its secret) for the token named `token_name` whose
+/// digest is `token_digest`, and drops the sessions that expired before `now`.
 pub async fn open(
     conn: &mut Conn,
     key: &str,
-    token_name: &str,
+    (token_name, token_digest): (&str, &str),
     now: DateTime<Utc>,
     expires_at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
@@ -28,6 +28,7 @@ pub async fn open(
         .values((
             s::id.eq(key),
             s::token_name.eq(token_name),
+            s::token_digest.eq(token_digest),
             s::created_at.eq(now),
             s::expires_at.eq(to_db(expires_at)),
         ))
@@ -36,17 +37,17 @@ pub async fn open(
     Ok(())
 }
 
-/// The token name of session `key`, if it is open at `now`.
-pub async fn token_name(
+/// The token name and token digest of session `key`, if it is open at `now`.
+pub async fn token_of(
     conn: &mut Conn,
     key: &str,
     now: DateTime<Utc>,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Option<(String, String)>, StoreError> {
     let now = to_db(now);
     Ok(with_conn!(conn, |c| s::ax_session
         .filter(s::id.eq(key))
         .filter(s::expires_at.gt(now))
-        .select(s::token_name)
+        .select((s::token_name, s::token_digest))
         .first(c)
         .await
         .optional())?)
