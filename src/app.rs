@@ -109,6 +109,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         instance_id: instance_id.clone(),
         backend,
         security,
+        auth_failures: Default::default(),
     };
     let (server, addr) = match serve(listener, state, config) {
         Ok(served) => served,

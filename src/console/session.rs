@@ -145,6 +145,13 @@ pub async fn guard(
         Some(Principal::anonymous())
     } else if let Some(principal) = bearer(&req, security) {
         Some(principal)
+    } else if offers_bearer(&req) {
+        // A wrong token, even beside a session: the page would tell a guess that is right.
+        state
+            .auth_failures
+            .failed(req.peer_addr(), "console token")
+            .await;
+        None
     } else if session.is_some() {
         session_principal(&req, &state).await
     } else {
@@ -208,6 +215,15 @@ pub async fn session_principal(req: &ServiceRequest, state: &ApiState) -> Option
 fn bearer(req: &ServiceRequest, security: &security::Security) -> Option<Principal> {
     let header = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
     security.authorize(Some(header))
+}
+
+/// Whether an `Authorization` header offers a token (a proxy's `Basic` one is not ax's).
+fn offers_bearer(req: &ServiceRequest) -> bool {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(security::bearer_token)
+        .is_some()
 }
 
 /// Whether a cookie's value has the shape of a secret ax made, so nothing else reaches a query.
@@ -274,6 +290,7 @@ pub async fn sign_in(
         let error = if token.is_empty() {
             "Enter a token."
         } else {
+            state.auth_failures.failed(req.peer_addr(), "sign-in").await;
             "This is not a token of this ax."
         };
         let page = sign_in_page(&visitor, &next, Some(error));
