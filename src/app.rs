@@ -185,6 +185,7 @@ fn serve(
             let app = App::new()
                 .app_data(web::Data::new(state))
                 .wrap(actix_web::middleware::from_fn(api::require_token))
+                .wrap(actix_web::middleware::from_fn(crate::http_errors::in_shape))
                 .configure(crate::console::routes)
                 .configure(api::routes)
                 .into_factory()

@@ -253,10 +253,25 @@ fn encoded(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-/// Where to go after signing in: a console page, never another site.
-fn next_page(next: Option<&str>) -> &str {
-    next.filter(|next| next.starts_with(HOME) && !next.starts_with(SIGN_IN) && !next.contains("//"))
-        .unwrap_or(HOME)
+/// Where to go after signing in: the dashboard unless another console page is asked for; a
+/// `next` that is no console page (another site, or text no `Location` may hold) is refused.
+fn next_page(next: Option<&str>) -> Result<&str, ConsoleError> {
+    let Some(next) = next else {
+        return Ok(HOME);
+    };
+    let console_page =
+        (next == HOME || next.starts_with("/console/") || next.starts_with("/console?"))
+            && !next.contains("//")
+            && !next.chars().any(char::is_control);
+    match console_page {
+        true if next.starts_with(SIGN_IN) => Ok(HOME),
+        true => Ok(next),
+        false => Err(crate::error::ApiError::invalid(
+            "next",
+            "next must be a page of the console: a path under /console, without // or control characters",
+        )
+        .into()),
+    }
 }
 
 /// `GET /console/sign-in?next=`: the form, or straight on when there is nothing to sign in to.
@@ -264,13 +279,13 @@ pub async fn sign_in_form(
     state: web::Data<ApiState>,
     visitor: Visitor,
     req: HttpRequest,
-) -> HttpResponse {
+) -> Result<HttpResponse, ConsoleError> {
     let params = super::filters::params(&req);
-    let next = next_page(params.get("next").map(String::as_str));
+    let next = next_page(params.get("next").map(String::as_str))?;
     if !state.security.has_tokens() {
-        return see_other(next);
+        return Ok(see_other(next));
     }
-    ok(sign_in_page(&visitor, next, None))
+    Ok(ok(sign_in_page(&visitor, next, None)))
 }
 
 /// `POST /console/sign-in`: with a configured token, opens a session and goes on to `next`.
@@ -280,7 +295,7 @@ pub async fn sign_in(
     form: Submitted,
     req: HttpRequest,
 ) -> Result<HttpResponse, ConsoleError> {
-    let next = next_page(form.get("next")).to_string();
+    let next = next_page(form.get("next"))?.to_string();
     let token = form.get("token").unwrap_or_default();
     let principal = (!token.is_empty())
         .then(|| state.security.authorize(Some(&format!("Bearer {token}"))))
@@ -364,6 +379,8 @@ pub fn sign_out_form(visitor: &Visitor) -> Markup {
 
 #[cfg(test)]
 pub(super) mod tests {
+    use actix_web::ResponseError;
+
     use super::*;
 
     /// The visitor of a console without tokens, for rendering pages in tests.
@@ -378,20 +395,24 @@ pub(super) mod tests {
 
     #[test]
     fn only_console_pages_are_returned_to() {
-        assert_eq!(
-            next_page(Some("/console/tasks?scene=a")),
-            "/console/tasks?scene=a"
-        );
+        for page in ["/console/tasks?scene=a", "/console", "/console?done=saved"] {
+            assert_eq!(next_page(Some(page)).ok(), Some(page));
+        }
+        assert_eq!(next_page(None).ok(), Some(HOME));
+        assert_eq!(next_page(Some("/console/sign-in?next=/x")).ok(), Some(HOME));
         for elsewhere in [
             "https://evil.example/",
             "//evil.example/console",
             "/console//evil.example",
+            "/consoles",
             "/api/tasks",
-            "/console/sign-in?next=/x",
+            "/console/tasks\r\nSet-Cookie: a=b",
+            "/console/\u{7f}",
         ] {
-            assert_eq!(next_page(Some(elsewhere)), HOME, "{elsewhere}");
+            let err = next_page(Some(elsewhere)).expect_err(elsewhere);
+            assert_eq!(err.status_code(), actix_web::http::StatusCode::BAD_REQUEST);
+            assert!(err.to_string().contains("next must be"), "{err}");
         }
-        assert_eq!(next_page(None), HOME);
     }
 
     #[test]
