@@ -111,6 +111,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         instance_id: instance_id.clone(),
         backend,
         security,
+        auth_failures: Default::default(),
     };
     let (server, addr) = match serve(listener, state, config) {
         Ok(served) => served,
@@ -188,8 +189,10 @@ fn serve(
                 // Innermost: a body is looked at once it is known who sent it.
                 .wrap(actix_web::middleware::from_fn(api::json_bodies))
                 .wrap(actix_web::middleware::from_fn(api::require_token))
-                // Outermost: a request of another site or for another host goes no further.
+                // A request of another site or for another host goes no further.
                 .wrap(actix_web::middleware::from_fn(api::same_site))
+                // Outermost: every error leaves in its shape (a console page, or JSON).
+                .wrap(actix_web::middleware::from_fn(crate::http_errors::in_shape))
                 .configure(crate::console::routes)
                 .configure(api::routes)
                 .into_factory()

@@ -31,7 +31,16 @@ pub enum ConfigError {
         value: String,
         reason: String,
     },
+    /// A secret too short not to be guessed; its value is never shown.
+    #[error("{key} ({env}) must be at least {MIN_SECRET_CHARS} characters")]
+    ShortSecret {
+        key: &'static str,
+        env: &'static str,
+    },
 }
+
+/// The fewest characters of a token or a secret.
+pub const MIN_SECRET_CHARS: usize = 16;
 
 /// A named API token (`server.tokens`).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -438,6 +447,16 @@ impl Config {
                 ));
             }
         }
+        check_secret(
+            "server.admin_token",
+            "AX_ADMIN_TOKEN",
+            &self.server.admin_token,
+        )?;
+        check_secret(
+            "security.signing_secret",
+            "AX_SIGNING_SECRET",
+            &self.security.signing_secret,
+        )?;
         check_tokens(&self.server.tokens)?;
         check_hosts(&self.dispatch.hosts)?;
         Allowlist::parse(&self.security.handler_allowlist).map_err(|err| {
@@ -484,10 +503,23 @@ fn check_hosts(hosts: &std::collections::BTreeMap<String, HostConfig>) -> Result
     Ok(())
 }
 
+/// A secret set by `key` (or `env`) must be long enough not to be guessed.
+fn check_secret(
+    key: &'static str,
+    env: &'static str,
+    secret: &Option<String>,
+) -> Result<(), ConfigError> {
+    match secret {
+        Some(secret) if secret.chars().count() < MIN_SECRET_CHARS => {
+            Err(ConfigError::ShortSecret { key, env })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Named tokens: each name and each token given once, names fit for the audit log, tokens
 /// long enough not to be guessed.
 fn check_tokens(tokens: &[NamedToken]) -> Result<(), ConfigError> {
-    const MIN_TOKEN_CHARS: usize = 16;
     let mut names = std::collections::HashSet::new();
     let mut secrets = std::collections::HashSet::new();
     for named in tokens {
@@ -505,9 +537,9 @@ fn check_tokens(tokens: &[NamedToken]) -> Result<(), ConfigError> {
                 "names a token twice",
             ));
         }
-        if named.token.chars().count() < MIN_TOKEN_CHARS {
+        if named.token.chars().count() < MIN_SECRET_CHARS {
             let why = format!(
-                "the token of `{}` must be at least {MIN_TOKEN_CHARS} characters",
+                "the token of `{}` must be at least {MIN_SECRET_CHARS} characters",
                 named.name
             );
             return Err(invalid("server.tokens", "<hidden>".into(), &why));
@@ -946,6 +978,28 @@ mod tests {
             err.contains("server.allowed_hosts") && err.contains("`http://evil.example`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_admin_token_and_the_signing_secret_are_long_enough() {
+        for (name, key) in [
+            ("AX_ADMIN_TOKEN", "server.admin_token"),
+            ("AX_SIGNING_SECRET", "security.signing_secret"),
+        ] {
+            let with = |value: &str| {
+                let mut config = Config::default();
+                config.apply_env(|n| (n == name).then(|| value.to_string()))?;
+                config.validate()
+            };
+            let err = with("fifteen-chars-x").expect_err(name).to_string();
+            assert_eq!(
+                err,
+                format!("{key} ({name}) must be at least 16 characters")
+            );
+            with("sixteen-chars-xx").unwrap_or_else(|err| panic!("{name}: {err}"));
+            // Counted in characters, as they are typed.
+            with("ü".repeat(16).as_str()).unwrap_or_else(|err| panic!("{name}: {err}"));
+        }
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The API's error type: every failure maps once to a status and a JSON body
 //! `{"error": {"code", "message", "field"?}}`.
 
+use std::borrow::Cow;
+
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
@@ -51,6 +53,10 @@ pub enum ApiError {
     Store(#[from] StoreError),
     #[error("Redis is unavailable")]
     Lock(#[from] LockError),
+    /// What the HTTP layer under the handlers answered (an extractor's refusal, a response
+    /// that could not be built), with its status, in ax's shape.
+    #[error("{message}")]
+    Http { status: StatusCode, message: String },
 }
 
 impl From<ServiceError> for ApiError {
@@ -112,6 +118,18 @@ impl ApiError {
         }
     }
 
+    /// The error `err` the HTTP layer answered with `status`; a server error's detail goes to
+    /// the log, not to the client.
+    pub fn http(status: StatusCode, err: &actix_web::Error) -> Self {
+        let message = if status.is_server_error() {
+            log::error!("request failed: {err}");
+            "the request could not be answered; the server's log says why".to_string()
+        } else {
+            err.to_string()
+        };
+        ApiError::Http { status, message }
+    }
+
     /// The field or parameter the error names, if any.
     pub fn field(&self) -> Option<&str> {
         match self {
@@ -123,8 +141,8 @@ impl ApiError {
         }
     }
 
-    fn code(&self) -> &'static str {
-        match self {
+    fn code(&self) -> Cow<'static, str> {
+        let code = match self {
             ApiError::Invalid { .. } => "INVALID_ARGUMENT",
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::Forbidden(_) | ApiError::CrossSite { .. } => "FORBIDDEN",
@@ -136,8 +154,23 @@ impl ApiError {
             ApiError::MisdirectedHost(_) => "MISDIRECTED_REQUEST",
             ApiError::Store(_) => "STORE_UNAVAILABLE",
             ApiError::Lock(_) => "REDIS_UNAVAILABLE",
-        }
+            // The status's name: `BAD_REQUEST`, `PAYLOAD_TOO_LARGE`, `INTERNAL_SERVER_ERROR`.
+            ApiError::Http { status, .. } => {
+                let name = status.canonical_reason().unwrap_or("ERROR");
+                return name.to_ascii_uppercase().replace([' ', '-'], "_").into();
+            }
+        };
+        code.into()
     }
+}
+
+/// The error of `response` as an [`ApiError::Http`], when there is one and it is no `E`: an
+/// error that did not come from the part's own handlers, so is not in that part's shape yet.
+pub fn foreign<E: ResponseError + 'static>(response: &HttpResponse) -> Option<ApiError> {
+    let err = response.error()?;
+    err.as_error::<E>()
+        .is_none()
+        .then(|| ApiError::http(response.status(), err))
 }
 
 #[derive(Serialize)]
@@ -147,7 +180,7 @@ struct ErrorBody<'a> {
 
 #[derive(Serialize)]
 struct ErrorDetail<'a> {
-    code: &'a str,
+    code: Cow<'static, str>,
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
@@ -166,6 +199,7 @@ impl ResponseError for ApiError {
             ApiError::NotJson(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MisdirectedHost(_) => StatusCode::MISDIRECTED_REQUEST,
             ApiError::Store(_) | ApiError::Lock(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Http { status, .. } => *status,
         }
     }
 
@@ -196,5 +230,44 @@ impl ResponseError for ApiError {
                 field,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON body of an error's response.
+    fn body(err: &ApiError) -> serde_json::Value {
+        let response = err.error_response();
+        let bytes = actix_web::body::to_bytes(response.into_body());
+        let bytes = futures_util::FutureExt::now_or_never(bytes)
+            .expect("a body in memory")
+            .expect("a body");
+        serde_json::from_slice(&bytes).expect("JSON")
+    }
+
+    #[test]
+    fn an_error_from_under_the_handlers_is_put_in_the_json_shape() {
+        let refused = HttpResponse::from_error(actix_web::error::PayloadError::Overflow);
+        let err = foreign::<ApiError>(&refused).expect("not an ApiError");
+        assert_eq!(err.status_code(), StatusCode::PAYLOAD_TOO_LARGE);
+        let body = body(&err);
+        assert_eq!(body["error"]["code"], "PAYLOAD_TOO_LARGE");
+        assert_eq!(body["error"]["message"], "payload reached size limit");
+
+        let own = HttpResponse::from_error(ApiError::NotFound("no task 7".into()));
+        assert!(foreign::<ApiError>(&own).is_none(), "already in shape");
+        assert!(foreign::<ApiError>(&HttpResponse::Ok().finish()).is_none());
+    }
+
+    #[test]
+    fn a_server_error_keeps_its_detail_for_the_log() {
+        let cause = actix_web::error::ErrorInternalServerError("header value has a CR");
+        let err = ApiError::http(StatusCode::INTERNAL_SERVER_ERROR, &cause);
+        let body = body(&err);
+        assert_eq!(body["error"]["code"], "INTERNAL_SERVER_ERROR");
+        let message = body["error"]["message"].as_str().expect("a message");
+        assert!(!message.contains("CR"), "{message}");
     }
 }

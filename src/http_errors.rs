@@ -1,4 +1,9 @@
-//! The HTTP server's own errors in ax's JSON error shape. A request actix-http cannot parse
+//! Every error in the shape of the part it comes from, the split by path made here once: under
+//! the console ([`crate::console::guards_itself`]) the console's HTML error page, elsewhere ax's
+//! JSON error. [`in_shape`] puts there what the handlers did not answer themselves (an
+//! extractor's refusal of a form or a query, a response that could not be built).
+//!
+//! Below the app, the HTTP server's own errors are in the JSON shape. A request actix-http cannot parse
 //! (a malformed request line or header, a URI over the 64 KiB `http` crate limit) or whose
 //! head is over its 128 KiB buffer never reaches a handler: actix-http answers it itself, with
 //! an empty 400 or 431, and closes the connection. The stream below recognises those answers
@@ -8,7 +13,43 @@ use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::error::InternalError;
+use actix_web::{middleware, HttpResponse, ResponseError};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::error::{foreign, ApiError};
+
+/// Answers each request in its part's shape: the console finishes its own answers
+/// ([`crate::console::Finish`]); anywhere else an error that is no [`ApiError`] becomes one.
+pub async fn in_shape(
+    req: ServiceRequest,
+    next: middleware::Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let console = crate::console::guards_itself(req.path())
+        .then(|| crate::console::Finish::of(req.request()));
+    let finish = |response: HttpResponse| match &console {
+        Some(console) => console.apply(response),
+        None => match foreign::<ApiError>(&response) {
+            Some(err) => err.error_response(),
+            None => response,
+        },
+    };
+    match next.call(req).await {
+        Ok(response) => {
+            let (request, response) = response.map_into_boxed_body().into_parts();
+            Ok(ServiceResponse::new(request, finish(response)))
+        }
+        // A middleware's refusal: the request went with it, so the answer goes out as an error
+        // carrying the finished response.
+        Err(err) => {
+            let cause = err.to_string();
+            let response = finish(HttpResponse::from_error(err));
+            Err(InternalError::from_response(cause, response).into())
+        }
+    }
+}
 
 /// A connection whose protocol-level error answers carry a JSON body.
 pub struct JsonProtocolErrors<T> {

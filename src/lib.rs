@@ -8,6 +8,7 @@ pub mod api;
 pub mod app;
 pub mod apply;
 pub mod audit;
+pub mod auth_throttle;
 pub mod bench;
 pub mod client;
 pub mod clock;

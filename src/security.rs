@@ -181,13 +181,21 @@ pub fn csrf_token(secret: &[u8], session_secret: &str) -> String {
     hmac_hex(secret, &[b"csrf:", session_secret.as_bytes()])
 }
 
-/// Whether an `Authorization` header carries the admin token, in the `Bearer` scheme (its
-/// name case-insensitive, RFC 7235).
+/// Whether an `Authorization` header carries the admin token, in the `Bearer` scheme.
 pub fn is_admin(authorization: Option<&str>, token: &str) -> bool {
     authorization
-        .and_then(|value| value.trim_start().split_once(' '))
+        .and_then(bearer_token)
+        .is_some_and(|given| same_secret(given, token))
+}
+
+/// The token an `Authorization` header offers in the `Bearer` scheme (its name
+/// case-insensitive, RFC 7235), right or wrong.
+pub fn bearer_token(authorization: &str) -> Option<&str> {
+    authorization
+        .trim_start()
+        .split_once(' ')
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .is_some_and(|(_, given)| same_secret(given.trim(), token))
+        .map(|(_, given)| given.trim())
 }
 
 /// One allowed handler host: an exact host name, a `*.domain` wildcard, an IP, or a CIDR block.
@@ -373,6 +381,9 @@ mod tests {
         assert!(!is_admin(Some("s3cret"), "s3cret"));
         assert!(!is_admin(Some("Basic s3cret"), "s3cret"));
         assert!(!is_admin(None, "s3cret"));
+        // A token offered, right or wrong; another scheme offers none.
+        assert_eq!(bearer_token(" bearer  guess "), Some("guess"));
+        assert_eq!(bearer_token("Basic dXNlcjpwdw=="), None);
     }
 
     #[test]

@@ -175,6 +175,26 @@ async fn every_console_page_in_chromium() {
     // outline; Enter on it moves the focus to the content.
     console.open("/console", "Dashboard").await;
     console.shot("dashboard").await;
+    // The browser enforces the console's Content-Security-Policy: an inline style and an
+    // inline script are refused, and each refusal is logged. So no page needed one, as every
+    // page is checked for logged errors.
+    let inline = browser
+        .execute(
+            "const p = document.createElement('p'); p.setAttribute('style', 'color: rgb(1, 2, 3)'); \
+             const s = document.createElement('script'); s.textContent = 'window.axInline = 1'; \
+             document.body.append(p, s); const color = getComputedStyle(p).color; \
+             p.remove(); s.remove(); return [color, window.axInline === 1]",
+        )
+        .await;
+    assert_ne!(inline[0], "rgb(1, 2, 3)", "an inline style applied");
+    assert_eq!(inline[1], false, "an inline script ran");
+    let refused = browser.console_errors().await;
+    let policy = "Content Security Policy";
+    assert_eq!(
+        refused.iter().filter(|e| e.contains(policy)).count(),
+        2,
+        "{refused:?}"
+    );
     let skip = browser.press_tab().await;
     assert!(skip.same_as(&browser.find("a.skip").await));
     assert_eq!(skip.text().await, "Skip to content");

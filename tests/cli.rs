@@ -535,3 +535,37 @@ fn the_deploy_config_is_valid() {
         .args(["--store", &store]));
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
 }
+
+/// A short admin token or signing secret stops `ax serve` before it starts: exit 2, one line
+/// naming the key, the value never shown.
+#[test]
+fn short_secrets_are_refused_at_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = format!("sqlite://{}", dir.path().join("x.db").display());
+    for (env, key, value) in [
+        ("AX_ADMIN_TOKEN", "server.admin_token", "short"),
+        ("AX_SIGNING_SECRET", "security.signing_secret", "x"),
+        ("AX_ADMIN_TOKEN", "server.admin_token", "fifteen-chars-x"),
+    ] {
+        let output = run(ax(dir.path())
+            .args(["serve", "--port", "0", "--store", &store])
+            .env(env, value));
+        assert_usage_error_naming(&output, env, key);
+        let message = stderr(&output);
+        // Exactly this line: the value is not in it.
+        assert_eq!(
+            message.trim(),
+            format!("ax: {key} ({env}) must be at least 16 characters")
+        );
+    }
+    let file = dir.path().join("short.yaml");
+    std::fs::write(&file, "server:\n  admin_token: tiny-secret\n").expect("config file");
+    let output = run(ax(dir.path())
+        .arg("serve")
+        .arg("--config")
+        .arg(&file)
+        .args(["--store", &store]));
+    assert_usage_error_naming(&output, "the file's admin token", "server.admin_token");
+    assert!(!stderr(&output).contains("tiny-secret"));
+    assert!(!dir.path().join("x.db").exists(), "nothing started");
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{Api, AxProcess, Executor, Reply, TestStore};
 use serde_json::{json, Value};
 
-const TOKEN: &str = "client-t0ken";
+const TOKEN: &str = "client-t0ken-0123456";
 
 /// `ax ARGS…` with no `AX_…` variable but those given.
 fn ax(args: &[&str], env: &[(&str, &str)]) -> Output {

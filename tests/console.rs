@@ -302,6 +302,8 @@ struct Visitor {
     cookies: std::collections::BTreeMap<String, String>,
     /// The `Set-Cookie` headers of the last response.
     set_cookies: Vec<String>,
+    /// Every header of the last response.
+    headers: actix_web::http::header::HeaderMap,
     csrf: Option<String>,
 }
 
@@ -311,6 +313,7 @@ impl Visitor {
             base: format!("http://{}", ax.addr()),
             cookies: Default::default(),
             set_cookies: Vec::new(),
+            headers: Default::default(),
             csrf: None,
         }
     }
@@ -357,6 +360,7 @@ impl Visitor {
                 .await
         }
         .unwrap_or_else(|err| panic!("{method} {path}: {err}"));
+        self.headers = response.headers().clone();
         self.set_cookies = response
             .headers()
             .get_all("set-cookie")
@@ -617,6 +621,329 @@ async fn signing_in_on_sqlite() {
 #[actix_rt::test]
 async fn signing_in_on_mysql() {
     signing_in_sessions_and_csrf(TestStore::mysql()).await;
+}
+
+impl Visitor {
+    /// A header of the last response.
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+
+    /// Signs in with `token` and reads the session's CSRF token off the dashboard; fails the
+    /// test unless it worked.
+    async fn sign_in(&mut self, token: &str) {
+        self.get("/console/sign-in").await;
+        let (status, _, body) = self.post("/console/sign-in", &[("token", token)]).await;
+        assert_eq!(status, 303, "{body}");
+        assert!(self.set_cookie("ax_session").is_some(), "signed in");
+        assert_eq!(self.get("/console").await.0, 200);
+    }
+}
+
+/// The policy every console answer carries: nothing inline, nothing from elsewhere, no frame.
+const POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+    img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; \
+    form-action 'self'";
+
+/// Fails unless the last answer carries the console's headers, and is kept from every cache
+/// when `private`.
+fn assert_console_headers(visitor: &Visitor, what: &str, private: bool) {
+    assert_eq!(
+        visitor.header("content-security-policy"),
+        Some(POLICY),
+        "{what}"
+    );
+    assert_eq!(
+        visitor.header("x-content-type-options"),
+        Some("nosniff"),
+        "{what}"
+    );
+    assert_eq!(
+        visitor.header("referrer-policy"),
+        Some("same-origin"),
+        "{what}"
+    );
+    let no_store = visitor.header("cache-control") == Some("no-store");
+    assert_eq!(
+        no_store,
+        private,
+        "{what}: {:?}",
+        visitor.header("cache-control")
+    );
+}
+
+/// A console error page: the layout's navigation around the message.
+fn assert_error_page(visitor: &Visitor, body: &str, title: &str, message: &str) {
+    let kind = visitor.header("content-type").unwrap_or_default();
+    assert!(kind.starts_with("text/html"), "{title}: {kind}");
+    assert!(
+        body.contains("<nav") && body.contains(&format!("<h1>{title}</h1>")),
+        "{body}"
+    );
+    assert!(body.contains(message), "{message}: {body}");
+}
+
+/// A console with tokens: every answer (a page, a redirect, an error, an asset) carries its
+/// headers, and whatever a visitor with a session sees is not stored; an error the pages did
+/// not render themselves (a form too large) is a console page too; a `next` that is no console
+/// page (CR/LF in it) is refused before any session opens.
+#[actix_rt::test]
+async fn answers_carry_the_console_headers_and_errors_its_page() {
+    let store = TestStore::sqlite();
+    let mut settings = config(&store, false, "console-headers");
+    settings.server.admin_token = Some(ADMIN_TOKEN.into());
+    let ax = start_ax(&settings).await;
+    let mut visitor = Visitor::new(&ax);
+
+    let (status, _, _) = visitor.get("/console/tasks").await;
+    assert_eq!(status, 303);
+    assert_console_headers(&visitor, "the redirect to the sign-in", false);
+    let (status, _, _) = visitor.get("/console/assets/console.js").await;
+    assert_eq!(status, 200);
+    assert_console_headers(&visitor, "an asset", false);
+    let (status, _, body) = visitor.get("/console/sign-in").await;
+    assert_eq!(status, 200);
+    assert!(
+        !body.contains(" style=") && !body.contains("<style"),
+        "nothing inline"
+    );
+    assert_console_headers(&visitor, "the sign-in page, which sets a cookie", true);
+
+    // A `next` no Location may hold: 400 in the console's shape, and no session.
+    let next = "/console/tasks\r\nSet-Cookie: ax_session=forged";
+    let query = format!(
+        "/console/sign-in?next={}",
+        url::form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>()
+    );
+    let (status, _, body) = visitor.get(&query).await;
+    assert_eq!(status, 400);
+    assert_error_page(
+        &visitor,
+        &body,
+        "Bad Request",
+        "next must be a page of the console",
+    );
+    let (status, _, body) = visitor
+        .post(
+            "/console/sign-in",
+            &[("token", ADMIN_TOKEN), ("next", next)],
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_error_page(
+        &visitor,
+        &body,
+        "Bad Request",
+        "next must be a page of the console",
+    );
+    assert!(visitor.set_cookies.is_empty(), "{:?}", visitor.set_cookies);
+    assert_console_headers(&visitor, "the refused sign-in", false);
+    assert_eq!(visitor.get("/console").await.0, 303, "not signed in");
+
+    visitor.sign_in(ADMIN_TOKEN).await;
+    for (path, status) in [("/console/tasks", 200), ("/console/nothing", 404)] {
+        assert_eq!(visitor.get(path).await.0, status, "{path}");
+        assert_console_headers(&visitor, path, true);
+    }
+    // The assets are the same for everyone: kept by browsers, with a session too.
+    assert_eq!(visitor.get("/console/assets/console.css").await.0, 200);
+    assert_eq!(
+        visitor.header("cache-control"),
+        Some("public, max-age=3600")
+    );
+    assert_eq!(visitor.header("content-security-policy"), Some(POLICY));
+    let (status, _, body) = visitor.get("/console/assets/").await;
+    assert_eq!(status, 404);
+    assert_error_page(
+        &visitor,
+        &body,
+        "Not Found",
+        "no route for GET /console/assets/",
+    );
+
+    // A form larger than the console reads: 413, as a console page, the headers on it.
+    let big = "x".repeat(300 * 1024);
+    let (status, _, body) = visitor.post("/console/tasks/new", &[("name", &big)]).await;
+    assert_eq!(status, 413);
+    assert_error_page(
+        &visitor,
+        &body,
+        "Payload Too Large",
+        "payload reached size limit",
+    );
+    assert_console_headers(&visitor, "the 413", true);
+    // The API's errors stay JSON.
+    let (status, _, body) = visitor.get("/api/nothing").await;
+    assert_eq!(status, 404);
+    let error: Value = serde_json::from_str(&body).expect("a JSON error");
+    assert_eq!(error["error"]["code"], "NOT_FOUND");
+    assert!(visitor.header("content-security-policy").is_none());
+    ax.shutdown().await;
+}
+
+/// `GET path` with `Authorization: Bearer token`: the status and how long it took.
+async fn timed_bearer_get(ax: &ax::app::Ax, path: &str, token: &str) -> (u16, Duration) {
+    let started = std::time::Instant::now();
+    let response = awc::Client::builder()
+        .disable_redirects()
+        .timeout(Duration::from_secs(10))
+        .finish()
+        .get(format!("http://{}{path}", ax.addr()))
+        .insert_header(("Authorization", format!("Bearer {token}")))
+        .send()
+        .await
+        .unwrap_or_else(|err| panic!("GET {path}: {err}"));
+    (response.status().as_u16(), started.elapsed())
+}
+
+/// Wrong tokens — at the sign-in, on a console page, to the API — count together: ten a
+/// minute from one address are answered at once, the 11th a second later; the right token is
+/// not held up.
+#[actix_rt::test]
+async fn failed_sign_ins_slow_down() {
+    let store = TestStore::sqlite();
+    let mut settings = config(&store, false, "console-throttle");
+    settings.server.admin_token = Some(ADMIN_TOKEN.into());
+    let ax = start_ax(&settings).await;
+    let mut visitor = Visitor::new(&ax);
+    visitor.get("/console/sign-in").await;
+    let guess = |n: usize| format!("guess-{n:02}-0123456789abcdef");
+    let fast = Duration::from_millis(900);
+    for n in 1..=10 {
+        let (status, took) = match n % 3 {
+            0 => timed_bearer_get(&ax, "/console/tasks", &guess(n)).await,
+            1 => timed_bearer_get(&ax, "/api/tasks", &guess(n)).await,
+            _ => {
+                let started = std::time::Instant::now();
+                let (status, _, body) = visitor
+                    .post("/console/sign-in", &[("token", &guess(n))])
+                    .await;
+                assert!(body.contains("not a token of this ax"), "{body}");
+                (status, started.elapsed())
+            }
+        };
+        let want = if n % 3 == 0 { 303 } else { 401 };
+        assert_eq!(status, want, "failure {n}");
+        assert!(took < fast, "failure {n} took {took:?}");
+    }
+    let started = std::time::Instant::now();
+    let (status, _, _) = visitor
+        .post("/console/sign-in", &[("token", &guess(11))])
+        .await;
+    assert_eq!(status, 401);
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(950), "the 11th took {took:?}");
+    let (status, took) = timed_bearer_get(&ax, "/console/tasks", ADMIN_TOKEN).await;
+    assert_eq!(status, 200);
+    assert!(took < fast, "the right token took {took:?}");
+    let started = std::time::Instant::now();
+    visitor.sign_in(ADMIN_TOKEN).await;
+    let took = started.elapsed();
+    assert!(took < fast, "signing in took {took:?}");
+    ax.shutdown().await;
+}
+
+/// A viewer's pages offer no change: no editor, delete, pause, trigger, backfill, cancel or
+/// bulk form, where an admin's do; and the pages that only lead to a change are refused, 403
+/// in the console's shape naming the token.
+async fn a_viewer_is_offered_no_change(store: TestStore) {
+    let mut settings = config(&store, false, "console-viewer");
+    settings.server.admin_token = Some(ADMIN_TOKEN.into());
+    settings.server.tokens = vec![ax::config::NamedToken {
+        name: "wallboard".into(),
+        token: VIEWER_TOKEN.into(),
+        role: ax::security::Role::Viewer,
+    }];
+    let ax = start_ax(&settings).await;
+    let executor = Executor::start(Reply::Accepted).await;
+    let mut admin = Visitor::new(&ax);
+    admin.sign_in(ADMIN_TOKEN).await;
+    let scene = unique_name("viewed");
+    let (status, location, body) = admin
+        .post(
+            "/console/tasks/new",
+            &[
+                ("name", "watched"),
+                ("scene", &scene),
+                ("cron", "0 0 0 1 1 *"),
+                ("timeZone", "UTC"),
+                ("handlerUrl", &executor.url),
+                ("enabled", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 303, "{body}");
+    let task = location.expect("the task's page");
+    let id = task_id_in(&task);
+    let task = format!("/console/tasks/{id}");
+    let (status, location, _) = admin.post(&format!("{task}/trigger"), &[]).await;
+    assert_eq!(status, 303);
+    let run = format!(
+        "/console/runs/{}",
+        run_in(&location.expect("the run's page"))
+    );
+
+    let mut viewer = Visitor::new(&ax);
+    viewer.sign_in(VIEWER_TOKEN).await;
+    let offers = [
+        (
+            "/console/tasks",
+            vec!["/console/tasks/new", "action=\"/console/tasks/bulk\""],
+        ),
+        (
+            task.as_str(),
+            vec![
+                "/edit\"",
+                "/delete\"",
+                "/pause\"",
+                "/trigger\"",
+                "/backfill\"",
+            ],
+        ),
+        (run.as_str(), vec!["/cancel\"", "/rerun\""]),
+        ("/console/scenes", vec!["/console/scenes/pause"]),
+    ];
+    for (page, changes) in offers {
+        let (status, _, as_admin) = admin.get(page).await;
+        assert_eq!(status, 200, "{page}");
+        let (status, _, as_viewer) = viewer.get(page).await;
+        assert_eq!(status, 200, "{page}");
+        assert!(as_viewer.contains("Signed in as <strong>wallboard</strong>"));
+        for change in changes {
+            assert!(as_admin.contains(change), "{page} offers an admin {change}");
+            assert!(
+                !as_viewer.contains(change),
+                "{page} offers a viewer {change}"
+            );
+        }
+    }
+    for page in [
+        "/console/tasks/new".to_string(),
+        format!("{task}/edit"),
+        format!("{task}/delete"),
+    ] {
+        assert_eq!(admin.get(&page).await.0, 200, "{page}");
+        let (status, _, body) = viewer.get(&page).await;
+        assert_eq!(status, 403, "{page}");
+        assert_error_page(
+            &viewer,
+            &body,
+            "Forbidden",
+            "The token `wallboard` is a viewer",
+        );
+    }
+    ax.shutdown().await;
+    executor.stop().await;
+}
+
+#[actix_rt::test]
+async fn a_viewer_is_offered_no_change_on_sqlite() {
+    a_viewer_is_offered_no_change(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn a_viewer_is_offered_no_change_on_mysql() {
+    a_viewer_is_offered_no_change(TestStore::mysql()).await;
 }
 
 /// The request id in a `/console/runs/{requestId}?…` location.

@@ -3,12 +3,14 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::{config, start_ax, status_and_header, unique_name, Api, Executor, Reply, TestStore};
+use common::{
+    config, start_ax, status_and_header, unique_name, Api, AxProcess, Executor, Reply, TestStore,
+};
 use serde_json::{json, Value};
 
-const TOKEN: &str = "admin-s3cret";
+const TOKEN: &str = "admin-s3cret-0123456";
 
 fn body(handler: &str) -> Value {
     json!({"name": unique_name("t"), "cron": "0 0 0 1 1 *", "handlerUrl": handler})
@@ -45,43 +47,45 @@ async fn the_admin_api_requires_the_token() {
     let base = format!("http://{}", ax.addr());
     let bearer = format!("Bearer {TOKEN}");
     let handler = Some(body("http://127.0.0.1:9/run"));
-    for auth in [
-        None,
-        Some("Bearer wrong"),
-        Some(TOKEN),
-        Some("Basic admin-s3cret"),
+    // Ten refusals (more from one address in a minute would be answered later): without a
+    // token on every kind of endpoint, with a wrong one on a read and a change. A 401 says
+    // which scheme it wants.
+    assert_eq!(
+        status_and_header("GET", &format!("{base}/api/tasks"), "WWW-Authenticate").await,
+        (401, Some("Bearer".to_string()))
+    );
+    for (method, path, body) in [
+        ("POST", "/api/tasks", handler.clone()),
+        ("POST", "/api/scenes/default/pause", None),
+        ("GET", "/api/cluster", None),
     ] {
         assert_eq!(
-            call_with(&base, auth, "GET", "/api/tasks", None).await,
+            call_with(&base, None, method, path, body).await,
             401,
-            "{auth:?}"
+            "{method} {path}"
+        );
+    }
+    for auth in ["Bearer wrong", TOKEN, "Basic admin-s3cret-0123456"] {
+        assert_eq!(
+            call_with(&base, Some(auth), "GET", "/api/tasks", None).await,
+            401,
+            "{auth}"
         );
         assert_eq!(
-            call_with(&base, auth, "POST", "/api/tasks", handler.clone()).await,
-            401
-        );
-        assert_eq!(
-            call_with(&base, auth, "POST", "/api/scenes/default/pause", None).await,
-            401
-        );
-        assert_eq!(
-            call_with(&base, auth, "GET", "/api/cluster", None).await,
-            401
+            call_with(&base, Some(auth), "POST", "/api/tasks", handler.clone()).await,
+            401,
+            "{auth}"
         );
     }
     assert_eq!(
         call_with(&base, Some(&bearer), "GET", "/api/tasks", None).await,
         200
     );
-    // The scheme's name is case-insensitive (RFC 7235), and a 401 says which one it wants.
+    // The scheme's name is case-insensitive (RFC 7235).
     let lower = format!("bearer {TOKEN}");
     assert_eq!(
         call_with(&base, Some(&lower), "GET", "/api/tasks", None).await,
         200
-    );
-    assert_eq!(
-        status_and_header("GET", &format!("{base}/api/tasks"), "WWW-Authenticate").await,
-        (401, Some("Bearer".to_string()))
     );
     assert_eq!(
         call_with(&base, Some(&bearer), "POST", "/api/tasks", handler).await,
@@ -333,4 +337,60 @@ async fn hostile_input_gets_a_clear_4xx_and_changes_nothing() {
         "still serving"
     );
     ax.shutdown().await;
+}
+
+/// `GET /api/tasks` with this `Authorization`: its status and how long it took.
+async fn timed_read(base: &str, auth: &str) -> (u16, Duration) {
+    let started = Instant::now();
+    let status = call_with(base, Some(auth), "GET", "/api/tasks", None).await;
+    (status, started.elapsed())
+}
+
+/// An API 401 is logged with the address (never the token) and, past ten a minute from one
+/// address, answered later; a request with the token from the same address is not held up.
+#[actix_rt::test]
+async fn failed_tokens_are_logged_and_slowed_down() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = format!("sqlite://{}", dir.path().join("ax.db").display());
+    let env = [("AX_STORE_URL", store), ("AX_ADMIN_TOKEN", TOKEN.into())]
+        .map(|(key, value)| (key.to_string(), value))
+        .to_vec();
+    let mut ax = AxProcess::start(dir.path(), "throttled", env).await;
+    let base = ax.base();
+    let guess = "Bearer guess-0123456789abcdef";
+    for n in 1..=10 {
+        let (status, took) = timed_read(&base, guess).await;
+        assert_eq!(status, 401);
+        assert!(
+            took < Duration::from_millis(900),
+            "failure {n} took {took:?}"
+        );
+    }
+    let (status, took) = timed_read(&base, guess).await;
+    assert_eq!(status, 401);
+    assert!(took >= Duration::from_millis(950), "the 11th took {took:?}");
+    let (status, took) = timed_read(&base, &format!("Bearer {TOKEN}")).await;
+    assert_eq!(status, 200);
+    assert!(
+        took < Duration::from_millis(900),
+        "the token's request took {took:?}"
+    );
+    ax.stop().await;
+    let log = std::fs::read_to_string(ax.log_path()).expect("the log");
+    let warned = log
+        .lines()
+        .filter(|line| {
+            line.contains("WARN")
+                && line.contains("auth: API token for GET /api/tasks failed, from 127.0.0.1")
+        })
+        .count();
+    assert_eq!(warned, 11, "{log}");
+    assert!(
+        log.contains("(11 in the last minute: answered 1 s late)"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("guess-0123") && !log.contains(TOKEN),
+        "no token in the log: {log}"
+    );
 }

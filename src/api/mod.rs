@@ -21,6 +21,7 @@ use actix_web::{error::JsonPayloadError, middleware, web, HttpMessage, HttpReque
 pub use guard::{json_bodies, same_site};
 pub use validate::{task_body, task_input};
 
+use crate::auth_throttle::AuthThrottle;
 use crate::error::ApiError;
 use crate::health::Health;
 use crate::security::{Principal, Security};
@@ -39,6 +40,8 @@ pub struct ApiState {
     pub instance_id: String,
     pub backend: &'static str,
     pub security: Security,
+    /// Failed authentications by client address: they slow down past a few a minute.
+    pub auth_failures: AuthThrottle,
 }
 
 /// One endpoint: the router mounts it and the OpenAPI document describes it, from this one
@@ -135,7 +138,11 @@ pub async fn require_token(
         if principal.is_none() && authorization.is_none() && reads {
             principal = crate::console::session_principal(&req, &state).await;
         }
-        let principal = principal.ok_or(ApiError::Unauthorized)?;
+        let Some(principal) = principal else {
+            let what = format!("API token for {} {}", req.method(), req.path());
+            state.auth_failures.failed(req.peer_addr(), &what).await;
+            return Err(ApiError::Unauthorized.into());
+        };
         if !reads && !principal.may_change() {
             let why = format!(
                 "the token `{}` is a viewer's: it may read, not change",

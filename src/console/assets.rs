@@ -49,7 +49,6 @@ pub async fn serve(name: web::Path<String>) -> Result<HttpResponse, ConsoleError
     Ok(HttpResponse::Ok()
         .content_type(asset.content_type)
         .insert_header((header::CACHE_CONTROL, CACHE_CONTROL))
-        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .body(asset.body))
 }
 

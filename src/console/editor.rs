@@ -13,7 +13,7 @@ use super::filters;
 use super::layout::{self, notice_link, page, Notice, Section};
 use super::session::{csrf_field, Submitted, Visitor};
 use super::tasks::{self, parse_task_id, pretty_json, task_href};
-use super::{ok, see_other, ConsoleError};
+use super::{admins_only, ok, see_other, ConsoleError};
 use crate::api::validate::{self, DEFAULT_MAX_RETRY, DEFAULT_SCENE, DEFAULT_TIMEOUT_MS};
 use crate::api::ApiState;
 use crate::error::ApiError;
@@ -314,6 +314,7 @@ pub async fn new_form(
     visitor: Visitor,
     req: HttpRequest,
 ) -> Result<HttpResponse, ConsoleError> {
+    admins_only(&visitor)?;
     let params = filters::params(&req);
     let draft = Draft::new(params.get("scene").map(String::as_str));
     editor(&state, &visitor, Target::New, &draft, None).await
@@ -334,6 +335,7 @@ pub async fn edit_form(
     visitor: Visitor,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ConsoleError> {
+    admins_only(&visitor)?;
     let id = parse_task_id(&path)?;
     let details = state.service.task(id).await?;
     let upstreams = state

@@ -11,6 +11,7 @@ mod chart;
 mod dashboard;
 mod editor;
 mod filters;
+mod headers;
 mod layout;
 mod runs;
 mod scenes;
@@ -73,6 +74,31 @@ pub fn guards_itself(path: &str) -> bool {
     path == "/" || path == HOME || path.starts_with("/console/")
 }
 
+/// How a console answer goes out, from what its request carried: an error no console page
+/// shows (a form the extractor refused, 413 or 400; a response that could not be built, 500)
+/// as the console's error page, and the console's headers on every answer, pages, errors and
+/// assets alike.
+pub struct Finish {
+    signed_in: bool,
+}
+
+impl Finish {
+    pub fn of(req: &HttpRequest) -> Finish {
+        Finish {
+            signed_in: headers::signed_in(req),
+        }
+    }
+
+    pub fn apply(&self, response: HttpResponse) -> HttpResponse {
+        let mut response = match crate::error::foreign::<ConsoleError>(&response) {
+            Some(err) => ConsoleError::Refused(err).error_response(),
+            None => response,
+        };
+        headers::add(&mut response, self.signed_in);
+        response
+    }
+}
+
 async fn to_home() -> HttpResponse {
     see_other(HOME)
 }
@@ -98,6 +124,16 @@ fn see_other(location: &str) -> HttpResponse {
 /// A page answered 200.
 fn ok(page: Markup) -> HttpResponse {
     html(StatusCode::OK, page)
+}
+
+/// Refuses a viewer a page that only leads to a change (the editor, the delete confirmation),
+/// as no page offers it to them.
+fn admins_only(visitor: &session::Visitor) -> Result<(), ConsoleError> {
+    if visitor.may_change() {
+        Ok(())
+    } else {
+        Err(ConsoleError::Forbidden(visitor.principal.name.clone()))
+    }
 }
 
 /// Why a page could not be shown; each is answered as an error page in the console's layout.

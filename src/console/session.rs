@@ -147,6 +147,13 @@ pub async fn guard(
         Some(Principal::anonymous())
     } else if let Some(principal) = bearer(&req, security) {
         Some(principal)
+    } else if offers_bearer(&req) {
+        // A wrong token, even beside a session: the page would tell a guess that is right.
+        state
+            .auth_failures
+            .failed(req.peer_addr(), "console token")
+            .await;
+        None
     } else if session.is_some() {
         session_principal(&req, &state).await
     } else {
@@ -215,6 +222,15 @@ fn bearer(req: &ServiceRequest, security: &security::Security) -> Option<Princip
     security.authorize(Some(header))
 }
 
+/// Whether an `Authorization` header offers a token (a proxy's `Basic` one is not ax's).
+fn offers_bearer(req: &ServiceRequest) -> bool {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(security::bearer_token)
+        .is_some()
+}
+
 /// Whether a cookie's value has the shape of a secret ax made, so nothing else reaches a query.
 pub fn is_secret(value: &str) -> bool {
     value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit())
@@ -242,10 +258,25 @@ fn encoded(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-/// Where to go after signing in: a console page, never another site.
-fn next_page(next: Option<&str>) -> &str {
-    next.filter(|next| next.starts_with(HOME) && !next.starts_with(SIGN_IN) && !next.contains("//"))
-        .unwrap_or(HOME)
+/// Where to go after signing in: the dashboard unless another console page is asked for; a
+/// `next` that is no console page (another site, or text no `Location` may hold) is refused.
+fn next_page(next: Option<&str>) -> Result<&str, ConsoleError> {
+    let Some(next) = next else {
+        return Ok(HOME);
+    };
+    let console_page =
+        (next == HOME || next.starts_with("/console/") || next.starts_with("/console?"))
+            && !next.contains("//")
+            && !next.chars().any(char::is_control);
+    match console_page {
+        true if next.starts_with(SIGN_IN) => Ok(HOME),
+        true => Ok(next),
+        false => Err(crate::error::ApiError::invalid(
+            "next",
+            "next must be a page of the console: a path under /console, without // or control characters",
+        )
+        .into()),
+    }
 }
 
 /// `GET /console/sign-in?next=`: the form, or straight on when there is nothing to sign in to.
@@ -253,13 +284,13 @@ pub async fn sign_in_form(
     state: web::Data<ApiState>,
     visitor: Visitor,
     req: HttpRequest,
-) -> HttpResponse {
+) -> Result<HttpResponse, ConsoleError> {
     let params = super::filters::params(&req);
-    let next = next_page(params.get("next").map(String::as_str));
+    let next = next_page(params.get("next").map(String::as_str))?;
     if !state.security.has_tokens() {
-        return see_other(next);
+        return Ok(see_other(next));
     }
-    ok(sign_in_page(&visitor, next, None))
+    Ok(ok(sign_in_page(&visitor, next, None)))
 }
 
 /// `POST /console/sign-in`: with a configured token, opens a session and goes on to `next`.
@@ -269,7 +300,7 @@ pub async fn sign_in(
     form: Submitted,
     req: HttpRequest,
 ) -> Result<HttpResponse, ConsoleError> {
-    let next = next_page(form.get("next")).to_string();
+    let next = next_page(form.get("next"))?.to_string();
     let token = form.get("token").unwrap_or_default();
     let principal = (!token.is_empty())
         .then(|| state.security.authorize(Some(&format!("Bearer {token}"))))
@@ -279,6 +310,7 @@ pub async fn sign_in(
         let error = if token.is_empty() {
             "Enter a token."
         } else {
+            state.auth_failures.failed(req.peer_addr(), "sign-in").await;
             "This is not a token of this ax."
         };
         let page = sign_in_page(&visitor, &next, Some(error));
@@ -353,6 +385,8 @@ pub fn sign_out_form(visitor: &Visitor) -> Markup {
 
 #[cfg(test)]
 pub(super) mod tests {
+    use actix_web::ResponseError;
+
     use super::*;
 
     /// The visitor of a console without tokens, for rendering pages in tests.
@@ -367,20 +401,24 @@ pub(super) mod tests {
 
     #[test]
     fn only_console_pages_are_returned_to() {
-        assert_eq!(
-            next_page(Some("/console/tasks?scene=a")),
-            "/console/tasks?scene=a"
-        );
+        for page in ["/console/tasks?scene=a", "/console", "/console?done=saved"] {
+            assert_eq!(next_page(Some(page)).ok(), Some(page));
+        }
+        assert_eq!(next_page(None).ok(), Some(HOME));
+        assert_eq!(next_page(Some("/console/sign-in?next=/x")).ok(), Some(HOME));
         for elsewhere in [
             "https://evil.example/",
             "//evil.example/console",
             "/console//evil.example",
+            "/consoles",
             "/api/tasks",
-            "/console/sign-in?next=/x",
+            "/console/tasks\r\nSet-Cookie: a=b",
+            "/console/\u{7f}",
         ] {
-            assert_eq!(next_page(Some(elsewhere)), HOME, "{elsewhere}");
+            let err = next_page(Some(elsewhere)).expect_err(elsewhere);
+            assert_eq!(err.status_code(), actix_web::http::StatusCode::BAD_REQUEST);
+            assert!(err.to_string().contains("next must be"), "{err}");
         }
-        assert_eq!(next_page(None), HOME);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::layout::{
     Notice, Section,
 };
 use super::session::{csrf_field, Submitted, Visitor};
-use super::{html as respond, ok, runs, see_other, ConsoleError};
+use super::{admins_only, html as respond, ok, runs, see_other, ConsoleError};
 use crate::api::{validate, ApiState};
 use crate::cron::{CronSchedule, Fire};
 use crate::error::ApiError;
@@ -508,6 +508,7 @@ pub async fn confirm_delete(
     visitor: Visitor,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ConsoleError> {
+    admins_only(&visitor)?;
     let id = parse_task_id(&path)?;
     let task = state.service.task(id).await?.task;
     let open = state.service.open_runs(id).await?;
