@@ -24,6 +24,7 @@ pub mod run;
 pub mod security;
 pub mod service;
 pub mod store;
+pub mod text;
 pub mod wheel;
 
 /// The exit status of every `ax` command for bad input (an invalid expression, option, config
