@@ -87,6 +87,18 @@ fn cron_next_prints_the_requested_count() {
 }
 
 #[test]
+fn cron_next_stops_at_the_end_of_9999() {
+    let output = cron_next(&[
+        "* * * * * *",
+        "--from",
+        "9999-12-31T23:59:58Z",
+        "--count",
+        "5",
+    ]);
+    assert_lines(&output, &["9999-12-31T23:59:59Z"]);
+}
+
+#[test]
 fn cron_next_start_is_exclusive() {
     let output = cron_next(&[
         "*/15 * * * * *",

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::clock::rfc3339;
+use crate::clock::{rfc3339, LAST_TIME};
 use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
 use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId};
@@ -42,10 +42,7 @@ pub const DEFAULT_PAGE_LIMIT: i64 = 50;
 const MAX_OFFSET: i64 = 1_000_000_000;
 /// The times a client may pass (history filters and cursors), both ends included: ax keeps no
 /// time before the epoch, and a MySQL DATETIME ends with the year 9999 (SQLite holds any).
-pub const TIME_RANGE: (DateTime<Utc>, DateTime<Utc>) = (
-    DateTime::UNIX_EPOCH,
-    DateTime::from_timestamp(253_402_300_799, 0).expect("9999-12-31T23:59:59Z"),
-);
+pub const TIME_RANGE: (DateTime<Utc>, DateTime<Utc>) = (DateTime::UNIX_EPOCH, LAST_TIME);
 
 const TASK_FIELDS: &[&str] = &[
     "name",
