@@ -19,6 +19,7 @@ pub mod health;
 pub mod http_errors;
 pub mod identity;
 pub mod metrics;
+pub mod nesting;
 pub mod plan;
 pub mod run;
 pub mod security;
