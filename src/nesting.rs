@@ -79,7 +79,7 @@ impl Scan {
         let mut at = indent;
         loop {
             self.open_block(at);
-            let rest = line[at..].as_bytes();
+            let rest = &line.as_bytes()[at..];
             let indicator = rest.len() > 2
                 && matches!(rest[0], b'-' | b'?' | b':')
                 && matches!(rest[1], b' ' | b'\t');
