@@ -120,10 +120,21 @@ pub fn plan(wanted: &[TaskInput], stored: &BTreeMap<Key, (i64, TaskInput)>, prun
     plan
 }
 
+/// Deepest nesting of a file of tasks: far more than a task with its params needs, and far
+/// below the depths whose parsing takes the YAML parser seconds.
+pub const MAX_FILE_DEPTH: usize = 64;
+
 /// Reads a file of tasks: a YAML (JSON is YAML) list of task bodies, or `{tasks: [...]}`.
 pub fn read_file(path: &Path) -> Result<Vec<Value>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    if let Some(line) = crate::nesting::too_deep(&text, MAX_FILE_DEPTH) {
+        return Err(format!(
+            "{}:{line}: nested deeper than {MAX_FILE_DEPTH} levels; a file of tasks is not read \
+             that deep",
+            path.display()
+        ));
+    }
     let value: Value = serde_yaml::from_str(&text)
         .map_err(|err| format!("{} is not YAML or JSON: {err}", path.display()))?;
     match value {

@@ -21,12 +21,14 @@ pub mod host_slots;
 pub mod http_errors;
 pub mod identity;
 pub mod metrics;
+pub mod nesting;
 pub mod plan;
 pub mod run;
 pub mod security;
 pub mod service;
 pub mod site;
 pub mod store;
+pub mod text;
 pub mod wheel;
 
 /// The exit status of every `ax` command for bad input (an invalid expression, option, config

@@ -209,14 +209,47 @@ enum Rule {
 /// Link-local and cloud-metadata addresses: a handler there is refused unless an entry names it
 /// (an IP or CIDR inside the range, or the exact host name), even with an empty allowlist, so a
 /// task cannot read a cloud instance's credentials through ax.
-const GUARDED: [(IpAddr, u8); 3] = [
+const GUARDED: [(IpAddr, u8); 4] = [
     (IpAddr::V4(Ipv4Addr::new(169, 254, 0, 0)), 16),
+    // Alibaba Cloud's metadata service.
+    (IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)), 32),
     (IpAddr::V6(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0)), 10),
     (
         IpAddr::V6(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)),
         128,
     ),
 ];
+
+/// Host names of metadata services, refused like the guarded addresses unless an entry names
+/// them exactly: ax checks a name's addresses only when it dispatches, and a task should not
+/// be stored pointing there in the first place.
+const GUARDED_NAMES: [&str; 1] = ["metadata.google.internal"];
+
+/// The address a packet to `ip` reaches: an IPv6 form that carries an IPv4 address
+/// (IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`, IPv4-translated
+/// `::ffff:0:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`) is that IPv4 address, and checked as one;
+/// `::` and `::1` stay IPv6.
+fn embedded_ipv4(ip: IpAddr) -> IpAddr {
+    let IpAddr::V6(v6) = ip.to_canonical() else {
+        return ip.to_canonical();
+    };
+    let bits = u128::from(v6);
+    let (prefix, low) = (bits >> 32, bits as u32);
+    let compatible = prefix == 0 && low > 1;
+    let translated = prefix == 0xffff_0000;
+    let nat64 = prefix == 0x0064_ff9b_0000_0000_0000_0000;
+    if compatible || translated || nat64 {
+        IpAddr::V4(Ipv4Addr::from(low))
+    } else {
+        IpAddr::V6(v6)
+    }
+}
+
+/// `host` as the allowlist compares it: lower case, without the trailing dot of a fully
+/// qualified name.
+fn host_key(host: &str) -> String {
+    host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase()
+}
 
 /// The hosts handlers may live on; empty allows every host outside the guarded ranges.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -239,7 +272,8 @@ impl Allowlist {
             .trim_end_matches(']')
             .to_ascii_lowercase();
         match host.parse::<IpAddr>() {
-            Ok(ip) => self.allows_ip(ip.to_canonical()),
+            Ok(ip) => self.allows_ip(embedded_ipv4(ip)),
+            Err(_) if GUARDED_NAMES.contains(&host_key(&host).as_str()) => self.names(&host),
             Err(_) => {
                 self.0.is_empty()
                     || self.0.iter().any(|rule| match rule {
@@ -254,13 +288,16 @@ impl Allowlist {
     /// Whether a handler on the host name `host` may be called at `addr`, one of the addresses
     /// it resolved to when dispatched: the name must be allowed, and a guarded address named.
     pub fn allows_resolved(&self, host: &str, addr: IpAddr) -> bool {
-        let addr = addr.to_canonical();
-        let named = || {
-            self.0
-                .iter()
-                .any(|rule| matches!(rule, Rule::Host(name) if name.eq_ignore_ascii_case(host)))
-        };
-        self.allows(host) && (!is_guarded(addr) || named() || self.names_guarded(addr))
+        let addr = embedded_ipv4(addr);
+        self.allows(host) && (!is_guarded(addr) || self.names(host) || self.names_guarded(addr))
+    }
+
+    /// Whether an entry is the host name `host` itself (a trailing dot aside).
+    fn names(&self, host: &str) -> bool {
+        let host = host_key(host);
+        self.0
+            .iter()
+            .any(|rule| matches!(rule, Rule::Host(name) if host_key(name) == host))
     }
 
     fn allows_ip(&self, ip: IpAddr) -> bool {
@@ -487,30 +524,88 @@ mod tests {
             "[febf::1]",
             "[fd00:ec2::254]",
             "[::ffff:169.254.169.254]",
+            "[::a9fe:a9fe]",
+            "[::169.254.169.254]",
+            "[64:ff9b::a9fe:a9fe]",
+            "[64:ff9b::169.254.0.1]",
+            "[::ffff:0:a9fe:a9fe]",
+            "100.100.100.200",
+            "[::ffff:100.100.100.200]",
+            "[64:ff9b::6464:64c8]",
+            "metadata.google.internal",
+            "METADATA.Google.Internal",
+            "metadata.google.internal.",
         ];
-        for allowlist in [list(&[]), list(&["0.0.0.0/0", "::/0", "*.internal"])] {
+        for allowlist in [
+            list(&[]),
+            list(&["0.0.0.0/0", "::/0", "*.internal", "*.google.internal"]),
+        ] {
             for host in guarded {
                 assert!(!allowlist.allows(host), "{host} under {allowlist:?}");
             }
         }
         assert!(list(&[]).allows("10.1.2.3"));
         assert!(list(&[]).allows("[fd00:ec2::255]"));
-        let named = list(&["169.254.169.254", "fe80::/10", "fd00:ec2::254"]);
-        for host in ["169.254.169.254", "[fe80::1]", "[fd00:ec2::254]"] {
+        // Neighbours of the guarded ones, and the IPv6 loopback (no IPv4 inside).
+        for host in [
+            "100.100.100.201",
+            "[::1]",
+            "[64:ff9b::a00:5]",
+            "[64:ff9b:1::a9fe:a9fe]",
+            "google.internal",
+            "metadata.google.internal.evil",
+            "xmetadata.google.internal",
+        ] {
+            assert!(list(&[]).allows(host), "{host}");
+        }
+        // An IPv4 address inside IPv6 is checked as that IPv4 address against the entries.
+        let private = list(&["10.0.0.0/8"]);
+        assert!(private.allows("[64:ff9b::a00:5]") && private.allows("[::10.1.2.3]"));
+        assert!(!private.allows("[64:ff9b::b00:5]"));
+        let named = list(&[
+            "169.254.169.254",
+            "fe80::/10",
+            "fd00:ec2::254",
+            "100.100.100.200",
+            "metadata.google.internal",
+        ]);
+        for host in [
+            "169.254.169.254",
+            "[fe80::1]",
+            "[fd00:ec2::254]",
+            "[64:ff9b::a9fe:a9fe]",
+            "100.100.100.200",
+            "metadata.google.internal",
+            "Metadata.Google.Internal.",
+        ] {
             assert!(named.allows(host), "{host}");
         }
         assert!(!named.allows("169.254.0.1"));
+        assert!(!named.allows("[::a9fe:1]"));
     }
 
     #[test]
     fn resolved_addresses_are_checked_as_well_as_the_name() {
         let metadata: IpAddr = "169.254.169.254".parse().expect("ip");
         let private: IpAddr = "10.0.0.5".parse().expect("ip");
-        let mapped: IpAddr = "::ffff:169.254.169.254".parse().expect("ip");
         let open = Allowlist::default();
         assert!(open.allows_resolved("executor.example", private));
         assert!(!open.allows_resolved("executor.example", metadata));
-        assert!(!open.allows_resolved("executor.example", mapped));
+        for embedded in [
+            "::ffff:169.254.169.254",
+            "::a9fe:a9fe",
+            "64:ff9b::a9fe:a9fe",
+            "::ffff:100.100.100.200",
+        ] {
+            let addr: IpAddr = embedded.parse().expect("ip");
+            assert!(
+                !open.allows_resolved("executor.example", addr),
+                "{embedded}"
+            );
+        }
+        assert!(!open.allows_resolved("metadata.google.internal", private));
+        assert!(list(&["metadata.google.internal"])
+            .allows_resolved("metadata.google.internal.", metadata));
 
         let wildcard = list(&["*.internal"]);
         assert!(wildcard.allows_resolved("a.internal", private));

@@ -34,6 +34,7 @@ use crate::store::queries::tasks::{
 };
 use crate::store::queries::Page;
 use crate::store::{from_db, to_db, StoreError};
+use crate::text::Escaped;
 
 /// A task as the user defines it, validated.
 #[derive(Debug, Clone)]
@@ -431,7 +432,7 @@ impl Service {
         log::info!(
             "task {} {how}: `{}` {}",
             task.id,
-            task.cron,
+            Escaped(&task.cron),
             task.handler_url
         );
         self.reschedule(vec![task.clone()]).await?;

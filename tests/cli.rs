@@ -1,4 +1,5 @@
-//! The `ax` binary: `cron next`, `migrate` and a failing `serve`, run as a real process.
+//! The `ax` binary: `cron next`, `migrate`, a failing `serve` and a refused `apply`, run as a real
+//! process.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -84,6 +85,18 @@ fn cron_next_prints_the_requested_count() {
             "2027-02-03T04:05:45Z",
         ],
     );
+}
+
+#[test]
+fn cron_next_stops_at_the_end_of_9999() {
+    let output = cron_next(&[
+        "* * * * * *",
+        "--from",
+        "9999-12-31T23:59:58Z",
+        "--count",
+        "5",
+    ]);
+    assert_lines(&output, &["9999-12-31T23:59:59Z"]);
 }
 
 #[test]
@@ -275,6 +288,39 @@ fn cron_next_rejects_an_unknown_zone() {
         "2027-03-27T12:00:00Z",
     ]);
     assert_usage_error_naming(&output, "Mars/Olympus_Mons", "`Mars/Olympus_Mons`");
+}
+
+/// A file nested past what a file of tasks needs is refused before it is parsed (the YAML
+/// parser takes seconds on it) and before any server is asked: a usage error naming the file
+/// and the line.
+#[test]
+fn apply_refuses_a_deeply_nested_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, text) in [
+        (
+            "flow.yaml",
+            format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
+        ),
+        ("dashes.yaml", format!("{}x\n", "- ".repeat(100_000))),
+        (
+            "late.yaml",
+            format!("- name: a\n  params:\n    x: {}\n", "{y: ".repeat(100_000)),
+        ),
+    ] {
+        assert!(text.len() >= 200_000, "{name}");
+        let path = dir.path().join(name);
+        std::fs::write(&path, &text).expect("write");
+        let output = run(ax(dir.path())
+            .args(["apply", "-f"])
+            .arg(&path)
+            .args(["--url", "http://127.0.0.1:9"]));
+        let line = if name == "late.yaml" { 3 } else { 1 };
+        assert_usage_error_naming(
+            &output,
+            name,
+            &format!("{name}:{line}: nested deeper than 64 levels"),
+        );
+    }
 }
 
 #[test]

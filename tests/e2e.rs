@@ -139,15 +139,20 @@ async fn callback_completes_a_run(store: TestStore) {
     let (status, reply) = api
         .post(
             "/api/callback",
-            delivery.callback("SUCCESS", json!({"code": "0", "message": "done"})),
+            // An integer code, as executors ported from XXL-Job send it; a message's control
+            // characters but for newlines and tabs are dropped.
+            delivery.callback(
+                "SUCCESS",
+                json!({"code": 0, "message": "done\r\n\tall\u{0} \u{1b}[2Jrows"}),
+            ),
         )
         .await;
     assert_eq!(status, 200, "{reply}");
     assert_eq!(reply["applied"], true);
     let (_, run) = api.get(&path).await;
     assert_eq!(run["status"], "SUCCESS");
-    assert_eq!(run["code"], "0");
-    assert_eq!(run["message"], "done");
+    assert_eq!(run["code"], "0", "stored as its decimal text: {run}");
+    assert_eq!(run["message"], "done\n\tall [2Jrows");
     assert!(run["finishedAt"].is_string());
 
     let (status, reply) = api
@@ -161,7 +166,7 @@ async fn callback_completes_a_run(store: TestStore) {
     assert_eq!(reply["status"], "SUCCESS");
     let (_, again) = api.get(&path).await;
     assert_eq!(again["status"], "SUCCESS");
-    assert_eq!(again["message"], "done");
+    assert_eq!(again["message"], "done\n\tall [2Jrows");
 
     let unknown = uuid::Uuid::new_v4().to_string();
     let token = ax::security::callback_token(common::SECRET.as_bytes(), &unknown);
@@ -207,9 +212,19 @@ async fn callback_completes_a_run(store: TestStore) {
         ),
         (delivery.callback("DONE", json!({})), "status"),
         (delivery.callback("SUCCESS", json!({"x": 1})), "x"),
-        (delivery.callback("SUCCESS", json!({"code": 0})), "code"),
+        (delivery.callback("SUCCESS", json!({"code": 1.5})), "code"),
+        (delivery.callback("SUCCESS", json!({"code": true})), "code"),
+        (delivery.callback("SUCCESS", json!({"code": [0]})), "code"),
         (
             delivery.callback("SUCCESS", json!({"code": {"a": 1}})),
+            "code",
+        ),
+        (
+            delivery.callback("SUCCESS", json!({"code": "E\u{0}"})),
+            "code",
+        ),
+        (
+            delivery.callback("SUCCESS", json!({"code": "E1\nE2"})),
             "code",
         ),
         (
@@ -712,8 +727,9 @@ async fn a_manual_run_is_claimed_and_dispatched_once() {
 }
 
 /// Whatever an executor puts in its reply is brought within its column: the worst cases of
-/// every result field — too long, the wrong type, 4-byte characters and NULs — end their runs
-/// SUCCESS with what fits, and never hold up the results of other tasks.
+/// every result field — too long, the wrong type (dropped), 4-byte characters and NULs (dropped)
+/// — end their runs SUCCESS with what fits, and never hold up the results of other tasks. An
+/// integer code is kept as its decimal text.
 async fn worst_case_replies_are_stored_within_their_columns(store: TestStore) {
     let ax = start_ax(&config(&store, false, "worst")).await;
     let api = Api::new(&ax);
@@ -735,7 +751,7 @@ async fn worst_case_replies_are_stored_within_their_columns(store: TestStore) {
     }
     let plain = Executor::start(Reply::Success).await;
     tasks.push(api.create_task(every_second(&plain.url)).await);
-    for task in &tasks {
+    for (n, task) in tasks.iter().enumerate() {
         let id = task["id"].as_i64().unwrap_or_default();
         let runs = api.wait_final(id, 2, Duration::from_secs(10)).await;
         let due: Vec<&Value> = runs.iter().filter(|r| r["status"] != "READY").collect();
@@ -746,6 +762,14 @@ async fn worst_case_replies_are_stored_within_their_columns(store: TestStore) {
             let message = run["message"].as_str().unwrap_or_default();
             assert!(code.chars().count() <= 64, "{run}");
             assert!(message.chars().count() <= 1024, "{run}");
+            assert!(!message.contains('\u{0}'), "{run}");
+            if n == 1 {
+                assert!(run["code"].is_null(), "an object is no code: {run}");
+            }
+            if n == 2 {
+                assert_eq!(code, "123456789012345678", "{run}");
+                assert!(message.starts_with("😀mmm"), "{run}");
+            }
         }
     }
     ax.shutdown().await;

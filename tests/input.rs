@@ -189,3 +189,168 @@ async fn protocol_errors_are_in_the_json_shape() {
     );
     ax.shutdown().await;
 }
+
+/// A key given twice, at any depth of any JSON body, is a 400 naming it, and changes nothing:
+/// a proxy reading the first and ax the last would not agree on what was asked.
+async fn duplicate_keys_are_refused(store: TestStore) {
+    let ax = start_ax(&config(&store, false, "duplicates")).await;
+    let api = Api::new(&ax);
+    let task = api
+        .create_task(task("0 0 0 1 1 *", "http://127.0.0.1:9/run"))
+        .await;
+    let id = task["id"].as_i64().expect("id");
+    let fields = r#""cron": "0 0 0 1 1 *", "handlerUrl": "http://127.0.0.1:9/run""#;
+    let cases = [
+        (
+            "POST",
+            "/api/tasks".to_string(),
+            format!(r#"{{"name": "d", {fields}, "handlerUrl": "http://127.0.0.1:8/x"}}"#),
+            "handlerUrl",
+        ),
+        (
+            "PUT",
+            format!("/api/tasks/{id}"),
+            format!(r#"{{"name": "d", "name": "e", {fields}}}"#),
+            "name",
+        ),
+        (
+            "PATCH",
+            format!("/api/tasks/{id}"),
+            r#"{"params": {"region": "eu", "region": "us"}}"#.to_string(),
+            "params.region",
+        ),
+        (
+            "POST",
+            "/api/tasks/bulk".to_string(),
+            format!(r#"{{"items": [{{"name": "a", {fields}}}, {{"name": "b", {fields}, "cron": "* * * * * *"}}]}}"#),
+            "items[1].cron",
+        ),
+        (
+            "POST",
+            format!("/api/tasks/{id}/trigger"),
+            r#"{"params": {"a": 1, "a": 2}}"#.to_string(),
+            "params.a",
+        ),
+        (
+            "POST",
+            format!("/api/tasks/{id}/backfill"),
+            r#"{"from": "2020-01-01T00:00:00Z", "from": "2021-01-01T00:00:00Z", "to": "2022-01-01T00:00:00Z"}"#.to_string(),
+            "from",
+        ),
+        (
+            "POST",
+            "/api/callback".to_string(),
+            r#"{"status": "SUCCESS", "status": "FAILED"}"#.to_string(),
+            "status",
+        ),
+    ];
+    for (method, path, body, field) in cases {
+        let answer = api
+            .raw(method, &path, "application/json", body.into_bytes())
+            .await;
+        assert!(
+            answer.1["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("duplicate key")),
+            "{method} {path}: {}",
+            answer.1
+        );
+        assert_refused(answer, field, &format!("{method} {path}"));
+    }
+    assert_eq!(task_total(&api).await, 1, "nothing created");
+    let (_, after) = api.get(&format!("/api/tasks/{id}")).await;
+    assert_eq!(after["updatedAt"], task["updatedAt"], "nothing changed");
+    let (_, runs) = api.get(&format!("/api/tasks/{id}/instances")).await;
+    assert_eq!(runs["items"], json!([]), "nothing triggered or backfilled");
+    // The same key in two objects is no duplicate.
+    let body = format!(r#"{{"name": "twice", {fields}, "params": {{"name": "x"}}}}"#);
+    let (status, created) = api
+        .raw("POST", "/api/tasks", "application/json", body.into_bytes())
+        .await;
+    assert_eq!((status, &created["params"]), (201, &json!({"name": "x"})));
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn duplicate_keys_are_refused_on_sqlite() {
+    duplicate_keys_are_refused(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn duplicate_keys_are_refused_on_mariadb() {
+    duplicate_keys_are_refused(TestStore::mysql()).await;
+}
+
+/// Names and scenes holding invisible or reordering characters (bidi overrides, zero-width
+/// ones) are refused wherever a task is written: they can look empty or read as another name.
+#[actix_rt::test]
+async fn names_with_format_characters_are_refused() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "names")).await;
+    let api = Api::new(&ax);
+    let handler = "http://127.0.0.1:9/run";
+    let existing = api.create_task(task("0 0 0 1 1 *", handler)).await;
+    for (field, value) in [
+        ("name", "\u{202e}"),
+        ("name", "invoice\u{202e}gnp.exe"),
+        ("name", "re\u{200b}port"),
+        ("name", "\u{2066}x\u{2069}"),
+        ("scene", "ops\u{200d}"),
+    ] {
+        let mut body = task("0 0 0 1 1 *", handler);
+        body[field] = json!(value);
+        let answer = api.post("/api/tasks", body.clone()).await;
+        assert_refused(answer, field, &format!("create {value:?}"));
+        let put = format!("/api/tasks/{}", existing["id"]);
+        let answer = api.call("PUT", &put, Some(body.clone())).await;
+        assert_refused(answer, field, &format!("update {value:?}"));
+        let answer = api
+            .post("/api/tasks/bulk", json!({"items": [body], "upsert": true}))
+            .await;
+        assert_refused(
+            answer,
+            &format!("items[0].{field}"),
+            &format!("bulk {value:?}"),
+        );
+    }
+    assert_eq!(task_total(&api).await, 1, "nothing stored");
+    let (_, kept) = api.get(&format!("/api/tasks/{}", existing["id"])).await;
+    assert_eq!(kept["name"], existing["name"]);
+    ax.shutdown().await;
+}
+
+/// A JSON body is read as JSON only when it says so: `application/json` or a `+json` type
+/// (a merge patch's `application/merge-patch+json`); another type is a 400.
+#[actix_rt::test]
+async fn json_bodies_need_a_json_content_type() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "content-type")).await;
+    let api = Api::new(&ax);
+    let created = api
+        .create_task(task("0 0 0 1 1 *", "http://127.0.0.1:9/run"))
+        .await;
+    let path = format!("/api/tasks/{}", created["id"]);
+    let patch = br#"{"maxRetry": 7}"#.to_vec();
+    let (status, patched) = api
+        .raw(
+            "PATCH",
+            &path,
+            "application/merge-patch+json",
+            patch.clone(),
+        )
+        .await;
+    assert_eq!(
+        (status, &patched["maxRetry"]),
+        (200, &json!(7)),
+        "{patched}"
+    );
+    for content_type in ["text/plain", "application/x-www-form-urlencoded", "json"] {
+        let (status, reply) = api.raw("PATCH", &path, content_type, patch.clone()).await;
+        assert_eq!(status, 415, "{content_type}: {reply}");
+        assert_eq!(
+            reply["error"]["field"], "Content-Type",
+            "{content_type}: {reply}"
+        );
+    }
+    ax.shutdown().await;
+}

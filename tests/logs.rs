@@ -1,7 +1,8 @@
 //! Logs a person can read, from a real `ax serve`: a failed attempt is a WARN with the
 //! handler's code and message and what follows it (a retry, or final); a run recorded but not
 //! dispatched says why; the missed-run warning says how many periods its one run stands for;
-//! every run line names its task and request; every time is RFC 3339 UTC with milliseconds.
+//! every run line names its task and request; every time is RFC 3339 UTC with milliseconds;
+//! what an executor said is quoted escaped, one line.
 
 mod common;
 
@@ -160,4 +161,52 @@ fn has_spaced_time(line: &str) -> bool {
             && digits(11..13)
             && w[13] == b':'
     })
+}
+
+/// What an executor says is quoted escaped: a message's newline cannot forge a log line, nor
+/// its escape sequence reach the terminal; the run keeps the message's lines (not its ESC).
+#[actix_rt::test]
+async fn executor_text_is_logged_escaped() {
+    let store = TestStore::sqlite();
+    let dir = tempfile::tempdir().expect("dir");
+    let env = [("AX_STORE_URL", store.url()), ("RUST_LOG", "info".into())]
+        .map(|(key, value)| (key.to_string(), value))
+        .to_vec();
+    let forged = "first\n[2027-01-01T00:00:00.000Z INFO  ax] forged\u{1b}[2K";
+    let reply = json!({"status": "FAILED", "code": 7, "message": forged, "retry": false});
+    let executor = Executor::start(Reply::Body(reply.to_string())).await;
+    let mut ax = AxProcess::start(dir.path(), "escaped", env).await;
+    let api = Api::at(ax.base());
+    let task = api
+        .create_task(json!({"name": "forger", "cron": "0 0 0 1 1 *", "handlerUrl": executor.url}))
+        .await;
+    let (status, run) = api
+        .post(&format!("/api/tasks/{}/trigger", task["id"]), json!({}))
+        .await;
+    assert_eq!(status, 201, "{run}");
+    let line = line_with(
+        &ax,
+        &[
+            "WARN",
+            "attempt 1 failed (7: first\\n[2027-01-01T00:00:00.000Z INFO  ax] forged[2K)",
+        ],
+    )
+    .await;
+    assert!(line.contains("final"), "{line}");
+    let path = format!("/api/instances/{}", run["requestId"].as_str().expect("id"));
+    let (_, stored) = api.get(&path).await;
+    assert_eq!(stored["code"], "7", "{stored}");
+    assert_eq!(
+        stored["message"],
+        "first\n[2027-01-01T00:00:00.000Z INFO  ax] forged[2K"
+    );
+    ax.stop().await;
+    let log = log_of(&ax);
+    assert!(!log.contains('\u{1b}'), "{log}");
+    assert!(
+        !log.lines()
+            .any(|l| l.starts_with("[2027-01-01T00:00:00.000Z")),
+        "a forged line: {log}"
+    );
+    executor.stop().await;
 }

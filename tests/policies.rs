@@ -587,6 +587,16 @@ async fn cron_preview_shows_dst_notes() {
     assert_eq!(status, 200);
     assert_eq!(weekdays["times"].as_array().map(Vec::len), Some(10));
     assert_eq!(weekdays["description"], "At 09:30, Monday through Friday");
+    // The series stops at the end of 9999, the last time the API takes.
+    let (status, last) = api
+        .get("/api/cron/next?expr=*%20*%20*%20*%20*%20*&from=9999-12-31T23:59:58Z&count=5")
+        .await;
+    assert_eq!(status, 200, "{last}");
+    assert_eq!(
+        last["times"],
+        json!([{"utc": "9999-12-31T23:59:59.000Z", "local": "9999-12-31T23:59:59.000Z",
+                "note": null}])
+    );
     for (query, field) in [
         ("expr=61%20*%20*%20*%20*%20*", "expr"),
         ("tz=UTC", "expr"),

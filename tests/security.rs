@@ -159,8 +159,10 @@ async fn handlers_outside_the_allowlist_are_rejected() {
     ax.shutdown().await;
 }
 
-/// Link-local and cloud-metadata addresses are refused even with an empty allowlist, and
-/// allowed only by an entry that names them.
+/// Link-local and cloud-metadata addresses and names are refused even with an empty
+/// allowlist, also as IPv4 inside IPv6 (mapped, compatible, NAT64), and allowed only by an
+/// entry that names them; an entry removed later stops the dispatch before any connection.
+/// No request is sent to any of them: each refusal comes first.
 #[actix_rt::test]
 async fn metadata_addresses_need_an_entry_of_their_own() {
     let store = TestStore::sqlite();
@@ -169,6 +171,11 @@ async fn metadata_addresses_need_an_entry_of_their_own() {
         "http://[fe80::1]:8080/run",
         "http://[fd00:ec2::254]/latest",
         "http://[::ffff:169.254.169.254]/",
+        "http://[::a9fe:a9fe]/latest/meta-data",
+        "http://[64:ff9b::a9fe:a9fe]/latest/meta-data",
+        "http://100.100.100.200/latest/meta-data",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://METADATA.google.internal./computeMetadata/v1/",
     ];
     let mut config = config(&store, false, "guarded");
     let ax = start_ax(&config).await;
@@ -185,13 +192,40 @@ async fn metadata_addresses_need_an_entry_of_their_own() {
     assert_eq!(status, 201, "{reply}");
     ax.shutdown().await;
 
-    config.security.handler_allowlist = vec!["169.254.169.254".into(), "0.0.0.0/0".into()];
+    config.security.handler_allowlist = vec![
+        "169.254.169.254".into(),
+        "0.0.0.0/0".into(),
+        "metadata.google.internal".into(),
+    ];
     let ax = start_ax(&config).await;
     let api = Api::new(&ax);
     let (status, reply) = api.post("/api/tasks", body(guarded[0])).await;
     assert_eq!(status, 201, "named explicitly: {reply}");
     let (status, reply) = api.post("/api/tasks", body("http://169.254.0.1/")).await;
     assert_eq!(status, 400, "a wide range does not name it: {reply}");
+    // Yearly: it fires only when triggered below, under the allowlist of then.
+    let by_name = api.create_task(body(guarded[7])).await;
+    ax.shutdown().await;
+
+    config.security.handler_allowlist = Vec::new();
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let (status, run) = api
+        .post(&format!("/api/tasks/{}/trigger", by_name["id"]), json!({}))
+        .await;
+    assert_eq!(status, 201, "{run}");
+    let path = format!(
+        "/api/instances/{}",
+        run["requestId"].as_str().unwrap_or_default()
+    );
+    let failed = api
+        .wait_status(&path, "FAILED", Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        (&failed["code"], &failed["attempt"]),
+        (&json!("HANDLER_NOT_ALLOWED"), &json!(1)),
+        "{failed}"
+    );
     ax.shutdown().await;
 }
 

@@ -29,6 +29,7 @@ use crate::security::{
 };
 use crate::store::models::{cut, MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
 use crate::store::queries::runs::Decided;
+use crate::text::{clean_message, result_code, result_message};
 
 /// Longest reply body read from a handler.
 const MAX_REPLY_BYTES: usize = 64 * 1024;
@@ -89,7 +90,7 @@ fn not_allowed(message: impl Into<String>) -> Outcome {
 pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outcome {
     if !(200..300).contains(&status) {
         let text = String::from_utf8_lossy(body);
-        return failed(&format!("HTTP_{status}"), text.trim().to_string());
+        return failed(&format!("HTTP_{status}"), clean_message(text.trim()));
     }
     let by_code = if status == 202 {
         Outcome::Accepted { deadline }
@@ -102,15 +103,17 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
     let Ok(serde_json::Value::Object(reply)) = serde_json::from_slice(body) else {
         return by_code;
     };
-    // Whatever the executor sent is brought within its column before it reaches a statement.
-    let code = reply
-        .get("code")
-        .and_then(json_text)
-        .map(|code| cut(code, MAX_CODE_CHARS));
-    let message = reply
-        .get("message")
-        .and_then(json_text)
-        .map(|message| cut(message, MAX_MESSAGE_CHARS));
+    // The code and message are read as a callback's are, and brought within their columns.
+    // One a callback would have refused (a code of another type or with control characters,
+    // a message not a string) is dropped, not the attempt: the status is the executor's
+    // result, and a reported success turned into a failure would run the job again.
+    let text = |field: &str, read: fn(&serde_json::Value) -> Result<Option<String>, _>| {
+        reply
+            .get(field)
+            .and_then(|value| read(value).ok().flatten())
+    };
+    let code = text("code", result_code).map(|code| cut(code, MAX_CODE_CHARS));
+    let message = text("message", result_message).map(|message| cut(message, MAX_MESSAGE_CHARS));
     let status = reply.get("status").and_then(|s| s.as_str());
     match status.and_then(ReportedStatus::parse) {
         Some(ReportedStatus::Success) => Outcome::Succeeded { code, message },
@@ -120,15 +123,6 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
             retry: reply.get("retry") != Some(&serde_json::Value::Bool(false)),
         },
         None => by_code,
-    }
-}
-
-/// A code or message as text: strings as they are, numbers and others as JSON.
-pub fn json_text(value: &serde_json::Value) -> Option<String> {
-    match value {
-        serde_json::Value::Null => None,
-        serde_json::Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
     }
 }
 
@@ -948,6 +942,44 @@ mod tests {
             Outcome::Failed {
                 code: Some("HTTP_503".into()),
                 message: Some("busy".into()),
+                retry: true,
+            }
+        );
+    }
+
+    #[test]
+    fn a_reply_code_or_message_a_callback_would_refuse_is_dropped_not_the_result() {
+        let result = |body: serde_json::Value| classify_reply(200, &reply(body), deadline());
+        assert_eq!(
+            result(json!({"status": "SUCCESS", "code": "E\u{0}1", "message": ["m"]})),
+            Outcome::Succeeded {
+                code: None,
+                message: None,
+            }
+        );
+        for code in [json!(1.5), json!(true), json!({"a": 1}), json!([200])] {
+            assert_eq!(
+                result(json!({"status": "FAILED", "code": code, "message": "a\r\n\tb\u{1b}[2J"})),
+                Outcome::Failed {
+                    code: None,
+                    message: Some("a\n\tb[2J".into()),
+                    retry: true,
+                },
+                "{code}"
+            );
+        }
+        assert_eq!(
+            result(json!({"status": "SUCCESS", "code": 200})),
+            Outcome::Succeeded {
+                code: Some("200".into()),
+                message: None,
+            }
+        );
+        assert_eq!(
+            classify_reply(500, b"boom\x00\x1b[31m\nat line 2", deadline()),
+            Outcome::Failed {
+                code: Some("HTTP_500".into()),
+                message: Some("boom[31m\nat line 2".into()),
                 retry: true,
             }
         );

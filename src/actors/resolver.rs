@@ -35,6 +35,13 @@ impl Resolve for GuardedResolver {
         port: u16,
     ) -> LocalBoxFuture<'a, Result<Vec<SocketAddr>, Box<dyn Error>>> {
         Box::pin(async move {
+            // A refused name (a metadata service's) is not even looked up.
+            if !self.allowlist.allows(host) {
+                return Err(NotAllowed(format!(
+                    "host `{host}` is not allowed by security.handler_allowlist"
+                ))
+                .into());
+            }
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await?.collect();
             if let Some(refused) = addrs
                 .iter()
@@ -76,5 +83,19 @@ mod tests {
             .await
             .expect_err("refused");
         assert!(err.is::<NotAllowed>(), "{err}");
+    }
+
+    #[actix_rt::test]
+    async fn metadata_hosts_are_refused_before_any_lookup() {
+        for host in [
+            "metadata.google.internal",
+            "Metadata.Google.Internal.",
+            "100.100.100.200",
+            "::a9fe:a9fe",
+            "64:ff9b::a9fe:a9fe",
+        ] {
+            let err = resolver(&[]).lookup(host, 80).await.expect_err("refused");
+            assert!(err.is::<NotAllowed>(), "{host}: {err}");
+        }
     }
 }

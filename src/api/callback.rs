@@ -3,6 +3,7 @@
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Map, Value};
 
+use super::json::JsonBody;
 use super::{validate, ApiState};
 use crate::error::ApiError;
 use crate::metrics::metrics;
@@ -10,6 +11,7 @@ use crate::run::{failed_attempt, Outcome, Refusal, Report, ReportedStatus, Reque
 use crate::security::{callback_token, same_secret};
 use crate::store::models::{MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
 use crate::store::queries::runs::Decided;
+use crate::text::{result_code, result_message, Unfit};
 
 const FIELDS: &[&str] = &[
     "requestId",
@@ -22,17 +24,14 @@ const FIELDS: &[&str] = &[
 ];
 
 /// `{requestId, callbackToken, status: "SUCCESS"|"FAILED", code?, message?, retry?, attempt?}`
-/// → 200 `{requestId, status, applied, message}` where `status` is the run's status after the
+/// (`code` a string or an integer) → 200 `{requestId, status, applied, message}` where `status` is the run's status after the
 /// call. A result belongs to the attempt it names, or without `attempt` to the one dispatched
 /// last; it counts once (a repeat, or a result for a final run, changes nothing: `applied:
 /// false`); a result for an attempt never dispatched is 409. `"retry": false` makes a failure
 /// final.
-pub async fn report(
-    state: web::Data<ApiState>,
-    body: web::Json<Value>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn report(state: web::Data<ApiState>, body: JsonBody) -> Result<HttpResponse, ApiError> {
     let started = std::time::Instant::now();
-    let (request_id, report) = parse(body.into_inner(), &state)?;
+    let (request_id, report) = parse(body.0, &state)?;
     let reported = outcome_name(&report.outcome);
     let failure = match &report.outcome {
         Outcome::Failed { code, message, .. } => Some((code.clone(), message.clone())),
@@ -164,8 +163,8 @@ fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError>
             ))
         }
     };
-    let code = bounded(&mut body, "code", MAX_CODE_CHARS)?;
-    let message = bounded(&mut body, "message", MAX_MESSAGE_CHARS)?;
+    let code = result_text(&mut body, "code", result_code, MAX_CODE_CHARS)?;
+    let message = result_text(&mut body, "message", result_message, MAX_MESSAGE_CHARS)?;
     let outcome = if succeeded {
         Outcome::Succeeded { code, message }
     } else {
@@ -184,20 +183,18 @@ fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError>
     Ok((request_id, report))
 }
 
-/// A text field of the callback: a string (or absent), at most `max` characters.
-fn bounded(
+/// The callback's `code` or `message`, read by `read` as a reply's is (see `crate::text`):
+/// unfit, or longer than `max` characters, it is a 400 naming the field.
+fn result_text(
     body: &mut Map<String, Value>,
     field: &str,
+    read: fn(&Value) -> Result<Option<String>, Unfit>,
     max: usize,
 ) -> Result<Option<String>, ApiError> {
     let text = match body.remove(field) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(text)) => Some(text),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                field,
-                format!("{field} must be a string"),
-            ))
+        None => None,
+        Some(value) => {
+            read(&value).map_err(|why| ApiError::invalid(field, format!("{field} {why}")))?
         }
     };
     if text.as_ref().is_some_and(|t| t.chars().count() > max) {

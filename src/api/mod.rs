@@ -7,6 +7,7 @@ mod cron;
 mod guard;
 mod health;
 mod instances;
+pub(crate) mod json;
 mod openapi;
 mod scenes;
 mod tasks;
@@ -16,7 +17,7 @@ mod views;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method};
-use actix_web::{error::JsonPayloadError, middleware, web, HttpMessage, HttpRequest};
+use actix_web::{middleware, web, HttpMessage, HttpRequest};
 
 pub use guard::{json_bodies, same_site};
 pub use validate::{task_body, task_input};
@@ -102,11 +103,6 @@ pub const ENDPOINTS: &[Endpoint] = &[
 /// Mounts every endpoint.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.app_data(
-        web::JsonConfig::default()
-            .limit(MAX_BODY_BYTES)
-            .error_handler(json_error),
-    )
-    .app_data(
         web::PathConfig::default()
             .error_handler(|err, _| ApiError::invalid("path", err.to_string()).into()),
     );
@@ -168,10 +164,11 @@ impl actix_web::FromRequest for Actor {
     }
 }
 
-/// A request body that is not JSON-extracted, read up to `limit` bytes: beyond it a 413 in
-/// the JSON error shape, like every other error.
+/// A request body read up to `limit` bytes: beyond it a 413 in the JSON error shape, like
+/// every other error.
 pub(crate) async fn body_within_limit(
-    mut payload: web::Payload,
+    mut payload: impl futures_util::Stream<Item = Result<web::Bytes, actix_web::error::PayloadError>>
+        + Unpin,
     limit: usize,
 ) -> Result<Vec<u8>, ApiError> {
     use futures_util::StreamExt;
@@ -187,23 +184,6 @@ pub(crate) async fn body_within_limit(
         body.extend_from_slice(&chunk);
     }
     Ok(body)
-}
-
-fn json_error(err: JsonPayloadError, req: &HttpRequest) -> actix_web::Error {
-    match err {
-        JsonPayloadError::Overflow { limit }
-        | JsonPayloadError::OverflowKnownLength { limit, .. } => ApiError::TooLarge(limit).into(),
-        JsonPayloadError::ContentType => {
-            let given = req.headers().get(header::CONTENT_TYPE);
-            let given = given.map(|t| String::from_utf8_lossy(t.as_bytes()).into_owned());
-            ApiError::NotJson(given).into()
-        }
-        other => ApiError::Invalid {
-            field: None,
-            message: format!("invalid JSON body: {other}"),
-        }
-        .into(),
-    }
 }
 
 /// No endpoint took the request: a known path asked with another method is a 405 naming the

@@ -318,7 +318,9 @@ fn schemas() -> Value {
         "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
             "code": string, "message": string, "field": string}}}},
         "TaskInput": {"type": "object", "required": ["name", "cron", "handlerUrl"], "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 128},
+            "name": {"type": "string", "minLength": 1, "maxLength": 128,
+                "description": "no control or Unicode format characters (bidi overrides, \
+                    zero-width characters)"},
             "scene": {"type": "string", "maxLength": 64, "pattern": "^[A-Za-z0-9_.:-]+$"},
             "cron": {"type": "string", "description": "6 fields sec min hour day month weekday, matched in timeZone"},
             "timeZone": {"type": "string", "default": "UTC",
@@ -368,7 +370,13 @@ fn schemas() -> Value {
         "Callback": {"type": "object", "required": ["requestId", "callbackToken", "status"], "properties": {
             "requestId": string, "callbackToken": string,
             "status": {"type": "string", "enum": ReportedStatus::ALL},
-            "code": string, "message": string, "retry": {"type": "boolean"}, "attempt": int}},
+            "code": {"oneOf": [{"type": "string", "maxLength": 64}, {"type": "integer"}],
+                "description": "a string without control characters, or an integer (stored as \
+                    its decimal text: 0 as \"0\")"},
+            "message": {"type": "string", "maxLength": 1024,
+                "description": "stored with its control characters dropped but for newlines \
+                    and tabs"},
+            "retry": {"type": "boolean"}, "attempt": int}},
         "Stats": {"type": "object", "properties": {
             "taskId": int, "from": time, "to": time, "total": int,
             "byStatus": {"type": "object", "additionalProperties": int},

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use actix_web::{web, HttpResponse};
 use serde_json::Value;
 
+use super::json::JsonBody;
 use super::validate;
 use super::views::{InstanceView, PageView, StatsView, TaskView};
 use super::{Actor, ApiState};
@@ -17,9 +18,9 @@ use crate::store::queries::tasks::TaskFilter;
 pub async fn create(
     state: web::Data<ApiState>,
     actor: Actor,
-    body: web::Json<Value>,
+    body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let input = validate::task_input(body.into_inner(), &state.security.allowlist)?;
+    let input = validate::task_input(body.0, &state.security.allowlist)?;
     let task = state.service.create_task(input, &actor.0).await?;
     Ok(HttpResponse::Created().json(TaskView::from(task)))
 }
@@ -83,9 +84,9 @@ pub async fn update(
     state: web::Data<ApiState>,
     actor: Actor,
     path: web::Path<String>,
-    body: web::Json<Value>,
+    body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    replace(&state, &actor, validate::task_id(&path)?, body.into_inner()).await
+    replace(&state, &actor, validate::task_id(&path)?, body.0).await
 }
 
 /// Replaces task `id` with the definition in `body`, checked as a whole.
@@ -107,10 +108,10 @@ pub async fn patch(
     state: web::Data<ApiState>,
     actor: Actor,
     path: web::Path<String>,
-    body: web::Json<Value>,
+    body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
-    let patch = body.into_inner();
+    let patch = body.0;
     if !patch.is_object() {
         return Err(ApiError::Invalid {
             field: None,

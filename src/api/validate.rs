@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::clock::rfc3339;
+use crate::clock::{rfc3339, LAST_TIME};
 use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
 use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId};
@@ -15,6 +15,7 @@ use crate::store::models::MAX_NAME_CHARS;
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
 use crate::store::to_db;
+use crate::text;
 
 // Text limits are those of the MySQL columns (VARCHAR counts characters; SQLite has no limit).
 pub const MAX_SCENE_CHARS: usize = 64;
@@ -41,10 +42,7 @@ pub const DEFAULT_PAGE_LIMIT: i64 = 50;
 const MAX_OFFSET: i64 = 1_000_000_000;
 /// The times a client may pass (history filters and cursors), both ends included: ax keeps no
 /// time before the epoch, and a MySQL DATETIME ends with the year 9999 (SQLite holds any).
-pub const TIME_RANGE: (DateTime<Utc>, DateTime<Utc>) = (
-    DateTime::UNIX_EPOCH,
-    DateTime::from_timestamp(253_402_300_799, 0).expect("9999-12-31T23:59:59Z"),
-);
+pub const TIME_RANGE: (DateTime<Utc>, DateTime<Utc>) = (DateTime::UNIX_EPOCH, LAST_TIME);
 
 const TASK_FIELDS: &[&str] = &[
     "name",
@@ -121,7 +119,7 @@ pub const MAX_BULK_ITEMS: usize = 1000;
 /// A bulk registration body, `{"items": [task bodies], "upsert": bool}`: the tasks, checked
 /// each (an error names its item: `items[17].cron`), and whether existing ones are updated.
 pub fn bulk(body: &[u8], allowlist: &Allowlist) -> Result<(Vec<TaskInput>, bool), ApiError> {
-    let mut body = object(json(body)?, &["items", "upsert"])?;
+    let mut body = object(super::json::parse(body)?, &["items", "upsert"])?;
     let upsert = match body.remove("upsert") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(upsert)) => upsert,
@@ -154,14 +152,6 @@ pub fn bulk(body: &[u8], allowlist: &Allowlist) -> Result<(Vec<TaskInput>, bool)
         inputs.push(input);
     }
     Ok((inputs, upsert))
-}
-
-/// A body read as bytes, parsed as JSON.
-fn json(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body).map_err(|err| ApiError::Invalid {
-        field: None,
-        message: format!("invalid JSON body: {err}"),
-    })
 }
 
 /// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
@@ -278,7 +268,7 @@ pub fn trigger_params(body: &[u8]) -> Result<Option<String>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let mut body = object(json(body)?, &["params"])?;
+    let mut body = object(super::json::parse(body)?, &["params"])?;
     match body.remove("params") {
         None | Some(Value::Null) => Ok(None),
         value => params(value).map(Some),
@@ -327,7 +317,7 @@ pub fn cron_preview(
 
 /// A backfill body, `{"from": RFC3339, "to": RFC3339}`: the range `[from, to)`.
 pub fn backfill_range(body: &[u8]) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
-    let mut body = object(json(body)?, &["from", "to"])?;
+    let mut body = object(super::json::parse(body)?, &["from", "to"])?;
     let mut time = |name: &str| -> Result<DateTime<Utc>, ApiError> {
         let text = required_string(&mut body, name)?;
         let at = DateTime::parse_from_rfc3339(&text)
@@ -434,7 +424,7 @@ fn optional_string(body: &mut Map<String, Value>, field: &str) -> Result<Option<
     }
 }
 
-/// A name-like string: not blank, at most `max` characters, no control characters.
+/// A name-like string: not blank, at most `max` characters, no control or format characters.
 fn text(value: String, field: &str, max: usize) -> Result<String, ApiError> {
     if value.trim().is_empty() {
         return Err(ApiError::invalid(
@@ -452,6 +442,16 @@ fn text(value: String, field: &str, max: usize) -> Result<String, ApiError> {
         return Err(ApiError::invalid(
             field,
             format!("{field} contains control characters"),
+        ));
+    }
+    // Bidi overrides and zero-width characters make a name look empty or read as another.
+    if let Some(c) = value.chars().find(|&c| text::is_format(c)) {
+        return Err(ApiError::invalid(
+            field,
+            format!(
+                "{field} contains an invisible Unicode format character (U+{:04X})",
+                u32::from(c)
+            ),
         ));
     }
     Ok(value)
@@ -658,6 +658,13 @@ mod tests {
         let cases = [
             ("name", json!("")),
             ("name", json!("x".repeat(129))),
+            ("name", json!("\u{202e}")),
+            ("name", json!("invoice\u{202e}gnp.exe")),
+            ("name", json!("a\u{200b}b")),
+            ("name", json!("\u{feff}report")),
+            ("name", json!("x\u{2066}y\u{2069}")),
+            ("scene", json!("\u{202e}")),
+            ("scene", json!("ops\u{200d}")),
             ("scene", json!("s".repeat(65))),
             ("cron", json!("0 0 0 31 2 *")),
             ("cron", json!("* * *")),
@@ -701,6 +708,24 @@ mod tests {
             field_of(task_input(json!([]), &Allowlist::default()).unwrap_err()),
             None
         );
+    }
+
+    #[test]
+    fn names_in_any_script_are_taken_as_they_are() {
+        for name in [
+            "Bericht für März",
+            "日次レポート",
+            "отчёт 2027",
+            "a - b (2)",
+            "✓ done",
+        ] {
+            let mut body = valid();
+            body["name"] = json!(name);
+            assert_eq!(
+                task_input(body, &Allowlist::default()).expect(name).name,
+                name
+            );
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::layout::{self, notice_link, page, Notice, Section};
 use super::session::{csrf_field, Submitted, Visitor};
 use super::tasks::{self, parse_task_id, pretty_json, task_href};
 use super::{admins_only, ok, see_other, ConsoleError};
+use crate::api::json;
 use crate::api::validate::{self, DEFAULT_MAX_RETRY, DEFAULT_SCENE, DEFAULT_TIMEOUT_MS};
 use crate::api::ApiState;
 use crate::error::ApiError;
@@ -207,7 +208,8 @@ impl Draft {
             }
         }
         if !self.params.is_empty() {
-            let params: Value = serde_json::from_str(&self.params).map_err(|err| {
+            // Read as the API reads a body: a key given twice is refused, not the last kept.
+            let params = json::distinct(self.params.as_bytes()).map_err(|(_, err)| {
                 ApiError::invalid("params", format!("params is not valid JSON: {err}"))
             })?;
             body.insert("params".into(), params);
@@ -530,9 +532,11 @@ mod tests {
         assert_eq!(body["params"]["a"], 1);
         assert_eq!(body["dependsOn"], serde_json::json!([4]));
         assert!(body.get("retryFactor").is_none());
-        draft.params = "{nope".into();
-        let err = draft.body(&[]).expect_err("bad JSON");
-        assert_eq!(Refusal::of(&err).field.as_deref(), Some("params"));
+        for bad in ["{nope", r#"{"a": 1, "a": 2}"#] {
+            draft.params = bad.into();
+            let err = draft.body(&[]).expect_err(bad);
+            assert_eq!(Refusal::of(&err).field.as_deref(), Some("params"), "{bad}");
+        }
     }
 
     #[test]

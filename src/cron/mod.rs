@@ -65,6 +65,8 @@ use std::str::FromStr;
 
 use chrono::{DateTime, FixedOffset, Utc};
 
+use crate::clock::LAST_TIME;
+
 pub use error::CronError;
 pub use zone::{Zone, TZDATA_RELEASE};
 
@@ -143,11 +145,14 @@ impl CronSchedule {
 
     /// The next `count` fires strictly after `after` (fewer if the schedule
     /// ends, see [`CronSchedule::next_after`]), with local times and notes.
+    /// The list stops at the end of the year 9999 ([`LAST_TIME`]) in every
+    /// zone, UTC too: no time the API could not take back is shown.
     pub fn upcoming(&self, after: DateTime<Utc>, count: usize) -> Vec<Fire> {
         let mut fires = Vec::new();
         let mut at = after;
         while fires.len() < count {
-            let Some(fire) = self.next_after(at).and_then(|utc| self.fire(utc)) else {
+            let next = self.next_after(at).filter(|utc| *utc <= LAST_TIME);
+            let Some(fire) = next.and_then(|utc| self.fire(utc)) else {
                 break;
             };
             at = fire.utc;

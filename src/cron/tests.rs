@@ -447,6 +447,24 @@ fn far_future_and_chrono_range_end() {
     );
 }
 
+#[test]
+fn previews_stop_at_the_end_of_9999() {
+    let fires: Vec<_> = sched("* * * * * *")
+        .upcoming(at(9999, 12, 31, 23, 59, 58), 10)
+        .into_iter()
+        .map(|fire| fire.utc)
+        .collect();
+    assert_eq!(fires, [at(9999, 12, 31, 23, 59, 59)]);
+    assert!(sched("0 0 0 1 1 *")
+        .upcoming(at(9999, 6, 1, 0, 0, 0), 3)
+        .is_empty());
+    // `next_after` itself is not bounded by it: the scheduler's own range is chrono's.
+    assert_eq!(
+        sched("0 0 0 1 1 *").next_after(at(9999, 6, 1, 0, 0, 0)),
+        Some(at(10_000, 1, 1, 0, 0, 0))
+    );
+}
+
 // ---------------------------------------------------------------- errors
 
 #[test]

@@ -5,6 +5,7 @@ use super::ids::RequestId;
 use super::lifecycle::RunState;
 use super::status::RunStatus;
 use crate::clock::rfc3339;
+use crate::text::Escaped;
 
 /// The line of a failed attempt, once its failure is recorded (`after`: the run then): the
 /// handler's code and message, and whether a retry follows or the failure is final.
@@ -15,9 +16,10 @@ pub fn failed_attempt(
     message: Option<&str>,
     after: &RunState,
 ) -> String {
+    // The handler's words are quoted escaped: a message's newline cannot forge a log line.
     let reason = match (code, message) {
-        (Some(code), Some(message)) => format!("{code}: {message}"),
-        (Some(text), None) | (None, Some(text)) => text.to_string(),
+        (Some(code), Some(message)) => format!("{}: {}", Escaped(code), Escaped(message)),
+        (Some(text), None) | (None, Some(text)) => Escaped(text).to_string(),
         (None, None) => "no code or message".into(),
     };
     let next = match after.status {
@@ -85,6 +87,18 @@ mod tests {
             last.ends_with("(HTTP 500); final: no retry left, the run FAILED"),
             "{last}"
         );
+        let forged = failed_attempt(
+            &id,
+            1,
+            Some("E1"),
+            Some("boom\n[2027-01-01T00:00:00.000Z INFO ax] all fine\u{1b}[2K"),
+            &run(RunStatus::Ready, 1),
+        );
+        assert!(
+            forged.contains("(E1: boom\\n[2027-01-01T00:00:00.000Z INFO ax] all fine\\u{1b}[2K)"),
+            "{forged}"
+        );
+        assert!(!forged.chars().any(char::is_control), "{forged}");
         let refused = failed_attempt(&id, 1, None, None, &run(RunStatus::Failed, 0));
         assert!(
             refused.ends_with(

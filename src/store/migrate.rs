@@ -19,6 +19,7 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 use super::{database_name, StoreError, StoreUrl, SQLITE_PRAGMAS};
 use crate::store::models::MAX_NAME_CHARS;
+use crate::text::Escaped;
 
 /// A blocking MySQL connection for the migration harness, which is synchronous.
 type MysqlSyncConn = AsyncConnectionWrapper<AsyncMysqlConnection>;
@@ -134,9 +135,13 @@ where
                 .bind::<Text, _>(new.clone())
                 .bind::<BigInt, _>(id)
                 .execute(conn)?;
+            // Names stored before they were checked may hold anything.
             log::warn!(
-                "task {id} renamed from `{old}` to `{new}`: scene `{scene}` has another task of \
-                 that name, and names are now unique in a scene"
+                "task {id} renamed from `{}` to `{}`: scene `{}` has another task of that name, \
+                 and names are now unique in a scene",
+                Escaped(&old),
+                Escaped(&new),
+                Escaped(&scene)
             );
         }
         Ok(())
