@@ -36,6 +36,10 @@ pub enum ApiError {
         field: Option<String>,
         message: String,
     },
+    /// `If-Match` names none of the versions the resource is at; the current one, for its
+    /// `ETag`.
+    #[error("{message}")]
+    PreconditionFailed { message: String, current: i64 },
     #[error("request body larger than {0} bytes")]
     TooLarge(usize),
     #[error("the store is unavailable")]
@@ -65,6 +69,10 @@ impl From<ServiceError> for ApiError {
             },
             ServiceError::Raced => ApiError::Conflict {
                 field: None,
+                message: err.to_string(),
+            },
+            ServiceError::Stale(ref current) => ApiError::PreconditionFailed {
+                current: current.task.version,
                 message: err.to_string(),
             },
             ServiceError::Item { index, error } => ApiError::from(*error).in_item(index),
@@ -107,6 +115,7 @@ impl ApiError {
     pub fn field(&self) -> Option<&str> {
         match self {
             ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.as_deref(),
+            ApiError::PreconditionFailed { .. } => Some("If-Match"),
             _ => None,
         }
     }
@@ -119,6 +128,7 @@ impl ApiError {
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::Conflict { .. } => "CONFLICT",
+            ApiError::PreconditionFailed { .. } => "PRECONDITION_FAILED",
             ApiError::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::Store(_) => "STORE_UNAVAILABLE",
             ApiError::Lock(_) => "REDIS_UNAVAILABLE",
@@ -148,6 +158,7 @@ impl ResponseError for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PreconditionFailed { .. } => StatusCode::PRECONDITION_FAILED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Store(_) | ApiError::Lock(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -170,6 +181,10 @@ impl ResponseError for ApiError {
             // RFC 9110: a 405 lists the methods the path serves.
             ApiError::MethodNotAllowed { allow, .. } => {
                 response.insert_header(("Allow", allow.join(", ")));
+            }
+            // The version the task is at: what a retry sends as its If-Match.
+            ApiError::PreconditionFailed { current, .. } => {
+                response.insert_header(("ETag", crate::etag::etag(*current)));
             }
             _ => {}
         }

@@ -15,6 +15,7 @@ pub mod config;
 pub mod console;
 pub mod cron;
 pub mod error;
+pub mod etag;
 pub mod health;
 pub mod http_errors;
 pub mod identity;

@@ -22,6 +22,7 @@ diesel::table! {
         time_zone -> Text,
         overlap -> Text,
         jitter_secs -> Integer,
+        version -> BigInt,
     }
 }
 
@@ -93,6 +94,13 @@ diesel::table! {
         token_name -> Text,
         created_at -> Timestamp,
         expires_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    ax_scene (scene) {
+        scene -> Text,
+        paused_at -> Nullable<Timestamp>,
     }
 }
 
