@@ -1076,11 +1076,19 @@ async fn versions_make_changes_conditional(store: TestStore) {
     );
     let (status, etag, _) = conditional(&ax, "PATCH", &path, Some("*"), patch(3000)).await;
     assert_eq!((status, etag.as_deref()), (200, Some("\"3\"")));
+    // A view sent back: its read-only fields are ignored, `version` too (If-Match carries it).
+    let (_, _, mut view) = conditional(&ax, "GET", &path, None, None).await;
+    for key in ["id", "status", "nextRunAt", "createdAt", "updatedAt"] {
+        view.as_object_mut().expect("object").remove(key);
+    }
+    view["version"] = json!(1);
+    let (status, etag, reply) = conditional(&ax, "PUT", &path, None, Some(view)).await;
+    assert_eq!((status, etag.as_deref()), (200, Some("\"4\"")), "{reply}");
     // A pause and a resume are changes too.
     let (_, etag, _) = conditional(&ax, "POST", &format!("{path}/pause"), None, None).await;
-    assert_eq!(etag.as_deref(), Some("\"4\""));
-    let (_, etag, _) = conditional(&ax, "POST", &format!("{path}/resume"), None, None).await;
     assert_eq!(etag.as_deref(), Some("\"5\""));
+    let (_, etag, _) = conditional(&ax, "POST", &format!("{path}/resume"), None, None).await;
+    assert_eq!(etag.as_deref(), Some("\"6\""));
 
     // Two PATCHes made from one version: exactly one is stored.
     for round in 0..10 {

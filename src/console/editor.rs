@@ -629,6 +629,23 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_save_lists_the_values_sent_that_differ() {
+        let now = Draft::new(Some("ops"));
+        let mut sent = now.clone();
+        assert!(sent.changes_from(&now).is_empty());
+        sent.timeout_ms = "5000".into();
+        sent.params = r#"{"a":1}"#.into();
+        sent.enabled = false;
+        let changes = sent.changes_from(&now);
+        let names: Vec<&str> = changes.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["enabled", "params", "timeoutMs"]);
+        assert_eq!(
+            changes[1].1, "{\n  \"a\": 1\n}",
+            "params as shown in the form"
+        );
+    }
+
+    #[test]
     fn an_upstream_is_read_in_the_task_scene_first() {
         assert_eq!(
             candidates("ops", "reports/daily"),
