@@ -126,8 +126,10 @@ impl Notice {
             Notice::PausedMany(n) => format!("Paused {}.", tasks(n)),
             Notice::ResumedMany(n) => format!("Resumed {}.", tasks(n)),
             Notice::TriggeredMany(n) => format!("Triggered {}.", tasks(n)),
-            Notice::ScenePaused(n) => format!("Scene paused: {} stop firing.", tasks(n)),
-            Notice::SceneResumed(n) => format!("Scene resumed: {} fire again.", tasks(n)),
+            Notice::ScenePaused(1) => "Scene paused: 1 task stops firing.".into(),
+            Notice::ScenePaused(n) => format!("Scene paused: {n} tasks stop firing."),
+            Notice::SceneResumed(1) => "Scene resumed: 1 task fires again.".into(),
+            Notice::SceneResumed(n) => format!("Scene resumed: {n} tasks fire again."),
             Notice::SignedOut => "Signed out.".into(),
         }
     }
