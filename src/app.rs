@@ -28,7 +28,7 @@ use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::health::Health;
 use crate::http_errors::JsonProtocolErrors;
-use crate::identity::{Identity, IdentityError};
+use crate::identity::{Identity, IdentityError, StoreClaim};
 use crate::security::{Allowlist, Principal, Security};
 use crate::service::Service;
 use crate::site::AllowedHosts;
@@ -68,18 +68,20 @@ pub struct Ax {
     shutdown_timeout: Duration,
 }
 
-/// Starts ax: takes the port, connects (and migrates) the store, takes this process's
-/// identity, connects the lock, starts the actors and the HTTP API. Must run inside an actix
-/// system.
+/// Starts ax: takes the port, claims the store (a SQLite file for itself), connects (and
+/// migrates) it, takes this process's identity, connects the lock, starts the actors and the
+/// HTTP API. Must run inside an actix system.
 ///
 /// Everything that can fail is done before the first actor starts: an actor that never ran
 /// when the runtime is dropped (a start-up that failed after starting it) panics in actix.
 pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError> {
     let listener = listen(config)?;
     let url = StoreUrl::parse(&config.store.url)?;
+    // Before the store is touched: a second process on a SQLite file migrates nothing.
+    let claim = StoreClaim::take(&url).await?;
     let db = Db::connect(&config.store.url, config.store.pool_size).await?;
     log::info!("store: {} ({})", db.backend(), config.store.url);
-    let identity = Identity::claim(&db, &url, config.server.instance_id.as_deref()).await?;
+    let identity = Identity::claim(&db, claim, config.server.instance_id.as_deref()).await?;
     let instance_id = identity.id().to_string();
     recover_own_runs(&db, &instance_id, clock.now()).await?;
     let security = security(config, &db).await?;

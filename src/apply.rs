@@ -1,11 +1,14 @@
 //! Tasks as code: `ax apply -f FILE [--dry-run] [--prune]` and `ax export [--scene S]`.
 //!
-//! A file is a YAML (or JSON) list of tasks in the API's task shape. `apply` matches them to
-//! the stored tasks by `(scene, name)`, prints the difference, and writes it through
-//! `POST /api/tasks/bulk` (with `--prune`, deleting the tasks of the file's scenes that the
-//! file no longer has). Both sides are read through the API's own validation, so a task reads
-//! as unchanged exactly when the server would store it as it is: a second apply prints no
-//! change.
+//! A file is a YAML (or JSON) list of tasks in the API's task shape, or `{scenes, tasks}`:
+//! the list under `tasks`, and under `scenes` the pause of the scenes it names
+//! (`{reports: {paused: true}}`). `apply` matches the tasks to the stored ones by
+//! `(scene, name)`, prints the difference, and writes it through `POST /api/tasks/bulk` (with
+//! `--prune`, deleting the tasks of the file's scenes that the file no longer has), pausing
+//! scenes before and resuming them after. Both sides are read through the API's own
+//! validation, so a task reads as unchanged exactly when the server would store it as it is: a
+//! second apply prints no change. Export writes `{scenes, tasks}` when one of its scenes is
+//! paused, naming each of them, and the plain list otherwise.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -33,11 +36,31 @@ pub struct Plan {
     pub change: Vec<(Key, Vec<&'static str>)>,
     /// With the stored task's id (`--prune` only).
     pub delete: Vec<(Key, i64)>,
+    /// Scenes to pause (`true`) or resume.
+    pub scenes: Vec<(String, bool)>,
+}
+
+/// A file's contents: its tasks, and the pause of the scenes it names.
+#[derive(Debug, Default, PartialEq)]
+pub struct TaskFile {
+    pub tasks: Vec<Value>,
+    pub scenes: BTreeMap<String, bool>,
 }
 
 impl Plan {
     pub fn is_empty(&self) -> bool {
-        self.create.is_empty() && self.change.is_empty() && self.delete.is_empty()
+        self.create.is_empty()
+            && self.change.is_empty()
+            && self.delete.is_empty()
+            && self.scenes.is_empty()
+    }
+
+    /// The scenes to pause, and those to resume.
+    fn scene_moves(&self, pause: bool) -> impl Iterator<Item = &str> {
+        self.scenes
+            .iter()
+            .filter(move |(_, paused)| *paused == pause)
+            .map(|(scene, _)| scene.as_str())
     }
 
     /// `+ created`, `~ changed (fields)`, `- deleted` lines, one per task.
@@ -54,8 +77,40 @@ impl Plan {
                 .map(|(k, fields)| format!("~ {} ({})", name(k), fields.join(", "))),
         );
         lines.extend(self.delete.iter().map(|(k, _)| format!("- {}", name(k))));
+        lines.extend(self.scenes.iter().map(|(scene, paused)| match paused {
+            true => format!("~ scene {scene} (paused)"),
+            false => format!("~ scene {scene} (resumed)"),
+        }));
         lines
     }
+
+    /// The closing count: what was created, changed, deleted (and scenes paused or resumed).
+    fn count(&self) -> String {
+        let mut count = format!(
+            "{} created, {} changed, {} deleted",
+            self.create.len(),
+            self.change.len(),
+            self.delete.len()
+        );
+        if !self.scenes.is_empty() {
+            let paused = self.scene_moves(true).count();
+            let resumed = self.scenes.len() - paused;
+            count.push_str(&format!("; scenes: {paused} paused, {resumed} resumed"));
+        }
+        count
+    }
+}
+
+/// The scenes whose pause the file asks to change: (scene, pause it), by name.
+pub fn scene_changes(
+    wanted: &BTreeMap<String, bool>,
+    paused: &BTreeSet<String>,
+) -> Vec<(String, bool)> {
+    wanted
+        .iter()
+        .filter(|(scene, pause)| paused.contains(*scene) != **pause)
+        .map(|(scene, pause)| (scene.clone(), *pause))
+        .collect()
 }
 
 /// The fields in which two definitions differ, named as in the API.
@@ -124,8 +179,9 @@ pub fn plan(wanted: &[TaskInput], stored: &BTreeMap<Key, (i64, TaskInput)>, prun
 /// below the depths whose parsing takes the YAML parser seconds.
 pub const MAX_FILE_DEPTH: usize = 64;
 
-/// Reads a file of tasks: a YAML (JSON is YAML) list of task bodies, or `{tasks: [...]}`.
-pub fn read_file(path: &Path) -> Result<Vec<Value>, String> {
+/// Reads a file of tasks: a YAML (JSON is YAML) list of task bodies, or `{tasks: [...]}` with
+/// optional `scenes: {name: {paused: bool}}`.
+pub fn read_file(path: &Path) -> Result<TaskFile, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
     if let Some(line) = crate::nesting::too_deep(&text, MAX_FILE_DEPTH) {
@@ -137,14 +193,43 @@ pub fn read_file(path: &Path) -> Result<Vec<Value>, String> {
     }
     let value: Value = serde_yaml::from_str(&text)
         .map_err(|err| format!("{} is not YAML or JSON: {err}", path.display()))?;
+    let in_file = |message: String| format!("{}: {message}", path.display());
     match value {
-        Value::Array(items) => Ok(items),
-        Value::Object(mut file) if file.contains_key("tasks") => match file.remove("tasks") {
-            Some(Value::Array(items)) => Ok(items),
-            _ => Err(format!("{}: `tasks` must be a list", path.display())),
-        },
-        _ => Err(format!("{}: expected a list of tasks", path.display())),
+        Value::Array(tasks) => Ok(TaskFile {
+            tasks,
+            scenes: BTreeMap::new(),
+        }),
+        Value::Object(mut file) if file.contains_key("tasks") => {
+            let tasks = match file.remove("tasks") {
+                Some(Value::Array(tasks)) => tasks,
+                _ => return Err(in_file("`tasks` must be a list".into())),
+            };
+            let scenes = scene_pauses(file.remove("scenes")).map_err(in_file)?;
+            Ok(TaskFile { tasks, scenes })
+        }
+        _ => Err(in_file("expected a list of tasks".into())),
     }
+}
+
+/// The `scenes` of a file: each scene's name, checked as the API checks it, and its pause.
+fn scene_pauses(value: Option<Value>) -> Result<BTreeMap<String, bool>, String> {
+    let scenes = match value {
+        None | Some(Value::Null) => return Ok(BTreeMap::new()),
+        Some(Value::Object(scenes)) => scenes,
+        Some(_) => return Err("`scenes` must map scene names to {paused: true|false}".into()),
+    };
+    let mut pauses = BTreeMap::new();
+    for (scene, state) in scenes {
+        let name = crate::api::validate::scene(scene.clone())
+            .map_err(|err| format!("scenes.{scene}: {err}"))?;
+        match state.get("paused") {
+            Some(Value::Bool(paused)) if state.as_object().is_some_and(|s| s.len() == 1) => {
+                pauses.insert(name, *paused);
+            }
+            _ => return Err(format!("scenes.{scene}.paused must be true or false")),
+        }
+    }
+    Ok(pauses)
 }
 
 /// The file's tasks, checked as the API checks them; errors name the task and field.
@@ -212,9 +297,30 @@ async fn tasks_of(conn: &Connection, scene: Option<&str>) -> Result<Vec<Value>, 
     }
 }
 
+/// The paused scenes of the store.
+async fn paused_scenes(conn: &Connection) -> Result<BTreeSet<String>, String> {
+    let scenes = send(conn, &Call::new("GET", "/api/scenes".into())).await?;
+    Ok(scenes["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|scene| scene["paused"] == json!(true))
+        .filter_map(|scene| scene["scene"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// Pauses or resumes a scene.
+async fn move_scene(conn: &Connection, scene: &str, pause: bool) -> Result<(), String> {
+    let verb = if pause { "pause" } else { "resume" };
+    // Scene names (`A-Z a-z 0-9 _ . : -`) need no escaping in a path.
+    let path = format!("/api/scenes/{scene}/{verb}");
+    send(conn, &Call::new("POST", path)).await.map(drop)
+}
+
 /// Runs `ax apply`.
 pub fn apply(conn: Connection, file: &Path, dry_run: bool, prune: bool) -> ExitCode {
-    let inputs = match read_file(file).and_then(|items| Ok((definitions(&items)?, items))) {
+    let read = read_file(file).and_then(|file| Ok((definitions(&file.tasks)?, file)));
+    let inputs = match read {
         Ok(read) => read,
         Err(message) => {
             eprintln!("ax apply: {message}");
@@ -236,12 +342,15 @@ pub fn apply(conn: Connection, file: &Path, dry_run: bool, prune: bool) -> ExitC
 
 async fn apply_plan(
     conn: &Connection,
-    (inputs, items): (Vec<TaskInput>, Vec<Value>),
+    (inputs, file): (Vec<TaskInput>, TaskFile),
     dry_run: bool,
     prune: bool,
 ) -> Result<Vec<String>, String> {
     let scenes: BTreeSet<String> = inputs.iter().map(|i| i.scene.clone()).collect();
-    let plan = plan(&inputs, &stored(conn, &scenes).await?, prune);
+    let mut plan = plan(&inputs, &stored(conn, &scenes).await?, prune);
+    if !file.scenes.is_empty() {
+        plan.scenes = scene_changes(&file.scenes, &paused_scenes(conn).await?);
+    }
     let mut lines = plan.lines();
     if plan.is_empty() {
         lines.push("no change".into());
@@ -256,9 +365,13 @@ async fn apply_plan(
         .iter()
         .chain(plan.change.iter().map(|(key, _)| key))
         .collect();
+    // Paused before the tasks are written, resumed after: no task of a paused scene fires.
+    for scene in plan.scene_moves(true) {
+        move_scene(conn, scene, true).await?;
+    }
     let writes: Vec<Value> = inputs
         .iter()
-        .zip(items)
+        .zip(file.tasks)
         .filter(|(input, _)| changing.contains(&(input.scene.clone(), input.name.clone())))
         .map(|(_, item)| item)
         .collect();
@@ -270,31 +383,36 @@ async fn apply_plan(
     for (_, id) in &plan.delete {
         send(conn, &Call::new("DELETE", format!("/api/tasks/{id}"))).await?;
     }
-    lines.push(format!(
-        "{} created, {} changed, {} deleted",
-        plan.create.len(),
-        plan.change.len(),
-        plan.delete.len()
-    ));
+    for scene in plan.scene_moves(false) {
+        move_scene(conn, scene, false).await?;
+    }
+    lines.push(plan.count());
     Ok(lines)
 }
 
 /// Runs `ax export`: the tasks (of `scene`) as a file `apply` takes, in YAML.
 pub fn export(conn: Connection, scene: Option<String>) -> ExitCode {
-    let tasks = actix_rt::System::new().block_on(tasks_of(&conn, scene.as_deref()));
-    let tasks = match tasks {
-        Ok(tasks) => tasks,
+    let read = actix_rt::System::new().block_on(async {
+        let tasks = tasks_of(&conn, scene.as_deref()).await?;
+        Ok::<_, String>((tasks, paused_scenes(&conn).await?))
+    });
+    let (tasks, mut paused) = match read {
+        Ok(read) => read,
         Err(message) => {
             eprintln!("ax export: {message}");
             return ExitCode::FAILURE;
         }
     };
+    if let Some(scene) = &scene {
+        paused.retain(|paused| paused == scene);
+    }
     let mut bodies: Vec<Value> = tasks.into_iter().map(file_entry).collect();
     bodies.sort_by_key(|b| (b["scene"].to_string(), b["name"].to_string()));
+    let file = export_file(bodies, &paused);
     let text = if conn.json {
-        serde_json::to_string_pretty(&bodies).map_err(|e| e.to_string())
+        serde_json::to_string_pretty(&file).map_err(|e| e.to_string())
     } else {
-        serde_yaml::to_string(&bodies).map_err(|e| e.to_string())
+        serde_yaml::to_string(&file).map_err(|e| e.to_string())
     };
     match text {
         Ok(text) => {
@@ -306,6 +424,28 @@ pub fn export(conn: Connection, scene: Option<String>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The exported file: the list of tasks, or, when one of the scenes is paused (`paused`: the
+/// store's paused scenes among those exported), `{scenes, tasks}` naming every scene of the
+/// file with its pause, so that `apply` restores each.
+fn export_file(tasks: Vec<Value>, paused: &BTreeSet<String>) -> Value {
+    if paused.is_empty() {
+        return Value::Array(tasks);
+    }
+    let mut scenes: BTreeSet<String> = tasks
+        .iter()
+        .filter_map(|task| task["scene"].as_str().map(str::to_string))
+        .collect();
+    scenes.extend(paused.iter().cloned());
+    let scenes: serde_json::Map<String, Value> = scenes
+        .into_iter()
+        .map(|scene| {
+            let state = json!({"paused": paused.contains(&scene)});
+            (scene, state)
+        })
+        .collect();
+    json!({"scenes": scenes, "tasks": tasks})
 }
 
 /// A stored task as a file entry: its definition, without the fields left to their default.
@@ -361,6 +501,43 @@ mod tests {
         // The cron is trimmed and the default port dropped, the same way on both sides.
         let stored = stored_as(&[(1, input("a", "0 0 1 * * *"))]);
         assert!(plan(&[input("a", " 0 0 1 * * * ")], &stored, true).is_empty());
+    }
+
+    #[test]
+    fn scene_pauses_export_and_read_back_as_changes() {
+        let task = json!({"name": "a", "scene": "s", "cron": "* * * * * *"});
+        assert_eq!(
+            export_file(vec![task.clone()], &BTreeSet::new()),
+            json!([task])
+        );
+        let paused = BTreeSet::from(["quiet".to_string()]);
+        let file = export_file(vec![task.clone()], &paused);
+        assert_eq!(
+            file["scenes"],
+            json!({"quiet": {"paused": true}, "s": {"paused": false}})
+        );
+        let wanted = scene_pauses(Some(file["scenes"].clone())).expect("valid");
+        assert!(scene_changes(&wanted, &paused).is_empty(), "a round trip");
+        assert_eq!(
+            scene_changes(&wanted, &BTreeSet::from(["s".to_string()])),
+            [("quiet".to_string(), true), ("s".to_string(), false)]
+        );
+        let plan = Plan {
+            scenes: scene_changes(&wanted, &BTreeSet::new()),
+            ..Plan::default()
+        };
+        assert_eq!(plan.lines(), ["~ scene quiet (paused)"]);
+        assert_eq!(
+            plan.count(),
+            "0 created, 0 changed, 0 deleted; scenes: 1 paused, 0 resumed"
+        );
+        for bad in [
+            json!({"s": true}),
+            json!({"s": {"paused": "yes"}}),
+            json!({"a b": {"paused": true}}),
+        ] {
+            assert!(scene_pauses(Some(bad.clone())).is_err(), "{bad}");
+        }
     }
 
     #[test]

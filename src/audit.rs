@@ -158,6 +158,7 @@ mod tests {
             time_zone: "UTC".into(),
             overlap: OverlapPolicy::Allow,
             jitter_secs: 0,
+            version: 1,
         }
     }
 

@@ -38,6 +38,10 @@ pub enum ApiError {
         field: Option<String>,
         message: String,
     },
+    /// `If-Match` names none of the versions the resource is at; the current one, for its
+    /// `ETag`.
+    #[error("{message}")]
+    PreconditionFailed { message: String, current: i64 },
     #[error("request body larger than {0} bytes")]
     TooLarge(usize),
     /// A change sent by a page of another site: the header that says so, and its value.
@@ -80,6 +84,10 @@ impl From<ServiceError> for ApiError {
             },
             ServiceError::Raced => ApiError::Conflict {
                 field: None,
+                message: err.to_string(),
+            },
+            ServiceError::Stale(ref current) => ApiError::PreconditionFailed {
+                current: current.task.version,
                 message: err.to_string(),
             },
             ServiceError::Item { index, error } => ApiError::from(*error).in_item(index),
@@ -137,6 +145,7 @@ impl ApiError {
             ApiError::CrossSite { header, .. } => Some(header),
             ApiError::NotJson(_) => Some("Content-Type"),
             ApiError::MisdirectedHost(_) => Some("Host"),
+            ApiError::PreconditionFailed { .. } => Some("If-Match"),
             _ => None,
         }
     }
@@ -149,6 +158,7 @@ impl ApiError {
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::Conflict { .. } => "CONFLICT",
+            ApiError::PreconditionFailed { .. } => "PRECONDITION_FAILED",
             ApiError::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::NotJson(_) => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::MisdirectedHost(_) => "MISDIRECTED_REQUEST",
@@ -195,6 +205,7 @@ impl ResponseError for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PreconditionFailed { .. } => StatusCode::PRECONDITION_FAILED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NotJson(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MisdirectedHost(_) => StatusCode::MISDIRECTED_REQUEST,
@@ -220,6 +231,10 @@ impl ResponseError for ApiError {
             // RFC 9110: a 405 lists the methods the path serves.
             ApiError::MethodNotAllowed { allow, .. } => {
                 response.insert_header(("Allow", allow.join(", ")));
+            }
+            // The version the task is at: what a retry sends as its If-Match.
+            ApiError::PreconditionFailed { current, .. } => {
+                response.insert_header(("ETag", crate::etag::etag(*current)));
             }
             _ => {}
         }

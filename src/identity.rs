@@ -1,7 +1,8 @@
 //! This process's identity in a cluster (`server.instance_id`): the configured one, or the one
 //! its host keeps in the store, so that a restarted node is the same node and recovers its own
 //! runs at once. No two live processes share one: the identity is locked for the process's
-//! lifetime, with a lock the system frees when the process dies, even by `kill -9`.
+//! lifetime, with a lock the system frees when the process dies, even by `kill -9`. On SQLite
+//! the lock is the database file's own: one ax process per file, whatever its id.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,6 +31,11 @@ const HOST_CHARS: usize = 55;
 pub enum IdentityError {
     #[error("instance id {0} is in use by another running ax process")]
     InUse(String),
+    #[error(
+        "the SQLite file {0} is in use by another running ax process (one ax serve per SQLite \
+         file; several share a MySQL/MariaDB store)"
+    )]
+    FileInUse(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot lock the instance id: {0}")]
@@ -49,9 +55,31 @@ enum Lock {
     /// A named lock (`GET_LOCK`) on a connection of its own, kept by a background task; the
     /// server frees it when the connection dies.
     Mysql(Keeper),
-    /// An exclusive lock on a file beside the database; the kernel frees it when the process
-    /// dies. The file stays: removing it would let a process lock a file nobody else sees.
+    /// The SQLite file's own lock (see [`StoreClaim`]).
     Sqlite(std::fs::File),
+}
+
+/// A process's claim on its store, taken before it touches the store (migrations included):
+/// on SQLite, an exclusive lock on `<database file>.lock` beside it, so that no second ax
+/// process uses the file, whatever its instance id. The kernel frees the lock when the process
+/// dies. The file stays: removing it would let a process lock a file nobody else sees.
+pub enum StoreClaim {
+    /// MySQL/MariaDB, shared by several processes: their ids are locked one by one.
+    Shared(String),
+    Sqlite(std::fs::File),
+}
+
+impl StoreClaim {
+    /// Claims the store at `url`; fails when another live ax process uses its SQLite file.
+    pub async fn take(url: &StoreUrl) -> Result<StoreClaim, IdentityError> {
+        Ok(match url {
+            StoreUrl::Mysql(url) => StoreClaim::Shared(url.clone()),
+            StoreUrl::Sqlite(path) => {
+                let in_use = || IdentityError::FileInUse(path.clone());
+                StoreClaim::Sqlite(lock_file(&format!("{path}.lock"), in_use).await?)
+            }
+        })
+    }
 }
 
 /// The task keeping a MySQL lock. Dropped (a start-up that failed later), it is aborted, and
@@ -68,11 +96,11 @@ impl Drop for Keeper {
 }
 
 impl Identity {
-    /// Takes this process's identity on the store at `url`: `configured`, or this host's
-    /// default (generated once, kept in the store). Fails when a live process holds it.
+    /// Takes this process's identity on the store it has claimed: `configured`, or this
+    /// host's default (generated once, kept in the store). Fails when a live process holds it.
     pub async fn claim(
         db: &Db,
-        url: &StoreUrl,
+        store: StoreClaim,
         configured: Option<&str>,
     ) -> Result<Identity, IdentityError> {
         let id = match configured {
@@ -80,9 +108,10 @@ impl Identity {
             None => host_default(db).await?,
         };
         let held = Arc::new(AtomicBool::new(true));
-        let lock = match url {
-            StoreUrl::Mysql(url) => lock_mysql(url, &id, held.clone()).await?,
-            StoreUrl::Sqlite(path) => Lock::Sqlite(lock_file(path, &id).await?),
+        let lock = match store {
+            StoreClaim::Shared(url) => lock_mysql(&url, &id, held.clone()).await?,
+            // The process has the file to itself: no other can hold its id.
+            StoreClaim::Sqlite(file) => Lock::Sqlite(file),
         };
         let origin = match configured {
             Some(_) => "configured",
@@ -156,14 +185,17 @@ fn in_id_characters(name: &str) -> String {
         .collect()
 }
 
-/// Locks `<database file>.instance-<id>.lock`, waiting up to [`CLAIM_WAIT`] for a holder.
-async fn lock_file(db_path: &str, id: &str) -> Result<std::fs::File, IdentityError> {
-    let path = format!("{db_path}.instance-{id}.lock");
+/// Locks the file at `path` exclusively, waiting up to [`CLAIM_WAIT`] for a holder (a
+/// process still shutting down); `in_use` if it is still held then.
+async fn lock_file(
+    path: &str,
+    in_use: impl Fn() -> IdentityError,
+) -> Result<std::fs::File, IdentityError> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
+        .open(path)
         .map_err(|err| IdentityError::Lock(format!("{path}: {err}")))?;
     let deadline = Instant::now() + CLAIM_WAIT;
     loop {
@@ -172,9 +204,7 @@ async fn lock_file(db_path: &str, id: &str) -> Result<std::fs::File, IdentityErr
             Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(IdentityError::InUse(id.to_string()))
-            }
+            Err(std::fs::TryLockError::WouldBlock) => return Err(in_use()),
             Err(std::fs::TryLockError::Error(err)) => {
                 return Err(IdentityError::Lock(format!("{path}: {err}")))
             }

@@ -16,6 +16,7 @@ pub mod config;
 pub mod console;
 pub mod cron;
 pub mod error;
+pub mod etag;
 pub mod health;
 pub mod host_slots;
 pub mod http_errors;

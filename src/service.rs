@@ -30,10 +30,10 @@ use crate::store::queries::overview;
 use crate::store::queries::runs::{self, Decided};
 use crate::store::queries::sessions;
 use crate::store::queries::tasks::{
-    self, BulkItem, BulkProblem, Resume, TaskFilter, UpstreamProblem,
+    self, BulkItem, BulkProblem, Conditional, TaskFilter, UpstreamProblem, Versions,
 };
 use crate::store::queries::Page;
-use crate::store::{from_db, to_db, StoreError};
+use crate::store::{from_db, to_db, Conn, StoreError};
 use crate::text::Escaped;
 
 /// A task as the user defines it, validated.
@@ -68,6 +68,14 @@ pub enum ServiceError {
     Store(#[from] StoreError),
     #[error("task {0} not found")]
     TaskNotFound(TaskId),
+    /// The task is at another version than the change was made for: the task as it is now.
+    #[error(
+        "task {} has changed: it is at version {} now; read it again and make the change \
+         on that",
+        .0.task.id,
+        .0.task.version
+    )]
+    Stale(Box<TaskDetails>),
     #[error("dependsOn names tasks that do not exist: {0:?}")]
     UnknownUpstreams(Vec<TaskId>),
     #[error("dependsOn would close a cycle: {0}")]
@@ -128,18 +136,21 @@ pub struct Registered {
     pub unchanged: usize,
 }
 
-/// A task with its upstreams.
+/// A task with its upstreams, and whether its scene is paused (a task fires when neither it
+/// nor its scene is).
 #[derive(Debug, Clone)]
 pub struct TaskDetails {
     pub task: Task,
     pub depends_on: Vec<TaskId>,
+    pub scene_paused: bool,
 }
 
-/// A scene and its task counts by status.
+/// A scene, its task counts by status, and since when it is paused, if it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SceneCounts {
     pub scene: String,
     pub by_status: HashMap<String, i64>,
+    pub paused_at: Option<DateTime<Utc>>,
 }
 
 /// Counts and trigger lags of a task's runs over a window.
@@ -341,27 +352,27 @@ impl Service {
         let summary = audit::task_created(&task);
         self.audit(actor, AuditAction::TaskCreate, task_target(&task), summary)
             .await;
-        self.saved("created", task, depends_on).await
+        self.saved("created", task).await
     }
 
-    /// Replaces a task's definition. Its upstreams are checked in the transaction that writes
-    /// it.
+    /// Replaces a task's definition if it is at one of `versions` (else `Stale`). Its upstreams
+    /// are checked in the transaction that writes it.
     pub async fn update_task(
         &self,
         id: TaskId,
+        versions: Versions,
         input: TaskInput,
         actor: &Principal,
     ) -> Result<TaskDetails> {
         let before = self.task(id).await?;
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
         let (stored, upstreams) = (fields.clone(), depends_on.clone());
-        let task = self
+        let updated = self
             .store
-            .query(move |conn| boxed(tasks::update(conn, id, stored, upstreams)))
+            .query(move |conn| boxed(tasks::update(conn, id, versions, stored, upstreams)))
             .await
-            .map_err(|err| ServiceError::naming(err, &fields))?
-            .ok_or(ServiceError::TaskNotFound(id))?
-            .map_err(ServiceError::from)?;
+            .map_err(|err| ServiceError::naming(err, &fields))?;
+        let task = self.found(id, updated).await?.map_err(ServiceError::from)?;
         let mut summary = audit::task_changes(&before.task, &task);
         if before.depends_on != depends_on {
             summary = format!(
@@ -371,7 +382,21 @@ impl Service {
         }
         self.audit(actor, AuditAction::TaskUpdate, task_target(&task), summary)
             .await;
-        self.saved("updated", task, depends_on).await
+        self.saved("updated", task).await
+    }
+
+    /// What a change of task `id` under versions did, or why it did nothing.
+    async fn found<T>(&self, id: TaskId, outcome: Conditional<T>) -> Result<T> {
+        match outcome {
+            Conditional::Done(done) => Ok(done),
+            Conditional::NotFound => Err(ServiceError::TaskNotFound(id)),
+            Conditional::Stale(task) => {
+                let current = self.detailed(vec![*task]).await?.pop();
+                Err(current.map_or(ServiceError::TaskNotFound(id), |current| {
+                    ServiceError::Stale(Box::new(current))
+                }))
+            }
+        }
     }
 
     /// Registers tasks all or none, matched by `(scene, name)` (see `tasks::register`); their
@@ -428,7 +453,7 @@ impl Service {
     }
 
     /// A task just stored: logged, and its next run in the wheel at once.
-    async fn saved(&self, how: &str, task: Task, depends_on: Vec<TaskId>) -> Result<TaskDetails> {
+    async fn saved(&self, how: &str, task: Task) -> Result<TaskDetails> {
         log::info!(
             "task {} {how}: `{}` {}",
             task.id,
@@ -436,19 +461,34 @@ impl Service {
             task.handler_url
         );
         self.reschedule(vec![task.clone()]).await?;
-        Ok(TaskDetails { task, depends_on })
+        self.detailed(vec![task])
+            .await?
+            .pop()
+            .ok_or(ServiceError::Store(StoreError::Query(diesel::NotFound)))
     }
 
-    pub async fn delete_task(&self, id: TaskId, actor: &Principal) -> Result<()> {
+    /// These tasks with their upstreams and their scenes' pause.
+    async fn detailed(&self, tasks: Vec<Task>) -> Result<Vec<TaskDetails>> {
+        Ok(self
+            .store
+            .query(move |conn| boxed(with_details(conn, tasks)))
+            .await?)
+    }
+
+    /// Deletes a task if it is at one of `versions` (else `Stale`).
+    pub async fn delete_task(
+        &self,
+        id: TaskId,
+        versions: Versions,
+        actor: &Principal,
+    ) -> Result<()> {
         let before = self.task(id).await?.task;
         let now = self.clock.now();
         let deleted = self
             .store
-            .query(move |conn| boxed(tasks::delete(conn, id, now)))
+            .query(move |conn| boxed(tasks::delete(conn, id, versions, now)))
             .await?;
-        if !deleted {
-            return Err(ServiceError::TaskNotFound(id));
-        }
+        self.found(id, deleted).await?;
         self.wheel.unschedule(id);
         let ended = self.dispatch.forget_task(id);
         log::info!("task {id} deleted; {ended} of its dispatches waiting or in flight ended");
@@ -464,39 +504,31 @@ impl Service {
     }
 
     pub async fn task(&self, id: TaskId) -> Result<TaskDetails> {
-        let (task, upstreams) = self
+        let details = self
             .store
             .query(move |conn| {
                 boxed(async move {
                     let task = tasks::find(conn, id).await?;
-                    Ok((task, tasks::dependencies_of(conn, &[id]).await?))
+                    with_details(conn, task.into_iter().collect()).await
                 })
             })
             .await?;
-        let task = task.ok_or(ServiceError::TaskNotFound(id))?;
-        let depends_on = upstreams.get(&id).cloned().unwrap_or_default();
-        Ok(TaskDetails { task, depends_on })
+        details
+            .into_iter()
+            .next()
+            .ok_or(ServiceError::TaskNotFound(id))
     }
 
     pub async fn tasks(&self, filter: TaskFilter, page: Page) -> Result<(Vec<TaskDetails>, i64)> {
-        let (rows, total, mut upstreams) = self
+        Ok(self
             .store
             .query(move |conn| {
                 boxed(async move {
                     let (rows, total) = tasks::list(conn, &filter, page).await?;
-                    let ids: Vec<TaskId> = rows.iter().map(|task| task.id).collect();
-                    Ok((rows, total, tasks::dependencies_of(conn, &ids).await?))
+                    Ok((with_details(conn, rows).await?, total))
                 })
             })
-            .await?;
-        let details = rows
-            .into_iter()
-            .map(|task| TaskDetails {
-                depends_on: upstreams.remove(&task.id).unwrap_or_default(),
-                task,
-            })
-            .collect();
-        Ok((details, total))
+            .await?)
     }
 
     /// Pauses a task: it fires no more, on any ax process, until resumed.
@@ -519,9 +551,14 @@ impl Service {
     /// fire.
     pub async fn resume_task(&self, id: TaskId, actor: &Principal) -> Result<TaskDetails> {
         let before = self.task(id).await?.task;
-        let resumed = self.resume(Resume::Task(id)).await?;
-        if resumed > 0 {
+        let now = self.clock.now();
+        let resumed = self
+            .store
+            .query(move |conn| boxed(tasks::resume(conn, id, now)))
+            .await?;
+        if let Some(task) = resumed {
             log::info!("task {id} resumed");
+            self.reschedule(vec![task]).await?;
         }
         let after = self.task(id).await?;
         let summary = audit::task_changes(&before, &after.task);
@@ -535,7 +572,8 @@ impl Service {
         Ok(after)
     }
 
-    /// Pauses every task of a scene in one statement; returns how many were paused.
+    /// Pauses a scene: none of its tasks fires, on any ax process, until it is resumed; their
+    /// own state stays. Returns how many of its tasks stop firing (0 if it was paused already).
     pub async fn pause_scene(&self, scene: String, actor: &Principal) -> Result<usize> {
         let now = to_db(self.clock.now());
         let name = scene.clone();
@@ -544,9 +582,9 @@ impl Service {
             .query(move |conn| boxed(async move { tasks::pause_scene(conn, &name, now).await }))
             .await?;
         // Wheel entries of these tasks (here and on other processes) fail their
-        // compare-and-set on the status and leave the wheel when they come due.
-        log::info!("scene `{scene}` paused: {count} tasks");
-        let summary = format!("{count} tasks paused");
+        // compare-and-set on `next_run_at` and leave the wheel when they come due.
+        log::info!("scene `{scene}` paused: {count} tasks stop firing");
+        let summary = format!("scene paused: {count} tasks stop firing");
         self.audit(
             actor,
             AuditAction::ScenePause,
@@ -557,11 +595,19 @@ impl Service {
         Ok(count)
     }
 
-    /// Resumes every paused task of a scene; returns how many were resumed.
+    /// Resumes a paused scene: its enabled tasks fire again, each from now; those paused one by
+    /// one stay paused. Returns how many fire again.
     pub async fn resume_scene(&self, scene: String, actor: &Principal) -> Result<usize> {
-        let count = self.resume(Resume::Scene(scene.clone())).await?;
-        log::info!("scene `{scene}` resumed: {count} tasks");
-        let summary = format!("{count} tasks resumed");
+        let now = self.clock.now();
+        let name = scene.clone();
+        let resumed = self
+            .store
+            .query(move |conn| boxed(async move { tasks::resume_scene(conn, &name, now).await }))
+            .await?;
+        let count = resumed.len();
+        self.reschedule(resumed).await?;
+        log::info!("scene `{scene}` resumed: {count} tasks fire again");
+        let summary = format!("scene resumed: {count} tasks fire again");
         self.audit(
             actor,
             AuditAction::SceneResume,
@@ -572,22 +618,17 @@ impl Service {
         Ok(count)
     }
 
-    async fn resume(&self, which: Resume) -> Result<usize> {
-        let now = self.clock.now();
-        let resumed = self
-            .store
-            .query(move |conn| boxed(tasks::resume(conn, which, now)))
-            .await?;
-        let count = resumed.len();
-        self.reschedule(resumed).await?;
-        Ok(count)
-    }
-
-    /// Every scene with its task counts by status.
+    /// Every scene with its task counts by status and its pause, by name: those with tasks,
+    /// and paused ones without.
     pub async fn scenes(&self) -> Result<Vec<SceneCounts>> {
-        let rows = self
+        let (rows, mut paused) = self
             .store
-            .query(move |conn| boxed(tasks::scene_counts(conn)))
+            .query(move |conn| {
+                boxed(async move {
+                    let counts = tasks::scene_counts(conn).await?;
+                    Ok((counts, tasks::paused_scenes(conn, None).await?))
+                })
+            })
             .await?;
         let mut scenes: Vec<SceneCounts> = Vec::new();
         for (scene, status, count) in rows {
@@ -596,11 +637,18 @@ impl Service {
                     last.by_status.insert(status.to_string(), count);
                 }
                 None => scenes.push(SceneCounts {
+                    paused_at: paused.remove(&scene).map(from_db),
                     scene,
                     by_status: HashMap::from([(status.to_string(), count)]),
                 }),
             }
         }
+        scenes.extend(paused.into_iter().map(|(scene, at)| SceneCounts {
+            scene,
+            by_status: HashMap::new(),
+            paused_at: Some(from_db(at)),
+        }));
+        scenes.sort_by(|a, b| a.scene.cmp(&b.scene));
         Ok(scenes)
     }
 
@@ -868,6 +916,25 @@ impl Service {
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()
     }
+}
+
+/// These tasks with their upstreams and whether their scenes are paused.
+async fn with_details(
+    conn: &mut Conn,
+    tasks: Vec<Task>,
+) -> std::result::Result<Vec<TaskDetails>, StoreError> {
+    let ids: Vec<TaskId> = tasks.iter().map(|task| task.id).collect();
+    let mut upstreams = tasks::dependencies_of(conn, &ids).await?;
+    let scenes: Vec<&str> = tasks.iter().map(|task| task.scene.as_str()).collect();
+    let paused = tasks::paused_scenes(conn, Some(&scenes)).await?;
+    Ok(tasks
+        .into_iter()
+        .map(|task| TaskDetails {
+            depends_on: upstreams.remove(&task.id).unwrap_or_default(),
+            scene_paused: paused.contains_key(&task.scene),
+            task,
+        })
+        .collect())
 }
 
 /// Reads of the web console (`crate::console`): the pages call these and the methods above,

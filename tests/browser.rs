@@ -545,8 +545,8 @@ async fn an_admin_signs_in_makes_a_task_and_runs_it() {
     assert_eq!(scheduled[0].body["params"], json!({"source": "schedule"}));
     console.shot("scenario-task-runs").await;
 
-    // Its scene paused and resumed from the scenes page: the notice counts the task, whose
-    // status follows.
+    // Its scene paused and resumed from the scenes page: the notice counts the task, which
+    // keeps its own status and shows its scene's pause beside it.
     console.open("/console/scenes", "Scenes").await;
     browser.wait_for_text("td a", &scene).await;
     console.shot("scenario-scenes").await;
@@ -554,19 +554,23 @@ async fn an_admin_signs_in_makes_a_task_and_runs_it() {
     let pause = format!("button[aria-label='Pause scene {scene}']");
     browser.find(&pause).await.click().await;
     console.on_page("Scenes").await;
-    browser.wait_for_text("p.notice", "Paused 1 task.").await;
-    assert_eq!(browser.find(&count_of("PAUSED")).await.text().await, "1");
-    assert_eq!(browser.find(&count_of("ENABLED")).await.text().await, "0");
+    browser
+        .wait_for_text("p.notice", "Scene paused: 1 task stops firing.")
+        .await;
+    assert_eq!(browser.find(&count_of("PAUSED")).await.text().await, "0");
+    assert_eq!(browser.find(&count_of("ENABLED")).await.text().await, "1");
     console.shot("scenario-scene-paused").await;
     console.open(&task_path, &format!("Task {name}")).await;
-    browser.wait_for_text("dd .badge", "PAUSED").await;
-    browser.wait_for_text("button", "Resume").await;
+    browser.wait_for_text("dd .badge", "SCENE PAUSED").await;
+    browser.wait_for_text("dd .badge.good", "ENABLED").await;
     console.shot("scenario-task-paused").await;
     console.open("/console/scenes", "Scenes").await;
     let resume = format!("button[aria-label='Resume scene {scene}']");
     browser.find(&resume).await.click().await;
     console.on_page("Scenes").await;
-    browser.wait_for_text("p.notice", "Resumed 1 task.").await;
+    browser
+        .wait_for_text("p.notice", "Scene resumed: 1 task fires again.")
+        .await;
     assert_eq!(browser.find(&count_of("ENABLED")).await.text().await, "1");
     console.shot("scenario-scene-resumed").await;
     console.open(&task_path, &format!("Task {name}")).await;

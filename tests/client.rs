@@ -234,6 +234,56 @@ async fn tasks_as_code(store: TestStore) {
     let tasks: Value = serde_json::from_str(&json).expect("JSON");
     assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{json}");
 
+    // A paused scene is exported with every scene's pause, and apply restores it.
+    let (status, _) = api.post("/api/scenes/code/pause", json!({})).await;
+    assert_eq!(status, 200);
+    let exported = ok(&ax(&["export", "--url", &url], &[]));
+    assert!(
+        exported.contains("scenes:\n  code:\n    paused: true\n  other:\n    paused: false\n"),
+        "{exported}"
+    );
+    assert!(
+        exported.contains("tasks:") && exported.contains("name: b"),
+        "{exported}"
+    );
+    write(&exported);
+    assert_eq!(apply(&["--prune"]), "no change\n", "a round trip");
+    let (status, _) = api.post("/api/scenes/code/resume", json!({})).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        apply(&[]),
+        "~ scene code (paused)\n0 created, 0 changed, 0 deleted; scenes: 1 paused, 0 resumed\n"
+    );
+    let paused = |scenes: &Value, name: &str| {
+        scenes["items"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["scene"] == name))
+            .map(|s| s["paused"].clone())
+    };
+    let (_, scenes) = api.get("/api/scenes").await;
+    assert_eq!(paused(&scenes, "code"), Some(json!(true)), "{scenes}");
+    write(&exported.replace("paused: true", "paused: false"));
+    assert_eq!(
+        apply(&["--dry-run"]),
+        "~ scene code (resumed)\ndry run: nothing changed\n"
+    );
+    apply(&[]);
+    let (_, scenes) = api.get("/api/scenes").await;
+    assert_eq!(paused(&scenes, "code"), Some(json!(false)), "{scenes}");
+    let plain = ok(&ax(&["export", "--url", &url], &[]));
+    assert!(
+        plain.starts_with("- "),
+        "no scene paused: the plain list: {plain}"
+    );
+    write(&exported.replace("paused: true", "paused: maybe"));
+    let path = file.display().to_string();
+    let bad = ax(&["apply", "-f", &path, "--url", &url], &[]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("scenes.code.paused"),
+        "{bad:?}"
+    );
+
     // A bad file changes nothing and is a usage error naming the task and field.
     write("- {name: d, scene: code, cron: 'nope', handlerUrl: 'http://127.0.0.1:9/run'}\n");
     let path = file.display().to_string();

@@ -416,6 +416,20 @@ fn refs<'a>(fields: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
     fields.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
+/// The version an editor form carries (its hidden field), as JSON.
+fn version_of(html: &str) -> Value {
+    let marker = r#"name="version" value=""#;
+    let at = html
+        .find(marker)
+        .unwrap_or_else(|| panic!("no version: {html}"))
+        + marker.len();
+    let version = html[at..]
+        .split('"')
+        .next()
+        .and_then(|v| v.parse::<i64>().ok());
+    json!(version.unwrap_or_else(|| panic!("a bad version: {html}")))
+}
+
 /// The id in a `/console/tasks/{id}?…` location.
 fn task_id_in(location: &str) -> i64 {
     location
@@ -1375,6 +1389,55 @@ async fn task_actions(store: TestStore) {
         "unchanged"
     );
 
+    // A form opened before the task changed through the API: its save is refused, the page
+    // says so and shows the task as it is now, and the API's change stays.
+    let (_, _, form) = visitor.get(&edit).await;
+    let opened = version_of(&form);
+    assert_eq!(opened, task_of(&api, b).await["version"], "{form}");
+    let (status, changed) = api
+        .call(
+            "PATCH",
+            &format!("/api/tasks/{b}"),
+            Some(json!({"timeoutMs": 45678, "params": {"from": "api"}})),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    let mut edited = fields(&both);
+    edited.push(("version", opened.to_string()));
+    if let Some(retries) = edited.iter_mut().find(|(name, _)| *name == "maxRetry") {
+        retries.1 = "5".into();
+    }
+    let (status, _, body) = visitor.post(&edit, &refs(&edited)).await;
+    assert_eq!(status, 412, "{body}");
+    assert!(body.contains("changed since you opened it"), "{body}");
+    assert!(body.contains(r#"value="45678""#), "the new timeout: {body}");
+    assert!(
+        body.contains("&quot;from&quot;: &quot;api&quot;"),
+        "the new params: {body}"
+    );
+    assert!(
+        body.contains("<code>maxRetry</code>: <code>5</code>"),
+        "the edit sent: {body}"
+    );
+    let now = task_of(&api, b).await;
+    assert_eq!(
+        (&now["timeoutMs"], &now["params"]),
+        (&json!(45678), &json!({"edited": true, "from": "api"}))
+    );
+    assert_eq!(
+        (&now["maxRetry"], &now["version"]),
+        (&json!(2), &changed["version"])
+    );
+    // Sent again from the page shown, on the version it carries: saved.
+    assert_eq!(version_of(&body), changed["version"]);
+    let mut again = edited.clone();
+    if let Some(version) = again.iter_mut().find(|(name, _)| *name == "version") {
+        version.1 = changed["version"].to_string();
+    }
+    let (status, _, body) = visitor.post(&edit, &refs(&again)).await;
+    assert_eq!(status, 303, "{body}");
+    assert_eq!(task_of(&api, b).await["maxRetry"], 5);
+
     let in_scene = format!("({scene}/");
     audited(
         &api,
@@ -1475,29 +1538,63 @@ async fn run_and_scene_actions(store: TestStore) {
     let delivered = delivery_of(&accepting, &again).await;
     assert_eq!(delivered.body["params"], json!({"day": "2026-11-30"}));
 
-    // The scene: paused (its two enabled tasks), resumed (all three).
+    // The scene: paused (its two enabled tasks stop firing), its own state beside its tasks';
+    // resumed, the task paused by itself stays paused.
+    let states = || async {
+        let mut states = Vec::new();
+        for id in &ids {
+            let task = task_of(&api, *id).await;
+            states.push((task["status"].clone(), task["scenePaused"].clone()));
+        }
+        states
+    };
     let (status, location, _) = visitor
         .post("/console/scenes/pause", &[("scene", &scene)])
         .await;
     assert_eq!(status, 303);
     let location = location.expect("the scenes");
-    assert_eq!(location, "/console/scenes?done=paused-many&n=2");
+    assert_eq!(location, "/console/scenes?done=scene-paused&n=2");
     let (_, _, body) = visitor.get(&location).await;
-    assert!(body.contains("Paused 2 tasks."), "{body}");
-    for id in &ids {
-        assert_eq!(task_of(&api, *id).await["status"], "PAUSED");
-    }
+    assert!(
+        body.contains("Scene paused: 2 tasks stop firing."),
+        "{body}"
+    );
+    let resume_button = format!(r#"aria-label="Resume scene {scene}""#);
+    assert!(body.contains(&resume_button), "{body}");
+    assert!(!body.contains(&format!(r#"aria-label="Pause scene {scene}""#)));
+    let (enabled, paused) = (json!("ENABLED"), json!("PAUSED"));
+    let (yes, no) = (json!(true), json!(false));
+    assert_eq!(
+        states().await,
+        [
+            (enabled.clone(), yes.clone()),
+            (enabled.clone(), yes.clone()),
+            (paused.clone(), yes)
+        ]
+    );
+    let (_, _, task_page) = visitor.get(&format!("/console/tasks/{}", ids[0])).await;
+    assert!(task_page.contains("SCENE PAUSED"), "{task_page}");
+    let (_, _, listing) = visitor.get(&format!("/console/tasks?scene={scene}")).await;
+    assert!(listing.contains("SCENE PAUSED"), "{listing}");
     let (status, location, _) = visitor
         .post("/console/scenes/resume", &[("scene", &scene)])
         .await;
     assert_eq!(status, 303);
     let location = location.expect("the scenes");
-    assert_eq!(location, "/console/scenes?done=resumed-many&n=3");
+    assert_eq!(location, "/console/scenes?done=scene-resumed&n=2");
     let (_, _, body) = visitor.get(&location).await;
-    assert!(body.contains("Resumed 3 tasks."), "{body}");
-    for id in &ids {
-        assert_eq!(task_of(&api, *id).await["status"], "ENABLED");
-    }
+    assert!(
+        body.contains("Scene resumed: 2 tasks fire again."),
+        "{body}"
+    );
+    assert_eq!(
+        states().await,
+        [
+            (enabled.clone(), no.clone()),
+            (enabled, no.clone()),
+            (paused, no)
+        ]
+    );
     let (status, _, _) = visitor
         .post("/console/scenes/pause", &[("scene", "")])
         .await;

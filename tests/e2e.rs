@@ -1096,3 +1096,156 @@ async fn a_connection_closed_as_it_is_reused_is_not_a_failed_attempt() {
     assert!(answered.load(std::sync::atomic::Ordering::SeqCst) >= 4);
     ax.shutdown().await;
 }
+
+/// A request with an optional `If-Match`; the status, the `ETag` and the JSON body.
+async fn conditional(
+    ax: &ax::app::Ax,
+    method: &str,
+    path: &str,
+    if_match: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Option<String>, Value) {
+    let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
+    let mut request = awc::Client::default().request(method, format!("http://{}{path}", ax.addr()));
+    if let Some(tag) = if_match {
+        request = request.insert_header(("If-Match", tag));
+    }
+    let mut response = match body {
+        Some(body) => request.send_json(&body).await,
+        None => request.send().await,
+    }
+    .expect("an answer");
+    let etag = response
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let bytes = response.body().await.expect("a body");
+    let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (response.status().as_u16(), etag, json)
+}
+
+/// A task's version is its ETag; `If-Match` makes PUT, PATCH and DELETE conditional on it (412
+/// when stale, naming If-Match, nothing changed); two PATCHes from one version: one stored, one
+/// 412; two PATCHes without `If-Match` of different fields: both kept.
+async fn versions_make_changes_conditional(store: TestStore) {
+    let ax = start_ax(&config(&store, false, "versions")).await;
+    let task = Api::new(&ax)
+        .create_task(json!({
+            "name": "v", "scene": "s", "cron": "0 0 0 1 1 *", "handlerUrl": "http://127.0.0.1:9/run",
+            "params": {"region": "eu"}, "timeoutMs": 1000,
+        }))
+        .await;
+    assert_eq!(task["version"], 1, "{task}");
+    let path = format!("/api/tasks/{}", task["id"]);
+    let (status, etag, got) = conditional(&ax, "GET", &path, None, None).await;
+    assert_eq!(
+        (status, etag.as_deref(), &got["version"]),
+        (200, Some("\"1\""), &json!(1))
+    );
+
+    let patch = |timeout: i64| Some(json!({"timeoutMs": timeout}));
+    let (status, etag, patched) =
+        conditional(&ax, "PATCH", &path, Some("\"1\""), patch(2000)).await;
+    assert_eq!((status, etag.as_deref()), (200, Some("\"2\"")), "{patched}");
+    assert_eq!(
+        (&patched["timeoutMs"], &patched["version"]),
+        (&json!(2000), &json!(2))
+    );
+    // Stale, weak, or a list without the current version: 412, the current ETag, no change.
+    for tag in ["\"1\"", "W/\"2\"", "\"1\", \"3\""] {
+        for (method, body) in [
+            ("PATCH", patch(3000)),
+            (
+                "PUT",
+                Some(json!({"name": "v", "scene": "s", "cron": "0 0 0 1 1 *",
+                "handlerUrl": "http://127.0.0.1:9/run", "timeoutMs": 3000})),
+            ),
+            ("DELETE", None),
+        ] {
+            let (status, etag, reply) = conditional(&ax, method, &path, Some(tag), body).await;
+            assert_eq!(
+                (status, etag.as_deref()),
+                (412, Some("\"2\"")),
+                "{method} {tag}: {reply}"
+            );
+            assert_eq!(reply["error"]["code"], "PRECONDITION_FAILED", "{reply}");
+            assert_eq!(reply["error"]["field"], "If-Match", "{reply}");
+        }
+    }
+    let (_, _, now) = conditional(&ax, "GET", &path, None, None).await;
+    assert_eq!(
+        (&now["timeoutMs"], &now["version"]),
+        (&json!(2000), &json!(2)),
+        "unchanged"
+    );
+    let (status, _, reply) = conditional(&ax, "PATCH", &path, Some("2"), patch(3000)).await;
+    assert_eq!(
+        (status, &reply["error"]["field"]),
+        (400, &json!("If-Match")),
+        "{reply}"
+    );
+    let (status, etag, _) = conditional(&ax, "PATCH", &path, Some("*"), patch(3000)).await;
+    assert_eq!((status, etag.as_deref()), (200, Some("\"3\"")));
+    // A view sent back: its read-only fields are ignored, `version` too (If-Match carries it).
+    let (_, _, mut view) = conditional(&ax, "GET", &path, None, None).await;
+    for key in ["id", "status", "nextRunAt", "createdAt", "updatedAt"] {
+        view.as_object_mut().expect("object").remove(key);
+    }
+    view["version"] = json!(1);
+    let (status, etag, reply) = conditional(&ax, "PUT", &path, None, Some(view)).await;
+    assert_eq!((status, etag.as_deref()), (200, Some("\"4\"")), "{reply}");
+    // A pause and a resume are changes too.
+    let (_, etag, _) = conditional(&ax, "POST", &format!("{path}/pause"), None, None).await;
+    assert_eq!(etag.as_deref(), Some("\"5\""));
+    let (_, etag, _) = conditional(&ax, "POST", &format!("{path}/resume"), None, None).await;
+    assert_eq!(etag.as_deref(), Some("\"6\""));
+
+    // Two PATCHes made from one version: exactly one is stored.
+    for round in 0..10 {
+        let (_, _, now) = conditional(&ax, "GET", &path, None, None).await;
+        let tag = format!("\"{}\"", now["version"]);
+        let (one, two) = futures_util::join!(
+            conditional(&ax, "PATCH", &path, Some(&tag), patch(4000 + round)),
+            conditional(&ax, "PATCH", &path, Some(&tag), patch(5000 + round)),
+        );
+        let mut statuses = [one.0, two.0];
+        statuses.sort();
+        assert_eq!(statuses, [200, 412], "round {round}: {one:?} {two:?}");
+    }
+    // Without If-Match, concurrent PATCHes of different fields are each merged onto the other.
+    for round in 0..10 {
+        let (one, two) = futures_util::join!(
+            conditional(&ax, "PATCH", &path, None, patch(6000 + round)),
+            conditional(
+                &ax,
+                "PATCH",
+                &path,
+                None,
+                Some(json!({"params": {"round": round}}))
+            ),
+        );
+        assert_eq!((one.0, two.0), (200, 200), "round {round}: {one:?} {two:?}");
+        let (_, _, now) = conditional(&ax, "GET", &path, None, None).await;
+        assert_eq!(now["timeoutMs"], 6000 + round, "round {round}: {now}");
+        assert_eq!(
+            now["params"],
+            json!({"region": "eu", "round": round}),
+            "round {round}"
+        );
+    }
+    let (_, etag, _) = conditional(&ax, "GET", &path, None, None).await;
+    let (status, _, _) = conditional(&ax, "DELETE", &path, etag.as_deref(), None).await;
+    assert_eq!(status, 204);
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn versions_on_sqlite() {
+    versions_make_changes_conditional(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn versions_on_mariadb() {
+    versions_make_changes_conditional(TestStore::mysql()).await;
+}

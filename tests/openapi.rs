@@ -87,6 +87,25 @@ async fn the_document_matches_the_router() {
         doc["paths"]["/api/tasks/{id}"]["get"]["parameters"][0]["schema"]["type"],
         "integer"
     );
+    // A task's version: its ETag on every reply of one task; If-Match and 412 on its changes.
+    let task = &doc["paths"]["/api/tasks/{id}"];
+    assert!(task["get"]["responses"]["200"]["headers"]["ETag"].is_object());
+    for method in ["put", "patch", "delete"] {
+        let op = &task[method];
+        assert!(op["responses"]["412"].is_object(), "{method}");
+        let if_match = op["parameters"].as_array().and_then(|params| {
+            params
+                .iter()
+                .find(|p| p["name"] == "If-Match" && p["in"] == "header")
+        });
+        assert!(if_match.is_some(), "{method}: {op}");
+    }
+    assert!(task["get"]["responses"]["412"].is_null());
+    let schema = &doc["components"]["schemas"]["Task"]["allOf"][1]["properties"];
+    assert!(schema["version"].is_object() && schema["scenePaused"].is_object());
+    let scenes = &doc["paths"]["/api/scenes"]["get"]["responses"]["200"]["content"];
+    let scene = &scenes["application/json"]["schema"]["properties"]["items"]["items"];
+    assert_eq!(scene["properties"]["paused"]["type"], "boolean", "{scene}");
     ax.shutdown().await;
 }
 

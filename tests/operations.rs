@@ -136,6 +136,150 @@ async fn pause_and_resume_on_sqlite() {
     pause_and_resume(TestStore::sqlite()).await;
 }
 
+/// Waits at least 3 s, and until task `live` has `more` deliveries beyond `since` (at most
+/// 15 s); returns whether it has.
+async fn wait_for_fires(executor: &Executor, live: i64, since: usize, more: usize) -> bool {
+    let waited = std::time::Instant::now();
+    loop {
+        let fired = deliveries_of(executor, live) >= since + more;
+        if (fired && waited.elapsed() >= Duration::from_secs(3))
+            || waited.elapsed() >= Duration::from_secs(15)
+        {
+            return fired;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A scene's pause is its own state: its tasks stop firing, on every ax process of the store,
+/// a task created in it meanwhile too, and their own state stays; resuming the scene leaves a
+/// task paused by itself paused, and the others fire again.
+async fn a_scene_pause_is_its_own(store: TestStore) {
+    let clustered = store.is_mysql();
+    let scene = common::unique_name("quiet");
+    let ax = start_ax(&config(&store, clustered, "scene-a")).await;
+    // On MariaDB a second process shares the store: the pause must reach its wheel too.
+    let other = match clustered {
+        true => Some(start_ax(&config(&store, true, "scene-b")).await),
+        false => None,
+    };
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Success).await;
+    let every_second = |name: &str, scene: &str| task(name, scene, "* * * * * *", &executor.url);
+    let id = |t: &Value| t["id"].as_i64().expect("id");
+    let own = api.create_task(every_second("own", &scene)).await;
+    let rest = api.create_task(every_second("rest", &scene)).await;
+    let elsewhere = api.create_task(every_second("elsewhere", "busy")).await;
+    executor.wait_for(6, Duration::from_secs(5)).await;
+
+    let (status, _) = api
+        .post(&format!("/api/tasks/{}/pause", id(&own)), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let (status, reply) = api
+        .post(&format!("/api/scenes/{scene}/pause"), json!({}))
+        .await;
+    assert_eq!((status, &reply["paused"]), (200, &json!(1)), "{reply}");
+    let (_, scenes) = api.get("/api/scenes").await;
+    let listed = |name: &str| {
+        scenes["items"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["scene"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("scene {name}: {scenes}"))
+    };
+    assert_eq!(listed(&scene)["paused"], true);
+    assert!(listed(&scene)["pausedAt"].is_string(), "{scenes}");
+    assert_eq!(listed(&scene)["tasks"], json!({"ENABLED": 1, "PAUSED": 1}));
+    assert_eq!(listed("busy")["paused"], false);
+    let (_, rest_now) = api.get(&format!("/api/tasks/{}", id(&rest))).await;
+    assert_eq!(
+        (
+            &rest_now["status"],
+            &rest_now["scenePaused"],
+            &rest_now["nextRunAt"]
+        ),
+        (&json!("ENABLED"), &json!(true), &Value::Null),
+        "its own state stays"
+    );
+    let late = api.create_task(every_second("late", &scene)).await;
+    assert_eq!(
+        (&late["scenePaused"], &late["nextRunAt"]),
+        (&json!(true), &Value::Null)
+    );
+
+    // Nothing of the scene fires (entries already in the wheels neither); the rest does.
+    actix_rt::time::sleep(Duration::from_millis(1200)).await;
+    let quiet = [id(&own), id(&rest), id(&late)];
+    let before: Vec<usize> = quiet.iter().map(|t| deliveries_of(&executor, *t)).collect();
+    let busy = deliveries_of(&executor, id(&elsewhere));
+    assert!(
+        wait_for_fires(&executor, id(&elsewhere), busy, 2).await,
+        "another scene fires on"
+    );
+    let after: Vec<usize> = quiet.iter().map(|t| deliveries_of(&executor, *t)).collect();
+    assert_eq!(after, before, "a paused scene fired");
+
+    // Resumed: its enabled tasks fire again from now; the one paused by itself does not.
+    let (status, reply) = api
+        .post(&format!("/api/scenes/{scene}/resume"), json!({}))
+        .await;
+    assert_eq!((status, &reply["resumed"]), (200, &json!(2)), "{reply}");
+    let own_before = deliveries_of(&executor, id(&own));
+    for live in [id(&rest), id(&late)] {
+        let since = deliveries_of(&executor, live);
+        assert!(
+            wait_for_fires(&executor, live, since, 2).await,
+            "task {live} fires again"
+        );
+    }
+    assert_eq!(
+        deliveries_of(&executor, id(&own)),
+        own_before,
+        "paused by itself"
+    );
+    let (_, own_now) = api.get(&format!("/api/tasks/{}", id(&own))).await;
+    assert_eq!(
+        (&own_now["status"], &own_now["scenePaused"]),
+        (&json!("PAUSED"), &json!(false))
+    );
+    let (status, reply) = api
+        .post(&format!("/api/scenes/{scene}/resume"), json!({}))
+        .await;
+    assert_eq!(
+        (status, &reply["resumed"]),
+        (200, &json!(0)),
+        "not paused: {reply}"
+    );
+    let audit = api.get("/api/audit?limit=50").await.1;
+    let actions: Vec<&str> = audit["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["target"] == format!("scene {scene}"))
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert_eq!(
+        actions,
+        ["scene.resume", "scene.resume", "scene.pause"],
+        "{audit}"
+    );
+    if let Some(other) = other {
+        other.shutdown().await;
+    }
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn a_scene_pause_on_mariadb_with_two_processes() {
+    a_scene_pause_is_its_own(TestStore::mysql()).await;
+}
+
+#[actix_rt::test]
+async fn a_scene_pause_on_sqlite() {
+    a_scene_pause_is_its_own(TestStore::sqlite()).await;
+}
+
 /// A manual run fires now with its own request id and params, outside the schedule.
 #[actix_rt::test]
 async fn manual_run_fires_now_and_leaves_the_schedule_alone() {

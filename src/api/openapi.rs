@@ -65,13 +65,29 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         })
         .collect();
     parameters.extend(query_parameters(method, path));
+    let conditional = matches!(
+        (method, path),
+        ("put" | "patch" | "delete", "/api/tasks/{id}")
+    );
+    if conditional {
+        parameters.push(
+            json!({"name": "If-Match", "in": "header", "required": false,
+            "description": "the task's ETag (\"3\") or *: the change is made only if the task \
+                is at that version, else 412 (strong comparison: a weak tag never matches)",
+            "schema": {"type": "string"}}),
+        );
+    }
     let (status, reply) = reply(method, path);
-    let success = match (method, path) {
+    let mut success = match (method, path) {
         ("get", "/metrics") => {
             json!({"description": "success", "content": {"text/plain": {"schema": reply}}})
         }
         _ => json!({"description": "success", "content": content(&reply)}),
     };
+    if reply == schema_ref("Task") {
+        success["headers"] = json!({"ETag": {"schema": {"type": "string"},
+            "description": "the task's version, a strong tag (\"3\"): send it as If-Match"}});
+    }
     let mut responses = json!({
         status: success,
         "400": error("invalid input; `field` names it"),
@@ -89,6 +105,12 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
     }
     if admin {
         responses["401"] = error("missing or wrong token");
+    }
+    if conditional {
+        responses["412"] = error(
+            "If-Match names none of the versions the task is at (`field`: If-Match; the ETag \
+             header gives the current one)",
+        );
     }
     match (method, path) {
         ("post", "/api/callback") => {
@@ -281,6 +303,29 @@ fn reply(method: &str, path: &str) -> (&'static str, Value) {
             "applied": {"type": "boolean"}, "message": {"type": "string"}}}),
         ),
         ("get", "/metrics") => ("200", json!({"type": "string"})),
+        ("get", "/api/scenes") => (
+            "200",
+            json!({"type": "object", "properties": {
+            "items": {"type": "array", "items": {"type": "object", "properties": {
+                "scene": {"type": "string"}, "total": {"type": "integer"},
+                "tasks": {"type": "object", "additionalProperties": {"type": "integer"},
+                    "description": "task counts by their own status"},
+                "paused": {"type": "boolean",
+                    "description": "the scene's own pause: none of its tasks fires while it is paused"},
+                "pausedAt": {"type": "string", "format": "date-time", "nullable": true}}}}}}),
+        ),
+        ("post", "/api/scenes/{scene}/pause") => (
+            "200",
+            json!({"type": "object", "properties": {"scene": {"type": "string"},
+            "paused": {"type": "integer",
+                "description": "its tasks that stop firing (0 if it was paused already)"}}}),
+        ),
+        ("post", "/api/scenes/{scene}/resume") => (
+            "200",
+            json!({"type": "object", "properties": {"scene": {"type": "string"},
+            "resumed": {"type": "integer",
+                "description": "its tasks that fire again (those paused one by one stay paused)"}}}),
+        ),
         ("get", "/api/audit") => (
             "200",
             json!({"type": "object", "properties": {
@@ -342,7 +387,12 @@ fn schemas() -> Value {
                 "description": "each run is dispatched up to this many seconds after its time, \
                     by an offset fixed by (taskId, scheduledAt)"}}},
         "Task": {"allOf": [{"$ref": "#/components/schemas/TaskInput"}, {"type": "object", "properties": {
-            "id": int, "status": {"type": "string", "enum": TaskStatus::ALL},
+            "id": int,
+            "status": {"type": "string", "enum": TaskStatus::ALL,
+                "description": "the task's own state; it fires when neither it nor its scene is paused"},
+            "scenePaused": {"type": "boolean", "description": "whether its scene is paused"},
+            "version": {"type": "integer",
+                "description": "raised by every change of its definition (not by nextRunAt moving on); the ETag"},
             "nextRunAt": {"type": "string", "format": "date-time", "nullable": true},
             "createdAt": time, "updatedAt": time}}]},
         "Instance": {"type": "object", "properties": {

@@ -2,17 +2,43 @@
 
 use std::collections::HashMap;
 
-use actix_web::{web, HttpResponse};
-use serde_json::Value;
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
 
 use super::json::JsonBody;
 use super::validate;
 use super::views::{InstanceView, PageView, StatsView, TaskView};
 use super::{Actor, ApiState};
 use crate::error::ApiError;
-use crate::run::TaskId;
+use crate::etag::{self, etag};
+use crate::service::{ServiceError, TaskDetails};
 use crate::store::models::TaskStatus;
-use crate::store::queries::tasks::TaskFilter;
+use crate::store::queries::tasks::{TaskFilter, Versions};
+
+/// How often a `PATCH` without `If-Match` is merged again onto a task that changed meanwhile.
+const PATCH_TRIES: usize = 5;
+
+/// A task as a reply, its version as the `ETag`.
+fn task_reply(mut reply: HttpResponseBuilder, details: TaskDetails) -> HttpResponse {
+    reply
+        .insert_header((header::ETAG, etag(details.task.version)))
+        .json(TaskView::from(details))
+}
+
+/// The versions a change applies to, from its `If-Match` header (any without one).
+fn if_match(req: &HttpRequest) -> Result<Versions, ApiError> {
+    let invalid = |message: String| ApiError::invalid("If-Match", message);
+    let values = req
+        .headers()
+        .get_all(header::IF_MATCH)
+        .map(|value| {
+            value
+                .to_str()
+                .map_err(|_| invalid("If-Match must be ASCII".into()))
+        })
+        .collect::<Result<Vec<&str>, ApiError>>()?;
+    etag::if_match(&values).map_err(|err| invalid(err.to_string()))
+}
 
 /// `POST /api/tasks` → 201 with the task.
 pub async fn create(
@@ -22,7 +48,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let input = validate::task_input(body.0, &state.security.allowlist)?;
     let task = state.service.create_task(input, &actor.0).await?;
-    Ok(HttpResponse::Created().json(TaskView::from(task)))
+    Ok(task_reply(HttpResponse::Created(), task))
 }
 
 /// `POST /api/tasks/bulk` `{"items": [task bodies], "upsert": bool}` → 200 `{created, updated,
@@ -70,47 +96,48 @@ pub async fn list(
     }))
 }
 
-/// `GET /api/tasks/{id}`.
+/// `GET /api/tasks/{id}`, its version as the `ETag`.
 pub async fn get(
     state: web::Data<ApiState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let task = state.service.task(validate::task_id(&path)?).await?;
-    Ok(HttpResponse::Ok().json(TaskView::from(task)))
+    Ok(task_reply(HttpResponse::Ok(), task))
 }
 
-/// `PUT /api/tasks/{id}`: replaces the task's definition; its next run is computed anew.
+/// `PUT /api/tasks/{id}`: replaces the task's definition (with `If-Match`, only at a version it
+/// names, else 412); its next run is computed anew.
 pub async fn update(
     state: web::Data<ApiState>,
     actor: Actor,
-    path: web::Path<String>,
-    body: JsonBody,
-) -> Result<HttpResponse, ApiError> {
-    replace(&state, &actor, validate::task_id(&path)?, body.0).await
-}
-
-/// Replaces task `id` with the definition in `body`, checked as a whole.
-async fn replace(
-    state: &ApiState,
-    actor: &Actor,
-    id: TaskId,
-    body: Value,
-) -> Result<HttpResponse, ApiError> {
-    let input = validate::task_input(body, &state.security.allowlist)?;
-    let task = state.service.update_task(id, input, &actor.0).await?;
-    Ok(HttpResponse::Ok().json(TaskView::from(task)))
-}
-
-/// `PATCH /api/tasks/{id}`: merges the body into the task as a JSON merge patch (RFC 7386):
-/// the fields given change, `null` resets one to its default, the others stay; the result is
-/// checked as a whole, like a `PUT`.
-pub async fn patch(
-    state: web::Data<ApiState>,
-    actor: Actor,
+    req: HttpRequest,
     path: web::Path<String>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
+    let versions = if_match(&req)?;
+    let input = validate::task_input(body.0, &state.security.allowlist)?;
+    let task = state
+        .service
+        .update_task(id, versions, input, &actor.0)
+        .await?;
+    Ok(task_reply(HttpResponse::Ok(), task))
+}
+
+/// `PATCH /api/tasks/{id}`: merges the body into the task as a JSON merge patch (RFC 7386):
+/// the fields given change, `null` resets one to its default, the others stay; the result is
+/// checked as a whole, like a `PUT`. The merge is written only onto the version it was made
+/// on: with `If-Match`, a task at another version is a 412; without, a task that changed
+/// meanwhile is merged onto again, so no concurrent change is lost.
+pub async fn patch(
+    state: web::Data<ApiState>,
+    actor: Actor,
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let id = validate::task_id(&path)?;
+    let asked = if_match(&req)?;
     let patch = body.0;
     if !patch.is_object() {
         return Err(ApiError::Invalid {
@@ -118,32 +145,46 @@ pub async fn patch(
             message: "a merge patch of a task must be a JSON object".into(),
         });
     }
-    let current =
-        serde_json::to_value(TaskView::from(state.service.task(id).await?)).map_err(|err| {
-            ApiError::Invalid {
+    for _ in 0..PATCH_TRIES {
+        let current = state.service.task(id).await?;
+        let version = current.task.version;
+        if !asked.allows(version) {
+            return Err(ServiceError::Stale(Box::new(current)).into());
+        }
+        let view =
+            serde_json::to_value(TaskView::from(current)).map_err(|err| ApiError::Invalid {
                 field: None,
                 message: format!("the task could not be read: {err}"),
-            }
-        })?;
-    replace(
-        &state,
-        &actor,
-        id,
-        validate::merge_patch(validate::task_body(current), patch),
-    )
-    .await
+            })?;
+        let merged = validate::merge_patch(validate::task_body(view), patch.clone());
+        let input = validate::task_input(merged, &state.security.allowlist)?;
+        let on = Versions::OneOf(vec![version]);
+        match state.service.update_task(id, on, input, &actor.0).await {
+            Ok(task) => return Ok(task_reply(HttpResponse::Ok(), task)),
+            Err(ServiceError::Stale(_)) if asked == Versions::Any => continue,
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Err(ApiError::Conflict {
+        field: None,
+        message: format!(
+            "task {id} changed {PATCH_TRIES} times while this patch was merged onto it; \
+             nothing was changed: send it again"
+        ),
+    })
 }
 
-/// `DELETE /api/tasks/{id}` → 204; the task's run history stays.
+/// `DELETE /api/tasks/{id}` → 204 (with `If-Match`, only at a version it names, else 412); the
+/// task's run history stays.
 pub async fn delete(
     state: web::Data<ApiState>,
     actor: Actor,
+    req: HttpRequest,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    state
-        .service
-        .delete_task(validate::task_id(&path)?, &actor.0)
-        .await?;
+    let id = validate::task_id(&path)?;
+    let versions = if_match(&req)?;
+    state.service.delete_task(id, versions, &actor.0).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -157,7 +198,7 @@ pub async fn pause(
         .service
         .pause_task(validate::task_id(&path)?, &actor.0)
         .await?;
-    Ok(HttpResponse::Ok().json(TaskView::from(task)))
+    Ok(task_reply(HttpResponse::Ok(), task))
 }
 
 /// `POST /api/tasks/{id}/resume`: the next run is computed from now.
@@ -170,7 +211,7 @@ pub async fn resume(
         .service
         .resume_task(validate::task_id(&path)?, &actor.0)
         .await?;
-    Ok(HttpResponse::Ok().json(TaskView::from(task)))
+    Ok(task_reply(HttpResponse::Ok(), task))
 }
 
 /// `POST /api/tasks/{id}/trigger` (body optional: `{"params": {…}}`) → 201 with the new run.

@@ -155,7 +155,15 @@ pub fn bulk(body: &[u8], allowlist: &Allowlist) -> Result<(Vec<TaskInput>, bool)
 }
 
 /// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
-pub fn task_input(body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiError> {
+pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiError> {
+    // Fields of the task's view added after clients learnt to send a view back without `id`,
+    // `status`, `nextRunAt`, `createdAt`, `updatedAt`: read-only, and ignored (a change's
+    // version goes in `If-Match`).
+    if let Some(fields) = body.as_object_mut() {
+        for read_only in ["version", "scenePaused"] {
+            fields.remove(read_only);
+        }
+    }
     let mut body = object(body, TASK_FIELDS)?;
     let zone = time_zone(optional_string(&mut body, "timeZone")?)?;
     let cron = cron(required_string(&mut body, "cron")?)?.in_zone(zone);

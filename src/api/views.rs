@@ -30,6 +30,10 @@ pub struct TaskView {
     timeout_ms: i64,
     status: TaskStatus,
     enabled: bool,
+    /// Whether its scene is paused: it fires when neither it (`status`) nor its scene is.
+    scene_paused: bool,
+    /// Raised by every change of its definition; its `ETag`.
+    version: i64,
     retry_backoff_secs: Option<i32>,
     retry_factor: Option<i32>,
     misfire_threshold_secs: Option<i32>,
@@ -51,6 +55,8 @@ impl From<TaskDetails> for TaskView {
             dependency_timeout_secs: task.dependency_timeout_secs,
             id: task.id,
             enabled: task.status == TaskStatus::Enabled,
+            scene_paused: details.scene_paused,
+            version: task.version,
             params: serde_json::from_str(&task.params).unwrap_or(serde_json::Value::Null),
             name: task.name,
             scene: task.scene,
@@ -186,6 +192,9 @@ pub struct SceneView {
     scene: String,
     total: i64,
     tasks: HashMap<String, i64>,
+    /// The scene's own pause: none of its tasks fires while it is paused.
+    paused: bool,
+    paused_at: Option<String>,
 }
 
 impl From<SceneCounts> for SceneView {
@@ -194,6 +203,8 @@ impl From<SceneCounts> for SceneView {
             scene: counts.scene,
             total: counts.by_status.values().sum(),
             tasks: counts.by_status,
+            paused: counts.paused_at.is_some(),
+            paused_at: counts.paused_at.map(rfc3339),
         }
     }
 }

@@ -19,8 +19,9 @@ use crate::api::validate::{self, DEFAULT_MAX_RETRY, DEFAULT_SCENE, DEFAULT_TIMEO
 use crate::api::ApiState;
 use crate::error::ApiError;
 use crate::run::{OverlapPolicy, TaskId};
-use crate::service::{Service, TaskDetails};
+use crate::service::{Service, ServiceError, TaskDetails};
 use crate::store::models::{Task, TaskStatus};
+use crate::store::queries::tasks::Versions;
 
 /// Names of a scene's tasks the dependency field lists.
 const SUGGESTED_NAMES: i64 = 200;
@@ -152,6 +153,38 @@ impl Draft {
         }
     }
 
+    /// Every field, by its API name, as text (params as indented JSON).
+    fn texts(&self) -> Vec<(&'static str, String)> {
+        let mut texts = vec![
+            ("name", self.name.clone()),
+            ("scene", self.scene.clone()),
+            ("cron", self.cron.clone()),
+            ("timeZone", self.time_zone.clone()),
+            ("handlerUrl", self.handler_url.clone()),
+            ("enabled", self.enabled.to_string()),
+            ("params", pretty_json(&self.params)),
+            ("dependsOn", self.upstream_lines().join("\n")),
+            ("overlap", self.overlap.clone()),
+        ];
+        texts.extend(
+            NUMBERS
+                .iter()
+                .map(|(name, _, _)| (*name, self.number(name).to_string())),
+        );
+        texts
+    }
+
+    /// This draft's fields that differ from `other`'s, with this draft's values.
+    fn changes_from(&self, other: &Draft) -> Vec<(&'static str, String)> {
+        let theirs = other.texts();
+        self.texts()
+            .into_iter()
+            .zip(theirs)
+            .filter(|(mine, theirs)| mine.1 != theirs.1)
+            .map(|(mine, _)| mine)
+            .collect()
+    }
+
     fn number(&self, name: &str) -> &str {
         match name {
             "maxRetry" => &self.max_retry,
@@ -279,6 +312,23 @@ struct Refusal {
     message: String,
 }
 
+/// Why the editor is shown again after a save: refused, or the task changed since the form
+/// was opened (the form then shows the task as it is, and the values sent that differ).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unsaved {
+    Refused(Refusal),
+    Changed(Vec<(&'static str, String)>),
+}
+
+impl Unsaved {
+    fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Unsaved::Refused(refusal) => Some(refusal),
+            Unsaved::Changed(_) => None,
+        }
+    }
+}
+
 impl Refusal {
     fn of(err: &ApiError) -> Refusal {
         Refusal {
@@ -294,18 +344,19 @@ impl Refusal {
     }
 }
 
-/// Which task the editor saves: a new one, or task `id`.
+/// Which task the editor saves: a new one, or task `id` at the version the form was opened on
+/// (none: whatever version it is at).
 #[derive(Debug, Clone, Copy)]
 enum Target {
     New,
-    Existing(TaskId),
+    Existing { id: TaskId, version: Option<i64> },
 }
 
 impl Target {
     fn action(self) -> String {
         match self {
             Target::New => "/console/tasks/new".into(),
-            Target::Existing(id) => format!("{}/edit", task_href(id)),
+            Target::Existing { id, .. } => format!("{}/edit", task_href(id)),
         }
     }
 }
@@ -345,10 +396,15 @@ pub async fn edit_form(
         .tasks_by_id(details.depends_on.clone())
         .await?;
     let draft = Draft::of(&details.task, &upstreams);
-    editor(&state, &visitor, Target::Existing(id), &draft, None).await
+    let target = Target::Existing {
+        id,
+        version: Some(details.task.version),
+    };
+    editor(&state, &visitor, target, &draft, None).await
 }
 
-/// `POST /console/tasks/{id}/edit`: the API's replace (`PUT`).
+/// `POST /console/tasks/{id}/edit`: the API's replace (`PUT`), with the version the form was
+/// opened on as its `If-Match`.
 pub async fn update(
     state: web::Data<ApiState>,
     visitor: Visitor,
@@ -356,32 +412,50 @@ pub async fn update(
     form: Submitted,
 ) -> Result<HttpResponse, ConsoleError> {
     let id = parse_task_id(&path)?;
-    save(&state, &visitor, Target::Existing(id), Draft::sent(&form)).await
+    let version = form.get("version").and_then(|v| v.parse().ok());
+    let target = Target::Existing { id, version };
+    save(&state, &visitor, target, Draft::sent(&form)).await
 }
 
-/// Saves the draft as the API would; a refusal shows the editor again with its message.
+/// Saves the draft as the API would; a refusal shows the editor again with its message, and a
+/// task changed since the form was opened shows it as it is now, the edit not applied.
 async fn save(
     state: &ApiState,
     visitor: &Visitor,
     target: Target,
     draft: Draft,
 ) -> Result<HttpResponse, ConsoleError> {
-    match saved(state, visitor, target, &draft).await {
+    let (target, draft, unsaved, status) = match saved(state, visitor, target, &draft).await {
         Ok(details) => {
             let notice = match target {
                 Target::New => Notice::Created,
-                Target::Existing(_) => Notice::Saved,
+                Target::Existing { .. } => Notice::Saved,
             };
-            Ok(see_other(&notice_link(&task_href(details.task.id), notice)))
+            return Ok(see_other(&notice_link(&task_href(details.task.id), notice)));
         }
         Err(ConsoleError::Refused(err)) => {
-            let refusal = Refusal::of(&err);
-            let mut response = editor(state, visitor, target, &draft, Some(&refusal)).await?;
-            *response.status_mut() = actix_web::ResponseError::status_code(&err);
-            Ok(response)
+            let status = actix_web::ResponseError::status_code(&err);
+            (target, draft, Unsaved::Refused(Refusal::of(&err)), status)
         }
-        Err(other) => Err(other),
-    }
+        Err(ConsoleError::Changed(current)) => {
+            let upstreams = state
+                .service
+                .tasks_by_id(current.depends_on.clone())
+                .await?;
+            let now = Draft::of(&current.task, &upstreams);
+            let yours = draft.changes_from(&now);
+            let target = Target::Existing {
+                id: current.task.id,
+                version: Some(current.task.version),
+            };
+            let status = actix_web::http::StatusCode::PRECONDITION_FAILED;
+            (target, now, Unsaved::Changed(yours), status)
+        }
+        Err(other) => return Err(other),
+    };
+    let mut response = editor(state, visitor, target, &draft, Some(&unsaved)).await?;
+    *response.status_mut() = status;
+    Ok(response)
 }
 
 async fn saved(
@@ -394,19 +468,26 @@ async fn saved(
     let body = draft.body(&upstreams)?;
     let input = validate::task_input(body, &state.security.allowlist)?;
     let actor = &visitor.principal;
-    Ok(match target {
-        Target::New => state.service.create_task(input, actor).await?,
-        Target::Existing(id) => state.service.update_task(id, input, actor).await?,
+    let saved = match target {
+        Target::New => state.service.create_task(input, actor).await,
+        Target::Existing { id, version } => {
+            let versions = version.map_or(Versions::Any, |v| Versions::OneOf(vec![v]));
+            state.service.update_task(id, versions, input, actor).await
+        }
+    };
+    saved.map_err(|err| match err {
+        ServiceError::Stale(current) => ConsoleError::Changed(current),
+        other => other.into(),
     })
 }
 
-/// The editor page, with the refusal of the last save if any.
+/// The editor page, with why the last save did not happen, if it did not.
 async fn editor(
     state: &ApiState,
     visitor: &Visitor,
     target: Target,
     draft: &Draft,
-    refusal: Option<&Refusal>,
+    unsaved: Option<&Unsaved>,
 ) -> Result<HttpResponse, ConsoleError> {
     let suggestions = state
         .service
@@ -415,13 +496,13 @@ async fn editor(
     let preview = preview(state, draft);
     let title = match target {
         Target::New => "New task".to_string(),
-        Target::Existing(_) => format!("Edit task {}", draft.name),
+        Target::Existing { .. } => format!("Edit task {}", draft.name),
     };
     let page = page(
         visitor,
         &title,
         Some(Section::Tasks),
-        editor_form(visitor, target, draft, refusal, &suggestions, preview),
+        editor_form(visitor, target, draft, unsaved, &suggestions, preview),
     );
     Ok(ok(page))
 }
@@ -447,25 +528,39 @@ fn editor_form(
     visitor: &Visitor,
     target: Target,
     draft: &Draft,
-    refusal: Option<&Refusal>,
+    unsaved: Option<&Unsaved>,
     suggestions: &[String],
     preview: Markup,
 ) -> Markup {
+    let refusal = unsaved.and_then(Unsaved::refusal);
     let error = |field: &str| Refusal::for_field(refusal, field);
     let overlaps: Vec<&str> = OverlapPolicy::ALL.iter().map(|p| p.as_str()).collect();
-    let back = match target {
-        Target::New => "/console/tasks".to_string(),
-        Target::Existing(id) => task_href(id),
+    let (back, version) = match target {
+        Target::New => ("/console/tasks".to_string(), None),
+        Target::Existing { id, version } => (task_href(id), version),
     };
     html! {
-        @if let Some(refusal) = refusal {
-            div.error role="alert" #form-error {
-                "Not saved: " (refusal.message)
-                @if let Some(field) = &refusal.field { " " a href=(format!("#{field}")) { "Go to the field" } }
+        @match unsaved {
+            Some(Unsaved::Refused(refusal)) => {
+                div.error role="alert" #form-error {
+                    "Not saved: " (refusal.message)
+                    @if let Some(field) = &refusal.field { " " a href=(format!("#{field}")) { "Go to the field" } }
+                }
             }
+            Some(Unsaved::Changed(yours)) => {
+                div.error role="alert" #form-error {
+                    "Not saved: this task changed since you opened it. The form shows it as it is now; your edit was not applied."
+                    @if !yours.is_empty() {
+                        " What you had sent, where it differs:"
+                        ul.changes { @for (name, value) in yours { li { code { (name) } ": " code { (value) } } } }
+                    }
+                }
+            }
+            None => {}
         }
         form.editor method="post" action=(target.action()) novalidate {
             (csrf_field(visitor))
+            @if let Some(version) = version { input type="hidden" name="version" value=(version); }
             fieldset {
                 legend { "Task" }
                 (layout::input("name", "Name", "text", Some(&draft.name), error("name").as_deref()))
@@ -537,6 +632,23 @@ mod tests {
             let err = draft.body(&[]).expect_err(bad);
             assert_eq!(Refusal::of(&err).field.as_deref(), Some("params"), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_stale_save_lists_the_values_sent_that_differ() {
+        let now = Draft::new(Some("ops"));
+        let mut sent = now.clone();
+        assert!(sent.changes_from(&now).is_empty());
+        sent.timeout_ms = "5000".into();
+        sent.params = r#"{"a":1}"#.into();
+        sent.enabled = false;
+        let changes = sent.changes_from(&now);
+        let names: Vec<&str> = changes.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["enabled", "params", "timeoutMs"]);
+        assert_eq!(
+            changes[1].1, "{\n  \"a\": 1\n}",
+            "params as shown in the form"
+        );
     }
 
     #[test]

@@ -40,10 +40,13 @@ pub enum Notice {
     Cancelled,
     /// Runs a backfill added.
     Backfilled(i64),
-    /// Tasks of a scene, or of a selection, paused, resumed or triggered.
+    /// Tasks of a selection paused, resumed or triggered.
     PausedMany(i64),
     ResumedMany(i64),
     TriggeredMany(i64),
+    /// A scene paused or resumed: how many of its tasks stop or start firing.
+    ScenePaused(i64),
+    SceneResumed(i64),
     SignedOut,
 }
 
@@ -71,6 +74,8 @@ impl Notice {
             "paused-many" => Notice::PausedMany(n),
             "resumed-many" => Notice::ResumedMany(n),
             "triggered-many" => Notice::TriggeredMany(n),
+            "scene-paused" => Notice::ScenePaused(n),
+            "scene-resumed" => Notice::SceneResumed(n),
             "signed-out" => Notice::SignedOut,
             _ => return None,
         })
@@ -90,6 +95,8 @@ impl Notice {
             Notice::PausedMany(n) => ("paused-many", Some(n)),
             Notice::ResumedMany(n) => ("resumed-many", Some(n)),
             Notice::TriggeredMany(n) => ("triggered-many", Some(n)),
+            Notice::ScenePaused(n) => ("scene-paused", Some(n)),
+            Notice::SceneResumed(n) => ("scene-resumed", Some(n)),
             Notice::SignedOut => ("signed-out", None),
         };
         match n {
@@ -119,6 +126,10 @@ impl Notice {
             Notice::PausedMany(n) => format!("Paused {}.", tasks(n)),
             Notice::ResumedMany(n) => format!("Resumed {}.", tasks(n)),
             Notice::TriggeredMany(n) => format!("Triggered {}.", tasks(n)),
+            Notice::ScenePaused(1) => "Scene paused: 1 task stops firing.".into(),
+            Notice::ScenePaused(n) => format!("Scene paused: {n} tasks stop firing."),
+            Notice::SceneResumed(1) => "Scene resumed: 1 task fires again.".into(),
+            Notice::SceneResumed(n) => format!("Scene resumed: {n} tasks fire again."),
             Notice::SignedOut => "Signed out.".into(),
         }
     }
@@ -240,6 +251,15 @@ pub fn task_badge(status: TaskStatus) -> Markup {
         TaskStatus::Paused => Tone::Idle,
     };
     html! { span class=(tone.class()) { (status.as_str()) } }
+}
+
+/// A task's state as badges: its own status, and `SCENE PAUSED` while its scene is paused
+/// (it fires only when neither is paused).
+pub fn task_state(status: TaskStatus, scene_paused: bool) -> Markup {
+    html! {
+        (task_badge(status))
+        @if scene_paused { " " span class=(Tone::Idle.class()) title="its scene is paused: it does not fire" { "SCENE PAUSED" } }
+    }
 }
 
 /// A UTC instant, which the script shows in the browser's zone when asked to.

@@ -156,6 +156,9 @@ enum ConsoleError {
     /// What the API would answer to the same change (bad input, a conflict).
     #[error("{0}")]
     Refused(#[from] crate::error::ApiError),
+    /// The task changed since the form was opened: the task as it is now.
+    #[error("This task changed since you opened it: reload it and make the change again.")]
+    Changed(Box<crate::service::TaskDetails>),
 }
 
 impl From<ServiceError> for ConsoleError {
@@ -186,6 +189,7 @@ impl ResponseError for ConsoleError {
             ConsoleError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ConsoleError::Failed(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ConsoleError::Refused(err) => err.status_code(),
+            ConsoleError::Changed(_) => StatusCode::PRECONDITION_FAILED,
         }
     }
 

@@ -5,7 +5,7 @@ use actix_web::{web, HttpResponse};
 use maud::{html, Markup};
 
 use super::filters::link;
-use super::layout::{notice_link, page, scrolling, task_badge, Notice, Section};
+use super::layout::{maybe_time, notice_link, page, scrolling, task_badge, Notice, Section};
 use super::session::{csrf_field, Submitted, Visitor};
 use super::{ok, see_other, ConsoleError};
 use crate::api::{validate, ApiState};
@@ -21,7 +21,8 @@ pub async fn list(
     Ok(ok(scenes_page(&visitor, &scenes)))
 }
 
-/// `POST /console/scenes/pause` (`scene`): pauses every task of the scene.
+/// `POST /console/scenes/pause` (`scene`): pauses the scene; none of its tasks fires until it
+/// is resumed.
 pub async fn pause(
     state: web::Data<ApiState>,
     visitor: Visitor,
@@ -31,11 +32,12 @@ pub async fn pause(
     let count = state.service.pause_scene(scene, &visitor.principal).await?;
     Ok(see_other(&notice_link(
         "/console/scenes",
-        Notice::PausedMany(count as i64),
+        Notice::ScenePaused(count as i64),
     )))
 }
 
-/// `POST /console/scenes/resume` (`scene`): resumes every paused task of the scene.
+/// `POST /console/scenes/resume` (`scene`): resumes the scene; its tasks paused one by one stay
+/// paused.
 pub async fn resume(
     state: web::Data<ApiState>,
     visitor: Visitor,
@@ -48,7 +50,7 @@ pub async fn resume(
         .await?;
     Ok(see_other(&notice_link(
         "/console/scenes",
-        Notice::ResumedMany(count as i64),
+        Notice::SceneResumed(count as i64),
     )))
 }
 
@@ -67,6 +69,7 @@ fn scenes_page(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
             @if scenes.is_empty() {
                 p.muted { "No tasks yet, so no scenes." }
             } @else {
+                p.hint { "A paused scene's tasks do not fire, whatever their own state; resuming it leaves the tasks paused one by one paused." }
                 (scene_table(visitor, scenes))
             }
         },
@@ -84,6 +87,7 @@ fn scene_table(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
                 thead {
                     tr {
                         th scope="col" { "Scene" }
+                        th scope="col" { "Paused since" }
                         th.num scope="col" { "Tasks" }
                         @for status in TaskStatus::ALL { th.num scope="col" { (task_badge(*status)) } }
                         th scope="col" { "Runs" }
@@ -94,6 +98,7 @@ fn scene_table(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
                     @for scene in scenes {
                         tr {
                             td { a href=(link("/console/tasks", &[("scene", Some(&scene.scene))])) { (scene.scene) } }
+                            td { (maybe_time(scene.paused_at.map(|at| at.naive_utc()))) }
                             td.num { (scene.by_status.values().sum::<i64>()) }
                             @for status in TaskStatus::ALL {
                                 td.num {
@@ -105,8 +110,10 @@ fn scene_table(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
                             td { a href=(link("/console/runs", &[("scene", Some(&scene.scene))])) { "Runs" } }
                             @if visitor.may_change() {
                                 td.actions {
-                                    (scene_button(visitor, "/console/scenes/pause", &scene.scene, "Pause scene"))
-                                    (scene_button(visitor, "/console/scenes/resume", &scene.scene, "Resume scene"))
+                                    @match scene.paused_at {
+                                        None => (scene_button(visitor, "/console/scenes/pause", &scene.scene, "Pause scene")),
+                                        Some(_) => (scene_button(visitor, "/console/scenes/resume", &scene.scene, "Resume scene")),
+                                    }
                                 }
                             }
                         }

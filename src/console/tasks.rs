@@ -3,7 +3,7 @@
 //! times, its latest runs, and its actions (pause, resume, trigger with params, backfill,
 //! delete after a confirmation).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -12,7 +12,7 @@ use maud::{html, Markup};
 
 use super::filters::{self, error_for, FilterError, Params};
 use super::layout::{
-    self, action_button, maybe_time, none, notice_link, page, scrolling, stored_time, task_badge,
+    self, action_button, maybe_time, none, notice_link, page, scrolling, stored_time, task_state,
     Notice, Section,
 };
 use super::session::{csrf_field, Submitted, Visitor};
@@ -23,6 +23,7 @@ use crate::error::ApiError;
 use crate::run::TaskId;
 use crate::service::TaskDetails;
 use crate::store::models::{Instance, Task, TaskStatus};
+use crate::store::queries::tasks::Versions;
 use crate::store::queries::Page;
 
 /// Runs a task's page lists.
@@ -33,6 +34,8 @@ const UPCOMING: usize = 10;
 /// One page of the task listing.
 struct Listing {
     tasks: Vec<Task>,
+    /// The scenes of these tasks that are paused.
+    paused_scenes: HashSet<String>,
     total: i64,
     page: Page,
     /// Each task's latest due run.
@@ -55,12 +58,18 @@ pub async fn list(
     };
     let service = &state.service;
     let (tasks, total) = service.tasks(query.filter, query.page).await?;
+    let paused_scenes = tasks
+        .iter()
+        .filter(|details| details.scene_paused)
+        .map(|details| details.task.scene.clone())
+        .collect();
     let tasks: Vec<_> = tasks.into_iter().map(|details| details.task).collect();
     let last_runs = service
         .last_runs(tasks.iter().map(|task| task.id).collect())
         .await?;
     let listing = Listing {
         tasks,
+        paused_scenes,
         total,
         page: query.page,
         last_runs,
@@ -216,7 +225,7 @@ fn task_table(listing: &Listing, selectable: bool) -> Markup {
                 }
                 tbody {
                     @for task in &listing.tasks {
-                        (task_row(task, listing.last_runs.get(&task.id), selectable))
+                        (task_row(task, listing, selectable))
                     }
                 }
             }
@@ -224,7 +233,9 @@ fn task_table(listing: &Listing, selectable: bool) -> Markup {
     )
 }
 
-fn task_row(task: &Task, last_run: Option<&Instance>, selectable: bool) -> Markup {
+fn task_row(task: &Task, listing: &Listing, selectable: bool) -> Markup {
+    let last_run = listing.last_runs.get(&task.id);
+    let scene_paused = listing.paused_scenes.contains(&task.scene);
     html! {
         tr {
             @if selectable {
@@ -235,7 +246,7 @@ fn task_row(task: &Task, last_run: Option<&Instance>, selectable: bool) -> Marku
             }
             td { a href=(task_href(task.id)) { (task.name) } }
             td { a href=(filters::link("/console/tasks", &[("scene", Some(&task.scene))])) { (task.scene) } }
-            td { (task_badge(task.status)) }
+            td { (task_state(task.status, scene_paused)) }
             td { (schedule(task)) }
             td { (task.time_zone) }
             td { (maybe_time(task.next_run_at)) }
@@ -547,7 +558,10 @@ pub async fn delete(
     _form: Submitted,
 ) -> Result<HttpResponse, ConsoleError> {
     let id = parse_task_id(&path)?;
-    state.service.delete_task(id, &visitor.principal).await?;
+    state
+        .service
+        .delete_task(id, Versions::Any, &visitor.principal)
+        .await?;
     Ok(see_other(&notice_link("/console/tasks", Notice::Deleted)))
 }
 
@@ -640,7 +654,15 @@ fn definition(details: &TaskDetails) -> Markup {
             dt { "Id" } dd { (task.id) }
             dt { "Name" } dd { (task.name) }
             dt { "Scene" } dd { (task.scene) }
-            dt { "Status" } dd { (task_badge(task.status)) }
+            dt { "Status" }
+            dd {
+                (task_state(task.status, details.scene_paused))
+                @if details.scene_paused {
+                    " Its scene is paused: it fires again when "
+                    a href="/console/scenes" { "the scene" }
+                    " is resumed (and it is enabled)."
+                }
+            }
             dt { "Cron" } dd { (schedule(task)) }
             dt { "Time zone" } dd { (task.time_zone) }
             dt { "Handler URL" } dd { code { (task.handler_url) } }

@@ -55,6 +55,8 @@ pub struct Task {
     pub overlap: OverlapPolicy,
     /// Each run's dispatch is delayed by up to this many seconds (see `crate::run::jitter`).
     pub jitter_secs: i32,
+    /// Raised by every change of its definition (not by its next run moving on): its ETag.
+    pub version: i64,
 }
 
 impl Task {

@@ -22,6 +22,7 @@ diesel::table! {
         time_zone -> Text,
         overlap -> Text,
         jitter_secs -> Integer,
+        version -> BigInt,
     }
 }
 
@@ -94,6 +95,13 @@ diesel::table! {
         created_at -> Timestamp,
         expires_at -> Timestamp,
         token_digest -> Text,
+    }
+}
+
+diesel::table! {
+    ax_scene (scene) {
+        scene -> Text,
+        paused_at -> Nullable<Timestamp>,
     }
 }
 

@@ -5,6 +5,7 @@
 use ax::run::{blind, Event, Refusal, RequestId, RetryPolicy, RunStatus, Write};
 use ax::store::models::TaskStatus;
 use ax::store::queries::runs::{self, Decided};
+use ax::store::queries::tasks::{Conditional, Versions};
 use ax::store::queries::{instances, tasks};
 use ax::store::Db;
 use chrono::NaiveDateTime;
@@ -249,9 +250,10 @@ async fn apply_result_schedules_retries(db: &Db) {
     let outcome = decide(db, &waiting, &report(Some(1), failed(None, None), t)).await;
     assert_eq!(applied(outcome).status, Ready);
     let deleted_at = t + secs(5);
-    assert!(tasks::delete(&mut conn(db).await, gone.id, at(deleted_at))
+    let deleted = tasks::delete(&mut conn(db).await, gone.id, Versions::Any, at(deleted_at))
         .await
-        .expect("delete"));
+        .expect("delete");
+    assert!(matches!(deleted, Conditional::Done(())));
     for rid in [&open, &running, &waiting] {
         let row = instance(db, rid).await;
         assert_eq!(row.status, Failed);

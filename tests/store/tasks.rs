@@ -3,7 +3,7 @@
 
 use ax::run::TaskId;
 use ax::store::models::TaskStatus;
-use ax::store::queries::tasks::{self, TaskFilter, UpstreamProblem};
+use ax::store::queries::tasks::{self, Conditional, TaskFilter, UpstreamProblem, Versions};
 use ax::store::queries::Page;
 use ax::store::{from_db, Db};
 use chrono::{NaiveDate, NaiveDateTime};
@@ -20,6 +20,7 @@ on_both_backends!(
     scene_counts_by_status,
     task_dependencies,
     dependency_checks_do_not_race_with_writes,
+    versions_guard_concurrent_changes,
 );
 
 async fn task_crud(db: &Db) {
@@ -124,11 +125,16 @@ async fn task_crud(db: &Db) {
     changed.retry_backoff_secs = Some(7);
     changed.retry_factor = Some(2);
     changed.misfire_threshold_secs = Some(90);
-    let updated = tasks::update(&mut conn(db).await, a.id, changed.clone(), Vec::new())
-        .await
-        .expect("update")
-        .expect("a exists")
-        .expect("upstreams accepted");
+    let updated = tasks::update(
+        &mut conn(db).await,
+        a.id,
+        Versions::Any,
+        changed.clone(),
+        Vec::new(),
+    )
+    .await
+    .expect("update");
+    let updated = done(updated).expect("upstreams accepted");
     assert_eq!(updated.id, a.id);
     assert_eq!(updated.name, "a2");
     assert_eq!(updated.scene, "s9");
@@ -153,23 +159,79 @@ async fn task_crud(db: &Db) {
     assert_eq!((reread.name, reread.next_run_at), ("a2".to_string(), None));
 
     // An update that changes nothing still finds the task (MySQL must count matched rows).
-    let same = tasks::update(&mut conn(db).await, a.id, changed.clone(), Vec::new())
+    let same = tasks::update(
+        &mut conn(db).await,
+        a.id,
+        Versions::Any,
+        changed.clone(),
+        Vec::new(),
+    )
+    .await
+    .expect("update");
+    let same = done(same).expect("upstreams accepted");
+    assert_eq!(
+        same.version, 3,
+        "an identical update still returns the task"
+    );
+
+    let missing = tasks::update(
+        &mut conn(db).await,
+        absent,
+        Versions::Any,
+        changed.clone(),
+        Vec::new(),
+    )
+    .await
+    .expect("update of a missing task is not an error");
+    assert!(matches!(missing, Conditional::NotFound));
+
+    // A change for a version the task is not at changes nothing and returns it as it is.
+    assert_eq!(
+        (a.version, updated.version),
+        (1, 2),
+        "each update raises it"
+    );
+    let old = Versions::OneOf(vec![1, 2]);
+    let stale = tasks::update(
+        &mut conn(db).await,
+        a.id,
+        old.clone(),
+        changed.clone(),
+        vec![],
+    )
+    .await
+    .expect("update");
+    match stale {
+        Conditional::Stale(now) => assert_eq!((now.version, now.timeout_ms), (3, 1_500)),
+        other => panic!("not stale: {other:?}"),
+    }
+    let at_3 = Versions::OneOf(vec![2, 3]);
+    let mut renamed = changed.clone();
+    renamed.name = "a3".into();
+    let fresh = tasks::update(&mut conn(db).await, a.id, at_3, renamed, vec![])
         .await
         .expect("update");
-    assert!(same.is_some(), "an identical update still returns the task");
+    assert_eq!(
+        done(fresh).map(|t| (t.name, t.version)),
+        Ok(("a3".into(), 4))
+    );
 
-    let missing = tasks::update(&mut conn(db).await, absent, changed, Vec::new())
-        .await
-        .expect("update of a missing task is not an error");
-    assert!(missing.is_none());
-
-    // delete
-    assert!(tasks::delete(&mut conn(db).await, a.id, from_db(now_db()))
-        .await
-        .expect("delete"));
-    assert!(!tasks::delete(&mut conn(db).await, a.id, from_db(now_db()))
-        .await
-        .expect("second delete"));
+    // delete: under its versions, then gone
+    let delete = |versions: Versions| async move {
+        tasks::delete(&mut conn(db).await, a.id, versions, from_db(now_db()))
+            .await
+            .expect("delete")
+    };
+    assert!(matches!(delete(old).await, Conditional::Stale(t) if t.version == 4));
+    assert!(
+        find_task(db, a.id).await.is_some(),
+        "a stale delete deletes nothing"
+    );
+    assert!(matches!(
+        delete(Versions::OneOf(vec![4])).await,
+        Conditional::Done(())
+    ));
+    assert!(matches!(delete(Versions::Any).await, Conditional::NotFound));
     assert!(find_task(db, a.id).await.is_none());
     let (rows, total) = list(TaskFilter::default(), page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![b.id, c.id], 2));
@@ -271,11 +333,12 @@ async fn pause_tasks_and_scenes(db: &Db) {
     let row = find_task(db, a.id).await.expect("a");
     assert_eq!(row.status, Paused);
     assert_eq!(row.next_run_at, None, "a paused task has no next run");
-    assert_eq!(row.updated_at, now);
+    assert_eq!((row.updated_at, row.version), (now, a.version + 1));
     assert!(!pause(a.id, now + secs(1)).await, "already paused");
+    let row = find_task(db, a.id).await.expect("a");
     assert_eq!(
-        find_task(db, a.id).await.expect("a").updated_at,
-        now,
+        (row.updated_at, row.version),
+        (now, a.version + 1),
         "a second pause changes nothing"
     );
     assert!(!pause(c.id, now).await, "a task created paused");
@@ -285,40 +348,85 @@ async fn pause_tasks_and_scenes(db: &Db) {
     );
     assert!(!pause(TaskId(d.id.0 + 1000), now).await, "a missing task");
 
-    // The scene: only its enabled tasks (b and e), in one call.
+    // The scene: its own state. Its enabled tasks (b and e) stop firing, and keep their own
+    // state, version and time of change; the others are not touched.
     let pause_scene = |scene: &'static str, at: NaiveDateTime| async move {
         tasks::pause_scene(&mut conn(db).await, scene, at)
             .await
             .expect("pause_scene")
     };
+    let paused_scenes = || async move {
+        tasks::paused_scenes(&mut conn(db).await, None)
+            .await
+            .expect("paused_scenes")
+    };
     let later = now + secs(5);
+    assert!(paused_scenes().await.is_empty());
     assert_eq!(pause_scene("s1", later).await, 2);
-    for id in [b.id, e.id] {
-        let row = find_task(db, id).await.expect("task");
+    for task in [&b, &e] {
+        let row = find_task(db, task.id).await.expect("task");
         assert_eq!(
-            (row.status, row.next_run_at, row.updated_at),
-            (Paused, None, later),
-            "task {id}"
+            (row.status, row.next_run_at, row.updated_at, row.version),
+            (Enabled, None, task.updated_at, task.version),
+            "task {}",
+            task.id
         );
     }
-    assert_eq!(
-        find_task(db, a.id).await.expect("a").updated_at,
-        now,
-        "an already paused task is not touched again"
-    );
-    assert_eq!(
-        find_task(db, c.id).await.expect("c").updated_at,
-        c.updated_at
-    );
+    let row = find_task(db, a.id).await.expect("a");
+    assert_eq!((row.status, row.updated_at), (Paused, now));
     let other = find_task(db, d.id).await.expect("d");
     assert_eq!(
         (other.status, other.next_run_at, other.updated_at),
         (Enabled, Some(t), d.updated_at),
         "another scene is untouched"
     );
-    assert_eq!(pause_scene("s1", later).await, 0, "nothing left to pause");
-    assert_eq!(pause_scene("nope", later).await, 0);
+    assert_eq!(
+        paused_scenes().await.into_iter().collect::<Vec<_>>(),
+        [("s1".to_string(), later)]
+    );
+    assert_eq!(
+        pause_scene("s1", later + secs(1)).await,
+        0,
+        "paused already"
+    );
+    assert_eq!(
+        paused_scenes().await.get("s1"),
+        Some(&later),
+        "since the first"
+    );
+    assert_eq!(
+        pause_scene("empty", later).await,
+        0,
+        "a scene without tasks"
+    );
     assert_eq!(pause_scene("s2", later).await, 1);
+    let mut scenes: Vec<String> = paused_scenes().await.into_keys().collect();
+    scenes.sort();
+    assert_eq!(scenes, ["empty", "s1", "s2"]);
+
+    // What is written into a paused scene keeps no next run; what moves out of one does.
+    let new = insert_task(db, fields("new", "s1", Enabled, Some(t))).await;
+    assert_eq!((new.status, new.next_run_at), (Enabled, None));
+    let back = tasks::update(
+        &mut conn(db).await,
+        b.id,
+        Versions::Any,
+        fields("b", "s1", Enabled, Some(t)),
+        vec![],
+    )
+    .await
+    .expect("update");
+    assert_eq!(done(back).expect("stored").next_run_at, None);
+    let moved = tasks::update(
+        &mut conn(db).await,
+        b.id,
+        Versions::Any,
+        fields("b", "s3", Enabled, Some(t)),
+        vec![],
+    )
+    .await
+    .expect("update");
+    assert_eq!(done(moved).expect("stored").next_run_at, Some(t));
 }
 
 async fn resume_tasks_and_scenes(db: &Db) {
@@ -328,12 +436,12 @@ async fn resume_tasks_and_scenes(db: &Db) {
     let p2 = insert_task(db, fields("p2", "s1", Paused, None)).await;
     let enabled = insert_task(db, fields("on", "s1", Enabled, Some(t + secs(999)))).await;
     let q = insert_task(db, fields("q", "s2", Paused, None)).await;
-    let mut every_5s = fields("r", "s2", Paused, None);
+    let mut every_5s = fields("r", "s2", Enabled, Some(t));
     every_5s.cron = "*/5 * * * * *".into();
     let r = insert_task(db, every_5s).await;
 
-    let resume = |which: tasks::Resume, now: NaiveDateTime| async move {
-        tasks::resume(&mut conn(db).await, which, from_db(now))
+    let resume = |id: TaskId, now: NaiveDateTime| async move {
+        tasks::resume(&mut conn(db).await, id, from_db(now))
             .await
             .expect("resume")
     };
@@ -341,75 +449,123 @@ async fn resume_tasks_and_scenes(db: &Db) {
     // 05:06:07.123 → the next whole minute, 05:07:00.
     let now = at_hms(5, 6, 7, 123);
     let next = at_hms(5, 7, 0, 0);
-    let resumed = resume(tasks::Resume::Task(p1.id), now).await;
-    assert_eq!(ids(&resumed), vec![p1.id]);
-    assert_eq!(resumed[0].status, Enabled);
-    assert_eq!(resumed[0].next_run_at, Some(next));
-    assert_eq!(resumed[0].updated_at, now);
+    let resumed = resume(p1.id, now).await.expect("p1 resumed");
+    assert_eq!(resumed.id, p1.id);
+    assert_eq!((resumed.status, resumed.next_run_at), (Enabled, Some(next)));
+    assert_eq!((resumed.updated_at, resumed.version), (now, p1.version + 1));
     let row = find_task(db, p1.id).await.expect("p1");
     assert_eq!(
-        (row.status, row.next_run_at, row.updated_at),
-        (Enabled, Some(next), now),
+        (row.status, row.next_run_at, row.updated_at, row.version),
+        (Enabled, Some(next), now, p1.version + 1),
         "as stored"
     );
 
     // Resuming an enabled task (or a missing one) changes nothing.
     let again = now + secs(30);
-    assert!(resume(tasks::Resume::Task(p1.id), again).await.is_empty());
+    assert!(resume(p1.id, again).await.is_none());
     let row = find_task(db, p1.id).await.expect("p1");
     assert_eq!((row.next_run_at, row.updated_at), (Some(next), now));
-    assert!(resume(tasks::Resume::Task(enabled.id), again)
-        .await
-        .is_empty());
+    assert!(resume(enabled.id, again).await.is_none());
     let row = find_task(db, enabled.id).await.expect("enabled");
     assert_eq!(
         (row.status, row.next_run_at, row.updated_at),
         (Enabled, Some(t + secs(999)), enabled.updated_at)
     );
-    assert!(resume(tasks::Resume::Task(TaskId(r.id.0 + 1000)), again)
-        .await
-        .is_empty());
+    assert!(resume(TaskId(r.id.0 + 1000), again).await.is_none());
 
-    // A scene: only its paused tasks; other scenes stay paused.
-    let resumed = resume(tasks::Resume::Scene("s1".into()), again).await;
-    assert_eq!(ids(&resumed), vec![p2.id]);
-    assert_eq!(resumed[0].next_run_at, Some(at_hms(5, 7, 0, 0)));
-    let row = find_task(db, p2.id).await.expect("p2");
-    assert_eq!((row.status, row.next_run_at), (Enabled, Some(next)));
-    assert_eq!(
-        find_task(db, p1.id).await.expect("p1").updated_at,
-        now,
-        "already enabled"
-    );
-    for id in [q.id, r.id] {
-        let row = find_task(db, id).await.expect("s2 task");
-        assert_eq!((row.status, row.next_run_at), (Paused, None));
-    }
-    assert!(resume(tasks::Resume::Scene("s1".into()), again)
-        .await
-        .is_empty());
-    assert!(resume(tasks::Resume::Scene("nope".into()), again)
-        .await
-        .is_empty());
+    // A scene not paused resumes nothing.
+    let resume_scene = |scene: &'static str, now: NaiveDateTime| async move {
+        tasks::resume_scene(&mut conn(db).await, scene, from_db(now))
+            .await
+            .expect("resume_scene")
+    };
+    assert!(resume_scene("s2", again).await.is_empty());
+    assert!(resume_scene("nope", again).await.is_empty());
 
-    // Strictly after `now`: on a fire time exactly, the next one.
+    // A paused scene: a task resumed in it is enabled but has no next run until the scene is
+    // resumed; then its enabled tasks fire again, each from then, and the task paused one by
+    // one (q) stays paused.
+    tasks::pause_scene(&mut conn(db).await, "s2", again)
+        .await
+        .expect("pause_scene");
+    let p3 = insert_task(db, fields("p3", "s2", Paused, None)).await;
+    let held = resume(p3.id, again).await.expect("p3 resumed");
+    assert_eq!((held.status, held.next_run_at), (Enabled, None));
     let on_the_minute = at_hms(5, 10, 0, 0);
-    let mut resumed = resume(tasks::Resume::Scene("s2".into()), on_the_minute).await;
+    let mut resumed = resume_scene("s2", on_the_minute).await;
     resumed.sort_by_key(|t| t.id);
     let got: Vec<(TaskId, Option<NaiveDateTime>)> =
         resumed.iter().map(|t| (t.id, t.next_run_at)).collect();
+    // Strictly after `now`: on a fire time exactly, the next one.
     assert_eq!(
         got,
         vec![
-            (q.id, Some(at_hms(5, 11, 0, 0))),
             (r.id, Some(at_hms(5, 10, 5, 0))),
+            (p3.id, Some(at_hms(5, 11, 0, 0))),
         ]
     );
     for (id, next) in got {
         let row = find_task(db, id).await.expect("task");
+        assert_eq!((row.status, row.next_run_at), (Enabled, next));
+    }
+    let row = find_task(db, q.id).await.expect("q");
+    assert_eq!(
+        (row.status, row.next_run_at),
+        (Paused, None),
+        "paused by itself"
+    );
+    let row = find_task(db, r.id).await.expect("r");
+    assert_eq!(row.version, r.version, "a scene's pause is not its tasks'");
+    assert!(
+        resume_scene("s2", on_the_minute).await.is_empty(),
+        "resumed already"
+    );
+    let row = find_task(db, p2.id).await.expect("p2");
+    assert_eq!(
+        (row.status, row.next_run_at),
+        (Paused, None),
+        "another scene"
+    );
+}
+
+/// Two changes made from one version: one is stored, the other finds the task changed, round
+/// after round (the version is compared in the UPDATE itself).
+async fn versions_guard_concurrent_changes(db: &Db) {
+    const ROUNDS: usize = 50;
+    let task = insert_task(db, fields("v", "s", TaskStatus::Enabled, None)).await;
+    for round in 0..ROUNDS {
+        let version = find_task(db, task.id).await.expect("v").version;
+        let at = Versions::OneOf(vec![version]);
+        let change = |timeout_ms: i64| {
+            let mut changed = fields("v", "s", TaskStatus::Enabled, None);
+            changed.timeout_ms = timeout_ms;
+            changed
+        };
+        let (one, two) = {
+            let (mut a, mut b) = (conn(db).await, conn(db).await);
+            futures_util::join!(
+                tasks::update(&mut a, task.id, at.clone(), change(1_000), vec![]),
+                tasks::update(&mut b, task.id, at.clone(), change(2_000), vec![]),
+            )
+        };
+        let outcomes = [one.expect("update"), two.expect("update")];
+        let stored: Vec<i64> = outcomes
+            .iter()
+            .filter_map(|o| match o {
+                Conditional::Done(Ok(task)) => Some(task.timeout_ms),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stored.len(), 1, "round {round}: {outcomes:?}");
+        let stale = outcomes.iter().find_map(|o| match o {
+            Conditional::Stale(now) => Some(now.clone()),
+            _ => None,
+        });
+        let stale = stale.unwrap_or_else(|| panic!("round {round}: none stale: {outcomes:?}"));
         assert_eq!(
-            (row.status, row.next_run_at, row.updated_at),
-            (Enabled, next, on_the_minute)
+            (stale.version, stale.timeout_ms),
+            (version + 1, stored[0]),
+            "round {round}: the stale one sees the stored change"
         );
     }
 }
@@ -494,40 +650,41 @@ async fn task_dependencies(db: &Db) {
     assert_eq!(deps.get(&e.id), Some(&vec![a.id]));
 
     // An update replaces the upstreams.
-    tasks::update(
+    let updated = tasks::update(
         &mut conn(db).await,
         d.id,
+        Versions::Any,
         fields("d", "s", Enabled, None),
         vec![c.id],
     )
     .await
-    .expect("update")
-    .expect("d exists")
-    .expect("upstreams accepted");
+    .expect("update");
+    done(updated).expect("upstreams accepted");
     assert_eq!(deps_of(vec![d.id]).await.get(&d.id), Some(&vec![c.id]));
     assert_eq!(all().await, vec![(d.id, c.id), (e.id, a.id)]);
     // An update of a missing task stores none.
     let missing = tasks::update(
         &mut conn(db).await,
         TaskId(e.id.0 + 1000),
+        Versions::Any,
         fields("x", "s", Enabled, None),
         vec![a.id],
     )
     .await
     .expect("update");
-    assert!(missing.is_none());
+    assert!(matches!(missing, Conditional::NotFound));
     assert_eq!(all().await, vec![(d.id, c.id), (e.id, a.id)]);
     // No upstreams clears them.
-    tasks::update(
+    let cleared = tasks::update(
         &mut conn(db).await,
         d.id,
+        Versions::Any,
         fields("d", "s", Enabled, None),
         Vec::new(),
     )
     .await
-    .expect("update")
-    .expect("d exists")
-    .expect("upstreams accepted");
+    .expect("update");
+    done(cleared).expect("upstreams accepted");
     assert!(deps_of(vec![d.id]).await.is_empty());
     assert_eq!(all().await, vec![(e.id, a.id)]);
 
@@ -547,21 +704,23 @@ async fn task_dependencies(db: &Db) {
     let cycle = tasks::update(
         &mut conn(db).await,
         a.id,
+        Versions::Any,
         fields("a", "s", Enabled, None),
         vec![e.id],
     )
     .await
-    .expect("update")
-    .expect("a exists");
+    .expect("update");
+    let cycle = done(cycle);
     assert_eq!(
         cycle.map(|task| task.id),
         Err(UpstreamProblem::Cycle(vec![a.id, e.id, a.id]))
     );
 
     // Deleting a task removes its dependency rows.
-    assert!(tasks::delete(&mut conn(db).await, e.id, from_db(now_db()))
+    let deleted = tasks::delete(&mut conn(db).await, e.id, Versions::Any, from_db(now_db()))
         .await
-        .expect("delete"));
+        .expect("delete");
+    assert!(matches!(deleted, Conditional::Done(())));
     assert!(deps_of(vec![e.id]).await.is_empty());
     assert!(all().await.is_empty());
 }
@@ -579,13 +738,25 @@ async fn dependency_checks_do_not_race_with_writes(db: &Db) {
         let (ab, ba) = {
             let (mut one, mut two) = (conn(db).await, conn(db).await);
             futures_util::join!(
-                tasks::update(&mut one, a.id, task_fields(&name("a")), vec![b.id]),
-                tasks::update(&mut two, b.id, task_fields(&name("b")), vec![a.id]),
+                tasks::update(
+                    &mut one,
+                    a.id,
+                    Versions::Any,
+                    task_fields(&name("a")),
+                    vec![b.id]
+                ),
+                tasks::update(
+                    &mut two,
+                    b.id,
+                    Versions::Any,
+                    task_fields(&name("b")),
+                    vec![a.id]
+                ),
             )
         };
         let stored = [ab, ba]
             .into_iter()
-            .map(|outcome| outcome.expect("update").expect("exists"))
+            .map(|outcome| done(outcome.expect("update")))
             .filter(Result::is_ok)
             .count();
         assert_eq!(
@@ -597,7 +768,7 @@ async fn dependency_checks_do_not_race_with_writes(db: &Db) {
         let (_, created) = {
             let (mut one, mut two) = (conn(db).await, conn(db).await);
             futures_util::join!(
-                tasks::delete(&mut one, upstream.id, from_db(now_db())),
+                tasks::delete(&mut one, upstream.id, Versions::Any, from_db(now_db())),
                 tasks::insert(&mut two, task_fields(&name("down")), vec![upstream.id]),
             )
         };
@@ -614,5 +785,13 @@ async fn dependency_checks_do_not_race_with_writes(db: &Db) {
                 "round {round}: task {task} depends on {up}, which is gone"
             );
         }
+    }
+}
+
+/// What a change under versions did; fails the test if it found the task gone or changed.
+fn done<T: std::fmt::Debug>(outcome: Conditional<T>) -> T {
+    match outcome {
+        Conditional::Done(done) => done,
+        other => panic!("not done: {other:?}"),
     }
 }

@@ -1,18 +1,19 @@
 //! Task rows: CRUD for the API and the preload window for the scheduler.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::BigInt;
+use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
 
 use super::{meta, runs, Page};
 use crate::plan::{dependency_cycle, TaskSpec};
 use crate::run::TaskId;
 use crate::store::models::{Task, TaskFields, TaskStatus};
+use crate::store::schema::ax_scene::dsl as sc;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::schema::ax_task_dependency::dsl as d;
 use crate::store::{to_db, Conn, StoreError};
@@ -37,6 +38,32 @@ pub enum UpstreamProblem {
     Unknown(Vec<TaskId>),
     /// They would close this cycle: a path from the task back to itself.
     Cycle(Vec<TaskId>),
+}
+
+/// Which versions of a task a change applies to: any (no `If-Match`), or one of these.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Versions {
+    #[default]
+    Any,
+    OneOf(Vec<i64>),
+}
+
+impl Versions {
+    pub fn allows(&self, version: i64) -> bool {
+        match self {
+            Versions::Any => true,
+            Versions::OneOf(versions) => versions.contains(&version),
+        }
+    }
+}
+
+/// What a change of a task under [`Versions`] found.
+#[derive(Debug, Clone)]
+pub enum Conditional<T> {
+    Done(T),
+    NotFound,
+    /// The task is at a version the change does not apply to: the task as it is now.
+    Stale(Box<Task>),
 }
 
 /// Checks a task's new upstreams in the caller's transaction, and keeps them so until it
@@ -101,11 +128,12 @@ async fn check_all_upstreams(
 /// refused (nothing is written then).
 pub async fn insert(
     conn: &mut Conn,
-    fields: TaskFields,
+    mut fields: TaskFields,
     depends_on: Vec<TaskId>,
 ) -> Result<Result<Task, UpstreamProblem>, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
+            hold_if_scene_paused(conn, vec![&mut fields]).await?;
             if let Some(problem) = check_upstreams(conn, None, &depends_on).await? {
                 return Ok(Err(problem));
             }
@@ -335,149 +363,234 @@ pub async fn list(
     }))
 }
 
-/// Replaces a task's fields and upstreams; `None` when there is no such task.
+/// Replaces a task's fields and upstreams, if it is at one of `versions`, and raises its
+/// version. The version is compared in the UPDATE itself: of two changes made from one
+/// version, one finds the other's.
 pub async fn update(
     conn: &mut Conn,
     id: TaskId,
-    fields: TaskFields,
+    versions: Versions,
+    mut fields: TaskFields,
     depends_on: Vec<TaskId>,
-) -> Result<Option<Result<Task, UpstreamProblem>>, StoreError> {
+) -> Result<Conditional<Result<Task, UpstreamProblem>>, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
-            if find(conn, id).await?.is_none() {
-                return Ok(None);
+            match find(conn, id).await? {
+                None => return Ok(Conditional::NotFound),
+                Some(task) if !versions.allows(task.version) => {
+                    return Ok(Conditional::Stale(Box::new(task)))
+                }
+                Some(_) => {}
             }
+            hold_if_scene_paused(conn, vec![&mut fields]).await?;
             if let Some(problem) = check_upstreams(conn, Some(id), &depends_on).await? {
-                return Ok(Some(Err(problem)));
+                return Ok(Conditional::Done(Err(problem)));
             }
-            with_conn!(conn, |c| diesel::update(t::ax_task.find(id))
-                .set(&fields)
-                .execute(c)
-                .await)?;
+            let changes = (&fields, t::version.eq(t::version + 1));
+            let task = t::ax_task.filter(t::id.eq(id));
+            let changed = with_conn!(conn, |c| match &versions {
+                Versions::Any => diesel::update(task).set(changes).execute(c).await,
+                Versions::OneOf(versions) => {
+                    let at = task.filter(t::version.eq_any(versions));
+                    diesel::update(at).set(changes).execute(c).await
+                }
+            })?;
+            if changed == 0 {
+                return stale_or_gone(conn, id).await;
+            }
             set_dependencies(conn, id, &depends_on).await?;
-            Ok(find(conn, id).await?.map(Ok))
+            Ok(match find(conn, id).await? {
+                Some(task) => Conditional::Done(Ok(task)),
+                None => Conditional::NotFound,
+            })
         })
     })
     .await
 }
 
-/// Deletes a task; `false` when there was none. Its run history stays; its open runs end
+/// Why a change of task `id` under its versions changed no row.
+async fn stale_or_gone<T>(conn: &mut Conn, id: TaskId) -> Result<Conditional<T>, StoreError> {
+    Ok(match find(conn, id).await? {
+        Some(task) => Conditional::Stale(Box::new(task)),
+        None => Conditional::NotFound,
+    })
+}
+
+/// Deletes a task if it is at one of `versions`. Its run history stays; its open runs end
 /// FAILED (`TASK_DELETED`).
-pub async fn delete(conn: &mut Conn, id: TaskId, now: DateTime<Utc>) -> Result<bool, StoreError> {
+pub async fn delete(
+    conn: &mut Conn,
+    id: TaskId,
+    versions: Versions,
+    now: DateTime<Utc>,
+) -> Result<Conditional<()>, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
             let deleted = with_conn!(conn, |c| {
                 // The task's row first: a task being given it as an upstream holds that row
                 // locked, so its dependency is committed before this removes it.
-                let deleted = diesel::delete(t::ax_task.find(id)).execute(c).await?;
-                // Its downstreams stop waiting on it too.
-                diesel::delete(
-                    d::ax_task_dependency.filter(d::task_id.eq(id).or(d::depends_on.eq(id))),
-                )
-                .execute(c)
-                .await?;
-                deleted
+                let task = t::ax_task.filter(t::id.eq(id));
+                match &versions {
+                    Versions::Any => diesel::delete(task).execute(c).await?,
+                    Versions::OneOf(versions) => {
+                        let at = task.filter(t::version.eq_any(versions));
+                        diesel::delete(at).execute(c).await?
+                    }
+                }
             });
-            if deleted > 0 {
-                runs::cancel_open(conn, id, now).await?;
+            if deleted == 0 {
+                return stale_or_gone(conn, id).await;
             }
-            Ok(deleted > 0)
+            // Its downstreams stop waiting on it too.
+            with_conn!(conn, |c| diesel::delete(
+                d::ax_task_dependency.filter(d::task_id.eq(id).or(d::depends_on.eq(id))),
+            )
+            .execute(c)
+            .await)?;
+            runs::cancel_open(conn, id, now).await?;
+            Ok(Conditional::Done(()))
         })
     })
     .await
 }
 
-/// Pauses a task (no next run); `false` if it is not enabled (or not there).
+/// Pauses a task (no next run) and raises its version; `false` if it is not enabled (or not
+/// there).
 pub async fn pause(conn: &mut Conn, id: TaskId, now: NaiveDateTime) -> Result<bool, StoreError> {
     let changed = with_conn!(conn, |c| diesel::update(
         t::ax_task
             .filter(t::id.eq(id))
             .filter(t::status.eq(TaskStatus::Enabled))
     )
-    .set(paused(now))
+    .set((
+        t::status.eq(TaskStatus::Paused),
+        t::next_run_at.eq(None::<NaiveDateTime>),
+        t::updated_at.eq(now),
+        t::version.eq(t::version + 1),
+    ))
     .execute(c)
     .await)?;
     Ok(changed > 0)
 }
 
-/// Pauses every enabled task of a scene in one statement; returns how many.
+/// Resumes a paused task and raises its version: enabled, its next run computed from `now`
+/// (none while its scene is paused), so no run that fell in the pause fires. `None` if it is
+/// not paused (or not there).
+pub async fn resume(
+    conn: &mut Conn,
+    id: TaskId,
+    now: DateTime<Utc>,
+) -> Result<Option<Task>, StoreError> {
+    conn.transaction(|conn| {
+        Box::pin(async move {
+            let Some(mut task) = find(conn, id)
+                .await?
+                .filter(|task| task.status == TaskStatus::Paused)
+            else {
+                return Ok(None);
+            };
+            let scene_paused = !lock_scenes(conn, &[task.scene.as_str()]).await?.is_empty();
+            let next = (!scene_paused).then(|| next_run(&task, now)).flatten();
+            // Guarded by what was read: a task paused again, or moved to another scene, since.
+            let changed = with_conn!(conn, |c| diesel::update(
+                t::ax_task
+                    .filter(t::id.eq(id))
+                    .filter(t::status.eq(TaskStatus::Paused))
+                    .filter(t::scene.eq(&task.scene))
+            )
+            .set((
+                t::status.eq(TaskStatus::Enabled),
+                t::next_run_at.eq(next),
+                t::updated_at.eq(to_db(now)),
+                t::version.eq(t::version + 1),
+            ))
+            .execute(c)
+            .await)?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            task.status = TaskStatus::Enabled;
+            task.next_run_at = next;
+            task.updated_at = to_db(now);
+            task.version += 1;
+            Ok(Some(task))
+        })
+    })
+    .await
+}
+
+/// The task's next fire strictly after `now`, as stored.
+fn next_run(task: &Task, now: DateTime<Utc>) -> Option<NaiveDateTime> {
+    task.schedule()
+        .ok()
+        .and_then(|cron| cron.next_after(now))
+        .map(to_db)
+}
+
+/// Pauses a scene: none of its tasks fires until it is resumed, whatever their own state,
+/// which stays as it is (their versions too: a scene's pause is not theirs). Returns how many
+/// of its tasks stop firing (its enabled ones); 0 if it was paused already.
 pub async fn pause_scene(
     conn: &mut Conn,
     scene: &str,
     now: NaiveDateTime,
 ) -> Result<usize, StoreError> {
-    Ok(with_conn!(conn, |c| diesel::update(
-        t::ax_task
-            .filter(t::scene.eq(scene))
-            .filter(t::status.eq(TaskStatus::Enabled))
-    )
-    .set(paused(now))
-    .execute(c)
-    .await)?)
-}
-
-type Paused = (
-    diesel::dsl::Eq<t::status, TaskStatus>,
-    diesel::dsl::Eq<t::next_run_at, Option<NaiveDateTime>>,
-    diesel::dsl::Eq<t::updated_at, NaiveDateTime>,
-);
-
-fn paused(now: NaiveDateTime) -> Paused {
-    (
-        t::status.eq(TaskStatus::Paused),
-        t::next_run_at.eq(None),
-        t::updated_at.eq(now),
-    )
-}
-
-/// Resumes the paused tasks among `ids` (or of `scene`): enables them in one statement, then
-/// gives each its next run computed from `now`, so no run that fell in the pause fires.
-/// Returns the resumed tasks.
-pub async fn resume(
-    conn: &mut Conn,
-    which: Resume,
-    now: DateTime<Utc>,
-) -> Result<Vec<Task>, StoreError> {
+    let scene = scene.to_string();
     conn.transaction(|conn| {
         Box::pin(async move {
-            let paused: Vec<Task> = with_conn!(conn, |c| {
-                let query = match &which {
-                    Resume::Task(id) => t::ax_task.filter(t::id.eq(*id)).into_boxed(),
-                    Resume::Scene(scene) => {
-                        t::ax_task.filter(t::scene.eq(scene.clone())).into_boxed()
-                    }
-                };
-                query
-                    .filter(t::status.eq(TaskStatus::Paused))
-                    .select(Task::as_select())
-                    .load(c)
-                    .await
-            })?;
-            let ids: Vec<TaskId> = paused.iter().map(|task| task.id).collect();
-            with_conn!(conn, |c| diesel::update(
-                t::ax_task.filter(t::id.eq_any(&ids))
+            if !lock_scenes(conn, &[scene.as_str()]).await?.is_empty() {
+                return Ok(0);
+            }
+            set_scene_pause(conn, &scene, Some(now)).await?;
+            Ok(with_conn!(conn, |c| diesel::update(
+                t::ax_task
+                    .filter(t::scene.eq(&scene))
+                    .filter(t::status.eq(TaskStatus::Enabled))
             )
-            .set((
-                t::status.eq(TaskStatus::Enabled),
-                t::updated_at.eq(to_db(now)),
-            ))
+            .set(t::next_run_at.eq(None::<NaiveDateTime>))
             .execute(c)
-            .await)?;
-            let mut resumed = Vec::with_capacity(paused.len());
-            for mut task in paused {
-                let next = task
-                    .schedule()
-                    .ok()
-                    .and_then(|cron| cron.next_after(now))
-                    .map(to_db);
-                with_conn!(conn, |c| diesel::update(t::ax_task.find(task.id))
-                    .set(t::next_run_at.eq(next))
-                    .execute(c)
-                    .await)?;
-                task.status = TaskStatus::Enabled;
-                task.next_run_at = next;
-                task.updated_at = to_db(now);
-                resumed.push(task);
+            .await)?)
+        })
+    })
+    .await
+}
+
+/// Resumes a paused scene: each of its enabled tasks gets its next run computed from `now`;
+/// those paused one by one stay paused. Returns the tasks that fire again (empty if the scene
+/// was not paused).
+pub async fn resume_scene(
+    conn: &mut Conn,
+    scene: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Task>, StoreError> {
+    let scene = scene.to_string();
+    conn.transaction(|conn| {
+        Box::pin(async move {
+            if lock_scenes(conn, &[scene.as_str()]).await?.is_empty() {
+                return Ok(Vec::new());
+            }
+            set_scene_pause(conn, &scene, None).await?;
+            let enabled: Vec<Task> = with_conn!(conn, |c| t::ax_task
+                .filter(t::scene.eq(&scene))
+                .filter(t::status.eq(TaskStatus::Enabled))
+                .select(Task::as_select())
+                .load(c)
+                .await)?;
+            let mut resumed = Vec::with_capacity(enabled.len());
+            for mut task in enabled {
+                let next = next_run(&task, now);
+                let changed = with_conn!(conn, |c| diesel::update(
+                    t::ax_task
+                        .filter(t::id.eq(task.id))
+                        .filter(t::status.eq(TaskStatus::Enabled))
+                )
+                .set(t::next_run_at.eq(next))
+                .execute(c)
+                .await)?;
+                if changed > 0 {
+                    task.next_run_at = next;
+                    resumed.push(task);
+                }
             }
             Ok(resumed)
         })
@@ -485,11 +598,87 @@ pub async fn resume(
     .await
 }
 
-/// Which paused tasks to resume.
-#[derive(Debug, Clone)]
-pub enum Resume {
-    Task(TaskId),
-    Scene(String),
+/// Sets a scene's pause (`None`: not paused).
+async fn set_scene_pause(
+    conn: &mut Conn,
+    scene: &str,
+    paused_at: Option<NaiveDateTime>,
+) -> Result<(), StoreError> {
+    with_conn!(conn, |c| diesel::replace_into(sc::ax_scene)
+        .values((sc::scene.eq(scene), sc::paused_at.eq(paused_at)))
+        .execute(c)
+        .await)?;
+    Ok(())
+}
+
+/// Locks the pause of these scenes for the rest of the transaction and returns the paused
+/// ones. A scene's pause and every write of a task's next run take this lock before any task
+/// row, so a task written while its scene pauses cannot keep a next run, and the two never wait
+/// on each other in a cycle. On MySQL the lock is the scene's row, made when first needed (an
+/// upsert takes it exclusively at once, where a read then a write would deadlock two writers);
+/// SQLite's `BEGIN IMMEDIATE` already holds its only write lock.
+pub(crate) async fn lock_scenes(
+    conn: &mut Conn,
+    scenes: &[&str],
+) -> Result<HashSet<String>, StoreError> {
+    let mut scenes = scenes.to_vec();
+    // In one order: two writers of several scenes lock them alike.
+    scenes.sort_unstable();
+    scenes.dedup();
+    if scenes.is_empty() {
+        return Ok(HashSet::new());
+    }
+    if let Conn::Mysql(c) = conn {
+        let sql = format!(
+            "INSERT INTO ax_scene (scene) VALUES {} ON DUPLICATE KEY UPDATE scene = scene",
+            vec!["(?)"; scenes.len()].join(", ")
+        );
+        let mut query = diesel::sql_query(sql).into_boxed();
+        for scene in &scenes {
+            query = query.bind::<Text, _>(*scene);
+        }
+        query.execute(&mut **c).await?;
+    }
+    Ok(paused_scenes(conn, Some(&scenes))
+        .await?
+        .into_keys()
+        .collect())
+}
+
+/// Clears the next runs of the tasks whose scene is paused, and locks those scenes' pause (see
+/// [`lock_scenes`]): what is written next keeps no next run in a paused scene.
+async fn hold_if_scene_paused(
+    conn: &mut Conn,
+    fields: Vec<&mut TaskFields>,
+) -> Result<(), StoreError> {
+    let scenes: Vec<&str> = fields.iter().map(|f| f.scene.as_str()).collect();
+    let paused = lock_scenes(conn, &scenes).await?;
+    for fields in fields.into_iter().filter(|f| paused.contains(&f.scene)) {
+        fields.next_run_at = None;
+    }
+    Ok(())
+}
+
+/// The paused scenes (of `among`, or all), with when each was paused.
+pub async fn paused_scenes(
+    conn: &mut Conn,
+    among: Option<&[&str]>,
+) -> Result<HashMap<String, NaiveDateTime>, StoreError> {
+    let rows: Vec<(String, Option<NaiveDateTime>)> = with_conn!(conn, |c| {
+        let mut query = sc::ax_scene
+            .filter(sc::paused_at.is_not_null())
+            .select((sc::scene, sc::paused_at))
+            .into_boxed();
+        if let Some(among) = among {
+            let among: Vec<String> = among.iter().map(|scene| scene.to_string()).collect();
+            query = query.filter(sc::scene.eq_any(among));
+        }
+        query.load(c).await
+    })?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(scene, at)| Some((scene, at?)))
+        .collect())
 }
 
 /// Task counts by scene and status.
@@ -591,15 +780,18 @@ pub enum BulkProblem {
 
 /// Registers tasks in one transaction, all or none. Each item is matched by `(scene, name)`:
 /// a new one is inserted (all in one statement); an existing one is refused without `upsert`,
-/// left alone when its definition and upstreams are the same, replaced otherwise. The items'
+/// left alone when its definition and upstreams are the same, replaced (its version raised)
+/// otherwise. The items'
 /// `(scene, name)` must differ from each other (the caller checks).
 pub async fn register(
     conn: &mut Conn,
-    items: Vec<BulkItem>,
+    mut items: Vec<BulkItem>,
     upsert: bool,
 ) -> Result<Result<BulkOutcome, BulkRefusal>, StoreError> {
     conn.transaction(|conn| {
         Box::pin(async move {
+            let fields = items.iter_mut().map(|item| &mut item.fields).collect();
+            hold_if_scene_paused(conn, fields).await?;
             let existing = by_scene_and_name(conn, &items).await?;
             let ids: Vec<TaskId> = existing.values().map(|task| task.id).collect();
             let upstreams = dependencies_of(conn, &ids).await?;
@@ -646,7 +838,7 @@ pub async fn register(
                     .ok_or(StoreError::Query(diesel::NotFound))?;
                 if existed.is_some() {
                     with_conn!(conn, |c| diesel::update(t::ax_task.find(id))
-                        .set(&item.fields)
+                        .set((&item.fields, t::version.eq(t::version + 1)))
                         .execute(c)
                         .await)?;
                     updated.push(id);

@@ -1,0 +1,11 @@
+-- A task's version: raised by every change of its definition (an update, a pause, a resume),
+-- not by the scheduler moving next_run_at on. The API sends it as the task's ETag, and a
+-- write with If-Match compares it in its own UPDATE, so of two writers one wins.
+ALTER TABLE ax_task ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
+-- A scene's own pause, beside its tasks' (a task fires when neither it nor its scene is
+-- paused; its next_run_at is NULL otherwise). SQLite has one writer at a time, so no row is
+-- needed for a scene that was never paused.
+CREATE TABLE ax_scene (
+    scene VARCHAR(64) NOT NULL PRIMARY KEY,
+    paused_at TIMESTAMP NULL
+);
