@@ -1305,6 +1305,9 @@ async fn task_actions(store: TestStore) {
     assert!(body.contains("end FAILED with code TASK_DELETED"), "{body}");
     assert!(body.contains(&format!(r#"action="/console/tasks/{d}/delete""#)));
     assert_eq!(task_of(&api, d).await["id"], d, "asking deletes nothing");
+    // The backfilled runs are paced and delivered meanwhile: once they are all final, none is
+    // open.
+    api.wait_final(m, 5, Duration::from_secs(10)).await;
     let (_, _, body) = visitor.get(&format!("/console/tasks/{m}/delete")).await;
     assert!(body.contains("It has no open runs."), "{body}");
     let (status, location, _) = visitor

@@ -133,6 +133,22 @@ fn lags_ms(control: &Executor) -> Vec<i64> {
     lags
 }
 
+/// The control task was delivered at least `runs` times, each run once, with its usual lag.
+fn control_kept_its_lag(control: &Executor, runs: usize) {
+    let lags = lags_ms(control);
+    assert!(
+        lags.len() >= runs,
+        "the control task is delivered: {lags:?}"
+    );
+    assert!(p99(&lags) < 1_500, "control lag stays normal: {lags:?}");
+    let ids: Vec<String> = control
+        .received()
+        .iter()
+        .map(|d| d.request_id.clone())
+        .collect();
+    assert_eq!(duplicates(&ids), vec![], "no control run delivered twice");
+}
+
 fn p99(sorted: &[i64]) -> i64 {
     sorted[(sorted.len() * 99).div_ceil(100).saturating_sub(1)]
 }
@@ -199,15 +215,7 @@ async fn a_hung_executor_holds_only_its_own_slots() {
         waiting > 100,
         "the rest of the backfill waits in the hung host's queue: {waiting}"
     );
-    let lags = lags_ms(&control);
-    assert!(lags.len() >= 6, "the control task is delivered: {lags:?}");
-    assert!(p99(&lags) < 1_500, "control lag stays normal: {lags:?}");
-    let ids: Vec<String> = control
-        .received()
-        .iter()
-        .map(|d| d.request_id.clone())
-        .collect();
-    assert_eq!(duplicates(&ids), vec![]);
+    control_kept_its_lag(&control, 6);
     assert_eq!(duplicates(&hung.received()), vec![]);
 
     // Deleting the task ends its waiting runs and closes its connections at once.
@@ -263,15 +271,7 @@ async fn runs_waiting_for_a_host_are_neither_claimed_again_nor_sent_twice() {
     let waiting = queued(&a, &hung.host).await + queued(&b, &hung.host).await;
     assert!(waiting > 100, "runs wait for the hung host: {waiting}");
     assert_eq!(duplicates(&hung.received()), vec![], "no run sent twice");
-    let lags = lags_ms(&control);
-    assert!(lags.len() >= 14, "the control task is delivered: {lags:?}");
-    assert!(p99(&lags) < 1_500, "control lag stays normal: {lags:?}");
-    let ids: Vec<String> = control
-        .received()
-        .iter()
-        .map(|d| d.request_id.clone())
-        .collect();
-    assert_eq!(duplicates(&ids), vec![]);
+    control_kept_its_lag(&control, 14);
 
     for id in stuck {
         api.call("DELETE", &format!("/api/tasks/{id}"), None).await;

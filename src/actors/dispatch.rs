@@ -951,7 +951,7 @@ mod tests {
     fn a_reply_code_or_message_a_callback_would_refuse_is_dropped_not_the_result() {
         let result = |body: serde_json::Value| classify_reply(200, &reply(body), deadline());
         assert_eq!(
-            result(json!({"status": "SUCCESS", "code": "E\u{0}1", "message": ["m"]})),
+            result(json!({"status": ReportedStatus::Success, "code": "E\u{0}1", "message": ["m"]})),
             Outcome::Succeeded {
                 code: None,
                 message: None,
@@ -959,7 +959,9 @@ mod tests {
         );
         for code in [json!(1.5), json!(true), json!({"a": 1}), json!([200])] {
             assert_eq!(
-                result(json!({"status": "FAILED", "code": code, "message": "a\r\n\tb\u{1b}[2J"})),
+                result(
+                    json!({"status": ReportedStatus::Failed, "code": code, "message": "a\r\n\tb\u{1b}[2J"})
+                ),
                 Outcome::Failed {
                     code: None,
                     message: Some("a\n\tb[2J".into()),
@@ -969,7 +971,7 @@ mod tests {
             );
         }
         assert_eq!(
-            result(json!({"status": "SUCCESS", "code": 200})),
+            result(json!({"status": ReportedStatus::Success, "code": 200})),
             Outcome::Succeeded {
                 code: Some("200".into()),
                 message: None,
