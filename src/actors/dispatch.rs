@@ -153,8 +153,6 @@ struct HeldAttempt {
 /// An attempt on its way to a slot of its host.
 struct Waiting {
     job: DispatchJob,
-    /// It waited in its host's queue: its run may have moved on meanwhile.
-    waited: bool,
     /// A renewal of its claim is under way.
     renewing: bool,
 }
@@ -181,17 +179,10 @@ impl Shared {
             held.attempts.insert(job.request_id.clone(), attempt);
             let waiting = Waiting {
                 job,
-                waited: true,
                 renewing: false,
             };
             if let Some(waiting) = held.slots.admit(&host, self.caps.of(&host), waiting) {
-                now.push((
-                    host,
-                    Waiting {
-                        waited: false,
-                        ..waiting
-                    },
-                ));
+                now.push((host, waiting));
             }
         }
         now
@@ -417,9 +408,11 @@ impl Sender {
     /// Sends one attempt and hands its outcome to the store; returns once the request ended.
     async fn send(&self, waiting: Waiting, permit: Option<OwnedSemaphorePermit>) {
         let mut job = waiting.job;
-        // An attempt that waited is sent only if its run is still this process's to send, and
-        // with a claim that covers the exchange.
-        if waiting.waited || !claim_covers(job.claimed_until, Utc::now(), job.timeout_ms) {
+        // An attempt goes out only with a claim that covers the exchange: one whose claim does
+        // not (it waited longer than the renewals of waiting attempts foresaw) is renewed
+        // first, and not sent if its run moved on. Renewing every attempt that waited would
+        // cost a store round trip per send exactly when ax is busiest.
+        if !claim_covers(job.claimed_until, Utc::now(), job.timeout_ms) {
             match self.shared.renew(&job).await {
                 Some(until) => job.claimed_until = until,
                 None => return self.shared.release(&job.request_id),
