@@ -264,9 +264,7 @@ impl Shared {
             let due: Vec<DispatchJob> = held
                 .slots
                 .waiting_mut()
-                .filter(|w| {
-                    !w.renewing && !claim_covers(w.job.claimed_until, soon, w.job.timeout_ms)
-                })
+                .filter(|w| !w.renewing && !claim_covers(w.job.claimed_until, soon))
                 .map(|w| {
                     w.renewing = true;
                     w.job.clone()
@@ -408,11 +406,11 @@ impl Sender {
     /// Sends one attempt and hands its outcome to the store; returns once the request ended.
     async fn send(&self, waiting: Waiting, permit: Option<OwnedSemaphorePermit>) {
         let mut job = waiting.job;
-        // An attempt goes out only with a claim that covers the exchange: one whose claim does
-        // not (it waited longer than the renewals of waiting attempts foresaw) is renewed
-        // first, and not sent if its run moved on. Renewing every attempt that waited would
+        // An attempt goes out only with some of its claim left: one without (it waited longer
+        // than the renewals of waiting attempts foresaw) is renewed first, and not sent if
+        // its run moved on. Renewing every attempt that waited would
         // cost a store round trip per send exactly when ax is busiest.
-        if !claim_covers(job.claimed_until, Utc::now(), job.timeout_ms) {
+        if !claim_covers(job.claimed_until, Utc::now()) {
             match self.shared.renew(&job).await {
                 Some(until) => job.claimed_until = until,
                 None => return self.shared.release(&job.request_id),
