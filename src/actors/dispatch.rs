@@ -233,8 +233,8 @@ impl Shared {
                 Ok(Some(Decided::Applied(_))) => return Some(until),
                 Ok(decided) => {
                     log::info!(
-                        "task {} request {}: attempt {} not sent, its run moved on while it \
-                         waited: {decided:?}",
+                        "task {} request {}: claim on attempt {} not renewed, its run moved on \
+                         (an attempt still waiting is not sent): {decided:?}",
                         job.task_id,
                         job.request_id,
                         job.attempt
@@ -405,16 +405,16 @@ impl Sender {
 
     /// Sends one attempt and hands its outcome to the store; returns once the request ended.
     async fn send(&self, waiting: Waiting, permit: Option<OwnedSemaphorePermit>) {
-        let mut job = waiting.job;
-        // An attempt goes out only with some of its claim left: one without (it waited longer
-        // than the renewals of waiting attempts foresaw) is renewed first, and not sent if
-        // its run moved on. Renewing every attempt that waited would
-        // cost a store round trip per send exactly when ax is busiest.
+        let job = waiting.job;
+        // An attempt sent with little of its claim left (ax is behind: waiting attempts are
+        // renewed ahead) has its claim renewed beside the exchange, not before it: waiting
+        // for the store there would put a round trip in front of every late send, exactly
+        // when ax is busiest.
         if !claim_covers(job.claimed_until, Utc::now()) {
-            match self.shared.renew(&job).await {
-                Some(until) => job.claimed_until = until,
-                None => return self.shared.release(&job.request_id),
-            }
+            let (shared, late) = (self.shared.clone(), job.clone());
+            actix::spawn(async move {
+                shared.renew(&late).await;
+            });
         }
         let permit = match permit {
             Some(permit) => permit,
