@@ -243,9 +243,9 @@ fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess>
         .env("AX_INSTANCE_ID", &instance_id)
         .env("AX_STORE_URL", &spec.store_url)
         .env("AX_REDIS_URL", spec.redis_url.as_deref().unwrap_or(""))
-        // The mock executor is one host standing for a whole fleet of executors: it gets every
-        // request slot of the dispatchers (2 × 512), not the 64 of one real executor host.
-        .env("AX_DISPATCH_MAX_IN_FLIGHT_PER_HOST", "1024")
+        // The mock executor is one host standing for a whole fleet of executors: it is not
+        // capped as one real executor host is (64); the dispatchers' own bound (2 × 512) holds.
+        .env("AX_DISPATCH_MAX_IN_FLIGHT_PER_HOST", "100000")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(out)
