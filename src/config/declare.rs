@@ -18,20 +18,22 @@ pub struct Setting {
     pub shown_default: Option<&'static str>,
     /// One line: the README's meaning column.
     pub doc: &'static str,
-    store: fn(&mut Config, Parsed) -> bool,
-    value: fn(&Config) -> Option<Parsed>,
+    /// Keeps a value in the field; `false` when it does not fit the field's type.
+    set: fn(&mut Config, Parsed) -> bool,
+    /// The field's value; `None` when unset.
+    get: fn(&Config) -> Option<Parsed>,
 }
 
 impl Setting {
-    #[doc(hidden)]
-    pub const fn new(
+    /// Called by `settings!` only.
+    pub(super) const fn new(
         key: &'static str,
         env: Option<&'static str>,
         kind: Kind,
         shown_default: Option<&'static str>,
         doc: &'static str,
-        store: fn(&mut Config, Parsed) -> bool,
-        value: fn(&Config) -> Option<Parsed>,
+        set: fn(&mut Config, Parsed) -> bool,
+        get: fn(&Config) -> Option<Parsed>,
     ) -> Setting {
         Setting {
             key,
@@ -39,15 +41,15 @@ impl Setting {
             kind,
             shown_default,
             doc,
-            store,
-            value,
+            set,
+            get,
         }
     }
 
     /// Reads `written`, checks it and keeps it in `config`.
     pub fn apply(&self, config: &mut Config, written: Written<'_>) -> Result<(), Refusal> {
         let parsed = self.kind.read(written)?;
-        if (self.store)(config, parsed) {
+        if (self.set)(config, parsed) {
             Ok(())
         } else {
             // Only a range wider than its field's type gets here; a test rules that out.
@@ -57,7 +59,7 @@ impl Setting {
 
     /// The value `config` holds; `None` when unset.
     pub fn value(&self, config: &Config) -> Option<Parsed> {
-        (self.value)(config)
+        (self.get)(config)
     }
 
     /// The default, as the README's table shows it.
