@@ -61,7 +61,7 @@ fn a_bad_value_of_any_kind_is_refused_at_start_in_the_keys_words() {
         (
             "AX_REDIS_URL",
             "http://127.0.0.1:6379",
-            "redis.url must be redis://host:port (or rediss://, redis://host:port/DB)".into(),
+            "redis.url must be redis://host:port or redis://host:port/DB".into(),
         ),
         (
             "AX_INSTANCE_ID",

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_yaml::Value as Yaml;
 
 use super::kind::{scalar, Written};
-use super::{Config, ConfigError, Origin, Setting, ALIASES, SETTINGS};
+use super::{Alias, Config, ConfigError, Origin, Setting, ALIASES, SETTINGS};
 
 /// Applies the file `path`, whose text is `text`, to `config`.
 pub fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), ConfigError> {
@@ -45,10 +45,14 @@ pub fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), ConfigE
         };
         for (key, value) in keys {
             let key = name(path, key, &format!("{section}."))?;
+            let (setting, alias) = resolve(path, &key)?;
             if is_unset(value) {
                 continue;
             }
-            let (setting, converted) = resolve(path, &key, value)?;
+            let converted = match alias {
+                Some(alias) => Some(convert(path, alias, value)?),
+                None => None,
+            };
             if let Some(first) = given.insert(setting.key, key.clone()) {
                 return Err(ConfigError::Twice {
                     path: path.to_path_buf(),
@@ -78,36 +82,35 @@ pub fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), ConfigE
     Ok(())
 }
 
-/// The setting `key` sets, with `value` converted to the setting's form when `key` is an
-/// alias.
+/// The setting `key` sets, and the alias it is of that setting.
 fn resolve(
     path: &Path,
     key: &str,
-    value: &Yaml,
-) -> Result<(&'static Setting, Option<String>), ConfigError> {
-    if let Some(setting) = SETTINGS.iter().find(|setting| setting.key == key) {
+) -> Result<(&'static Setting, Option<&'static Alias>), ConfigError> {
+    let by_key = |key: &str| SETTINGS.iter().find(|setting| setting.key == key);
+    if let Some(setting) = by_key(key) {
         return Ok((setting, None));
     }
-    let alias = ALIASES
+    ALIASES
         .iter()
         .find(|alias| alias.key == key)
-        .ok_or_else(|| unknown(path, key.to_string()))?;
-    let setting = SETTINGS
-        .iter()
-        .find(|setting| setting.key == alias.sets)
-        .ok_or_else(|| unknown(path, key.to_string()))?;
+        .and_then(|alias| Some((by_key(alias.sets)?, Some(alias))))
+        .ok_or_else(|| unknown(path, key.to_string()))
+}
+
+/// An alias's value, as the setting it sets takes it.
+fn convert(path: &Path, alias: &Alias, value: &Yaml) -> Result<String, ConfigError> {
     let refused = |text: Option<&str>, rule: String| ConfigError::Invalid {
         origin: Origin::File {
             path: path.to_path_buf(),
-            key: key.to_string(),
+            key: alias.key.to_string(),
             value: text.map(alias.shown),
         },
         key: alias.key,
         rule,
     };
     let text = scalar(value).ok_or_else(|| refused(None, "must be one value".into()))?;
-    let converted = (alias.convert)(&text).map_err(|rule| refused(Some(&text), rule))?;
-    Ok((setting, Some(converted)))
+    (alias.convert)(&text).map_err(|rule| refused(Some(&text), rule))
 }
 
 /// A key of the file, as text, after `prefix`.

@@ -44,7 +44,7 @@ pub enum Kind {
 }
 
 /// A value read for a setting, before it is kept in its field.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum Parsed {
     Number(i128),
     Text(String),
@@ -54,7 +54,7 @@ pub enum Parsed {
 }
 
 /// Why a value is refused.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Refusal {
     /// The words that follow the key: `must be 1-65535`.
     Rule(String),

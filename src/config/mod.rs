@@ -666,7 +666,7 @@ mod tests {
             (
                 "AX_REDIS_URL",
                 "http://127.0.0.1:6379",
-                "redis.url must be redis://host:port (or rediss://, redis://host:port/DB)",
+                "redis.url must be redis://host:port or redis://host:port/DB",
             ),
             (
                 "AX_PRELOAD_WINDOW_SECS",
@@ -818,6 +818,8 @@ mod tests {
             ("server:\n  prot: 1\n", "server.prot"),
             ("sever:\n  port: 1\n", "sever"),
             ("sever:\n", "sever"),
+            ("server:\n  prot:\n", "server.prot"),
+            ("store:\n  mysql_dns: \"\"\n", "store.mysql_dns"),
             ("store:\n  dsn: x\n", "store.dsn"),
         ] {
             let err = from_yaml(yaml).expect_err(yaml).to_string();

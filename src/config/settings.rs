@@ -141,7 +141,7 @@ settings! {
             env: "AX_REDIS_URL",
             default: None,
             kind: Kind::Checked {
-                rule: "must be redis://host:port (or rediss://, redis://host:port/DB)",
+                rule: "must be redis://host:port or redis://host:port/DB",
                 accepts: |url| redis::IntoConnectionInfo::into_connection_info(url).is_ok(),
             },
             doc: "`redis://host:port`; unset (or empty): in-process lock, for a single ax",
