@@ -11,13 +11,13 @@ use crate::security::ANONYMOUS;
 
 /// The kinds of value a setting takes.
 pub enum Kind {
-    /// A whole number `min..=max`, of `unit` (`runs`, `/s`, or empty); `zero`, when set, is
-    /// what 0 means besides.
+    /// A whole number `min..=max`, of `unit` (`runs`, `/s`, or empty); 0 too when
+    /// `zero` (its meaning is in the setting's doc, not in the rule a bad value is told).
     Count {
         min: i64,
         max: i64,
         unit: &'static str,
-        zero: Option<&'static str>,
+        zero: bool,
     },
     /// A duration `min..=max`, kept in `unit`: a plain number is of `unit`, or it has its own
     /// unit (`500ms`, `1s`, `5m`, `1h`, `2d`).
@@ -127,7 +127,7 @@ impl Kind {
     pub fn check(&self, parsed: &Parsed) -> Result<(), Refusal> {
         match (self, parsed) {
             (Kind::Count { min, max, zero, .. }, Parsed::Number(n)) => {
-                let zero_ok = zero.is_some() && *n == 0;
+                let zero_ok = *zero && *n == 0;
                 in_range(*n, *min, *max) || zero_ok
             }
             (Kind::Duration { min, max, .. }, Parsed::Number(n)) => in_range(*n, *min, *max),
@@ -157,14 +157,8 @@ impl Kind {
                 min,
                 max,
                 unit,
-                zero,
-            } => {
-                let range = format!("{min}-{max} {unit}").trim_end().to_string();
-                match zero {
-                    Some(zero) => format!("{range} (or 0: {zero})"),
-                    None => range,
-                }
-            }
+                ..
+            } => format!("{min}-{max} {unit}").trim_end().to_string(),
             Kind::Duration { min, max, unit } => format!("{min}-{max} {}", unit.symbol()),
             Kind::Secret => format!("at least {MIN_SECRET_CHARS} characters"),
             Kind::Hosts => format!("max_in_flight 1-{MAX_IN_FLIGHT_PER_HOST}"),

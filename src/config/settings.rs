@@ -39,7 +39,7 @@ const fn count(min: i64, max: i64, unit: &'static str) -> Kind {
         min,
         max,
         unit,
-        zero: None,
+        zero: false,
     }
 }
 
@@ -76,8 +76,8 @@ settings! {
         port: u16 {
             env: "AX_PORT",
             default: 8901,
-            kind: Kind::Count { min: 1, max: 65535, unit: "", zero: Some("any free port") },
-            doc: "HTTP port",
+            kind: Kind::Count { min: 1, max: 65535, unit: "", zero: true },
+            doc: "HTTP port (0: any free port)",
         }
         instance_id: Option<String> {
             env: "AX_INSTANCE_ID",
