@@ -731,6 +731,27 @@ mod tests {
     }
 
     #[test]
+    fn labels_are_read_and_a_bad_one_is_named() {
+        let mut body = valid();
+        body["labels"] = json!({"team": "billing"});
+        let input = task_input(body, &Allowlist::default()).expect("valid");
+        assert_eq!(
+            input.labels.iter().collect::<Vec<_>>(),
+            [("team", "billing")]
+        );
+        for (labels, field) in [
+            (json!("team=billing"), "labels"),
+            (json!({"Team": "billing"}), "labels.Team"),
+            (json!({"team": ["billing"]}), "labels.team"),
+        ] {
+            let mut body = valid();
+            body["labels"] = labels;
+            let err = task_input(body, &Allowlist::default()).expect_err(field);
+            assert_eq!(refusal(err).0, field);
+        }
+    }
+
+    #[test]
     fn names_in_any_script_are_taken_as_they_are() {
         for name in [
             "Bericht für März",

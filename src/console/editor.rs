@@ -18,12 +18,15 @@ use crate::api::json;
 use crate::api::validate::{self, DEFAULT_MAX_RETRY, DEFAULT_SCENE, DEFAULT_TIMEOUT_MS};
 use crate::api::ApiState;
 use crate::error::ApiError;
-use crate::labels::Labels;
+use crate::labels::{Labels, MAX_KEY_CHARS, MAX_VALUE_CHARS};
 use crate::run::{OverlapPolicy, TaskId};
 use crate::service::{Service, ServiceError, TaskDetails};
 use crate::store::models::{Task, TaskStatus};
 use crate::store::queries::tasks::Versions;
-use crate::task_fields::{self, Field, Kind, LABELS};
+use crate::task_fields::{
+    self, Field, Kind, CRON, DEPENDS_ON, ENABLED, HANDLER_URL, LABELS, NAME, OVERLAP, PARAMS,
+    SCENE, TIME_ZONE,
+};
 
 /// Names of a scene's tasks the dependency field lists.
 const SUGGESTED_NAMES: i64 = 200;
@@ -587,29 +590,29 @@ fn editor_form(
             @if let Some(version) = version { input type="hidden" name="version" value=(version); }
             fieldset {
                 legend { "Task" }
-                (layout::input("name", "Name", "text", Some(&draft.name), error("name").as_deref()))
-                (layout::input("scene", "Scene", "text", Some(&draft.scene), error("scene").as_deref()))
-                (layout::input("handlerUrl", "Handler URL", "url", Some(&draft.handler_url), error("handlerUrl").as_deref()))
-                (layout::checkbox("enabled", "Enabled (fires on its schedule)", draft.enabled))
+                (layout::input("name", NAME.label, "text", Some(&draft.name), error("name").as_deref()))
+                (layout::input("scene", SCENE.label, "text", Some(&draft.scene), error("scene").as_deref()))
+                (layout::input("handlerUrl", HANDLER_URL.label, "url", Some(&draft.handler_url), error("handlerUrl").as_deref()))
+                (layout::checkbox("enabled", ENABLED.label, draft.enabled))
             }
             fieldset {
                 legend { "Schedule" }
-                (layout::input("cron", "Cron (sec min hour day month weekday)", "text", Some(&draft.cron), error("cron").as_deref()))
-                (layout::input("timeZone", "Time zone (IANA name)", "text", Some(&draft.time_zone), error("timeZone").as_deref()))
+                (layout::input("cron", CRON.label, "text", Some(&draft.cron), error("cron").as_deref()))
+                (layout::input("timeZone", TIME_ZONE.label, "text", Some(&draft.time_zone), error("timeZone").as_deref()))
                 section.preview aria-labelledby="preview-heading" {
                     h2 #preview-heading { "Next 10 fire times" }
                     div #preview aria-live="polite" { (preview) }
                 }
-                (layout::select_of("overlap", "When a run is due while an earlier one is open", &overlaps, &draft.overlap, error("overlap").as_deref()))
+                (layout::select_of("overlap", OVERLAP.label, &overlaps, &draft.overlap, error("overlap").as_deref()))
             }
             fieldset {
                 legend { "Params" }
-                (layout::textarea("params", "Params (a JSON object sent with each run)", &draft.params, 6, error("params").as_deref()))
+                (layout::textarea("params", PARAMS.label, &draft.params, 6, error("params").as_deref()))
                 p.hint #params-check aria-live="polite" {}
             }
             fieldset {
                 legend { "Dependencies" }
-                (layout::textarea("dependsOn", "Upstream tasks, one name a line (scene/name for another scene)", &draft.depends_on, 3, error("dependsOn").as_deref()))
+                (layout::textarea("dependsOn", DEPENDS_ON.label, &draft.depends_on, 3, error("dependsOn").as_deref()))
                 @if !suggestions.is_empty() {
                     details {
                         summary { "Tasks of scene " (draft.scene_or_default()) }
@@ -628,7 +631,7 @@ fn editor_form(
             fieldset {
                 legend { "Labels" }
                 (layout::textarea("labels", LABELS.label, &draft.labels, 3, error("labels").as_deref()))
-                p.hint { "The tasks list filters by one (key=value). Keys: 1-63 of a-z 0-9 _ . -" }
+                p.hint { "The tasks list filters by one (key=value). A key is 1-" (MAX_KEY_CHARS) " of a-z 0-9 _ . -; a value at most " (MAX_VALUE_CHARS) " characters." }
             }
             div.actions {
                 button type="submit" { "Save task" }
