@@ -21,6 +21,7 @@ pub mod health;
 pub mod host_slots;
 pub mod http_errors;
 pub mod identity;
+pub mod labels;
 pub mod metrics;
 pub mod nesting;
 pub mod plan;
@@ -29,6 +30,7 @@ pub mod security;
 pub mod service;
 pub mod site;
 pub mod store;
+pub mod task_fields;
 pub mod text;
 pub mod wheel;
 
