@@ -153,12 +153,9 @@ impl Kind {
     /// The values it takes, as the README's range column shows them (empty: any).
     pub fn describe(&self) -> String {
         match self {
-            Kind::Count {
-                min,
-                max,
-                unit,
-                ..
-            } => format!("{min}-{max} {unit}").trim_end().to_string(),
+            Kind::Count { min, max, unit, .. } => {
+                format!("{min}-{max} {unit}").trim_end().to_string()
+            }
             Kind::Duration { min, max, unit } => format!("{min}-{max} {}", unit.symbol()),
             Kind::Secret => format!("at least {MIN_SECRET_CHARS} characters"),
             Kind::Hosts => format!("max_in_flight 1-{MAX_IN_FLIGHT_PER_HOST}"),
