@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use crate::api::{task_body, task_input};
 use crate::client::{send, Call, Connection};
 use crate::security::Allowlist;
-use crate::service::TaskInput;
+use crate::service::task_input::TaskInput;
 use crate::task_fields;
 use crate::EXIT_USAGE;
 

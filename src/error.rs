@@ -8,7 +8,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::actors::lock::LockError;
-use crate::service::ServiceError;
+use crate::service::error::ServiceError;
 use crate::store::StoreError;
 
 /// Errors answered by the HTTP API.

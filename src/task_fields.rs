@@ -478,7 +478,8 @@ pub(crate) mod examples {
     use super::*;
     use crate::api::validate::task_input;
     use crate::security::Allowlist;
-    use crate::service::{TaskDetails, TaskInput};
+    use crate::service::task_details::TaskDetails;
+    use crate::service::task_input::TaskInput;
     use crate::store::models::{Task, TaskFields};
 
     /// The smallest valid body: each required field at a value other than its example (a

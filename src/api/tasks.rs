@@ -12,7 +12,8 @@ use super::{Actor, ApiState};
 use crate::error::ApiError;
 use crate::etag::{self, etag};
 use crate::labels;
-use crate::service::{ServiceError, TaskDetails};
+use crate::service::error::ServiceError;
+use crate::service::task_details::TaskDetails;
 use crate::store::models::TaskStatus;
 use crate::store::queries::tasks::{TaskFilter, Versions};
 

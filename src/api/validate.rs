@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::labels::Labels;
 use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId};
 use crate::security::Allowlist;
-use crate::service::TaskInput;
+use crate::service::task_input::TaskInput;
 use crate::store::models::MAX_NAME_CHARS;
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use crate::clock::rfc3339;
 use crate::labels::Labels;
 use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
-use crate::service::{OverlapCounts, SceneCounts, TaskDetails, TaskStats};
+use crate::service::scenes::SceneCounts;
+use crate::service::stats::{OverlapCounts, TaskStats};
+use crate::service::task_details::TaskDetails;
 use crate::store::from_db;
 use crate::store::models::{Instance, TaskStatus};
 use crate::store::queries::attempts::AttemptRow;
@@ -262,7 +264,7 @@ pub struct HistoryView {
 mod tests {
     use super::*;
     use crate::api::validate::task_body;
-    use crate::service::TaskInput;
+    use crate::service::task_input::TaskInput;
     use crate::task_fields::examples::{details, input, required, with_example};
     use crate::task_fields::{Default, ALL, DEPENDS_ON};
     use serde_json::Value;

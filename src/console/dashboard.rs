@@ -18,7 +18,8 @@ use crate::actors::lock::LockError;
 use crate::api::ApiState;
 use crate::health::Report;
 use crate::run::{RunStatus, TaskId};
-use crate::service::{Counted, DAY_COUNTS_SECS};
+use crate::service::console_reads::DAY_COUNTS_SECS;
+use crate::service::Counted;
 use crate::store::models::Instance;
 use crate::store::queries::instances::InstanceFilter;
 

@@ -20,7 +20,9 @@ use crate::api::ApiState;
 use crate::error::ApiError;
 use crate::labels::{Labels, MAX_KEY_CHARS, MAX_VALUE_CHARS};
 use crate::run::{OverlapPolicy, TaskId};
-use crate::service::{Service, ServiceError, TaskDetails};
+use crate::service::error::ServiceError;
+use crate::service::task_details::TaskDetails;
+use crate::service::Service;
 use crate::store::models::{Task, TaskStatus};
 use crate::store::queries::tasks::Versions;
 use crate::task_fields::{

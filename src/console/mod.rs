@@ -23,7 +23,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{middleware, web, HttpRequest, HttpResponse, ResponseError};
 use maud::Markup;
 
-use crate::service::ServiceError;
+use crate::service::error::ServiceError;
 
 /// Where the console lives.
 pub const HOME: &str = "/console";
@@ -158,7 +158,7 @@ enum ConsoleError {
     Refused(#[from] crate::error::ApiError),
     /// The task changed since the form was opened: the task as it is now.
     #[error("This task changed since you opened it: reload it and make the change again.")]
-    Changed(Box<crate::service::TaskDetails>),
+    Changed(Box<crate::service::task_details::TaskDetails>),
 }
 
 impl From<ServiceError> for ConsoleError {

@@ -9,7 +9,7 @@ use super::layout::{maybe_time, notice_link, page, scrolling, task_badge, Notice
 use super::session::{csrf_field, Submitted, Visitor};
 use super::{ok, see_other, ConsoleError};
 use crate::api::{validate, ApiState};
-use crate::service::SceneCounts;
+use crate::service::scenes::SceneCounts;
 use crate::store::models::TaskStatus;
 
 /// `GET /console/scenes`.

@@ -21,7 +21,7 @@ use crate::api::{validate, ApiState};
 use crate::cron::{CronSchedule, Fire};
 use crate::error::ApiError;
 use crate::run::TaskId;
-use crate::service::TaskDetails;
+use crate::service::task_details::TaskDetails;
 use crate::store::models::{Instance, Task, TaskStatus};
 use crate::store::queries::tasks::Versions;
 use crate::store::queries::Page;

@@ -1,0 +1,75 @@
+//! The errors of the service's operations.
+
+use super::task_details::TaskDetails;
+use crate::run::{RequestId, RunStatus, TaskId};
+use crate::store::models::TaskFields;
+use crate::store::queries::tasks::UpstreamProblem;
+use crate::store::StoreError;
+
+/// Errors of scheduler operations.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("task {0} not found")]
+    TaskNotFound(TaskId),
+    /// The task is at another version than the change was made for: the task as it is now.
+    #[error(
+        "task {} has changed: it is at version {} now; read it again and make the change \
+         on that",
+        .0.task.id,
+        .0.task.version
+    )]
+    Stale(Box<TaskDetails>),
+    #[error("dependsOn names tasks that do not exist: {0:?}")]
+    UnknownUpstreams(Vec<TaskId>),
+    #[error("dependsOn would close a cycle: {0}")]
+    Cycle(String),
+    #[error("scene `{scene}` has a task named `{name}` already")]
+    NameTaken { scene: String, name: String },
+    #[error("another client registered one of these names meanwhile; nothing was written")]
+    Raced,
+    #[error("this scene and name are task {0}'s (set \"upsert\": true to update it)")]
+    Exists(TaskId),
+    /// A backfill's range cannot be taken; the message says why (field `to`).
+    #[error("{0}")]
+    Backfill(String),
+    #[error("no run with requestId {0}")]
+    RunNotFound(RequestId),
+    #[error("run {id} is {status} already: a final run does not change")]
+    RunFinal { id: RequestId, status: RunStatus },
+    /// A bulk registration refused for the item at `index`.
+    #[error("items[{index}]: {error}")]
+    Item {
+        index: usize,
+        error: Box<ServiceError>,
+    },
+}
+
+impl ServiceError {
+    /// The store's refusal of a task's `(scene, name)` as such; other errors as they are.
+    pub(super) fn naming(err: StoreError, fields: &TaskFields) -> Self {
+        if err.is_name_taken() {
+            ServiceError::NameTaken {
+                scene: fields.scene.clone(),
+                name: fields.name.clone(),
+            }
+        } else {
+            ServiceError::Store(err)
+        }
+    }
+}
+
+impl From<UpstreamProblem> for ServiceError {
+    fn from(problem: UpstreamProblem) -> Self {
+        match problem {
+            UpstreamProblem::Unknown(ids) => ServiceError::UnknownUpstreams(ids),
+            UpstreamProblem::Cycle(cycle) => {
+                let path: Vec<String> = cycle.iter().map(TaskId::to_string).collect();
+                ServiceError::Cycle(path.join(" waits on "))
+            }
+        }
+    }
+}
+
+pub(super) type Result<T> = std::result::Result<T, ServiceError>;

@@ -1,0 +1,82 @@
+//! The service the API calls: task changes go to the store and then, at once, to the wheel;
+//! manual runs are recorded and handed to the wheel like any due attempt; reads and results go
+//! to the store.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+
+use crate::actors::cluster::{ClusterHandle, Member};
+use crate::actors::dispatch::DispatchHandle;
+use crate::actors::lock::LockError;
+use crate::actors::store::StoreHandle;
+use crate::actors::wheel::{WheelHandle, WheelStats};
+use crate::clock::SharedClock;
+use crate::run::RunStatus;
+
+mod audit_log;
+pub mod console_reads;
+pub mod error;
+mod runs;
+pub mod scenes;
+mod sessions;
+pub mod stats;
+pub mod task_details;
+pub mod task_input;
+pub mod tasks;
+
+/// The facade over the actors that the HTTP API uses.
+#[derive(Clone)]
+pub struct Service {
+    store: StoreHandle,
+    wheel: WheelHandle,
+    dispatch: DispatchHandle,
+    cluster: ClusterHandle,
+    clock: SharedClock,
+    instance_id: String,
+    /// Most backfilled runs of a task due per second.
+    backfill_per_sec: i64,
+    /// The last day's run counts and when they were counted (see [`Service::day_counts`]).
+    day_counts: Arc<Mutex<Option<Counted>>>,
+}
+
+/// Run counts by status, and when they were counted.
+pub type Counted = (DateTime<Utc>, HashMap<RunStatus, i64>);
+
+impl Service {
+    pub fn new(
+        store: StoreHandle,
+        wheel: WheelHandle,
+        dispatch: DispatchHandle,
+        cluster: ClusterHandle,
+        clock: SharedClock,
+        instance_id: String,
+        backfill_per_sec: i64,
+    ) -> Self {
+        Service {
+            store,
+            wheel,
+            dispatch,
+            cluster,
+            clock,
+            instance_id,
+            backfill_per_sec,
+            day_counts: Arc::default(),
+        }
+    }
+
+    /// The live ax processes sharing this store.
+    pub async fn cluster(&self) -> std::result::Result<Vec<Member>, LockError> {
+        self.cluster.members().await
+    }
+
+    /// How many entries the wheel holds.
+    pub async fn wheel_stats(&self) -> Option<WheelStats> {
+        self.wheel.stats().await
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+}
