@@ -1,8 +1,5 @@
-//! What fires when: the plan for a task whose time came, including the missed-run policy, and
-//! the dependency graph's one rule (no cycles).
-//! Pure logic, no I/O: time is always an argument.
+//! Fire planning: the runs to record for a task whose time came, under the missed-run policy.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -187,71 +184,6 @@ pub fn plan_each(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>
     }
 }
 
-/// Most fire times one backfill covers.
-pub const MAX_BACKFILL_RUNS: usize = 10_000;
-
-/// The schedule's fire times in `[from, to)`, earliest first; `None` if there are more than
-/// `max`.
-pub fn fire_times(
-    cron: &CronSchedule,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-    max: usize,
-) -> Option<Vec<DateTime<Utc>>> {
-    let mut times = Vec::new();
-    // `next_after` is exclusive: start one second back so that `from` itself counts.
-    let mut next = cron.next_after(from - Duration::seconds(1));
-    while let Some(at) = next.filter(|at| *at < to) {
-        if times.len() == max {
-            return None;
-        }
-        times.push(at);
-        next = cron.next_after(at);
-    }
-    Some(times)
-}
-
-/// When the `n`-th (from 0) of a backfill's runs is due: `per_sec` a second, from the first
-/// whole second at or after `start` (runs go out on the wheel's seconds: a fraction would put
-/// two seconds' share in one).
-pub fn paced(start: DateTime<Utc>, n: usize, per_sec: i64) -> DateTime<Utc> {
-    let first = start.timestamp() + i64::from(start.timestamp_subsec_nanos() > 0);
-    let second = first + n as i64 / per_sec.max(1);
-    DateTime::from_timestamp(second, 0).unwrap_or(start)
-}
-
-/// The cycle that giving `task` these upstreams would close, if any (as a path from `task`
-/// back to itself). `edges` are the existing (task, upstream) pairs; `task`'s own are replaced.
-pub fn dependency_cycle(
-    edges: &[(TaskId, TaskId)],
-    task: TaskId,
-    depends_on: &[TaskId],
-) -> Option<Vec<TaskId>> {
-    let mut upstreams: HashMap<TaskId, Vec<TaskId>> = HashMap::new();
-    for &(from, to) in edges.iter().filter(|(from, _)| *from != task) {
-        upstreams.entry(from).or_default().push(to);
-    }
-    upstreams.insert(task, depends_on.to_vec());
-    // Depth-first from `task`; a path that comes back to it is the cycle.
-    let mut stack = vec![(task, vec![task])];
-    let mut seen = HashSet::new();
-    while let Some((node, path)) = stack.pop() {
-        for &next in upstreams.get(&node).map(Vec::as_slice).unwrap_or(&[]) {
-            if next == task {
-                let mut cycle = path.clone();
-                cycle.push(task);
-                return Some(cycle);
-            }
-            if seen.insert(next) {
-                let mut longer = path.clone();
-                longer.push(next);
-                stack.push((next, longer));
-            }
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,25 +252,6 @@ mod tests {
     }
 
     #[test]
-    fn cycles_are_found_however_long() {
-        let ids = |ids: &[i64]| ids.iter().copied().map(TaskId).collect::<Vec<_>>();
-        let cycle = |edges: &[(i64, i64)], task: i64, upstreams: &[i64]| {
-            let edges: Vec<(TaskId, TaskId)> =
-                edges.iter().map(|&(a, b)| (TaskId(a), TaskId(b))).collect();
-            dependency_cycle(&edges, TaskId(task), &ids(upstreams))
-        };
-        // 1 waits on 2, 2 on 3.
-        let edges = [(1, 2), (2, 3)];
-        assert_eq!(cycle(&edges, 3, &[1]), Some(ids(&[3, 1, 2, 3])));
-        assert_eq!(cycle(&edges, 2, &[1]), Some(ids(&[2, 1, 2])));
-        assert_eq!(cycle(&edges, 4, &[4]), Some(ids(&[4, 4])));
-        assert_eq!(cycle(&edges, 4, &[1, 3]), None);
-        // Replacing 2's upstreams removes the edge 2 → 3.
-        assert_eq!(cycle(&edges, 2, &[]), None);
-        assert_eq!(cycle(&[(1, 2), (2, 1)], 1, &[3]), None);
-    }
-
-    #[test]
     fn on_time_fires_once_and_moves_to_the_next_period() {
         let plan = plan_fires(&cron("*/10 * * * * *"), at(1, 0, 10), at(1, 0, 10), POLICY);
         assert_eq!(plan.decisions, vec![RunDecision::Fire(at(1, 0, 10))]);
@@ -379,34 +292,5 @@ mod tests {
         let plan = plan_fires(&cron("0 * * * * *"), at(1, 0, 0), at(1, 5, 1), POLICY);
         assert_eq!(plan.decisions, vec![RunDecision::Missed(at(1, 0, 0))]);
         assert_eq!(plan.next, Some(at(1, 6, 0)));
-    }
-
-    fn t(secs: i64) -> DateTime<Utc> {
-        DateTime::from_timestamp(1_800_000_000 + secs, 0).expect("valid time")
-    }
-
-    #[test]
-    fn fire_times_cover_the_half_open_range() {
-        let every_ten = cron("*/10 * * * * *");
-        let times = fire_times(&every_ten, t(100), t(140), 10).expect("few");
-        assert_eq!(times, vec![t(100), t(110), t(120), t(130)]);
-        assert_eq!(fire_times(&every_ten, t(101), t(110), 10), Some(vec![]));
-        assert_eq!(
-            fire_times(&every_ten, t(100), t(140), 4).map(|v| v.len()),
-            Some(4)
-        );
-        assert_eq!(fire_times(&every_ten, t(100), t(141), 4), None);
-    }
-
-    #[test]
-    fn backfills_are_paced_per_second() {
-        assert_eq!(paced(t(50), 0, 50), t(50));
-        assert_eq!(paced(t(50), 49, 50), t(50));
-        assert_eq!(paced(t(50), 50, 50), t(51));
-        assert_eq!(paced(t(50), 9_999, 50), t(249));
-        assert_eq!(paced(t(50), 3, 1), t(53));
-        let late = t(50) + Duration::milliseconds(300);
-        assert_eq!(paced(late, 0, 2), t(51));
-        assert_eq!(paced(late, 2, 2), t(52));
     }
 }
