@@ -1,0 +1,268 @@
+//! A task's page (`/console/tasks/{id}`): its definition, its next fire times, its latest
+//! runs, and the forms of its actions.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use maud::{html, Markup};
+
+use super::links::{parse_task_id, task_href};
+use super::list::schedule;
+use crate::api::ApiState;
+use crate::console::filters;
+use crate::console::layout::{
+    self, action_button, maybe_time, none, page, scrolling, stored_time, task_state, Section,
+};
+use crate::console::session::{csrf_field, Visitor};
+use crate::console::{html as respond, runs, ConsoleError};
+use crate::cron::{CronSchedule, Fire};
+use crate::run::TaskId;
+use crate::service::task_details::TaskDetails;
+use crate::store::models::{Instance, TaskStatus};
+use crate::store::queries::Page;
+
+/// Runs a task's page lists.
+const LATEST_RUNS: i64 = 20;
+/// Fire times a task's page previews.
+const UPCOMING: usize = 10;
+
+/// What a task's page shows besides the task: the forms' values and the refusal of the last
+/// one sent.
+#[derive(Debug, Default)]
+pub(super) struct Forms {
+    /// The trigger form's params; the task's own when empty.
+    pub(super) params: Option<String>,
+    pub(super) from: Option<String>,
+    pub(super) to: Option<String>,
+    /// The field a refused form named, and why.
+    pub(super) error: Option<(String, String)>,
+}
+
+impl Forms {
+    fn error_for(&self, field: &str) -> Option<&str> {
+        self.error
+            .as_ref()
+            .filter(|(name, _)| name == field)
+            .map(|(_, message)| message.as_str())
+    }
+}
+
+/// `GET /console/tasks/{id}`.
+pub async fn detail(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let id = parse_task_id(&path)?;
+    task_page(&state, &visitor, id, &Forms::default(), StatusCode::OK).await
+}
+
+pub(super) async fn task_page(
+    state: &ApiState,
+    visitor: &Visitor,
+    id: TaskId,
+    forms: &Forms,
+    status: StatusCode,
+) -> Result<HttpResponse, ConsoleError> {
+    let service = &state.service;
+    let details = service.task(id).await?;
+    let latest = Page {
+        limit: LATEST_RUNS,
+        offset: 0,
+    };
+    let (runs, total) = service.task_instances(id, latest).await?;
+    let page = detail_page(visitor, &details, &runs, total, service.now(), forms);
+    Ok(respond(status, page))
+}
+
+/// Shows the task's page again with a form's refusal beside the field it names.
+pub(super) async fn refused(
+    state: &ApiState,
+    visitor: &Visitor,
+    id: TaskId,
+    mut forms: Forms,
+    err: ConsoleError,
+) -> Result<HttpResponse, ConsoleError> {
+    let ConsoleError::Refused(err) = err else {
+        return Err(err);
+    };
+    let status = actix_web::ResponseError::status_code(&err);
+    forms.error = Some((err.field().unwrap_or_default().to_string(), err.to_string()));
+    task_page(state, visitor, id, &forms, status).await
+}
+
+fn detail_page(
+    visitor: &Visitor,
+    details: &TaskDetails,
+    latest: &[Instance],
+    total: i64,
+    now: DateTime<Utc>,
+    forms: &Forms,
+) -> Markup {
+    let task = &details.task;
+    let schedule = task.schedule();
+    page(
+        visitor,
+        &format!("Task {}", task.name),
+        Some(Section::Tasks),
+        html! {
+            @if let Some((_, message)) = forms.error.as_ref().filter(|(field, _)| field.is_empty()) {
+                p.error role="alert" { (message) }
+            }
+            @if visitor.may_change() { (task_actions(visitor, details, forms)) }
+            h2 { "Definition" }
+            (definition(details))
+            h2 { "Next " (UPCOMING) " fire times" }
+            @match &schedule {
+                Ok(schedule) => (upcoming(schedule, &schedule.upcoming(now, UPCOMING))),
+                Err(err) => p.error { "The cron expression cannot be read: " (err.to_string()) },
+            }
+            h2 { "Latest runs" }
+            p {
+                "The last " (latest.len()) " of " (total) ". "
+                a href=(filters::link("/console/runs", &[("task", Some(&task.id.to_string()))])) {
+                    "All runs of this task"
+                }
+            }
+            (runs::run_table(latest, None))
+        },
+    )
+}
+
+/// The task's actions: edit, pause or resume, delete, trigger with params, backfill.
+fn task_actions(visitor: &Visitor, details: &TaskDetails, forms: &Forms) -> Markup {
+    let task = &details.task;
+    let href = task_href(task.id);
+    let params = forms
+        .params
+        .clone()
+        .unwrap_or_else(|| pretty_json(&task.params));
+    html! {
+        div.actions {
+            a.button href=(format!("{href}/edit")) { "Edit" }
+            @match task.status {
+                TaskStatus::Enabled => (action_button(visitor, &format!("{href}/pause"), "Pause")),
+                TaskStatus::Paused => (action_button(visitor, &format!("{href}/resume"), "Resume")),
+            }
+            a.button.danger href=(format!("{href}/delete")) { "Delete…" }
+        }
+        div.cards {
+            section.card aria-labelledby="trigger-heading" {
+                h2 #trigger-heading { "Trigger now" }
+                form.stacked method="post" action=(format!("{href}/trigger")) {
+                    (csrf_field(visitor))
+                    (layout::textarea("params", "Params for this run (JSON)", &params, 4, forms.error_for("params")))
+                    div.field { button type="submit" { "Trigger run" } }
+                }
+            }
+            section.card aria-labelledby="backfill-heading" {
+                h2 #backfill-heading { "Backfill" }
+                p.hint { "Gives every fire time in [from, to) a run; times in UTC (2026-12-01T10:00) or RFC 3339." }
+                form.stacked method="post" action=(format!("{href}/backfill")) {
+                    (csrf_field(visitor))
+                    (layout::input("from", "From", "text", forms.from.as_deref(), forms.error_for("from")))
+                    (layout::input("to", "To", "text", forms.to.as_deref(), forms.error_for("to")))
+                    div.field { button type="submit" { "Backfill" } }
+                }
+            }
+        }
+    }
+}
+
+fn definition(details: &TaskDetails) -> Markup {
+    let task = &details.task;
+    let or_default = |value: Option<i32>, unit: &str| match value {
+        Some(value) => format!("{value}{unit}"),
+        None => "the server's default".to_string(),
+    };
+    html! {
+        dl.fields {
+            dt { "Id" } dd { (task.id) }
+            dt { "Name" } dd { (task.name) }
+            dt { "Scene" } dd { (task.scene) }
+            dt { "Status" }
+            dd {
+                (task_state(task.status, details.scene_paused))
+                @if details.scene_paused {
+                    " Its scene is paused: it fires again when "
+                    a href="/console/scenes" { "the scene" }
+                    " is resumed (and it is enabled)."
+                }
+            }
+            dt { "Cron" } dd { (schedule(task)) }
+            dt { "Time zone" } dd { (task.time_zone) }
+            dt { "Handler URL" } dd { code { (task.handler_url) } }
+            dt { "Params" } dd { pre { (pretty_json(&task.params)) } }
+            dt { "Max retries" } dd { (task.max_retry) }
+            dt { "Timeout" } dd { (layout::millis(task.timeout_ms)) }
+            dt { "Retry back-off" } dd { (or_default(task.retry_backoff_secs, " s")) }
+            dt { "Retry factor" } dd { (or_default(task.retry_factor, "")) }
+            dt { "Misfire threshold" } dd { (or_default(task.misfire_threshold_secs, " s")) }
+            dt { "Dependency timeout" } dd { (or_default(task.dependency_timeout_secs, " s")) }
+            dt { "Depends on" }
+            dd {
+                @if details.depends_on.is_empty() { (none()) }
+                @for (n, upstream) in details.depends_on.iter().enumerate() {
+                    @if n > 0 { ", " }
+                    a href=(task_href(*upstream)) { "task " (upstream) }
+                }
+            }
+            dt { "Overlap" } dd { (task.overlap.as_str()) }
+            dt { "Jitter" } dd { (task.jitter_secs) " s" }
+            dt { "Labels" }
+            dd {
+                @if task.labels.is_empty() { (none()) }
+                @for (key, value) in task.labels.iter() {
+                    a href=(filters::link("/console/tasks", &[("label", Some(&format!("{key}={value}")))])) { code { (key) "=" (value) } }
+                    " "
+                }
+            }
+            dt { "Next run" } dd { (maybe_time(task.next_run_at)) }
+            dt { "Created" } dd { (stored_time(task.created_at)) }
+            dt { "Updated" } dd { (stored_time(task.updated_at)) }
+        }
+    }
+}
+
+/// JSON text indented for reading; as it is if it is not JSON.
+pub fn pretty_json(text: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|value| serde_json::to_string_pretty(&value).ok())
+        .unwrap_or_else(|| text.to_string())
+}
+
+pub(in crate::console) fn upcoming(schedule: &CronSchedule, fires: &[Fire]) -> Markup {
+    let zone = schedule.zone().name();
+    if fires.is_empty() {
+        return html! { p.muted { "The schedule fires no more." } };
+    }
+    scrolling(
+        "Next fire times",
+        html! {
+            table {
+                thead {
+                    tr {
+                        th scope="col" { "In " (zone) }
+                        th scope="col" { "UTC" }
+                        th scope="col" { "Note" }
+                    }
+                }
+                tbody {
+                    @for fire in fires {
+                        tr {
+                            td.mono { (fire.local.format("%Y-%m-%d %H:%M:%S %:z")) }
+                            td { (layout::fixed_utc(fire.utc)) }
+                            td {
+                                @match &fire.note {
+                                    Some(note) => span.badge.warn { (note) },
+                                    None => (none()),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
