@@ -30,6 +30,7 @@ pub mod service;
 pub mod site;
 pub mod store;
 pub mod text;
+pub mod web;
 pub mod wheel;
 
 /// The exit status of every `ax` command for bad input (an invalid expression, option, config

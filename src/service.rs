@@ -11,23 +11,23 @@ use crate::actors::cluster::{ClusterHandle, Member};
 use crate::actors::dispatch::DispatchHandle;
 use crate::actors::lock::LockError;
 use crate::actors::store::{boxed, StoreHandle};
-use crate::actors::wheel::{WheelHandle, WheelStats};
+use crate::actors::wheel::WheelHandle;
 use crate::audit::{self, task_target, AuditAction, Entry};
 use crate::clock::SharedClock;
 use crate::cron::CronSchedule;
-use crate::metrics::{add, metrics};
+use crate::metrics::{add, metrics, WheelStats};
 use crate::plan;
 use crate::run::{
-    jittered, Event, NewRun, OverlapPolicy, Report, RequestId, RunStatus, TaskId, TriggerType,
-    OVERLAP_CODE, REPLACED_CODE,
+    jittered, Decided, Event, NewRun, OverlapPolicy, Report, RequestId, RunStatus, TaskId,
+    TriggerType, OVERLAP_CODE, REPLACED_CODE,
 };
 use crate::security::{self, Principal};
 use crate::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
 use crate::store::queries::attempts::{self, AttemptRow};
 use crate::store::queries::audit::{self as audit_log, AuditRow};
+use crate::store::queries::due;
 use crate::store::queries::instances::{self, Cursor, InstanceFilter};
 use crate::store::queries::overview;
-use crate::store::queries::runs::{self, Decided};
 use crate::store::queries::sessions;
 use crate::store::queries::tasks::{
     self, BulkItem, BulkProblem, Conditional, TaskFilter, UpstreamProblem, Versions,
@@ -686,7 +686,7 @@ impl Service {
                 boxed(async move {
                     instances::insert_instance(conn, &run).await?;
                     let stored = instances::find_by_request_id(conn, &lookup).await?;
-                    let due = runs::attempts_of(conn, std::slice::from_ref(&lookup)).await?;
+                    let due = due::attempts_of(conn, std::slice::from_ref(&lookup)).await?;
                     Ok((stored, due))
                 })
             })

@@ -16,11 +16,12 @@ use tokio::sync::oneshot;
 use super::lane::{Lane, Policy, Queued};
 use crate::metrics::{add, metrics};
 use crate::run::{
-    blind, Event, Outcome, Report, RequestId, RetryPolicy, RunStatus, Write as RunWrite,
+    blind, Decided, Event, Outcome, Report, RequestId, RetryPolicy, RunStatus, Write as RunWrite,
 };
 use crate::store::models::{cut, MAX_MESSAGE_CHARS};
+use crate::store::queries::due::{self, DueAttempt};
 use crate::store::queries::instances::{self, FireOutcome, FireRecord};
-use crate::store::queries::runs::{self, Decided, DueAttempt};
+use crate::store::queries::{run_writes, runs};
 use crate::store::{Conn, Db, StoreError};
 
 /// An event for a run, to record (see `crate::run::Event`).
@@ -364,7 +365,7 @@ async fn run_batch(
                     Write::Claims(claims) => {
                         let mut won = Vec::with_capacity(claims.len());
                         for (attempt, event) in claims {
-                            won.push(runs::claim(conn, attempt, event).await?);
+                            won.push(due::claim(conn, attempt, event).await?);
                         }
                         Done::Claims(won)
                     }
@@ -400,7 +401,7 @@ async fn record_events(
         .zip(&blind_writes)
         .filter_map(|(e, w)| w.as_ref().map(|w| (&e.request_id, w)))
         .collect();
-    runs::apply_all(conn, &writes).await?;
+    run_writes::apply_all(conn, &writes).await?;
     let exact: Vec<(RequestId, Event)> = events
         .iter()
         .zip(&blind_writes)

@@ -11,13 +11,15 @@ use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 
 use super::filters::{self, error_for, FilterError, Params};
+use super::layout::pretty_json;
 use super::layout::{
     self, action_button, maybe_time, none, notice_link, page, scrolling, stored_time, task_state,
     Notice, Section,
 };
+use super::paths::task_href;
 use super::session::{csrf_field, Submitted, Visitor};
 use super::{admins_only, html as respond, ok, runs, see_other, ConsoleError};
-use crate::api::{validate, ApiState};
+use crate::api::validate;
 use crate::cron::{CronSchedule, Fire};
 use crate::error::ApiError;
 use crate::run::TaskId;
@@ -25,6 +27,7 @@ use crate::service::TaskDetails;
 use crate::store::models::{Instance, Task, TaskStatus};
 use crate::store::queries::tasks::Versions;
 use crate::store::queries::Page;
+use crate::web::ApiState;
 
 /// Runs a task's page lists.
 const LATEST_RUNS: i64 = 20;
@@ -303,11 +306,6 @@ fn paging(params: &Params, listing: &Listing) -> Markup {
             }
         }
     }
-}
-
-/// The link to a task's page.
-pub fn task_href(id: TaskId) -> String {
-    format!("/console/tasks/{id}")
 }
 
 /// A task id in a console path; anything else is a page that is not there.
@@ -688,14 +686,6 @@ fn definition(details: &TaskDetails) -> Markup {
             dt { "Updated" } dd { (stored_time(task.updated_at)) }
         }
     }
-}
-
-/// JSON text indented for reading; as it is if it is not JSON.
-pub fn pretty_json(text: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|value| serde_json::to_string_pretty(&value).ok())
-        .unwrap_or_else(|| text.to_string())
 }
 
 pub(super) fn upcoming(schedule: &CronSchedule, fires: &[Fire]) -> Markup {

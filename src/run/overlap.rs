@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::codes::{BUFFER_FULL_MESSAGE, OVERLAP_CODE, SKIP_MESSAGE};
 use super::ids::RequestId;
 use super::lifecycle::NewRun;
 use super::status::RunStatus;
@@ -17,13 +18,6 @@ crate::text_enum! {
         Replace => "REPLACE",
     }
 }
-
-/// The code of a run the overlap policy skipped or holds back.
-pub const OVERLAP_CODE: &str = "OVERLAP";
-/// The code of a run a later one replaced.
-pub const REPLACED_CODE: &str = "REPLACED";
-/// The code of a run a user cancelled.
-pub const CANCELLED_CODE: &str = "CANCELLED";
 
 /// An open run of the task, as the decision sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,11 +62,6 @@ pub enum Overlap {
     /// Dispatched; these earlier runs end `CANCELLED`.
     Replace(Vec<RequestId>),
 }
-
-pub const SKIP_MESSAGE: &str = "an earlier run of the task was not finished (overlap SKIP)";
-pub const BUFFER_FULL_MESSAGE: &str =
-    "a run of the task was waiting already for an earlier one to finish (overlap BUFFER_ONE)";
-pub const BUFFER_MESSAGE: &str = "waits for the task's earlier run to finish (overlap BUFFER_ONE)";
 
 /// Decides a due run of a task under `policy`, given the task's open runs earlier than it.
 pub fn on_due(policy: OverlapPolicy, open: &[OpenRun]) -> Overlap {

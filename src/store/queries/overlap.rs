@@ -8,6 +8,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::run_writes::apply;
 use crate::metrics::metrics;
 use crate::run::{blind, on_due, Event, OpenRun, Overlap, OverlapPolicy, RequestId, RunStatus};
 use crate::run::{TaskId, Write, OPEN};
@@ -72,7 +73,7 @@ pub async fn settle(
         .collect();
     if let Some(write) = blind(&Event::Replaced { at }) {
         let writes: Vec<(&RequestId, &Write)> = replaced.iter().map(|id| (id, &write)).collect();
-        super::runs::apply(conn, &writes).await?;
+        apply(conn, &writes).await?;
     }
     Ok(decisions)
 }
