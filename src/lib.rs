@@ -17,6 +17,7 @@ pub mod console;
 pub mod cron;
 pub mod error;
 pub mod etag;
+pub mod group_commit;
 pub mod health;
 pub mod host_slots;
 pub mod http_errors;

@@ -5,7 +5,6 @@ pub mod cluster;
 pub mod dispatch;
 pub mod fire;
 mod in_flight;
-pub mod lane;
 pub mod lock;
 pub mod resolver;
 pub mod store;

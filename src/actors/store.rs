@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::lane::{Lane, Policy, Queued};
+use crate::group_commit::{Lane, Policy, Queued};
 use crate::metrics::{add, metrics};
 use crate::run::{
     blind, Decided, Event, Outcome, Report, RequestId, RetryPolicy, RunStatus, Write as RunWrite,

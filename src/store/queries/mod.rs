@@ -5,6 +5,7 @@ pub mod audit;
 pub mod due;
 pub mod instances;
 pub mod meta;
+pub mod named_locks;
 pub mod overlap;
 pub mod overview;
 pub mod pending;
