@@ -24,6 +24,7 @@ pub mod http_errors;
 pub mod identity;
 pub mod metrics;
 pub mod nesting;
+pub mod percentile;
 pub mod plan;
 pub mod run;
 pub mod security;

@@ -511,8 +511,6 @@ async fn deliver(
             code.map(|c| format!(" ({c})")).unwrap_or_default()
         );
     }
-    // A failure needs its retry decided on the run as it is; the rest is written blind.
-    let blind = !matches!(outcome, Outcome::Failed { .. });
     RunEvent {
         request_id: job.request_id.clone(),
         event: Event::Report(Report {
@@ -521,7 +519,10 @@ async fn deliver(
             at: Utc::now(),
             sent_at: Some(started),
         }),
-        blind,
+        // The dispatcher needs no exact outcome; which replies can be written without a read
+        // is the lifecycle's to say (`run::blind`: not a failure, whose retry is decided on
+        // the run as it is).
+        blind: true,
     }
 }
 

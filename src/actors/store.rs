@@ -16,7 +16,8 @@ use tokio::sync::oneshot;
 use crate::group_commit::{Lane, Policy, Queued};
 use crate::metrics::{add, metrics};
 use crate::run::{
-    blind, Decided, Event, Outcome, Report, RequestId, RetryPolicy, RunStatus, Write as RunWrite,
+    blind, rejected_result, Decided, Event, RequestId, RetryPolicy, RunStatus, Write as RunWrite,
+    RESULT_REJECTED_MESSAGE,
 };
 use crate::store::models::{cut, MAX_MESSAGE_CHARS};
 use crate::store::queries::due::{self, DueAttempt};
@@ -275,23 +276,16 @@ fn rejection(write: &Write, err: &StoreError) -> Option<Write> {
     else {
         return None;
     };
-    let message = format!("the result could not be stored: {err}");
+    let message = cut(
+        format!("{RESULT_REJECTED_MESSAGE}: {err}"),
+        MAX_MESSAGE_CHARS,
+    );
     Some(Write::Event(RunEvent {
         request_id: request_id.clone(),
-        event: Event::Report(Report {
-            outcome: Outcome::Failed {
-                code: Some(RESULT_REJECTED.into()),
-                message: Some(cut(message, MAX_MESSAGE_CHARS)),
-                retry: false,
-            },
-            ..report.clone()
-        }),
+        event: Event::Report(rejected_result(report, message)),
         blind: false,
     }))
 }
-
-/// The code of a result the database refused to store.
-pub const RESULT_REJECTED: &str = "RESULT_REJECTED";
 
 /// Commits writes in one transaction, tried again when the database reports a deadlock or a
 /// busy lock (which roll the whole transaction back).

@@ -19,6 +19,7 @@ use actix_web::{web, HttpRequest};
 
 pub use endpoint::Endpoint;
 pub use guard::{json_bodies, same_site};
+// For the handlers, which name these (and `Actor`, `ApiState`) as `super::…`.
 use json::{body_within_limit, MAX_BODY_BYTES, MAX_BULK_BODY_BYTES};
 pub use validate::{task_body, task_input};
 

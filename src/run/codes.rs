@@ -29,6 +29,10 @@ pub fn http_code(status: u16) -> String {
     format!("HTTP_{status}")
 }
 
+/// A result the database refused to store, recorded as its attempt's failure.
+pub const RESULT_REJECTED_CODE: &str = "RESULT_REJECTED";
+pub const RESULT_REJECTED_MESSAGE: &str = "the result could not be stored";
+
 /// A waiting run whose upstream's run did not succeed.
 pub const UPSTREAM_FAILED_CODE: &str = "UPSTREAM_FAILED";
 pub const UPSTREAM_FAILED_MESSAGE: &str =

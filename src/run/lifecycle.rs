@@ -10,9 +10,9 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::codes::{
     BUFFER_MESSAGE, CANCELLED_CODE, CANCELLED_MESSAGE, DEPENDENCY_TIMEOUT_CODE,
-    DEPENDENCY_TIMEOUT_MESSAGE, OVERLAP_CODE, REPLACED_CODE, REPLACED_MESSAGE, TASK_DELETED_CODE,
-    TASK_DELETED_MESSAGE, TIMEOUT_CODE, TIMEOUT_MESSAGE, UPSTREAM_FAILED_CODE,
-    UPSTREAM_FAILED_MESSAGE,
+    DEPENDENCY_TIMEOUT_MESSAGE, OVERLAP_CODE, REPLACED_CODE, REPLACED_MESSAGE,
+    RESULT_REJECTED_CODE, TASK_DELETED_CODE, TASK_DELETED_MESSAGE, TIMEOUT_CODE, TIMEOUT_MESSAGE,
+    UPSTREAM_FAILED_CODE, UPSTREAM_FAILED_MESSAGE,
 };
 use super::ids::TaskId;
 use super::retry::{RetryLimits, RetryPolicy};
@@ -254,6 +254,20 @@ pub enum Refusal {
     NotDispatched { attempt: i32, dispatched: i32 },
     /// The event does not apply to the run as it is (a claim of a held attempt, …).
     NotApplicable,
+}
+
+/// A result the store refused to write, as the failure of the attempt it reported on, with
+/// `message` saying why: not retried, since every retry's result would be refused alike, and
+/// recorded so that the run neither waits for its claim to lapse nor is delivered again.
+pub fn rejected_result(report: &Report, message: String) -> Report {
+    Report {
+        outcome: Outcome::Failed {
+            code: Some(RESULT_REJECTED_CODE.into()),
+            message: Some(message),
+            retry: false,
+        },
+        ..report.clone()
+    }
 }
 
 /// An attempt that ended without ending its run: it failed, and a retry is due.

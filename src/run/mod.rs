@@ -20,11 +20,14 @@ pub use decided::Decided;
 pub use ids::{RequestId, TaskId};
 pub use jitter::{jitter_offset, jittered};
 pub use lifecycle::{
-    blind, dependency_deadline, ended_attempt, on_event, upstream_event, Change, EndedAttempt,
-    Event, Expect, NewRun, Outcome, Refusal, Report, RunState, Write,
+    blind, dependency_deadline, ended_attempt, on_event, rejected_result, upstream_event, Change,
+    EndedAttempt, Event, Expect, NewRun, Outcome, Refusal, Report, RunState, Write,
 };
 pub use notes::failed_attempt;
-pub use overlap::{on_due, OpenRun, Overlap, OverlapPolicy};
+pub use overlap::{
+    buffer_released, claim_asks_overlap, held_by_overlap, left_by_overlap, on_due, on_due_runs,
+    tasks_to_settle, DueRun, OpenRun, Overlap, OverlapPolicy, Settled,
+};
 pub use retry::{
     claim_covers, claim_until, renewed_claim, RetryLimits, RetryPolicy, CLAIM_MARGIN_SECS,
     MAX_RETRY_DELAY_SECS,

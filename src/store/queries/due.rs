@@ -6,13 +6,13 @@ use diesel::prelude::*;
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 
-use super::overlap::{self, DueRun};
+use super::overlap;
 use super::run_writes::apply;
 use super::runs::{state_columns, state_of, StateRow};
 use super::task_locks::lock_task_schedules;
 use crate::run::{
-    jittered, on_event, Event, Overlap, OverlapPolicy, RequestId, RetryPolicy, RunState, RunStatus,
-    TaskId, TriggerType, Write,
+    claim_asks_overlap, jittered, on_event, DueRun, Event, OverlapPolicy, RequestId, RetryPolicy,
+    RunState, RunStatus, TaskId, TriggerType, Write,
 };
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
@@ -43,11 +43,6 @@ impl DueAttempt {
             }
             TriggerType::Manual | TriggerType::Backfill => self.run.scheduled_at,
         }
-    }
-
-    /// Whether the claim takes its first attempt: the overlap policy decides it then.
-    fn first_attempt(&self) -> bool {
-        self.run.attempt == 1 && self.run.dispatched == 0
     }
 
     /// When it is due.
@@ -155,7 +150,7 @@ pub async fn claim(
     let Ok(write) = on_event(&attempt.run, event) else {
         return Ok(false);
     };
-    if attempt.first_attempt() && attempt.overlap != OverlapPolicy::Allow {
+    if claim_asks_overlap(&attempt.run, attempt.overlap) {
         if let Some(held) = overlapped(conn, attempt, event).await? {
             apply(conn, &[(&attempt.request_id, &held)]).await?;
             return Ok(false);
@@ -182,10 +177,11 @@ async fn overlapped(
         scheduled_at: attempt.run.scheduled_at,
     };
     let decision = overlap::settle(conn, &[due], *at).await?;
-    let event = match decision.as_slice() {
-        [Overlap::Skip(message)] => Event::Skipped { message, at: *at },
-        [Overlap::Buffer] => Event::Buffered { at: *at },
-        _ => return Ok(None),
+    let [decision] = decision.as_slice() else {
+        return Ok(None);
+    };
+    let Some(event) = decision.held_claim(*at) else {
+        return Ok(None);
     };
     Ok(on_event(&attempt.run, &event).ok())
 }

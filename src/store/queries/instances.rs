@@ -8,10 +8,10 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
-use super::overlap::{self, DueRun};
+use super::overlap;
 use super::task_locks::lock_task_schedules;
 use super::Page;
-use crate::run::{NewRun, OverlapPolicy, TriggerType};
+use crate::run::{left_by_overlap, DueRun, NewRun, OverlapPolicy, TriggerType};
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::store::models::{Instance, NewInstance, TaskStatus};
 use crate::store::schema::ax_instance::dsl as i;
@@ -143,9 +143,10 @@ async fn record_fires_at_once(
 impl FireOutcome {
     /// The outcome of a run inserted as `run`.
     fn recorded(run: &NewInstance) -> FireOutcome {
-        match run.callback_code.as_deref() {
-            Some(crate::run::OVERLAP_CODE) => FireOutcome::Overlapped(run.status),
-            _ => FireOutcome::Fired,
+        if left_by_overlap(run.callback_code.as_deref()) {
+            FireOutcome::Overlapped(run.status)
+        } else {
+            FireOutcome::Fired
         }
     }
 }

@@ -8,7 +8,8 @@ use diesel_async::RunQueryDsl;
 use super::runs::decide;
 use super::tasks::dependencies_of;
 use crate::run::{
-    Decided, Event, OpenRun, RequestId, RetryPolicy, RunStatus, TaskId, OVERLAP_CODE,
+    buffer_released, held_by_overlap, Decided, Event, OpenRun, RequestId, RetryPolicy, RunStatus,
+    TaskId,
 };
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::{from_db, to_db, Conn, StoreError};
@@ -46,7 +47,7 @@ pub async fn check_pending(
         .await)?;
     let (mut released, mut failed) = (0, 0);
     for (request_id, task_id, scheduled_at, deadline, code) in pending {
-        if code.as_deref() == Some(OVERLAP_CODE) {
+        if held_by_overlap(RunStatus::Pending, code.as_deref()) {
             released += release_buffered(conn, &request_id, task_id, scheduled_at, now).await?;
             continue;
         }
@@ -94,10 +95,11 @@ async fn release_buffered(
         .select((i::request_id, i::scheduled_at, i::status))
         .load(c)
         .await)?;
-    let earlier = |(id, at, status): (RequestId, NaiveDateTime, RunStatus)| {
-        OpenRun::of(id, from_db(at), status, None).is_before(from_db(scheduled_at), request_id)
-    };
-    if open.into_iter().any(earlier) {
+    let open: Vec<OpenRun> = open
+        .into_iter()
+        .map(|(id, at, status)| OpenRun::of(id, from_db(at), status, None))
+        .collect();
+    if !buffer_released(&open, from_db(scheduled_at), request_id) {
         return Ok(0);
     }
     let upstreams = dependencies_of(conn, &[task_id]).await?;
