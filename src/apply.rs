@@ -20,6 +20,7 @@ use crate::api::{task_body, task_input};
 use crate::client::{send, Call, Connection};
 use crate::security::Allowlist;
 use crate::service::TaskInput;
+use crate::task_fields;
 use crate::EXIT_USAGE;
 
 /// Tasks a bulk call takes.
@@ -113,38 +114,17 @@ pub fn scene_changes(
         .collect()
 }
 
-/// The fields in which two definitions differ, named as in the API.
+/// The fields in which two definitions differ, named as in the API, in their declared order;
+/// not `name` and `scene`, by which the two were matched.
 pub fn changed_fields(want: &TaskInput, have: &TaskInput) -> Vec<&'static str> {
-    let mut fields = Vec::new();
-    let mut differ = |name, same: bool| {
-        if !same {
-            fields.push(name);
-        }
-    };
-    differ("cron", want.cron.expression() == have.cron.expression());
-    differ("timeZone", want.cron.zone() == have.cron.zone());
-    differ("handlerUrl", want.handler_url == have.handler_url);
-    differ("params", want.params == have.params);
-    differ("maxRetry", want.max_retry == have.max_retry);
-    differ("timeoutMs", want.timeout_ms == have.timeout_ms);
-    differ("enabled", want.enabled == have.enabled);
-    differ(
-        "retryBackoffSecs",
-        want.retry_backoff_secs == have.retry_backoff_secs,
-    );
-    differ("retryFactor", want.retry_factor == have.retry_factor);
-    differ(
-        "misfireThresholdSecs",
-        want.misfire_threshold_secs == have.misfire_threshold_secs,
-    );
-    differ(
-        "dependencyTimeoutSecs",
-        want.dependency_timeout_secs == have.dependency_timeout_secs,
-    );
-    differ("dependsOn", want.depends_on == have.depends_on);
-    differ("overlap", want.overlap == have.overlap);
-    differ("jitterSecs", want.jitter_secs == have.jitter_secs);
-    fields
+    let definition = |input: &TaskInput| serde_json::to_value(input).unwrap_or(Value::Null);
+    let (want, have) = (definition(want), definition(have));
+    let key = [task_fields::NAME.name, task_fields::SCENE.name];
+    task_fields::ALL
+        .iter()
+        .map(|field| field.name)
+        .filter(|name| !key.contains(name) && want.get(name) != have.get(name))
+        .collect()
 }
 
 /// The plan from the file's tasks to the stored ones (`stored`: every task of the file's
@@ -448,11 +428,14 @@ fn export_file(tasks: Vec<Value>, paused: &BTreeSet<String>) -> Value {
     json!({"scenes": scenes, "tasks": tasks})
 }
 
-/// A stored task as a file entry: its definition, without the fields left to their default.
+/// A stored task as a file entry: its definition, without the fields left to their default
+/// (see `task_fields::Field::left_out`).
 fn file_entry(task: Value) -> Value {
     match task_body(task) {
         Value::Object(mut fields) => {
-            fields.retain(|_, value| !value.is_null() && *value != json!([]));
+            fields.retain(|name, value| {
+                task_fields::named(name).is_some_and(|field| !field.left_out(value))
+            });
             Value::Object(fields)
         }
         other => other,

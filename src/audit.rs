@@ -1,7 +1,10 @@
 //! The audit log's vocabulary and summaries: who changed what, and how, in words an operator
 //! reads. Pure: the service records the entries, the store keeps them.
 
+use serde_json::Value;
+
 use crate::store::models::Task;
+use crate::task_fields;
 
 crate::text_enum! {
     /// What a change did.
@@ -40,78 +43,47 @@ pub fn task_target(task: &Task) -> String {
     format!("task {} ({}/{})", task.id, task.scene, task.name)
 }
 
-/// The fields a user sets in which `before` and `after` differ, as `field: old → new`.
+/// The fields a user sets in which `before` and `after` differ, as `field: old → new`, each
+/// named by its column (`status`, not `enabled`) in the API's case; upstreams are not in the
+/// row (the service adds theirs).
 pub fn task_changes(before: &Task, after: &Task) -> String {
-    let mut changes = Vec::new();
-    let mut differ = |field: &str, old: String, new: String| {
-        if old != new {
-            changes.push(format!("{field}: {old} → {new}"));
-        }
-    };
-    let opt = |value: Option<i32>| value.map_or("default".to_string(), |v| v.to_string());
-    differ("name", before.name.clone(), after.name.clone());
-    differ("scene", before.scene.clone(), after.scene.clone());
-    differ("cron", before.cron.clone(), after.cron.clone());
-    differ(
-        "timeZone",
-        before.time_zone.clone(),
-        after.time_zone.clone(),
-    );
-    differ(
-        "handlerUrl",
-        before.handler_url.clone(),
-        after.handler_url.clone(),
-    );
-    differ("params", before.params.clone(), after.params.clone());
-    differ(
-        "maxRetry",
-        before.max_retry.to_string(),
-        after.max_retry.to_string(),
-    );
-    differ(
-        "timeoutMs",
-        before.timeout_ms.to_string(),
-        after.timeout_ms.to_string(),
-    );
-    differ(
-        "status",
-        before.status.to_string(),
-        after.status.to_string(),
-    );
-    differ(
-        "retryBackoffSecs",
-        opt(before.retry_backoff_secs),
-        opt(after.retry_backoff_secs),
-    );
-    differ(
-        "retryFactor",
-        opt(before.retry_factor),
-        opt(after.retry_factor),
-    );
-    differ(
-        "misfireThresholdSecs",
-        opt(before.misfire_threshold_secs),
-        opt(after.misfire_threshold_secs),
-    );
-    differ(
-        "dependencyTimeoutSecs",
-        opt(before.dependency_timeout_secs),
-        opt(after.dependency_timeout_secs),
-    );
-    differ(
-        "overlap",
-        before.overlap.to_string(),
-        after.overlap.to_string(),
-    );
-    differ(
-        "jitterSecs",
-        before.jitter_secs.to_string(),
-        after.jitter_secs.to_string(),
-    );
+    let row = |task: &Task| serde_json::to_value(task).unwrap_or(Value::Null);
+    let (before, after) = (row(before), row(after));
+    let changes: Vec<String> = task_fields::ALL
+        .iter()
+        .filter_map(|field| field.column)
+        .filter_map(|column| {
+            let (old, new) = (shown(&before[column]), shown(&after[column]));
+            (old != new).then(|| format!("{}: {old} → {new}", camel_case(column)))
+        })
+        .collect();
     match changes.is_empty() {
         true => "no change".into(),
         false => cut(changes.join("; ")),
     }
+}
+
+/// A stored value as the log shows it: text as it is, `default` for none (the server's).
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Null => "default".into(),
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `time_zone` → `timeZone`.
+fn camel_case(column: &str) -> String {
+    let mut words = column.split('_');
+    let mut name = words.next().unwrap_or_default().to_string();
+    for word in words {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            name.push(first.to_ascii_uppercase());
+            name.extend(chars);
+        }
+    }
+    name
 }
 
 /// A new task's definition, briefly.
@@ -159,6 +131,7 @@ mod tests {
             overlap: OverlapPolicy::Allow,
             jitter_secs: 0,
             version: 1,
+            labels: Default::default(),
         }
     }
 

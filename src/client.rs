@@ -8,6 +8,9 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
+use crate::labels;
+use crate::EXIT_USAGE;
+
 /// Where the API is, and how to print its replies.
 #[derive(Debug, Clone, Args)]
 pub struct Connection {
@@ -37,6 +40,9 @@ pub enum TasksCommand {
         /// ENABLED or PAUSED.
         #[arg(long)]
         status: Option<String>,
+        /// Only tasks with this label: KEY=VALUE (team=billing).
+        #[arg(long)]
+        label: Option<String>,
     },
     /// One task.
     Get { id: i64 },
@@ -110,13 +116,25 @@ impl Call {
 /// Runs `ax tasks …`.
 pub fn tasks(conn: Connection, command: TasksCommand) -> ExitCode {
     let (call, shape) = match command {
-        TasksCommand::List { scene, status } => (
-            Call::new("GET", "/api/tasks".into())
-                .with("scene", scene)
-                .with("status", status)
-                .with("limit", Some("500".into())),
-            Shape::Tasks,
-        ),
+        TasksCommand::List {
+            scene,
+            status,
+            label,
+        } => {
+            // Checked before any request, as the API checks it: a usage error.
+            if let Some(Err(message)) = label.as_deref().map(labels::filter) {
+                eprintln!("ax: invalid --label: {message}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+            (
+                Call::new("GET", "/api/tasks".into())
+                    .with("scene", scene)
+                    .with("status", status)
+                    .with("label", label)
+                    .with("limit", Some("500".into())),
+                Shape::Tasks,
+            )
+        }
         TasksCommand::Get { id } => (Call::new("GET", format!("/api/tasks/{id}")), Shape::One),
         TasksCommand::Pause { id } => (
             Call::new("POST", format!("/api/tasks/{id}/pause")),

@@ -36,8 +36,9 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
         /// HTTP port (server.port, AX_PORT; default 8901).
+        // Text, checked with the config: a bad port is refused in the key's words.
         #[arg(long)]
-        port: Option<u16>,
+        port: Option<String>,
         /// Listen address (server.bind, AX_BIND; default 127.0.0.1, or 0.0.0.0 with an admin
         /// token).
         #[arg(long)]
@@ -141,7 +142,7 @@ fn main() -> ExitCode {
             store,
         } => {
             let flags = [
-                ("--port", "server.port", port.map(|p| p.to_string())),
+                ("--port", "server.port", port),
                 ("--bind", "server.bind", bind),
                 ("--store", "store.url", store),
             ];

@@ -15,6 +15,7 @@ use crate::actors::wheel::WheelHandle;
 use crate::audit::{self, task_target, AuditAction, Entry};
 use crate::clock::SharedClock;
 use crate::cron::CronSchedule;
+use crate::labels::Labels;
 use crate::metrics::{add, metrics, WheelStats};
 use crate::percentile::percentile;
 use crate::plan;
@@ -35,13 +36,18 @@ use crate::store::queries::tasks::{
 };
 use crate::store::queries::Page;
 use crate::store::{from_db, to_db, Conn, StoreError};
+use crate::task_fields;
 use crate::text::Escaped;
 
-/// A task as the user defines it, validated.
-#[derive(Debug, Clone)]
+/// A task as the user defines it, validated. Serialized, it is the definition by field name
+/// (`crate::task_fields`), as a body gives it (`ax apply` compares two).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TaskInput {
     pub name: String,
     pub scene: String,
+    /// The expression and the zone it is matched in: `cron` and `timeZone`.
+    #[serde(flatten, serialize_with = "schedule_fields")]
     pub cron: CronSchedule,
     pub handler_url: String,
     /// A JSON object, as text.
@@ -60,6 +66,55 @@ pub struct TaskInput {
     pub overlap: OverlapPolicy,
     /// Each run's dispatch is spread over this many seconds after its time.
     pub jitter_secs: i32,
+    pub labels: Labels,
+}
+
+/// A schedule as the fields `cron` and `timeZone`.
+fn schedule_fields<S: serde::Serializer>(
+    cron: &CronSchedule,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut fields = serializer.serialize_map(Some(2))?;
+    fields.serialize_entry(task_fields::CRON.name, cron.expression())?;
+    fields.serialize_entry(task_fields::TIME_ZONE.name, cron.zone().name())?;
+    fields.end()
+}
+
+impl TaskInput {
+    /// The stored fields of the task, its next run computed from `now`.
+    pub fn fields(&self, now: DateTime<Utc>) -> TaskFields {
+        let next_run_at = self
+            .enabled
+            .then(|| self.cron.next_after(now))
+            .flatten()
+            .map(to_db);
+        let status = if self.enabled {
+            TaskStatus::Enabled
+        } else {
+            TaskStatus::Paused
+        };
+        TaskFields {
+            name: self.name.clone(),
+            scene: self.scene.clone(),
+            cron: self.cron.expression().to_string(),
+            handler_url: self.handler_url.clone(),
+            params: self.params.clone(),
+            max_retry: self.max_retry,
+            timeout_ms: self.timeout_ms,
+            status,
+            next_run_at,
+            updated_at: to_db(now),
+            retry_backoff_secs: self.retry_backoff_secs,
+            retry_factor: self.retry_factor,
+            misfire_threshold_secs: self.misfire_threshold_secs,
+            dependency_timeout_secs: self.dependency_timeout_secs,
+            time_zone: self.cron.zone().name().to_string(),
+            overlap: self.overlap,
+            jitter_secs: self.jitter_secs,
+            labels: self.labels.clone(),
+        }
+    }
 }
 
 /// Errors of scheduler operations.
@@ -297,36 +352,7 @@ impl Service {
 
     /// The stored fields of a task, its next run computed from now.
     fn fields(&self, input: &TaskInput) -> TaskFields {
-        let now = self.clock.now();
-        let next_run_at = input
-            .enabled
-            .then(|| input.cron.next_after(now))
-            .flatten()
-            .map(to_db);
-        let status = if input.enabled {
-            TaskStatus::Enabled
-        } else {
-            TaskStatus::Paused
-        };
-        TaskFields {
-            name: input.name.clone(),
-            scene: input.scene.clone(),
-            cron: input.cron.expression().to_string(),
-            handler_url: input.handler_url.clone(),
-            params: input.params.clone(),
-            max_retry: input.max_retry,
-            timeout_ms: input.timeout_ms,
-            status,
-            next_run_at,
-            updated_at: to_db(now),
-            retry_backoff_secs: input.retry_backoff_secs,
-            retry_factor: input.retry_factor,
-            misfire_threshold_secs: input.misfire_threshold_secs,
-            dependency_timeout_secs: input.dependency_timeout_secs,
-            time_zone: input.cron.zone().name().to_string(),
-            overlap: input.overlap,
-            jitter_secs: input.jitter_secs,
-        }
+        input.fields(self.clock.now())
     }
 
     /// Puts the tasks' next runs in the wheel, or takes them out.

@@ -21,6 +21,9 @@ macro_rules! text_enum {
             /// Every variant, in declaration order.
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
+            /// Every stored name, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
             /// The stored and serialized name.
             pub fn as_str(self) -> &'static str {
                 match self { $(Self::$variant => $text),+ }

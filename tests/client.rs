@@ -305,3 +305,74 @@ async fn tasks_as_code_sqlite() {
 async fn tasks_as_code_mysql() {
     tasks_as_code(TestStore::mysql()).await;
 }
+
+/// Labels through the CLI: `ax apply` sets and changes them, `ax export` prints them (none
+/// when empty) and applies back unchanged, `ax tasks list --label` filters by one.
+async fn labels_as_code(store: TestStore) {
+    let dir = tempfile::tempdir().expect("dir");
+    let env = vec![("AX_STORE_URL".to_string(), store.url())];
+    let ax_process = AxProcess::start(dir.path(), "labels", env).await;
+    let url = ax_process.base();
+    let file = dir.path().join("tasks.yaml");
+    let path = file.display().to_string();
+    let write = |text: &str| std::fs::write(&file, text).expect("write the file");
+    let apply = || ok(&ax(&["apply", "-f", &path, "--url", &url], &[]));
+    write(
+        "- name: a\n  scene: code\n  cron: '0 0 1 * * *'\n  handlerUrl: 'http://127.0.0.1:9/run'\n  labels: {team: billing, tier: '1'}\n\
+         - {name: b, scene: code, cron: '0 0 2 * * *', handlerUrl: 'http://127.0.0.1:9/run'}\n",
+    );
+    assert_eq!(
+        apply(),
+        "+ code/a\n+ code/b\n2 created, 0 changed, 0 deleted\n"
+    );
+    let exported = ok(&ax(&["export", "--url", &url], &[]));
+    assert!(
+        exported.contains("  labels:\n    team: billing\n    tier: '1'\n"),
+        "{exported}"
+    );
+    assert_eq!(
+        exported.matches("labels").count(),
+        1,
+        "none for b: {exported}"
+    );
+    write(&exported);
+    assert_eq!(apply(), "no change\n", "a round trip");
+    write(&exported.replace("team: billing", "team: ops"));
+    assert_eq!(
+        apply(),
+        "~ code/a (labels)\n0 created, 1 changed, 0 deleted\n"
+    );
+
+    let list = |label: &str| ax(&["tasks", "list", "--label", label, "--url", &url], &[]);
+    let ops = ok(&list("team=ops"));
+    assert_eq!(ops.lines().count(), 2, "the header and a: {ops}");
+    assert!(ops.contains(" a ") && !ops.contains(" b "), "{ops}");
+    assert_eq!(ok(&list("team=billing")).lines().count(), 1, "none now");
+    for bad in ["team", "Team=ops", "=ops"] {
+        let refused = list(bad);
+        assert_eq!(refused.status.code(), Some(2), "{bad}: {refused:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("--label"), "{bad}: {stderr}");
+    }
+
+    // Bad labels in a file: a usage error naming the task and the label, nothing changed.
+    write(&exported.replace("team: billing", "Team: billing"));
+    let bad = ax(&["apply", "-f", &path, "--url", &url], &[]);
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("items[0].labels.Team"),
+        "{bad:?}"
+    );
+    assert_eq!(ok(&list("team=ops")).lines().count(), 2, "unchanged");
+    ax_process.terminate().await;
+}
+
+#[actix_rt::test]
+async fn labels_as_code_sqlite() {
+    labels_as_code(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn labels_as_code_mysql() {
+    labels_as_code(TestStore::mysql()).await;
+}

@@ -1627,3 +1627,99 @@ async fn run_and_scene_actions_on_sqlite() {
 async fn run_and_scene_actions_on_mysql() {
     run_and_scene_actions(TestStore::mysql()).await;
 }
+
+/// Labels in the console: the tasks filter (`label=KEY=VALUE`, a bad one beside its input), a
+/// task's page, and the editor (one `key=value` a line; a bad label beside the field, nothing
+/// changed).
+async fn labels_in_the_console(store: TestStore) {
+    let ax = start_ax(&config(&store, false, "console-labels")).await;
+    let api = Api::new(&ax);
+    let scene = unique_name("labelled");
+    let make = |name: &str| {
+        json!({"name": name, "scene": scene, "cron": "0 0 0 1 1 *",
+            "handlerUrl": "http://127.0.0.1:9/run"})
+    };
+    let (billing, plain) = (unique_name("billing"), unique_name("plain"));
+    let mut body = make(&billing);
+    body["labels"] = json!({"team": "billing"});
+    let a = api.create_task(body).await["id"].as_i64().expect("id");
+    let b = api.create_task(make(&plain)).await["id"]
+        .as_i64()
+        .expect("id");
+    let mut visitor = Visitor::new(&ax);
+
+    let (status, _, listing) = visitor.get("/console/tasks?label=team%3Dbilling").await;
+    assert_eq!(status, 200, "{listing}");
+    assert!(
+        listing.contains(&billing) && !listing.contains(&plain),
+        "{listing}"
+    );
+    assert!(listing.contains(r#"name="label""#) && listing.contains(r#"value="team=billing""#));
+    let (status, _, refused) = visitor.get("/console/tasks?label=team").await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused
+            .contains(r#"<span class="field-error" id="label-error">a label filter is KEY=VALUE"#),
+        "{refused}"
+    );
+    let (_, _, task_page) = visitor.get(&format!("/console/tasks/{a}")).await;
+    assert!(
+        task_page.contains("<code>team=billing</code>"),
+        "{task_page}"
+    );
+
+    let edit = format!("/console/tasks/{b}/edit");
+    let (status, _, form) = visitor.get(&edit).await;
+    assert_eq!(status, 200);
+    assert!(form.contains(r#"name="labels""#), "{form}");
+    let fields = |labels: &str| {
+        vec![
+            ("name", plain.clone()),
+            ("scene", scene.clone()),
+            ("cron", "0 0 0 1 1 *".to_string()),
+            ("timeZone", "UTC".to_string()),
+            ("handlerUrl", "http://127.0.0.1:9/run".to_string()),
+            ("params", "{}".to_string()),
+            ("maxRetry", "3".to_string()),
+            ("timeoutMs", "30000".to_string()),
+            ("overlap", "ALLOW".to_string()),
+            ("jitterSecs", "0".to_string()),
+            ("enabled", "true".to_string()),
+            ("labels", labels.to_string()),
+        ]
+    };
+    let (status, location, body) = visitor
+        .post(&edit, &refs(&fields("team=ops\ntier=2\n")))
+        .await;
+    assert_eq!(status, 303, "{body}");
+    assert_eq!(location, Some(format!("/console/tasks/{b}?done=saved")));
+    assert_eq!(
+        task_of(&api, b).await["labels"],
+        json!({"team": "ops", "tier": "2"})
+    );
+    let (_, _, form) = visitor.get(&edit).await;
+    assert!(form.contains("team=ops\ntier=2</textarea>"), "{form}");
+    let (status, _, body) = visitor.post(&edit, &refs(&fields("Team=ops"))).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains(r#"<span class="field-error" id="labels-error">a label key must be"#),
+        "{body}"
+    );
+    assert!(body.contains("Team=ops</textarea>"), "what was typed stays");
+    assert_eq!(
+        task_of(&api, b).await["labels"],
+        json!({"team": "ops", "tier": "2"}),
+        "unchanged"
+    );
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn labels_in_the_console_on_sqlite() {
+    labels_in_the_console(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn labels_in_the_console_on_mysql() {
+    labels_in_the_console(TestStore::mysql()).await;
+}

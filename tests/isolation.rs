@@ -279,3 +279,38 @@ async fn runs_waiting_for_a_host_are_neither_claimed_again_nor_sent_twice() {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+/// A run that waited for its host's only slot, then hangs in flight past its first claim
+/// (timeout + 10 s from its commit): its claim is renewed while it is in flight, so a second
+/// ax process on the same store neither takes it nor sends it again before it times out.
+#[actix_rt::test]
+async fn a_run_in_flight_past_its_first_claim_is_not_sent_again() {
+    let store = TestStore::mysql();
+    let mut first = config(&store, true, "in-flight-a");
+    first.dispatch.max_in_flight_per_host = 1;
+    let mut second = first.clone();
+    second.server.instance_id = Some("in-flight-b".into());
+    let a = start_ax(&first).await;
+    let b = start_ax(&second).await;
+    let api = Api::new(&a);
+    let hung = Hung::start().await;
+    let task = api
+        .create_task(
+            json!({"name": unique_name("in-flight"), "cron": "0 0 0 1 1 *",
+                            "handlerUrl": hung.url, "timeoutMs": 15_000, "maxRetry": 0}),
+        )
+        .await;
+    let trigger = format!("/api/tasks/{}/trigger", task["id"]);
+    for _ in 0..2 {
+        let (status, _) = api.call("POST", &trigger, None).await;
+        assert!((200..300).contains(&status), "triggered: {status}");
+    }
+    // The second run waits 15 s for the slot, then 15 s in flight: its first claim lapses
+    // 10 s into its exchange.
+    sleep(29.0).await;
+    let received = hung.received();
+    assert_eq!(duplicates(&received), vec![], "no run sent twice");
+    assert_eq!(received.len(), 2, "both runs sent once: {received:?}");
+    a.shutdown().await;
+    b.shutdown().await;
+}

@@ -101,6 +101,13 @@ async fn the_document_matches_the_router() {
         assert!(if_match.is_some(), "{method}: {op}");
     }
     assert!(task["get"]["responses"]["412"].is_null());
+    let input = &doc["components"]["schemas"]["TaskInput"]["properties"];
+    assert_eq!(input["labels"]["type"], "object", "{input}");
+    let list = doc["paths"]["/api/tasks"]["get"]["parameters"].as_array();
+    assert!(
+        list.is_some_and(|params| params.iter().any(|p| p["name"] == "label")),
+        "{list:?}"
+    );
     let schema = &doc["components"]["schemas"]["Task"]["allOf"][1]["properties"];
     assert!(schema["version"].is_object() && schema["scenePaused"].is_object());
     let scenes = &doc["paths"]["/api/scenes"]["get"]["responses"]["200"]["content"];

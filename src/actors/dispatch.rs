@@ -49,7 +49,8 @@ pub struct DispatchJob {
     pub due_at: DateTime<Utc>,
     pub attempt: i32,
     pub timeout_ms: i64,
-    /// When this process's claim on the attempt lapses (renewed while it waits for a slot).
+    /// When this process's claim on the attempt lapses, as handed over (the dispatchers renew
+    /// it while they hold the attempt).
     pub claimed_until: DateTime<Utc>,
 }
 
@@ -128,7 +129,8 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
 }
 
 /// What every dispatcher shares: the executor hosts' slots, and each attempt held (waiting for
-/// a slot or in flight), so that none is claimed again or sent twice while it is held.
+/// a slot, in flight, or with its reply on the way to the store) with this process's claim on
+/// it, kept renewed so that none is claimed again or sent twice while it is held.
 struct Shared {
     state: Mutex<Held>,
     caps: HostCaps,
@@ -141,21 +143,50 @@ struct Shared {
 
 #[derive(Default)]
 struct Held {
-    slots: HostSlots<Waiting>,
+    slots: HostSlots<DispatchJob>,
     attempts: HashMap<RequestId, HeldAttempt>,
 }
 
 struct HeldAttempt {
     task_id: TaskId,
+    attempt: i32,
+    timeout_ms: i64,
+    /// When this process's claim on the attempt lapses.
+    claimed_until: DateTime<Utc>,
+    /// A renewal of its claim is under way.
+    renewing: bool,
     /// Set while its request is in flight: ends it (its task was deleted).
     abort: Option<AbortHandle>,
 }
 
-/// An attempt on its way to a slot of its host.
-struct Waiting {
-    job: DispatchJob,
-    /// A renewal of its claim is under way.
-    renewing: bool,
+/// A claim to renew: what the store needs to know of the attempt.
+#[derive(Clone)]
+struct Renewal {
+    request_id: RequestId,
+    task_id: TaskId,
+    attempt: i32,
+    timeout_ms: i64,
+}
+
+impl Renewal {
+    fn of(job: &DispatchJob) -> Renewal {
+        Renewal {
+            request_id: job.request_id.clone(),
+            task_id: job.task_id,
+            attempt: job.attempt,
+            timeout_ms: job.timeout_ms,
+        }
+    }
+}
+
+/// What the sender is to do with an attempt whose turn came.
+enum Claim {
+    /// Its claim covers the exchange: send it.
+    Covered,
+    /// Its claim is (nearly) lapsed, as when ax itself is far behind: renew it first.
+    Lapsing,
+    /// It is no longer held (its task was deleted while it waited).
+    Gone,
 }
 
 impl Shared {
@@ -168,25 +199,34 @@ impl Shared {
     }
 
     /// Takes `jobs` in: each gets a slot of its host now (answered, to send) or waits.
-    fn admit(&self, jobs: Vec<DispatchJob>) -> Vec<(Arc<str>, Waiting)> {
+    fn admit(&self, jobs: Vec<DispatchJob>) -> Vec<(Arc<str>, DispatchJob)> {
         let mut held = self.held();
         let mut now = Vec::new();
         for job in jobs {
             let host: Arc<str> = host_key(&job.handler_url).unwrap_or_default().into();
             let attempt = HeldAttempt {
                 task_id: job.task_id,
+                attempt: job.attempt,
+                timeout_ms: job.timeout_ms,
+                claimed_until: job.claimed_until,
+                renewing: false,
                 abort: None,
             };
             held.attempts.insert(job.request_id.clone(), attempt);
-            let waiting = Waiting {
-                job,
-                renewing: false,
-            };
-            if let Some(waiting) = held.slots.admit(&host, self.caps.of(&host), waiting) {
-                now.push((host, waiting));
+            if let Some(job) = held.slots.admit(&host, self.caps.of(&host), job) {
+                now.push((host, job));
             }
         }
         now
+    }
+
+    /// Whether the held attempt `id` may be sent as its claim stands.
+    fn claim(&self, id: &RequestId) -> Claim {
+        match self.held().attempts.get(id) {
+            Some(held) if claim_covers(held.claimed_until, Utc::now()) => Claim::Covered,
+            Some(_) => Claim::Lapsing,
+            None => Claim::Gone,
+        }
     }
 
     /// Marks the attempt in flight, abortable; `false` if it is no longer held (its task was
@@ -206,69 +246,84 @@ impl Shared {
     }
 
     /// Drops the waiting attempts `drop` picks; answers how many.
-    fn drop_waiting(&self, mut drop: impl FnMut(&Waiting) -> bool) -> usize {
+    fn drop_waiting(&self, mut drop: impl FnMut(&DispatchJob) -> bool) -> usize {
         let mut held = self.held();
         let dropped = held.slots.remove_waiting(&mut drop);
-        for waiting in &dropped {
-            held.attempts.remove(&waiting.job.request_id);
+        for job in &dropped {
+            held.attempts.remove(&job.request_id);
         }
         dropped.len()
     }
 
-    /// Asks the store to extend the claim on a held attempt; answers whether the attempt is
-    /// still this process's to send, and until when. A store out of reach is asked again.
-    async fn renew(&self, job: &DispatchJob) -> Option<DateTime<Utc>> {
-        let until = renewed_claim(Utc::now(), job.timeout_ms);
+    /// Asks the store to extend the claim on a held attempt, and notes the new one; answers
+    /// whether the attempt is still this process's to send. A store out of reach is asked
+    /// again.
+    async fn renew(&self, renewal: &Renewal) -> bool {
+        let until = renewed_claim(Utc::now(), renewal.timeout_ms);
         let event = RunEvent {
-            request_id: job.request_id.clone(),
+            request_id: renewal.request_id.clone(),
             event: Event::Renewed {
-                attempt: job.attempt,
+                attempt: renewal.attempt,
                 claimant: self.claimant.clone(),
                 until,
             },
             blind: false,
         };
         let mut pause = Duration::from_millis(100);
-        loop {
+        let renewed = loop {
             match self.store.record_event(event.clone()).await {
-                Ok(Some(Decided::Applied(_))) => return Some(until),
+                Ok(Some(Decided::Applied(_))) => break true,
                 Ok(decided) => {
                     log::info!(
                         "task {} request {}: claim on attempt {} not renewed, its run moved on \
                          (an attempt still waiting is not sent): {decided:?}",
-                        job.task_id,
-                        job.request_id,
-                        job.attempt
+                        renewal.task_id,
+                        renewal.request_id,
+                        renewal.attempt
                     );
-                    return None;
+                    break false;
                 }
                 Err(err) => {
                     log::warn!(
                         "task {} request {}: claim not renewed yet, trying again in {pause:?}: \
                          {err}",
-                        job.task_id,
-                        job.request_id
+                        renewal.task_id,
+                        renewal.request_id
                     );
                     actix_rt::time::sleep(pause).await;
                     pause = (pause * 2).min(RECORD_BACKOFF_MAX);
                 }
             }
+        };
+        // A run that moved on keeps its old claim and is not renewed again.
+        if let Some(held) = self.held().attempts.get_mut(&renewal.request_id) {
+            if renewed {
+                held.claimed_until = until;
+                held.renewing = false;
+            }
         }
+        renewed
     }
 
-    /// Renews the claims of waiting attempts that would not cover a send in a moment, drops
-    /// those whose run moved on, and shows and warns about the hosts at their cap.
-    async fn look_after_waiting(self: Arc<Self>) {
+    /// Renews the claims of held attempts (waiting, in flight or being recorded) that would not
+    /// cover a send in a moment, drops the waiting ones whose run moved on, and shows and warns
+    /// about the hosts at their cap.
+    async fn look_after_held(self: Arc<Self>) {
         let soon = Utc::now() + chrono::Duration::seconds(2);
         let (due, loads, warnings) = {
             let mut held = self.held();
-            let due: Vec<DispatchJob> = held
-                .slots
-                .waiting_mut()
-                .filter(|w| !w.renewing && !claim_covers(w.job.claimed_until, soon))
-                .map(|w| {
-                    w.renewing = true;
-                    w.job.clone()
+            let due: Vec<Renewal> = held
+                .attempts
+                .iter_mut()
+                .filter(|(_, a)| !a.renewing && !claim_covers(a.claimed_until, soon))
+                .map(|(id, a)| {
+                    a.renewing = true;
+                    Renewal {
+                        request_id: id.clone(),
+                        task_id: a.task_id,
+                        attempt: a.attempt,
+                        timeout_ms: a.timeout_ms,
+                    }
                 })
                 .collect();
             let warnings = held
@@ -276,6 +331,31 @@ impl Shared {
                 .warnings(Utc::now().timestamp(), HOST_WARNING_SECS);
             (due, held.slots.loads(), warnings)
         };
+        self.show_queued(&loads);
+        for load in warnings {
+            log::warn!(
+                "executor host {} is at its cap of {} requests in flight; {} runs wait for a \
+                 slot (dispatch.max_in_flight_per_host, dispatch.hosts)",
+                load.host,
+                self.caps.of(&load.host),
+                load.waiting
+            );
+        }
+        let renewed =
+            futures_util::future::join_all(due.iter().map(|renewal| self.renew(renewal))).await;
+        let moved_on: std::collections::HashSet<&RequestId> = due
+            .iter()
+            .zip(renewed)
+            .filter(|(_, renewed)| !renewed)
+            .map(|(renewal, _)| &renewal.request_id)
+            .collect();
+        if !moved_on.is_empty() {
+            self.drop_waiting(|job| moved_on.contains(&job.request_id));
+        }
+    }
+
+    /// Shows each host's waiting attempts in `ax_dispatch_queued`, and clears the hosts gone.
+    fn show_queued(&self, loads: &[crate::host_slots::HostLoad]) {
         let shown: Vec<(Arc<str>, usize)> =
             loads.iter().map(|l| (l.host.clone(), l.waiting)).collect();
         let gone = {
@@ -293,26 +373,6 @@ impl Shared {
             gone
         };
         metrics().dispatch_queued(&gone, &shown);
-        for load in warnings {
-            log::warn!(
-                "executor host {} is at its cap of {} requests in flight; {} runs wait for a \
-                 slot (dispatch.max_in_flight_per_host, dispatch.hosts)",
-                load.host,
-                self.caps.of(&load.host),
-                load.waiting
-            );
-        }
-        let renewed = futures_util::future::join_all(due.iter().map(|job| self.renew(job))).await;
-        let outcome: HashMap<&RequestId, Option<DateTime<Utc>>> =
-            due.iter().map(|job| &job.request_id).zip(renewed).collect();
-        self.drop_waiting(|w| outcome.get(&w.job.request_id) == Some(&None));
-        let mut held = self.held();
-        for waiting in held.slots.waiting_mut() {
-            if let Some(Some(until)) = outcome.get(&waiting.job.request_id) {
-                waiting.job.claimed_until = *until;
-                waiting.renewing = false;
-            }
-        }
     }
 }
 
@@ -326,8 +386,8 @@ pub struct DispatchActor {
     secret: Arc<[u8]>,
     allowlist: Allowlist,
     max_in_flight: usize,
-    /// The first dispatcher also looks after the attempts waiting for a slot.
-    looks_after_waiting: bool,
+    /// The first dispatcher also keeps the held attempts' claims.
+    looks_after_held: bool,
     sender: Option<Rc<Sender>>,
 }
 
@@ -362,7 +422,7 @@ impl Actor for DispatchActor {
             recording_permits: Arc::new(Semaphore::new(self.max_in_flight * RESULTS_PER_REQUEST)),
             serving: InFlight::default(),
         }));
-        if self.looks_after_waiting {
+        if self.looks_after_held {
             let busy = Rc::new(std::cell::Cell::new(false));
             ctx.run_interval(Duration::from_secs(1), move |act, _| {
                 if busy.replace(true) {
@@ -370,7 +430,7 @@ impl Actor for DispatchActor {
                 }
                 let (shared, busy) = (act.shared.clone(), busy.clone());
                 actix::spawn(async move {
-                    shared.look_after_waiting().await;
+                    shared.look_after_held().await;
                     busy.set(false);
                 });
             });
@@ -396,26 +456,33 @@ struct Sender {
 impl Sender {
     /// Serves one slot of `host`: sends `first`, then the host's waiting attempts in order,
     /// until none waits.
-    async fn serve(self: Rc<Self>, host: Arc<str>, first: Waiting, permit: OwnedSemaphorePermit) {
+    async fn serve(
+        self: Rc<Self>,
+        host: Arc<str>,
+        first: DispatchJob,
+        permit: OwnedSemaphorePermit,
+    ) {
         let mut next = Some((first, Some(permit)));
-        while let Some((waiting, permit)) = next.take() {
-            self.send(waiting, permit).await;
+        while let Some((job, permit)) = next.take() {
+            self.send(job, permit).await;
             next = self.shared.held().slots.release(&host).map(|w| (w, None));
         }
     }
 
     /// Sends one attempt and hands its outcome to the store; returns once the request ended.
-    async fn send(&self, waiting: Waiting, permit: Option<OwnedSemaphorePermit>) {
-        let job = waiting.job;
-        // An attempt sent with little of its claim left (ax is behind: waiting attempts are
-        // renewed ahead) has its claim renewed beside the exchange, not before it: waiting
-        // for the store there would put a round trip in front of every late send, exactly
-        // when ax is busiest.
-        if !claim_covers(job.claimed_until, Utc::now()) {
-            let (shared, late) = (self.shared.clone(), job.clone());
-            actix::spawn(async move {
-                shared.renew(&late).await;
-            });
+    async fn send(&self, job: DispatchJob, permit: Option<OwnedSemaphorePermit>) {
+        // The background renewals keep a held attempt's claim covered; one whose claim lapsed
+        // before it was renewed (ax itself far behind) is renewed first, and not sent if its
+        // run moved on meanwhile (taken by another process).
+        match self.shared.claim(&job.request_id) {
+            Claim::Covered => {}
+            Claim::Lapsing => {
+                if !self.shared.renew(&Renewal::of(&job)).await {
+                    self.shared.release(&job.request_id);
+                    return;
+                }
+            }
+            Claim::Gone => return,
         }
         let permit = match permit {
             Some(permit) => permit,
@@ -468,11 +535,11 @@ impl Handler<Dispatch> for DispatchActor {
         let now = self.shared.admit(msg.0);
         Box::pin(async move {
             let Some(sender) = sender else { return };
-            for (host, waiting) in now {
+            for (host, job) in now {
                 let Ok(permit) = sender.permits.clone().acquire_owned().await else {
                     return;
                 };
-                let serve = sender.clone().serve(host, waiting, permit);
+                let serve = sender.clone().serve(host, job, permit);
                 actix::spawn(sender.serving.track(serve));
             }
         })
@@ -763,7 +830,7 @@ impl DispatchHandle {
                     secret: security.secret.clone(),
                     allowlist: security.allowlist.clone(),
                     max_in_flight,
-                    looks_after_waiting: n == 0,
+                    looks_after_held: n == 0,
                     sender: None,
                 })
             })
@@ -806,7 +873,7 @@ impl DispatchHandle {
     /// Ends what the dispatchers hold of a deleted task's runs: waiting attempts are dropped,
     /// requests in flight ended (their connections closed). Answers how many.
     pub fn forget_task(&self, task_id: TaskId) -> usize {
-        let waiting = self.shared.drop_waiting(|w| w.job.task_id == task_id);
+        let waiting = self.shared.drop_waiting(|job| job.task_id == task_id);
         let mut held = self.shared.held();
         let mut ended = 0;
         held.attempts.retain(|_, attempt| {

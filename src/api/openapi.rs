@@ -5,8 +5,9 @@ use serde_json::{json, Map, Value};
 
 use super::endpoint::Endpoint;
 use crate::audit::AuditAction;
-use crate::run::{OverlapPolicy, ReportedStatus, RunStatus, TriggerType};
+use crate::run::{ReportedStatus, RunStatus, TriggerType};
 use crate::store::models::TaskStatus;
+use crate::task_fields;
 
 /// The document: every endpoint of `endpoints`, with its parameters, body and replies.
 pub fn openapi(endpoints: &[Endpoint]) -> Value {
@@ -196,6 +197,11 @@ fn query_parameters(method: &str, path: &str) -> Vec<Value> {
             let mut params = vec![
                 query("scene", "string", "only this scene"),
                 query("status", "string", "ENABLED or PAUSED"),
+                query(
+                    "label",
+                    "string",
+                    "KEY=VALUE (team=billing): only tasks with this label",
+                ),
             ];
             params.extend(page());
             params
@@ -350,36 +356,12 @@ fn schemas() -> Value {
     let string = json!({"type": "string"});
     let time = json!({"type": "string", "format": "date-time"});
     let int = json!({"type": "integer"});
-    let opt_int = json!({"type": "integer", "nullable": true});
     let opt_string = json!({"type": "string", "nullable": true});
     let opt_time = json!({"type": "string", "format": "date-time", "nullable": true});
     json!({
         "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
             "code": string, "message": string, "field": string}}}},
-        "TaskInput": {"type": "object", "required": ["name", "cron", "handlerUrl"], "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 128,
-                "description": "no control or Unicode format characters (bidi overrides, \
-                    zero-width characters)"},
-            "scene": {"type": "string", "maxLength": 64, "pattern": "^[A-Za-z0-9_.:-]+$"},
-            "cron": {"type": "string", "description": "6 fields sec min hour day month weekday, matched in timeZone"},
-            "timeZone": {"type": "string", "default": "UTC",
-                "description": "IANA zone (Europe/Berlin) whose wall-clock time the cron fields match; every time stored and shown stays UTC"},
-            "handlerUrl": {"type": "string", "format": "uri"},
-            "params": {"type": "object"},
-            "maxRetry": {"type": "integer", "minimum": 0, "maximum": 10},
-            "timeoutMs": {"type": "integer", "minimum": 100, "maximum": 86_400_000},
-            "enabled": {"type": "boolean"},
-            "retryBackoffSecs": opt_int, "retryFactor": opt_int,
-            "misfireThresholdSecs": opt_int, "dependencyTimeoutSecs": opt_int,
-            "dependsOn": {"type": "array", "items": int},
-            "overlap": {"type": "string", "enum": OverlapPolicy::ALL, "default": "ALLOW",
-                "description": "what a run due while an earlier run of the task is open does: \
-                    ALLOW runs both, SKIP records the new run SKIPPED, BUFFER_ONE holds it PENDING \
-                    until the earlier one is final (a further one is SKIPPED), REPLACE cancels \
-                    the earlier one"},
-            "jitterSecs": {"type": "integer", "minimum": 0, "maximum": 3600, "default": 0,
-                "description": "each run is dispatched up to this many seconds after its time, \
-                    by an offset fixed by (taskId, scheduledAt)"}}},
+        "TaskInput": task_fields::input_schema(),
         "Task": {"allOf": [{"$ref": "#/components/schemas/TaskInput"}, {"type": "object", "properties": {
             "id": int,
             "status": {"type": "string", "enum": TaskStatus::ALL,

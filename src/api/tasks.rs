@@ -11,6 +11,7 @@ use super::views::{InstanceView, PageView, StatsView, TaskView};
 use super::{Actor, ApiState};
 use crate::error::ApiError;
 use crate::etag::{self, etag};
+use crate::labels;
 use crate::service::{ServiceError, TaskDetails};
 use crate::store::models::TaskStatus;
 use crate::store::queries::tasks::{TaskFilter, Versions};
@@ -68,7 +69,7 @@ pub async fn bulk(
     Ok(HttpResponse::Ok().json(registered))
 }
 
-/// `GET /api/tasks?scene=&status=&limit=&offset=`.
+/// `GET /api/tasks?scene=&status=&label=KEY=VALUE&limit=&offset=`.
 pub async fn list(
     state: web::Data<ApiState>,
     query: web::Query<HashMap<String, String>>,
@@ -81,10 +82,16 @@ pub async fn list(
                 .ok_or_else(|| ApiError::invalid("status", "status must be ENABLED or PAUSED"))?,
         ),
     };
+    let label = query
+        .get("label")
+        .map(|text| labels::filter(text))
+        .transpose()
+        .map_err(|message| ApiError::invalid("label", message))?;
     let filter = TaskFilter {
         scene: query.get("scene").cloned(),
         status,
         name_like: None,
+        label,
         after: None,
     };
     let (tasks, total) = state.service.tasks(filter, page).await?;

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use crate::clock::{rfc3339, LAST_TIME};
 use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
+use crate::labels::Labels;
 use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId};
 use crate::security::Allowlist;
 use crate::service::TaskInput;
@@ -15,28 +16,23 @@ use crate::store::models::MAX_NAME_CHARS;
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
 use crate::store::to_db;
+use crate::task_fields as fields;
 use crate::text;
 
-// Text limits are those of the MySQL columns (VARCHAR counts characters; SQLite has no limit).
-pub const MAX_SCENE_CHARS: usize = 64;
-pub const MAX_CRON_CHARS: usize = 255;
-pub const MAX_URL_CHARS: usize = 2048;
+// A task's bounds and defaults are its fields' (`crate::task_fields`); text limits are those
+// of the MySQL columns (VARCHAR counts characters; SQLite has no limit).
+pub const MAX_SCENE_CHARS: usize = fields::SCENE.max();
+pub const MAX_CRON_CHARS: usize = fields::CRON.max();
+pub const MAX_URL_CHARS: usize = fields::HANDLER_URL.max();
 /// Far below the MEDIUMTEXT column (16 MiB): a task's params travel with every run.
-pub const MAX_PARAMS_BYTES: usize = 64 * 1024;
-pub const MAX_RETRY: i64 = 10;
-pub const TIMEOUT_MS: (i64, i64) = (100, 24 * 60 * 60 * 1000);
-pub const RETRY_BACKOFF_SECS: (i64, i64) = (1, 24 * 60 * 60);
-pub const RETRY_FACTOR: (i64, i64) = (1, 10);
-pub const MISFIRE_THRESHOLD_SECS: (i64, i64) = (1, 24 * 60 * 60);
-pub const DEPENDENCY_TIMEOUT_SECS: (i64, i64) = (1, 7 * 24 * 60 * 60);
-pub const MAX_UPSTREAMS: usize = 100;
-pub const JITTER_SECS: (i64, i64) = (0, 3600);
+pub const MAX_PARAMS_BYTES: usize = fields::PARAMS.max();
+pub const MAX_UPSTREAMS: usize = fields::DEPENDS_ON.max();
 /// Stats windows: one minute to 31 days; one day by default.
 pub const STATS_WINDOW_SECS: (i64, i64) = (60, 31 * 24 * 60 * 60);
 pub const DEFAULT_STATS_WINDOW_SECS: i64 = 24 * 60 * 60;
-pub const DEFAULT_SCENE: &str = "default";
-pub const DEFAULT_MAX_RETRY: i32 = 3;
-pub const DEFAULT_TIMEOUT_MS: i64 = 30_000;
+pub const DEFAULT_SCENE: &str = fields::SCENE.default_text();
+pub const DEFAULT_MAX_RETRY: i32 = fields::MAX_RETRY.default_integer() as i32;
+pub const DEFAULT_TIMEOUT_MS: i64 = fields::TIMEOUT_MS.default_integer();
 pub const MAX_PAGE_LIMIT: i64 = 500;
 pub const DEFAULT_PAGE_LIMIT: i64 = 50;
 const MAX_OFFSET: i64 = 1_000_000_000;
@@ -44,24 +40,8 @@ const MAX_OFFSET: i64 = 1_000_000_000;
 /// time before the epoch, and a MySQL DATETIME ends with the year 9999 (SQLite holds any).
 pub const TIME_RANGE: (DateTime<Utc>, DateTime<Utc>) = (DateTime::UNIX_EPOCH, LAST_TIME);
 
-const TASK_FIELDS: &[&str] = &[
-    "name",
-    "scene",
-    "cron",
-    "handlerUrl",
-    "params",
-    "maxRetry",
-    "timeoutMs",
-    "enabled",
-    "retryBackoffSecs",
-    "retryFactor",
-    "misfireThresholdSecs",
-    "dependencyTimeoutSecs",
-    "dependsOn",
-    "overlap",
-    "jitterSecs",
-    "timeZone",
-];
+/// What a task body may hold: every declared field.
+const TASK_FIELDS: &[&str] = &fields::NAMES;
 
 /// A task as a body for `task_input`: the fields of its view a client may send.
 pub fn task_body(view: Value) -> Value {
@@ -159,25 +139,35 @@ pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, A
     // Fields of the task's view added after clients learnt to send a view back without `id`,
     // `status`, `nextRunAt`, `createdAt`, `updatedAt`: read-only, and ignored (a change's
     // version goes in `If-Match`).
-    if let Some(fields) = body.as_object_mut() {
+    if let Some(members) = body.as_object_mut() {
         for read_only in ["version", "scenePaused"] {
-            fields.remove(read_only);
+            members.remove(read_only);
         }
     }
     let mut body = object(body, TASK_FIELDS)?;
-    let zone = time_zone(optional_string(&mut body, "timeZone")?)?;
-    let cron = cron(required_string(&mut body, "cron")?)?.in_zone(zone);
+    let zone = time_zone(optional_string(&mut body, fields::TIME_ZONE.name)?)?;
+    let cron = cron(required_string(&mut body, fields::CRON.name)?)?.in_zone(zone);
+    let name = text(
+        required_string(&mut body, fields::NAME.name)?,
+        fields::NAME.name,
+        MAX_NAME_CHARS,
+    )?;
+    let scene_name = optional_string(&mut body, fields::SCENE.name)?;
     Ok(TaskInput {
-        name: text(required_string(&mut body, "name")?, "name", MAX_NAME_CHARS)?,
-        scene: scene(optional_string(&mut body, "scene")?.unwrap_or_else(|| DEFAULT_SCENE.into()))?,
+        name,
+        scene: scene(scene_name.unwrap_or_else(|| DEFAULT_SCENE.into()))?,
         cron,
-        handler_url: handler_url(required_string(&mut body, "handlerUrl")?, allowlist)?,
-        params: params(body.remove("params"))?,
-        max_retry: integer(&mut body, "maxRetry", (0, MAX_RETRY))?
-            .map_or(DEFAULT_MAX_RETRY, |n| n as i32),
-        timeout_ms: integer(&mut body, "timeoutMs", TIMEOUT_MS)?.unwrap_or(DEFAULT_TIMEOUT_MS),
-        enabled: match body.remove("enabled") {
-            None | Some(Value::Null) => true,
+        handler_url: handler_url(
+            required_string(&mut body, fields::HANDLER_URL.name)?,
+            allowlist,
+        )?,
+        params: params(body.remove(fields::PARAMS.name))?,
+        max_retry: small(&mut body, fields::MAX_RETRY.name, MAX_RETRY)?
+            .unwrap_or(DEFAULT_MAX_RETRY),
+        timeout_ms: integer(&mut body, fields::TIMEOUT_MS.name, TIMEOUT_MS)?
+            .unwrap_or(DEFAULT_TIMEOUT_MS),
+        enabled: match body.remove(fields::ENABLED.name) {
+            None | Some(Value::Null) => DEFAULT_ENABLED,
             Some(Value::Bool(enabled)) => enabled,
             Some(_) => {
                 return Err(ApiError::invalid(
@@ -186,19 +176,41 @@ pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, A
                 ))
             }
         },
-        retry_backoff_secs: small(&mut body, "retryBackoffSecs", RETRY_BACKOFF_SECS)?,
-        retry_factor: small(&mut body, "retryFactor", RETRY_FACTOR)?,
-        misfire_threshold_secs: small(&mut body, "misfireThresholdSecs", MISFIRE_THRESHOLD_SECS)?,
+        retry_backoff_secs: small(
+            &mut body,
+            fields::RETRY_BACKOFF_SECS.name,
+            RETRY_BACKOFF_SECS,
+        )?,
+        retry_factor: small(&mut body, fields::RETRY_FACTOR.name, RETRY_FACTOR)?,
+        misfire_threshold_secs: small(
+            &mut body,
+            fields::MISFIRE_THRESHOLD_SECS.name,
+            MISFIRE_THRESHOLD_SECS,
+        )?,
         dependency_timeout_secs: small(
             &mut body,
-            "dependencyTimeoutSecs",
+            fields::DEPENDENCY_TIMEOUT_SECS.name,
             DEPENDENCY_TIMEOUT_SECS,
         )?,
-        depends_on: depends_on(body.remove("dependsOn"))?,
-        overlap: overlap(optional_string(&mut body, "overlap")?)?,
-        jitter_secs: integer(&mut body, "jitterSecs", JITTER_SECS)?.map_or(0, |n| n as i32),
+        depends_on: depends_on(body.remove(fields::DEPENDS_ON.name))?,
+        overlap: overlap(optional_string(&mut body, fields::OVERLAP.name)?)?,
+        jitter_secs: small(&mut body, fields::JITTER_SECS.name, JITTER_SECS)?
+            .unwrap_or(DEFAULT_JITTER_SECS),
+        labels: Labels::from_body(body.remove(fields::LABELS.name))
+            .map_err(|err| ApiError::invalid(err.field, err.message))?,
     })
 }
+
+// The bounds of the integer fields, as the declarations give them (checked when compiled).
+const MAX_RETRY: (i64, i64) = fields::MAX_RETRY.range();
+const TIMEOUT_MS: (i64, i64) = fields::TIMEOUT_MS.range();
+const RETRY_BACKOFF_SECS: (i64, i64) = fields::RETRY_BACKOFF_SECS.range();
+const RETRY_FACTOR: (i64, i64) = fields::RETRY_FACTOR.range();
+const MISFIRE_THRESHOLD_SECS: (i64, i64) = fields::MISFIRE_THRESHOLD_SECS.range();
+const DEPENDENCY_TIMEOUT_SECS: (i64, i64) = fields::DEPENDENCY_TIMEOUT_SECS.range();
+const JITTER_SECS: (i64, i64) = fields::JITTER_SECS.range();
+const DEFAULT_ENABLED: bool = fields::ENABLED.default_bool();
+const DEFAULT_JITTER_SECS: i32 = fields::JITTER_SECS.default_integer() as i32;
 
 /// An IANA time zone name; UTC when absent.
 fn time_zone(value: Option<String>) -> Result<Zone, ApiError> {
@@ -716,6 +728,27 @@ mod tests {
             field_of(task_input(json!([]), &Allowlist::default()).unwrap_err()),
             None
         );
+    }
+
+    #[test]
+    fn labels_are_read_and_a_bad_one_is_named() {
+        let mut body = valid();
+        body["labels"] = json!({"team": "billing"});
+        let input = task_input(body, &Allowlist::default()).expect("valid");
+        assert_eq!(
+            input.labels.iter().collect::<Vec<_>>(),
+            [("team", "billing")]
+        );
+        for (labels, field) in [
+            (json!("team=billing"), "labels"),
+            (json!({"Team": "billing"}), "labels.Team"),
+            (json!({"team": ["billing"]}), "labels.team"),
+        ] {
+            let mut body = valid();
+            body["labels"] = labels;
+            let err = task_input(body, &Allowlist::default()).expect_err(field);
+            assert_eq!(refusal(err).0, field);
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use crate::clock::rfc3339;
+use crate::labels::Labels;
 use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
 use crate::service::{OverlapCounts, SceneCounts, TaskDetails, TaskStats};
 use crate::store::from_db;
@@ -42,6 +43,7 @@ pub struct TaskView {
     time_zone: String,
     overlap: OverlapPolicy,
     jitter_secs: i32,
+    labels: Labels,
     next_run_at: Option<String>,
     created_at: String,
     updated_at: String,
@@ -71,6 +73,7 @@ impl From<TaskDetails> for TaskView {
             time_zone: task.time_zone,
             overlap: task.overlap,
             jitter_secs: task.jitter_secs,
+            labels: task.labels,
             next_run_at: task.next_run_at.map(time),
             created_at: time(task.created_at),
             updated_at: time(task.updated_at),
@@ -253,4 +256,53 @@ impl StatsView {
 pub struct HistoryView {
     pub items: Vec<InstanceView>,
     pub next_cursor: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::validate::task_body;
+    use crate::service::TaskInput;
+    use crate::task_fields::examples::{details, input, required, with_example};
+    use crate::task_fields::{Default, ALL, DEPENDS_ON};
+    use serde_json::Value;
+
+    fn view(input: &TaskInput) -> Value {
+        serde_json::to_value(TaskView::from(details(input))).expect("a view")
+    }
+
+    #[test]
+    fn every_field_is_stored_and_shown_as_given() {
+        for field in ALL {
+            let view = view(&input(with_example(field)));
+            assert_eq!(
+                view[field.name],
+                field.example_json(),
+                "{}: {view}",
+                field.name
+            );
+        }
+        let defaults = view(&input(required()));
+        for field in ALL.iter().filter(|f| f.default != Default::Required) {
+            assert_eq!(
+                Some(defaults[field.name].clone()),
+                field.default_json(),
+                "{}",
+                field.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_view_sent_back_reads_as_the_same_task() {
+        let mut body = required();
+        for field in ALL.iter().filter(|f| f.name != DEPENDS_ON.name) {
+            body[field.name] = field.example_json();
+        }
+        let first = input(body);
+        let again = input(task_body(view(&first)));
+        assert!(crate::apply::changed_fields(&first, &again).is_empty());
+        let now = chrono::DateTime::UNIX_EPOCH;
+        assert_eq!(first.fields(now), again.fields(now));
+    }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
-use crate::config::ENV_KEYS;
+use crate::config::env_vars;
 
 /// How long an ax process may take to answer `/healthz` after it is spawned.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -234,7 +234,7 @@ fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess>
     let mut command = Command::new(exe);
     command.arg("serve").arg("--config").arg(config);
     // Only the settings below: a stray AX_… variable of the caller would skew the figures.
-    for (name, _) in ENV_KEYS {
+    for name in env_vars() {
         command.env_remove(name);
     }
     command

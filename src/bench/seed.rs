@@ -358,6 +358,7 @@ async fn seed_tasks(conn: &mut MysqlConn, size: Size, now: DateTime<Utc>) -> any
                     _ => OverlapPolicy::Allow,
                 },
                 jitter_secs: 0,
+                labels: crate::labels::Labels::default(),
             };
             rows.push((t::created_at.eq(created), fields));
             if rows.len() == TASK_BATCH {

@@ -19,10 +19,15 @@ use super::{admins_only, ok, see_other, ConsoleError};
 use crate::api::json;
 use crate::api::validate::{self, DEFAULT_MAX_RETRY, DEFAULT_SCENE, DEFAULT_TIMEOUT_MS};
 use crate::error::ApiError;
+use crate::labels::{Labels, MAX_KEY_CHARS, MAX_VALUE_CHARS};
 use crate::run::{OverlapPolicy, TaskId};
 use crate::service::{Service, ServiceError, TaskDetails};
 use crate::store::models::{Task, TaskStatus};
 use crate::store::queries::tasks::Versions;
+use crate::task_fields::{
+    self, Field, Kind, CRON, DEPENDS_ON, ENABLED, HANDLER_URL, LABELS, NAME, OVERLAP, PARAMS,
+    SCENE, TIME_ZONE,
+};
 use crate::web::ApiState;
 
 /// Names of a scene's tasks the dependency field lists.
@@ -48,39 +53,17 @@ struct Draft {
     depends_on: String,
     overlap: String,
     jitter_secs: String,
+    /// One `key=value` a line.
+    labels: String,
     enabled: bool,
 }
 
-/// The numeric fields: (form and API name, label, hint).
-const NUMBERS: &[(&str, &str, &str)] = &[
-    ("maxRetry", "Max retries", "0-100; default 3"),
-    (
-        "timeoutMs",
-        "Timeout (ms)",
-        "how long a run may take; default 30000",
-    ),
-    (
-        "retryBackoffSecs",
-        "Retry back-off (s)",
-        "empty: the server's default",
-    ),
-    ("retryFactor", "Retry factor", "empty: the server's default"),
-    (
-        "misfireThresholdSecs",
-        "Misfire threshold (s)",
-        "empty: the server's default",
-    ),
-    (
-        "dependencyTimeoutSecs",
-        "Dependency timeout (s)",
-        "empty: the server's default",
-    ),
-    (
-        "jitterSecs",
-        "Jitter (s)",
-        "0-3600: each run is spread over this many seconds",
-    ),
-];
+/// The numeric fields, as declared: their form (and API) names, labels and bounds.
+fn numbers() -> impl Iterator<Item = &'static Field> {
+    task_fields::ALL
+        .into_iter()
+        .filter(|field| matches!(field.kind, Kind::Integer { .. }))
+}
 
 impl Draft {
     /// A new task's fields, in `scene` when given.
@@ -101,6 +84,7 @@ impl Draft {
             depends_on: String::new(),
             overlap: OverlapPolicy::Allow.as_str().into(),
             jitter_secs: "0".into(),
+            labels: String::new(),
             enabled: true,
         }
     }
@@ -128,6 +112,7 @@ impl Draft {
             depends_on: depends_on.join("\n"),
             overlap: task.overlap.as_str().into(),
             jitter_secs: task.jitter_secs.to_string(),
+            labels: label_lines(&task.labels),
             enabled: task.status == TaskStatus::Enabled,
         }
     }
@@ -151,6 +136,7 @@ impl Draft {
             depends_on: form.raw("dependsOn").unwrap_or_default().trim().to_string(),
             overlap: text("overlap"),
             jitter_secs: text("jitterSecs"),
+            labels: form.raw("labels").unwrap_or_default().trim().to_string(),
             enabled: form.get("enabled").is_some(),
         }
     }
@@ -167,12 +153,9 @@ impl Draft {
             ("params", pretty_json(&self.params)),
             ("dependsOn", self.upstream_lines().join("\n")),
             ("overlap", self.overlap.clone()),
+            ("labels", self.label_pairs().join("\n")),
         ];
-        texts.extend(
-            NUMBERS
-                .iter()
-                .map(|(name, _, _)| (*name, self.number(name).to_string())),
-        );
+        texts.extend(numbers().map(|field| (field.name, self.number(field.name).to_string())));
         texts
     }
 
@@ -208,6 +191,34 @@ impl Draft {
         }
     }
 
+    /// The lines of the labels field.
+    fn label_pairs(&self) -> Vec<&str> {
+        self.labels
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect()
+    }
+
+    /// The labels field as the API's object: a line is `key=value`; a key given twice is
+    /// refused, as a JSON body's would be.
+    fn labels_value(&self) -> Result<Map<String, Value>, ApiError> {
+        let mut labels = Map::new();
+        for line in self.label_pairs() {
+            let Some((key, value)) = line.split_once('=') else {
+                let message = format!("each line of labels is key=value (got `{line}`)");
+                return Err(ApiError::invalid("labels", message));
+            };
+            let (key, value) = (key.trim(), value.trim());
+            if labels.contains_key(key) {
+                let field = format!("labels.{key}");
+                return Err(ApiError::invalid(&field, format!("{field} is given twice")));
+            }
+            labels.insert(key.into(), Value::String(value.into()));
+        }
+        Ok(labels)
+    }
+
     /// The lines of the dependency field.
     fn upstream_lines(&self) -> Vec<&str> {
         self.depends_on
@@ -233,14 +244,18 @@ impl Draft {
         put("timeZone", &self.time_zone);
         put("handlerUrl", &self.handler_url);
         put("overlap", &self.overlap);
-        for (name, _, _) in NUMBERS {
-            let text = self.number(name);
+        for field in numbers() {
+            let text = self.number(field.name);
             if !text.is_empty() {
                 let value = text
                     .parse::<i64>()
                     .map_or_else(|_| Value::String(text.into()), Value::from);
-                body.insert((*name).into(), value);
+                body.insert(field.name.into(), value);
             }
+        }
+        let labels = self.labels_value()?;
+        if !labels.is_empty() {
+            body.insert("labels".into(), Value::Object(labels));
         }
         if !self.params.is_empty() {
             // Read as the API reads a body: a key given twice is refused, not the last kept.
@@ -254,6 +269,12 @@ impl Draft {
         body.insert("dependsOn".into(), Value::Array(ids));
         Ok(Value::Object(body))
     }
+}
+
+/// Labels as the editor shows them: `key=value`, one a line.
+fn label_lines(labels: &Labels) -> String {
+    let lines: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    lines.join("\n")
 }
 
 /// How an upstream is named from a task of `scene`.
@@ -339,11 +360,17 @@ impl Refusal {
         }
     }
 
+    /// The message of a refusal of `field`, or of a part of it (`labels.team`).
     fn for_field(refusal: Option<&Refusal>, field: &str) -> Option<String> {
         refusal
-            .filter(|r| r.field.as_deref() == Some(field))
+            .filter(|r| r.field.as_deref().map(form_field) == Some(field))
             .map(|r| r.message.clone())
     }
+}
+
+/// The form's field an error's field is in: `labels` for `labels.team`.
+fn form_field(field: &str) -> &str {
+    field.split('.').next().unwrap_or(field)
 }
 
 /// Which task the editor saves: a new one, or task `id` at the version the form was opened on
@@ -546,7 +573,7 @@ fn editor_form(
             Some(Unsaved::Refused(refusal)) => {
                 div.error role="alert" #form-error {
                     "Not saved: " (refusal.message)
-                    @if let Some(field) = &refusal.field { " " a href=(format!("#{field}")) { "Go to the field" } }
+                    @if let Some(field) = &refusal.field { " " a href=(format!("#{}", form_field(field))) { "Go to the field" } }
                 }
             }
             Some(Unsaved::Changed(yours)) => {
@@ -565,29 +592,29 @@ fn editor_form(
             @if let Some(version) = version { input type="hidden" name="version" value=(version); }
             fieldset {
                 legend { "Task" }
-                (layout::input("name", "Name", "text", Some(&draft.name), error("name").as_deref()))
-                (layout::input("scene", "Scene", "text", Some(&draft.scene), error("scene").as_deref()))
-                (layout::input("handlerUrl", "Handler URL", "url", Some(&draft.handler_url), error("handlerUrl").as_deref()))
-                (layout::checkbox("enabled", "Enabled (fires on its schedule)", draft.enabled))
+                (layout::input("name", NAME.label, "text", Some(&draft.name), error("name").as_deref()))
+                (layout::input("scene", SCENE.label, "text", Some(&draft.scene), error("scene").as_deref()))
+                (layout::input("handlerUrl", HANDLER_URL.label, "url", Some(&draft.handler_url), error("handlerUrl").as_deref()))
+                (layout::checkbox("enabled", ENABLED.label, draft.enabled))
             }
             fieldset {
                 legend { "Schedule" }
-                (layout::input("cron", "Cron (sec min hour day month weekday)", "text", Some(&draft.cron), error("cron").as_deref()))
-                (layout::input("timeZone", "Time zone (IANA name)", "text", Some(&draft.time_zone), error("timeZone").as_deref()))
+                (layout::input("cron", CRON.label, "text", Some(&draft.cron), error("cron").as_deref()))
+                (layout::input("timeZone", TIME_ZONE.label, "text", Some(&draft.time_zone), error("timeZone").as_deref()))
                 section.preview aria-labelledby="preview-heading" {
                     h2 #preview-heading { "Next 10 fire times" }
                     div #preview aria-live="polite" { (preview) }
                 }
-                (layout::select_of("overlap", "When a run is due while an earlier one is open", &overlaps, &draft.overlap, error("overlap").as_deref()))
+                (layout::select_of("overlap", OVERLAP.label, &overlaps, &draft.overlap, error("overlap").as_deref()))
             }
             fieldset {
                 legend { "Params" }
-                (layout::textarea("params", "Params (a JSON object sent with each run)", &draft.params, 6, error("params").as_deref()))
+                (layout::textarea("params", PARAMS.label, &draft.params, 6, error("params").as_deref()))
                 p.hint #params-check aria-live="polite" {}
             }
             fieldset {
                 legend { "Dependencies" }
-                (layout::textarea("dependsOn", "Upstream tasks, one name a line (scene/name for another scene)", &draft.depends_on, 3, error("dependsOn").as_deref()))
+                (layout::textarea("dependsOn", DEPENDS_ON.label, &draft.depends_on, 3, error("dependsOn").as_deref()))
                 @if !suggestions.is_empty() {
                     details {
                         summary { "Tasks of scene " (draft.scene_or_default()) }
@@ -598,10 +625,15 @@ fn editor_form(
             fieldset {
                 legend { "Retries and limits" }
                 div.grid {
-                    @for (name, label, hint) in NUMBERS {
-                        (layout::number(name, label, hint, draft.number(name), error(name).as_deref()))
+                    @for field in numbers() {
+                        (layout::number(field.name, field.label, &field.hint(), draft.number(field.name), error(field.name).as_deref()))
                     }
                 }
+            }
+            fieldset {
+                legend { "Labels" }
+                (layout::textarea("labels", LABELS.label, &draft.labels, 3, error("labels").as_deref()))
+                p.hint { "The tasks list filters by one (key=value). A key is 1-" (MAX_KEY_CHARS) " of a-z 0-9 _ . -; a value at most " (MAX_VALUE_CHARS) " characters." }
             }
             div.actions {
                 button type="submit" { "Save task" }
@@ -650,6 +682,70 @@ mod tests {
         assert_eq!(
             changes[1].1, "{\n  \"a\": 1\n}",
             "params as shown in the form"
+        );
+    }
+
+    #[test]
+    fn every_field_is_in_the_form() {
+        let visitor = Visitor {
+            principal: crate::security::Principal {
+                name: "admin".into(),
+                role: crate::security::Role::Admin,
+            },
+            signed_in: false,
+            csrf: "csrf".into(),
+            notice: None,
+        };
+        let draft = Draft::new(None);
+        let form = editor_form(&visitor, Target::New, &draft, None, &[], html! {}).into_string();
+        let texts: Vec<&str> = draft.texts().into_iter().map(|(name, _)| name).collect();
+        for field in task_fields::ALL {
+            assert!(
+                form.contains(&format!(r#"name="{}""#, field.name)),
+                "no input for {}",
+                field.name
+            );
+            assert!(texts.contains(&field.name), "{} not compared", field.name);
+        }
+    }
+
+    #[test]
+    fn every_field_of_a_task_is_shown_and_sent_back_as_it_is() {
+        use crate::task_fields::examples::{details, input, with_example};
+        for field in task_fields::ALL {
+            let stored = input(with_example(field));
+            let draft = Draft::of(&details(&stored).task, &[]);
+            let body = draft.body(&stored.depends_on).expect("a body");
+            let sent = validate::task_input(body, &Default::default()).expect("valid");
+            assert!(
+                crate::apply::changed_fields(&sent, &stored).is_empty(),
+                "{}: {draft:?}",
+                field.name
+            );
+        }
+    }
+
+    #[test]
+    fn labels_are_lines_of_key_and_value() {
+        let mut draft = Draft::new(None);
+        draft.labels = "team=billing\n\n tier = 1 \n".into();
+        let body = draft.body(&[]).expect("a body");
+        assert_eq!(
+            body["labels"],
+            serde_json::json!({"team": "billing", "tier": "1"})
+        );
+        for (bad, field) in [("team", "labels"), ("a=1\na=2", "labels.a")] {
+            draft.labels = bad.into();
+            let err = draft.body(&[]).expect_err(bad);
+            assert_eq!(Refusal::of(&err).field.as_deref(), Some(field), "{bad}");
+        }
+        let refusal = Refusal {
+            field: Some("labels.Team".into()),
+            message: "no".into(),
+        };
+        assert_eq!(
+            Refusal::for_field(Some(&refusal), "labels").as_deref(),
+            Some("no")
         );
     }
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use actix_web::HttpRequest;
 use chrono::{DateTime, NaiveDateTime, Utc};
 
+use crate::labels;
 use crate::run::{RunStatus, TaskId};
 use crate::store::models::{TaskStatus, MAX_NAME_CHARS};
 use crate::store::queries::instances::{Cursor, InstanceFilter};
@@ -58,7 +59,7 @@ pub struct TaskQuery {
     pub page: Page,
 }
 
-/// `?scene=&status=&q=&after=` of the tasks page.
+/// `?scene=&status=&q=&label=&after=` of the tasks page.
 pub fn tasks(params: &Params) -> Result<TaskQuery, FilterError> {
     let status = params
         .get("status")
@@ -81,6 +82,10 @@ pub fn tasks(params: &Params) -> Result<TaskQuery, FilterError> {
             false => Ok(contains(q)),
         })
         .transpose()?;
+    let label = params
+        .get("label")
+        .map(|text| labels::filter(text).map_err(|message| FilterError::new("label", message)))
+        .transpose()?;
     let after = params
         .get("after")
         .map(|text| {
@@ -96,6 +101,7 @@ pub fn tasks(params: &Params) -> Result<TaskQuery, FilterError> {
             scene: params.get("scene").cloned(),
             status,
             name_like,
+            label,
             after,
         },
         page: Page {
@@ -243,6 +249,8 @@ mod tests {
         let field = |pairs: &[(&str, &str)]| tasks(&params(pairs)).err().map(|e| e.field);
         assert_eq!(field(&[("status", "ON")]), Some("status"));
         assert_eq!(field(&[("after", "-1")]), Some("after"));
+        assert_eq!(field(&[("label", "team")]), Some("label"));
+        assert_eq!(field(&[("label", "Team=x")]), Some("label"));
         assert_eq!(field(&[("scene", "a b"), ("status", "PAUSED")]), None);
         let field = |pairs: &[(&str, &str)]| runs(&params(pairs)).err().map(|e| e.field);
         assert_eq!(field(&[("status", "DONE")]), Some("status"));
@@ -254,6 +262,15 @@ mod tests {
             Some("to")
         );
         assert_eq!(field(&[("cursor", "12")]), Some("cursor"));
+    }
+
+    #[test]
+    fn a_label_filter_is_key_and_value() {
+        let query = tasks(&params(&[("label", "team=billing")])).expect("valid");
+        assert_eq!(
+            query.filter.label,
+            Some(("team".to_string(), "billing".to_string()))
+        );
     }
 
     #[test]

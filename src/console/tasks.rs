@@ -45,7 +45,7 @@ struct Listing {
     last_runs: HashMap<TaskId, Instance>,
 }
 
-/// `GET /console/tasks?scene=&status=&q=&after=`.
+/// `GET /console/tasks?scene=&status=&q=&label=&after=`.
 pub async fn list(
     state: web::Data<ApiState>,
     visitor: Visitor,
@@ -197,6 +197,7 @@ fn task_filters(params: &Params, error: Option<&FilterError>) -> Markup {
             (layout::input("q", "Name contains", "search", value("q"), error_for(error, "q")))
             (layout::input("scene", "Scene", "text", value("scene"), error_for(error, "scene")))
             (layout::select("status", "Status", &statuses, value("status"), error_for(error, "status")))
+            (layout::input("label", "Label (key=value)", "text", value("label"), error_for(error, "label")))
         },
     )
 }
@@ -290,6 +291,7 @@ fn paging(params: &Params, listing: &Listing) -> Markup {
                 ("q", keep("q")),
                 ("scene", keep("scene")),
                 ("status", keep("status")),
+                ("label", keep("label")),
                 ("after", after.as_deref()),
             ],
         )
@@ -681,6 +683,14 @@ fn definition(details: &TaskDetails) -> Markup {
             }
             dt { "Overlap" } dd { (task.overlap.as_str()) }
             dt { "Jitter" } dd { (task.jitter_secs) " s" }
+            dt { "Labels" }
+            dd {
+                @if task.labels.is_empty() { (none()) }
+                @for (key, value) in task.labels.iter() {
+                    a href=(filters::link("/console/tasks", &[("label", Some(&format!("{key}={value}")))])) { code { (key) "=" (value) } }
+                    " "
+                }
+            }
             dt { "Next run" } dd { (maybe_time(task.next_run_at)) }
             dt { "Created" } dd { (stored_time(task.created_at)) }
             dt { "Updated" } dd { (stored_time(task.updated_at)) }

@@ -66,10 +66,10 @@ pub fn claim_until(now: DateTime<Utc>, timeout_ms: i64) -> DateTime<Utc> {
 const RENEWAL_SLACK_SECS: i64 = 30;
 
 /// Whether an attempt claimed until `claimed_until` may be sent at `now` as it is: its claim
-/// must have half the margin left. One that does not (it waited for a slot) is renewed
-/// first, or another ax process could take it as it goes out. Only half the margin, not the
-/// whole timeout: requiring that would renew every attempt sent more than a few seconds late,
-/// a store round trip per send exactly when ax is behind.
+/// must have half the margin left. Not the whole timeout: the claim of an attempt held by a
+/// dispatcher (waiting, in flight or being recorded) is renewed in the background before it
+/// gets shorter than that, so it covers the exchange however long it lasts, without a store
+/// round trip in front of the send.
 pub fn claim_covers(claimed_until: DateTime<Utc>, now: DateTime<Utc>) -> bool {
     claimed_until >= now + Duration::seconds(CLAIM_MARGIN_SECS / 2)
 }

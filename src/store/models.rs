@@ -6,10 +6,11 @@ use diesel::prelude::*;
 use super::schema::{ax_instance, ax_task};
 use super::time::to_db;
 use crate::cron::{CronError, CronSchedule, Zone};
+use crate::labels::Labels;
 use crate::run::{NewRun, OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
 
 /// Longest task name (`name VARCHAR(128)`: characters).
-pub const MAX_NAME_CHARS: usize = 128;
+pub const MAX_NAME_CHARS: usize = crate::task_fields::NAME.max();
 /// Longest result `code` a run stores (`callback_code VARCHAR(64)`).
 pub const MAX_CODE_CHARS: usize = 64;
 /// Longest result `message` a run stores.
@@ -29,8 +30,8 @@ crate::text_enum! {
     TaskStatus { Enabled => "ENABLED", Paused => "PAUSED" }
 }
 
-/// A task row.
-#[derive(Debug, Clone, Queryable, Selectable, Identifiable)]
+/// A task row. Serialized, it is the row by column (the audit log compares two).
+#[derive(Debug, Clone, Queryable, Selectable, Identifiable, serde::Serialize)]
 #[diesel(table_name = ax_task)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct Task {
@@ -57,6 +58,7 @@ pub struct Task {
     pub jitter_secs: i32,
     /// Raised by every change of its definition (not by its next run moving on): its ETag.
     pub version: i64,
+    pub labels: Labels,
 }
 
 impl Task {
@@ -66,8 +68,9 @@ impl Task {
     }
 }
 
-/// The fields a user sets on a task; used for insert and full update.
-#[derive(Debug, Clone, Insertable, AsChangeset)]
+/// The fields a user sets on a task; used for insert and full update. Serialized, they are
+/// the row by column, as `Task`'s.
+#[derive(Debug, Clone, PartialEq, Insertable, AsChangeset, serde::Serialize)]
 #[diesel(table_name = ax_task)]
 #[diesel(treat_none_as_null = true)]
 pub struct TaskFields {
@@ -90,27 +93,21 @@ pub struct TaskFields {
     pub overlap: OverlapPolicy,
     /// Each run's dispatch is delayed by up to this many seconds (see `crate::run::jitter`).
     pub jitter_secs: i32,
+    pub labels: Labels,
 }
 
 impl TaskFields {
-    /// Whether `task` already has this definition (every field a user sets, the status
+    /// Whether `task` already has this definition: every declared field's column (the status
     /// included; not its next run or the time of the last change).
     pub fn defines(&self, task: &Task) -> bool {
-        self.name == task.name
-            && self.scene == task.scene
-            && self.cron == task.cron
-            && self.handler_url == task.handler_url
-            && self.params == task.params
-            && self.max_retry == task.max_retry
-            && self.timeout_ms == task.timeout_ms
-            && self.status == task.status
-            && self.retry_backoff_secs == task.retry_backoff_secs
-            && self.retry_factor == task.retry_factor
-            && self.misfire_threshold_secs == task.misfire_threshold_secs
-            && self.dependency_timeout_secs == task.dependency_timeout_secs
-            && self.time_zone == task.time_zone
-            && self.overlap == task.overlap
-            && self.jitter_secs == task.jitter_secs
+        let (Ok(mine), Ok(stored)) = (serde_json::to_value(self), serde_json::to_value(task))
+        else {
+            return false;
+        };
+        crate::task_fields::ALL
+            .iter()
+            .filter_map(|field| field.column)
+            .all(|column| mine.get(column) == stored.get(column))
     }
 }
 

@@ -23,6 +23,7 @@ diesel::table! {
         overlap -> Text,
         jitter_secs -> Integer,
         version -> BigInt,
+        labels -> Text,
     }
 }
 

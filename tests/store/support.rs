@@ -81,6 +81,7 @@ pub(crate) fn fields(
         time_zone: "UTC".into(),
         overlap: OverlapPolicy::Allow,
         jitter_secs: 0,
+        labels: ax::labels::Labels::default(),
     }
 }
 

@@ -10,6 +10,7 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
 
 use super::{meta, runs, Page};
+use crate::labels::Labels;
 use crate::plan::{dependency_cycle, TaskSpec};
 use crate::run::TaskId;
 use crate::store::models::{Task, TaskFields, TaskStatus};
@@ -19,6 +20,12 @@ use crate::store::schema::ax_task_dependency::dsl as d;
 use crate::store::{to_db, Conn, StoreError};
 use crate::with_conn;
 
+diesel::define_sql_function! {
+    /// Where `needle` starts in `haystack` (1-based), 0 if it is not in it; on both stores
+    /// (on MySQL by the column's binary collation: case counts, as on SQLite).
+    fn instr(haystack: Text, needle: Text) -> Integer;
+}
+
 /// Filters of a task listing.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {
@@ -26,6 +33,8 @@ pub struct TaskFilter {
     pub status: Option<TaskStatus>,
     /// Names matching this SQL `LIKE` pattern (`\` escapes).
     pub name_like: Option<String>,
+    /// Only tasks with this label (key, value).
+    pub label: Option<(String, String)>,
     /// Only tasks after this id are listed (a keyset page, which reads no skipped rows); the
     /// total counts them all.
     pub after: Option<TaskId>,
@@ -321,6 +330,10 @@ pub async fn list(
             }
             if let Some(pattern) = &filter.name_like {
                 query = query.filter(t::name.like(pattern.clone()).escape('\\'));
+            }
+            if let Some((key, value)) = &filter.label {
+                // A scan of the labels column: the stored form holds a label as this text.
+                query = query.filter(instr(t::labels, Labels::needle(key, value)).gt(0));
             }
             query
         };

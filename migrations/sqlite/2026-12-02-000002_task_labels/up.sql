@@ -1,0 +1,4 @@
+-- A task's labels: a JSON object of string keys to string values, written by ax in one form
+-- (keys in order, no spaces), so the task list finds a label as text in it. Existing tasks
+-- have none.
+ALTER TABLE ax_task ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
