@@ -1,8 +1,9 @@
 //! No module of the library imports a module that imports it back, directly or through others.
 //!
-//! Reads every file under `src/`, builds the graph of which file uses an item defined in which
-//! other file (through `use`, `super::`, `self::`, or a full path such as `crate::a::b::f()` in
-//! code or inside a macro call), and fails with every circle it finds. A path is resolved to the
+//! Reads the files of the library (its `#[cfg(test)]` code left out: a test may reach
+//! anywhere), builds the graph of which file uses an item defined in which other file (through
+//! `use`, `super::`, `self::`, or a full path such as `crate::a::b::f()` in code or inside a
+//! macro call), and fails with every circle it finds. A path is resolved to the
 //! file that defines the item: a `pub use` re-export is followed to the defining file, so a
 //! `mod.rs` that re-exports its children is not a dependency of everyone who names them.
 
@@ -49,6 +50,29 @@ fn module_file(dir: &Path, name: &str) -> Option<(PathBuf, PathBuf)> {
     nested.exists().then(|| (nested, dir.join(name)))
 }
 
+/// Whether the item is compiled for tests only (`#[cfg(test)]`).
+fn test_only(item: &syn::Item) -> bool {
+    let attrs = match item {
+        syn::Item::Const(i) => &i.attrs,
+        syn::Item::Enum(i) => &i.attrs,
+        syn::Item::Fn(i) => &i.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        syn::Item::Macro(i) => &i.attrs,
+        syn::Item::Mod(i) => &i.attrs,
+        syn::Item::Static(i) => &i.attrs,
+        syn::Item::Struct(i) => &i.attrs,
+        syn::Item::Trait(i) => &i.attrs,
+        syn::Item::Type(i) => &i.attrs,
+        syn::Item::Union(i) => &i.attrs,
+        syn::Item::Use(i) => &i.attrs,
+        _ => return false,
+    };
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && matches!(&attr.meta, syn::Meta::List(list) if list.tokens.to_string() == "test")
+    })
+}
+
 fn is_public(vis: &syn::Visibility) -> bool {
     !matches!(vis, syn::Visibility::Inherited)
 }
@@ -74,8 +98,9 @@ impl Crate {
     }
 
     fn load_items(&mut self, id: ModId, items: &[syn::Item], file: &Path, dir: &Path) {
+        let items: Vec<&syn::Item> = items.iter().filter(|item| !test_only(item)).collect();
         let mut used = UsedNames::default();
-        for item in items {
+        for item in &items {
             if !matches!(item, syn::Item::Use(_)) {
                 used.visit_item(item);
             }
