@@ -23,7 +23,7 @@ use crate::actors::store::{fire_commits, StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
 use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
 use crate::actors::Halt;
-use crate::api::{self, ApiState};
+use crate::api;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::health::Health;
@@ -32,8 +32,9 @@ use crate::identity::{Identity, IdentityError, StoreClaim};
 use crate::security::{Allowlist, Principal, Security};
 use crate::service::Service;
 use crate::site::AllowedHosts;
-use crate::store::queries::{meta, runs};
+use crate::store::queries::{meta, recovery};
 use crate::store::{Db, StoreError, StoreUrl};
+use crate::web::{require_token, ApiState};
 use crate::wheel::pace::PipelineLimits;
 use uuid::Uuid;
 
@@ -190,7 +191,7 @@ fn serve(
                 .app_data(web::Data::new(state))
                 // Innermost: a body is looked at once it is known who sent it.
                 .wrap(actix_web::middleware::from_fn(api::json_bodies))
-                .wrap(actix_web::middleware::from_fn(api::require_token))
+                .wrap(actix_web::middleware::from_fn(require_token))
                 // A request of another site or for another host goes no further.
                 .wrap(actix_web::middleware::from_fn(api::same_site))
                 // Outermost: every error leaves in its shape (a console page, or JSON).
@@ -402,7 +403,7 @@ async fn recover_own_runs(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), StoreError> {
     let mut conn = db.conn().await?;
-    let count = runs::recover_own(&mut conn, instance_id, now).await?;
+    let count = recovery::recover_own(&mut conn, instance_id, now).await?;
     if count > 0 {
         log::warn!(
             "recovery: {count} runs committed but not finished by {instance_id} are due again"

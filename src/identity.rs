@@ -8,13 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use diesel::sql_types::{BigInt, Nullable, Text};
-use diesel::QueryableByName;
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use diesel_async::AsyncMysqlConnection;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use crate::store::queries::meta;
+use crate::store::queries::named_locks::{self, Taken};
 use crate::store::{Db, StoreError, StoreUrl};
 
 /// How long start-up waits for the identity's previous holder to be gone (a process still
@@ -212,41 +211,14 @@ async fn lock_file(
     }
 }
 
-#[derive(QueryableByName)]
-struct LockName {
-    #[diesel(sql_type = Text)]
-    name: String,
-}
-
-#[derive(QueryableByName)]
-struct Locked {
-    #[diesel(sql_type = Nullable<BigInt>)]
-    locked: Option<i64>,
-}
-
 /// Takes the named lock of `id` on a connection of its own and starts the task that keeps it.
-/// Lock names are global to the server, so the name covers the database too (hashed: a name
-/// has at most 64 characters).
 async fn lock_mysql(url: &str, id: &str, held: Arc<AtomicBool>) -> Result<Lock, IdentityError> {
-    let mut conn = connect(url).await?;
-    let name = diesel::sql_query(
-        "SELECT CONCAT('ax_instance:', SHA1(CONCAT(DATABASE(), '/', ?))) AS name",
-    )
-    .bind::<Text, _>(id)
-    .get_result::<LockName>(&mut conn)
-    .await
-    .map_err(StoreError::Query)?
-    .name;
-    let waited = diesel::sql_query("SELECT GET_LOCK(?, ?) AS locked")
-        .bind::<Text, _>(&name)
-        .bind::<BigInt, _>(CLAIM_WAIT.as_secs() as i64)
-        .get_result::<Locked>(&mut conn)
-        .await
-        .map_err(StoreError::Query)?;
-    match waited.locked {
-        Some(1) => {}
-        Some(_) => return Err(IdentityError::InUse(id.to_string())),
-        None => return Err(IdentityError::Lock(format!("GET_LOCK({name}) failed"))),
+    let mut conn = named_locks::connect(url).await?;
+    let name = named_locks::name_of(&mut conn, id).await?;
+    match named_locks::take(&mut conn, &name, CLAIM_WAIT).await? {
+        Taken::Yes => {}
+        Taken::InUse => return Err(IdentityError::InUse(id.to_string())),
+        Taken::Failed => return Err(IdentityError::Lock(format!("GET_LOCK({name}) failed"))),
     }
     let (stop, stopped) = oneshot::channel();
     let task = actix_rt::spawn(keep_mysql(
@@ -273,12 +245,6 @@ struct Keep {
     held: Arc<AtomicBool>,
 }
 
-async fn connect(url: &str) -> Result<AsyncMysqlConnection, StoreError> {
-    AsyncMysqlConnection::establish(url)
-        .await
-        .map_err(|err| StoreError::Connect(err.to_string()))
-}
-
 /// Uses the lock's connection every [`KEEP_INTERVAL`] until `stop`, taking the lock again on a
 /// new connection if the old one died; then releases it.
 async fn keep_mysql(
@@ -292,9 +258,9 @@ async fn keep_mysql(
             _ = tokio::time::sleep(KEEP_INTERVAL) => {}
         }
         let held = match conn.as_mut() {
-            Some(c) => still_held(c, &keep.name).await,
-            None => match connect(&keep.url).await {
-                Ok(c) => still_held(conn.insert(c), &keep.name).await,
+            Some(c) => named_locks::still_held(c, &keep.name).await,
+            None => match named_locks::connect(&keep.url).await {
+                Ok(c) => named_locks::still_held(conn.insert(c), &keep.name).await,
                 Err(err) => Err(err),
             },
         };
@@ -318,29 +284,13 @@ async fn keep_mysql(
         }
     }
     if let Some(mut conn) = conn {
-        let released = diesel::sql_query("SELECT RELEASE_LOCK(?) AS locked")
-            .bind::<Text, _>(&keep.name)
-            .get_result::<Locked>(&mut conn)
-            .await;
-        if let Err(err) = released {
+        if let Err(err) = named_locks::release(&mut conn, &keep.name).await {
             log::warn!(
                 "instance id {}: not released ({err}); the server frees it with the connection",
                 keep.id
             );
         }
     }
-}
-
-/// Whether this connection holds the lock `name`, taking it if it is free.
-async fn still_held(conn: &mut AsyncMysqlConnection, name: &str) -> Result<bool, StoreError> {
-    let locked = diesel::sql_query(
-        "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0)) AS locked",
-    )
-    .bind::<Text, _>(name)
-    .bind::<Text, _>(name)
-    .get_result::<Locked>(conn)
-    .await?;
-    Ok(locked.locked == Some(1))
 }
 
 #[cfg(test)]

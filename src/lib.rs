@@ -17,6 +17,7 @@ pub mod console;
 pub mod cron;
 pub mod error;
 pub mod etag;
+pub mod group_commit;
 pub mod health;
 pub mod host_slots;
 pub mod http_errors;
@@ -24,6 +25,7 @@ pub mod identity;
 pub mod labels;
 pub mod metrics;
 pub mod nesting;
+pub mod percentile;
 pub mod plan;
 pub mod run;
 pub mod security;
@@ -32,6 +34,7 @@ pub mod site;
 pub mod store;
 pub mod task_fields;
 pub mod text;
+pub mod web;
 pub mod wheel;
 
 /// The exit status of every `ax` command for bad input (an invalid expression, option, config

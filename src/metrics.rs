@@ -7,8 +7,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use crate::actors::wheel::WheelStats;
 use crate::run::Overlap;
+
+/// The wheel's gauges, for `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WheelStats {
+    /// Runs and attempts held.
+    pub entries: usize,
+    /// How far behind the clock the wheel is, in seconds.
+    pub behind_secs: i64,
+    /// Runs between the wheel and the dispatchers.
+    pub queued_runs: usize,
+}
 
 /// A Prometheus histogram with fixed upper bounds.
 pub struct Histogram {

@@ -21,14 +21,15 @@ use crate::clock::rfc3339;
 use crate::host_slots::{host_key, HostCaps, HostSlots};
 use crate::metrics::{metrics, DispatchResult};
 use crate::run::{
-    claim_covers, failed_attempt, renewed_claim, Event, Outcome, Report, ReportedStatus, RequestId,
-    TaskId,
+    claim_covers, failed_attempt, http_code, renewed_claim, Decided, Event, Outcome, Report,
+    ReportedStatus, RequestId, TaskId, BAD_PARAMS_CODE, BAD_REPLY_CODE, BAD_URI_MESSAGE,
+    BODY_NOT_ENCODED_MESSAGE, CONNECT_ERROR_CODE, HANDLER_NOT_ALLOWED_CODE, NO_REPLY_MESSAGE,
+    PARAMS_NOT_JSON_MESSAGE, TIMEOUT_CODE,
 };
 use crate::security::{
     callback_token, sign_dispatch, Allowlist, Security, SIGNATURE_HEADER, TIMESTAMP_HEADER,
 };
 use crate::store::models::{cut, MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
-use crate::store::queries::runs::Decided;
 use crate::text::{clean_message, result_code, result_message};
 
 /// Longest reply body read from a handler.
@@ -78,7 +79,7 @@ fn failed(code: &str, message: impl Into<String>) -> Outcome {
 /// retry would be refused the same way.
 fn not_allowed(message: impl Into<String>) -> Outcome {
     Outcome::Failed {
-        code: Some("HANDLER_NOT_ALLOWED".to_string()),
+        code: Some(HANDLER_NOT_ALLOWED_CODE.to_string()),
         message: Some(cut(message.into(), MAX_MESSAGE_CHARS)),
         retry: false,
     }
@@ -91,7 +92,7 @@ fn not_allowed(message: impl Into<String>) -> Outcome {
 pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outcome {
     if !(200..300).contains(&status) {
         let text = String::from_utf8_lossy(body);
-        return failed(&format!("HTTP_{status}"), clean_message(text.trim()));
+        return failed(&http_code(status), clean_message(text.trim()));
     }
     let by_code = if status == 202 {
         Outcome::Accepted { deadline }
@@ -577,8 +578,6 @@ async fn deliver(
             code.map(|c| format!(" ({c})")).unwrap_or_default()
         );
     }
-    // A failure needs its retry decided on the run as it is; the rest is written blind.
-    let blind = !matches!(outcome, Outcome::Failed { .. });
     RunEvent {
         request_id: job.request_id.clone(),
         event: Event::Report(Report {
@@ -587,7 +586,10 @@ async fn deliver(
             at: Utc::now(),
             sent_at: Some(started),
         }),
-        blind,
+        // The dispatcher needs no exact outcome; which replies can be written without a read
+        // is the lifecycle's to say (`run::blind`: not a failure, whose retry is decided on
+        // the run as it is).
+        blind: true,
     }
 }
 
@@ -669,7 +671,7 @@ async fn post(
     deadline: DateTime<Utc>,
 ) -> Outcome {
     let Ok(uri) = job.handler_url.parse::<awc::http::Uri>() else {
-        return failed("CONNECT_ERROR", "the handler URL is not a valid URI");
+        return failed(CONNECT_ERROR_CODE, BAD_URI_MESSAGE);
     };
     let host = uri.host().unwrap_or_default();
     if !allowlist.allows(host) {
@@ -678,7 +680,7 @@ async fn post(
         ));
     }
     let Ok(params) = RawValue::from_string(job.params.to_string()) else {
-        return failed("BAD_PARAMS", "stored params are not JSON");
+        return failed(BAD_PARAMS_CODE, PARAMS_NOT_JSON_MESSAGE);
     };
     let body = DispatchBody {
         task_id: job.task_id,
@@ -689,7 +691,7 @@ async fn post(
         callback_token: callback_token(secret, job.request_id.as_str()),
     };
     let Ok(body) = serde_json::to_vec(&body) else {
-        return failed("BAD_PARAMS", "the dispatch body could not be encoded");
+        return failed(BAD_PARAMS_CODE, BODY_NOT_ENCODED_MESSAGE);
     };
     let timestamp = Utc::now().timestamp();
     let timeout = Duration::from_millis(job.timeout_ms.max(1) as u64);
@@ -730,20 +732,20 @@ async fn post(
                         job.request_id
                     );
                 }
-                Err(err) => return Some(failed("CONNECT_ERROR", err.to_string())),
+                Err(err) => return Some(failed(CONNECT_ERROR_CODE, err.to_string())),
             }
         };
         let status = response.status().as_u16();
         Some(match read_capped(&mut response).await {
             Ok(bytes) => classify_reply(status, &bytes, deadline),
-            Err(err) => failed("BAD_REPLY", err.to_string()),
+            Err(err) => failed(BAD_REPLY_CODE, err.to_string()),
         })
     };
     tokio::time::timeout(timeout, exchange)
         .await
         .ok()
         .flatten()
-        .unwrap_or_else(|| failed("TIMEOUT", "no reply before the task's timeoutMs"))
+        .unwrap_or_else(|| failed(TIMEOUT_CODE, NO_REPLY_MESSAGE))
 }
 
 /// Tries of a request whose connection the executor closed unanswered.

@@ -13,7 +13,6 @@ use tokio::sync::watch;
 use super::dispatch::{DispatchHandle, DispatchJob};
 use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
-use super::wheel::WheelHandle;
 use crate::clock::rfc3339;
 use crate::metrics::{add, metrics};
 use crate::plan::{FirePlan, RunDecision, TaskSpec};
@@ -22,8 +21,8 @@ use crate::run::{
     TriggerType,
 };
 use crate::store::models::{NewInstance, RunOrigin};
+use crate::store::queries::due::DueAttempt;
 use crate::store::queries::instances::{FireOutcome, FireRecord};
-use crate::store::queries::runs::DueAttempt;
 use crate::store::queries::tasks;
 use crate::store::{from_db, to_db};
 
@@ -144,12 +143,20 @@ fn fire_records(
     records
 }
 
+/// What a batch of fires asks of the wheel that planned it: to take the schedules of tasks
+/// that changed elsewhere as the database has them now. The wheel actor's handle implements
+/// it; the fire pipeline does not name the actor, which calls it.
+pub trait Reschedule: Clone + 'static {
+    /// Replaces the wheel's entries of `task_ids` with `entries`.
+    fn replace(&self, task_ids: &[TaskId], entries: Vec<(Arc<TaskSpec>, DateTime<Utc>)>);
+}
+
 /// Commits one batch of fires under their tasks' locks; answers the committed runs to dispatch
 /// and the locks to release (off the dispatch path: the runs' rows are committed, the locks
 /// have done their work).
 pub async fn commit_fires(
     fire: FireContext,
-    wheel: WheelHandle,
+    wheel: impl Reschedule,
     batch: Vec<PlannedFire>,
 ) -> Committed {
     let held = fire
@@ -384,7 +391,7 @@ pub async fn claim_attempts(
 }
 
 /// Re-reads tasks whose wheel entries may be wrong and reschedules them from the database.
-pub async fn refresh(fire: &FireContext, wheel: &WheelHandle, task_ids: Vec<TaskId>) {
+pub async fn refresh(fire: &FireContext, wheel: &impl Reschedule, task_ids: Vec<TaskId>) {
     let ids = task_ids.clone();
     let rows = fire
         .store

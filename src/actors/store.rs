@@ -13,14 +13,16 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::lane::{Lane, Policy, Queued};
+use crate::group_commit::{Lane, Policy, Queued};
 use crate::metrics::{add, metrics};
 use crate::run::{
-    blind, Event, Outcome, Report, RequestId, RetryPolicy, RunStatus, Write as RunWrite,
+    blind, rejected_result, Decided, Event, RequestId, RetryPolicy, RunStatus, Write as RunWrite,
+    RESULT_REJECTED_MESSAGE,
 };
 use crate::store::models::{cut, MAX_MESSAGE_CHARS};
+use crate::store::queries::due::{self, DueAttempt};
 use crate::store::queries::instances::{self, FireOutcome, FireRecord};
-use crate::store::queries::runs::{self, Decided, DueAttempt};
+use crate::store::queries::{run_writes, runs};
 use crate::store::{Conn, Db, StoreError};
 
 /// An event for a run, to record (see `crate::run::Event`).
@@ -274,23 +276,16 @@ fn rejection(write: &Write, err: &StoreError) -> Option<Write> {
     else {
         return None;
     };
-    let message = format!("the result could not be stored: {err}");
+    let message = cut(
+        format!("{RESULT_REJECTED_MESSAGE}: {err}"),
+        MAX_MESSAGE_CHARS,
+    );
     Some(Write::Event(RunEvent {
         request_id: request_id.clone(),
-        event: Event::Report(Report {
-            outcome: Outcome::Failed {
-                code: Some(RESULT_REJECTED.into()),
-                message: Some(cut(message, MAX_MESSAGE_CHARS)),
-                retry: false,
-            },
-            ..report.clone()
-        }),
+        event: Event::Report(rejected_result(report, message)),
         blind: false,
     }))
 }
-
-/// The code of a result the database refused to store.
-pub const RESULT_REJECTED: &str = "RESULT_REJECTED";
 
 /// Commits writes in one transaction, tried again when the database reports a deadlock or a
 /// busy lock (which roll the whole transaction back).
@@ -364,7 +359,7 @@ async fn run_batch(
                     Write::Claims(claims) => {
                         let mut won = Vec::with_capacity(claims.len());
                         for (attempt, event) in claims {
-                            won.push(runs::claim(conn, attempt, event).await?);
+                            won.push(due::claim(conn, attempt, event).await?);
                         }
                         Done::Claims(won)
                     }
@@ -400,7 +395,7 @@ async fn record_events(
         .zip(&blind_writes)
         .filter_map(|(e, w)| w.as_ref().map(|w| (&e.request_id, w)))
         .collect();
-    runs::apply_all(conn, &writes).await?;
+    run_writes::apply_all(conn, &writes).await?;
     let exact: Vec<(RequestId, Event)> = events
         .iter()
         .zip(&blind_writes)

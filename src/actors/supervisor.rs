@@ -14,10 +14,10 @@ use super::store::{boxed, StoreHandle};
 use super::wheel::{ScheduleMode, WheelHandle};
 use crate::clock::SharedClock;
 use crate::metrics::metrics;
-use crate::run::{failed_attempt, Event, TIMEOUT_CODE, TIMEOUT_MESSAGE};
+use crate::run::{failed_attempt, Decided, Event, TIMEOUT_CODE, TIMEOUT_MESSAGE};
 use crate::store::queries::instances;
-use crate::store::queries::runs::{self, Decided};
 use crate::store::queries::tasks::{self, DueCursor};
+use crate::store::queries::{due, pending, recovery};
 use crate::store::{to_db, StoreError};
 
 /// How often due attempts and expired runs are looked for.
@@ -178,7 +178,7 @@ impl SupervisorActor {
         );
         self.run(Job::Attempts, ctx, async move {
             let due = store
-                .query(move |conn| boxed(runs::due_attempts(conn, until, limit)))
+                .query(move |conn| boxed(due::due_attempts(conn, until, limit)))
                 .await?;
             let count = due.len();
             wheel.schedule_attempts(due);
@@ -203,7 +203,7 @@ impl SupervisorActor {
             };
             let count = store
                 .query(move |conn| {
-                    boxed(async move { runs::recover_orphans(conn, &live, now).await })
+                    boxed(async move { recovery::recover_orphans(conn, &live, now).await })
                 })
                 .await?;
             if count > 0 {
@@ -223,7 +223,7 @@ impl SupervisorActor {
         );
         self.run(Job::Dependencies, ctx, async move {
             let (released, failed) = store
-                .query(move |conn| boxed(runs::check_pending(conn, now, limit)))
+                .query(move |conn| boxed(pending::check_pending(conn, now, limit)))
                 .await?;
             if released > 0 {
                 log::info!("{released} runs released: their upstreams succeeded");
@@ -265,7 +265,7 @@ impl SupervisorActor {
         let (store, limit) = (self.store.clone(), self.settings.page_size);
         self.run(Job::Expiry, ctx, async move {
             let expired = store
-                .query(move |conn| boxed(runs::expired_running(conn, now, limit)))
+                .query(move |conn| boxed(recovery::expired_running(conn, now, limit)))
                 .await?;
             let count = expired.len();
             let timeouts = expired.into_iter().map(|(request_id, attempt)| {

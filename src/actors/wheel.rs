@@ -12,15 +12,18 @@ use actix::prelude::*;
 use chrono::{DateTime, TimeZone, Utc};
 use tokio::sync::watch;
 
-use super::fire::{claim_attempts, commit_fires, Committed, FireContext, PlannedFire, Release};
+use super::fire::{
+    claim_attempts, commit_fires, Committed, FireContext, PlannedFire, Release, Reschedule,
+};
 use super::InFlight;
 use crate::clock::rfc3339;
 use crate::clock::SharedClock;
+use crate::metrics::WheelStats;
 use crate::plan::{
     plan_each, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec, MAX_COUNTED_PERIODS,
 };
 use crate::run::{RequestId, TaskId};
-use crate::store::queries::runs::DueAttempt;
+use crate::store::queries::due::DueAttempt;
 use crate::wheel::pace::{self, LagLog, LagNote, PipelineLimits, PipelineLoad};
 use crate::wheel::{Due, TimeWheel};
 
@@ -566,31 +569,20 @@ impl Handler<ScheduleAttempts> for WheelActor {
     }
 }
 
-/// The wheel's gauges, for `/metrics`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, MessageResponse)]
-pub struct WheelStats {
-    /// Runs and attempts held.
-    pub entries: usize,
-    /// How far behind the clock the wheel is, in seconds.
-    pub behind_secs: i64,
-    /// Runs between the wheel and the dispatchers.
-    pub queued_runs: usize,
-}
-
 #[derive(Message)]
 #[rtype(result = "WheelStats")]
 pub struct GetWheelStats;
 
 impl Handler<GetWheelStats> for WheelActor {
-    type Result = WheelStats;
+    type Result = MessageResult<GetWheelStats>;
 
-    fn handle(&mut self, _: GetWheelStats, _: &mut Context<Self>) -> WheelStats {
-        WheelStats {
+    fn handle(&mut self, _: GetWheelStats, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(WheelStats {
             entries: self.wheel.len() + self.deferred.len(),
             behind_secs: self.behind_secs(),
             queued_runs: self.load.queued_runs
                 + self.backlog.iter().map(Batch::runs).sum::<usize>(),
-        }
+        })
     }
 }
 
@@ -664,5 +656,11 @@ impl WheelHandle {
     /// Stops ticking; resolves when nothing fires any more (see [`StopTicking`]).
     pub async fn stop(&self) {
         let _ = self.addr.send(StopTicking).await;
+    }
+}
+
+impl Reschedule for WheelHandle {
+    fn replace(&self, task_ids: &[TaskId], entries: Vec<(Arc<TaskSpec>, DateTime<Utc>)>) {
+        WheelHandle::replace(self, task_ids, entries);
     }
 }

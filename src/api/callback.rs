@@ -7,10 +7,9 @@ use super::json::JsonBody;
 use super::{validate, ApiState};
 use crate::error::ApiError;
 use crate::metrics::metrics;
-use crate::run::{failed_attempt, Outcome, Refusal, Report, ReportedStatus, RequestId};
+use crate::run::{failed_attempt, Decided, Outcome, Refusal, Report, ReportedStatus, RequestId};
 use crate::security::{callback_token, same_secret};
 use crate::store::models::{MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
-use crate::store::queries::runs::Decided;
 use crate::text::{result_code, result_message, Unfit};
 
 const FIELDS: &[&str] = &[

@@ -6,12 +6,11 @@ use std::cell::RefCell;
 use std::fmt;
 
 use actix_web::http::header::CONTENT_LENGTH;
-use actix_web::{dev, mime, FromRequest, HttpMessage, HttpRequest};
+use actix_web::{dev, mime, web, FromRequest, HttpMessage, HttpRequest};
 use futures_util::future::LocalBoxFuture;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use super::MAX_BODY_BYTES;
 use crate::error::ApiError;
 
 /// A body parsed as JSON, every object's keys distinct; a duplicate is a 400 naming it as the
@@ -65,7 +64,7 @@ impl FromRequest for JsonBody {
             if declared.is_some_and(|length| length > MAX_BODY_BYTES) {
                 return Err(ApiError::TooLarge(MAX_BODY_BYTES));
             }
-            let body = super::body_within_limit(payload, MAX_BODY_BYTES).await?;
+            let body = body_within_limit(payload, MAX_BODY_BYTES).await?;
             parse(&body).map(JsonBody)
         })
     }
@@ -173,6 +172,33 @@ impl<'de> Visitor<'de> for Distinct<'_, '_> {
         }
         Ok(Value::Object(object))
     }
+}
+
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Largest bulk registration body: a thousand tasks with room for large params.
+pub const MAX_BULK_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// A request body read up to `limit` bytes: beyond it a 413 in the JSON error shape, like
+/// every other error.
+pub async fn body_within_limit(
+    mut payload: impl futures_util::Stream<Item = Result<web::Bytes, actix_web::error::PayloadError>>
+        + Unpin,
+    limit: usize,
+) -> Result<Vec<u8>, ApiError> {
+    use futures_util::StreamExt;
+    let mut body = Vec::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|err| ApiError::Invalid {
+            field: None,
+            message: format!("the body could not be read: {err}"),
+        })?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::TooLarge(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 mod audit;
 mod callback;
 mod cron;
+mod endpoint;
 mod guard;
 mod health;
 mod instances;
@@ -14,48 +15,16 @@ mod tasks;
 pub(crate) mod validate;
 mod views;
 
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::{header, Method};
-use actix_web::{middleware, web, HttpMessage, HttpRequest};
+use actix_web::{web, HttpRequest};
 
+pub use endpoint::Endpoint;
 pub use guard::{json_bodies, same_site};
+// For the handlers, which name these (and `Actor`, `ApiState`) as `super::…`.
+use json::{body_within_limit, MAX_BODY_BYTES, MAX_BULK_BODY_BYTES};
 pub use validate::{task_body, task_input};
 
-use crate::auth_throttle::AuthThrottle;
 use crate::error::ApiError;
-use crate::health::Health;
-use crate::security::{Principal, Security};
-use crate::service::Service;
-
-/// Largest request body accepted.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// Largest bulk registration body: a thousand tasks with room for large params.
-pub const MAX_BULK_BODY_BYTES: usize = 16 * 1024 * 1024;
-
-/// What every handler shares.
-#[derive(Clone)]
-pub struct ApiState {
-    pub service: Service,
-    pub health: Health,
-    pub instance_id: String,
-    pub backend: &'static str,
-    pub security: Security,
-    /// Failed authentications by client address: they slow down past a few a minute.
-    pub auth_failures: AuthThrottle,
-}
-
-/// One endpoint: the router mounts it and the OpenAPI document describes it, from this one
-/// table, so the two cannot drift apart.
-pub struct Endpoint {
-    pub method: &'static str,
-    /// The path, with `{name}` parameters (the same syntax for actix-web and OpenAPI).
-    pub path: &'static str,
-    pub summary: &'static str,
-    /// Whether the admin token is required (when one is configured).
-    pub admin: bool,
-    route: fn() -> actix_web::Route,
-}
+use crate::web::{Actor, ApiState};
 
 macro_rules! endpoint {
     ($method:ident $path:literal, $handler:path, $admin:literal, $summary:literal) => {
@@ -74,7 +43,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(get "/healthz", health::healthz, false, "Health: every actor answers, the wheel ticks, the store answers (503 if not)"),
     endpoint!(head "/healthz", health::healthz, false, "Health, status only: 200 or 503, no body"),
     endpoint!(get "/metrics", health::prometheus, false, "Metrics in the Prometheus text format"),
-    endpoint!(get "/api/openapi.json", openapi::document, false, "This document"),
+    endpoint!(get "/api/openapi.json", openapi_document, false, "This document"),
     endpoint!(post "/api/tasks", tasks::create, true, "Create a task"),
     endpoint!(post "/api/tasks/bulk", tasks::bulk, true, "Create or update up to 1,000 tasks, all or none, matched by scene and name"),
     endpoint!(get "/api/tasks", tasks::list, true, "List tasks by id, filtered by scene and status"),
@@ -112,78 +81,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.default_service(web::to(not_found));
 }
 
-/// Requires a token (when any is configured) on every endpoint that says so, and an admin's
-/// for a change; who the request is from is kept for the handler ([`Actor`]). The result
-/// callback proves itself with its run's callback token instead.
-pub async fn require_token(
-    req: ServiceRequest,
-    next: middleware::Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let open = ENDPOINTS.iter().any(|e| !e.admin && e.path == req.path())
-        || crate::console::guards_itself(req.path());
-    let state = req.app_data::<web::Data<ApiState>>().cloned();
-    if let (false, Some(state)) = (open, state) {
-        let authorization = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok());
-        let reads = matches!(*req.method(), Method::GET | Method::HEAD);
-        let mut principal = state.security.authorize(authorization);
-        // The console's pages read the API (the cron preview) with their session; changes
-        // need the token, so a session cookie cannot be used across sites to make one.
-        if principal.is_none() && authorization.is_none() && reads {
-            principal = crate::console::session_principal(&req, &state).await;
-        }
-        let Some(principal) = principal else {
-            let what = format!("API token for {} {}", req.method(), req.path());
-            state.auth_failures.failed(req.peer_addr(), &what).await;
-            return Err(ApiError::Unauthorized.into());
-        };
-        if !reads && !principal.may_change() {
-            let why = format!(
-                "the token `{}` is a viewer's: it may read, not change",
-                principal.name
-            );
-            return Err(ApiError::Forbidden(why).into());
-        }
-        req.extensions_mut().insert(principal);
-    }
-    Ok(next.call(req).await?.map_into_boxed_body())
-}
-
-/// Who a request is from (see [`require_token`]): the audit log's actor.
-pub struct Actor(pub Principal);
-
-impl actix_web::FromRequest for Actor {
-    type Error = actix_web::Error;
-    type Future = std::future::Ready<Result<Actor, actix_web::Error>>;
-
-    fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
-        let principal = req.extensions().get::<Principal>().cloned();
-        std::future::ready(Ok(Actor(principal.unwrap_or_else(Principal::anonymous))))
-    }
-}
-
-/// A request body read up to `limit` bytes: beyond it a 413 in the JSON error shape, like
-/// every other error.
-pub(crate) async fn body_within_limit(
-    mut payload: impl futures_util::Stream<Item = Result<web::Bytes, actix_web::error::PayloadError>>
-        + Unpin,
-    limit: usize,
-) -> Result<Vec<u8>, ApiError> {
-    use futures_util::StreamExt;
-    let mut body = Vec::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|err| ApiError::Invalid {
-            field: None,
-            message: format!("the body could not be read: {err}"),
-        })?;
-        if body.len() + chunk.len() > limit {
-            return Err(ApiError::TooLarge(limit));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+/// `GET /api/openapi.json`: the document of [`ENDPOINTS`].
+async fn openapi_document() -> actix_web::HttpResponse {
+    actix_web::HttpResponse::Ok().json(openapi::openapi(ENDPOINTS))
 }
 
 /// No endpoint took the request: a known path asked with another method is a 405 naming the

@@ -1,24 +1,18 @@
 //! `GET /api/openapi.json`: the OpenAPI 3.0 document of the HTTP API, built from the same
 //! endpoint table the router mounts.
 
-use actix_web::HttpResponse;
 use serde_json::{json, Map, Value};
 
-use super::ENDPOINTS;
+use super::endpoint::Endpoint;
 use crate::audit::AuditAction;
 use crate::run::{ReportedStatus, RunStatus, TriggerType};
 use crate::store::models::TaskStatus;
 use crate::task_fields;
 
-/// `GET /api/openapi.json`.
-pub async fn document() -> HttpResponse {
-    HttpResponse::Ok().json(openapi())
-}
-
-/// The document: every endpoint of `ENDPOINTS`, with its parameters, body and replies.
-pub fn openapi() -> Value {
+/// The document: every endpoint of `endpoints`, with its parameters, body and replies.
+pub fn openapi(endpoints: &[Endpoint]) -> Value {
     let mut paths = Map::new();
-    for endpoint in ENDPOINTS {
+    for endpoint in endpoints {
         let op = operation(
             endpoint.method,
             endpoint.path,

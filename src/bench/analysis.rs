@@ -133,15 +133,6 @@ fn scheduled_request_id(task_id: i64, at: DateTime<Utc>) -> Uuid {
     Uuid::parse_str(RequestId::scheduled(TaskId(task_id), at).as_str()).unwrap_or_default()
 }
 
-/// The nearest-rank percentile `p` (0-100] of sorted values; `None` when there are none.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
-}
-
 /// CPU use in percent of one core: `ticks` of CPU time (in `ticks_per_sec` units) over
 /// `wall_secs` of wall time.
 pub fn cpu_percent(ticks: u64, ticks_per_sec: u64, wall_secs: f64) -> Option<f64> {
@@ -281,17 +272,6 @@ mod tests {
         wrong.request_id = Uuid::nil();
         let m = match_deliveries(&HashSet::from([(1, T0)]), &[wrong], T0, T0 + 1);
         assert_eq!((m.delivered, m.lost, m.mismatched_request_ids), (1, 0, 1));
-    }
-
-    #[test]
-    fn percentiles_use_the_nearest_rank() {
-        let values: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&values, 50.0), Some(50.0));
-        assert_eq!(percentile(&values, 99.0), Some(99.0));
-        assert_eq!(percentile(&values, 100.0), Some(100.0));
-        assert_eq!(percentile(&[7.0], 50.0), Some(7.0));
-        assert_eq!(percentile(&[1.0, 2.0, 3.0], 99.0), Some(3.0));
-        assert_eq!(percentile(&[], 50.0), None);
     }
 
     #[test]

@@ -17,13 +17,13 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde::Serialize;
 
-use super::analysis::percentile;
 use super::executor::{Behaviour, MockExecutor};
 use super::report::{round1, round2};
 use super::seed::{self, Seeded, Size};
 use super::{Mode, StoreKind};
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::percentile::percentile;
 use crate::run::RunStatus;
 use crate::store::queries::instances::{self, InstanceFilter};
 use crate::store::queries::tasks as task_queries;

@@ -14,6 +14,7 @@ mod cluster;
 pub mod console;
 mod db;
 mod executor;
+mod kinds;
 mod report;
 mod seed;
 
@@ -33,6 +34,7 @@ use analysis::{cpu_percent, expected_fires, match_deliveries, received_within, t
 use cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
 use db::BenchStore;
 use executor::{Behaviour, MockExecutor};
+pub use kinds::{Mode, StoreKind};
 pub use report::FIELDS_HELP;
 use report::{round1, round2, Lag, Report};
 
@@ -41,42 +43,6 @@ const REDIS_URL: &str = "redis://127.0.0.1:6379";
 const REGISTER_CONCURRENCY: usize = 4;
 /// The largest run the bench accepts: expected runs are held in memory.
 const MAX_EXPECTED_RUNS: u64 = 20_000_000;
-
-/// Which store the ax processes run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum StoreKind {
-    /// A fresh SQLite file in a temporary directory.
-    Sqlite,
-    /// A fresh database on the MariaDB of 127.0.0.1:3306, dropped at the end.
-    Mysql,
-}
-
-impl StoreKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            StoreKind::Sqlite => "sqlite",
-            StoreKind::Mysql => "mysql",
-        }
-    }
-}
-
-/// How the mock executor reports results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    /// 200 `{"status":"SUCCESS"}` in the reply.
-    Sync,
-    /// 202, then `POST /api/callback` to one of the ax processes.
-    Callback,
-}
-
-impl Mode {
-    fn as_str(self) -> &'static str {
-        match self {
-            Mode::Sync => "sync",
-            Mode::Callback => "callback",
-        }
-    }
-}
 
 /// `ax bench`: the load test, or another bench named by a subcommand.
 #[derive(Debug, Clone, clap::Args)]

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::analysis::percentile;
+use crate::percentile::percentile;
 
 /// `ax bench --help`: every key of the report line, what it holds.
 pub const FIELDS_HELP: &str = "\

@@ -5,20 +5,19 @@
 mod declare;
 mod dsn;
 mod duration;
+mod error;
 mod file;
 mod kind;
 mod settings;
+mod values;
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-
-use serde::Deserialize;
+use std::path::Path;
 
 use crate::plan::MissedRunPolicy;
 use crate::run::RetryPolicy;
-use crate::security::Role;
 
 pub use declare::Setting;
+pub use error::{ConfigError, Origin};
 pub use kind::Kind;
 pub use settings::{
     Alias, Config, DispatchConfig, RedisConfig, SchedulerConfig, SecurityConfig, ServerConfig,
@@ -26,130 +25,11 @@ pub use settings::{
 };
 
 use kind::{Refusal, Written};
+use values::is_unset;
+pub use values::{is_instance_id, HostConfig, NamedToken, MIN_SECRET_CHARS};
 
 /// The config file read when no `--config` is given and it exists.
 pub const DEFAULT_CONFIG_PATH: &str = "config/ax.yaml";
-
-/// The fewest characters of a token or a secret.
-pub const MIN_SECRET_CHARS: usize = 16;
-
-/// Errors reading the configuration, each one line in the key's words.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("invalid config file {path}: {source}")]
-    Parse {
-        path: PathBuf,
-        source: serde_yaml::Error,
-    },
-    /// A value refused: where it came from, then the key and the rule it breaks
-    /// (`AX_PORT=70000: server.port must be 1-65535`).
-    #[error("{origin}{key} {rule}")]
-    Invalid {
-        origin: Origin,
-        key: &'static str,
-        rule: String,
-    },
-    /// A secret too short not to be guessed; its value is never shown.
-    #[error("{key} ({env}) must be at least {MIN_SECRET_CHARS} characters")]
-    ShortSecret {
-        key: &'static str,
-        env: &'static str,
-    },
-    #[error("{path}: unknown key {key}")]
-    UnknownKey { path: PathBuf, key: String },
-    #[error("{path}: {key} must be a mapping of its keys")]
-    NotAMapping { path: PathBuf, key: String },
-    /// The file gives one setting twice: a key and the design document's alias of it.
-    #[error("{path}: {first} and {second} both set {sets}: give one of them")]
-    Twice {
-        path: PathBuf,
-        first: String,
-        second: String,
-        sets: &'static str,
-    },
-    /// A flag set a key no setting declares.
-    #[error("{flag} sets {key}, which is no setting")]
-    UnknownFlag {
-        flag: &'static str,
-        key: &'static str,
-    },
-}
-
-/// Where a refused value came from, as its refusal starts.
-#[derive(Debug)]
-pub enum Origin {
-    /// An environment variable; its value, unless it is one never shown.
-    Env {
-        name: &'static str,
-        value: Option<String>,
-    },
-    /// A key of the config file; the value, unless it is one never shown.
-    File {
-        path: PathBuf,
-        key: String,
-        value: Option<String>,
-    },
-    /// A command-line flag; its value, unless it is one never shown.
-    Flag {
-        flag: &'static str,
-        value: Option<String>,
-    },
-    /// The value a caller set in the field, checked after every layer.
-    Field {
-        key: &'static str,
-        value: Option<String>,
-    },
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Env {
-                name,
-                value: Some(value),
-            } => write!(f, "{name}={value}: "),
-            Origin::Env { name, value: None } => write!(f, "{name}: "),
-            Origin::File {
-                path,
-                key,
-                value: Some(value),
-            } => write!(f, "{}: {key}={value}: ", path.display()),
-            Origin::File { path, .. } => write!(f, "{}: ", path.display()),
-            Origin::Flag {
-                flag,
-                value: Some(value),
-            } => write!(f, "{flag}={value}: "),
-            Origin::Flag { flag, value: None } => write!(f, "{flag}: "),
-            Origin::Field {
-                key,
-                value: Some(value),
-            } => write!(f, "{key}={value}: "),
-            Origin::Field { value: None, .. } => Ok(()),
-        }
-    }
-}
-
-/// A named API token (`server.tokens`).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct NamedToken {
-    pub name: String,
-    pub token: String,
-    pub role: Role,
-}
-
-/// `dispatch.hosts.<host>`: one executor host's own settings.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HostConfig {
-    /// Most requests in flight to this host, instead of `dispatch.max_in_flight_per_host`.
-    pub max_in_flight: usize,
-}
 
 impl DispatchConfig {
     /// Each executor host's cap.
@@ -190,11 +70,6 @@ impl Setting {
     fn shown(&self, value: &str) -> Option<String> {
         (!self.kind.hides_values()).then(|| kind::masked(value))
     }
-}
-
-/// Whether a value as written means "unset": empty, or only blanks.
-fn is_unset(value: &str) -> bool {
-    value.trim().is_empty()
 }
 
 impl Config {
@@ -358,17 +233,10 @@ impl Config {
     }
 }
 
-/// Whether `id` may name an ax process: it also names a lock file and a Redis key.
-pub fn is_instance_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::Role;
 
     /// The configuration a file of `yaml` gives, named `ax.yaml` in refusals.
     fn from_yaml(yaml: &str) -> Result<Config, ConfigError> {

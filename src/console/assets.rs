@@ -35,11 +35,6 @@ const ASSETS: &[Asset] = &[
 /// new release reaches them within the hour.
 const CACHE_CONTROL: &str = "public, max-age=3600";
 
-/// The URL of the asset `name`.
-pub fn href(name: &str) -> String {
-    format!("/console/assets/{name}")
-}
-
 /// `GET /console/assets/{name}`.
 pub async fn serve(name: web::Path<String>) -> Result<HttpResponse, ConsoleError> {
     let asset = ASSETS

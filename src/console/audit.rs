@@ -9,8 +9,8 @@ use super::filters::link;
 use super::layout::{page, scrolling, stored_time, Section};
 use super::session::Visitor;
 use super::{ok, ConsoleError};
-use crate::api::ApiState;
 use crate::store::queries::audit::AuditRow;
+use crate::web::ApiState;
 
 /// Entries a page shows.
 const PAGE: i64 = 50;

@@ -5,6 +5,7 @@ use chrono::{DateTime, Duration, DurationRound, Utc};
 use maud::{html, Markup};
 
 use super::layout::millis;
+use crate::percentile::percentile;
 
 /// Minutes the chart covers.
 pub const MINUTES: i64 = 60;
@@ -54,17 +55,11 @@ pub fn per_minute(
             Minute {
                 start: first + Duration::minutes(n as i64),
                 fires,
-                p50_ms: percentile(&lags, 0.5),
-                p99_ms: percentile(&lags, 0.99),
+                p50_ms: percentile(&lags, 50.0),
+                p99_ms: percentile(&lags, 99.0),
             }
         })
         .collect()
-}
-
-/// The `q` quantile of sorted values, nearest rank (as the task stats compute it).
-fn percentile(sorted: &[i64], q: f64) -> Option<i64> {
-    let last = sorted.len().checked_sub(1)?;
-    sorted.get((last as f64 * q).round() as usize).copied()
 }
 
 /// The chart, with a text summary for those who cannot see it.

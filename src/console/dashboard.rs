@@ -15,13 +15,13 @@ use super::session::Visitor;
 use super::{ok, ConsoleError};
 use crate::actors::cluster::Member;
 use crate::actors::lock::LockError;
-use crate::api::ApiState;
 use crate::health::Report;
 use crate::run::{RunStatus, TaskId};
 use crate::service::console_reads::DAY_COUNTS_SECS;
 use crate::service::Counted;
 use crate::store::models::Instance;
 use crate::store::queries::instances::InstanceFilter;
+use crate::web::ApiState;
 
 /// Failures the dashboard lists.
 const LATEST_FAILURES: i64 = 10;

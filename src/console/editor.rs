@@ -10,13 +10,14 @@ use maud::{html, Markup};
 use serde_json::{Map, Value};
 
 use super::filters;
+use super::layout::pretty_json;
 use super::layout::{self, notice_link, page, Notice, Section};
+use super::paths::task_href;
 use super::session::{csrf_field, Submitted, Visitor};
-use super::tasks::{self, parse_task_id, pretty_json, task_href};
+use super::tasks::{self, parse_task_id};
 use super::{admins_only, ok, see_other, ConsoleError};
 use crate::api::json;
 use crate::api::validate::{self, DEFAULT_MAX_RETRY, DEFAULT_SCENE, DEFAULT_TIMEOUT_MS};
-use crate::api::ApiState;
 use crate::error::ApiError;
 use crate::labels::{Labels, MAX_KEY_CHARS, MAX_VALUE_CHARS};
 use crate::run::{OverlapPolicy, TaskId};
@@ -29,6 +30,7 @@ use crate::task_fields::{
     self, Field, Kind, CRON, DEPENDS_ON, ENABLED, HANDLER_URL, LABELS, NAME, OVERLAP, PARAMS,
     SCENE, TIME_ZONE,
 };
+use crate::web::ApiState;
 
 /// Names of a scene's tasks the dependency field lists.
 const SUGGESTED_NAMES: i64 = 200;

@@ -8,18 +8,19 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use maud::{html, Markup};
 
 use super::filters::{self, error_for, FilterError, Params, PAGE_SIZE};
+use super::layout::pretty_json;
 use super::layout::{
     self, action_button, maybe_time, none, notice_link, page, run_badge, scrolling, stored_time,
     Notice, Section,
 };
+use super::paths::task_href;
 use super::session::{Submitted, Visitor};
-use super::tasks::{pretty_json, task_href};
 use super::{html as respond, ok, see_other, ConsoleError};
-use crate::api::ApiState;
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::store::models::Instance;
 use crate::store::queries::attempts::AttemptRow;
 use crate::store::queries::instances::Cursor;
+use crate::web::ApiState;
 
 /// The filters the runs page keeps in its links, in their order in the URL.
 const KEPT: &[&str] = &["task", "scene", "status", "from", "to"];

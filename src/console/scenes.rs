@@ -8,9 +8,10 @@ use super::filters::link;
 use super::layout::{maybe_time, notice_link, page, scrolling, task_badge, Notice, Section};
 use super::session::{csrf_field, Submitted, Visitor};
 use super::{ok, see_other, ConsoleError};
-use crate::api::{validate, ApiState};
+use crate::api::validate;
 use crate::service::scenes::SceneCounts;
 use crate::store::models::TaskStatus;
+use crate::web::ApiState;
 
 /// `GET /console/scenes`.
 pub async fn list(

@@ -17,41 +17,22 @@ use actix_web::{middleware, web, FromRequest, HttpMessage, HttpRequest, HttpResp
 use futures_util::future::LocalBoxFuture;
 use maud::{html, Markup};
 
+use super::error::ConsoleError;
 use super::layout::{self, Notice};
-use super::{ok, see_other, ConsoleError, HOME};
-use crate::api::ApiState;
+use super::paths::{HOME, SIGN_IN, SIGN_OUT};
+use super::respond::{html as respond, ok, see_other};
+use super::visitor::CSRF_FIELD;
+pub use super::visitor::{csrf_field, Submitted, Visitor};
 use crate::security::{self, same_secret, Principal};
+use crate::web::ApiState;
 
 /// The cookie of a signed-in session.
 pub const SESSION_COOKIE: &str = "ax_session";
 /// The cookie of the CSRF token when there is no session (no tokens configured, or the sign-in
 /// form itself).
 const CSRF_COOKIE: &str = "ax_csrf";
-/// The hidden field of every console form.
-pub const CSRF_FIELD: &str = "csrf";
 /// How long a sign-in lasts.
 const SESSION_HOURS: i64 = 12;
-const SIGN_IN: &str = "/console/sign-in";
-const SIGN_OUT: &str = "/console/sign-out";
-
-/// Who is looking at a page, and what its forms need.
-#[derive(Debug, Clone)]
-pub struct Visitor {
-    pub principal: Principal,
-    /// Whether the console asks for a sign-in (tokens are configured): it then offers sign-out.
-    pub signed_in: bool,
-    /// The value of every form's [`CSRF_FIELD`].
-    pub csrf: String,
-    /// What the action that led here did (from the redirect's query).
-    pub notice: Option<Notice>,
-}
-
-impl Visitor {
-    /// Whether the page offers changes.
-    pub fn may_change(&self) -> bool {
-        self.principal.may_change()
-    }
-}
 
 impl FromRequest for Visitor {
     type Error = actix_web::Error;
@@ -60,40 +41,6 @@ impl FromRequest for Visitor {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let visitor = req.extensions().get::<Visitor>().cloned();
         std::future::ready(visitor.ok_or_else(|| ConsoleError::SignInRequired.into()))
-    }
-}
-
-/// The fields of a submitted console form whose CSRF token checked out. Every console action
-/// reads its form through this, so none can skip the check.
-#[derive(Debug)]
-pub struct Submitted {
-    fields: Vec<(String, String)>,
-}
-
-impl Submitted {
-    /// The first value of `name`, trimmed; `None` when absent or empty.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.trim())
-            .filter(|value| !value.is_empty())
-    }
-
-    /// Every value of `name` (checkboxes of one name), in order.
-    pub fn all<'f>(&'f self, name: &'f str) -> impl Iterator<Item = &'f str> + 'f {
-        self.fields
-            .iter()
-            .filter(move |(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    }
-
-    /// The raw value of `name` (untrimmed, as a textarea sent it).
-    pub fn raw(&self, name: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
     }
 }
 
@@ -117,11 +64,6 @@ impl FromRequest for Submitted {
             }
         })
     }
-}
-
-/// The hidden CSRF field of a form.
-pub fn csrf_field(visitor: &Visitor) -> Markup {
-    html! { input type="hidden" name=(CSRF_FIELD) value=(visitor.csrf); }
 }
 
 /// Lets a console request through as its visitor, or sends it to the sign-in page; a change
@@ -314,7 +256,7 @@ pub async fn sign_in(
             "This is not a token of this ax."
         };
         let page = sign_in_page(&visitor, &next, Some(error));
-        return Ok(super::html(actix_web::http::StatusCode::UNAUTHORIZED, page));
+        return Ok(respond(actix_web::http::StatusCode::UNAUTHORIZED, page));
     };
     let lifetime = chrono::Duration::hours(SESSION_HOURS);
     let digest = state.security.token_digest(token);
@@ -369,18 +311,6 @@ fn sign_in_page(visitor: &Visitor, next: &str, error: Option<&str>) -> Markup {
             }
         },
     )
-}
-
-/// The header's sign-out button.
-pub fn sign_out_form(visitor: &Visitor) -> Markup {
-    html! {
-        form.inline method="post" action=(SIGN_OUT) {
-            (csrf_field(visitor))
-            span.who { "Signed in as " strong { (visitor.principal.name) } }
-            " "
-            button type="submit" { "Sign out" }
-        }
-    }
 }
 
 #[cfg(test)]

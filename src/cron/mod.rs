@@ -55,6 +55,7 @@ mod describe;
 mod error;
 mod next;
 mod parse;
+mod schedule;
 #[cfg(test)]
 mod tests;
 mod zone;
@@ -68,52 +69,8 @@ use chrono::{DateTime, FixedOffset, Utc};
 use crate::clock::LAST_TIME;
 
 pub use error::CronError;
+pub use schedule::{CronSchedule, Fire};
 pub use zone::{Zone, TZDATA_RELEASE};
-
-/// A parsed, validated cron schedule, evaluated in a time zone (UTC unless
-/// set with [`CronSchedule::in_zone`]).
-///
-/// Each field is stored as a bitmask (bit `n` set means value `n` matches),
-/// so finding the next matching value is a mask plus `trailing_zeros`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CronSchedule {
-    /// The trimmed expression as given by the user.
-    expr: String,
-    /// Bits 0..=59.
-    seconds: u64,
-    /// Bits 0..=59.
-    minutes: u64,
-    /// Bits 0..=23.
-    hours: u32,
-    /// Bits 1..=12.
-    months: u16,
-    /// Matching days of a month (bits 1..=31), indexed by the weekday of its
-    /// 1st (0 = Sunday) and its length minus 28. This folds the day-of-month
-    /// and day-of-week intersection, Quartz forms included, into one
-    /// precomputed mask, so the hot loop needs a single lookup per month.
-    day_masks: days::DayMasks,
-    /// The day fields as parsed, for [`CronSchedule::describe`].
-    dom: days::DomSpec,
-    dow: days::DowSpec,
-    /// See [`parse::Masks::interval`].
-    interval: bool,
-    /// The fields match wall-clock time in this zone.
-    zone: Zone,
-}
-
-/// One fire of a schedule, for previews.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fire {
-    /// The instant.
-    pub utc: DateTime<Utc>,
-    /// The same instant in the schedule's zone, with the offset in force.
-    pub local: DateTime<FixedOffset>,
-    /// Why the fire is not where the expression reads, for a DST change:
-    /// `moved from 02:30 (DST gap)` (the earliest skipped wall-clock time it
-    /// stands for) or `repeated 02:00 (DST overlap)` (the second copy of a
-    /// repeated time); `None` for an ordinary fire.
-    pub note: Option<String>,
-}
 
 impl CronSchedule {
     /// Parses and validates; rejects expressions that never fire.
@@ -140,7 +97,10 @@ impl CronSchedule {
     /// representable range (chrono's for UTC; years -9999 to 9999 in other
     /// zones).
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        next::next_after(self, after)
+        match self.zone.rules() {
+            None => next::next_after_utc(self, after),
+            Some(tz) => zoned::next_after(self, tz, after),
+        }
     }
 
     /// The next `count` fires strictly after `after` (fewer if the schedule

@@ -4,11 +4,11 @@
 //! plus the weekday of January 1st, tracked incrementally, so the hot loop
 //! does no day-number conversions; chrono is touched once to read the start
 //! and once to build the result. In UTC the wall clock is the answer; other
-//! zones map it to instants in [`zoned`].
+//! zones map it to instants in `zoned.rs`.
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike, Utc};
 
-use super::{days, zoned, CronSchedule};
+use super::{days, CronSchedule};
 
 /// Years searched after the start year. The Gregorian calendar, weekdays
 /// included, repeats every 400 years (146097 days = 20871 weeks), so a
@@ -32,15 +32,11 @@ struct Cursor {
     second: u32,
 }
 
-/// See [`CronSchedule::next_after`].
-pub(super) fn next_after(s: &CronSchedule, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    match s.zone.rules() {
-        // UTC: wall-clock time is UTC time, so the search result is the answer.
-        // `naive_utc` is a plain field read; `date_naive`/`time` would go
-        // through the (zero) offset arithmetic.
-        None => Some(first_match(s, after.naive_utc(), 1)?.and_utc()),
-        Some(tz) => zoned::next_after(s, tz, after),
-    }
+/// See [`CronSchedule::next_after`], for a schedule in UTC.
+pub(super) fn next_after_utc(s: &CronSchedule, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    // Wall-clock time is UTC time, so the search result is the answer. `naive_utc` is a plain
+    // field read; `date_naive`/`time` would go through the (zero) offset arithmetic.
+    Some(first_match(s, after.naive_utc(), 1)?.and_utc())
 }
 
 /// First wall-clock time matching the fields at or after `naive` plus

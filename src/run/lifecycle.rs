@@ -8,8 +8,13 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use super::codes::{
+    BUFFER_MESSAGE, CANCELLED_CODE, CANCELLED_MESSAGE, DEPENDENCY_TIMEOUT_CODE,
+    DEPENDENCY_TIMEOUT_MESSAGE, OVERLAP_CODE, REPLACED_CODE, REPLACED_MESSAGE,
+    RESULT_REJECTED_CODE, TASK_DELETED_CODE, TASK_DELETED_MESSAGE, TIMEOUT_CODE, TIMEOUT_MESSAGE,
+    UPSTREAM_FAILED_CODE, UPSTREAM_FAILED_MESSAGE,
+};
 use super::ids::TaskId;
-use super::overlap::{BUFFER_MESSAGE, CANCELLED_CODE, OVERLAP_CODE, REPLACED_CODE};
 use super::retry::{RetryLimits, RetryPolicy};
 use super::status::{RunStatus, DISPATCHABLE, OPEN};
 
@@ -251,9 +256,19 @@ pub enum Refusal {
     NotApplicable,
 }
 
-/// The failure of an attempt that got no result before its deadline.
-pub const TIMEOUT_CODE: &str = "TIMEOUT";
-pub const TIMEOUT_MESSAGE: &str = "no result before the task's timeoutMs";
+/// A result the store refused to write, as the failure of the attempt it reported on, with
+/// `message` saying why: not retried, since every retry's result would be refused alike, and
+/// recorded so that the run neither waits for its claim to lapse nor is delivered again.
+pub fn rejected_result(report: &Report, message: String) -> Report {
+    Report {
+        outcome: Outcome::Failed {
+            code: Some(RESULT_REJECTED_CODE.into()),
+            message: Some(message),
+            retry: false,
+        },
+        ..report.clone()
+    }
+}
 
 /// An attempt that ended without ending its run: it failed, and a retry is due.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -324,8 +339,8 @@ pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
             expect,
             change: finish(
                 RunStatus::Failed,
-                Some("UPSTREAM_FAILED".into()),
-                Some("an upstream task's run at or before this one did not succeed".into()),
+                Some(UPSTREAM_FAILED_CODE.into()),
+                Some(UPSTREAM_FAILED_MESSAGE.into()),
                 *at,
             ),
         }),
@@ -333,8 +348,8 @@ pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
             expect,
             change: finish(
                 RunStatus::Failed,
-                Some("DEPENDENCY_TIMEOUT".into()),
-                Some("upstream tasks did not succeed within the dependency timeout".into()),
+                Some(DEPENDENCY_TIMEOUT_CODE.into()),
+                Some(DEPENDENCY_TIMEOUT_MESSAGE.into()),
                 *at,
             ),
         }),
@@ -412,7 +427,7 @@ fn cancelled(at: DateTime<Utc>) -> Change {
     finish(
         RunStatus::Cancelled,
         Some(CANCELLED_CODE.into()),
-        Some("cancelled by a user".into()),
+        Some(CANCELLED_MESSAGE.into()),
         at,
     )
 }
@@ -421,7 +436,7 @@ fn replaced(at: DateTime<Utc>) -> Change {
     finish(
         RunStatus::Cancelled,
         Some(REPLACED_CODE.into()),
-        Some("replaced by a later run of the task (overlap REPLACE)".into()),
+        Some(REPLACED_MESSAGE.into()),
         at,
     )
 }
@@ -483,8 +498,8 @@ pub fn blind(event: &Event) -> Option<Write> {
 fn deleted(at: DateTime<Utc>) -> Change {
     finish(
         RunStatus::Failed,
-        Some("TASK_DELETED".into()),
-        Some("the task was deleted before the run finished".into()),
+        Some(TASK_DELETED_CODE.into()),
+        Some(TASK_DELETED_MESSAGE.into()),
         at,
     )
 }

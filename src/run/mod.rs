@@ -3,6 +3,8 @@
 //! supervisor and the API all ask this module what a run becomes, and the store applies the
 //! write it returns.
 
+mod codes;
+mod decided;
 mod ids;
 mod jitter;
 mod lifecycle;
@@ -13,16 +15,18 @@ mod status;
 #[cfg(test)]
 mod tests;
 
+pub use codes::*;
+pub use decided::Decided;
 pub use ids::{RequestId, TaskId};
 pub use jitter::{jitter_offset, jittered};
 pub use lifecycle::{
-    blind, dependency_deadline, ended_attempt, on_event, upstream_event, Change, EndedAttempt,
-    Event, Expect, NewRun, Outcome, Refusal, Report, RunState, Write, TIMEOUT_CODE,
-    TIMEOUT_MESSAGE,
+    blind, dependency_deadline, ended_attempt, on_event, rejected_result, upstream_event, Change,
+    EndedAttempt, Event, Expect, NewRun, Outcome, Refusal, Report, RunState, Write,
 };
 pub use notes::failed_attempt;
 pub use overlap::{
-    on_due, OpenRun, Overlap, OverlapPolicy, CANCELLED_CODE, OVERLAP_CODE, REPLACED_CODE,
+    buffer_released, claim_asks_overlap, held_by_overlap, left_by_overlap, on_due, on_due_runs,
+    tasks_to_settle, DueRun, OpenRun, Overlap, OverlapPolicy, Settled,
 };
 pub use retry::{
     claim_covers, claim_until, renewed_claim, RetryLimits, RetryPolicy, CLAIM_MARGIN_SECS,

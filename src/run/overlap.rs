@@ -2,10 +2,13 @@
 //! Pure: the store asks it with the task's open runs, read under the task's row lock, so every
 //! ax process sharing the store decides alike.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 
-use super::ids::RequestId;
-use super::lifecycle::NewRun;
+use super::codes::{BUFFER_FULL_MESSAGE, OVERLAP_CODE, SKIP_MESSAGE};
+use super::ids::{RequestId, TaskId};
+use super::lifecycle::{Event, NewRun, RunState};
 use super::status::RunStatus;
 
 crate::text_enum! {
@@ -17,13 +20,6 @@ crate::text_enum! {
         Replace => "REPLACE",
     }
 }
-
-/// The code of a run the overlap policy skipped or holds back.
-pub const OVERLAP_CODE: &str = "OVERLAP";
-/// The code of a run a later one replaced.
-pub const REPLACED_CODE: &str = "REPLACED";
-/// The code of a run a user cancelled.
-pub const CANCELLED_CODE: &str = "CANCELLED";
 
 /// An open run of the task, as the decision sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +41,7 @@ impl OpenRun {
         OpenRun {
             request_id,
             scheduled_at,
-            buffered: status == RunStatus::Pending && code == Some(OVERLAP_CODE),
+            buffered: held_by_overlap(status, code),
         }
     }
 
@@ -69,10 +65,101 @@ pub enum Overlap {
     Replace(Vec<RequestId>),
 }
 
-pub const SKIP_MESSAGE: &str = "an earlier run of the task was not finished (overlap SKIP)";
-pub const BUFFER_FULL_MESSAGE: &str =
-    "a run of the task was waiting already for an earlier one to finish (overlap BUFFER_ONE)";
-pub const BUFFER_MESSAGE: &str = "waits for the task's earlier run to finish (overlap BUFFER_ONE)";
+/// Whether a run's row was written as the overlap policy left it, skipped or held back: by its
+/// code, the one mark both leave.
+pub fn left_by_overlap(code: Option<&str>) -> bool {
+    code == Some(OVERLAP_CODE)
+}
+
+/// Whether a run is one the overlap policy holds back (`BUFFER_ONE`): PENDING, code `OVERLAP`.
+pub fn held_by_overlap(status: RunStatus, code: Option<&str>) -> bool {
+    status == RunStatus::Pending && left_by_overlap(code)
+}
+
+/// Whether a run the overlap policy holds back may go on: no earlier run of its task (among
+/// the task's open runs, `open`) is open any more.
+pub fn buffer_released(
+    open: &[OpenRun],
+    scheduled_at: DateTime<Utc>,
+    request_id: &RequestId,
+) -> bool {
+    !open
+        .iter()
+        .any(|run| run.is_before(scheduled_at, request_id))
+}
+
+/// Whether claiming a run's attempt asks the overlap policy first: the first attempt, not yet
+/// dispatched, under a policy other than `ALLOW`.
+pub fn claim_asks_overlap(run: &RunState, policy: OverlapPolicy) -> bool {
+    run.attempt == 1 && run.dispatched == 0 && policy != OverlapPolicy::Allow
+}
+
+/// A run whose first attempt is due, and its task's policy.
+#[derive(Debug, Clone, Copy)]
+pub struct DueRun<'a> {
+    pub task_id: TaskId,
+    pub policy: OverlapPolicy,
+    pub request_id: &'a RequestId,
+    pub scheduled_at: DateTime<Utc>,
+}
+
+/// The tasks whose open runs deciding `due` needs, each once: those of the runs whose policy
+/// is not `ALLOW` (none when every policy is, and nothing need be read).
+pub fn tasks_to_settle(due: &[DueRun<'_>]) -> Vec<TaskId> {
+    let mut tasks: Vec<TaskId> = due
+        .iter()
+        .filter(|run| run.policy != OverlapPolicy::Allow)
+        .map(|run| run.task_id)
+        .collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    tasks
+}
+
+/// What the overlap policy decided for a batch of due runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    /// One decision per due run, in the batch's order.
+    pub decisions: Vec<Overlap>,
+    /// The earlier runs the decisions replace, to end.
+    pub replaced: Vec<RequestId>,
+}
+
+/// Decides each due run in order, each against its task's open runs earlier than it, the
+/// batch's runs before it that stay open included. `open` holds the open runs of the tasks
+/// [`tasks_to_settle`] names.
+pub fn on_due_runs(due: &[DueRun<'_>], mut open: HashMap<TaskId, Vec<OpenRun>>) -> Settled {
+    let mut replaced = Vec::new();
+    let decisions = due
+        .iter()
+        .map(|run| {
+            let open = open.entry(run.task_id).or_default();
+            let earlier: Vec<OpenRun> = open
+                .iter()
+                .filter(|other| other.is_before(run.scheduled_at, run.request_id))
+                .cloned()
+                .collect();
+            let decision = on_due(run.policy, &earlier);
+            if let Overlap::Replace(ids) = &decision {
+                replaced.extend(ids.iter().cloned());
+                open.retain(|other| !ids.contains(&other.request_id));
+            }
+            open.retain(|other| other.request_id != *run.request_id);
+            if decision.keeps_open() {
+                open.push(OpenRun {
+                    request_id: run.request_id.clone(),
+                    scheduled_at: run.scheduled_at,
+                    buffered: decision == Overlap::Buffer,
+                });
+            }
+            decision
+        })
+        .collect();
+    Settled {
+        decisions,
+        replaced,
+    }
+}
 
 /// Decides a due run of a task under `policy`, given the task's open runs earlier than it.
 pub fn on_due(policy: OverlapPolicy, open: &[OpenRun]) -> Overlap {
@@ -96,6 +183,16 @@ impl Overlap {
     /// Whether the run stays open after the decision (it then counts for the next one).
     pub fn keeps_open(&self) -> bool {
         !matches!(self, Overlap::Skip(_))
+    }
+
+    /// The event of a claimed first attempt the decision does not let go out now: skipped, or
+    /// held back; `None` when it may go (it then replaced the earlier runs, if it says so).
+    pub fn held_claim(&self, at: DateTime<Utc>) -> Option<Event> {
+        match self {
+            Overlap::Skip(message) => Some(Event::Skipped { message, at }),
+            Overlap::Buffer => Some(Event::Buffered { at }),
+            Overlap::Proceed | Overlap::Replace(_) => None,
+        }
     }
 
     /// The new run as the decision leaves it, if it changes it: skipped at `at`, or held

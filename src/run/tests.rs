@@ -1936,3 +1936,204 @@ fn a_failure_with_a_retry_ends_its_attempt_and_nothing_else_does() {
     assert_eq!(ends(&running, &succeeded(Some(1), 140)), None);
     assert_eq!(ends(&state(Ready, 1, 1), &recovered("A", 140)), None);
 }
+
+/// A run of a batch the overlap policy decides, or an open run: distinct ids, few tasks (so
+/// runs share them), few seconds (so they tie).
+fn overlap_id(n: u128) -> RequestId {
+    RequestId::from(uuid::Uuid::from_u128(n))
+}
+
+fn overlap_policy() -> impl Strategy<Value = OverlapPolicy> {
+    prop::sample::select(OverlapPolicy::ALL.to_vec())
+}
+
+/// The due runs of a batch: (task, policy, scheduled second), ids 1000 + position, in time
+/// order as fires and claims come.
+fn due_batch() -> impl Strategy<Value = Vec<(i64, OverlapPolicy, i64)>> {
+    prop::collection::vec((1..4i64, overlap_policy(), 0..20i64), 0..12).prop_map(|mut batch| {
+        batch.sort_by_key(|&(_, _, second)| second);
+        batch
+    })
+}
+
+/// Open runs: (task, scheduled second, held back), ids 1 + position; some are due runs of the
+/// batch themselves (a claimed run is open too).
+fn open_set() -> impl Strategy<Value = (Vec<(i64, i64, bool)>, Vec<usize>)> {
+    (
+        prop::collection::vec((1..4i64, 0..20i64, prop::bool::weighted(0.3)), 0..8),
+        prop::collection::vec(0..12usize, 0..3),
+    )
+}
+
+fn due_runs<'a>(batch: &[(i64, OverlapPolicy, i64)], ids: &'a [RequestId]) -> Vec<DueRun<'a>> {
+    batch
+        .iter()
+        .zip(ids)
+        .map(|(&(task, policy, second), request_id)| DueRun {
+            task_id: TaskId(task),
+            policy,
+            request_id,
+            scheduled_at: at(second),
+        })
+        .collect()
+}
+
+fn open_map(
+    open: &[(i64, i64, bool)],
+    due_open: &[usize],
+    due: &[DueRun<'_>],
+) -> HashMap<TaskId, Vec<OpenRun>> {
+    let mut map: HashMap<TaskId, Vec<OpenRun>> = HashMap::new();
+    for (n, &(task, second, buffered)) in open.iter().enumerate() {
+        map.entry(TaskId(task)).or_default().push(OpenRun {
+            request_id: overlap_id(1 + n as u128),
+            scheduled_at: at(second),
+            buffered,
+        });
+    }
+    for run in due_open.iter().filter_map(|&k| due.get(k)) {
+        let runs = map.entry(run.task_id).or_default();
+        if !runs.iter().any(|open| open.request_id == *run.request_id) {
+            runs.push(OpenRun {
+                request_id: run.request_id.clone(),
+                scheduled_at: run.scheduled_at,
+                buffered: false,
+            });
+        }
+    }
+    map
+}
+
+proptest! {
+    /// One read of the open runs for a whole batch decides each run as a read of its own, made
+    /// after the runs before it were written, would: the store may settle a batch at once.
+    #[test]
+    fn a_batch_is_decided_as_its_runs_one_by_one(
+        batch in due_batch(),
+        (open, due_open) in open_set(),
+    ) {
+        let ids: Vec<RequestId> = (0..batch.len()).map(|k| overlap_id(1000 + k as u128)).collect();
+        let due = due_runs(&batch, &ids);
+        let settled = on_due_runs(&due, open_map(&open, &due_open, &due));
+        prop_assert_eq!(settled.decisions.len(), due.len());
+
+        let mut rows = open_map(&open, &due_open, &due);
+        let mut replaced = Vec::new();
+        for (run, decision) in due.iter().zip(&settled.decisions) {
+            let task_open = rows.get(&run.task_id).cloned().unwrap_or_default();
+            let one = on_due_runs(std::slice::from_ref(run), HashMap::from([(run.task_id, task_open)]));
+            prop_assert_eq!(&one.decisions[0], decision);
+            // What the run's own write and the replaced runs' writes leave in the table.
+            let runs = rows.entry(run.task_id).or_default();
+            runs.retain(|other| !one.replaced.contains(&other.request_id));
+            runs.retain(|other| other.request_id != *run.request_id);
+            if decision.keeps_open() {
+                runs.push(OpenRun {
+                    request_id: run.request_id.clone(),
+                    scheduled_at: run.scheduled_at,
+                    buffered: *decision == Overlap::Buffer,
+                });
+            }
+            replaced.extend(one.replaced);
+        }
+        prop_assert_eq!(&settled.replaced, &replaced);
+        let distinct: HashSet<&RequestId> = settled.replaced.iter().collect();
+        prop_assert_eq!(distinct.len(), settled.replaced.len(), "a run is replaced once");
+    }
+
+    /// The store reads open runs only for the tasks whose policy can change a run: none when
+    /// every policy is `ALLOW`, and then every run proceeds.
+    #[test]
+    fn only_tasks_with_a_policy_are_read(batch in due_batch()) {
+        let ids: Vec<RequestId> = (0..batch.len()).map(|k| overlap_id(1000 + k as u128)).collect();
+        let due = due_runs(&batch, &ids);
+        let tasks = tasks_to_settle(&due);
+        let mut want: Vec<TaskId> = due
+            .iter()
+            .filter(|run| run.policy != OverlapPolicy::Allow)
+            .map(|run| run.task_id)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        want.sort_unstable();
+        prop_assert_eq!(&tasks, &want);
+        if tasks.is_empty() {
+            let settled = on_due_runs(&due, HashMap::new());
+            prop_assert!(settled.decisions.iter().all(|d| *d == Overlap::Proceed));
+            prop_assert!(settled.replaced.is_empty());
+        }
+    }
+
+    /// The rows a decision leaves are read back as it meant them: a held-back run is open and
+    /// held (and released once nothing earlier is open), a skipped one is marked by the policy
+    /// but not held, and a claimed first attempt the decision stops is stopped by its event.
+    #[test]
+    fn decisions_read_back_as_they_were_written(
+        policy in overlap_policy(),
+        (open, _) in open_set(),
+        second in 0..20i64,
+        attempt in 1..3i32,
+        dispatched in 0..2i32,
+    ) {
+        let id = overlap_id(1000);
+        let earlier: Vec<OpenRun> = open
+            .iter()
+            .enumerate()
+            .map(|(n, &(_, s, buffered))| OpenRun {
+                request_id: overlap_id(1 + n as u128),
+                scheduled_at: at(s),
+                buffered,
+            })
+            .filter(|run| run.is_before(at(second), &id))
+            .collect();
+        let decision = on_due(policy, &earlier);
+        if let Some(birth) = decision.birth(None, at(second)) {
+            prop_assert!(left_by_overlap(birth.code));
+            prop_assert_eq!(
+                held_by_overlap(birth.status, birth.code),
+                decision == Overlap::Buffer
+            );
+            let row = OpenRun::of(id.clone(), at(second), birth.status, birth.code);
+            prop_assert_eq!(row.buffered, decision == Overlap::Buffer);
+        }
+        prop_assert_eq!(buffer_released(&earlier, at(second), &id), earlier.is_empty());
+
+        let run = state(Ready, attempt.max(dispatched), dispatched.min(attempt));
+        let asks = claim_asks_overlap(&run, policy);
+        prop_assert_eq!(
+            asks,
+            run.attempt == 1 && run.dispatched == 0 && policy != OverlapPolicy::Allow
+        );
+        if asks {
+            if let Some(event) = decision.held_claim(at(second)) {
+                prop_assert!(on_event(&run, &event).is_ok(), "{event:?}");
+            }
+        }
+    }
+
+    /// A result the store refused ends the attempt it reported on for good: it fails with
+    /// `RESULT_REJECTED`, keeps the report's attempt and times, and never schedules a retry.
+    #[test]
+    fn a_rejected_result_fails_its_attempt_for_good(
+        attempt in 1..4i32,
+        outcome in outcome(),
+        now in now(),
+    ) {
+        let run = state(Running, attempt, attempt);
+        let outcome = match outcome {
+            OutcomeGen::Accepted { deadline_after } => Outcome::Accepted { deadline: at(now + deadline_after) },
+            OutcomeGen::Succeeded => Outcome::Succeeded { code: None, message: None },
+            OutcomeGen::Failed { retry } => failure(retry),
+        };
+        let report = Report { attempt: Some(attempt), outcome, at: at(now), sent_at: Some(at(now)) };
+        let rejected = rejected_result(&report, "too long".into());
+        prop_assert_eq!((rejected.attempt, rejected.at, rejected.sent_at), (report.attempt, report.at, report.sent_at));
+        let is_rejection = matches!(
+            &rejected.outcome,
+            Outcome::Failed { code: Some(code), retry: false, .. } if code == RESULT_REJECTED_CODE
+        );
+        prop_assert!(is_rejection, "{:?}", rejected.outcome);
+        let write = on_event(&run, &Event::Report(rejected));
+        prop_assert!(matches!(&write, Ok(w) if w.change.status == Some(Failed)), "{write:?}");
+    }
+}

@@ -11,8 +11,9 @@ use crate::actors::cluster::{ClusterHandle, Member};
 use crate::actors::dispatch::DispatchHandle;
 use crate::actors::lock::LockError;
 use crate::actors::store::StoreHandle;
-use crate::actors::wheel::{WheelHandle, WheelStats};
+use crate::actors::wheel::WheelHandle;
 use crate::clock::SharedClock;
+use crate::metrics::WheelStats;
 use crate::run::RunStatus;
 
 mod audit_log;

@@ -9,11 +9,12 @@ use crate::actors::store::boxed;
 use crate::audit::{task_target, AuditAction};
 use crate::metrics::{add, metrics};
 use crate::plan;
+use crate::run::Decided;
 use crate::run::{Event, NewRun, Report, RequestId, TaskId, TriggerType};
 use crate::security::Principal;
 use crate::store::models::{Instance, NewInstance, RunOrigin};
+use crate::store::queries::due;
 use crate::store::queries::instances::{self, Cursor, InstanceFilter};
-use crate::store::queries::runs::{self, Decided};
 use crate::store::queries::Page;
 use crate::store::{from_db, StoreError};
 
@@ -52,7 +53,7 @@ impl Service {
                 boxed(async move {
                     instances::insert_instance(conn, &run).await?;
                     let stored = instances::find_by_request_id(conn, &lookup).await?;
-                    let due = runs::attempts_of(conn, std::slice::from_ref(&lookup)).await?;
+                    let due = due::attempts_of(conn, std::slice::from_ref(&lookup)).await?;
                     Ok((stored, due))
                 })
             })

@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
+use crate::percentile::percentile;
 use crate::run::{jittered, RunStatus, TaskId, TriggerType, OVERLAP_CODE, REPLACED_CODE};
 use crate::store::queries::instances;
 use crate::store::{from_db, to_db};
@@ -66,10 +67,11 @@ impl Service {
             }
         }
         lags.sort_unstable();
-        let lag_ms = (!lags.is_empty()).then(|| {
-            let at = |q: f64| lags[((lags.len() - 1) as f64 * q).round() as usize];
-            [at(0.5), at(0.9), at(0.99), lags[lags.len() - 1]]
-        });
+        let at = |p: f64| percentile(&lags, p);
+        let lag_ms = match (at(50.0), at(90.0), at(99.0), lags.last()) {
+            (Some(p50), Some(p90), Some(p99), Some(&max)) => Some([p50, p90, p99, max]),
+            _ => None,
+        };
         Ok(TaskStats {
             from,
             to,

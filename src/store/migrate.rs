@@ -17,7 +17,8 @@ use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::AsyncMysqlConnection;
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
-use super::{database_name, StoreError, StoreUrl, SQLITE_PRAGMAS};
+use super::backend::{database_name, StoreUrl, SQLITE_PRAGMAS};
+use super::error::StoreError;
 use crate::store::models::MAX_NAME_CHARS;
 use crate::text::Escaped;
 

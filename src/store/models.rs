@@ -4,7 +4,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 
 use super::schema::{ax_instance, ax_task};
-use super::to_db;
+use super::time::to_db;
 use crate::cron::{CronError, CronSchedule, Zone};
 use crate::labels::Labels;
 use crate::run::{NewRun, OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};

@@ -4,7 +4,7 @@
 
 use ax::run::{claim_until, Event, NewRun, RequestId, RunStatus, TaskId, TriggerType};
 use ax::store::models::{NewInstance, TaskStatus};
-use ax::store::queries::runs;
+use ax::store::queries::{due, recovery};
 use ax::store::Db;
 use chrono::NaiveDateTime;
 
@@ -21,7 +21,7 @@ on_both_backends!(
 );
 
 async fn due(db: &Db, until: NaiveDateTime, limit: i64) -> Vec<RequestId> {
-    runs::due_attempts(&mut conn(db).await, at(until), limit)
+    due::due_attempts(&mut conn(db).await, at(until), limit)
         .await
         .expect("due_attempts")
         .into_iter()
@@ -73,7 +73,7 @@ async fn due_attempts_and_claims(db: &Db) {
     assert_eq!(applied(outcome).status, Running);
     insert_instance(db, &new_instance(task.id, &pending, t, Pending)).await;
 
-    let found = runs::due_attempts(&mut conn(db).await, at(t + secs(2)), 100)
+    let found = due::due_attempts(&mut conn(db).await, at(t + secs(2)), 100)
         .await
         .expect("due_attempts");
     let rids: Vec<&RequestId> = found.iter().map(|d| &d.request_id).collect();
@@ -106,9 +106,9 @@ async fn due_attempts_and_claims(db: &Db) {
     let attempt = due_attempt(db, &sooner).await;
     let mut c = conn(db).await;
     let by_b = claim_event(&attempt, "node-b", t + secs(1));
-    assert!(runs::claim(&mut c, &attempt, &by_b).await.expect("claim"));
+    assert!(due::claim(&mut c, &attempt, &by_b).await.expect("claim"));
     let by_c = claim_event(&attempt, "node-c", t + secs(1));
-    assert!(!runs::claim(&mut c, &attempt, &by_c).await.expect("claim"));
+    assert!(!due::claim(&mut c, &attempt, &by_c).await.expect("claim"));
     // Nor a claim of an attempt that is not the current one.
     let wrong_attempt = Event::Claim {
         attempt: 2,
@@ -117,13 +117,13 @@ async fn due_attempts_and_claims(db: &Db) {
         at: at(t + secs(1)),
     };
     let fresh = due_attempt(db, &sooner).await;
-    assert!(!runs::claim(&mut c, &fresh, &wrong_attempt)
+    assert!(!due::claim(&mut c, &fresh, &wrong_attempt)
         .await
         .expect("claim"));
     // Nor is an attempt claimed before it is due.
     let early = due_attempt(db, &later).await;
     let too_soon = claim_event(&early, "node-c", t + secs(1));
-    assert!(!runs::claim(&mut c, &early, &too_soon).await.expect("claim"));
+    assert!(!due::claim(&mut c, &early, &too_soon).await.expect("claim"));
     drop(c);
     let row = instance(db, &sooner).await;
     assert_eq!(row.fired_by, "node-b");
@@ -140,11 +140,11 @@ async fn due_attempts_and_claims(db: &Db) {
     let lapsed_attempt = due_attempt(db, &lapsed).await;
     let mut c = conn(db).await;
     let by_c = claim_event(&lapsed_attempt, "node-c", t + secs(2));
-    assert!(runs::claim(&mut c, &lapsed_attempt, &by_c)
+    assert!(due::claim(&mut c, &lapsed_attempt, &by_c)
         .await
         .expect("claim"));
     let by_d = claim_event(&lapsed_attempt, "node-d", t + secs(2));
-    assert!(!runs::claim(&mut c, &lapsed_attempt, &by_d)
+    assert!(!due::claim(&mut c, &lapsed_attempt, &by_d)
         .await
         .expect("claim"));
     drop(c);
@@ -165,7 +165,7 @@ async fn due_attempts_and_claims(db: &Db) {
 
     // After a restart, node-b makes its own claims due at once; others' stay.
     let now = t + secs(10);
-    let recovered = runs::recover_own(&mut conn(db).await, "node-b", at(now))
+    let recovered = recovery::recover_own(&mut conn(db).await, "node-b", at(now))
         .await
         .expect("recover_own");
     assert_eq!(recovered, 1);
@@ -179,7 +179,7 @@ async fn due_attempts_and_claims(db: &Db) {
         (Some(now), None, "node-b")
     );
     assert_eq!(
-        runs::recover_own(&mut conn(db).await, "node-z", at(now))
+        recovery::recover_own(&mut conn(db).await, "node-z", at(now))
             .await
             .expect("recover_own"),
         0
@@ -195,7 +195,7 @@ async fn due_attempts_and_claims(db: &Db) {
 
     // Claims of a live process stay; those of a process that is gone are due at once.
     let live: Vec<String> = ["node-test", "node-b", "node-c"].map(String::from).to_vec();
-    let recovered = runs::recover_orphans(&mut conn(db).await, &live, at(now))
+    let recovered = recovery::recover_orphans(&mut conn(db).await, &live, at(now))
         .await
         .expect("recover_orphans");
     assert_eq!(recovered, 0);
@@ -204,7 +204,7 @@ async fn due_attempts_and_claims(db: &Db) {
         Some(t + secs(60))
     );
     let live: Vec<String> = ["node-b", "node-c"].map(String::from).to_vec();
-    let recovered = runs::recover_orphans(&mut conn(db).await, &live, at(now))
+    let recovered = recovery::recover_orphans(&mut conn(db).await, &live, at(now))
         .await
         .expect("recover_orphans");
     assert_eq!(recovered, 1, "only node-test's claim that holds");
@@ -227,7 +227,7 @@ async fn due_attempts_and_claims(db: &Db) {
     let mut row = held(task.id, &ahead, now + millis(400), now + secs(40));
     row.fired_by = "node-gone".into();
     insert_instance(db, &row).await;
-    let recovered = runs::recover_orphans(&mut conn(db).await, &live, at(now))
+    let recovered = recovery::recover_orphans(&mut conn(db).await, &live, at(now))
         .await
         .expect("recover_orphans");
     assert_eq!(recovered, 1);
@@ -239,7 +239,7 @@ async fn due_attempts_and_claims(db: &Db) {
     let mut row = held(task.id, &own, now + millis(300), now + secs(40));
     row.fired_by = "node-b".into();
     insert_instance(db, &row).await;
-    let recovered = runs::recover_own(&mut conn(db).await, "node-b", at(now))
+    let recovered = recovery::recover_own(&mut conn(db).await, "node-b", at(now))
         .await
         .expect("recover_own");
     assert_eq!(recovered, 1);
@@ -268,7 +268,7 @@ async fn due_attempts_use_manual_params(db: &Db) {
     // A scheduled run whose dispatcher's claim lapsed.
     insert_instance(db, &held(task.id, &scheduled, t, t + secs(1))).await;
 
-    let due = runs::due_attempts(&mut conn(db).await, at(t + secs(1)), 100)
+    let due = due::due_attempts(&mut conn(db).await, at(t + secs(1)), 100)
         .await
         .expect("due_attempts");
     let got: Vec<(&RequestId, &str)> = due
@@ -339,7 +339,7 @@ async fn recovery_makes_own_claims_due_at_once(db: &Db) {
         "every fired run is claimed"
     );
 
-    let recovered = runs::recover_own(&mut conn(db).await, "a", at(now))
+    let recovered = recovery::recover_own(&mut conn(db).await, "a", at(now))
         .await
         .expect("recover_own");
     assert_eq!(recovered, 2);
@@ -379,7 +379,7 @@ async fn recovery_makes_own_claims_due_at_once(db: &Db) {
     for rid in rows {
         kept.push(before(rid).await);
     }
-    let again = runs::recover_own(&mut conn(db).await, "a", at(now))
+    let again = recovery::recover_own(&mut conn(db).await, "a", at(now))
         .await
         .expect("recover_own");
     assert_eq!(again, 0, "nothing left to recover");

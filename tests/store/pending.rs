@@ -3,7 +3,7 @@
 use ax::run::{NewRun, RunStatus};
 use ax::store::models::TaskStatus;
 use ax::store::queries::instances::FireOutcome;
-use ax::store::queries::{runs, tasks};
+use ax::store::queries::{due, pending, tasks};
 use ax::store::Db;
 use chrono::NaiveDateTime;
 
@@ -74,7 +74,7 @@ async fn check_pending_follows_upstreams(db: &Db) {
     insert_instance(db, &new_instance(b.id, &ready, t + secs(7), Ready)).await;
 
     let check = |now: NaiveDateTime, limit: i64| async move {
-        runs::check_pending(&mut conn(db).await, at(now), limit)
+        pending::check_pending(&mut conn(db).await, at(now), limit)
             .await
             .expect("check_pending")
     };
@@ -92,7 +92,7 @@ async fn check_pending_follows_upstreams(db: &Db) {
     );
     assert_eq!(row.deadline_at, None);
     assert_eq!((row.finished_at, row.callback_code), (None, None));
-    let due = runs::due_attempts(&mut conn(db).await, at(now1), 100)
+    let due = due::due_attempts(&mut conn(db).await, at(now1), 100)
         .await
         .expect("due_attempts");
     let due: Vec<_> = due.iter().map(|d| &d.request_id).collect();

@@ -2,11 +2,11 @@
 //! many to a statement (`apply`, `apply_all`), a result counted once per attempt, and RUNNING
 //! runs past their deadline (`expired_running`).
 
-use ax::run::{blind, Event, Refusal, RequestId, RetryPolicy, RunStatus, Write};
+use ax::run::{blind, Decided, Event, Refusal, RequestId, RetryPolicy, RunStatus, Write};
 use ax::store::models::TaskStatus;
-use ax::store::queries::runs::{self, Decided};
 use ax::store::queries::tasks::{Conditional, Versions};
 use ax::store::queries::{instances, tasks};
+use ax::store::queries::{recovery, run_writes, runs};
 use ax::store::Db;
 use chrono::NaiveDateTime;
 
@@ -305,7 +305,7 @@ async fn results_applied_at_once(db: &Db) {
         })
         .collect();
     let batch: Vec<(&RequestId, &Write)> = rids.iter().zip(&running).collect();
-    let changed = runs::apply(&mut conn(db).await, &batch)
+    let changed = run_writes::apply(&mut conn(db).await, &batch)
         .await
         .expect("bulk running");
     assert_eq!(changed, 3, "the attempt never dispatched is left alone");
@@ -349,7 +349,7 @@ async fn results_applied_at_once(db: &Db) {
         blind_write(&report(Some(2), succeeded(None, None), t)),
     ));
     let batch: Vec<(&RequestId, &Write)> = writes.iter().map(|(id, w)| (id, w)).collect();
-    let changed = runs::apply_all(&mut conn(db).await, &batch)
+    let changed = run_writes::apply_all(&mut conn(db).await, &batch)
         .await
         .expect("bulk success");
     assert_eq!(changed, 4);
@@ -500,7 +500,7 @@ async fn expired_running_runs_time_out(db: &Db) {
     assert_eq!(applied(outcome).status, Success);
 
     let expired_at = |when: NaiveDateTime, limit: i64| async move {
-        runs::expired_running(&mut conn(db).await, at(when), limit)
+        recovery::expired_running(&mut conn(db).await, at(when), limit)
             .await
             .expect("expired_running")
     };

@@ -4,11 +4,11 @@
 //! events in order, each on what the previous left, as one-by-one `decide` would.
 
 use ax::run::{
-    blind, on_event, Change, Event, NewRun, Outcome, Refusal, Report, RequestId, RetryLimits,
-    RetryPolicy, RunState, RunStatus, TaskId, Write,
+    blind, on_event, Change, Decided, Event, NewRun, Outcome, Refusal, Report, RequestId,
+    RetryLimits, RetryPolicy, RunState, RunStatus, TaskId, Write,
 };
 use ax::store::models::{Instance, NewInstance, Task, TaskStatus};
-use ax::store::queries::runs::{self, Decided};
+use ax::store::queries::{run_writes, runs};
 use ax::store::schema::ax_instance::dsl as i;
 use ax::store::{to_db, Db};
 use chrono::{DateTime, Utc};
@@ -113,7 +113,7 @@ async fn insert_state(
 }
 
 async fn apply(db: &Db, writes: &[(&RequestId, &Write)]) -> usize {
-    runs::apply(&mut conn(db).await, writes)
+    run_writes::apply(&mut conn(db).await, writes)
         .await
         .expect("apply")
 }

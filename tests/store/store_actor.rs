@@ -3,9 +3,8 @@
 use std::time::Duration;
 
 use ax::actors::store::{RunEvent, StoreActor, StoreHandle};
-use ax::run::{NewRun, RetryPolicy, RunStatus};
+use ax::run::{Decided, NewRun, RetryPolicy, RunStatus};
 use ax::store::models::TaskStatus;
-use ax::store::queries::runs::Decided;
 use ax::store::Db;
 
 use crate::support::{

@@ -2,12 +2,13 @@
 //! fixtures, events and short forms of the queries, and `on_both_backends!`.
 
 use ax::run::{
-    claim_until, Event, NewRun, Outcome, OverlapPolicy, Refusal, Report, RequestId, RetryPolicy,
-    RunState, RunStatus, TaskId, TriggerType,
+    claim_until, Decided, Event, NewRun, Outcome, OverlapPolicy, Refusal, Report, RequestId,
+    RetryPolicy, RunState, RunStatus, TaskId, TriggerType,
 };
 use ax::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
+use ax::store::queries::due::{self, DueAttempt};
 use ax::store::queries::instances::{self, FireOutcome, FireRecord};
-use ax::store::queries::runs::{self, Decided, DueAttempt};
+use ax::store::queries::runs;
 use ax::store::queries::tasks;
 use ax::store::queries::Page;
 use ax::store::{from_db, to_db, Conn, Db};
@@ -345,7 +346,7 @@ pub(crate) fn refused(decided: Decided) -> Refusal {
 
 /// The run with what its dispatch needs, as the attempt scan reads it.
 pub(crate) async fn due_attempt(db: &Db, request_id: &RequestId) -> DueAttempt {
-    runs::attempts_of(&mut conn(db).await, std::slice::from_ref(request_id))
+    due::attempts_of(&mut conn(db).await, std::slice::from_ref(request_id))
         .await
         .expect("attempts_of")
         .pop()
@@ -362,7 +363,7 @@ pub(crate) fn claim_event(due: &DueAttempt, claimant: &str, now: NaiveDateTime) 
     }
 }
 
-/// Claims the run's current attempt for `claimant` at `now` (`runs::claim`, as the fire
+/// Claims the run's current attempt for `claimant` at `now` (`due::claim`, as the fire
 /// pipeline does); returns whether the claim won.
 pub(crate) async fn claim(
     db: &Db,
@@ -372,7 +373,7 @@ pub(crate) async fn claim(
 ) -> bool {
     let due = due_attempt(db, request_id).await;
     let event = claim_event(&due, claimant, now);
-    runs::claim(&mut conn(db).await, &due, &event)
+    due::claim(&mut conn(db).await, &due, &event)
         .await
         .expect("claim")
 }

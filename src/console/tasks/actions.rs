@@ -4,14 +4,16 @@
 use actix_web::{web, HttpResponse};
 use maud::html;
 
-use super::links::{parse_task_id, task_href};
+use super::links::parse_task_id;
 use super::page::{refused, Forms};
-use crate::api::{validate, ApiState};
+use crate::api::validate;
 use crate::console::layout::{notice_link, page, Notice, Section};
+use crate::console::paths::task_href;
 use crate::console::session::{csrf_field, Submitted, Visitor};
 use crate::console::{admins_only, ok, runs, see_other, ConsoleError};
 use crate::error::ApiError;
 use crate::store::queries::tasks::Versions;
+use crate::web::ApiState;
 
 /// `POST /console/tasks/{id}/pause`.
 pub async fn pause(

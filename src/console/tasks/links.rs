@@ -1,12 +1,7 @@
-//! A task's page in console paths: its link, and its id read back.
+//! A task's id read back from a console path (its link is `console::paths::task_href`).
 
 use crate::console::ConsoleError;
 use crate::run::TaskId;
-
-/// The link to a task's page.
-pub fn task_href(id: TaskId) -> String {
-    format!("/console/tasks/{id}")
-}
 
 /// A task id in a console path; anything else is a page that is not there.
 pub fn parse_task_id(raw: &str) -> Result<TaskId, ConsoleError> {

@@ -7,18 +7,19 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use maud::{html, Markup};
 
-use super::links::task_href;
-use crate::api::{validate, ApiState};
+use crate::api::validate;
 use crate::console::filters::{self, error_for, FilterError, Params};
 use crate::console::layout::{
     self, maybe_time, none, page, scrolling, stored_time, task_state, Notice, Section,
 };
+use crate::console::paths::task_href;
 use crate::console::session::{csrf_field, Submitted, Visitor};
 use crate::console::{html as respond, ok, runs, see_other, ConsoleError};
 use crate::error::ApiError;
 use crate::run::TaskId;
 use crate::store::models::{Instance, Task, TaskStatus};
 use crate::store::queries::Page;
+use crate::web::ApiState;
 
 /// One page of the task listing.
 struct Listing {

@@ -9,7 +9,7 @@ mod list;
 mod page;
 
 pub use actions::{backfill, confirm_delete, delete, pause, resume, trigger};
-pub use links::{parse_task_id, task_href};
+pub use links::parse_task_id;
 pub use list::{bulk, list};
+pub use page::detail;
 pub(in crate::console) use page::upcoming;
-pub use page::{detail, pretty_json};

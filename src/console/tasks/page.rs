@@ -6,13 +6,14 @@ use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 
-use super::links::{parse_task_id, task_href};
+use super::links::parse_task_id;
 use super::list::schedule;
-use crate::api::ApiState;
 use crate::console::filters;
+use crate::console::layout::pretty_json;
 use crate::console::layout::{
     self, action_button, maybe_time, none, page, scrolling, stored_time, task_state, Section,
 };
+use crate::console::paths::task_href;
 use crate::console::session::{csrf_field, Visitor};
 use crate::console::{html as respond, runs, ConsoleError};
 use crate::cron::{CronSchedule, Fire};
@@ -20,6 +21,7 @@ use crate::run::TaskId;
 use crate::service::task_details::TaskDetails;
 use crate::store::models::{Instance, TaskStatus};
 use crate::store::queries::Page;
+use crate::web::ApiState;
 
 /// Runs a task's page lists.
 const LATEST_RUNS: i64 = 20;
@@ -222,14 +224,6 @@ fn definition(details: &TaskDetails) -> Markup {
             dt { "Updated" } dd { (stored_time(task.updated_at)) }
         }
     }
-}
-
-/// JSON text indented for reading; as it is if it is not JSON.
-pub fn pretty_json(text: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|value| serde_json::to_string_pretty(&value).ok())
-        .unwrap_or_else(|| text.to_string())
 }
 
 pub(in crate::console) fn upcoming(schedule: &CronSchedule, fires: &[Fire]) -> Markup {

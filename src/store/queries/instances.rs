@@ -8,9 +8,10 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
-use super::overlap::{self, DueRun};
+use super::overlap;
+use super::task_locks::lock_task_schedules;
 use super::Page;
-use crate::run::{NewRun, OverlapPolicy, TriggerType};
+use crate::run::{left_by_overlap, DueRun, NewRun, OverlapPolicy, TriggerType};
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::store::models::{Instance, NewInstance, TaskStatus};
 use crate::store::schema::ax_instance::dsl as i;
@@ -142,9 +143,10 @@ async fn record_fires_at_once(
 impl FireOutcome {
     /// The outcome of a run inserted as `run`.
     fn recorded(run: &NewInstance) -> FireOutcome {
-        match run.callback_code.as_deref() {
-            Some(crate::run::OVERLAP_CODE) => FireOutcome::Overlapped(run.status),
-            _ => FireOutcome::Fired,
+        if left_by_overlap(run.callback_code.as_deref()) {
+            FireOutcome::Overlapped(run.status)
+        } else {
+            FireOutcome::Fired
         }
     }
 }
@@ -187,36 +189,6 @@ async fn overlapped(
         }
     }
     Ok(changed)
-}
-
-/// The `next_run_at` of these tasks, locked for the rest of the transaction (enabled ones
-/// only; a paused or deleted task is absent).
-pub(super) async fn lock_task_schedules(
-    conn: &mut Conn,
-    ids: &[TaskId],
-) -> Result<HashMap<TaskId, Option<NaiveDateTime>>, StoreError> {
-    // The rows must be found and locked through the primary key: read through the
-    // (status, next_run_at) index, MySQL locks index entries that concurrent fire batches are
-    // updating, and they deadlock. So the filter names only the key, and `updated_at`, outside
-    // that index, keeps the index from covering the query.
-    let query = t::ax_task.filter(t::id.eq_any(ids)).select((
-        t::id,
-        t::next_run_at,
-        t::status,
-        t::updated_at,
-    ));
-    // MySQL needs the row locks to keep another process from advancing a task in between;
-    // SQLite's `BEGIN IMMEDIATE` already holds the only write lock.
-    type Row = (TaskId, Option<NaiveDateTime>, TaskStatus, NaiveDateTime);
-    let rows: Vec<Row> = match conn {
-        Conn::Mysql(c) => query.for_update().load(&mut **c).await?,
-        Conn::Sqlite(c) => query.load(&mut **c).await?,
-    };
-    Ok(rows
-        .into_iter()
-        .filter(|(_, _, status, _)| *status == TaskStatus::Enabled)
-        .map(|(id, next_run_at, _, _)| (id, next_run_at))
-        .collect())
 }
 
 /// Moves each task's `next_run_at` on, in one statement: (task id, new `next_run_at`).

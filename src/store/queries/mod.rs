@@ -2,12 +2,18 @@
 
 pub mod attempts;
 pub mod audit;
+pub mod due;
 pub mod instances;
 pub mod meta;
+pub mod named_locks;
 pub mod overlap;
 pub mod overview;
+pub mod pending;
+pub mod recovery;
+pub mod run_writes;
 pub mod runs;
 pub mod sessions;
+mod task_locks;
 pub mod tasks;
 
 /// One page of a listing.

@@ -1,0 +1,92 @@
+//! Errors of the storage layer, and what a caller may do about each.
+
+/// Errors of the storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("unsupported store URL `{0}`: use sqlite://PATH or mysql://user:pass@host:port/db")]
+    BadUrl(String),
+    #[error("cannot connect to the store: {0}")]
+    Connect(String),
+    #[error("migration failed: {0}")]
+    Migration(String),
+    #[error("no database connection available: {0}")]
+    Pool(String),
+    #[error("database error: {0}")]
+    Query(#[from] diesel::result::Error),
+    #[error("the write was not committed: {0}")]
+    Commit(String),
+}
+
+impl StoreError {
+    /// The database could not be reached (no connection, or it broke), as opposed to a
+    /// statement it refused: the same write may pass once it is back.
+    pub fn is_unreachable(&self) -> bool {
+        use diesel::result::{DatabaseErrorKind, Error};
+        match self {
+            StoreError::Pool(_) | StoreError::Connect(_) => true,
+            StoreError::Query(Error::DatabaseError(kind, _)) => matches!(
+                kind,
+                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand
+            ),
+            _ => false,
+        }
+    }
+
+    /// The write would give a scene two tasks of one name (`uq_ax_task_scene_name`).
+    pub fn is_name_taken(&self) -> bool {
+        use diesel::result::{DatabaseErrorKind, Error};
+        match self {
+            StoreError::Query(Error::DatabaseError(DatabaseErrorKind::UniqueViolation, info)) => {
+                let message = info.message();
+                // MySQL names the index, SQLite the columns.
+                message.contains("uq_ax_task_scene_name") || message.contains("ax_task.scene")
+            }
+            _ => false,
+        }
+    }
+
+    /// A failure that rolled the transaction back and may pass on a second try: a deadlock
+    /// or lock wait timeout (MySQL: "try restarting transaction"), or a busy SQLite file.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Query(diesel::result::Error::DatabaseError(_, info)) => {
+                let message = info.message();
+                message.contains("try restarting transaction")
+                    || message.contains("database is locked")
+            }
+            _ => false,
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for StoreError {
+    fn from(err: bb8::RunError<E>) -> Self {
+        StoreError::Pool(err.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diesel::result::{DatabaseErrorKind, Error};
+
+    fn database_error(message: &str) -> StoreError {
+        StoreError::Query(Error::DatabaseError(
+            DatabaseErrorKind::Unknown,
+            Box::new(message.to_string()),
+        ))
+    }
+
+    #[test]
+    fn deadlocks_and_busy_locks_are_transient() {
+        for message in [
+            "Deadlock found when trying to get lock; try restarting transaction",
+            "Lock wait timeout exceeded; try restarting transaction",
+            "database is locked",
+        ] {
+            assert!(database_error(message).is_transient(), "{message}");
+        }
+        assert!(!database_error("Duplicate entry 'x' for key 'uq'").is_transient());
+        assert!(!StoreError::Pool("timed out".into()).is_transient());
+    }
+}

@@ -1,0 +1,206 @@
+//! A run's writes, applied under their compare-and-set conditions: writes of one shape (same
+//! columns, same conditions) go many to a statement.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::sql_types::{Integer, Nullable, Text, Timestamp};
+use diesel_async::RunQueryDsl;
+
+use crate::run::{Change, Expect, RequestId, RunStatus, Write};
+use crate::store::{to_db, Conn, StoreError};
+use crate::with_conn;
+
+/// Groups writes that one statement can apply together (same columns, same conditions).
+pub(super) fn by_shape<T, W: std::borrow::Borrow<Write>>(
+    writes: impl IntoIterator<Item = (T, W)>,
+) -> Vec<Vec<(T, W)>> {
+    let mut groups: Vec<(Shape, Vec<(T, W)>)> = Vec::new();
+    for (key, write) in writes {
+        let shape = Shape::of(write.borrow());
+        match groups.iter_mut().find(|(s, _)| *s == shape) {
+            Some((_, group)) => group.push((key, write)),
+            None => groups.push((shape, vec![(key, write)])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
+/// Applies writes of any shapes, as few statements as their shapes allow; returns how many
+/// runs changed.
+pub async fn apply_all(
+    conn: &mut Conn,
+    writes: &[(&RequestId, &Write)],
+) -> Result<usize, StoreError> {
+    let mut changed = 0;
+    for group in by_shape(writes.iter().copied()) {
+        changed += apply(conn, &group).await?;
+    }
+    Ok(changed)
+}
+
+/// A value bound into a write.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Int(i32),
+    Status(RunStatus),
+    Text(String),
+    OptText(Option<String>),
+    Time(NaiveDateTime),
+    OptTime(Option<NaiveDateTime>),
+}
+
+fn opt_time(at: Option<DateTime<Utc>>) -> Value {
+    Value::OptTime(at.map(to_db))
+}
+
+/// The columns a change sets (each with its `=`), in a fixed order.
+fn set_columns(change: &Change) -> Vec<(&'static str, Value)> {
+    let mut set = Vec::new();
+    let mut put = |column, value: Option<Value>| {
+        if let Some(value) = value {
+            set.push((column, value));
+        }
+    };
+    put("status =", change.status.map(Value::Status));
+    put("attempt =", change.attempt.map(Value::Int));
+    put("dispatched_attempt =", change.dispatched.map(Value::Int));
+    put("retry_count =", change.retries_used.map(Value::Int));
+    put("callback_code =", change.code.clone().map(Value::OptText));
+    put(
+        "callback_message =",
+        change.message.clone().map(Value::OptText),
+    );
+    put("next_attempt_at =", change.next_attempt_at.map(opt_time));
+    put("claimed_until =", change.claimed_until.map(opt_time));
+    put("deadline_at =", change.deadline_at.map(opt_time));
+    put(
+        "finished_at =",
+        change.finished_at.map(|at| Value::Time(to_db(at))),
+    );
+    put("fired_by =", change.claimant.clone().map(Value::Text));
+    put(
+        "dispatched_at =",
+        change.dispatched_at.map(|at| Value::Time(to_db(at))),
+    );
+    set
+}
+
+/// The per-run conditions of a write (its status condition aside), each a column and its
+/// comparison, in a fixed order.
+fn expect_columns(expect: &Expect) -> Vec<(&'static str, Value)> {
+    let mut cond = Vec::new();
+    if let Some(attempt) = expect.attempt {
+        cond.push(("attempt =", Value::Int(attempt)));
+    }
+    if let Some(dispatched) = expect.dispatched {
+        cond.push(("dispatched_attempt =", Value::Int(dispatched)));
+    }
+    if let Some(dispatched) = expect.dispatched_at_least {
+        cond.push(("dispatched_attempt >=", Value::Int(dispatched)));
+    }
+    if let Some(until) = expect.claimed_until {
+        cond.push(("claimed_until =", Value::Time(to_db(until))));
+    }
+    if let Some(at) = expect.next_attempt_at {
+        cond.push(("next_attempt_at =", Value::Time(to_db(at))));
+    }
+    if let Some(claimant) = &expect.claimant {
+        cond.push(("fired_by =", Value::Text(claimant.clone())));
+    }
+    cond
+}
+
+/// What makes writes fit one statement.
+#[derive(Debug, PartialEq, Eq)]
+struct Shape {
+    set: Vec<&'static str>,
+    expect: Vec<&'static str>,
+    status: &'static [RunStatus],
+}
+
+impl Shape {
+    fn of(write: &Write) -> Shape {
+        Shape {
+            set: set_columns(&write.change)
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect(),
+            expect: expect_columns(&write.expect)
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect(),
+            status: write.expect.status,
+        }
+    }
+}
+
+/// Most runs one statement writes.
+const ROWS_PER_STATEMENT: usize = 100;
+
+/// Applies writes of one shape (see [`Shape`]), many to a statement; returns how many runs
+/// changed. A run whose row no longer meets its write's condition is left as it is.
+pub async fn apply(conn: &mut Conn, writes: &[(&RequestId, &Write)]) -> Result<usize, StoreError> {
+    let mut changed = 0;
+    for chunk in writes.chunks(ROWS_PER_STATEMENT) {
+        let (sql, binds) = statement(chunk);
+        changed += with_conn!(conn, |c| {
+            let mut query = diesel::sql_query(sql.as_str()).into_boxed();
+            for value in &binds {
+                query = match value {
+                    Value::Int(v) => query.bind::<Integer, _>(*v),
+                    Value::Status(v) => query.bind::<Text, _>(*v),
+                    Value::Text(v) => query.bind::<Text, _>(v.as_str()),
+                    Value::OptText(v) => query.bind::<Nullable<Text>, _>(v.as_deref()),
+                    Value::Time(v) => query.bind::<Timestamp, _>(*v),
+                    Value::OptTime(v) => query.bind::<Nullable<Timestamp>, _>(*v),
+                };
+            }
+            query.execute(c).await
+        })?;
+    }
+    Ok(changed)
+}
+
+/// The SQL and binds of one statement for writes of one shape: `col = ?` for a value every run
+/// shares, `col = CASE request_id WHEN ? THEN ? … END` for values that differ (and the same
+/// with each condition's comparison).
+fn statement(writes: &[(&RequestId, &Write)]) -> (String, Vec<Value>) {
+    let Some((_, first)) = writes.first() else {
+        return (String::new(), Vec::new());
+    };
+    let mut binds = Vec::new();
+    let columns = |pick: &dyn Fn(&Write) -> Vec<(&'static str, Value)>, binds: &mut Vec<Value>| {
+        let per_run: Vec<Vec<(&'static str, Value)>> =
+            writes.iter().map(|(_, w)| pick(w)).collect();
+        let names: Vec<&'static str> = per_run[0].iter().map(|(c, _)| *c).collect();
+        let mut parts = Vec::new();
+        for (k, name) in names.iter().enumerate() {
+            let value = &per_run[0][k].1;
+            // One value for every run (a status, a cleared column) is bound once.
+            if per_run.iter().all(|values| values[k].1 == *value) {
+                binds.push(value.clone());
+                parts.push(format!("{name} ?"));
+            } else {
+                for ((id, _), values) in writes.iter().zip(&per_run) {
+                    binds.push(Value::Text(id.to_string()));
+                    binds.push(values[k].1.clone());
+                }
+                let whens = "WHEN ? THEN ? ".repeat(writes.len());
+                parts.push(format!("{name} CASE request_id {whens}END"));
+            }
+        }
+        parts
+    };
+    let set = columns(&|w| set_columns(&w.change), &mut binds).join(", ");
+    let ids = vec!["?"; writes.len()].join(", ");
+    binds.extend(writes.iter().map(|(id, _)| Value::Text(id.to_string())));
+    let statuses = vec!["?"; first.expect.status.len()].join(", ");
+    binds.extend(first.expect.status.iter().map(|s| Value::Status(*s)));
+    let mut conditions = columns(&|w| expect_columns(&w.expect), &mut binds);
+    conditions.insert(0, format!("status IN ({statuses})"));
+    conditions.insert(0, format!("request_id IN ({ids})"));
+    let sql = format!(
+        "UPDATE ax_instance SET {set} WHERE {}",
+        conditions.join(" AND ")
+    );
+    (sql, binds)
+}
