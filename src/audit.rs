@@ -1,39 +1,10 @@
-//! The audit log's vocabulary and summaries: who changed what, and how, in words an operator
-//! reads. Pure: the service records the entries, the store keeps them.
+//! The audit log's summaries: who changed what, and how, in words an operator reads. Pure:
+//! the service records the entries (`store::models::Entry`), the store keeps them.
 
 use serde_json::Value;
 
 use crate::store::models::Task;
 use crate::task_fields;
-
-crate::text_enum! {
-    /// What a change did.
-    AuditAction {
-        TaskCreate => "task.create",
-        TaskUpdate => "task.update",
-        TaskDelete => "task.delete",
-        TaskPause => "task.pause",
-        TaskResume => "task.resume",
-        TaskTrigger => "task.trigger",
-        TaskBackfill => "task.backfill",
-        TasksBulk => "tasks.bulk",
-        ScenePause => "scene.pause",
-        SceneResume => "scene.resume",
-        RunCancel => "run.cancel",
-    }
-}
-
-/// One change, as the audit log keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    /// The token's name, or `anonymous`.
-    pub actor: String,
-    pub action: AuditAction,
-    /// What it changed: `task 7`, `scene reports`, `run <requestId>`.
-    pub target: String,
-    /// What it was before and after, briefly.
-    pub summary: String,
-}
 
 /// Longest summary kept (the rest is cut, with an ellipsis).
 pub const MAX_SUMMARY_CHARS: usize = 2000;
@@ -106,7 +77,7 @@ fn cut(text: String) -> String {
 mod tests {
     use super::*;
     use crate::run::{OverlapPolicy, TaskId};
-    use crate::store::models::TaskStatus;
+    use crate::store::models::{AuditAction, TaskStatus};
 
     fn task() -> Task {
         let at = chrono::DateTime::UNIX_EPOCH.naive_utc();

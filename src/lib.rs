@@ -15,6 +15,7 @@ pub mod clock;
 pub mod config;
 pub mod console;
 pub mod cron;
+pub mod dependencies;
 pub mod error;
 pub mod etag;
 pub mod group_commit;

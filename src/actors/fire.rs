@@ -15,7 +15,7 @@ use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
 use crate::clock::rfc3339;
 use crate::metrics::{add, metrics};
-use crate::plan::{FirePlan, RunDecision, TaskSpec};
+use crate::plan::{self, FirePlan, RunDecision, TaskSpec};
 use crate::run::{
     claim_until, dependency_deadline, jittered, Event, NewRun, RequestId, RunStatus, TaskId,
     TriggerType,
@@ -398,10 +398,11 @@ pub async fn refresh(fire: &FireContext, wheel: &impl Reschedule, task_ids: Vec<
         .query(move |conn| {
             boxed(async move {
                 let rows = tasks::find_many(conn, ids).await?;
-                tasks::wheel_entries(conn, rows).await
+                tasks::with_upstreams_known(conn, rows).await
             })
         })
-        .await;
+        .await
+        .map(|tasks| plan::wheel_entries(&tasks));
     match rows {
         Ok(schedule) => wheel.replace(&task_ids, schedule),
         Err(err) => log::error!("tasks {task_ids:?} not refreshed: {err}"),

@@ -14,6 +14,7 @@ use super::store::{boxed, StoreHandle};
 use super::wheel::{ScheduleMode, WheelHandle};
 use crate::clock::SharedClock;
 use crate::metrics::metrics;
+use crate::plan;
 use crate::run::{failed_attempt, Decided, Event, TIMEOUT_CODE, TIMEOUT_MESSAGE};
 use crate::store::queries::instances;
 use crate::store::queries::tasks::{self, DueCursor};
@@ -319,9 +320,10 @@ async fn preload(
         cursor = DueCursor::past(last);
         count += page.len();
         let full = page.len() as i64 == page_size;
-        let schedule = store
-            .query(move |conn| boxed(tasks::wheel_entries(conn, page)))
+        let tasks = store
+            .query(move |conn| boxed(tasks::with_upstreams_known(conn, page)))
             .await?;
+        let schedule = plan::wheel_entries(&tasks);
         wheel
             .schedule(schedule, ScheduleMode::Fill)
             .await

@@ -7,10 +7,10 @@ use serde::Serialize;
 
 use super::validate;
 use super::ApiState;
-use crate::audit::AuditAction;
 use crate::clock::rfc3339;
 use crate::error::ApiError;
 use crate::store::from_db;
+use crate::store::models::AuditAction;
 use crate::store::queries::audit::AuditRow;
 
 #[derive(Serialize)]

@@ -4,8 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use super::endpoint::Endpoint;
-use crate::audit::AuditAction;
 use crate::run::{ReportedStatus, RunStatus, TriggerType};
+use crate::store::models::AuditAction;
 use crate::store::models::TaskStatus;
 use crate::task_fields;
 

@@ -17,12 +17,12 @@ use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsy
 use serde::{Deserialize, Serialize};
 
 use super::db::MYSQL_SERVER;
-use crate::audit::AuditAction;
 use crate::cron::{CronSchedule, Zone};
 use crate::run::{
     OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType, OVERLAP_CODE, REPLACED_CODE,
     TIMEOUT_CODE,
 };
+use crate::store::models::AuditAction;
 use crate::store::models::{TaskFields, TaskStatus};
 use crate::store::schema::ax_meta::dsl as m;
 use crate::store::schema::ax_task::dsl as t;

@@ -81,8 +81,8 @@ fn audit_table(rows: &[AuditRow]) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::AuditAction;
     use crate::console::session::tests::visitor;
+    use crate::store::models::AuditAction;
 
     #[test]
     fn entries_are_escaped_and_paged() {

@@ -28,6 +28,15 @@ pub struct TaskSpec {
     pub jitter_secs: i32,
 }
 
+/// The wheel entries of these tasks, each with whether it has upstreams: the enabled ones
+/// with a next run.
+pub fn wheel_entries(tasks: &[(Task, bool)]) -> Vec<(Arc<TaskSpec>, DateTime<Utc>)> {
+    tasks
+        .iter()
+        .filter_map(|(task, has_dependencies)| TaskSpec::wheel_entry(task, *has_dependencies))
+        .collect()
+}
+
 impl TaskSpec {
     /// The spec of a stored task.
     pub fn from_task(task: &Task, has_dependencies: bool) -> Result<TaskSpec, CronError> {

@@ -3,8 +3,8 @@
 use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
-use crate::audit::{AuditAction, Entry};
 use crate::security::Principal;
+use crate::store::models::{AuditAction, Entry};
 use crate::store::queries::audit::{self as audit_log, AuditRow};
 
 impl Service {

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
-use crate::audit::AuditAction;
 use crate::security::Principal;
+use crate::store::models::AuditAction;
 use crate::store::queries::tasks;
 use crate::store::{from_db, to_db};
 

@@ -5,9 +5,11 @@ use super::task_details::{with_details, TaskDetails};
 use super::task_input::TaskInput;
 use super::Service;
 use crate::actors::store::boxed;
-use crate::audit::{self, task_target, AuditAction};
+use crate::audit::{self, task_target};
+use crate::plan;
 use crate::run::TaskId;
 use crate::security::Principal;
+use crate::store::models::AuditAction;
 use crate::store::models::{Task, TaskFields};
 use crate::store::queries::tasks::{
     self, BulkItem, BulkProblem, Conditional, TaskFilter, Versions,
@@ -34,10 +36,11 @@ impl Service {
     /// Puts the tasks' next runs in the wheel, or takes them out.
     pub(super) async fn reschedule(&self, changed: Vec<Task>) -> Result<()> {
         let ids: Vec<TaskId> = changed.iter().map(|task| task.id).collect();
-        let entries = self
+        let tasks = self
             .store
-            .query(move |conn| boxed(tasks::wheel_entries(conn, changed)))
+            .query(move |conn| boxed(tasks::with_upstreams_known(conn, changed)))
             .await?;
+        let entries = plan::wheel_entries(&tasks);
         self.wheel.replace(&ids, entries);
         Ok(())
     }

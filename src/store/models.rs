@@ -224,3 +224,32 @@ impl NewInstance {
         self.callback_message = run.message.map(str::to_string);
     }
 }
+
+crate::text_enum! {
+    /// What a change did.
+    AuditAction {
+        TaskCreate => "task.create",
+        TaskUpdate => "task.update",
+        TaskDelete => "task.delete",
+        TaskPause => "task.pause",
+        TaskResume => "task.resume",
+        TaskTrigger => "task.trigger",
+        TaskBackfill => "task.backfill",
+        TasksBulk => "tasks.bulk",
+        ScenePause => "scene.pause",
+        SceneResume => "scene.resume",
+        RunCancel => "run.cancel",
+    }
+}
+
+/// One change, as the audit log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The token's name, or `anonymous`.
+    pub actor: String,
+    pub action: AuditAction,
+    /// What it changed: `task 7`, `scene reports`, `run <requestId>`.
+    pub target: String,
+    /// What it was before and after, briefly.
+    pub summary: String,
+}

@@ -4,7 +4,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::audit::{AuditAction, Entry};
+use crate::store::models::{AuditAction, Entry};
 use crate::store::schema::ax_audit::dsl as a;
 use crate::store::{to_db, Conn, StoreError};
 use crate::with_conn;

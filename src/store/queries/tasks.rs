@@ -1,7 +1,6 @@
 //! Task rows: CRUD for the API and the preload window for the scheduler.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::dsl::sql;
@@ -10,8 +9,8 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
 
 use super::{meta, runs, Page};
+use crate::dependencies::dependency_cycle;
 use crate::labels::Labels;
-use crate::plan::{dependency_cycle, TaskSpec};
 use crate::run::TaskId;
 use crate::store::models::{Task, TaskFields, TaskStatus};
 use crate::store::schema::ax_scene::dsl as sc;
@@ -210,16 +209,20 @@ pub async fn all_dependencies(conn: &mut Conn) -> Result<Vec<(TaskId, TaskId)>, 
         .await)?)
 }
 
-/// The wheel entries of these tasks (see `TaskSpec::wheel_entry`).
-pub async fn wheel_entries(
+/// Each of these tasks with whether it has upstreams (what its wheel entry needs, see
+/// `plan::wheel_entries`).
+pub async fn with_upstreams_known(
     conn: &mut Conn,
     tasks: Vec<Task>,
-) -> Result<Vec<(Arc<TaskSpec>, DateTime<Utc>)>, StoreError> {
+) -> Result<Vec<(Task, bool)>, StoreError> {
     let ids: Vec<TaskId> = tasks.iter().map(|task| task.id).collect();
     let upstreams = dependencies_of(conn, &ids).await?;
     Ok(tasks
-        .iter()
-        .filter_map(|task| TaskSpec::wheel_entry(task, upstreams.contains_key(&task.id)))
+        .into_iter()
+        .map(|task| {
+            let has = upstreams.contains_key(&task.id);
+            (task, has)
+        })
         .collect())
 }
 

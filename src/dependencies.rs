@@ -1,4 +1,5 @@
-//! The dependency graph's one rule: no cycles.
+//! The dependency graph's one rule: no cycles. Pure: the store checks it in the transaction
+//! that writes a task's upstreams.
 
 use std::collections::{HashMap, HashSet};
 
