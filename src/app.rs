@@ -18,12 +18,14 @@ use tokio::sync::watch;
 use crate::actors::cluster::{ClusterActor, ClusterHandle};
 use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
 use crate::actors::fire::FireContext;
+use crate::actors::fleet::FleetSettings;
 use crate::actors::lock::{connect_redis, LockActor, LockError, LockHandle, RedisPool};
 use crate::actors::store::{fire_commits, StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
 use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
 use crate::actors::Halt;
 use crate::api;
+use crate::api::require_token;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::health::Health;
@@ -34,7 +36,7 @@ use crate::service::Service;
 use crate::site::AllowedHosts;
 use crate::store::queries::{meta, recovery};
 use crate::store::{Db, StoreError, StoreUrl};
-use crate::web::{require_token, ApiState};
+use crate::web::ApiState;
 use crate::wheel::pace::PipelineLimits;
 use uuid::Uuid;
 
@@ -100,6 +102,8 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         }
     );
     let actors = Actors::start(config, db, redis, &security, &instance_id, &clock);
+    // The first runs must see the executor groups, not wait a second for their refresh.
+    actors.dispatch.refresh_fleet().await;
     let state = ApiState {
         service: Service::new(
             actors.store.clone(),
@@ -108,7 +112,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             actors.cluster.clone(),
             clock.clone(),
             instance_id.clone(),
-            config.scheduler.backfill_per_sec,
+            config,
         ),
         health: actors.health(clock, identity.held()),
         instance_id: instance_id.clone(),
@@ -257,6 +261,11 @@ impl Actors {
                 workers: config.dispatch.workers,
                 max_in_flight: config.dispatch.max_in_flight,
                 host_caps: config.dispatch.host_caps(),
+                fleet: FleetSettings {
+                    failures_to_cool: config.executors.failures_to_cool,
+                    cool_down_secs: config.executors.cool_down_secs,
+                    member_ttl_secs: config.executors.member_ttl_secs,
+                },
                 claimant: instance_id.to_string(),
             },
             store.clone(),

@@ -103,6 +103,7 @@ mod tests {
             jitter_secs: 0,
             version: 1,
             labels: Default::default(),
+            executor: None,
         }
     }
 

@@ -1,4 +1,4 @@
-//! `ax tasks …` and `ax runs …`: a thin client of the HTTP API. Each command is one request;
+//! `ax tasks …`, `ax runs …` and `ax executors list|get`: a thin client of the HTTP API. Each command is one request;
 //! the reply is printed as a table (or as it came, with `--json`); an API error exits 1 with
 //! its message.
 
@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use crate::api::validate::executor::group_name;
 use crate::labels;
 use crate::EXIT_USAGE;
 
@@ -80,6 +81,19 @@ pub enum RunsCommand {
     Get { request_id: String },
     /// Cancel an open run: no further attempt, later results change nothing.
     Cancel { request_id: String },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ExecutorsCommand {
+    /// Every executor group: a line each, or with --wide a line for each member with its
+    /// health here.
+    List {
+        /// A line per member: its state, requests in flight, failures, last heartbeat.
+        #[arg(long)]
+        wide: bool,
+    },
+    /// One group and its members.
+    Get { group: String },
 }
 
 /// A request of a command: method, path, query and body.
@@ -183,11 +197,42 @@ pub fn runs(conn: Connection, command: RunsCommand) -> ExitCode {
     run(&conn, call, shape)
 }
 
+/// Runs `ax executors list|get`.
+pub fn executors(conn: Connection, command: ExecutorsCommand) -> ExitCode {
+    let (call, shape) = match command {
+        ExecutorsCommand::List { wide } => (
+            Call::new("GET", "/api/executors".into()),
+            if wide { Shape::Members } else { Shape::Groups },
+        ),
+        ExecutorsCommand::Get { group } => {
+            // Checked before any request, as the API checks it: a usage error.
+            let group = match group_name(group, "GROUP") {
+                Ok(group) => group,
+                Err(err) => {
+                    eprintln!("ax: invalid {err}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            (
+                Call::new("GET", format!("/api/executors/{group}")),
+                Shape::Group,
+            )
+        }
+    };
+    run(&conn, call, shape)
+}
+
 /// How a reply is printed as text.
 #[derive(Clone, Copy)]
 enum Shape {
     Tasks,
     Runs,
+    /// Executor groups, a line each.
+    Groups,
+    /// Executor groups, a line per member.
+    Members,
+    /// One group: its fields, then its members.
+    Group,
     /// One object: a field a line.
     One,
 }
@@ -210,6 +255,25 @@ const RUN_COLUMNS: &[(&str, &str)] = &[
     ("SCHEDULED", "scheduledAt"),
     ("DISPATCHED", "dispatchedAt"),
     ("CODE", "code"),
+];
+
+const GROUP_COLUMNS: &[(&str, &str)] = &[
+    ("GROUP", "name"),
+    ("ROUTING", "routing"),
+    ("MAX IN FLIGHT", "maxInFlight"),
+    ("MEMBERS", "members"),
+    ("UPDATED", "updatedAt"),
+];
+
+/// A member's line (with `--wide`, after its group's name).
+const MEMBER_COLUMNS: &[(&str, &str)] = &[
+    ("URL", "url"),
+    ("STATE", "state"),
+    ("IN FLIGHT", "inFlight"),
+    ("CAPACITY", "capacity"),
+    ("FAILURES", "failures"),
+    ("LAST SEEN", "lastSeenAt"),
+    ("LAST ERROR", "lastError"),
 ];
 
 fn run(conn: &Connection, call: Call, shape: Shape) -> ExitCode {
@@ -275,8 +339,52 @@ fn render(shape: Shape, body: &Value) -> String {
     match shape {
         Shape::Tasks => table(TASK_COLUMNS, body["items"].as_array()),
         Shape::Runs => table(RUN_COLUMNS, body["items"].as_array()),
+        Shape::Groups => {
+            let rows = groups(body).map(|group| {
+                let mut row = group.clone();
+                row["members"] = json!(members(group).count());
+                row
+            });
+            table(GROUP_COLUMNS, Some(&rows.collect()))
+        }
+        Shape::Members => {
+            let columns = [&[("GROUP", "group")], MEMBER_COLUMNS].concat();
+            let rows = groups(body).flat_map(|group| {
+                let name = &group["name"];
+                let mut rows: Vec<Value> = members(group).cloned().collect();
+                // A group without members still has its line.
+                if rows.is_empty() {
+                    rows.push(json!({}));
+                }
+                rows.into_iter().map(move |mut row| {
+                    row["group"] = name.clone();
+                    row
+                })
+            });
+            table(&columns, Some(&rows.collect()))
+        }
+        Shape::Group => {
+            let mut group = body.clone();
+            let listed = group.as_object_mut().and_then(|g| g.remove("members"));
+            let listed = listed.and_then(|members| members.as_array().cloned());
+            format!(
+                "{}\n{}",
+                fields(&group),
+                table(MEMBER_COLUMNS, listed.as_ref())
+            )
+        }
         Shape::One => fields(body),
     }
+}
+
+/// The groups of a listing.
+fn groups(body: &Value) -> impl Iterator<Item = &Value> {
+    body["items"].as_array().into_iter().flatten()
+}
+
+/// The members of a group.
+fn members(group: &Value) -> impl Iterator<Item = &Value> {
+    group["members"].as_array().into_iter().flatten()
 }
 
 fn text(value: &Value) -> String {
@@ -335,7 +443,6 @@ fn fields(body: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn a_listing_is_an_aligned_table() {
@@ -354,6 +461,40 @@ mod tests {
         assert_eq!(
             render(Shape::Runs, &json!({"items": []})).lines().count(),
             1
+        );
+    }
+
+    #[test]
+    fn executor_groups_are_a_line_each_or_a_line_per_member() {
+        let member = json!({"url": "http://10.0.0.7:9000/", "registered": false,
+            "capacity": null, "state": "HEALTHY", "inFlight": 2, "successes": 5, "failures": 1,
+            "lastSeenAt": null, "lastError": "HTTP 500"});
+        let body = json!({"items": [
+            {"name": "billing", "routing": "ROUND_ROBIN", "maxInFlight": 64,
+             "updatedAt": "2027-01-01T00:00:00.000Z", "members": [member]},
+            {"name": "empty", "routing": "FIRST", "maxInFlight": 8,
+             "updatedAt": "2027-01-02T00:00:00.000Z", "members": []}]});
+        assert_eq!(
+            render(Shape::Groups, &body),
+            "GROUP    ROUTING      MAX IN FLIGHT  MEMBERS  UPDATED\n\
+             billing  ROUND_ROBIN  64             1        2027-01-01T00:00:00.000Z\n\
+             empty    FIRST        8              0        2027-01-02T00:00:00.000Z\n"
+        );
+        assert_eq!(
+            render(Shape::Members, &body),
+            "GROUP    URL                    STATE    IN FLIGHT  CAPACITY  FAILURES  LAST SEEN  LAST ERROR\n\
+             billing  http://10.0.0.7:9000/  HEALTHY  2          -         1         -          HTTP 500\n\
+             empty    -                      -        -          -         -         -          -\n"
+        );
+        let one = render(Shape::Group, &body["items"][0]);
+        assert!(
+            one.starts_with("maxInFlight  64\nname         billing\n"),
+            "{one}"
+        );
+        assert!(
+            one.ends_with("\nURL                    STATE    IN FLIGHT  CAPACITY  FAILURES  LAST SEEN  LAST ERROR\n\
+                 http://10.0.0.7:9000/  HEALTHY  2          -         1         -          HTTP 500\n"),
+            "{one}"
         );
     }
 

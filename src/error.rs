@@ -67,9 +67,14 @@ impl From<ServiceError> for ApiError {
     fn from(err: ServiceError) -> Self {
         match err {
             ServiceError::Store(err) => ApiError::Store(err),
-            ServiceError::TaskNotFound(_) | ServiceError::RunNotFound(_) => {
-                ApiError::NotFound(err.to_string())
-            }
+            ServiceError::TaskNotFound(_)
+            | ServiceError::RunNotFound(_)
+            | ServiceError::GroupNotFound(_)
+            | ServiceError::MemberNotFound { .. } => ApiError::NotFound(err.to_string()),
+            ServiceError::GroupInUse { .. } => ApiError::Conflict {
+                field: Some("group".into()),
+                message: err.to_string(),
+            },
             ServiceError::Backfill(message) => ApiError::invalid("to", message),
             ServiceError::RunFinal { .. } => ApiError::Conflict {
                 field: None,

@@ -119,6 +119,11 @@ impl<J> HostSlots<J> {
             .flat_map(|host| host.waiting.iter_mut())
     }
 
+    /// The requests in flight to `host` now.
+    pub fn in_flight(&self, host: &str) -> usize {
+        self.hosts.get(host).map_or(0, |h| h.in_flight)
+    }
+
     /// Every host with work, by name.
     pub fn loads(&self) -> Vec<HostLoad> {
         let mut loads: Vec<HostLoad> = self

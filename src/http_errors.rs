@@ -1,5 +1,5 @@
 //! Every error in the shape of the part it comes from, the split by path made here once: under
-//! the console ([`crate::console::guards_itself`]) the console's HTML error page, elsewhere ax's
+//! the console ([`crate::web::console_home::guards_itself`]) the console's HTML error page, elsewhere ax's
 //! JSON error. [`in_shape`] puts there what the handlers did not answer themselves (an
 //! extractor's refusal of a form or a query, a response that could not be built).
 //!
@@ -27,7 +27,7 @@ pub async fn in_shape(
     req: ServiceRequest,
     next: middleware::Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let console = crate::console::guards_itself(req.path())
+    let console = crate::web::console_home::guards_itself(req.path())
         .then(|| crate::console::Finish::of(req.request()));
     let finish = |response: HttpResponse| match &console {
         Some(console) => console.apply(response),

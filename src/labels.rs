@@ -159,37 +159,7 @@ pub fn filter(text: &str) -> Result<(String, String), String> {
     Ok((key.to_string(), value.to_string()))
 }
 
-impl diesel::serialize::ToSql<Text, diesel::mysql::Mysql> for Labels {
-    fn to_sql<'b>(
-        &'b self,
-        out: &mut diesel::serialize::Output<'b, '_, diesel::mysql::Mysql>,
-    ) -> diesel::serialize::Result {
-        use std::io::Write;
-        out.write_all(self.to_text().as_bytes())?;
-        Ok(diesel::serialize::IsNull::No)
-    }
-}
-
-impl diesel::serialize::ToSql<Text, diesel::sqlite::Sqlite> for Labels {
-    fn to_sql<'b>(
-        &'b self,
-        out: &mut diesel::serialize::Output<'b, '_, diesel::sqlite::Sqlite>,
-    ) -> diesel::serialize::Result {
-        out.set_value(self.to_text());
-        Ok(diesel::serialize::IsNull::No)
-    }
-}
-
-impl<DB> diesel::deserialize::FromSql<Text, DB> for Labels
-where
-    DB: diesel::backend::Backend,
-    String: diesel::deserialize::FromSql<Text, DB>,
-{
-    fn from_sql(bytes: DB::RawValue<'_>) -> diesel::deserialize::Result<Self> {
-        let text = String::from_sql(bytes)?;
-        serde_json::from_str(&text).map_err(|err| format!("stored labels `{text}`: {err}").into())
-    }
-}
+crate::json_text!(Labels, "labels");
 
 #[cfg(test)]
 mod tests {

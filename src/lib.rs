@@ -4,6 +4,7 @@
 mod text_enum;
 
 pub mod actors;
+pub mod alerting;
 pub mod api;
 pub mod app;
 pub mod apply;
@@ -28,11 +29,13 @@ pub mod metrics;
 pub mod nesting;
 pub mod percentile;
 pub mod plan;
+pub mod routing;
 pub mod run;
 pub mod security;
 pub mod service;
 pub mod site;
 pub mod store;
+pub mod task_executor;
 pub mod task_fields;
 pub mod text;
 pub mod web;

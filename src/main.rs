@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 
-use ax::client::{Connection, RunsCommand, TasksCommand};
+use ax::client::{Connection, ExecutorsCommand, RunsCommand, TasksCommand};
 use ax::clock::SystemClock;
 use ax::config::Config;
 use ax::cron::{CronSchedule, Zone};
@@ -74,9 +74,16 @@ enum Command {
         #[command(subcommand)]
         command: RunsCommand,
     },
+    /// Executor groups through the HTTP API: list, get, apply a file of groups.
+    Executors {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: ExecutorsAction,
+    },
     /// Apply a file of tasks (YAML or JSON, the API's task shape), matched by scene and name:
     /// prints `+ created`, `~ changed (fields)`, `- deleted` (with --prune: the tasks of the
-    /// file's scenes it does not have).
+    /// file's scenes it does not have). Its `executors:` groups are written first.
     Apply {
         /// The file.
         #[arg(short = 'f', long = "file")]
@@ -101,6 +108,20 @@ enum Command {
     Cron {
         #[command(subcommand)]
         command: CronCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ExecutorsAction {
+    #[command(flatten)]
+    Show(ExecutorsCommand),
+    /// Create or replace the groups of a file (YAML or JSON): a list of `{name, routing?,
+    /// maxInFlight?, members?}`, or `{executors: [...]}`; prints `+ NAME (created)` or
+    /// `~ NAME (replaced)` for each.
+    Apply {
+        /// The file.
+        #[arg(short = 'f', long = "file")]
+        file: PathBuf,
     },
 }
 
@@ -156,6 +177,14 @@ fn main() -> ExitCode {
             connection,
             command,
         } => ax::client::tasks(connection, command),
+        Command::Executors {
+            connection,
+            command: ExecutorsAction::Show(command),
+        } => ax::client::executors(connection, command),
+        Command::Executors {
+            connection,
+            command: ExecutorsAction::Apply { file },
+        } => ax::apply::apply_groups(connection, &file),
         Command::Apply {
             file,
             dry_run,

@@ -107,6 +107,20 @@ pub struct Metrics {
     startup_preload_ms: AtomicU64,
     /// Runs waiting for a slot of their executor host, by host (as last looked at).
     dispatch_queued: Mutex<BTreeMap<Arc<str>, usize>>,
+    /// How long attempts waited for a slot of their executor host or member.
+    pub slot_wait_seconds: Histogram,
+    executor_members: Mutex<Vec<MemberGauge>>,
+}
+
+/// One executor group member's health and load in this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberGauge {
+    pub group: String,
+    pub member: String,
+    pub healthy: bool,
+    pub in_flight: usize,
+    pub successes: u64,
+    pub failures: u64,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
@@ -123,6 +137,8 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     callback_seconds: Histogram::new(SECONDS),
     startup_preload_ms: AtomicU64::new(u64::MAX),
     dispatch_queued: Mutex::default(),
+    slot_wait_seconds: Histogram::new(SECONDS),
+    executor_members: Mutex::default(),
 });
 
 /// The process's metrics.
@@ -152,6 +168,53 @@ impl Metrics {
             queued.remove(host);
         }
         queued.extend(hosts.iter().cloned());
+    }
+
+    /// The executor group members now, replacing those shown before.
+    pub fn executor_members(&self, members: Vec<MemberGauge>) {
+        *self
+            .executor_members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = members;
+    }
+
+    fn render_executor_members(&self, out: &mut String) {
+        let members = self
+            .executor_members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        type Gauge = (&'static str, &'static str, fn(&MemberGauge) -> u64);
+        let gauges: [Gauge; 4] = [
+            ("ax_executor_member_healthy", "gauge", |m| {
+                u64::from(m.healthy)
+            }),
+            ("ax_executor_member_in_flight", "gauge", |m| {
+                m.in_flight as u64
+            }),
+            ("ax_executor_member_successes_total", "counter", |m| {
+                m.successes
+            }),
+            ("ax_executor_member_failures_total", "counter", |m| {
+                m.failures
+            }),
+        ];
+        for (name, kind, value) in gauges {
+            let _ = writeln!(
+                out,
+                "# HELP {name} Executor group members as this ax process dispatches to them.\n\
+                 # TYPE {name} {kind}"
+            );
+            for member in &members {
+                let _ = writeln!(
+                    out,
+                    "{name}{{group=\"{}\",member=\"{}\"}} {}",
+                    member.group,
+                    member.member.replace('\\', "\\\\").replace('"', "\\\""),
+                    value(member)
+                );
+            }
+        }
     }
 
     pub fn dispatch_result(&self, result: DispatchResult) {
@@ -244,6 +307,12 @@ impl Metrics {
         for (host, waiting) in queued {
             let _ = writeln!(out, "{name}{{host=\"{host}\"}} {waiting}");
         }
+        self.render_executor_members(&mut out);
+        self.slot_wait_seconds.render(
+            &mut out,
+            "ax_dispatch_slot_wait_seconds",
+            "How long attempts waited for a slot of their executor host or group member.",
+        );
         counter(
             &mut out,
             "ax_cancelled_runs_total",

@@ -16,6 +16,8 @@ pub enum Role {
     /// Reads only: every change is refused (403).
     Viewer,
     Admin,
+    /// An executor's: registers members and sends callbacks, nothing else (403).
+    Executor,
 }
 
 /// Who a request comes from, as the audit log names it.
@@ -42,6 +44,11 @@ impl Principal {
     /// Whether it may make changes.
     pub fn may_change(&self) -> bool {
         self.role == Role::Admin
+    }
+
+    /// Whether it may read the API and the console (an executor's token may not).
+    pub fn may_read(&self) -> bool {
+        self.role != Role::Executor
     }
 }
 

@@ -68,6 +68,11 @@ pub enum Kind {
     },
     /// One of these names.
     Choice(&'static [&'static str]),
+    /// An executor group's name (`[a-z0-9_.-]`, at most `max`), a path on its members, and
+    /// optionally a routing of the task's own (see `crate::task_executor`).
+    Executor {
+        max: usize,
+    },
     /// Up to `max` keys of `key_chars` of `a-z 0-9 _ . -`, each with a string of at most
     /// `value_chars` characters (see `crate::labels`).
     Labels {
@@ -82,6 +87,8 @@ pub enum Kind {
 pub enum Default {
     /// A body must give it.
     Required,
+    /// A body must give it or the field of this name, not both.
+    Either(&'static str),
     Integer(i64),
     Text(&'static str),
     Boolean(bool),
@@ -136,7 +143,7 @@ pub const TIME_ZONE: Field = Field {
 pub const HANDLER_URL: Field = Field {
     name: "handlerUrl",
     kind: Kind::Url { max: 2048 },
-    default: Default::Required,
+    default: Default::Either("executor"),
     column: Some("handler_url"),
     doc: "where each run is POSTed; stored normalised (punycode host, non-ASCII \
           percent-encoded, default port dropped)",
@@ -287,13 +294,25 @@ pub const LABELS: Field = Field {
     example: r#"{"team": "billing", "tier": "1"}"#,
 };
 
+pub const EXECUTOR: Field = Field {
+    name: "executor",
+    kind: Kind::Executor { max: 64 },
+    default: Default::Either("handlerUrl"),
+    column: Some("executor"),
+    doc: "instead of handlerUrl: `{group, path, routing?}`, each run POSTed to a member of the \
+          executor group (its base URL + path), picked by the group's routing or this one",
+    label: "Executor group, instead of the handler URL (JSON: {\"group\": \"billing\", \"path\": \"/jobs/x\"})",
+    example: r#"{"group": "billing", "path": "/jobs/reconcile"}"#,
+};
+
 /// Every field, in the order the audit log and `ax apply` list changes.
-pub const ALL: [&Field; 17] = [
+pub const ALL: [&Field; 18] = [
     &NAME,
     &SCENE,
     &CRON,
     &TIME_ZONE,
     &HANDLER_URL,
+    &EXECUTOR,
     &PARAMS,
     &MAX_RETRY,
     &TIMEOUT_MS,
@@ -374,7 +393,7 @@ impl Field {
     /// Its default as a JSON value; `None` when a body must give it.
     pub fn default_json(&self) -> Option<Value> {
         Some(match self.default {
-            Default::Required => return None,
+            Default::Required | Default::Either(_) => return None,
             Default::Integer(n) => json!(n),
             Default::Text(text) => json!(text),
             Default::Boolean(value) => json!(value),
@@ -437,6 +456,11 @@ impl Field {
                 max, value_chars, ..
             } => json!({"type": "object", "maxProperties": max,
                 "additionalProperties": {"type": "string", "maxLength": value_chars}}),
+            Kind::Executor { max } => json!({"type": "object", "required": ["group"],
+                "additionalProperties": false, "properties": {
+                    "group": {"type": "string", "maxLength": max, "pattern": "^[a-z0-9_.-]+$"},
+                    "path": {"type": "string"},
+                    "routing": {"type": "string", "enum": crate::routing::Routing::NAMES}}}),
         };
         let doc = match self.kind {
             Kind::Object { max_bytes } => format!("{}; at most {} KiB", self.doc, max_bytes / 1024),
@@ -444,6 +468,7 @@ impl Field {
         };
         schema["description"] = match self.default {
             Default::Setting(setting) => json!(format!("{doc}; null: the server's {setting}")),
+            Default::Either(other) => json!(format!("{doc}; a task gives this or {other}")),
             _ => json!(doc),
         };
         if let Default::Setting(_) = self.default {
@@ -469,102 +494,6 @@ pub fn input_schema() -> Value {
         .map(|field| field.name)
         .collect();
     json!({"type": "object", "required": required, "properties": properties})
-}
-
-/// What the tests of every view of a task share: bodies with each field at its example, and
-/// the task they are stored as.
-#[cfg(test)]
-pub(crate) mod examples {
-    use super::*;
-    use crate::api::validate::task_input;
-    use crate::security::Allowlist;
-    use crate::service::task_details::TaskDetails;
-    use crate::service::task_input::TaskInput;
-    use crate::store::models::{Task, TaskFields};
-
-    /// The smallest valid body: each required field at a value other than its example (a
-    /// required field without one here is at its example, and the tests of its changes fail).
-    pub(crate) fn required() -> Value {
-        let others = [
-            (NAME.name, json!("base")),
-            (CRON.name, json!("0 0 1 * * *")),
-            (HANDLER_URL.name, json!("http://base.internal/run")),
-        ];
-        let mut body = serde_json::Map::new();
-        for field in ALL.iter().filter(|f| f.default == Default::Required) {
-            let other = others.iter().find(|(name, _)| *name == field.name);
-            let value = other.map_or_else(|| field.example_json(), |(_, value)| value.clone());
-            body.insert(field.name.into(), value);
-        }
-        Value::Object(body)
-    }
-
-    pub(crate) fn input(body: Value) -> TaskInput {
-        task_input(body, &Allowlist::default()).expect("a valid body")
-    }
-
-    /// The smallest body, with `field` at its example.
-    pub(crate) fn with_example(field: &Field) -> Value {
-        let mut body = required();
-        body[field.name] = field.example_json();
-        body
-    }
-
-    /// A stored task with these fields (the row's other columns made up).
-    pub(crate) fn stored(fields: TaskFields) -> Task {
-        let TaskFields {
-            name,
-            scene,
-            cron,
-            handler_url,
-            params,
-            max_retry,
-            timeout_ms,
-            status,
-            next_run_at,
-            updated_at,
-            retry_backoff_secs,
-            retry_factor,
-            misfire_threshold_secs,
-            dependency_timeout_secs,
-            time_zone,
-            overlap,
-            jitter_secs,
-            labels,
-        } = fields;
-        Task {
-            id: crate::run::TaskId(1),
-            name,
-            scene,
-            cron,
-            handler_url,
-            params,
-            max_retry,
-            timeout_ms,
-            status,
-            next_run_at,
-            created_at: updated_at,
-            updated_at,
-            retry_backoff_secs,
-            retry_factor,
-            misfire_threshold_secs,
-            dependency_timeout_secs,
-            time_zone,
-            overlap,
-            jitter_secs,
-            version: 1,
-            labels,
-        }
-    }
-
-    /// The task a definition is stored as, with its upstreams.
-    pub(crate) fn details(input: &TaskInput) -> TaskDetails {
-        TaskDetails {
-            task: stored(input.fields(chrono::DateTime::UNIX_EPOCH)),
-            depends_on: input.depends_on.clone(),
-            scene_paused: false,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -596,10 +525,19 @@ mod tests {
         for field in ALL {
             let changed = input(with_example(field));
             let apply = crate::apply::changed_fields(&changed, &plain);
+            // The alternative the smallest body gives is left out for this one.
+            let replaced = match field.default {
+                Default::Either(other) if required().get(other).is_some() => Some(other),
+                _ => None,
+            };
             // Tasks of a file are matched to stored ones by (scene, name).
             match [NAME.name, SCENE.name].contains(&field.name) {
                 true => assert!(apply.is_empty(), "{}: {apply:?}", field.name),
-                false => assert_eq!(apply, [field.name]),
+                false => {
+                    let mut expected: Vec<&str> = replaced.into_iter().collect();
+                    expected.push(field.name);
+                    assert_eq!(apply, expected);
+                }
             }
             if field.column.is_none() {
                 // Upstreams are kept, and audited, beside the row (`Service::update_task`).
@@ -616,8 +554,9 @@ mod tests {
                 "enabled" => "status",
                 name => name,
             };
+            let alone = replaced.is_none() && !summary.contains("; ");
             assert!(
-                summary.starts_with(&format!("{audited}: ")) && !summary.contains("; "),
+                summary.contains(&format!("{audited}: ")) && (alone || replaced.is_some()),
                 "{}: {summary}",
                 field.name
             );
@@ -639,7 +578,11 @@ mod tests {
             assert!(property["description"].is_string(), "{}", field.name);
             assert_eq!(property["example"], field.example_json(), "{}", field.name);
         }
-        assert_eq!(schema["required"], json!(["name", "cron", "handlerUrl"]));
+        assert_eq!(schema["required"], json!(["name", "cron"]));
+        assert_eq!(
+            schema["properties"]["executor"]["required"],
+            json!(["group"])
+        );
         assert_eq!(schema["properties"]["jitterSecs"]["maximum"], 3600);
         assert_eq!(schema["properties"]["retryFactor"]["nullable"], json!(true));
         assert_eq!(schema["properties"]["labels"]["maxProperties"], 16);
@@ -654,6 +597,119 @@ mod tests {
                 "README's task body table lacks {}",
                 field.name
             );
+        }
+    }
+}
+
+/// What the tests of every view of a task share: bodies with each field at its example, and
+/// the task they are stored as.
+#[cfg(test)]
+pub(crate) mod examples {
+    use super::*;
+    use crate::api::validate::task_input;
+    use crate::security::Allowlist;
+    use crate::service::task_details::TaskDetails;
+    use crate::service::task_input::TaskInput;
+    use crate::store::models::{Task, TaskFields};
+
+    /// The smallest valid body: each required field at a value other than its example (a
+    /// required field without one here is at its example, and the tests of its changes fail).
+    pub(crate) fn required() -> Value {
+        let others = [
+            (NAME.name, json!("base")),
+            (CRON.name, json!("0 0 1 * * *")),
+            (HANDLER_URL.name, json!("http://base.internal/run")),
+        ];
+        let mut body = serde_json::Map::new();
+        let given = |field: &Field| match field.default {
+            Default::Required => true,
+            // Of two alternatives, the one declared first.
+            Default::Either(other) => {
+                ALL.iter().position(|f| f.name == field.name)
+                    < ALL.iter().position(|f| f.name == other)
+            }
+            _ => false,
+        };
+        for field in ALL.iter().filter(|f| given(f)) {
+            let other = others.iter().find(|(name, _)| *name == field.name);
+            let value = other.map_or_else(|| field.example_json(), |(_, value)| value.clone());
+            body.insert(field.name.into(), value);
+        }
+        Value::Object(body)
+    }
+
+    pub(crate) fn input(body: Value) -> TaskInput {
+        task_input(body, &Allowlist::default()).expect("a valid body")
+    }
+
+    /// The smallest body, with `field` at its example (instead of the field it is an
+    /// alternative to).
+    pub(crate) fn with_example(field: &Field) -> Value {
+        let mut body = required();
+        if let Default::Either(other) = field.default {
+            if let Some(members) = body.as_object_mut() {
+                members.remove(other);
+            }
+        }
+        body[field.name] = field.example_json();
+        body
+    }
+
+    /// A stored task with these fields (the row's other columns made up).
+    pub(crate) fn stored(fields: TaskFields) -> Task {
+        let TaskFields {
+            name,
+            scene,
+            cron,
+            handler_url,
+            params,
+            max_retry,
+            timeout_ms,
+            status,
+            next_run_at,
+            updated_at,
+            retry_backoff_secs,
+            retry_factor,
+            misfire_threshold_secs,
+            dependency_timeout_secs,
+            time_zone,
+            overlap,
+            jitter_secs,
+            labels,
+            executor,
+        } = fields;
+        Task {
+            id: crate::run::TaskId(1),
+            name,
+            scene,
+            cron,
+            handler_url,
+            params,
+            max_retry,
+            timeout_ms,
+            status,
+            next_run_at,
+            created_at: updated_at,
+            updated_at,
+            retry_backoff_secs,
+            retry_factor,
+            misfire_threshold_secs,
+            dependency_timeout_secs,
+            time_zone,
+            overlap,
+            jitter_secs,
+            version: 1,
+            labels,
+            executor,
+        }
+    }
+
+    /// The task a definition is stored as, with its upstreams.
+    pub(crate) fn details(input: &TaskInput) -> TaskDetails {
+        TaskDetails {
+            task: stored(input.fields(chrono::DateTime::UNIX_EPOCH)),
+            depends_on: input.depends_on.clone(),
+            scene_paused: false,
         }
     }
 }

@@ -1,6 +1,6 @@
-//! Stored vocabularies: an enum whose variants are stored as text, mapped to their column in
-//! one place (the way Vaultwarden maps its enums), so no status string is spelled anywhere
-//! else — not in SQL, not in comparisons.
+//! Stored vocabularies and JSON columns, each mapped to its column in one place (the way
+//! Vaultwarden maps its enums): an enum whose variants are stored as text, so no status string
+//! is spelled anywhere else — not in SQL, not in comparisons; and a type stored as JSON text.
 
 /// Declares an enum stored as `Text`: its names, serde names and diesel mapping.
 #[macro_export]
@@ -74,6 +74,46 @@ macro_rules! text_enum {
                 Self::parse(&text).ok_or_else(|| {
                     format!("unknown {} `{text}`", stringify!($name)).into()
                 })
+            }
+        }
+    };
+}
+
+/// Maps a type stored as JSON text (`Text`) to its column: written by its `to_text`, read back
+/// by serde; `$what` names it in the error of a stored value that does not parse.
+#[macro_export]
+macro_rules! json_text {
+    ($name:ty, $what:literal) => {
+        impl diesel::serialize::ToSql<diesel::sql_types::Text, diesel::mysql::Mysql> for $name {
+            fn to_sql<'b>(
+                &'b self,
+                out: &mut diesel::serialize::Output<'b, '_, diesel::mysql::Mysql>,
+            ) -> diesel::serialize::Result {
+                use std::io::Write;
+                out.write_all(self.to_text().as_bytes())?;
+                Ok(diesel::serialize::IsNull::No)
+            }
+        }
+
+        impl diesel::serialize::ToSql<diesel::sql_types::Text, diesel::sqlite::Sqlite> for $name {
+            fn to_sql<'b>(
+                &'b self,
+                out: &mut diesel::serialize::Output<'b, '_, diesel::sqlite::Sqlite>,
+            ) -> diesel::serialize::Result {
+                out.set_value(self.to_text());
+                Ok(diesel::serialize::IsNull::No)
+            }
+        }
+
+        impl<DB> diesel::deserialize::FromSql<diesel::sql_types::Text, DB> for $name
+        where
+            DB: diesel::backend::Backend,
+            String: diesel::deserialize::FromSql<diesel::sql_types::Text, DB>,
+        {
+            fn from_sql(bytes: DB::RawValue<'_>) -> diesel::deserialize::Result<Self> {
+                let text = String::from_sql(bytes)?;
+                serde_json::from_str(&text)
+                    .map_err(|err| format!("stored {} `{text}`: {err}", $what).into())
             }
         }
     };

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 const ADMIN: &str = "admin-token-0123456789";
 const OPS: &str = "ops-token-0123456789ab";
 const VIEWER: &str = "viewer-token-0123456789";
+const EXECUTOR: &str = "executor-token-0123456789";
 
 /// A request with a bearer token; (status, JSON body).
 async fn call(
@@ -53,6 +54,11 @@ async fn roles_and_audit(store: TestStore) {
             token: VIEWER.into(),
             role: Role::Viewer,
         },
+        NamedToken {
+            name: "workers".into(),
+            token: EXECUTOR.into(),
+            role: Role::Executor,
+        },
     ];
     let ax = start_ax(&config).await;
     let base = format!("http://{}", ax.addr());
@@ -85,6 +91,47 @@ async fn roles_and_audit(store: TestStore) {
         .is_some_and(|m| m.contains("dashboard")));
     let (_, tasks) = call(&base, Some(ADMIN), "GET", "/api/tasks?scene=audit", None).await;
     assert_eq!(tasks["total"], 0, "a refused change changes nothing");
+
+    // An executor's token registers members and leaves, nothing else.
+    let member = Some(json!({"url": executor.url}));
+    let members = "/api/executors/workers/members";
+    let joined = call(&base, Some(EXECUTOR), "POST", members, member.clone()).await;
+    assert_eq!(joined.0, 201, "{}", joined.1);
+    assert_eq!(joined.1["heartbeatSecs"], 10);
+    let renewed = call(&base, Some(EXECUTOR), "POST", members, member).await;
+    assert_eq!(renewed.0, 200, "a heartbeat: {}", renewed.1);
+    for (method, path) in [
+        ("GET", "/api/tasks"),
+        ("GET", "/api/executors"),
+        ("POST", "/api/tasks"),
+        ("PUT", "/api/executors/workers"),
+        ("DELETE", "/api/executors/workers"),
+    ] {
+        let body = (method != "GET").then(|| json!({}));
+        let (status, refused) = call(&base, Some(EXECUTOR), method, path, body).await;
+        assert_eq!(status, 403, "{method} {path}: {refused}");
+    }
+    let leave = format!("{members}?url={}", executor.url);
+    assert_eq!(
+        call(&base, Some(EXECUTOR), "DELETE", &leave, None).await.0,
+        204
+    );
+    assert_eq!(
+        call(&base, Some(EXECUTOR), "DELETE", &leave, None).await.0,
+        404
+    );
+    assert_eq!(
+        call(
+            &base,
+            Some(VIEWER),
+            "POST",
+            members,
+            Some(json!({"url": executor.url}))
+        )
+        .await
+        .0,
+        403
+    );
 
     // Every change, by whoever made it.
     let (status, created) = call(&base, Some(OPS), "POST", "/api/tasks", Some(task)).await;
@@ -156,6 +203,8 @@ async fn roles_and_audit(store: TestStore) {
         })
         .collect();
     let want: Vec<(String, String)> = [
+        ("workers", "executor.join"),
+        ("workers", "executor.leave"),
         ("ops", "task.create"),
         ("admin", "task.update"),
         ("ops", "task.pause"),
@@ -172,7 +221,10 @@ async fn roles_and_audit(store: TestStore) {
     .collect();
     assert_eq!(entries, want);
     let items = log["items"].as_array().expect("items");
-    let update = &items[items.len() - 2];
+    let update = items
+        .iter()
+        .find(|item| item["action"] == "task.update")
+        .expect("the update");
     assert!(
         update["summary"]
             .as_str()

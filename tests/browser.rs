@@ -158,6 +158,15 @@ async fn every_console_page_in_chromium() {
         .await;
     let (ok_id, failing_id) = (ok_task["id"].as_i64(), failing_task["id"].as_i64());
     let (ok_id, failing_id) = (ok_id.expect("id"), failing_id.expect("id"));
+    let group = unique_name("workers");
+    let (status, created) = api
+        .call(
+            "PUT",
+            &format!("/api/executors/{group}"),
+            Some(json!({"members": [succeeding.base()]})),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
 
     // The browser starts while the first runs happen.
     let (browser, _, _) = futures_util::join!(
@@ -328,11 +337,15 @@ async fn every_console_page_in_chromium() {
     browser.wait_for_text("dd a", &nightly).await;
     console.shot("run").await;
 
-    // The scenes and the audit log.
+    // The scenes, the executor groups and the audit log.
     console.open("/console/scenes", "Scenes").await;
     browser.wait_for_text("td a", &billing).await;
     browser.wait_for_text("td a", &reports).await;
     console.shot("scenes").await;
+    console.open("/console/executors", "Executors").await;
+    browser.wait_for_text("h2", &group).await;
+    browser.wait_for_text("td .badge.good", "HEALTHY").await;
+    console.shot("executors").await;
     console.open("/console/audit", "Audit log").await;
     browser.wait_for_text("td code", "task.create").await;
     browser.wait_for_text("td", "anonymous").await;
@@ -347,6 +360,7 @@ async fn every_console_page_in_chromium() {
         ("runs", "/console/runs".to_string(), "Runs"),
         ("run", href.clone(), "Run"),
         ("scenes", "/console/scenes".to_string(), "Scenes"),
+        ("executors", "/console/executors".to_string(), "Executors"),
         ("audit", "/console/audit".to_string(), "Audit log"),
     ];
     for (page, path, heading) in &pages {

@@ -1,9 +1,14 @@
-//! The `ax` binary: `cron next`, `migrate`, a failing `serve` and a refused `apply`, run as a real
-//! process.
+//! The `ax` binary: `cron next`, `migrate`, a failing `serve`, a refused `apply`, and executor
+//! groups as code against a running `ax serve`, run as a real process.
+
+mod common;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use common::{Api, AxProcess, TestStore};
+use serde_json::Value;
 
 /// An `ax` command isolated from the developer's environment: no `AX_…` variables, and run in
 /// a folder of its own so neither `config/ax.yaml` nor `./data` of the repository is touched.
@@ -614,4 +619,159 @@ fn short_secrets_are_refused_at_start() {
     assert_usage_error_naming(&output, "the file's admin token", "server.admin_token");
     assert!(!stderr(&output).contains("tiny-secret"));
     assert!(!dir.path().join("x.db").exists(), "nothing started");
+}
+
+/// `ax executors apply|list|get` and `ax apply` with `executors:` beside `tasks:`, against a
+/// running ax; a bad group in either file is a usage error naming its key.
+#[actix_rt::test]
+async fn executor_groups_as_code() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = TestStore::sqlite();
+    let env = vec![("AX_STORE_URL".to_string(), store.url())];
+    let ax_process = AxProcess::start(dir.path(), "executors", env).await;
+    let url = ax_process.base();
+    let client = |args: &[&str]| run(ax(dir.path()).args(args).args(["--url", &url]));
+    let groups = dir.path().join("groups.yaml");
+    let groups_path = groups.display().to_string();
+    let write = |path: &Path, text: &str| std::fs::write(path, text).expect("write the file");
+
+    write(
+        &groups,
+        "- {name: billing, routing: FAILOVER, maxInFlight: 8, members: ['http://127.0.0.1:9/']}\n",
+    );
+    let apply_groups = ["executors", "apply", "-f", groups_path.as_str()];
+    assert_lines(
+        &client(&apply_groups),
+        &["+ billing (created)", "1 created, 0 replaced"],
+    );
+    assert_lines(
+        &client(&apply_groups),
+        &["~ billing (replaced)", "0 created, 1 replaced"],
+    );
+
+    let list = client(&["executors", "list"]);
+    assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
+    let lines: Vec<String> = stdout(&list).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("GROUP") && lines[0].contains("MEMBERS"));
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(row[..4], ["billing", "FAILOVER", "8", "1"], "{lines:?}");
+    let wide = stdout(&client(&["executors", "list", "--wide"]));
+    assert!(
+        wide.lines()
+            .any(|l| l.starts_with("billing  http://127.0.0.1:9/  HEALTHY")),
+        "{wide}"
+    );
+    let listed: Value =
+        serde_json::from_str(&stdout(&client(&["executors", "list", "--json"]))).expect("JSON");
+    assert_eq!(listed["items"][0]["name"], "billing", "{listed}");
+
+    let got = client(&["executors", "get", "billing"]);
+    assert_eq!(got.status.code(), Some(0), "{}", stderr(&got));
+    let text = stdout(&got);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("routing") && l.ends_with("FAILOVER")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("http://127.0.0.1:9/")),
+        "{text}"
+    );
+    let group: Value =
+        serde_json::from_str(&stdout(&client(&["executors", "get", "billing", "--json"])))
+            .expect("JSON");
+    assert_eq!(group["maxInFlight"], 8, "{group}");
+    assert_eq!(group["members"][0]["url"], "http://127.0.0.1:9/", "{group}");
+    assert_eq!(group["members"][0]["registered"], false, "{group}");
+    let missing = client(&["executors", "get", "nobody"]);
+    assert_eq!(missing.status.code(), Some(1), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("NOT_FOUND"),
+        "{}",
+        stderr(&missing)
+    );
+    assert_usage_error_naming(
+        &client(&["executors", "get", "Bad Name"]),
+        "a bad group name",
+        "GROUP",
+    );
+
+    // `ax apply`: the groups are written before the tasks that name them.
+    let tasks = dir.path().join("tasks.yaml");
+    let tasks_path = tasks.display().to_string();
+    let task_file = "executors:\n\
+         - {name: ledger, routing: LEAST_BUSY, members: ['http://127.0.0.1:9']}\n\
+         tasks:\n\
+         - name: reconcile\n  scene: finance\n  cron: '0 0 4 * * *'\n\
+         \x20 executor: {group: ledger, path: /jobs/reconcile}\n";
+    write(&tasks, task_file);
+    let apply = |extra: &[&str]| {
+        let mut args = vec!["apply", "-f", tasks_path.as_str()];
+        args.extend_from_slice(extra);
+        client(&args)
+    };
+    assert_lines(
+        &apply(&["--dry-run"]),
+        &[
+            "+ executor ledger",
+            "+ finance/reconcile",
+            "dry run: nothing changed",
+        ],
+    );
+    let api = Api::at(url.clone());
+    let (_, listing) = api.get("/api/executors").await;
+    assert_eq!(
+        listing["items"].as_array().map(Vec::len),
+        Some(1),
+        "a dry run writes nothing: {listing}"
+    );
+    assert_lines(
+        &apply(&[]),
+        &[
+            "+ executor ledger",
+            "+ finance/reconcile",
+            "1 created, 0 changed, 0 deleted; executors: 1 created, 0 replaced",
+        ],
+    );
+    assert_lines(&apply(&[]), &["no change"]);
+    let (_, page) = api.get("/api/tasks?scene=finance").await;
+    let task = &page["items"][0];
+    assert_eq!(task["executor"]["group"], "ledger", "{page}");
+    assert_eq!(task["executor"]["path"], "/jobs/reconcile", "{page}");
+    let (_, ledger) = api.get("/api/executors/ledger").await;
+    assert_eq!(ledger["routing"], "LEAST_BUSY", "{ledger}");
+    write(&tasks, &task_file.replace("LEAST_BUSY", "FIRST"));
+    assert_lines(
+        &apply(&[]),
+        &[
+            "~ executor ledger (routing)",
+            "0 created, 0 changed, 0 deleted; executors: 0 created, 1 replaced",
+        ],
+    );
+
+    // `ax export` writes the groups its tasks use: applied back, nothing changes.
+    let exported = client(&["export", "--scene", "finance"]);
+    assert_eq!(exported.status.code(), Some(0), "{}", stderr(&exported));
+    let text = stdout(&exported);
+    assert!(
+        text.contains("executors:") && text.contains("name: ledger"),
+        "{text}"
+    );
+    assert!(text.contains("routing: FIRST"), "{text}");
+    write(&tasks, &text);
+    assert_lines(&apply(&[]), &["no change"]);
+
+    // A bad routing is refused before any request, naming the group's key.
+    write(&groups, "executors:\n- {name: billing, routing: ROUND}\n");
+    assert_usage_error_naming(
+        &client(&apply_groups),
+        "executors apply, bad routing",
+        "executors[0].routing",
+    );
+    write(&tasks, &task_file.replace("LEAST_BUSY", "NEAREST"));
+    assert_usage_error_naming(&apply(&[]), "apply, bad routing", "executors[0].routing");
+    let (_, ledger) = api.get("/api/executors/ledger").await;
+    assert_eq!(ledger["routing"], "FIRST", "unchanged: {ledger}");
+    ax_process.terminate().await;
 }

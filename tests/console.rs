@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use common::{config, refusing_base, start_ax, unique_name, Api, Executor, Reply, TestStore};
 use serde_json::{json, Value};
 
 /// A GET without following redirects: status, content type, a header and the body as text.
@@ -1722,4 +1722,108 @@ async fn labels_in_the_console_on_sqlite() {
 #[actix_rt::test]
 async fn labels_in_the_console_on_mysql() {
     labels_in_the_console(TestStore::mysql()).await;
+}
+
+/// The executors page while `wanted` is not on it yet (the dispatchers' counts settle as runs
+/// end), for up to 10 s; then the page as it is.
+async fn executors_page_showing(ax: &ax::app::Ax, wanted: &[&str]) -> String {
+    let mut html = String::new();
+    for _ in 0..100 {
+        html = page(ax, "/console/executors").await;
+        if wanted.iter().all(|text| html.contains(text)) {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    html
+}
+
+/// Executor groups in the console: the executors page lists each group with its members and
+/// their health here, a task's page names its group (linked to it) instead of a handler URL,
+/// and a run's page names the member that served it.
+async fn executors_in_the_console(store: TestStore) {
+    let ax = start_ax(&config(&store, false, "console-executors")).await;
+    let api = Api::new(&ax);
+    let empty = page(&ax, "/console/executors").await;
+    assert!(
+        empty.contains("No executor groups yet") && empty.contains("PUT /api/executors/{group}"),
+        "{empty}"
+    );
+    assert!(empty.contains(r#"href="/console/executors" aria-current="page">Executors"#));
+
+    let live = Executor::start(Reply::Success).await;
+    let refused = refusing_base();
+    let group = unique_name("billing");
+    let (status, created) = api
+        .call(
+            "PUT",
+            &format!("/api/executors/{group}"),
+            Some(
+                json!({"routing": "FAILOVER", "maxInFlight": 8, "members": [refused, live.base()]}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let task = api
+        .create_task(
+            json!({"name": unique_name("reconcile"), "cron": "* * * * * *",
+            "executor": {"group": group, "path": "/run"}, "maxRetry": 0}),
+        )
+        .await;
+    let id = task["id"].as_i64().expect("id");
+    let run = first_final_run(&api, id).await;
+    assert_eq!(run["status"], "SUCCESS", "{run}");
+    let request_id = run["requestId"].as_str().expect("requestId");
+    // Three refusals in a row cool the refused member down.
+    live.wait_for(4, Duration::from_secs(10)).await;
+    let registered = refusing_base();
+    let (status, joined) = api
+        .post(
+            &format!("/api/executors/{group}/members"),
+            json!({"url": registered, "capacity": 3}),
+        )
+        .await;
+    assert_eq!(status, 201, "{joined}");
+
+    let executors = executors_page_showing(&ax, &["UNHEALTHY", "100.0 %"]).await;
+    assert!(
+        executors.contains(&format!(r#"<section id="group-{group}""#)),
+        "{executors}"
+    );
+    assert!(executors.contains("FAILOVER") && executors.contains("8 per member"));
+    for url in [&refused, &live.base(), &registered] {
+        assert!(executors.contains(&format!("<code>{url}</code>")), "{url}");
+    }
+    assert!(executors.contains(r#"<span class="badge bad">UNHEALTHY</span>"#));
+    assert!(executors.contains(r#"<span class="badge good">HEALTHY</span>"#));
+    assert!(
+        executors.contains("100.0 %") && executors.contains("0.0 %"),
+        "the refused member's error rate and the live one's: {executors}"
+    );
+    assert!(executors.contains("defined") && executors.contains("registered"));
+
+    let detail = page(&ax, &format!("/console/tasks/{id}")).await;
+    assert!(detail.contains("Executor group"), "{detail}");
+    assert!(detail.contains(&format!(
+        r#"<a href="/console/executors#group-{group}">{group}</a>"#
+    )));
+    assert!(detail.contains("<code>/run</code>") && detail.contains("the group's"));
+    assert!(!detail.contains("Handler URL"));
+
+    let run_page = page(&ax, &format!("/console/runs/{request_id}")).await;
+    assert!(run_page.contains("Executor member"), "{run_page}");
+    assert!(run_page.contains(&format!("<code>{}</code>", live.base())));
+
+    ax.shutdown().await;
+    live.stop().await;
+}
+
+#[actix_rt::test]
+async fn executors_in_the_console_on_sqlite() {
+    executors_in_the_console(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn executors_in_the_console_on_mysql() {
+    executors_in_the_console(TestStore::mysql()).await;
 }

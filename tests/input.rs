@@ -15,7 +15,8 @@ fn task(cron: &str, handler: &str) -> Value {
 fn cron_of_len(len: usize) -> String {
     let seconds: Vec<String> = (0..60).map(|s| s.to_string()).collect();
     let mut cron = seconds.join(",");
-    let fields = " * * * * *";
+    // Midnight of 1 January only: the tasks must not fire while the test reads the runs.
+    let fields = " 0 0 1 1 *";
     if (len - cron.len() - fields.len()) % 2 == 1 {
         cron.push_str(",10");
     }

@@ -14,22 +14,25 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::fleet::{Fleet, FleetSettings, MemberState, Route};
 use super::resolver::{GuardedResolver, NotAllowed};
 use super::store::{RunEvent, StoreHandle};
 use super::InFlight;
 use crate::clock::rfc3339;
 use crate::host_slots::{host_key, HostCaps, HostSlots};
 use crate::metrics::{metrics, DispatchResult};
+use crate::routing::member_url;
 use crate::run::{
     claim_covers, failed_attempt, http_code, renewed_claim, Decided, Event, Outcome, Report,
-    ReportedStatus, RequestId, TaskId, BAD_PARAMS_CODE, BAD_REPLY_CODE, BAD_URI_MESSAGE,
-    BODY_NOT_ENCODED_MESSAGE, CONNECT_ERROR_CODE, HANDLER_NOT_ALLOWED_CODE, NO_REPLY_MESSAGE,
-    PARAMS_NOT_JSON_MESSAGE, TIMEOUT_CODE,
+    ReportedStatus, RequestId, Shard, TaskId, BAD_PARAMS_CODE, BAD_REPLY_CODE, BAD_URI_MESSAGE,
+    BODY_NOT_ENCODED_MESSAGE, CONNECT_ERROR_CODE, HANDLER_NOT_ALLOWED_CODE, NO_EXECUTOR_CODE,
+    NO_REPLY_MESSAGE, PARAMS_NOT_JSON_MESSAGE, TIMEOUT_CODE,
 };
 use crate::security::{
     callback_token, sign_dispatch, Allowlist, Security, SIGNATURE_HEADER, TIMESTAMP_HEADER,
 };
 use crate::store::models::{cut, MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
+use crate::task_executor::TaskExecutor;
 use crate::text::{clean_message, result_code, result_message};
 
 /// Longest reply body read from a handler.
@@ -40,7 +43,19 @@ const MAX_REPLY_BYTES: usize = 64 * 1024;
 pub struct DispatchJob {
     pub task_id: TaskId,
     pub request_id: RequestId,
+    /// Where the attempt is sent: the task's handler URL, or its group member's URL + path.
     pub handler_url: String,
+    /// The executor group the task's runs go to, instead of one handler URL.
+    pub executor: Option<Arc<TaskExecutor>>,
+    /// The group member the attempt goes to: a broadcast shard's own (given at fire time, or
+    /// the one that served its last attempt) until routed, then the one routed to.
+    pub member: Option<Arc<str>>,
+    /// A broadcast run's shard, sent with the attempt.
+    pub shard: Option<Shard>,
+    /// The members this attempt could not connect to (it goes to another at once).
+    pub tried: Vec<Arc<str>>,
+    /// When it was offered a slot: its wait for one is measured from here.
+    pub queued_at: Option<std::time::Instant>,
     /// The params as JSON text, sent as they are.
     pub params: Arc<str>,
     pub scheduled_at: DateTime<Utc>,
@@ -65,6 +80,10 @@ struct DispatchBody<'a> {
     attempt: i32,
     /// The result callback must carry this token (see `security::callback_token`).
     callback_token: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard_index: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard_total: Option<i32>,
 }
 
 fn failed(code: &str, message: impl Into<String>) -> Outcome {
@@ -134,11 +153,20 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
 struct Shared {
     state: Mutex<Held>,
     caps: HostCaps,
+    /// The executor groups, routed over by attempts of tasks that name one.
+    fleet: Arc<Fleet>,
     /// This process, as the claims it holds name it.
     claimant: String,
     store: StoreHandle,
     /// The hosts last shown in `ax_dispatch_queued`.
     shown: Mutex<Vec<Arc<str>>>,
+}
+
+/// Jobs taken in: those with a slot now, by slot, and those no member can take, with why.
+#[derive(Default)]
+struct Admitted {
+    now: Vec<(Arc<str>, DispatchJob)>,
+    unroutable: Vec<(DispatchJob, String)>,
 }
 
 #[derive(Default)]
@@ -198,26 +226,66 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Takes `jobs` in: each gets a slot of its host now (answered, to send) or waits.
-    fn admit(&self, jobs: Vec<DispatchJob>) -> Vec<(Arc<str>, DispatchJob)> {
+    /// Takes `jobs` in: each gets a slot of its host or group member now (answered, to
+    /// send) or waits; one whose group has no member to take it is answered apart.
+    fn admit(&self, jobs: Vec<DispatchJob>) -> Admitted {
         let mut held = self.held();
-        let mut now = Vec::new();
-        for job in jobs {
-            let host: Arc<str> = host_key(&job.handler_url).unwrap_or_default().into();
-            let attempt = HeldAttempt {
-                task_id: job.task_id,
-                attempt: job.attempt,
-                timeout_ms: job.timeout_ms,
-                claimed_until: job.claimed_until,
-                renewing: false,
-                abort: None,
+        let mut admitted = Admitted::default();
+        for mut job in jobs {
+            // A job routed again (failover) keeps its claim as held.
+            held.attempts
+                .entry(job.request_id.clone())
+                .or_insert_with(|| HeldAttempt {
+                    task_id: job.task_id,
+                    attempt: job.attempt,
+                    timeout_ms: job.timeout_ms,
+                    claimed_until: job.claimed_until,
+                    renewing: false,
+                    abort: None,
+                });
+            let (slot, cap) = match self.slot_of(&held, &mut job) {
+                Ok(slot) => slot,
+                Err(why) => {
+                    admitted.unroutable.push((job, why));
+                    continue;
+                }
             };
-            held.attempts.insert(job.request_id.clone(), attempt);
-            if let Some(job) = held.slots.admit(&host, self.caps.of(&host), job) {
-                now.push((host, job));
+            job.queued_at = Some(std::time::Instant::now());
+            if let Some(job) = held.slots.admit(&slot, cap, job) {
+                admitted.now.push((slot, job));
             }
         }
-        now
+        admitted
+    }
+
+    /// The slot an attempt takes, with its cap: its handler's host, or the group member it is
+    /// routed to now (its URL set to the member's); why none, for a group without a member.
+    fn slot_of(&self, held: &Held, job: &mut DispatchJob) -> Result<(Arc<str>, usize), String> {
+        let Some(executor) = job.executor.clone() else {
+            let host: Arc<str> = host_key(&job.handler_url).unwrap_or_default().into();
+            let cap = self.caps.of(&host);
+            return Ok((host, cap));
+        };
+        let in_flight = |member: &str| held.slots.in_flight(member);
+        let own = job.member.as_deref();
+        match self
+            .fleet
+            .route(&executor, job.task_id, (&job.tried, own), in_flight)
+        {
+            Route::To {
+                member,
+                cap,
+                broadcast,
+            } => {
+                job.handler_url = member_url(&member, &executor.path);
+                job.member = Some(member.clone());
+                if broadcast {
+                    job.shard = Some(job.shard.unwrap_or(Shard::WHOLE));
+                }
+                Ok((member, cap))
+            }
+            Route::NoMember(why) => Err(why),
+        }
     }
 
     /// Whether the held attempt `id` may be sent as its claim stands.
@@ -332,12 +400,22 @@ impl Shared {
             (due, held.slots.loads(), warnings)
         };
         self.show_queued(&loads);
+        {
+            let held = self.held();
+            self.fleet.show(|member| held.slots.in_flight(member));
+        }
         for load in warnings {
+            // A group member's slots are keyed by its URL, a handler host's by host:port.
+            let cap_from = if load.host.contains("://") {
+                "its group's maxInFlight or its registered capacity"
+            } else {
+                "dispatch.max_in_flight_per_host, dispatch.hosts"
+            };
             log::warn!(
-                "executor host {} is at its cap of {} requests in flight; {} runs wait for a \
-                 slot (dispatch.max_in_flight_per_host, dispatch.hosts)",
+                "executor {} is at its cap of {} requests in flight; {} runs wait for a slot \
+                 ({cap_from})",
                 load.host,
-                self.caps.of(&load.host),
+                load.in_flight,
                 load.waiting
             );
         }
@@ -424,12 +502,15 @@ impl Actor for DispatchActor {
         }));
         if self.looks_after_held {
             let busy = Rc::new(std::cell::Cell::new(false));
+            let mut tick = 0u64;
             ctx.run_interval(Duration::from_secs(1), move |act, _| {
                 if busy.replace(true) {
                     return;
                 }
+                tick += 1;
                 let (shared, busy) = (act.shared.clone(), busy.clone());
                 actix::spawn(async move {
+                    shared.fleet.refresh(&shared.store, tick).await;
                     shared.look_after_held().await;
                     busy.set(false);
                 });
@@ -464,13 +545,45 @@ impl Sender {
     ) {
         let mut next = Some((first, Some(permit)));
         while let Some((job, permit)) = next.take() {
-            self.send(job, permit).await;
+            if let Some(queued_at) = job.queued_at {
+                metrics()
+                    .slot_wait_seconds
+                    .observe_duration(queued_at.elapsed());
+            }
+            let failover = self.send(job, permit).await;
             next = self.shared.held().slots.release(&host).map(|w| (w, None));
+            if let Some(job) = failover {
+                self.clone().take(vec![job]).await;
+            }
         }
     }
 
-    /// Sends one attempt and hands its outcome to the store; returns once the request ended.
-    async fn send(&self, job: DispatchJob, permit: Option<OwnedSemaphorePermit>) {
+    /// Takes jobs in: those with a slot are served (each once it has a request slot here),
+    /// those no member can take fail their attempt at once.
+    async fn take(self: Rc<Self>, jobs: Vec<DispatchJob>) {
+        let admitted = self.shared.admit(jobs);
+        for (job, why) in admitted.unroutable {
+            let event = not_sent(&job, failed(NO_EXECUTOR_CODE, why), None);
+            metrics().dispatch_result(DispatchResult::Failed);
+            self.record_later(job, event, None).await;
+        }
+        for (slot, job) in admitted.now {
+            let Ok(permit) = self.permits.clone().acquire_owned().await else {
+                return;
+            };
+            let serve = self.clone().serve(slot, job, permit);
+            actix::spawn(self.serving.track(serve));
+        }
+    }
+
+    /// Sends one attempt and hands its outcome to the store; returns once the request ended,
+    /// with the attempt again when its group member could not be connected to (to go to
+    /// another member, as the same attempt).
+    async fn send(
+        &self,
+        mut job: DispatchJob,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Option<DispatchJob> {
         // The background renewals keep a held attempt's claim covered; one whose claim lapsed
         // before it was renewed (ax itself far behind) is renewed first, and not sent if its
         // run moved on meanwhile (taken by another process).
@@ -479,41 +592,83 @@ impl Sender {
             Claim::Lapsing => {
                 if !self.shared.renew(&Renewal::of(&job)).await {
                     self.shared.release(&job.request_id);
-                    return;
+                    return None;
                 }
             }
-            Claim::Gone => return,
+            Claim::Gone => return None,
         }
         let permit = match permit {
             Some(permit) => permit,
-            None => match self.permits.clone().acquire_owned().await {
-                Ok(permit) => permit,
-                Err(_) => return,
-            },
+            None => self.permits.clone().acquire_owned().await.ok()?,
         };
         let (request, abort) =
             abortable(deliver(&self.client, &self.secret, &self.allowlist, &job));
         if !self.shared.in_flight(&job.request_id, abort) {
-            return;
+            return None;
         }
-        let Ok(result) = request.await else {
+        let Ok(delivered) = request.await else {
             log::info!(
                 "task {} request {}: attempt {} ended, its task was deleted",
                 job.task_id,
                 job.request_id,
                 job.attempt
             );
-            return;
+            return None;
         };
-        // The write waits for a group commit: holding the request slot through it would cap
-        // dispatch at the commit rate, so it takes a result slot instead.
+        let event = match (delivered, job.member.clone()) {
+            (Delivered::Event(event), member) => {
+                if let (Some(member), Some(executor)) = (member, &job.executor) {
+                    let result = match &event.event {
+                        Event::Report(Report {
+                            outcome: Outcome::Failed { message, .. },
+                            ..
+                        }) => Err(message.as_deref().unwrap_or("failed")),
+                        _ => Ok(()),
+                    };
+                    self.shared.fleet.served(&executor.group, &member, result);
+                }
+                event
+            }
+            (Delivered::NotSent { why, .. }, Some(member)) => {
+                let group = job.executor.as_ref().map_or("", |e| e.group.as_str());
+                log::info!(
+                    "task {} request {}: attempt {} not sent to {member} of executor group \
+                     `{group}` ({why}); trying another member",
+                    job.task_id,
+                    job.request_id,
+                    job.attempt
+                );
+                self.shared.fleet.served(group, &member, Err(&why));
+                job.tried.push(member);
+                job.member = None;
+                return Some(job);
+            }
+            (Delivered::NotSent { why, tried_at }, None) => {
+                let event = not_sent(&job, failed(CONNECT_ERROR_CODE, why), Some(tried_at));
+                metrics().dispatch_result(DispatchResult::Failed);
+                event
+            }
+        };
+        self.record_later(job, event, Some(permit)).await;
+        None
+    }
+
+    /// Hands an attempt's outcome to the store, in the background: the write waits for a
+    /// group commit, and holding the request slot through it would cap dispatch at the commit
+    /// rate, so it takes a result slot instead.
+    async fn record_later(
+        &self,
+        job: DispatchJob,
+        event: RunEvent,
+        permit: Option<OwnedSemaphorePermit>,
+    ) {
         let Ok(recording_permit) = self.recording_permits.clone().acquire_owned().await else {
             return;
         };
         drop(permit);
         let (store, shared) = (self.shared.store.clone(), self.shared.clone());
         actix::spawn(self.recording.track(async move {
-            record(&store, &job, result).await;
+            record(&store, &job, event).await;
             shared.release(&job.request_id);
             drop(recording_permit);
         }));
@@ -532,17 +687,38 @@ impl Handler<Dispatch> for DispatchActor {
 
     fn handle(&mut self, msg: Dispatch, _: &mut Context<Self>) -> Self::Result {
         let sender = self.sender.clone();
-        let now = self.shared.admit(msg.0);
         Box::pin(async move {
-            let Some(sender) = sender else { return };
-            for (host, job) in now {
-                let Ok(permit) = sender.permits.clone().acquire_owned().await else {
-                    return;
-                };
-                let serve = sender.clone().serve(host, job, permit);
-                actix::spawn(sender.serving.track(serve));
+            if let Some(sender) = sender {
+                sender.take(msg.0).await;
             }
         })
+    }
+}
+
+/// What sending an attempt came to.
+enum Delivered {
+    /// The reply (or its absence) as the event to record.
+    Event(RunEvent),
+    /// No connection could be made, so nothing was sent: why, and when it was tried.
+    NotSent {
+        why: String,
+        tried_at: DateTime<Utc>,
+    },
+}
+
+/// The event of an attempt that failed with `outcome` before it was sent (`tried_at`: when a
+/// connection was tried).
+fn not_sent(job: &DispatchJob, outcome: Outcome, tried_at: Option<DateTime<Utc>>) -> RunEvent {
+    RunEvent {
+        request_id: job.request_id.clone(),
+        event: Event::Report(Report {
+            attempt: Some(job.attempt),
+            outcome,
+            at: Utc::now(),
+            sent_at: tried_at,
+            member: None,
+        }),
+        blind: true,
     }
 }
 
@@ -552,16 +728,25 @@ async fn deliver(
     secret: &[u8],
     allowlist: &Allowlist,
     job: &DispatchJob,
-) -> RunEvent {
+) -> Delivered {
     let started = Utc::now();
-    if job.attempt == 1 {
+    // An attempt gone to another member counted its lag when it was first sent.
+    if job.attempt == 1 && job.tried.is_empty() {
         let lag = (started - job.due_at)
             .num_microseconds()
             .unwrap_or(i64::MAX);
         metrics().trigger_lag.observe(lag as f64 / 1e6);
     }
     let deadline = started + chrono::Duration::milliseconds(job.timeout_ms);
-    let outcome = post(client, secret, allowlist, job, deadline).await;
+    let outcome = match post(client, secret, allowlist, job, deadline).await {
+        Ok(outcome) => outcome,
+        Err(why) => {
+            return Delivered::NotSent {
+                why,
+                tried_at: started,
+            }
+        }
+    };
     let (result, code) = match &outcome {
         Outcome::Accepted { .. } => (DispatchResult::Accepted, None),
         Outcome::Succeeded { code, .. } => (DispatchResult::Success, code.as_deref()),
@@ -578,19 +763,20 @@ async fn deliver(
             code.map(|c| format!(" ({c})")).unwrap_or_default()
         );
     }
-    RunEvent {
+    Delivered::Event(RunEvent {
         request_id: job.request_id.clone(),
         event: Event::Report(Report {
             attempt: Some(job.attempt),
             outcome,
             at: Utc::now(),
             sent_at: Some(started),
+            member: job.member.as_deref().map(str::to_string),
         }),
         // The dispatcher needs no exact outcome; which replies can be written without a read
         // is the lifecycle's to say (`run::blind`: not a failure, whose retry is decided on
         // the run as it is).
         blind: true,
-    }
+    })
 }
 
 /// Longest pause between two tries of recording a reply.
@@ -663,24 +849,25 @@ fn log_recorded(job: &DispatchJob, event: &RunEvent, decided: Option<Decided>) {
 /// POSTs one attempt, signed: `X-Ax-Timestamp` and `X-Ax-Signature` over exactly the bytes
 /// sent. The handler's host is checked against the allowlist in force now, not only the one
 /// the task was stored under: as written here, and as resolved by `GuardedResolver`.
+/// `Err`: no connection could be made, so nothing was sent (why).
 async fn post(
     client: &awc::Client,
     secret: &[u8],
     allowlist: &Allowlist,
     job: &DispatchJob,
     deadline: DateTime<Utc>,
-) -> Outcome {
+) -> Result<Outcome, String> {
     let Ok(uri) = job.handler_url.parse::<awc::http::Uri>() else {
-        return failed(CONNECT_ERROR_CODE, BAD_URI_MESSAGE);
+        return Ok(failed(CONNECT_ERROR_CODE, BAD_URI_MESSAGE));
     };
     let host = uri.host().unwrap_or_default();
     if !allowlist.allows(host) {
-        return not_allowed(format!(
+        return Ok(not_allowed(format!(
             "host `{host}` is not allowed by security.handler_allowlist"
-        ));
+        )));
     }
     let Ok(params) = RawValue::from_string(job.params.to_string()) else {
-        return failed(BAD_PARAMS_CODE, PARAMS_NOT_JSON_MESSAGE);
+        return Ok(failed(BAD_PARAMS_CODE, PARAMS_NOT_JSON_MESSAGE));
     };
     let body = DispatchBody {
         task_id: job.task_id,
@@ -689,9 +876,11 @@ async fn post(
         scheduled_at: rfc3339(job.scheduled_at),
         attempt: job.attempt,
         callback_token: callback_token(secret, job.request_id.as_str()),
+        shard_index: job.shard.map(|shard| shard.index),
+        shard_total: job.shard.map(|shard| shard.total),
     };
     let Ok(body) = serde_json::to_vec(&body) else {
-        return failed(BAD_PARAMS_CODE, BODY_NOT_ENCODED_MESSAGE);
+        return Ok(failed(BAD_PARAMS_CODE, BODY_NOT_ENCODED_MESSAGE));
     };
     let timestamp = Utc::now().timestamp();
     let timeout = Duration::from_millis(job.timeout_ms.max(1) as u64);
@@ -716,7 +905,7 @@ async fn post(
                 Err(awc::error::SendRequestError::Timeout) => return None,
                 Err(awc::error::SendRequestError::Connect(awc::error::ConnectError::Resolver(
                     err,
-                ))) if err.is::<NotAllowed>() => return Some(not_allowed(err.to_string())),
+                ))) if err.is::<NotAllowed>() => return Some(Ok(not_allowed(err.to_string()))),
                 // A kept-alive connection the executor closed as it was reused (awc calls it
                 // "connector has been disconnected"): the request was not answered, and a
                 // new connection is tried at once rather than charging the executor with a
@@ -732,20 +921,24 @@ async fn post(
                         job.request_id
                     );
                 }
-                Err(err) => return Some(failed(CONNECT_ERROR_CODE, err.to_string())),
+                // No connection (refused, reset, unreachable): the request was not sent.
+                Err(err @ awc::error::SendRequestError::Connect(_)) => {
+                    return Some(Err(err.to_string()))
+                }
+                Err(err) => return Some(Ok(failed(CONNECT_ERROR_CODE, err.to_string()))),
             }
         };
         let status = response.status().as_u16();
-        Some(match read_capped(&mut response).await {
+        Some(Ok(match read_capped(&mut response).await {
             Ok(bytes) => classify_reply(status, &bytes, deadline),
             Err(err) => failed(BAD_REPLY_CODE, err.to_string()),
-        })
+        }))
     };
     tokio::time::timeout(timeout, exchange)
         .await
         .ok()
         .flatten()
-        .unwrap_or_else(|| failed(TIMEOUT_CODE, NO_REPLY_MESSAGE))
+        .unwrap_or_else(|| Ok(failed(TIMEOUT_CODE, NO_REPLY_MESSAGE)))
 }
 
 /// Tries of a request whose connection the executor closed unanswered.
@@ -807,6 +1000,8 @@ pub struct DispatchSettings {
     /// Requests in flight per worker.
     pub max_in_flight: usize,
     pub host_caps: HostCaps,
+    /// How executor group members are kept.
+    pub fleet: FleetSettings,
     /// This process, as its claims name it.
     pub claimant: String,
 }
@@ -817,6 +1012,7 @@ impl DispatchHandle {
         let shared = Arc::new(Shared {
             state: Mutex::default(),
             caps: settings.host_caps,
+            fleet: Arc::new(Fleet::new(settings.fleet)),
             claimant: settings.claimant,
             store,
             shown: Mutex::default(),
@@ -887,6 +1083,26 @@ impl DispatchHandle {
             false
         });
         waiting + ended
+    }
+
+    /// Reads the executor groups from the store now (at start-up, and after a change here,
+    /// rather than at the next second's refresh).
+    pub async fn refresh_fleet(&self) {
+        self.shared.fleet.refresh(&self.shared.store, 1).await;
+    }
+
+    /// The members a fire of a broadcast task is sharded over now; `None` when its runs are
+    /// not broadcast (see `Fleet::broadcast_members`).
+    pub fn broadcast_members(&self, executor: &TaskExecutor) -> Option<Vec<Arc<str>>> {
+        self.shared.fleet.broadcast_members(executor)
+    }
+
+    /// Each executor group member's health and load in this process, by URL.
+    pub fn member_states(&self) -> HashMap<String, MemberState> {
+        let held = self.shared.held();
+        self.shared
+            .fleet
+            .states(|member| held.slots.in_flight(member))
     }
 
     /// The dispatchers, for health checks and for stopping them after a failed start-up.

@@ -17,8 +17,8 @@ use crate::clock::rfc3339;
 use crate::metrics::{add, metrics};
 use crate::plan::{self, FirePlan, RunDecision, TaskSpec};
 use crate::run::{
-    claim_until, dependency_deadline, jittered, Event, NewRun, RequestId, RunStatus, TaskId,
-    TriggerType,
+    claim_until, dependency_deadline, jittered, shards, Event, NewRun, RequestId, RunStatus, Shard,
+    TaskId, TriggerType,
 };
 use crate::store::models::{NewInstance, RunOrigin};
 use crate::store::queries::due::DueAttempt;
@@ -106,13 +106,18 @@ fn new_run(
 }
 
 /// The rows to record for one task's plan: each decision advances `next_run_at` from its own
-/// time to the next decision's time, the last one to the plan's `next`.
+/// time to the next decision's time, the last one to the plan's `next`. A broadcast task's
+/// fire is one run per live member of its group (its shards).
 fn fire_records(
     spec: &TaskSpec,
     (plan, fire_at): &(FirePlan, DateTime<Utc>),
     planned_at: DateTime<Utc>,
     fire: &FireContext,
 ) -> Vec<FireRecord> {
+    let members = spec
+        .executor
+        .as_deref()
+        .and_then(|executor| fire.dispatch.broadcast_members(executor));
     let mut records = Vec::with_capacity(plan.decisions.len());
     for (i, decision) in plan.decisions.iter().enumerate() {
         let advance_to = plan
@@ -133,14 +138,28 @@ fn fire_records(
             fired_by: fire.instance_id.clone(),
             params: None,
         };
+        let run = NewInstance::new(origin, &run);
+        let (instance, siblings) = match (&members, decision) {
+            (Some(members), RunDecision::Fire(_)) => sharded(&run, members),
+            _ => (run, Vec::new()),
+        };
         records.push(FireRecord {
             scheduled_at: to_db(scheduled_at),
             next_run_at: advance_to.map(to_db),
-            instance: NewInstance::new(origin, &run),
+            instance,
+            siblings,
             overlap: spec.overlap,
         });
     }
     records
+}
+
+/// A broadcast fire's shards: shard 0 and its siblings, one per member.
+fn sharded(run: &NewInstance, members: &[Arc<str>]) -> (NewInstance, Vec<NewInstance>) {
+    let mut runs = shards(members.len())
+        .map(|shard| run.shard(shard, members.get(shard.index as usize).map(|m| &**m)));
+    let first = runs.next().unwrap_or_else(|| run.clone());
+    (first, runs.collect())
 }
 
 /// What a batch of fires asks of the wheel that planned it: to take the schedules of tasks
@@ -176,10 +195,14 @@ pub async fn commit_fires(
         locked.push(spec.id);
         for plan in &planned.plans {
             for record in fire_records(spec, plan, planned.planned_at, &fire) {
+                let shards = std::iter::once(&record.instance)
+                    .chain(&record.siblings)
+                    .map(FiredShard::of)
+                    .collect();
                 runs.push(FiredRun {
                     spec: spec.clone(),
                     fire_at: plan.1,
-                    request_id: record.instance.request_id.clone(),
+                    shards,
                     status: record.instance.status,
                     dispatched: record.instance.dispatched_attempt == 1,
                     overlapped: false,
@@ -219,7 +242,7 @@ pub async fn commit_fires(
     let mut jobs = Vec::with_capacity(runs.len());
     // `record_fires` answers one outcome per record, in order.
     for (mut run, outcome) in runs.into_iter().zip(outcomes) {
-        let (task_id, request_id) = (run.spec.id, &run.request_id);
+        let (task_id, request_id) = (run.spec.id, run.shards[0].request_id.clone());
         match outcome {
             FireOutcome::Fired | FireOutcome::Overlapped(_) => {
                 if let FireOutcome::Overlapped(status) = outcome {
@@ -233,7 +256,8 @@ pub async fn commit_fires(
                 log::info!("task {task_id} request {request_id}: {}", run.recorded());
                 // A fired run's first attempt is claimed with its row; the others wait.
                 if run.dispatched {
-                    jobs.push((run.fire_at, run.job()));
+                    let fire_at = run.fire_at;
+                    jobs.extend(run.jobs().map(|job| (fire_at, job)));
                 }
             }
             FireOutcome::Duplicate => log::warn!(
@@ -259,7 +283,8 @@ pub async fn commit_fires(
 struct FiredRun {
     spec: Arc<TaskSpec>,
     fire_at: DateTime<Utc>,
-    request_id: RequestId,
+    /// Its one run, or a broadcast fire's shards (shard 0 first).
+    shards: Vec<FiredShard>,
     status: RunStatus,
     /// Its first attempt is claimed with its row, for dispatch at `fire_at`.
     dispatched: bool,
@@ -274,14 +299,34 @@ struct FiredRun {
     periods: u64,
 }
 
+/// One run of a fire: a broadcast's shard with its member.
+struct FiredShard {
+    request_id: RequestId,
+    shard: Option<Shard>,
+    member: Option<Arc<str>>,
+}
+
+impl FiredShard {
+    fn of(run: &NewInstance) -> FiredShard {
+        FiredShard {
+            request_id: run.request_id.clone(),
+            shard: Shard::of_row(run.shard_index, run.shard_total),
+            member: run.member.as_deref().map(Arc::from),
+        }
+    }
+}
+
 impl FiredRun {
     /// What was recorded, for the log: dispatched or, if not, why not.
     fn recorded(&self) -> String {
         let at = rfc3339(from_db(self.scheduled_at));
-        let folded = match self.periods {
+        let mut folded = match self.periods {
             1 => String::new(),
             n => format!(", one run for the {n} periods the task missed"),
         };
+        if let Some(shard) = self.shards[0].shard {
+            folded.push_str(&format!(", as {} broadcast shards", shard.total));
+        }
         match self.status {
             RunStatus::Ready if self.dispatched => format!("run scheduled at {at} fired{folded}"),
             RunStatus::Ready => format!(
@@ -309,22 +354,29 @@ impl FiredRun {
         }
     }
 
-    /// The run's first attempt.
-    fn job(self) -> DispatchJob {
+    /// The first attempt of each of its runs.
+    fn jobs(self) -> impl Iterator<Item = DispatchJob> {
         let scheduled_at = from_db(self.scheduled_at);
-        DispatchJob {
-            task_id: self.spec.id,
-            request_id: self.request_id,
-            handler_url: self.spec.handler_url.clone(),
-            params: self.spec.params.clone(),
+        let claimed_until = self
+            .claimed_until
+            .unwrap_or_else(|| claim_until(self.fire_at, self.spec.timeout_ms));
+        let spec = self.spec;
+        self.shards.into_iter().map(move |run| DispatchJob {
+            task_id: spec.id,
+            request_id: run.request_id,
+            handler_url: spec.handler_url.clone(),
+            executor: spec.executor.clone(),
+            member: run.member,
+            shard: run.shard,
+            tried: Vec::new(),
+            queued_at: None,
+            params: spec.params.clone(),
             scheduled_at,
             due_at: scheduled_at,
             attempt: 1,
-            timeout_ms: self.spec.timeout_ms,
-            claimed_until: self
-                .claimed_until
-                .unwrap_or_else(|| claim_until(self.fire_at, self.spec.timeout_ms)),
-        }
+            timeout_ms: spec.timeout_ms,
+            claimed_until,
+        })
     }
 }
 
@@ -375,6 +427,11 @@ pub async fn claim_attempts(
                 task_id: due.task_id,
                 request_id: due.request_id.clone(),
                 handler_url: due.handler_url.clone(),
+                executor: due.executor.clone().map(Arc::new),
+                member: due.member.as_deref().map(Arc::from),
+                shard: due.shard,
+                tried: Vec::new(),
+                queued_at: None,
                 params: due.params.as_str().into(),
                 scheduled_at: due.run.scheduled_at,
                 due_at: due.first_due_at(),

@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod dispatch;
 pub mod fire;
+pub mod fleet;
 mod in_flight;
 pub mod lock;
 pub mod resolver;

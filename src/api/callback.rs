@@ -178,6 +178,7 @@ fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError>
         outcome,
         at: state.service.now(),
         sent_at: None,
+        member: None,
     };
     Ok((request_id, report))
 }

@@ -29,7 +29,7 @@ pub async fn json_bodies(
     req: ServiceRequest,
     next: middleware::Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let api = !crate::console::guards_itself(req.path());
+    let api = !crate::web::console_home::guards_itself(req.path());
     let body = site::has_body(
         text(&req, header::CONTENT_LENGTH),
         req.headers().contains_key(header::TRANSFER_ENCODING),

@@ -51,8 +51,11 @@ pub async fn get(
         .instance(request_id.clone())
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no run with requestId {request_id}")))?;
-    let attempts = state.service.attempts(request_id).await?;
-    Ok(HttpResponse::Ok().json(RunView::new(run, attempts)))
+    let (attempts, shards) = futures_util::join!(
+        state.service.attempts(request_id),
+        state.service.shards(&run)
+    );
+    Ok(HttpResponse::Ok().json(RunView::new(run, attempts?, shards?)))
 }
 
 /// `POST /api/instances/{requestId}/cancel`: the run, CANCELLED; 409 if it is final already.

@@ -5,6 +5,7 @@ mod audit;
 mod callback;
 mod cron;
 mod endpoint;
+mod executors;
 mod guard;
 mod health;
 mod instances;
@@ -12,6 +13,7 @@ pub(crate) mod json;
 mod openapi;
 mod scenes;
 mod tasks;
+mod token;
 pub(crate) mod validate;
 mod views;
 
@@ -19,6 +21,7 @@ use actix_web::{web, HttpRequest};
 
 pub use endpoint::Endpoint;
 pub use guard::{json_bodies, same_site};
+pub use token::require_token;
 // For the handlers, which name these (and `Actor`, `ApiState`) as `super::…`.
 use json::{body_within_limit, MAX_BODY_BYTES, MAX_BULK_BODY_BYTES};
 pub use validate::{task_body, task_input};
@@ -65,6 +68,12 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(post "/api/instances/{requestId}/cancel", instances::cancel, true, "Cancel an open run: no further attempt, later results change nothing (409 if final)"),
     endpoint!(post "/api/callback", callback::report, false, "An executor reports a run's result"),
     endpoint!(get "/api/cluster", health::cluster, true, "Live ax processes"),
+    endpoint!(get "/api/executors", executors::list, true, "Executor groups with their members and each member's health in this ax process"),
+    endpoint!(get "/api/executors/{group}", executors::get, true, "One executor group"),
+    endpoint!(put "/api/executors/{group}", executors::put, true, "Create or replace an executor group: routing, maxInFlight per member, defined members (registered ones stay)"),
+    endpoint!(delete "/api/executors/{group}", executors::delete, true, "Delete an executor group (409 while tasks use it)"),
+    endpoint!(post "/api/executors/{group}/members", executors::register, true, "An executor registers itself in a group (created with the defaults if missing), or heartbeats"),
+    endpoint!(delete "/api/executors/{group}/members", executors::unregister, true, "An executor leaves its group (?url=)"),
     endpoint!(get "/api/audit", audit::list, true, "The audit log, newest first: who changed what and when"),
     endpoint!(get "/api/cron/next", cron::next, true, "The next fire times of a cron expression in a time zone, with DST notes and a description in English"),
 ];

@@ -4,7 +4,9 @@
 use serde_json::{json, Map, Value};
 
 use super::endpoint::Endpoint;
+use crate::routing::Routing;
 use crate::run::{ReportedStatus, RunStatus, TriggerType};
+use crate::service::executors::DEFAULT_MAX_IN_FLIGHT;
 use crate::store::models::AuditAction;
 use crate::store::models::TaskStatus;
 use crate::task_fields;
@@ -131,6 +133,9 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         ("post", "/api/tasks") | ("put" | "patch", "/api/tasks/{id}") => {
             responses["409"] = error("the scene has another task of that name (`field`: name)");
         }
+        ("delete", "/api/executors/{group}") => {
+            responses["409"] = error("tasks use the group: the message names them");
+        }
         _ => {}
     }
     let mut op = json!({
@@ -228,6 +233,13 @@ fn query_parameters(method: &str, path: &str) -> Vec<Value> {
             ),
             query("count", "integer", "1-100, default 10"),
         ],
+        ("delete", "/api/executors/{group}/members") => {
+            vec![query(
+                "url",
+                "string",
+                "the member's URL, as it registered (required)",
+            )]
+        }
         ("get", "/api/instances") => vec![
             query("taskId", "integer", "only this task's runs"),
             query("scene", "string", "only runs of this scene's tasks"),
@@ -249,6 +261,17 @@ fn request_body(method: &str, path: &str) -> Option<Value> {
         ("patch", "/api/tasks/{id}") => Some(json!({"type": "object",
             "description": "any TaskInput fields: merged into the task (RFC 7386); null resets one to its default"})),
         ("post", "/api/callback") => Some(schema_ref("Callback")),
+        ("put", "/api/executors/{group}") => Some(json!({"type": "object", "properties": {
+            "routing": {"type": "string", "enum": Routing::NAMES, "default": Routing::DEFAULT.name()},
+            "maxInFlight": {"type": "integer", "minimum": 1, "default": DEFAULT_MAX_IN_FLIGHT,
+                "description": "requests in flight to each member at most"},
+            "members": {"type": "array", "items": {"type": "string", "format": "uri"},
+                "description": "defined members, in order; members that registered themselves stay"}}})),
+        ("post", "/api/executors/{group}/members") => Some(json!({"type": "object",
+            "required": ["url"], "properties": {
+            "url": {"type": "string", "format": "uri", "description": "the member's base URL"},
+            "capacity": {"type": "integer", "minimum": 1,
+                "description": "caps its requests in flight below the group's maxInFlight"}}})),
         ("post", "/api/tasks/{id}/backfill") => Some(json!({"type": "object",
             "required": ["from", "to"], "properties": {
                 "from": {"type": "string", "format": "date-time"},
@@ -303,6 +326,19 @@ fn reply(method: &str, path: &str) -> (&'static str, Value) {
             "applied": {"type": "boolean"}, "message": {"type": "string"}}}),
         ),
         ("get", "/metrics") => ("200", json!({"type": "string"})),
+        ("get", "/api/executors") => (
+            "200",
+            json!({"type": "object", "properties": {
+            "items": {"type": "array", "items": schema_ref("ExecutorGroup")}}}),
+        ),
+        ("get" | "put", "/api/executors/{group}") => ("200", schema_ref("ExecutorGroup")),
+        ("post", "/api/executors/{group}/members") => (
+            "201",
+            json!({"type": "object", "description": "201 when it joined, 200 for a heartbeat",
+                "properties": {"group": {"type": "string"}, "url": {"type": "string"},
+                "heartbeatSecs": {"type": "integer",
+                    "description": "register again this often, or be dropped"}}}),
+        ),
         ("get", "/api/scenes") => (
             "200",
             json!({"type": "object", "properties": {
@@ -387,12 +423,37 @@ fn schemas() -> Value {
             "claimedUntil": {"type": "string", "format": "date-time", "nullable": true,
                 "description": "while a dispatcher holds the current attempt: when its claim lapses"},
             "dispatchedAt": {"type": "string", "format": "date-time", "nullable": true,
-                "description": "when the first attempt was sent; the run's lag is this minus scheduledAt"}}},
+                "description": "when the first attempt was sent; the run's lag is this minus scheduledAt"},
+            "member": {"type": "string", "nullable": true,
+                "description": "the executor group member that served its last attempt"},
+            "shardIndex": {"type": "integer", "nullable": true,
+                "description": "a broadcast run's shard of its fire, 0..shardTotal"},
+            "shardTotal": {"type": "integer", "nullable": true,
+                "description": "how many shards its fire has (one per live member at fire time)"}}},
         "RunDetail": {"allOf": [{"$ref": "#/components/schemas/Instance"}, {"type": "object", "properties": {
             "attempts": {"type": "array", "description": "attempts that failed and were retried, in order; the last attempt's outcome is the run's own",
                 "items": {"type": "object", "properties": {
                     "attempt": int, "endedAt": time, "code": opt_string, "message": opt_string,
-                    "process": {"type": "string", "description": "the ax process that dispatched it"}}}}}}]},
+                    "process": {"type": "string", "description": "the ax process that dispatched it"},
+                    "member": {"type": "string", "nullable": true,
+                        "description": "the executor group member that served it"}}}},
+            "shards": {"type": "array", "description": "a broadcast shard's fire: every shard in order, this run among them (absent for other runs)",
+                "items": {"type": "object", "properties": {
+                    "requestId": {"type": "string", "format": "uuid"},
+                    "shardIndex": int, "status": {"type": "string", "enum": RunStatus::ALL},
+                    "member": {"type": "string", "nullable": true}}}}}}]},
+        "ExecutorGroup": {"type": "object", "properties": {
+            "name": string, "routing": {"type": "string", "enum": Routing::NAMES},
+            "maxInFlight": int, "updatedAt": time,
+            "members": {"type": "array", "items": {"type": "object", "properties": {
+                "url": string,
+                "registered": {"type": "boolean",
+                    "description": "registered itself (expires without heartbeats), else defined"},
+                "capacity": {"type": "integer", "nullable": true},
+                "registeredAt": time, "lastSeenAt": opt_time,
+                "state": {"type": "string", "enum": ["HEALTHY", "UNHEALTHY", "PROBING"],
+                    "description": "as this ax process has seen it"},
+                "inFlight": int, "successes": int, "failures": int, "lastError": opt_string}}}}},
         "Callback": {"type": "object", "required": ["requestId", "callbackToken", "status"], "properties": {
             "requestId": string, "callbackToken": string,
             "status": {"type": "string", "enum": ReportedStatus::ALL},

@@ -14,6 +14,7 @@ use crate::service::task_details::TaskDetails;
 use crate::store::from_db;
 use crate::store::models::{Instance, TaskStatus};
 use crate::store::queries::attempts::AttemptRow;
+use crate::task_executor::TaskExecutor;
 
 fn time(at: NaiveDateTime) -> String {
     rfc3339(from_db(at))
@@ -27,7 +28,9 @@ pub struct TaskView {
     name: String,
     scene: String,
     cron: String,
-    handler_url: String,
+    /// `null` for a task dispatched to an executor group.
+    handler_url: Option<String>,
+    executor: Option<TaskExecutor>,
     params: serde_json::Value,
     max_retry: i32,
     timeout_ms: i64,
@@ -65,7 +68,8 @@ impl From<TaskDetails> for TaskView {
             name: task.name,
             scene: task.scene,
             cron: task.cron,
-            handler_url: task.handler_url,
+            handler_url: Some(task.handler_url).filter(|_| task.executor.is_none()),
+            executor: task.executor,
             max_retry: task.max_retry,
             timeout_ms: task.timeout_ms,
             status: task.status,
@@ -90,13 +94,38 @@ pub struct RunView {
     run: InstanceView,
     /// Attempts that failed and were retried, in order; the last attempt's outcome is the run's.
     attempts: Vec<AttemptView>,
+    /// A broadcast shard's fire: every shard, in order (itself among them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    shards: Vec<ShardView>,
 }
 
 impl RunView {
-    pub fn new(run: Instance, attempts: Vec<AttemptRow>) -> RunView {
+    pub fn new(run: Instance, attempts: Vec<AttemptRow>, shards: Vec<Instance>) -> RunView {
         RunView {
             run: run.into(),
             attempts: attempts.into_iter().map(AttemptView::from).collect(),
+            shards: shards.into_iter().map(ShardView::from).collect(),
+        }
+    }
+}
+
+/// One shard of a broadcast fire, in a run's detail.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ShardView {
+    request_id: RequestId,
+    shard_index: Option<i32>,
+    status: RunStatus,
+    member: Option<String>,
+}
+
+impl From<Instance> for ShardView {
+    fn from(run: Instance) -> Self {
+        ShardView {
+            request_id: run.request_id,
+            shard_index: run.shard_index,
+            status: run.status,
+            member: run.member,
         }
     }
 }
@@ -110,6 +139,8 @@ struct AttemptView {
     message: Option<String>,
     /// The ax process that dispatched it.
     process: String,
+    /// The executor group member that served it.
+    member: Option<String>,
 }
 
 impl From<AttemptRow> for AttemptView {
@@ -120,6 +151,7 @@ impl From<AttemptRow> for AttemptView {
             code: row.code,
             message: row.message,
             process: row.process,
+            member: row.member,
         }
     }
 }
@@ -152,6 +184,11 @@ pub struct InstanceView {
     claimed_until: Option<String>,
     /// When the first attempt was sent to the handler (its lag: this minus `scheduledAt`).
     dispatched_at: Option<String>,
+    /// The executor group member that served its last attempt.
+    member: Option<String>,
+    /// A broadcast run's shard of its fire, `0..shardTotal`.
+    shard_index: Option<i32>,
+    shard_total: Option<i32>,
 }
 
 impl From<Instance> for InstanceView {
@@ -177,6 +214,9 @@ impl From<Instance> for InstanceView {
             dispatched_attempt: run.dispatched_attempt,
             claimed_until: run.claimed_until.map(time),
             dispatched_at: run.dispatched_at.map(time),
+            member: run.member,
+            shard_index: run.shard_index,
+            shard_total: run.shard_total,
         }
     }
 }
@@ -266,7 +306,7 @@ mod tests {
     use crate::api::validate::task_body;
     use crate::service::task_input::TaskInput;
     use crate::task_fields::examples::{details, input, required, with_example};
-    use crate::task_fields::{Default, ALL, DEPENDS_ON};
+    use crate::task_fields::{Default, Field, ALL, DEPENDS_ON, EXECUTOR, HANDLER_URL};
     use serde_json::Value;
 
     fn view(input: &TaskInput) -> Value {
@@ -285,7 +325,8 @@ mod tests {
             );
         }
         let defaults = view(&input(required()));
-        for field in ALL.iter().filter(|f| f.default != Default::Required) {
+        let given = |f: &&&Field| matches!(f.default, Default::Required | Default::Either(_));
+        for field in ALL.iter().filter(|f| !given(f)) {
             assert_eq!(
                 Some(defaults[field.name].clone()),
                 field.default_json(),
@@ -297,14 +338,23 @@ mod tests {
 
     #[test]
     fn a_view_sent_back_reads_as_the_same_task() {
-        let mut body = required();
-        for field in ALL.iter().filter(|f| f.name != DEPENDS_ON.name) {
-            body[field.name] = field.example_json();
+        // Each of the two alternatives, handlerUrl and executor.
+        for left_out in [EXECUTOR.name, HANDLER_URL.name] {
+            let mut body = required();
+            if let Some(fields) = body.as_object_mut() {
+                fields.remove(left_out);
+            }
+            for field in ALL
+                .iter()
+                .filter(|f| ![DEPENDS_ON.name, left_out].contains(&f.name))
+            {
+                body[field.name] = field.example_json();
+            }
+            let first = input(body);
+            let again = input(task_body(view(&first)));
+            assert!(crate::apply::changed_fields(&first, &again).is_empty());
+            let now = chrono::DateTime::UNIX_EPOCH;
+            assert_eq!(first.fields(now), again.fields(now));
         }
-        let first = input(body);
-        let again = input(task_body(view(&first)));
-        assert!(crate::apply::changed_fields(&first, &again).is_empty());
-        let now = chrono::DateTime::UNIX_EPOCH;
-        assert_eq!(first.fields(now), again.fields(now));
     }
 }

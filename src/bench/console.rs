@@ -219,11 +219,14 @@ impl Clock for SeedClock {
 async fn bench(args: &Args) -> anyhow::Result<Report> {
     let size = args.size();
     let seeded = seed::prepare(&args.database, size, args.reuse).await?;
-    let executor = MockExecutor::start(Behaviour {
-        mode: Mode::Sync,
-        fail_rate: 0.0,
-        delay: Duration::from_millis(1),
-    })?;
+    let executor = MockExecutor::start(
+        Behaviour {
+            mode: Mode::Sync,
+            fail_rate: 0.0,
+            delay: Duration::from_millis(1),
+        },
+        1,
+    )?;
     point_tasks_at(&seeded, &executor.url).await?;
     let mut config = Config::default();
     config.store.url = seeded.url.clone();

@@ -71,6 +71,8 @@ impl Shared {
 pub struct MockExecutor {
     /// The handler URL to register tasks with.
     pub url: String,
+    /// The base URL of each port it listens on: as many executor group members.
+    pub bases: Vec<String>,
     shared: Arc<Shared>,
     server: ServerHandle,
 }
@@ -82,8 +84,9 @@ const WORKERS: usize = 2;
 const CALLBACK_CONNECTIONS: usize = 1024;
 
 impl MockExecutor {
-    /// Starts the executor on a free port of 127.0.0.1. Must run inside an actix system.
-    pub fn start(behaviour: Behaviour) -> anyhow::Result<MockExecutor> {
+    /// Starts the executor on `ports` free ports of 127.0.0.1 (one server, so one count of
+    /// what every port received). Must run inside an actix system.
+    pub fn start(behaviour: Behaviour, ports: usize) -> anyhow::Result<MockExecutor> {
         let shared = Arc::new(Shared {
             behaviour,
             deliveries: Mutex::new(Vec::with_capacity(1 << 16)),
@@ -94,7 +97,7 @@ impl MockExecutor {
             window: OnceLock::new(),
         });
         let state = web::Data::from(shared.clone());
-        let server = HttpServer::new(move || {
+        let mut server = HttpServer::new(move || {
             // awc's client is bound to the worker thread that makes it.
             let client = awc::Client::builder()
                 .connector(awc::Connector::new().limit(CALLBACK_CONNECTIONS))
@@ -108,15 +111,23 @@ impl MockExecutor {
         .workers(WORKERS)
         .disable_signals()
         .keep_alive(Duration::from_secs(75))
-        .backlog(4096)
-        .bind("127.0.0.1:0")
-        .context("cannot start the mock executor")?;
-        let addr = server.addrs()[0];
+        .backlog(4096);
+        for _ in 0..ports.max(1) {
+            server = server
+                .bind("127.0.0.1:0")
+                .context("cannot start the mock executor")?;
+        }
+        let bases: Vec<String> = server
+            .addrs()
+            .iter()
+            .map(|addr| format!("http://{addr}/"))
+            .collect();
         let server = server.run();
         let handle = server.handle();
         actix_rt::spawn(server);
         Ok(MockExecutor {
-            url: format!("http://{addr}/run"),
+            url: format!("{}run", bases[0]),
+            bases,
             shared,
             server: handle,
         })

@@ -108,6 +108,10 @@ pub struct Args {
     /// tasks; the report then has how long the start-up preload took.
     #[arg(long)]
     pub restart: bool,
+    /// Dispatch to an executor group of this many members (the mock executor listening on as
+    /// many ports) instead of one handler URL; 0: a handler URL.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub executors: u32,
     /// Keep the temporary folder (the config and logs of the ax processes); without it, it
     /// is removed unless the logs have warnings.
     #[arg(long)]
@@ -246,11 +250,14 @@ async fn interrupted() -> &'static str {
 async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     let started = Instant::now();
     let store = BenchStore::create(args.store, dir).await?;
-    let executor = MockExecutor::start(Behaviour {
-        mode: args.mode,
-        fail_rate: args.fail_rate,
-        delay: Duration::from_millis(args.executor_delay_ms),
-    })?;
+    let executor = MockExecutor::start(
+        Behaviour {
+            mode: args.mode,
+            fail_rate: args.fail_rate,
+            delay: Duration::from_millis(args.executor_delay_ms),
+        },
+        args.executors as usize,
+    )?;
     let spec = ClusterSpec {
         store_url: store.url.clone(),
         redis_url: args.redis.then(|| REDIS_URL.to_string()),
@@ -267,9 +274,16 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
 
     let registering = Instant::now();
     let limit = registration_limit(args.tasks);
+    let target = match args.executors {
+        0 => json!({"handlerUrl": executor.url}),
+        _ => {
+            define_group(&cluster.base_urls()[0], &executor.bases).await?;
+            json!({"executor": {"group": BENCH_GROUP, "path": "/run"}})
+        }
+    };
     let tasks = tokio::time::timeout(
         limit,
-        register_tasks(&cluster.base_urls(), &executor.url, args, &store),
+        register_tasks(&cluster.base_urls(), &target, args, &store),
     )
     .await
     .map_err(|_| anyhow!("registering {} tasks took over {limit:?}", args.tasks))??;
@@ -322,6 +336,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         store: args.store.as_str(),
         redis: args.redis,
         instances: args.instances,
+        executors: args.executors,
         mode: args.mode.as_str(),
         fail_rate: args.fail_rate,
         window_secs: args.duration,
@@ -406,7 +421,7 @@ impl Window {
 /// the ax processes; then reads their ids from the store.
 async fn register_tasks(
     ax_urls: &[String],
-    handler_url: &str,
+    target: &Value,
     args: &Args,
     store: &BenchStore,
 ) -> anyhow::Result<Vec<(i64, CronSchedule)>> {
@@ -426,7 +441,7 @@ async fn register_tasks(
         async move {
             for n in (lane..calls.len()).step_by(REGISTER_CONCURRENCY) {
                 let ax_url = &ax_urls[n % ax_urls.len()];
-                register_bulk(client, ax_url, handler_url, &calls[n], args.period)
+                register_bulk(client, ax_url, target, &calls[n], args.period)
                     .await
                     .with_context(|| format!("cannot register tasks on {ax_url}"))?;
                 registering.inc(calls[n].len() as u64);
@@ -459,24 +474,50 @@ const TASK_NAME_PREFIX: &str = "bench-";
 /// Tasks per bulk call: the most the API takes.
 const BULK_ITEMS: usize = 1000;
 
+/// The executor group of `--executors`.
+const BENCH_GROUP: &str = "bench";
+
+/// Defines the bench's executor group with these members.
+async fn define_group(ax_url: &str, members: &[String]) -> anyhow::Result<()> {
+    let mut response = awc::Client::default()
+        .put(format!("{ax_url}/api/executors/{BENCH_GROUP}"))
+        .send_json(&json!({"members": members}))
+        .await
+        .map_err(|err| anyhow!("cannot define the executor group: {err}"))?;
+    if !response.status().is_success() {
+        let body = response.body().await.unwrap_or_default();
+        bail!(
+            "defining the executor group: HTTP {}: {}",
+            response.status(),
+            String::from_utf8_lossy(&body)
+        );
+    }
+    Ok(())
+}
+
+/// Registers the tasks of `indexes`, each dispatched to `target` (its `handlerUrl` or
+/// `executor` field).
 async fn register_bulk(
     client: &awc::Client,
     ax_url: &str,
-    handler_url: &str,
+    target: &Value,
     indexes: &[u32],
     period: u32,
 ) -> anyhow::Result<()> {
     let items: Vec<Value> = indexes
         .iter()
         .map(|&index| {
-            json!({
+            let mut task = json!({
                 "name": format!("{TASK_NAME_PREFIX}{index}"),
                 "scene": "bench",
                 "cron": task_cron(index, period),
-                "handlerUrl": handler_url,
                 "timeoutMs": 30_000,
                 "maxRetry": 0,
-            })
+            });
+            if let (Some(task), Some(target)) = (task.as_object_mut(), target.as_object()) {
+                task.extend(target.clone());
+            }
+            task
         })
         .collect();
     // awc's errors are not `Send`: keep their text only.

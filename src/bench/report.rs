@@ -9,7 +9,7 @@ use crate::percentile::percentile;
 /// `ax bench --help`: every key of the report line, what it holds.
 pub const FIELDS_HELP: &str = "\
 The report: one JSON line on stdout, with these keys.
-  tasks, period, store, redis, instances, mode, fail_rate   the run's options
+  tasks, period, store, redis, instances, executors, mode, fail_rate   the run's options
   window_secs             length of the measuring window
   expected                runs scheduled in the window
   delivered               distinct runs scheduled in the window that reached the executor
@@ -50,6 +50,8 @@ pub struct Report {
     pub store: &'static str,
     pub redis: bool,
     pub instances: u32,
+    /// `--executors`: members of the executor group dispatched to (0: a handler URL).
+    pub executors: u32,
     pub mode: &'static str,
     pub fail_rate: f64,
     pub window_secs: u64,

@@ -359,6 +359,7 @@ async fn seed_tasks(conn: &mut MysqlConn, size: Size, now: DateTime<Utc>) -> any
                 },
                 jitter_secs: 0,
                 labels: crate::labels::Labels::default(),
+                executor: None,
             };
             rows.push((t::created_at.eq(created), fields));
             if rows.len() == TASK_BATCH {

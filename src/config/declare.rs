@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::kind::{Kind, Parsed, Refusal, Written};
 use super::{Config, HostConfig, NamedToken};
+use crate::alerting::{AlertRule, Channel};
 
 /// One setting, as `settings!` declares it.
 pub struct Setting {
@@ -162,6 +163,43 @@ impl Field for BTreeMap<String, HostConfig> {
     }
 }
 
+impl Field for Vec<Channel> {
+    fn from_parsed(parsed: Parsed) -> Option<Self> {
+        match parsed {
+            Parsed::Channels(channels) => Some(channels),
+            _ => None,
+        }
+    }
+
+    fn to_parsed(&self) -> Option<Parsed> {
+        Some(Parsed::Channels(self.clone()))
+    }
+}
+
+impl Field for AlertRule {
+    fn from_parsed(parsed: Parsed) -> Option<Self> {
+        match parsed {
+            Parsed::AlertRule(rule) => Some(rule),
+            _ => None,
+        }
+    }
+
+    fn to_parsed(&self) -> Option<Parsed> {
+        Some(Parsed::AlertRule(self.clone()))
+    }
+}
+
+/// A setting's key: `section.field`, or `section.name` where the field cannot be named as
+/// the key (`alerts.default`).
+macro_rules! key {
+    ($section:ident, $field:ident) => {
+        concat!(stringify!($section), ".", stringify!($field))
+    };
+    ($section:ident, $field:ident, $name:literal) => {
+        concat!(stringify!($section), ".", $name)
+    };
+}
+
 /// `Some(value)`, or `None` when it is left out.
 macro_rules! optional {
     () => {
@@ -179,6 +217,7 @@ macro_rules! settings {
         $(#[doc = $section_doc:literal])*
         $section:ident: $Section:ident {$(
             $field:ident: $ty:ty {
+                $(key: $key:literal,)?
                 $(env: $env:literal,)?
                 default: $default:expr,
                 $(shown: $shown:literal,)?
@@ -212,7 +251,7 @@ macro_rules! settings {
         /// Every setting, declared once, in the README's order.
         pub const SETTINGS: &[$crate::config::declare::Setting] = &[$($(
             $crate::config::declare::Setting::new(
-                concat!(stringify!($section), ".", stringify!($field)),
+                $crate::config::declare::key!($section, $field $(, $key)?),
                 $crate::config::declare::optional!($($env)?),
                 $kind,
                 $crate::config::declare::optional!($($shown)?),
@@ -232,4 +271,4 @@ macro_rules! settings {
     };
 }
 
-pub(crate) use {optional, settings};
+pub(crate) use {key, optional, settings};

@@ -7,6 +7,7 @@ use serde_yaml::Value as Yaml;
 
 use super::duration::{self, TimeUnit};
 use super::{HostConfig, NamedToken, MIN_SECRET_CHARS};
+use crate::alerting::{check_channels, AlertRule, Channel};
 use crate::security::ANONYMOUS;
 
 /// The kinds of value a setting takes.
@@ -41,6 +42,10 @@ pub enum Kind {
     Tokens,
     /// `dispatch.hosts`, from the file: `host` or `host:port` to `{max_in_flight}`.
     Hosts,
+    /// `alerts.channels`, from the file: `{name, kind, …}` each.
+    Channels,
+    /// `alerts.default`, from the file: `{events, channels, threshold, windowSecs, silenceSecs}`.
+    AlertRule,
 }
 
 /// A value read for a setting, before it is kept in its field.
@@ -51,6 +56,8 @@ pub enum Parsed {
     List(Vec<String>),
     Tokens(Vec<NamedToken>),
     Hosts(BTreeMap<String, HostConfig>),
+    Channels(Vec<Channel>),
+    AlertRule(AlertRule),
 }
 
 /// Why a value is refused.
@@ -90,6 +97,12 @@ impl Kind {
             (Kind::Hosts, Written::Yaml(value)) => serde_yaml::from_value(value.clone())
                 .map(Parsed::Hosts)
                 .map_err(|err| Refusal::Rule(format!("{} ({err})", self.rule())))?,
+            (Kind::Channels, Written::Yaml(value)) => serde_yaml::from_value(value.clone())
+                .map(Parsed::Channels)
+                .map_err(|err| Refusal::Rule(format!("{} ({err})", self.rule())))?,
+            (Kind::AlertRule, Written::Yaml(value)) => serde_yaml::from_value(value.clone())
+                .map(Parsed::AlertRule)
+                .map_err(|err| Refusal::Rule(format!("{} ({err})", self.rule())))?,
             (_, Written::Yaml(value)) => {
                 self.read_text(&scalar(value).ok_or_else(|| self.refusal())?)?
             }
@@ -116,10 +129,9 @@ impl Kind {
                 }),
             Kind::Text | Kind::Checked { .. } | Kind::Secret => Ok(Parsed::Text(text.into())),
             Kind::List { .. } => Ok(Parsed::List(listed(text))),
-            Kind::Tokens | Kind::Hosts => Err(Refusal::Rule(format!(
-                "{}, set in the config file",
-                self.rule()
-            ))),
+            Kind::Tokens | Kind::Hosts | Kind::Channels | Kind::AlertRule => Err(Refusal::Rule(
+                format!("{}, set in the config file", self.rule()),
+            )),
         }
     }
 
@@ -144,6 +156,19 @@ impl Kind {
             }
             (Kind::Tokens, Parsed::Tokens(tokens)) => return check_tokens(tokens),
             (Kind::Hosts, Parsed::Hosts(hosts)) => return check_hosts(hosts),
+            (Kind::Channels, Parsed::Channels(channels)) => {
+                // The rule follows the key: `alerts.channels [1].url: …`.
+                return check_channels(channels).map_err(|err| {
+                    let entry = err.key.strip_prefix("alerts.channels").unwrap_or(&err.key);
+                    Refusal::Rule(format!("{entry}: {}", err.message))
+                });
+            }
+            // Its channels are checked against `alerts.channels` by `Config::validate`.
+            (Kind::AlertRule, Parsed::AlertRule(rule)) => {
+                return rule
+                    .check_values()
+                    .map_err(|err| Refusal::Rule(err.to_string()))
+            }
             _ => false,
         }
         .then_some(())
@@ -159,13 +184,26 @@ impl Kind {
             Kind::Duration { min, max, unit } => format!("{min}-{max} {}", unit.symbol()),
             Kind::Secret => format!("at least {MIN_SECRET_CHARS} characters"),
             Kind::Hosts => format!("max_in_flight 1-{MAX_IN_FLIGHT_PER_HOST}"),
-            Kind::Text | Kind::Checked { .. } | Kind::List { .. } | Kind::Tokens => String::new(),
+            Kind::Text
+            | Kind::Checked { .. }
+            | Kind::List { .. }
+            | Kind::Tokens
+            | Kind::Channels
+            | Kind::AlertRule => String::new(),
         }
     }
 
     /// Whether a value of this kind is left out of refusals.
     pub fn hides_values(&self) -> bool {
-        matches!(self, Kind::Secret | Kind::Tokens)
+        matches!(self, Kind::Secret | Kind::Tokens | Kind::Channels)
+    }
+
+    /// Set in the config file only (a structure no environment variable could hold).
+    pub fn is_file_only(&self) -> bool {
+        matches!(
+            self,
+            Kind::Tokens | Kind::Hosts | Kind::Channels | Kind::AlertRule
+        )
     }
 
     /// A list is written comma-separated in an environment variable.
@@ -183,6 +221,10 @@ impl Kind {
             Kind::Checked { rule, .. } | Kind::List { rule, .. } => rule.to_string(),
             Kind::Tokens => "must be a list of {name, token, role}".into(),
             Kind::Hosts => "must map each host or host:port to {max_in_flight}".into(),
+            Kind::Channels => "must be a list of {name, kind, …}".into(),
+            Kind::AlertRule => {
+                "must be {events, channels, threshold, windowSecs, silenceSecs}".into()
+            }
         }
     }
 
@@ -209,6 +251,20 @@ impl Parsed {
                     .map(|(host, config)| format!("{host}: {}", config.max_in_flight))
                     .collect();
                 format!("{{{}}}", caps.join(", "))
+            }
+            Parsed::Channels(channels) => {
+                let names: Vec<&str> = channels.iter().map(|c| c.name.as_str()).collect();
+                format!("[{}]", names.join(", "))
+            }
+            Parsed::AlertRule(rule) => {
+                format!(
+                "{{events: [{}], channels: [{}], threshold: {}, windowSecs: {}, silenceSecs: {}}}",
+                rule.events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", "),
+                rule.channels.join(", "),
+                rule.threshold,
+                rule.window_secs,
+                rule.silence_secs
+            )
             }
         }
     }

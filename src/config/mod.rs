@@ -18,10 +18,10 @@ use crate::run::RetryPolicy;
 
 pub use declare::Setting;
 pub use error::{ConfigError, Origin};
-pub use kind::Kind;
+pub use kind::{Kind, MAX_IN_FLIGHT_PER_HOST};
 pub use settings::{
-    Alias, Config, DispatchConfig, RedisConfig, SchedulerConfig, SecurityConfig, ServerConfig,
-    StoreConfig, ALIASES, MAX_COMMIT_AHEAD_MS, SETTINGS,
+    AlertsConfig, Alias, Config, DispatchConfig, ExecutorsConfig, RedisConfig, SchedulerConfig,
+    SecurityConfig, ServerConfig, StoreConfig, ALIASES, MAX_COMMIT_AHEAD_MS, SETTINGS,
 };
 
 use kind::{Refusal, Written};
@@ -229,6 +229,42 @@ impl Config {
                 setting.refused(origin, refusal)
             })?;
         }
+        self.check_alerts()
+    }
+
+    /// What alerts' settings must agree on with others: the default rule names configured
+    /// channels, and every channel's host passes the handler allowlist as a handler's would
+    /// (no link-local or metadata address unless named).
+    fn check_alerts(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &'static str, rule: String| ConfigError::Invalid {
+            origin: Origin::Field { key, value: None },
+            key,
+            rule,
+        };
+        let names: Vec<&str> = self
+            .alerts
+            .channels
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        self.alerts
+            .default_rule
+            .check(&names)
+            .map_err(|err| invalid("alerts.default", err.to_string()))?;
+        let allowlist = crate::security::Allowlist::parse(&self.security.handler_allowlist)
+            .map_err(|err| invalid("security.handler_allowlist", err))?;
+        for (n, channel) in self.alerts.channels.iter().enumerate() {
+            let address = channel.url.as_deref().or(channel.smtp.as_deref());
+            let host = address
+                .and_then(|a| url::Url::parse(a).ok())
+                .and_then(|url| url.host_str().map(str::to_string));
+            if let Some(host) = host.filter(|host| !allowlist.allows(host)) {
+                return Err(invalid(
+                    "alerts.channels",
+                    format!("[{n}]: the host {host} is not allowed by security.handler_allowlist (link-local and metadata addresses need naming)"),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -267,6 +303,8 @@ mod tests {
             (_, "redis.url") => "redis://127.0.0.1:6379",
             (_, "security.handler_allowlist") => "10.0.0.0/8",
             (_, "server.allowed_hosts") => "ax.example.com",
+            (_, "alerts.console_url") => "https://ax.example.com",
+            (_, "alerts.send_timeout_ms") => "700",
             (Kind::Secret, _) => "a-secret-long-enough",
             _ => "7",
         }
@@ -302,7 +340,7 @@ mod tests {
         let mut names = std::collections::HashSet::new();
         for setting in SETTINGS {
             assert!(keys.insert(setting.key), "{} twice", setting.key);
-            let file_only = matches!(setting.kind, Kind::Tokens | Kind::Hosts);
+            let file_only = setting.kind.is_file_only();
             match setting.env {
                 Some(name) => {
                     assert!(!file_only, "{}", setting.key);

@@ -8,6 +8,7 @@ use super::declare::settings;
 use super::duration::{self, TimeUnit};
 use super::kind::{Kind, MAX_IN_FLIGHT_PER_HOST};
 use super::{dsn, is_instance_id, HostConfig, NamedToken};
+use crate::alerting::{AlertRule, Channel};
 
 /// Longest a run may be committed ahead of its time, in ms.
 pub const MAX_COMMIT_AHEAD_MS: u64 = 5_000;
@@ -62,7 +63,7 @@ settings! {
         tokens: Vec<NamedToken> {
             default: Vec::new(),
             kind: Kind::Tokens,
-            doc: "named tokens `{name, token, role}`, role `viewer` or `admin` (see [Security](#security))",
+            doc: "named tokens `{name, token, role}`, role `viewer`, `admin` or `executor` (registers executor group members, nothing else; see [Security](#security))",
         }
         allowed_hosts: Vec<String> {
             env: "AX_ALLOWED_HOSTS",
@@ -252,6 +253,34 @@ settings! {
         }
     }
 
+    /// `executors.*`: executor groups' members and their health.
+    executors: ExecutorsConfig {
+        heartbeat_secs: i64 {
+            env: "AX_EXECUTOR_HEARTBEAT_SECS",
+            default: 10,
+            kind: secs(1, 3600),
+            doc: "how often a registered member repeats its registration (told to it in the reply)",
+        }
+        member_ttl_secs: i64 {
+            env: "AX_EXECUTOR_MEMBER_TTL_SECS",
+            default: 30,
+            kind: secs(2, 7 * DAY_SECS),
+            doc: "a registered member not heard from for this long is dropped from its group",
+        }
+        failures_to_cool: u32 {
+            env: "AX_EXECUTOR_FAILURES_TO_COOL",
+            default: 3,
+            kind: count(1, 1000, ""),
+            doc: "failed dispatches in a row after which a member is skipped for the cool-down",
+        }
+        cool_down_secs: i64 {
+            env: "AX_EXECUTOR_COOL_DOWN_SECS",
+            default: 30,
+            kind: secs(1, 3600),
+            doc: "how long an unhealthy member is skipped before one probe dispatch",
+        }
+    }
+
     /// `security.*`: signatures, callback tokens and where handlers may live.
     security: SecurityConfig {
         signing_secret: Option<String> {
@@ -270,6 +299,50 @@ settings! {
                 check: |entries| crate::security::Allowlist::parse(entries).map(drop),
             },
             doc: "hosts handlers may live on: names, `*.domains`, IPs, CIDRs (`10.0.0.0/8`); see Security",
+        }
+    }
+
+    /// `alerts.*`: who is told when runs fail, go missing or come back.
+    alerts: AlertsConfig {
+        channels: Vec<Channel> {
+            default: Vec::new(),
+            kind: Kind::Channels,
+            doc: "where alerts go: `{name, kind: webhook, slack or email, …}` each (see [Alerts](#alerts)); `${VAR}` in a value is read from the environment when used",
+        }
+        default_rule: AlertRule {
+            key: "default",
+            default: AlertRule::default(),
+            shown: "`{events: [FAILED, MISSED, UPSTREAM_FAILED, RESOLVED], channels: [], threshold: 1, windowSecs: 300, silenceSecs: 1800}`",
+            kind: Kind::AlertRule,
+            doc: "the rule of a task whose own and whose scene's are unset: which events alert on which channels, and how repeats fold",
+        }
+        console_url: Option<String> {
+            env: "AX_CONSOLE_URL",
+            default: None,
+            shown: "`http://` and `server.bind`:`server.port`",
+            kind: Kind::Checked {
+                rule: "must be an http:// or https:// URL",
+                accepts: |url| url.starts_with("http://") || url.starts_with("https://"),
+            },
+            doc: "the console's address as people reach it, for the links in alerts",
+        }
+        retry_for_secs: i64 {
+            env: "AX_ALERT_RETRY_FOR_SECS",
+            default: 3600,
+            kind: secs(1, 7 * DAY_SECS),
+            doc: "how long a channel that fails is tried again (with back-off) before its alert is marked failed",
+        }
+        send_timeout_ms: u64 {
+            env: "AX_ALERT_SEND_TIMEOUT_MS",
+            default: 10_000,
+            kind: millis(100, 300_000),
+            doc: "longest one send to a channel may take",
+        }
+        outage_secs: i64 {
+            env: "AX_ALERT_OUTAGE_SECS",
+            default: 60,
+            kind: secs(1, DAY_SECS),
+            doc: "the store or Redis out of reach for this long is alerted (`STORE_UNREACHABLE`, `REDIS_UNREACHABLE`)",
         }
     }
 }

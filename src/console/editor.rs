@@ -27,8 +27,8 @@ use crate::service::Service;
 use crate::store::models::{Task, TaskStatus};
 use crate::store::queries::tasks::Versions;
 use crate::task_fields::{
-    self, Field, Kind, CRON, DEPENDS_ON, ENABLED, HANDLER_URL, LABELS, NAME, OVERLAP, PARAMS,
-    SCENE, TIME_ZONE,
+    self, Field, Kind, CRON, DEPENDS_ON, ENABLED, EXECUTOR, HANDLER_URL, LABELS, NAME, OVERLAP,
+    PARAMS, SCENE, TIME_ZONE,
 };
 use crate::web::ApiState;
 
@@ -44,6 +44,8 @@ struct Draft {
     cron: String,
     time_zone: String,
     handler_url: String,
+    /// Instead of the handler URL: `{"group": …, "path": …}` as JSON text.
+    executor: String,
     params: String,
     max_retry: String,
     timeout_ms: String,
@@ -76,6 +78,7 @@ impl Draft {
             cron: "0 * * * * *".into(),
             time_zone: "UTC".into(),
             handler_url: String::new(),
+            executor: String::new(),
             params: "{}".into(),
             max_retry: DEFAULT_MAX_RETRY.to_string(),
             timeout_ms: DEFAULT_TIMEOUT_MS.to_string(),
@@ -104,6 +107,11 @@ impl Draft {
             cron: task.cron.clone(),
             time_zone: task.time_zone.clone(),
             handler_url: task.handler_url.clone(),
+            executor: task
+                .executor
+                .as_ref()
+                .and_then(|e| serde_json::to_string(e).ok())
+                .unwrap_or_default(),
             params: pretty_json(&task.params),
             max_retry: task.max_retry.to_string(),
             timeout_ms: task.timeout_ms.to_string(),
@@ -128,6 +136,7 @@ impl Draft {
             cron: text("cron"),
             time_zone: text("timeZone"),
             handler_url: text("handlerUrl"),
+            executor: text("executor"),
             params: form.raw("params").unwrap_or_default().trim().to_string(),
             max_retry: text("maxRetry"),
             timeout_ms: text("timeoutMs"),
@@ -151,6 +160,7 @@ impl Draft {
             ("cron", self.cron.clone()),
             ("timeZone", self.time_zone.clone()),
             ("handlerUrl", self.handler_url.clone()),
+            ("executor", self.executor.clone()),
             ("enabled", self.enabled.to_string()),
             ("params", pretty_json(&self.params)),
             ("dependsOn", self.upstream_lines().join("\n")),
@@ -258,6 +268,12 @@ impl Draft {
         let labels = self.labels_value()?;
         if !labels.is_empty() {
             body.insert("labels".into(), Value::Object(labels));
+        }
+        if !self.executor.is_empty() {
+            let executor = json::distinct(self.executor.as_bytes()).map_err(|(_, err)| {
+                ApiError::invalid("executor", format!("executor is not valid JSON: {err}"))
+            })?;
+            body.insert("executor".into(), executor);
         }
         if !self.params.is_empty() {
             // Read as the API reads a body: a key given twice is refused, not the last kept.
@@ -597,6 +613,7 @@ fn editor_form(
                 (layout::input("name", NAME.label, "text", Some(&draft.name), error("name").as_deref()))
                 (layout::input("scene", SCENE.label, "text", Some(&draft.scene), error("scene").as_deref()))
                 (layout::input("handlerUrl", HANDLER_URL.label, "url", Some(&draft.handler_url), error("handlerUrl").as_deref()))
+                (layout::input("executor", EXECUTOR.label, "text", Some(&draft.executor), error("executor").as_deref()))
                 (layout::checkbox("enabled", ENABLED.label, draft.enabled))
             }
             fieldset {

@@ -6,7 +6,7 @@ use actix_web::http::header::{
 };
 use actix_web::{HttpRequest, HttpResponse};
 
-use super::session::SESSION_COOKIE;
+use crate::web::session::SESSION_COOKIE;
 
 /// Scripts, styles and images from ax only (the pages have no inline script, style or event
 /// handler), no framing by any site, forms sent to ax only.

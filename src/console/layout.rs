@@ -5,8 +5,9 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::{html, Markup, DOCTYPE};
 
 pub use super::notice::Notice;
-use super::paths::asset_href;
+use super::paths::{asset_href, EXECUTORS};
 use super::visitor::{csrf_field, sign_out_form, Visitor};
+use crate::routing::HealthState;
 use crate::run::RunStatus;
 use crate::store::from_db;
 use crate::store::models::TaskStatus;
@@ -18,6 +19,7 @@ pub enum Section {
     Tasks,
     Runs,
     Scenes,
+    Executors,
     Audit,
 }
 
@@ -26,6 +28,7 @@ const SECTIONS: &[(Section, &str, &str)] = &[
     (Section::Tasks, "Tasks", "/console/tasks"),
     (Section::Runs, "Runs", "/console/runs"),
     (Section::Scenes, "Scenes", "/console/scenes"),
+    (Section::Executors, "Executors", EXECUTORS),
     (Section::Audit, "Audit log", "/console/audit"),
 ];
 
@@ -145,6 +148,21 @@ pub fn task_badge(status: TaskStatus) -> Markup {
         TaskStatus::Paused => Tone::Idle,
     };
     html! { span class=(tone.class()) { (status.as_str()) } }
+}
+
+/// How an executor member's health reads, with its name as the API spells it.
+fn health_look(state: HealthState) -> (Tone, &'static str) {
+    match state {
+        HealthState::Healthy => (Tone::Good, "HEALTHY"),
+        HealthState::Unhealthy => (Tone::Bad, "UNHEALTHY"),
+        HealthState::Probing => (Tone::Warn, "PROBING"),
+    }
+}
+
+/// An executor member's health as a coloured badge.
+pub fn health_badge(state: HealthState) -> Markup {
+    let (tone, name) = health_look(state);
+    html! { span class=(tone.class()) { (name) } }
 }
 
 /// A task's state as badges: its own status, and `SCENE PAUSED` while its scene is paused
@@ -391,6 +409,20 @@ mod tests {
         assert_eq!(class(RunStatus::Ready), "badge busy");
         assert_eq!(class(RunStatus::Pending), "badge idle");
         assert_eq!(class(RunStatus::Missed), "badge warn");
+    }
+
+    #[test]
+    fn health_badges_name_the_state_as_the_api_does() {
+        for state in [
+            HealthState::Healthy,
+            HealthState::Unhealthy,
+            HealthState::Probing,
+        ] {
+            let (_, name) = health_look(state);
+            assert_eq!(serde_json::to_value(state).ok(), Some(name.into()));
+        }
+        assert_eq!(health_look(HealthState::Unhealthy).0, Tone::Bad);
+        assert_eq!(health_look(HealthState::Probing).0, Tone::Warn);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod chart;
 mod dashboard;
 mod editor;
 mod error;
+mod executors;
 mod filters;
 mod headers;
 mod layout;
@@ -26,7 +27,7 @@ mod visitor;
 use actix_web::{middleware, web, HttpRequest, HttpResponse, ResponseError};
 
 use error::{admins_only, ConsoleError};
-pub use paths::{guards_itself, HOME};
+use paths::HOME;
 use respond::{html, ok, see_other};
 
 /// Mounts the console: `/` redirects to it, its assets are open, its pages are guarded.
@@ -62,12 +63,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/scenes", web::get().to(scenes::list))
                 .route("/scenes/pause", web::post().to(scenes::pause))
                 .route("/scenes/resume", web::post().to(scenes::resume))
+                .route("/executors", web::get().to(executors::list))
                 .route("/audit", web::get().to(audit::list))
                 .default_service(web::to(not_found)),
         );
 }
-
-pub use session::session_principal;
 
 /// How a console answer goes out, from what its request carried: an error no console page
 /// shows (a form the extractor refused, 413 or 400; a response that could not be built, 500)

@@ -1,19 +1,12 @@
-//! Where the console lives: its pages' home, its assets' and its tasks' URLs.
+//! The console's URLs: its pages' home (`web::console_home`), sign-in, assets, tasks and
+//! executor groups.
 
 use crate::run::TaskId;
-
-/// Where the console lives.
-pub const HOME: &str = "/console";
+pub use crate::web::console_home::HOME;
 
 /// The sign-in page, and the sign-out action.
 pub const SIGN_IN: &str = "/console/sign-in";
 pub const SIGN_OUT: &str = "/console/sign-out";
-
-/// Whether the console answers `path` and so checks who asks itself (with its sign-in), not
-/// the API's token check.
-pub fn guards_itself(path: &str) -> bool {
-    path == "/" || path == HOME || path.starts_with("/console/")
-}
 
 /// The URL of the asset `name`.
 pub fn asset_href(name: &str) -> String {
@@ -23,4 +16,18 @@ pub fn asset_href(name: &str) -> String {
 /// The link to a task's page.
 pub fn task_href(id: TaskId) -> String {
     format!("/console/tasks/{id}")
+}
+
+/// The executors page.
+pub const EXECUTORS: &str = "/console/executors";
+
+/// The id of an executor group's section on the executors page (group names are
+/// `a-z 0-9 _ . -`, so they make a valid fragment as they are).
+pub fn group_anchor(group: &str) -> String {
+    format!("group-{group}")
+}
+
+/// The link to an executor group on the executors page.
+pub fn group_href(group: &str) -> String {
+    format!("{EXECUTORS}#{}", group_anchor(group))
 }

@@ -150,7 +150,10 @@ pub fn run_table(runs: &[Instance], names: Option<&HashMap<TaskId, String>>) -> 
                     @for run in runs {
                         tr {
                             td { (run_badge(run.status)) }
-                            td { a href=(run_href(run)) { (stored_time(run.scheduled_at)) } }
+                            td {
+                                a href=(run_href(run)) { (stored_time(run.scheduled_at)) }
+                                (shard_mark(run))
+                            }
                             td { (maybe_time(run.dispatched_at)) }
                             td.num { (lag(run)) }
                             td.num { (run.attempt) }
@@ -188,6 +191,24 @@ fn text_or_none(text: Option<&str>) -> Markup {
     }
 }
 
+/// The executor group member that served an attempt; none for a handler URL's.
+fn member(url: Option<&str>) -> Markup {
+    match url {
+        Some(url) => html! { code { (url) } },
+        None => none(),
+    }
+}
+
+/// A broadcast shard's place in its fire, after its time: `shard 2/3`.
+fn shard_mark(run: &Instance) -> Markup {
+    match (run.shard_index, run.shard_total) {
+        (Some(index), Some(total)) if crate::run::sharded(Some(total)) => {
+            html! { " " span.muted { "shard " (index + 1) "/" (total) } }
+        }
+        _ => html! {},
+    }
+}
+
 /// The link to a run's page.
 pub fn run_href(run: &Instance) -> String {
     format!("/console/runs/{}", run.request_id)
@@ -205,11 +226,17 @@ pub async fn detail(
         .instance(request_id)
         .await?
         .ok_or_else(|| no_run(&path))?;
-    let (names, attempts) = futures_util::join!(
+    let (names, attempts, shards) = futures_util::join!(
         service.task_names(vec![run.task_id]),
         service.attempts(run.request_id.clone()),
+        service.shards(&run),
     );
-    Ok(ok(detail_page(&visitor, &run, &names?, &attempts?)))
+    let reads = Reads {
+        names: &names?,
+        attempts: &attempts?,
+        shards: &shards?,
+    };
+    Ok(ok(detail_page(&visitor, &run, reads)))
 }
 
 /// `POST /console/runs/{requestId}/cancel`: the API's cancel (409 when the run is final).
@@ -255,12 +282,20 @@ fn no_run(raw: &str) -> ConsoleError {
     ConsoleError::NotFound(format!("There is no run with request id {raw}."))
 }
 
-fn detail_page(
-    visitor: &Visitor,
-    run: &Instance,
-    names: &HashMap<TaskId, String>,
-    attempts: &[AttemptRow],
-) -> Markup {
+/// What a run's page shows besides the run.
+struct Reads<'a> {
+    names: &'a HashMap<TaskId, String>,
+    attempts: &'a [AttemptRow],
+    /// Its broadcast fire's shards.
+    shards: &'a [Instance],
+}
+
+fn detail_page(visitor: &Visitor, run: &Instance, reads: Reads) -> Markup {
+    let Reads {
+        names,
+        attempts,
+        shards,
+    } = reads;
     let href = run_href(run);
     page(
         visitor,
@@ -298,11 +333,56 @@ fn detail_page(
                     }
                 }
                 dt { "Fired by" } dd { code { (run.fired_by) } }
+                dt { "Executor member" } dd { (member(run.member.as_deref())) }
+                @if let (Some(index), Some(total)) = (run.shard_index, run.shard_total) {
+                    dt { "Shard" } dd { (index + 1) " of " (total) " (shardIndex " (index) ")" }
+                }
                 dt { "Recorded" } dd { (stored_time(run.created_at)) }
             }
             h2 #attempts-heading { "Attempts" }
             (timeline(run, attempts))
+            @if !shards.is_empty() {
+                h2 #shards-heading { "Shards of this fire" }
+                (shard_table(run, shards))
+            }
             p { a href=(filters::link("/console/runs", &[("task", Some(&run.task_id.to_string()))])) { "Other runs of this task" } }
+        },
+    )
+}
+
+/// A broadcast fire's shards, each with its status and member; the run shown is marked.
+fn shard_table(run: &Instance, shards: &[Instance]) -> Markup {
+    scrolling(
+        "Shards of this fire",
+        html! {
+            table aria-labelledby="shards-heading" {
+                thead {
+                    tr {
+                        th.num scope="col" { "Shard" }
+                        th scope="col" { "Status" }
+                        th scope="col" { "Member" }
+                        th.num scope="col" { "Attempt" }
+                        th scope="col" { "Request id" }
+                    }
+                }
+                tbody {
+                    @for shard in shards {
+                        tr {
+                            td.num { (shard.shard_index.unwrap_or_default()) }
+                            td { (run_badge(shard.status)) }
+                            td { (member(shard.member.as_deref())) }
+                            td.num { (shard.attempt) }
+                            td {
+                                @if shard.request_id == run.request_id {
+                                    code { (shard.request_id) } " " span.muted { "(this run)" }
+                                } @else {
+                                    a href=(run_href(shard)) { code { (shard.request_id) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         },
     )
 }
@@ -325,6 +405,7 @@ fn timeline(run: &Instance, attempts: &[AttemptRow]) -> Markup {
                         th scope="col" { "Code" }
                         th scope="col" { "Message" }
                         th scope="col" { "ax process" }
+                        th scope="col" { "Executor member" }
                     }
                 }
                 tbody {
@@ -336,6 +417,7 @@ fn timeline(run: &Instance, attempts: &[AttemptRow]) -> Markup {
                             td { (text_or_none(attempt.code.as_deref())) }
                             td { (text_or_none(attempt.message.as_deref())) }
                             td { code { (attempt.process) } }
+                            td { (member(attempt.member.as_deref())) }
                         }
                     }
                     tr {
@@ -347,6 +429,7 @@ fn timeline(run: &Instance, attempts: &[AttemptRow]) -> Markup {
                         td {
                             @if dispatched { code { (run.fired_by) } } @else { (none()) }
                         }
+                        td { (member(run.member.as_deref().filter(|_| dispatched))) }
                     }
                 }
             }

@@ -24,10 +24,9 @@ use super::respond::{html as respond, ok, see_other};
 use super::visitor::CSRF_FIELD;
 pub use super::visitor::{csrf_field, Submitted, Visitor};
 use crate::security::{self, same_secret, Principal};
+use crate::web::session::{is_secret, session_principal, SESSION_COOKIE};
 use crate::web::ApiState;
 
-/// The cookie of a signed-in session.
-pub const SESSION_COOKIE: &str = "ax_session";
 /// The cookie of the CSRF token when there is no session (no tokens configured, or the sign-in
 /// form itself).
 const CSRF_COOKIE: &str = "ax_csrf";
@@ -122,6 +121,9 @@ pub async fn guard(
         }
         None => return Err(ConsoleError::SignInRequired.into()),
     };
+    if !principal.may_read() && !at_sign_in && req.path() != SIGN_OUT {
+        return Err(ConsoleError::Forbidden(principal.name).into());
+    }
     if !reads && !at_sign_in && req.path() != SIGN_OUT && !principal.may_change() {
         return Err(ConsoleError::Forbidden(principal.name).into());
     }
@@ -141,23 +143,6 @@ pub async fn guard(
     Ok(response)
 }
 
-/// Who the session cookie of `req` is signed in as, if it is one of an open session.
-pub async fn session_principal(req: &ServiceRequest, state: &ApiState) -> Option<Principal> {
-    let secret = req.cookie(SESSION_COOKIE)?.value().to_string();
-    if !is_secret(&secret) {
-        return None;
-    }
-    match state.service.session(&secret).await {
-        Ok(token) => {
-            token.and_then(|(name, digest)| state.security.session_principal(&name, &digest))
-        }
-        Err(err) => {
-            log::warn!("console: a session could not be looked up: {err}");
-            None
-        }
-    }
-}
-
 /// Who an `Authorization: Bearer` header names, when it carries a configured token.
 fn bearer(req: &ServiceRequest, security: &security::Security) -> Option<Principal> {
     let header = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
@@ -171,11 +156,6 @@ fn offers_bearer(req: &ServiceRequest) -> bool {
         .and_then(|value| value.to_str().ok())
         .and_then(security::bearer_token)
         .is_some()
-}
-
-/// Whether a cookie's value has the shape of a secret ax made, so nothing else reaches a query.
-pub fn is_secret(value: &str) -> bool {
-    value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// A cookie scripts cannot read and other sites' requests do not carry.

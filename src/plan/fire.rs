@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use crate::cron::{CronError, CronSchedule};
 use crate::run::{OverlapPolicy, TaskId};
 use crate::store::models::{Task, TaskStatus};
+use crate::task_executor::TaskExecutor;
 
 /// What the scheduler needs to fire a task, parsed once when the task enters the wheel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +15,8 @@ pub struct TaskSpec {
     pub id: TaskId,
     pub cron: CronSchedule,
     pub handler_url: String,
+    /// The executor group its runs go to, instead of `handler_url`.
+    pub executor: Option<Arc<TaskExecutor>>,
     /// The task's params as JSON text, sent as they are.
     pub params: Arc<str>,
     pub timeout_ms: i64,
@@ -44,6 +47,7 @@ impl TaskSpec {
             id: task.id,
             cron: task.schedule()?,
             handler_url: task.handler_url.clone(),
+            executor: task.executor.clone().map(Arc::new),
             params: task.params.as_str().into(),
             timeout_ms: task.timeout_ms,
             misfire_threshold_secs: task.misfire_threshold_secs.map(i64::from),
@@ -219,6 +223,7 @@ mod tests {
             id: TaskId(1),
             cron: cron("* * * * * *"),
             handler_url: "http://h/".into(),
+            executor: None,
             params: "{}".into(),
             timeout_ms: 1000,
             misfire_threshold_secs: Some(10),

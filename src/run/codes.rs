@@ -11,6 +11,9 @@ pub const NO_REPLY_MESSAGE: &str = "no reply before the task's timeoutMs";
 
 /// The handler could not be reached (no connection, or its URL is not one).
 pub const CONNECT_ERROR_CODE: &str = "CONNECT_ERROR";
+/// An executor group had no member to send the attempt to: none registered, none healthy, or
+/// every one refused the connection.
+pub const NO_EXECUTOR_CODE: &str = "NO_EXECUTOR";
 /// The handler's URL does not parse as a URI.
 pub const BAD_URI_MESSAGE: &str = "the handler URL is not a valid URI";
 /// The handler's reply could not be read.

@@ -85,6 +85,16 @@ impl RequestId {
         RequestId::from(Uuid::new_v5(&RUN_NAMESPACE, name.as_bytes()))
     }
 
+    /// The id of shard `index` of a broadcast task's scheduled run: derived from (task id,
+    /// scheduled second, shard); shard 0's is the run's own id (see `Shard::request_id`).
+    pub fn scheduled_shard(task_id: TaskId, scheduled_at: DateTime<Utc>, index: i32) -> RequestId {
+        if index == 0 {
+            return RequestId::scheduled(task_id, scheduled_at);
+        }
+        let name = format!("{task_id}@{}#{index}", scheduled_at.timestamp());
+        RequestId::from(Uuid::new_v5(&RUN_NAMESPACE, name.as_bytes()))
+    }
+
     /// A fresh id for a run outside the schedule (manual runs).
     pub fn manual() -> RequestId {
         RequestId::from(Uuid::new_v4())

@@ -137,6 +137,8 @@ pub struct Report {
     pub at: DateTime<Utc>,
     /// When ax sent the attempt: set on a dispatcher's reply, not on a callback.
     pub sent_at: Option<DateTime<Utc>>,
+    /// The executor group member that served the attempt: set on a dispatcher's reply.
+    pub member: Option<String>,
 }
 
 impl Report {
@@ -234,6 +236,8 @@ pub struct Change {
     pub claimant: Option<String>,
     /// Set by the first attempt's reply: when it was sent.
     pub dispatched_at: Option<DateTime<Utc>>,
+    /// Set by a reply from an executor group's member: which one.
+    pub member: Option<String>,
 }
 
 /// One change of a run's row and the condition it holds on.
@@ -279,15 +283,17 @@ pub struct EndedAttempt {
     pub message: Option<String>,
     /// The ax process that had claimed (and so dispatched) it.
     pub process: String,
+    /// The executor group member that served it, as its reply said.
+    pub member: Option<String>,
 }
 
 /// The attempt `write` (what `event` does to `run`) ends without ending the run, if any: the
 /// run's timeline keeps it, since the run's row keeps only the last outcome.
 pub fn ended_attempt(run: &RunState, event: &Event, write: &Write) -> Option<EndedAttempt> {
     let next = write.change.attempt?;
-    let at = match event {
-        Event::Report(report) => report.at,
-        Event::TimedOut { at, .. } => *at,
+    let (at, member) = match event {
+        Event::Report(report) => (report.at, report.member.clone()),
+        Event::TimedOut { at, .. } => (*at, None),
         _ => return None,
     };
     (next > run.attempt).then(|| EndedAttempt {
@@ -296,6 +302,7 @@ pub fn ended_attempt(run: &RunState, event: &Event, write: &Write) -> Option<End
         code: write.change.code.clone().flatten(),
         message: write.change.message.clone().flatten(),
         process: run.claimant.clone(),
+        member,
     })
 }
 
@@ -327,6 +334,7 @@ pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
                 },
                 at: *at,
                 sent_at: None,
+                member: None,
             };
             on_report(run, &report)
         }
@@ -462,6 +470,7 @@ pub fn blind(event: &Event) -> Option<Write> {
             },
             change: Change {
                 dispatched_at: report.first_dispatch(*attempt),
+                member: report.member.clone(),
                 ..finish(RunStatus::Success, code.clone(), message.clone(), *at)
             },
         }),
@@ -479,6 +488,7 @@ pub fn blind(event: &Event) -> Option<Write> {
             },
             change: Change {
                 dispatched_at: report.first_dispatch(*attempt),
+                member: report.member.clone(),
                 ..running(*deadline)
             },
         }),
@@ -594,6 +604,7 @@ fn on_report(run: &RunState, report: &Report) -> Result<Write, Refusal> {
         expect: Expect::seen(run),
         change: Change {
             dispatched_at: report.first_dispatch(attempt),
+            member: report.member.clone(),
             ..change
         },
     })

@@ -11,6 +11,7 @@ mod lifecycle;
 mod notes;
 mod overlap;
 mod retry;
+mod shard;
 mod status;
 #[cfg(test)]
 mod tests;
@@ -32,4 +33,5 @@ pub use retry::{
     claim_covers, claim_until, renewed_claim, RetryLimits, RetryPolicy, CLAIM_MARGIN_SECS,
     MAX_RETRY_DELAY_SECS,
 };
+pub use shard::{fire_status, sharded, shards, Shard};
 pub use status::{ReportedStatus, RunStatus, TriggerType, DISPATCHABLE, OPEN};

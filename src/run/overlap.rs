@@ -28,6 +28,8 @@ pub struct OpenRun {
     pub scheduled_at: DateTime<Utc>,
     /// Held back by `BUFFER_ONE` (PENDING, code `OVERLAP`).
     pub buffered: bool,
+    /// One of several shards of its fire (see `crate::run::sharded`).
+    pub sharded: bool,
 }
 
 impl OpenRun {
@@ -37,18 +39,27 @@ impl OpenRun {
         scheduled_at: DateTime<Utc>,
         status: RunStatus,
         code: Option<&str>,
+        sharded: bool,
     ) -> OpenRun {
         OpenRun {
             request_id,
             scheduled_at,
             buffered: held_by_overlap(status, code),
+            sharded,
         }
     }
 
-    /// Whether it is earlier than the run `(scheduled_at, request_id)`: scheduled before it,
-    /// ties broken by request id, so two runs never both count as the other's earlier one.
-    pub fn is_before(&self, scheduled_at: DateTime<Utc>, request_id: &RequestId) -> bool {
-        (self.scheduled_at, &self.request_id) < (scheduled_at, request_id)
+    /// Whether it is earlier than the run `(scheduled_at, request_id, sharded)`: scheduled
+    /// before it, ties broken by request id, so two runs never both count as the other's
+    /// earlier one. Shards of one fire are one run: none is earlier than another.
+    pub fn is_before(
+        &self,
+        scheduled_at: DateTime<Utc>,
+        request_id: &RequestId,
+        sharded: bool,
+    ) -> bool {
+        let siblings = self.sharded && sharded && self.scheduled_at == scheduled_at;
+        !siblings && (self.scheduled_at, &self.request_id) < (scheduled_at, request_id)
     }
 }
 
@@ -82,10 +93,11 @@ pub fn buffer_released(
     open: &[OpenRun],
     scheduled_at: DateTime<Utc>,
     request_id: &RequestId,
+    sharded: bool,
 ) -> bool {
     !open
         .iter()
-        .any(|run| run.is_before(scheduled_at, request_id))
+        .any(|run| run.is_before(scheduled_at, request_id, sharded))
 }
 
 /// Whether claiming a run's attempt asks the overlap policy first: the first attempt, not yet
@@ -101,6 +113,8 @@ pub struct DueRun<'a> {
     pub policy: OverlapPolicy,
     pub request_id: &'a RequestId,
     pub scheduled_at: DateTime<Utc>,
+    /// One of several shards of its fire.
+    pub sharded: bool,
 }
 
 /// The tasks whose open runs deciding `due` needs, each once: those of the runs whose policy
@@ -136,7 +150,7 @@ pub fn on_due_runs(due: &[DueRun<'_>], mut open: HashMap<TaskId, Vec<OpenRun>>) 
             let open = open.entry(run.task_id).or_default();
             let earlier: Vec<OpenRun> = open
                 .iter()
-                .filter(|other| other.is_before(run.scheduled_at, run.request_id))
+                .filter(|other| other.is_before(run.scheduled_at, run.request_id, run.sharded))
                 .cloned()
                 .collect();
             let decision = on_due(run.policy, &earlier);
@@ -150,6 +164,7 @@ pub fn on_due_runs(due: &[DueRun<'_>], mut open: HashMap<TaskId, Vec<OpenRun>>) 
                     request_id: run.request_id.clone(),
                     scheduled_at: run.scheduled_at,
                     buffered: decision == Overlap::Buffer,
+                    sharded: run.sharded,
                 });
             }
             decision
@@ -215,6 +230,7 @@ mod tests {
             request_id: RequestId::from(uuid::Uuid::from_u128(n)),
             scheduled_at: DateTime::UNIX_EPOCH,
             buffered,
+            sharded: false,
         }
     }
 
@@ -222,10 +238,52 @@ mod tests {
     fn earlier_is_by_time_then_request_id() {
         let (a, b) = (open(1, false), open(2, false));
         let t = DateTime::UNIX_EPOCH;
-        assert!(a.is_before(t, &b.request_id));
-        assert!(!b.is_before(t, &a.request_id));
-        assert!(!a.is_before(t, &a.request_id), "a run is not before itself");
-        assert!(b.is_before(t + chrono::Duration::seconds(1), &a.request_id));
+        assert!(a.is_before(t, &b.request_id, false));
+        assert!(!b.is_before(t, &a.request_id, false));
+        assert!(
+            !a.is_before(t, &a.request_id, false),
+            "a run is not before itself"
+        );
+        assert!(b.is_before(t + chrono::Duration::seconds(1), &a.request_id, false));
+    }
+
+    #[test]
+    fn shards_of_one_fire_are_not_each_others_earlier_run() {
+        let shard = OpenRun {
+            sharded: true,
+            ..open(1, false)
+        };
+        let t = DateTime::UNIX_EPOCH;
+        let sibling = RequestId::from(uuid::Uuid::from_u128(2));
+        assert!(!shard.is_before(t, &sibling, true));
+        assert!(
+            shard.is_before(t, &sibling, false),
+            "a manual run at that second"
+        );
+        let next_fire = t + chrono::Duration::seconds(1);
+        assert!(shard.is_before(next_fire, &sibling, true));
+        let earlier = open(9, false);
+        let due = DueRun {
+            task_id: TaskId(1),
+            policy: OverlapPolicy::Skip,
+            request_id: &sibling,
+            scheduled_at: t,
+            sharded: true,
+        };
+        let open_runs = HashMap::from([(TaskId(1), vec![shard.clone()])]);
+        assert_eq!(
+            on_due_runs(&[due], open_runs).decisions,
+            vec![Overlap::Proceed]
+        );
+        let open_runs = HashMap::from([(TaskId(1), vec![shard, earlier])]);
+        let later = DueRun {
+            scheduled_at: next_fire,
+            ..due
+        };
+        assert_eq!(
+            on_due_runs(&[later], open_runs).decisions,
+            vec![Overlap::Skip(SKIP_MESSAGE)]
+        );
     }
 
     #[test]
@@ -287,7 +345,7 @@ mod tests {
             (None, deadline)
         );
         let id = RequestId::manual();
-        assert!(OpenRun::of(id.clone(), at, buffered.status, buffered.code).buffered);
-        assert!(!OpenRun::of(id, at, RunStatus::Pending, None).buffered);
+        assert!(OpenRun::of(id.clone(), at, buffered.status, buffered.code, false).buffered);
+        assert!(!OpenRun::of(id, at, RunStatus::Pending, None, false).buffered);
     }
 }

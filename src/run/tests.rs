@@ -83,6 +83,7 @@ fn report(attempt: Option<i32>, outcome: Outcome, now: i64) -> Event {
         outcome,
         at: at(now),
         sent_at: None,
+        member: None,
     })
 }
 
@@ -1130,6 +1131,7 @@ fn the_first_attempts_reply_records_when_it_was_sent() {
             outcome,
             at: at(120),
             sent_at: Some(at(101)),
+            member: None,
         })
     };
     let success = || Outcome::Succeeded {
@@ -1923,6 +1925,7 @@ fn a_failure_with_a_retry_ends_its_attempt_and_nothing_else_does() {
             code: Some("E1".into()),
             message: Some("boom".into()),
             process: "A".into(),
+            member: None,
         })
     );
     let timed_out = ends(&running, &timed_out(1, 150)).expect("a timeout with a retry");
@@ -1974,6 +1977,7 @@ fn due_runs<'a>(batch: &[(i64, OverlapPolicy, i64)], ids: &'a [RequestId]) -> Ve
             policy,
             request_id,
             scheduled_at: at(second),
+            sharded: false,
         })
         .collect()
 }
@@ -1989,6 +1993,7 @@ fn open_map(
             request_id: overlap_id(1 + n as u128),
             scheduled_at: at(second),
             buffered,
+            sharded: false,
         });
     }
     for run in due_open.iter().filter_map(|&k| due.get(k)) {
@@ -1998,6 +2003,7 @@ fn open_map(
                 request_id: run.request_id.clone(),
                 scheduled_at: run.scheduled_at,
                 buffered: false,
+                sharded: false,
             });
         }
     }
@@ -2032,6 +2038,7 @@ proptest! {
                     request_id: run.request_id.clone(),
                     scheduled_at: run.scheduled_at,
                     buffered: *decision == Overlap::Buffer,
+                    sharded: false,
                 });
             }
             replaced.extend(one.replaced);
@@ -2083,8 +2090,9 @@ proptest! {
                 request_id: overlap_id(1 + n as u128),
                 scheduled_at: at(s),
                 buffered,
+                sharded: false,
             })
-            .filter(|run| run.is_before(at(second), &id))
+            .filter(|run| run.is_before(at(second), &id, false))
             .collect();
         let decision = on_due(policy, &earlier);
         if let Some(birth) = decision.birth(None, at(second)) {
@@ -2093,10 +2101,10 @@ proptest! {
                 held_by_overlap(birth.status, birth.code),
                 decision == Overlap::Buffer
             );
-            let row = OpenRun::of(id.clone(), at(second), birth.status, birth.code);
+            let row = OpenRun::of(id.clone(), at(second), birth.status, birth.code, false);
             prop_assert_eq!(row.buffered, decision == Overlap::Buffer);
         }
-        prop_assert_eq!(buffer_released(&earlier, at(second), &id), earlier.is_empty());
+        prop_assert_eq!(buffer_released(&earlier, at(second), &id, false), earlier.is_empty());
 
         let run = state(Ready, attempt.max(dispatched), dispatched.min(attempt));
         let asks = claim_asks_overlap(&run, policy);
@@ -2125,7 +2133,7 @@ proptest! {
             OutcomeGen::Succeeded => Outcome::Succeeded { code: None, message: None },
             OutcomeGen::Failed { retry } => failure(retry),
         };
-        let report = Report { attempt: Some(attempt), outcome, at: at(now), sent_at: Some(at(now)) };
+        let report = Report { attempt: Some(attempt), outcome, at: at(now), sent_at: Some(at(now)), member: None };
         let rejected = rejected_result(&report, "too long".into());
         prop_assert_eq!((rejected.attempt, rejected.at, rejected.sent_at), (report.attempt, report.at, report.sent_at));
         let is_rejection = matches!(

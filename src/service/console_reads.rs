@@ -99,6 +99,19 @@ impl Service {
             .await?)
     }
 
+    /// The shards of a broadcast run's fire, in shard order (the run among them); none for a
+    /// run without siblings.
+    pub async fn shards(&self, run: &Instance) -> Result<Vec<Instance>> {
+        if !crate::run::sharded(run.shard_total) {
+            return Ok(Vec::new());
+        }
+        let (task_id, scheduled_at) = (run.task_id, run.scheduled_at);
+        Ok(self
+            .store
+            .query(move |conn| boxed(instances::shards_of(conn, task_id, scheduled_at)))
+            .await?)
+    }
+
     /// Each task's latest run that is due (the one scheduled last).
     pub async fn last_runs(&self, ids: Vec<TaskId>) -> Result<HashMap<TaskId, Instance>> {
         let now = to_db(self.clock.now());

@@ -38,6 +38,12 @@ pub enum ServiceError {
     RunNotFound(RequestId),
     #[error("run {id} is {status} already: a final run does not change")]
     RunFinal { id: RequestId, status: RunStatus },
+    #[error("no executor group `{0}`")]
+    GroupNotFound(String),
+    #[error("executor group `{group}` is used by {} tasks: {}; give them another executor first", .tasks.len(), .tasks.join(", "))]
+    GroupInUse { group: String, tasks: Vec<String> },
+    #[error("executor group `{group}` has no member {url}")]
+    MemberNotFound { group: String, url: String },
     /// A bulk registration refused for the item at `index`.
     #[error("items[{index}]: {error}")]
     Item {

@@ -13,12 +13,14 @@ use crate::actors::lock::LockError;
 use crate::actors::store::StoreHandle;
 use crate::actors::wheel::WheelHandle;
 use crate::clock::SharedClock;
+use crate::config::{Config, ExecutorsConfig};
 use crate::metrics::WheelStats;
 use crate::run::RunStatus;
 
 mod audit_log;
 pub mod console_reads;
 pub mod error;
+pub mod executors;
 mod runs;
 pub mod scenes;
 mod sessions;
@@ -38,6 +40,7 @@ pub struct Service {
     instance_id: String,
     /// Most backfilled runs of a task due per second.
     backfill_per_sec: i64,
+    executors: ExecutorsConfig,
     /// The last day's run counts and when they were counted (see [`Service::day_counts`]).
     day_counts: Arc<Mutex<Option<Counted>>>,
 }
@@ -53,7 +56,7 @@ impl Service {
         cluster: ClusterHandle,
         clock: SharedClock,
         instance_id: String,
-        backfill_per_sec: i64,
+        config: &Config,
     ) -> Self {
         Service {
             store,
@@ -62,7 +65,8 @@ impl Service {
             cluster,
             clock,
             instance_id,
-            backfill_per_sec,
+            backfill_per_sec: config.scheduler.backfill_per_sec,
+            executors: config.executors.clone(),
             day_counts: Arc::default(),
         }
     }

@@ -7,6 +7,7 @@ use crate::labels::Labels;
 use crate::run::{OverlapPolicy, TaskId};
 use crate::store::models::{TaskFields, TaskStatus};
 use crate::store::to_db;
+use crate::task_executor::TaskExecutor;
 use crate::task_fields;
 
 /// A task as the user defines it, validated. Serialized, it is the definition by field name
@@ -19,7 +20,11 @@ pub struct TaskInput {
     /// The expression and the zone it is matched in: `cron` and `timeZone`.
     #[serde(flatten, serialize_with = "schedule_fields")]
     pub cron: CronSchedule,
-    pub handler_url: String,
+    /// Where each run is POSTed, or (`executor`) the group whose members take them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handler_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executor: Option<TaskExecutor>,
     /// A JSON object, as text.
     pub params: String,
     pub max_retry: i32,
@@ -68,7 +73,7 @@ impl TaskInput {
             name: self.name.clone(),
             scene: self.scene.clone(),
             cron: self.cron.expression().to_string(),
-            handler_url: self.handler_url.clone(),
+            handler_url: self.handler_url.clone().unwrap_or_default(),
             params: self.params.clone(),
             max_retry: self.max_retry,
             timeout_ms: self.timeout_ms,
@@ -83,6 +88,7 @@ impl TaskInput {
             overlap: self.overlap,
             jitter_secs: self.jitter_secs,
             labels: self.labels.clone(),
+            executor: self.executor.clone(),
         }
     }
 }

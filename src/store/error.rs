@@ -32,6 +32,15 @@ impl StoreError {
         }
     }
 
+    /// The write would give a row the key of another.
+    pub fn is_unique_violation(&self) -> bool {
+        use diesel::result::{DatabaseErrorKind, Error};
+        matches!(
+            self,
+            StoreError::Query(Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _))
+        )
+    }
+
     /// The write would give a scene two tasks of one name (`uq_ax_task_scene_name`).
     pub fn is_name_taken(&self) -> bool {
         use diesel::result::{DatabaseErrorKind, Error};

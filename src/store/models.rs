@@ -4,10 +4,11 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 
 use super::schema::{ax_instance, ax_task};
-use super::time::to_db;
+use super::time::{from_db, to_db};
 use crate::cron::{CronError, CronSchedule, Zone};
 use crate::labels::Labels;
-use crate::run::{NewRun, OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
+use crate::run::{NewRun, OverlapPolicy, RequestId, RunStatus, Shard, TaskId, TriggerType};
+use crate::task_executor::TaskExecutor;
 
 /// Longest task name (`name VARCHAR(128)`: characters).
 pub const MAX_NAME_CHARS: usize = crate::task_fields::NAME.max();
@@ -59,6 +60,8 @@ pub struct Task {
     /// Raised by every change of its definition (not by its next run moving on): its ETag.
     pub version: i64,
     pub labels: Labels,
+    /// The group it is dispatched to, when it has no handler URL.
+    pub executor: Option<TaskExecutor>,
 }
 
 impl Task {
@@ -94,6 +97,7 @@ pub struct TaskFields {
     /// Each run's dispatch is delayed by up to this many seconds (see `crate::run::jitter`).
     pub jitter_secs: i32,
     pub labels: Labels,
+    pub executor: Option<TaskExecutor>,
 }
 
 impl TaskFields {
@@ -141,6 +145,11 @@ pub struct Instance {
     pub claimed_until: Option<NaiveDateTime>,
     /// When the first attempt was sent to the handler.
     pub dispatched_at: Option<NaiveDateTime>,
+    /// The executor group member that served its last attempt (a broadcast shard's: its own).
+    pub member: Option<String>,
+    /// A broadcast run's shard of its fire, `0..shard_total`.
+    pub shard_index: Option<i32>,
+    pub shard_total: Option<i32>,
 }
 
 /// A new run, inserted when it fires.
@@ -169,6 +178,10 @@ pub struct NewInstance {
     /// Why a run born final or held back is so (`SKIPPED`, `PENDING` by the overlap policy).
     pub callback_code: Option<String>,
     pub callback_message: Option<String>,
+    /// A broadcast shard's member, chosen at fire time.
+    pub member: Option<String>,
+    pub shard_index: Option<i32>,
+    pub shard_total: Option<i32>,
 }
 
 /// Who a new run is and when: everything of its row but its state.
@@ -207,9 +220,30 @@ impl NewInstance {
             claimed_until: None,
             callback_code: None,
             callback_message: None,
+            member: None,
+            shard_index: None,
+            shard_total: None,
         };
         instance.set_state(run);
         instance
+    }
+
+    /// The row of `shard` of this (broadcast) run, for `member`: its own request id, the
+    /// fire's state.
+    pub fn shard(&self, shard: Shard, member: Option<&str>) -> NewInstance {
+        let scheduled_at = from_db(self.scheduled_at);
+        NewInstance {
+            request_id: shard.request_id(self.task_id, scheduled_at),
+            member: member.map(str::to_string),
+            shard_index: Some(shard.index),
+            shard_total: Some(shard.total),
+            ..self.clone()
+        }
+    }
+
+    /// Whether it is one of several shards of its fire.
+    pub fn sharded(&self) -> bool {
+        crate::run::sharded(self.shard_total)
     }
 
     /// The run is born as `run` instead (the overlap policy's decision).
@@ -239,6 +273,10 @@ crate::text_enum! {
         ScenePause => "scene.pause",
         SceneResume => "scene.resume",
         RunCancel => "run.cancel",
+        ExecutorGroupPut => "executor.put",
+        ExecutorGroupDelete => "executor.delete",
+        ExecutorMemberJoin => "executor.join",
+        ExecutorMemberLeave => "executor.leave",
     }
 }
 

@@ -24,6 +24,7 @@ diesel::table! {
         jitter_secs -> Integer,
         version -> BigInt,
         labels -> Text,
+        executor -> Nullable<Text>,
     }
 }
 
@@ -49,6 +50,9 @@ diesel::table! {
         dispatched_attempt -> Integer,
         claimed_until -> Nullable<Timestamp>,
         dispatched_at -> Nullable<Timestamp>,
+        member -> Nullable<Text>,
+        shard_index -> Nullable<Integer>,
+        shard_total -> Nullable<Integer>,
     }
 }
 
@@ -86,6 +90,7 @@ diesel::table! {
         code -> Nullable<Text>,
         message -> Nullable<Text>,
         process -> Text,
+        member -> Nullable<Text>,
     }
 }
 
@@ -103,6 +108,26 @@ diesel::table! {
     ax_scene (scene) {
         scene -> Text,
         paused_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    ax_executor_group (name) {
+        name -> Text,
+        routing -> Text,
+        max_in_flight -> Integer,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    ax_executor_member (group_name, url) {
+        group_name -> Text,
+        url -> Text,
+        position -> BigInt,
+        capacity -> Nullable<Integer>,
+        registered_at -> Timestamp,
+        last_seen_at -> Nullable<Timestamp>,
     }
 }
 

@@ -4,7 +4,7 @@ use actix_web::{HttpMessage, HttpRequest};
 
 use crate::security::Principal;
 
-/// Who a request is from (see [`require_token`](super::require_token)): the audit log's actor.
+/// Who a request is from (see [`require_token`](crate::api::require_token)): the audit log's actor.
 pub struct Actor(pub Principal);
 
 impl actix_web::FromRequest for Actor {

@@ -1,10 +1,10 @@
 //! What the JSON API and the console share: the state every handler is given, who a request
-//! is from, and the token check in front of both.
+//! is from, where the console lives and what its session cookie is.
 
 mod actor;
+pub mod console_home;
+pub mod session;
 mod state;
-mod token;
 
 pub use actor::Actor;
 pub use state::ApiState;
-pub use token::require_token;

@@ -187,8 +187,16 @@ pub enum Reply {
 pub struct Executor {
     pub url: String,
     received: Arc<Mutex<Vec<Received>>>,
+    /// Requests being handled now, and the most at once.
+    load: Arc<(AtomicUsize, AtomicUsize)>,
     server: actix_web::dev::ServerHandle,
 }
+
+type ExecutorState = (
+    Arc<Mutex<Vec<Received>>>,
+    Reply,
+    Arc<(AtomicUsize, AtomicUsize)>,
+);
 
 impl Executor {
     pub async fn start(reply: Reply) -> Executor {
@@ -198,8 +206,28 @@ impl Executor {
     /// An executor that closes a connection idle for `keep_alive` (gunicorn's default is 2 s,
     /// Node's and uvicorn's 5 s).
     pub async fn start_keeping_alive(reply: Reply, keep_alive: Duration) -> Executor {
+        Executor::serve(reply, keep_alive, 2048).await
+    }
+
+    /// An executor whose listen queue holds `backlog` connections (beyond: SYNs are dropped
+    /// and retried by the client's kernel a second later).
+    pub async fn start_with_backlog(reply: Reply, backlog: u32) -> Executor {
+        Executor::serve(reply, Duration::from_secs(5), backlog).await
+    }
+
+    /// An executor on this address (one that refused connections until now, say).
+    pub async fn start_at(reply: Reply, addr: &str) -> Executor {
+        Executor::serve_at(reply, Duration::from_secs(5), 2048, addr).await
+    }
+
+    async fn serve(reply: Reply, keep_alive: Duration, backlog: u32) -> Executor {
+        Executor::serve_at(reply, keep_alive, backlog, "127.0.0.1:0").await
+    }
+
+    async fn serve_at(reply: Reply, keep_alive: Duration, backlog: u32, addr: &str) -> Executor {
         let received = Arc::new(Mutex::new(Vec::new()));
-        let state = (received.clone(), reply);
+        let load: Arc<(AtomicUsize, AtomicUsize)> = Arc::default();
+        let state: ExecutorState = (received.clone(), reply, load.clone());
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(web::Data::new(state.clone()))
@@ -207,8 +235,9 @@ impl Executor {
         })
         .keep_alive(keep_alive)
         .workers(1)
+        .backlog(backlog)
         .disable_signals()
-        .bind("127.0.0.1:0")
+        .bind(addr)
         .expect("bind executor");
         let addr = server.addrs()[0];
         let server = server.run();
@@ -217,8 +246,19 @@ impl Executor {
         Executor {
             url: format!("http://{addr}/run"),
             received,
+            load,
             server: handle,
         }
+    }
+
+    /// Its base URL, as an executor group member is given: `http://127.0.0.1:PORT/`.
+    pub fn base(&self) -> String {
+        self.url.trim_end_matches("run").to_string()
+    }
+
+    /// The most requests it handled at once.
+    pub fn most_at_once(&self) -> usize {
+        self.load.1.load(Ordering::SeqCst)
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -243,7 +283,20 @@ impl Executor {
 }
 
 async fn handle(
-    state: web::Data<(Arc<Mutex<Vec<Received>>>, Reply)>,
+    state: web::Data<ExecutorState>,
+    req: actix_web::HttpRequest,
+    raw: web::Bytes,
+) -> HttpResponse {
+    let load = state.2.clone();
+    let now = load.0.fetch_add(1, Ordering::SeqCst) + 1;
+    load.1.fetch_max(now, Ordering::SeqCst);
+    let response = reply(state, req, raw).await;
+    load.0.fetch_sub(1, Ordering::SeqCst);
+    response
+}
+
+async fn reply(
+    state: web::Data<ExecutorState>,
     req: actix_web::HttpRequest,
     raw: web::Bytes,
 ) -> HttpResponse {
@@ -306,6 +359,14 @@ async fn handle(
                 .streaming(Box::pin(bytes))
         }
     }
+}
+
+/// A base URL nothing listens on: every connection is refused.
+pub fn refusing_base() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    format!("http://{addr}/")
 }
 
 /// A small JSON client for ax's API.

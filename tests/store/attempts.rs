@@ -18,7 +18,39 @@ on_both_backends!(
     due_attempts_and_claims,
     due_attempts_use_manual_params,
     recovery_makes_own_claims_due_at_once,
+    an_ended_attempt_names_the_member_it_was_sent_to,
 );
+
+/// An attempt ended by a callback or a timeout carries no member: its row takes the run's.
+async fn an_ended_attempt_names_the_member_it_was_sent_to(db: &Db) {
+    use ax::run::EndedAttempt;
+    use ax::store::queries::attempts;
+    let task = insert_task(db, fields("member", "s", TaskStatus::Enabled, None)).await;
+    let rid = request_id();
+    let mut row = new_instance(task.id, &rid, base(), RunStatus::Ready);
+    row.member = Some("http://127.0.0.1:7/".into());
+    insert_instance(db, &row).await;
+    let ended = |attempt: i32, member: Option<&str>| EndedAttempt {
+        attempt,
+        at: at(base() + secs(attempt.into())),
+        code: Some("TIMEOUT".into()),
+        message: None,
+        process: "node-test".into(),
+        member: member.map(str::to_string),
+    };
+    let mut c = conn(db).await;
+    let written = vec![
+        (rid.clone(), ended(1, None)),
+        (rid.clone(), ended(2, Some("http://127.0.0.1:8/"))),
+    ];
+    attempts::record(&mut c, &written).await.expect("record");
+    let rows = attempts::of_run(&mut c, &rid).await.expect("read");
+    let members: Vec<Option<&str>> = rows.iter().map(|r| r.member.as_deref()).collect();
+    assert_eq!(
+        members,
+        vec![Some("http://127.0.0.1:7/"), Some("http://127.0.0.1:8/")]
+    );
+}
 
 async fn due(db: &Db, until: NaiveDateTime, limit: i64) -> Vec<RequestId> {
     due::due_attempts(&mut conn(db).await, at(until), limit)

@@ -277,6 +277,7 @@ async fn fire_chains_recorded_at_once(db: &Db) {
         scheduled_at: t,
         next_run_at: Some(t + secs(1)),
         instance: born(task, &request_id(), t, run),
+        siblings: Vec::new(),
         overlap: OverlapPolicy::Allow,
     };
     let fires = vec![

@@ -19,5 +19,6 @@ mod meta;
 mod pending;
 mod results;
 mod runs;
+mod shards;
 mod store_actor;
 mod tasks;

@@ -43,6 +43,7 @@ fn report(attempt: Option<i32>, outcome: Outcome, when: DateTime<Utc>) -> Event 
         outcome,
         at: when,
         sent_at: None,
+        member: None,
     })
 }
 

@@ -82,6 +82,7 @@ pub(crate) fn fields(
         overlap: OverlapPolicy::Allow,
         jitter_secs: 0,
         labels: ax::labels::Labels::default(),
+        executor: None,
     }
 }
 
@@ -186,6 +187,7 @@ pub(crate) fn fire_record(
         scheduled_at,
         next_run_at,
         instance: fired(task_id, request_id, scheduled_at),
+        siblings: Vec::new(),
         overlap: OverlapPolicy::Allow,
     }
 }
@@ -280,6 +282,7 @@ pub(crate) fn report(attempt: Option<i32>, outcome: Outcome, when: NaiveDateTime
         outcome,
         at: at(when),
         sent_at: None,
+        member: None,
     })
 }
 

@@ -9,8 +9,19 @@ pub const MAX_URL_CHARS: usize = fields::HANDLER_URL.max();
 
 /// A handler URL in the form the HTTP client sends it, its host on the allowlist.
 pub(super) fn handler_url(raw: String, allowlist: &Allowlist) -> Result<String, ApiError> {
-    let invalid = |why: String| ApiError::invalid("handlerUrl", format!("handlerUrl {why}"));
-    let url = normalised_url(&raw).map_err(invalid)?;
+    callable_url(raw, allowlist, "handlerUrl", MAX_URL_CHARS)
+}
+
+/// A URL ax calls (a handler's, an executor member's) in the form the HTTP client sends it,
+/// at most `max` characters, its host on the allowlist; a refusal names `field`.
+pub(super) fn callable_url(
+    raw: String,
+    allowlist: &Allowlist,
+    field: &str,
+    max: usize,
+) -> Result<String, ApiError> {
+    let invalid = |why: String| ApiError::invalid(field, format!("{field} {why}"));
+    let url = normalised_url(&raw, max).map_err(invalid)?;
     // The normalised host: an IDN is matched as the punycode name the client resolves.
     let host = url.host_str().unwrap_or_default();
     if !allowlist.allows(host) {
@@ -24,9 +35,9 @@ pub(super) fn handler_url(raw: String, allowlist: &Allowlist) -> Result<String, 
 /// Parses a handler URL into `url::Url`'s serialisation (non-ASCII percent-encoded, IDN host as
 /// punycode, default port dropped), which is what gets stored and called; says why when the
 /// text is ambiguous or the HTTP client could not send it.
-fn normalised_url(raw: &str) -> Result<url::Url, String> {
-    if raw.chars().count() > MAX_URL_CHARS {
-        return Err(format!("is longer than {MAX_URL_CHARS} characters"));
+fn normalised_url(raw: &str, max: usize) -> Result<url::Url, String> {
+    if raw.chars().count() > max {
+        return Err(format!("is longer than {max} characters"));
     }
     unambiguous(raw)?;
     let url = url::Url::parse(raw).map_err(|err| format!("is not a URL: {err}"))?;
@@ -40,9 +51,9 @@ fn normalised_url(raw: &str) -> Result<url::Url, String> {
         return Err("must not have a #fragment: it is never sent to the handler".into());
     }
     // Percent-encoding can make the stored form longer than the text as written.
-    if url.as_str().len() > MAX_URL_CHARS {
+    if url.as_str().len() > max {
         return Err(format!(
-            "is longer than {MAX_URL_CHARS} characters once percent-encoded"
+            "is longer than {max} characters once percent-encoded"
         ));
     }
     awc::http::Uri::try_from(url.as_str())

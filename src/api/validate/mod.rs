@@ -1,6 +1,7 @@
 //! Input validation: every rule of the HTTP contract, each failure naming its field.
 
 mod body;
+pub mod executor;
 mod handler_url;
 mod ids;
 mod query;

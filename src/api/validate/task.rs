@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::body::{integer, object, optional_string, required_string, small, text};
+use super::executor::task_executor;
 use super::handler_url::handler_url;
 use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
@@ -122,14 +123,15 @@ pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, A
         MAX_NAME_CHARS,
     )?;
     let scene_name = optional_string(&mut body, fields::SCENE.name)?;
-    Ok(TaskInput {
+    let input = TaskInput {
         name,
         scene: scene(scene_name.unwrap_or_else(|| DEFAULT_SCENE.into()))?,
         cron,
-        handler_url: handler_url(
-            required_string(&mut body, fields::HANDLER_URL.name)?,
-            allowlist,
-        )?,
+        handler_url: match optional_string(&mut body, fields::HANDLER_URL.name)? {
+            Some(url) => Some(handler_url(url, allowlist)?),
+            None => None,
+        },
+        executor: task_executor(body.remove(fields::EXECUTOR.name))?,
         params: params(body.remove(fields::PARAMS.name))?,
         max_retry: small(&mut body, fields::MAX_RETRY.name, MAX_RETRY)?
             .unwrap_or(DEFAULT_MAX_RETRY),
@@ -167,7 +169,18 @@ pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, A
             .unwrap_or(DEFAULT_JITTER_SECS),
         labels: Labels::from_body(body.remove(fields::LABELS.name))
             .map_err(|err| ApiError::invalid(err.field, err.message))?,
-    })
+    };
+    match (&input.handler_url, &input.executor) {
+        (Some(_), None) | (None, Some(_)) => Ok(input),
+        (None, None) => Err(ApiError::invalid(
+            fields::HANDLER_URL.name,
+            "handlerUrl is required (or executor: {group, path} for an executor group)",
+        )),
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            fields::EXECUTOR.name,
+            "give either handlerUrl or executor, not both (set the other to null)",
+        )),
+    }
 }
 
 // The bounds of the integer fields, as the declarations give them (checked when compiled).
@@ -423,7 +436,7 @@ mod tests {
     fn handler_url_of(url: &str, allowlist: &Allowlist) -> Result<String, ApiError> {
         let mut body = valid();
         body["handlerUrl"] = json!(url);
-        task_input(body, allowlist).map(|input| input.handler_url)
+        task_input(body, allowlist).map(|input| input.handler_url.unwrap_or_default())
     }
 
     #[test]

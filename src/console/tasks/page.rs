@@ -13,13 +13,13 @@ use crate::console::layout::pretty_json;
 use crate::console::layout::{
     self, action_button, maybe_time, none, page, scrolling, stored_time, task_state, Section,
 };
-use crate::console::paths::task_href;
+use crate::console::paths::{group_href, task_href};
 use crate::console::session::{csrf_field, Visitor};
 use crate::console::{html as respond, runs, ConsoleError};
 use crate::cron::{CronSchedule, Fire};
 use crate::run::TaskId;
 use crate::service::task_details::TaskDetails;
-use crate::store::models::{Instance, TaskStatus};
+use crate::store::models::{Instance, Task, TaskStatus};
 use crate::store::queries::Page;
 use crate::web::ApiState;
 
@@ -193,7 +193,7 @@ fn definition(details: &TaskDetails) -> Markup {
             }
             dt { "Cron" } dd { (schedule(task)) }
             dt { "Time zone" } dd { (task.time_zone) }
-            dt { "Handler URL" } dd { code { (task.handler_url) } }
+            (destination(task))
             dt { "Params" } dd { pre { (pretty_json(&task.params)) } }
             dt { "Max retries" } dd { (task.max_retry) }
             dt { "Timeout" } dd { (layout::millis(task.timeout_ms)) }
@@ -222,6 +222,33 @@ fn definition(details: &TaskDetails) -> Markup {
             dt { "Next run" } dd { (maybe_time(task.next_run_at)) }
             dt { "Created" } dd { (stored_time(task.created_at)) }
             dt { "Updated" } dd { (stored_time(task.updated_at)) }
+        }
+    }
+}
+
+/// Where the task's runs go: its executor group (linked to the group on the executors page),
+/// the path on the group's members and the routing; or its handler URL.
+fn destination(task: &Task) -> Markup {
+    html! {
+        @match &task.executor {
+            Some(executor) => {
+                dt { "Executor group" }
+                dd { a href=(group_href(&executor.group)) { (executor.group) } }
+                dt { "Path" }
+                dd {
+                    @if executor.path.is_empty() { (none()) } @else { code { (executor.path) } }
+                }
+                dt { "Routing" }
+                dd {
+                    @match executor.routing {
+                        Some(routing) => (routing.name()),
+                        None => span.muted { "the group's" },
+                    }
+                }
+            }
+            None => {
+                dt { "Handler URL" } dd { code { (task.handler_url) } }
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ pub struct AttemptRow {
     pub code: Option<String>,
     pub message: Option<String>,
     pub process: String,
+    pub member: Option<String>,
 }
 
 /// Records these ended attempts, in one statement.
@@ -29,10 +30,17 @@ pub async fn record(
     if ended.is_empty() {
         return Ok(());
     }
-    // Plain SQL: diesel's batch insert of nullable columns is not there for SQLite.
+    // Plain SQL: diesel's batch insert of nullable columns is not there for SQLite. An
+    // attempt ended by a callback or a timeout has no member of its own: the run's row names
+    // the one it was sent to.
     let sql = format!(
-        "INSERT INTO ax_attempt (request_id, attempt, ended_at, code, message, process) VALUES {}",
-        vec!["(?, ?, ?, ?, ?, ?)"; ended.len()].join(", ")
+        "INSERT INTO ax_attempt (request_id, attempt, ended_at, code, message, process, member) \
+         VALUES {}",
+        vec![
+            "(?, ?, ?, ?, ?, ?, COALESCE(?, (SELECT member FROM ax_instance WHERE request_id = ?)))";
+            ended.len()
+        ]
+        .join(", ")
     );
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
@@ -43,7 +51,9 @@ pub async fn record(
                 .bind::<Timestamp, _>(to_db(attempt.at))
                 .bind::<Nullable<Text>, _>(attempt.code.as_deref())
                 .bind::<Nullable<Text>, _>(attempt.message.as_deref())
-                .bind::<Text, _>(attempt.process.as_str());
+                .bind::<Text, _>(attempt.process.as_str())
+                .bind::<Nullable<Text>, _>(attempt.member.as_deref())
+                .bind::<Text, _>(id.to_string());
         }
         query.execute(c).await
     })?;
@@ -56,7 +66,14 @@ pub async fn of_run(conn: &mut Conn, id: &RequestId) -> Result<Vec<AttemptRow>, 
     Ok(with_conn!(conn, |c| a::ax_attempt
         .filter(a::request_id.eq(&id))
         .order((a::attempt.asc(), a::id.asc()))
-        .select((a::attempt, a::ended_at, a::code, a::message, a::process))
+        .select((
+            a::attempt,
+            a::ended_at,
+            a::code,
+            a::message,
+            a::process,
+            a::member,
+        ))
         .load(c)
         .await)?)
 }

@@ -11,12 +11,13 @@ use super::run_writes::apply;
 use super::runs::{state_columns, state_of, StateRow};
 use super::task_locks::lock_task_schedules;
 use crate::run::{
-    claim_asks_overlap, jittered, on_event, DueRun, Event, OverlapPolicy, RequestId, RetryPolicy,
-    RunState, RunStatus, TaskId, TriggerType, Write,
+    claim_asks_overlap, jittered, on_event, sharded, DueRun, Event, OverlapPolicy, RequestId,
+    RetryPolicy, RunState, RunStatus, Shard, TaskId, TriggerType, Write,
 };
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{to_db, Conn, StoreError};
+use crate::task_executor::TaskExecutor;
 use crate::with_conn;
 
 /// A run whose attempt is due: waiting for it, or held by a claim that lapsed.
@@ -26,12 +27,16 @@ pub struct DueAttempt {
     pub task_id: TaskId,
     pub run: RunState,
     pub handler_url: String,
+    pub executor: Option<TaskExecutor>,
     pub params: String,
     pub timeout_ms: i64,
     pub trigger_type: TriggerType,
     /// The task's overlap policy: it decides the run's first attempt when claimed.
     pub overlap: OverlapPolicy,
     pub jitter_secs: i32,
+    /// A broadcast shard's, and the member it was given at fire time.
+    pub shard: Option<Shard>,
+    pub member: Option<String>,
 }
 
 impl DueAttempt {
@@ -95,7 +100,8 @@ pub async fn attempts_of(
     type Row = (
         StateRow,
         (TaskId, String, String, i64),
-        (TriggerType, OverlapPolicy, i32),
+        (TriggerType, OverlapPolicy, i32, Option<TaskExecutor>),
+        (Option<i32>, Option<i32>, Option<String>),
     );
     let rows: Vec<Row> = with_conn!(conn, |c| i::ax_instance
         .inner_join(t::ax_task.on(t::id.eq(i::task_id)))
@@ -109,7 +115,8 @@ pub async fn attempts_of(
                 diesel::dsl::sql::<Text>("COALESCE(ax_instance.params, ax_task.params)"),
                 t::timeout_ms,
             ),
-            (i::trigger_type, t::overlap, t::jitter_secs),
+            (i::trigger_type, t::overlap, t::jitter_secs, t::executor),
+            (i::shard_index, i::shard_total, i::member),
         ))
         .load(c)
         .await)?;
@@ -119,7 +126,8 @@ pub async fn attempts_of(
             |(
                 state,
                 (task_id, handler_url, params, timeout_ms),
-                (trigger_type, overlap, jitter),
+                (trigger_type, overlap, jitter, executor),
+                (shard_index, shard_total, member),
             )| {
                 let (request_id, run) = state_of(state, RetryPolicy::default());
                 DueAttempt {
@@ -127,11 +135,14 @@ pub async fn attempts_of(
                     task_id,
                     run,
                     handler_url,
+                    executor,
                     params,
                     timeout_ms,
                     trigger_type,
                     overlap,
                     jitter_secs: jitter,
+                    shard: Shard::of_row(shard_index, shard_total),
+                    member,
                 }
             },
         )
@@ -175,6 +186,7 @@ async fn overlapped(
         policy: attempt.overlap,
         request_id: &attempt.request_id,
         scheduled_at: attempt.run.scheduled_at,
+        sharded: sharded(attempt.shard.map(|shard| shard.total)),
     };
     let decision = overlap::settle(conn, &[due], *at).await?;
     let [decision] = decision.as_slice() else {

@@ -25,8 +25,37 @@ pub struct FireRecord {
     pub scheduled_at: NaiveDateTime,
     pub next_run_at: Option<NaiveDateTime>,
     pub instance: NewInstance,
+    /// A broadcast fire's other shards (`instance` is shard 0): recorded, and left by the
+    /// overlap policy, with it.
+    pub siblings: Vec<NewInstance>,
     /// The task's overlap policy: it decides a run dispatched as it fires.
     pub overlap: OverlapPolicy,
+}
+
+impl FireRecord {
+    /// Its runs as the overlap policy left them (`overlapped`: shard 0's row, if changed).
+    fn runs<'a>(
+        &'a self,
+        overlapped: Option<&'a NewInstance>,
+    ) -> Vec<std::borrow::Cow<'a, NewInstance>> {
+        use std::borrow::Cow;
+        let Some(first) = overlapped else {
+            return std::iter::once(&self.instance)
+                .chain(&self.siblings)
+                .map(Cow::Borrowed)
+                .collect();
+        };
+        let mut runs = vec![Cow::Borrowed(first)];
+        runs.extend(self.siblings.iter().map(|sibling| {
+            Cow::Owned(NewInstance {
+                request_id: sibling.request_id.clone(),
+                member: sibling.member.clone(),
+                shard_index: sibling.shard_index,
+                ..first.clone()
+            })
+        }));
+        runs
+    }
 }
 
 /// What became of one fire.
@@ -101,43 +130,63 @@ async fn record_fires_at_once(
         .map(|(fire, _)| fire)
         .collect();
     let overlapped = overlapped(conn, &fresh_fires).await?;
-    let runs: Vec<&NewInstance> = fresh_fires
+    let fire_runs: Vec<_> = fresh_fires
         .iter()
         .enumerate()
-        .map(|(k, fire)| overlapped.get(&k).unwrap_or(&fire.instance))
+        .map(|(k, fire)| fire.runs(overlapped.get(&k)))
         .collect();
-    let inserted = if runs.is_empty() {
+    let rows: Vec<&NewInstance> = fire_runs.iter().flatten().map(|run| &**run).collect();
+    let inserted = if rows.is_empty() {
         Ok(())
     } else {
         advance_tasks(conn, &advances).await?;
-        insert_instances(conn, &runs).await
+        insert_instances(conn, &rows).await
     };
     let duplicates = match inserted {
         Ok(()) => HashSet::new(),
-        // Some run exists already: insert one by one to find which.
+        // Some run exists already: insert fire by fire to find which.
         Err(StoreError::Query(DieselError::DatabaseError(
             DatabaseErrorKind::UniqueViolation,
             _,
         ))) => {
             let mut duplicates = HashSet::new();
-            for run in &runs {
-                if insert_instance(conn, run).await? == FireOutcome::Duplicate {
-                    duplicates.insert(run.request_id.as_str());
+            for runs in &fire_runs {
+                if insert_fire(conn, runs).await? == FireOutcome::Duplicate {
+                    duplicates.insert(runs[0].request_id.as_str());
                 }
             }
             duplicates
         }
         Err(err) => return Err(err),
     };
-    let mut runs = runs.into_iter();
+    let mut fire_runs = fire_runs.iter();
     Ok(fresh
         .into_iter()
-        .map(|fresh| match fresh.then(|| runs.next()).flatten() {
+        .map(|fresh| match fresh.then(|| fire_runs.next()).flatten() {
             None => FireOutcome::Stale,
-            Some(run) if duplicates.contains(run.request_id.as_str()) => FireOutcome::Duplicate,
-            Some(run) => FireOutcome::recorded(run),
+            Some(runs) if duplicates.contains(runs[0].request_id.as_str()) => {
+                FireOutcome::Duplicate
+            }
+            Some(runs) => FireOutcome::recorded(&runs[0]),
         })
         .collect())
+}
+
+/// Inserts a fire's runs (its shards), the first alone first: a fire recorded already is a
+/// duplicate as a whole, and none of its shards is added.
+async fn insert_fire(
+    conn: &mut Conn,
+    runs: &[std::borrow::Cow<'_, NewInstance>],
+) -> Result<FireOutcome, StoreError> {
+    let Some((first, siblings)) = runs.split_first() else {
+        return Ok(FireOutcome::Stale);
+    };
+    let outcome = insert_instance(conn, first).await?;
+    if outcome == FireOutcome::Fired && !siblings.is_empty() {
+        let siblings: Vec<&NewInstance> = siblings.iter().map(|run| &**run).collect();
+        insert_instances(conn, &siblings).await?;
+    }
+    Ok(outcome)
 }
 
 impl FireOutcome {
@@ -171,6 +220,7 @@ async fn overlapped(
                 policy: fire.overlap,
                 request_id: &fire.instance.request_id,
                 scheduled_at: from_db(fire.instance.scheduled_at),
+                sharded: fire.instance.sharded(),
             };
             (k, run)
         })
@@ -221,8 +271,9 @@ async fn insert_instances(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), 
     let sql = format!(
         "INSERT INTO ax_instance (task_id, request_id, trigger_type, scheduled_at, trigger_at, \
          status, fired_by, created_at, finished_at, next_attempt_at, deadline_at, params, \
-         dispatched_attempt, claimed_until, callback_code, callback_message) VALUES {}",
-        vec![format!("({})", placeholders(16, 1)); runs.len()].join(", ")
+         dispatched_attempt, claimed_until, callback_code, callback_message, member, \
+         shard_index, shard_total) VALUES {}",
+        vec![format!("({})", placeholders(19, 1)); runs.len()].join(", ")
     );
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
@@ -243,7 +294,10 @@ async fn insert_instances(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), 
                 .bind::<Integer, _>(run.dispatched_attempt)
                 .bind::<Nullable<Timestamp>, _>(run.claimed_until)
                 .bind::<Nullable<Text>, _>(&run.callback_code)
-                .bind::<Nullable<Text>, _>(&run.callback_message);
+                .bind::<Nullable<Text>, _>(&run.callback_message)
+                .bind::<Nullable<Text>, _>(&run.member)
+                .bind::<Nullable<Integer>, _>(run.shard_index)
+                .bind::<Nullable<Integer>, _>(run.shard_total);
         }
         query.execute(c).await
     })?;
@@ -275,9 +329,9 @@ async fn record_fires_one_by_one(
             continue;
         }
         let overlapped = overlapped(conn, &[fire]).await?;
-        let run = overlapped.get(&0).unwrap_or(&fire.instance);
-        outcomes.push(match insert_instance(conn, run).await? {
-            FireOutcome::Fired => FireOutcome::recorded(run),
+        let runs = fire.runs(overlapped.get(&0));
+        outcomes.push(match insert_fire(conn, &runs).await? {
+            FireOutcome::Fired => FireOutcome::recorded(&runs[0]),
             outcome => outcome,
         });
     }
@@ -301,6 +355,24 @@ pub async fn insert_instance(
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// The shards of `task_id`'s broadcast fire at `scheduled_at`, in shard order (none for a
+/// run without siblings).
+pub async fn shards_of(
+    conn: &mut Conn,
+    task_id: TaskId,
+    scheduled_at: NaiveDateTime,
+) -> Result<Vec<Instance>, StoreError> {
+    Ok(with_conn!(conn, |c| i::ax_instance
+        .filter(i::task_id.eq(task_id))
+        .filter(i::scheduled_at.eq(scheduled_at))
+        .filter(i::trigger_type.eq(TriggerType::Schedule))
+        .filter(i::shard_total.gt(1))
+        .order(i::shard_index.asc())
+        .select(Instance::as_select())
+        .load(c)
+        .await)?)
 }
 
 /// The run with this request id.

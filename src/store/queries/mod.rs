@@ -3,6 +3,7 @@
 pub mod attempts;
 pub mod audit;
 pub mod due;
+pub mod executors;
 pub mod instances;
 pub mod meta;
 pub mod named_locks;

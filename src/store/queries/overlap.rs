@@ -11,8 +11,8 @@ use diesel_async::RunQueryDsl;
 use super::run_writes::apply;
 use crate::metrics::metrics;
 use crate::run::{
-    blind, on_due_runs, tasks_to_settle, DueRun, Event, OpenRun, Overlap, RequestId, RunStatus,
-    TaskId, Write, OPEN,
+    blind, on_due_runs, sharded, tasks_to_settle, DueRun, Event, OpenRun, Overlap, RequestId,
+    RunStatus, TaskId, Write, OPEN,
 };
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::{from_db, Conn, StoreError};
@@ -48,7 +48,14 @@ async fn open_runs(
     conn: &mut Conn,
     tasks: &[TaskId],
 ) -> Result<HashMap<TaskId, Vec<OpenRun>>, StoreError> {
-    type Row = (TaskId, RequestId, NaiveDateTime, RunStatus, Option<String>);
+    type Row = (
+        TaskId,
+        RequestId,
+        NaiveDateTime,
+        RunStatus,
+        Option<String>,
+        Option<i32>,
+    );
     let rows: Vec<Row> = with_conn!(conn, |c| i::ax_instance
         .filter(i::task_id.eq_any(tasks))
         .filter(i::status.eq_any(OPEN))
@@ -58,12 +65,19 @@ async fn open_runs(
             i::scheduled_at,
             i::status,
             i::callback_code,
+            i::shard_total,
         ))
         .load(c)
         .await)?;
     let mut open: HashMap<TaskId, Vec<OpenRun>> = HashMap::new();
-    for (task_id, request_id, scheduled_at, status, code) in rows {
-        let run = OpenRun::of(request_id, from_db(scheduled_at), status, code.as_deref());
+    for (task_id, request_id, scheduled_at, status, code, shards) in rows {
+        let run = OpenRun::of(
+            request_id,
+            from_db(scheduled_at),
+            status,
+            code.as_deref(),
+            sharded(shards),
+        );
         open.entry(task_id).or_default().push(run);
     }
     Ok(open)

@@ -5,11 +5,12 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::instances;
 use super::runs::decide;
 use super::tasks::dependencies_of;
 use crate::run::{
-    buffer_released, held_by_overlap, Decided, Event, OpenRun, RequestId, RetryPolicy, RunStatus,
-    TaskId,
+    buffer_released, fire_status, held_by_overlap, sharded, Decided, Event, OpenRun, RequestId,
+    RetryPolicy, RunStatus, TaskId,
 };
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::{from_db, to_db, Conn, StoreError};
@@ -29,6 +30,7 @@ pub async fn check_pending(
         NaiveDateTime,
         Option<NaiveDateTime>,
         Option<String>,
+        Option<i32>,
     );
     let pending: Vec<Row> = with_conn!(conn, |c| i::ax_instance
         .filter(i::status.eq(RunStatus::Pending))
@@ -42,13 +44,15 @@ pub async fn check_pending(
             i::scheduled_at,
             i::deadline_at,
             i::callback_code,
+            i::shard_total,
         ))
         .load(c)
         .await)?;
     let (mut released, mut failed) = (0, 0);
-    for (request_id, task_id, scheduled_at, deadline, code) in pending {
+    for (request_id, task_id, scheduled_at, deadline, code, shards) in pending {
         if held_by_overlap(RunStatus::Pending, code.as_deref()) {
-            released += release_buffered(conn, &request_id, task_id, scheduled_at, now).await?;
+            let run = (&request_id, scheduled_at, sharded(shards));
+            released += release_buffered(conn, run, task_id, now).await?;
             continue;
         }
         let upstreams = upstream_states(conn, task_id, scheduled_at).await?;
@@ -79,27 +83,28 @@ pub async fn check_pending(
     Ok((released, failed))
 }
 
-/// A run the overlap policy holds back goes on once no earlier run of its task is open: to
-/// its upstreams, if it has any, else to dispatch now. Returns 1 if it went on.
+/// A run the overlap policy holds back, `(request id, scheduled at, sharded)`, goes on once
+/// no earlier run of its task is open: to its upstreams, if it has any, else to dispatch now.
+/// Returns 1 if it went on.
 async fn release_buffered(
     conn: &mut Conn,
-    request_id: &RequestId,
+    (request_id, scheduled_at, is_shard): (&RequestId, NaiveDateTime, bool),
     task_id: TaskId,
-    scheduled_at: NaiveDateTime,
     now: DateTime<Utc>,
 ) -> Result<usize, StoreError> {
-    let open: Vec<(RequestId, NaiveDateTime, RunStatus)> = with_conn!(conn, |c| i::ax_instance
+    type Row = (RequestId, NaiveDateTime, RunStatus, Option<i32>);
+    let open: Vec<Row> = with_conn!(conn, |c| i::ax_instance
         .filter(i::task_id.eq(task_id))
         .filter(i::status.eq_any(crate::run::OPEN))
         .filter(i::scheduled_at.le(scheduled_at))
-        .select((i::request_id, i::scheduled_at, i::status))
+        .select((i::request_id, i::scheduled_at, i::status, i::shard_total))
         .load(c)
         .await)?;
     let open: Vec<OpenRun> = open
         .into_iter()
-        .map(|(id, at, status)| OpenRun::of(id, from_db(at), status, None))
+        .map(|(id, at, status, shards)| OpenRun::of(id, from_db(at), status, None, sharded(shards)))
         .collect();
-    if !buffer_released(&open, from_db(scheduled_at), request_id) {
+    if !buffer_released(&open, from_db(scheduled_at), request_id, is_shard) {
         return Ok(0);
     }
     let upstreams = dependencies_of(conn, &[task_id]).await?;
@@ -111,7 +116,8 @@ async fn release_buffered(
     Ok(usize::from(matches!(decided, Decided::Applied(_))))
 }
 
-/// For each upstream of `task_id`, the status of its latest run scheduled at or before `at`.
+/// For each upstream of `task_id`, the status of its latest run scheduled at or before `at`
+/// (a broadcast fire's: its shards' together, see `crate::run::fire_status`).
 async fn upstream_states(
     conn: &mut Conn,
     task_id: TaskId,
@@ -120,15 +126,23 @@ async fn upstream_states(
     let upstreams = dependencies_of(conn, &[task_id]).await?;
     let mut states = Vec::new();
     for upstream in upstreams.get(&task_id).into_iter().flatten() {
-        let latest: Option<RunStatus> = with_conn!(conn, |c| i::ax_instance
+        type Row = (RunStatus, NaiveDateTime, Option<i32>);
+        let latest: Option<Row> = with_conn!(conn, |c| i::ax_instance
             .filter(i::task_id.eq(*upstream))
             .filter(i::scheduled_at.le(at))
             .order((i::scheduled_at.desc(), i::id.desc()))
-            .select(i::status)
+            .select((i::status, i::scheduled_at, i::shard_total))
             .first(c)
             .await
             .optional())?;
-        states.push(latest);
+        let state = match latest {
+            Some((_, fired_at, shards)) if sharded(shards) => {
+                let shards = instances::shards_of(conn, *upstream, fired_at).await?;
+                fire_status(&shards.iter().map(|run| run.status).collect::<Vec<_>>())
+            }
+            latest => latest.map(|(status, ..)| status),
+        };
+        states.push(state);
     }
     Ok(states)
 }

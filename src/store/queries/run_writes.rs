@@ -81,6 +81,7 @@ fn set_columns(change: &Change) -> Vec<(&'static str, Value)> {
         "dispatched_at =",
         change.dispatched_at.map(|at| Value::Time(to_db(at))),
     );
+    put("member =", change.member.clone().map(Value::Text));
     set
 }
 

@@ -1,0 +1,314 @@
+//! The executor groups as this process dispatches to them: their live members, read from the
+//! store each second (so every ax process of a cluster routes over the same registrations),
+//! and each member's health as this process has seen it. Which member an attempt goes to is
+//! `crate::routing`'s decision; this shell holds the state it decides on.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use chrono::Utc;
+
+use super::store::{boxed, StoreHandle};
+use crate::metrics::{metrics, MemberGauge};
+use crate::routing::{pick, pick_shard, Candidate, Health, HealthRule, HealthState, Routing};
+use crate::run::TaskId;
+use crate::store::queries::executors::{self, GroupRow, MemberRow};
+use crate::store::to_db;
+use crate::task_executor::TaskExecutor;
+
+/// A group as routed over now.
+#[derive(Debug, Clone)]
+struct Group {
+    routing: Routing,
+    max_in_flight: usize,
+    /// In registration order.
+    members: Vec<Member>,
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    url: Arc<str>,
+    /// The group's `maxInFlight`, or the member's registered capacity when lower.
+    cap: usize,
+}
+
+/// Where an attempt goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    To {
+        member: Arc<str>,
+        cap: usize,
+        /// The run is a broadcast's: it carries its shard.
+        broadcast: bool,
+    },
+    /// No group of that name (yet): the message says so.
+    NoMember(String),
+}
+
+/// A member's health and load here, as `GET /api/executors` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberState {
+    pub state: HealthState,
+    pub in_flight: usize,
+    pub successes: u64,
+    pub failures: u64,
+    pub last_error: Option<String>,
+}
+
+/// The groups, their members' health, and the settings they are kept by.
+pub struct Fleet {
+    groups: RwLock<HashMap<String, Group>>,
+    /// By member URL (a server in two groups is one member's health).
+    health: Mutex<HashMap<Arc<str>, Health>>,
+    /// Bumped at each pick: ROUND_ROBIN's position.
+    turns: AtomicU64,
+    rule: HealthRule,
+    /// How long a registered member lives without a heartbeat, in seconds.
+    member_ttl_secs: i64,
+}
+
+/// How the fleet is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct FleetSettings {
+    pub failures_to_cool: u32,
+    pub cool_down_secs: i64,
+    pub member_ttl_secs: i64,
+}
+
+fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+/// Expired registrations are deleted this often (each process filters them out at once).
+const EXPIRY_EVERY_SECS: u64 = 10;
+
+impl Fleet {
+    pub fn new(settings: FleetSettings) -> Fleet {
+        Fleet {
+            groups: RwLock::default(),
+            health: Mutex::default(),
+            turns: AtomicU64::new(0),
+            rule: HealthRule {
+                failures_to_cool: settings.failures_to_cool,
+                cool_down_ms: settings.cool_down_secs * 1000,
+            },
+            member_ttl_secs: settings.member_ttl_secs,
+        }
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Health>> {
+        self.health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The members a fire of a broadcast task is sharded over now, in registration order: the
+    /// group's members not cooling down. `None` when the task's runs are not broadcast.
+    pub fn broadcast_members(&self, executor: &TaskExecutor) -> Option<Vec<Arc<str>>> {
+        let groups = self
+            .groups
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let group = groups.get(&executor.group);
+        let routing = executor.routing.or(group.map(|g| g.routing));
+        if routing != Some(Routing::Broadcast) {
+            return None;
+        }
+        let now = now_ms();
+        let health = self.health();
+        let members = group.map(|g| g.members.as_slice()).unwrap_or_default();
+        Some(
+            members
+                .iter()
+                .filter(|m| health.get(&m.url).is_none_or(|h| h.usable(now)))
+                .map(|m| m.url.clone())
+                .collect(),
+        )
+    }
+
+    /// Picks the member an attempt of `task` goes to, never one of `tried` (those this attempt
+    /// could not reach); `own`: a broadcast shard's member, given at fire time; `in_flight`
+    /// tells a member's requests in flight here.
+    pub fn route(
+        &self,
+        executor: &TaskExecutor,
+        task: TaskId,
+        (tried, own): (&[Arc<str>], Option<&str>),
+        in_flight: impl Fn(&str) -> usize,
+    ) -> Route {
+        let groups = self
+            .groups
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(group) = groups.get(&executor.group) else {
+            return Route::NoMember(format!(
+                "executor group `{}` does not exist (yet): no member to send to",
+                executor.group
+            ));
+        };
+        let now = now_ms();
+        let mut health = self.health();
+        let candidates: Vec<Candidate> = group
+            .members
+            .iter()
+            .map(|member| Candidate {
+                url: &member.url,
+                in_flight: in_flight(&member.url),
+                cap: member.cap,
+                usable: health.get(&member.url).is_none_or(|h| h.usable(now)),
+            })
+            .collect();
+        let tried: Vec<&str> = tried.iter().map(|url| &**url).collect();
+        let routing = executor.routing.unwrap_or(group.routing);
+        let turn = self.turns.fetch_add(1, Ordering::Relaxed);
+        let random = uuid::Uuid::new_v4().as_u64_pair().0;
+        let picked = match routing {
+            Routing::Broadcast => pick_shard(&candidates, &tried, own),
+            _ => pick(routing, &candidates, &tried, task.0 as u64, turn, random),
+        };
+        let Some(n) = picked else {
+            let why = match (group.members.len(), tried.len()) {
+                (0, _) => "has no member".to_string(),
+                (_, 0) => "has no healthy member".to_string(),
+                (_, n) => format!("has no healthy member left after {n} refused the attempt"),
+            };
+            return Route::NoMember(format!("executor group `{}` {why}", executor.group));
+        };
+        let member = &group.members[n];
+        health.entry(member.url.clone()).or_default().sending(now);
+        Route::To {
+            member: member.url.clone(),
+            cap: member.cap,
+            broadcast: routing == Routing::Broadcast,
+        }
+    }
+
+    /// Notes how a dispatch to `member` of `group` ended: `Err` with why it failed.
+    pub fn served(&self, group: &str, member: &Arc<str>, result: Result<(), &str>) {
+        let mut health = self.health();
+        let entry = health.entry(member.clone()).or_default();
+        let transition = match result {
+            Ok(()) => entry.succeeded(),
+            Err(error) => entry.failed(self.rule, now_ms(), error),
+        };
+        if let Some(transition) = transition {
+            match transition {
+                crate::routing::Transition::WentUnhealthy => log::warn!(
+                    "executor group `{group}`: member {member} is unhealthy after {} failed \
+                     dispatches ({}); skipped for {} s, then probed",
+                    entry.consecutive_failures().max(1),
+                    entry.last_error().unwrap_or_default(),
+                    self.rule.cool_down_ms / 1000
+                ),
+                crate::routing::Transition::Recovered => {
+                    log::info!("executor group `{group}`: member {member} is healthy again")
+                }
+            }
+        }
+    }
+
+    /// Each member of each group with its health and load here, as `(group, url, state)`.
+    fn members_now(&self, in_flight: impl Fn(&str) -> usize) -> Vec<(String, String, MemberState)> {
+        let now = now_ms();
+        let groups = self
+            .groups
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let health = self.health();
+        groups
+            .iter()
+            .flat_map(|(name, group)| group.members.iter().map(move |m| (name, m)))
+            .map(|(name, member)| {
+                let seen = health.get(&member.url).cloned().unwrap_or_default();
+                let state = MemberState {
+                    state: seen.state(now),
+                    in_flight: in_flight(&member.url),
+                    successes: seen.successes(),
+                    failures: seen.failures(),
+                    last_error: seen.last_error().map(str::to_string),
+                };
+                (name.clone(), member.url.to_string(), state)
+            })
+            .collect()
+    }
+
+    /// Each member's health here, by URL, with `in_flight` telling its requests in flight.
+    pub fn states(&self, in_flight: impl Fn(&str) -> usize) -> HashMap<String, MemberState> {
+        self.members_now(in_flight)
+            .into_iter()
+            .map(|(_, url, state)| (url, state))
+            .collect()
+    }
+
+    /// Reads the groups and their live members from the store (and, every few seconds,
+    /// deletes the registrations that expired); a store out of reach leaves them as they were.
+    pub async fn refresh(&self, store: &StoreHandle, tick: u64) {
+        let cutoff = to_db(Utc::now() - chrono::Duration::seconds(self.member_ttl_secs));
+        let expire = tick.is_multiple_of(EXPIRY_EVERY_SECS);
+        let read = store
+            .query(move |conn| {
+                boxed(async move {
+                    if expire {
+                        let gone = executors::expire(conn, cutoff).await?;
+                        if gone > 0 {
+                            log::info!("{gone} executor members dropped: not heard from in time");
+                        }
+                    }
+                    let groups = executors::groups(conn).await?;
+                    let members = executors::members(conn, None, cutoff).await?;
+                    Ok((groups, members))
+                })
+            })
+            .await;
+        match read {
+            Ok((groups, members)) => self.replace(groups, members),
+            Err(err) => log::warn!("executor groups not refreshed: {err}"),
+        }
+    }
+
+    fn replace(&self, rows: Vec<GroupRow>, members: Vec<MemberRow>) {
+        let mut groups: HashMap<String, Group> = rows
+            .into_iter()
+            .map(|row| {
+                let group = Group {
+                    routing: Routing::parse(&row.routing).unwrap_or(Routing::DEFAULT),
+                    max_in_flight: usize::try_from(row.max_in_flight).unwrap_or(1).max(1),
+                    members: Vec::new(),
+                };
+                (row.name, group)
+            })
+            .collect();
+        for row in members {
+            if let Some(group) = groups.get_mut(&row.group_name) {
+                let capacity = row.capacity.and_then(|c| usize::try_from(c).ok());
+                let cap = capacity.map_or(group.max_in_flight, |c| c.min(group.max_in_flight));
+                group.members.push(Member {
+                    url: row.url.into(),
+                    cap: cap.max(1),
+                });
+            }
+        }
+        *self
+            .groups
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = groups;
+    }
+
+    /// Shows each member's health and load in `/metrics`.
+    pub fn show(&self, in_flight: impl Fn(&str) -> usize) {
+        let gauges = self
+            .members_now(in_flight)
+            .into_iter()
+            .map(|(group, member, state)| MemberGauge {
+                group,
+                member,
+                healthy: state.state == HealthState::Healthy,
+                in_flight: state.in_flight,
+                successes: state.successes,
+                failures: state.failures,
+            })
+            .collect();
+        metrics().executor_members(gauges);
+    }
+}

@@ -1,0 +1,299 @@
+//! What an alert says, per channel kind: the webhook's JSON body (or the channel's own
+//! template over it, so one kind serves Teams, DingTalk, PagerDuty or Alertmanager), Slack's
+//! message format, and an email's subject, text and HTML. Pure: the sender posts what this
+//! makes.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::rule::AlertEvent;
+
+/// One alert, as every channel is told it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Alert {
+    /// Stable across resends (also `X-Ax-Alert-Id`): receivers de-duplicate by it.
+    pub id: String,
+    pub event: AlertEvent,
+    /// What it is about: `etl/report` for a task, a member's URL, a process's instance id.
+    pub subject: String,
+    pub task_id: Option<i64>,
+    pub scene: Option<String>,
+    /// The run's page in the console, when it is about a run.
+    pub link: Option<String>,
+    pub request_id: Option<String>,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    /// Events within the window that made it.
+    pub count: u32,
+    /// Events folded into the silence before it, the first at `folded_since`.
+    pub folded: u32,
+    #[serde(serialize_with = "opt_time")]
+    pub folded_since: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "time")]
+    pub at: DateTime<Utc>,
+}
+
+fn rfc3339(at: &DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn time<S: serde::Serializer>(at: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(at))
+}
+
+fn opt_time<S: serde::Serializer>(at: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+    match at {
+        Some(at) => s.serialize_str(&rfc3339(at)),
+        None => s.serialize_none(),
+    }
+}
+
+/// A channel's template that cannot be used: minijinja's words, with the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("template: {0}")]
+pub struct TemplateError(String);
+
+impl Alert {
+    /// One line: `FAILED etl/report: HTTP_500 (3 more folded since …)`.
+    pub fn headline(&self) -> String {
+        let mut line = format!("{} {}", self.event, self.subject);
+        if let Some(code) = &self.code {
+            line.push_str(&format!(": {code}"));
+        }
+        if self.count > 1 {
+            line.push_str(&format!(", {} times", self.count));
+        }
+        if let (n @ 1.., Some(since)) = (self.folded, self.folded_since) {
+            line.push_str(&format!(" ({n} more folded since {})", rfc3339(&since)));
+        }
+        line
+    }
+
+    /// The webhook's default body: the alert as JSON, with its headline.
+    pub fn webhook_body(&self) -> Value {
+        let mut body = serde_json::to_value(self).unwrap_or(Value::Null);
+        body["text"] = json!(self.headline());
+        body
+    }
+
+    /// The webhook's body from `template` (minijinja, over the default body's fields; an
+    /// unknown field is an error, not an empty string).
+    pub fn templated(&self, template: &str) -> Result<String, TemplateError> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.render_str(template, self.webhook_body())
+            .map_err(|err| TemplateError(err.to_string()))
+    }
+
+    /// A Slack incoming-webhook message: coloured by the event, linked to the run.
+    pub fn slack_body(&self) -> Value {
+        let title = match &self.link {
+            Some(link) => format!("<{link}|{}>", self.headline()),
+            None => self.headline(),
+        };
+        let mut fields = vec![json!({"title": "Event", "value": self.event, "short": true})];
+        if let Some(scene) = &self.scene {
+            fields.push(json!({"title": "Scene", "value": scene, "short": true}));
+        }
+        if let Some(message) = &self.message {
+            fields.push(json!({"title": "Message", "value": message, "short": false}));
+        }
+        json!({
+            "text": self.headline(),
+            "attachments": [{
+                "color": colour(self.event),
+                "title": title,
+                "fields": fields,
+                "footer": format!("ax alert {}", self.id),
+                "ts": self.at.timestamp(),
+            }],
+        })
+    }
+
+    /// An email's subject, plain text and HTML.
+    pub fn email(&self) -> (String, String, String) {
+        let subject = format!("[ax] {}", self.headline());
+        let lines = self.lines();
+        let text = lines
+            .iter()
+            .map(|(key, value)| format!("{key}: {value}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let rows: String = lines
+            .iter()
+            .map(|(key, value)| format!("<tr><th>{key}</th><td>{}</td></tr>", escape(value)))
+            .collect();
+        let link = self.link.as_deref().map_or(String::new(), |link| {
+            format!("<p><a href=\"{}\">Open the run</a></p>", escape(link))
+        });
+        let html = format!(
+            "<h2>{}</h2><table>{rows}</table>{link}",
+            escape(&self.headline())
+        );
+        (subject, text, html)
+    }
+
+    /// The alert's facts, in order, for text bodies.
+    fn lines(&self) -> Vec<(&'static str, String)> {
+        let mut lines = vec![
+            ("Event", self.event.to_string()),
+            ("Subject", self.subject.clone()),
+        ];
+        let optional = [
+            ("Scene", self.scene.clone()),
+            ("Code", self.code.clone()),
+            ("Message", self.message.clone()),
+            ("Run", self.link.clone()),
+        ];
+        lines.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
+        lines.push(("Count", self.count.to_string()));
+        if self.folded > 0 {
+            lines.push(("Folded", self.folded.to_string()));
+        }
+        lines.push(("At", rfc3339(&self.at)));
+        lines.push(("Alert id", self.id.clone()));
+        lines
+    }
+}
+
+/// Slack's attachment colour: red for failures, amber for the late and the skipped, green
+/// for a resolution.
+fn colour(event: AlertEvent) -> &'static str {
+    match event {
+        AlertEvent::Resolved => "good",
+        AlertEvent::Missed | AlertEvent::Skipped | AlertEvent::Lag => "warning",
+        _ => "danger",
+    }
+}
+
+/// HTML text: `&`, `<`, `>` and quotes escaped.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alert(event: AlertEvent) -> Alert {
+        let at = DateTime::from_timestamp(1_800_000_000, 0).expect("time");
+        Alert {
+            id: "5c0c6ad3-2f41-4d8e-9e2b-1c7f3a9b6d20".into(),
+            event,
+            subject: "etl/report".into(),
+            task_id: Some(7),
+            scene: Some("etl".into()),
+            link: Some("http://127.0.0.1:8901/console/runs/abc".into()),
+            request_id: Some("abc".into()),
+            code: Some("HTTP_500".into()),
+            message: Some("boom <b>".into()),
+            count: 1,
+            folded: 3,
+            folded_since: Some(at - chrono::Duration::minutes(30)),
+            at,
+        }
+    }
+
+    #[test]
+    fn the_headline_says_what_how_often_and_what_was_folded() {
+        assert_eq!(
+            alert(AlertEvent::Failed).headline(),
+            "FAILED etl/report: HTTP_500 (3 more folded since 2027-01-15T07:30:00.000Z)"
+        );
+        let plain = Alert {
+            code: None,
+            folded: 0,
+            count: 2,
+            ..alert(AlertEvent::Missed)
+        };
+        assert_eq!(plain.headline(), "MISSED etl/report, 2 times");
+    }
+
+    #[test]
+    fn the_webhook_body_carries_every_field_in_camel_case() {
+        let body = alert(AlertEvent::Failed).webhook_body();
+        for key in [
+            "id",
+            "event",
+            "subject",
+            "taskId",
+            "scene",
+            "link",
+            "requestId",
+            "code",
+            "message",
+            "count",
+            "folded",
+            "foldedSince",
+            "at",
+            "text",
+        ] {
+            assert!(body.get(key).is_some(), "{key} in {body}");
+        }
+        assert_eq!(body["event"], "FAILED");
+        assert_eq!(body["at"], "2027-01-15T08:00:00.000Z");
+    }
+
+    #[test]
+    fn a_template_shapes_the_body_and_an_unknown_field_is_an_error() {
+        let pagerduty = r#"{"routing_key": "K", "event_action": "{{ "resolve" if event == "RESOLVED" else "trigger" }}", "dedup_key": {{ subject|tojson }}, "payload": {"summary": {{ text|tojson }}, "source": "ax", "severity": "error"}}"#;
+        let body: Value = serde_json::from_str(
+            &alert(AlertEvent::Failed)
+                .templated(pagerduty)
+                .expect("renders"),
+        )
+        .expect("JSON");
+        assert_eq!(body["event_action"], "trigger");
+        assert_eq!(body["dedup_key"], "etl/report");
+        let resolved = alert(AlertEvent::Resolved)
+            .templated(pagerduty)
+            .expect("renders");
+        assert!(
+            resolved.contains(r#""event_action": "resolve""#),
+            "{resolved}"
+        );
+        let err = alert(AlertEvent::Failed)
+            .templated("{{ nosuch }}")
+            .expect_err("strict");
+        assert!(err.to_string().contains("template"), "{err}");
+        assert!(alert(AlertEvent::Failed).templated("{{ unclosed").is_err());
+    }
+
+    #[test]
+    fn slack_colours_by_event_and_links_the_run() {
+        let failed = alert(AlertEvent::Failed).slack_body();
+        assert_eq!(failed["attachments"][0]["color"], "danger");
+        assert!(failed["attachments"][0]["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("<http://127.0.0.1:8901/console/runs/abc|FAILED")));
+        assert_eq!(
+            alert(AlertEvent::Resolved).slack_body()["attachments"][0]["color"],
+            "good"
+        );
+        assert_eq!(
+            alert(AlertEvent::Missed).slack_body()["attachments"][0]["color"],
+            "warning"
+        );
+    }
+
+    #[test]
+    fn an_email_has_text_and_escaped_html() {
+        let (subject, text, html) = alert(AlertEvent::Failed).email();
+        assert!(subject.starts_with("[ax] FAILED etl/report"));
+        assert!(
+            text.contains("Message: boom <b>") && text.contains("Folded: 3"),
+            "{text}"
+        );
+        assert!(
+            html.contains("boom &lt;b&gt;") && !html.contains("<b>"),
+            "{html}"
+        );
+        assert!(html.contains("href=\"http://127.0.0.1:8901/console/runs/abc\""));
+    }
+}

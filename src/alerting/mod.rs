@@ -1,0 +1,14 @@
+//! Alerts: which events tell people, on which channels, and how repeats fold instead of
+//! flooding. Pure decisions — the rule that applies to a task, whether an event alerts now,
+//! waits for its threshold or folds into a silence; the outbox that keeps alerts and the
+//! channels that send them are the store's and the sender's.
+
+mod channel;
+mod fold;
+mod message;
+mod rule;
+
+pub use channel::{check_channels, expand, Channel, ChannelError, ChannelKind};
+pub use fold::{FoldState, Verdict};
+pub use message::{Alert, TemplateError};
+pub use rule::{most_specific, AlertEvent, AlertRule, RuleError};

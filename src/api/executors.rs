@@ -1,0 +1,175 @@
+//! `/api/executors`: executor groups, their members (defined, or registered by the executors
+//! themselves) and each member's health as this ax process sees it.
+
+use std::collections::HashMap;
+
+use actix_web::{web, HttpResponse};
+use serde::Serialize;
+use serde_json::json;
+
+use super::json::JsonBody;
+use super::validate::executor as validate;
+use super::{Actor, ApiState};
+
+use crate::clock::rfc3339;
+use crate::error::ApiError;
+use crate::routing::HealthState;
+use crate::service::executors::{GroupDetails, MemberState};
+use crate::store::from_db;
+use crate::store::queries::executors::Registered;
+
+/// A group as the API shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupView {
+    name: String,
+    routing: String,
+    max_in_flight: i32,
+    updated_at: String,
+    members: Vec<MemberView>,
+}
+
+/// A member with its health here.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MemberView {
+    url: String,
+    /// `true`: registered itself (and expires without heartbeats); `false`: defined.
+    registered: bool,
+    capacity: Option<i32>,
+    registered_at: String,
+    last_seen_at: Option<String>,
+    state: HealthState,
+    in_flight: usize,
+    successes: u64,
+    failures: u64,
+    last_error: Option<String>,
+}
+
+impl GroupView {
+    fn new(details: GroupDetails, states: &HashMap<String, MemberState>) -> GroupView {
+        let members = details
+            .members
+            .into_iter()
+            .map(|member| {
+                let state = states.get(&member.url);
+                MemberView {
+                    registered: member.last_seen_at.is_some(),
+                    capacity: member.capacity,
+                    registered_at: rfc3339(from_db(member.registered_at)),
+                    last_seen_at: member.last_seen_at.map(|at| rfc3339(from_db(at))),
+                    state: state.map_or(HealthState::Healthy, |s| s.state),
+                    in_flight: state.map_or(0, |s| s.in_flight),
+                    successes: state.map_or(0, |s| s.successes),
+                    failures: state.map_or(0, |s| s.failures),
+                    last_error: state.and_then(|s| s.last_error.clone()),
+                    url: member.url,
+                }
+            })
+            .collect();
+        GroupView {
+            name: details.group.name,
+            routing: details.group.routing,
+            max_in_flight: details.group.max_in_flight,
+            updated_at: rfc3339(from_db(details.group.updated_at)),
+            members,
+        }
+    }
+}
+
+/// `GET /api/executors`: every group with its members and their health.
+pub async fn list(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
+    let groups = state.service.executor_groups().await?;
+    let states = state.service.member_states();
+    let items: Vec<GroupView> = groups
+        .into_iter()
+        .map(|group| GroupView::new(group, &states))
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+}
+
+/// `GET /api/executors/{group}`.
+pub async fn get(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let name = validate::group_name(path.into_inner(), "group")?;
+    let group = state.service.executor_group(name).await?;
+    Ok(HttpResponse::Ok().json(GroupView::new(group, &state.service.member_states())))
+}
+
+/// `PUT /api/executors/{group}` `{routing?, maxInFlight?, members?}` → 201 when created, 200
+/// when replaced, with the group.
+pub async fn put(
+    state: web::Data<ApiState>,
+    actor: Actor,
+    path: web::Path<String>,
+    body: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let name = validate::group_name(path.into_inner(), "group")?;
+    let input = validate::group_input(body.0, &state.security.allowlist)?;
+    let created = state
+        .service
+        .put_executor_group(name.clone(), input, &actor.0)
+        .await?;
+    let group = state.service.executor_group(name).await?;
+    let view = GroupView::new(group, &state.service.member_states());
+    Ok(match created {
+        true => HttpResponse::Created().json(view),
+        false => HttpResponse::Ok().json(view),
+    })
+}
+
+/// `DELETE /api/executors/{group}` → 204; 409 naming the tasks that use it.
+pub async fn delete(
+    state: web::Data<ApiState>,
+    actor: Actor,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let name = validate::group_name(path.into_inner(), "group")?;
+    state.service.delete_executor_group(name, &actor.0).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// `POST /api/executors/{group}/members` `{url, capacity?}`: a member registers itself, or
+/// heartbeats → 201 when it joined, 200 when renewed, with how often to heartbeat.
+pub async fn register(
+    state: web::Data<ApiState>,
+    actor: Actor,
+    path: web::Path<String>,
+    body: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let name = validate::group_name(path.into_inner(), "group")?;
+    let member = validate::registration(body.0, &state.security.allowlist)?;
+    let url = member.url.clone();
+    let registered = state
+        .service
+        .register_member(name.clone(), member, &actor.0)
+        .await?;
+    let body = json!({
+        "group": name,
+        "url": url,
+        "heartbeatSecs": state.service.heartbeat_secs(),
+    });
+    Ok(match registered {
+        Registered::Joined { .. } => HttpResponse::Created().json(body),
+        Registered::Renewed => HttpResponse::Ok().json(body),
+    })
+}
+
+/// `DELETE /api/executors/{group}/members?url=…`: a member leaves (graceful shutdown) → 204.
+pub async fn unregister(
+    state: web::Data<ApiState>,
+    actor: Actor,
+    path: web::Path<String>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, ApiError> {
+    let name = validate::group_name(path.into_inner(), "group")?;
+    let url = query
+        .into_inner()
+        .remove("url")
+        .ok_or_else(|| ApiError::invalid("url", "url is required: ?url=<the member's URL>"))?;
+    let url = validate::member(url, &state.security.allowlist)?;
+    state.service.unregister_member(name, url, &actor.0).await?;
+    Ok(HttpResponse::NoContent().finish())
+}

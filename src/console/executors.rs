@@ -1,0 +1,219 @@
+//! The executors page (`/console/executors`): each executor group with its members, and each
+//! member's health and load as this process's dispatchers see them.
+
+use std::collections::HashMap;
+
+use actix_web::{web, HttpResponse};
+use maud::{html, Markup};
+
+use super::layout::{health_badge, maybe_time, none, page, scrolling, stored_time, Section};
+use super::paths::group_anchor;
+use super::session::Visitor;
+use super::{ok, ConsoleError};
+use crate::routing::HealthState;
+use crate::service::executors::{GroupDetails, MemberState};
+use crate::store::queries::executors::MemberRow;
+use crate::web::ApiState;
+
+/// `GET /console/executors`.
+pub async fn list(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+) -> Result<HttpResponse, ConsoleError> {
+    let groups = state.service.executor_groups().await?;
+    let states = state.service.member_states();
+    Ok(ok(executors_page(&visitor, &groups, &states)))
+}
+
+fn executors_page(
+    visitor: &Visitor,
+    groups: &[GroupDetails],
+    states: &HashMap<String, MemberState>,
+) -> Markup {
+    page(
+        visitor,
+        "Executors",
+        Some(Section::Executors),
+        html! {
+            @if groups.is_empty() {
+                p.muted {
+                    "No executor groups yet. Define one with "
+                    code { "PUT /api/executors/{group}" }
+                    ", or have an executor register itself with "
+                    code { "POST /api/executors/{group}/members" }
+                    " (which creates its group)."
+                }
+            } @else {
+                p.hint { "Health and load are as this ax process's dispatchers see them; each process keeps its own." }
+                @for details in groups { (group_section(details, states)) }
+            }
+        },
+    )
+}
+
+fn group_section(details: &GroupDetails, states: &HashMap<String, MemberState>) -> Markup {
+    let group = &details.group;
+    let heading = format!("{}-heading", group_anchor(&group.name));
+    html! {
+        section #(group_anchor(&group.name)) aria-labelledby=(heading) {
+            h2 #(heading) { (group.name) }
+            dl.fields {
+                dt { "Routing" } dd { (group.routing) }
+                dt { "maxInFlight" } dd { (group.max_in_flight) " per member" }
+                dt { "Updated" } dd { (stored_time(group.updated_at)) }
+            }
+            @if details.members.is_empty() {
+                p.muted { "No live members: its tasks' attempts fail with NO_EXECUTOR." }
+            } @else {
+                (member_table(&group.name, &details.members, states))
+            }
+        }
+    }
+}
+
+fn member_table(
+    group: &str,
+    members: &[MemberRow],
+    states: &HashMap<String, MemberState>,
+) -> Markup {
+    scrolling(
+        &format!("Members of {group}"),
+        html! {
+            table {
+                thead {
+                    tr {
+                        th scope="col" { "URL" }
+                        th scope="col" { "Member" }
+                        th.num scope="col" { "Capacity" }
+                        th scope="col" { "State" }
+                        th.num scope="col" { "In flight" }
+                        th.num scope="col" { "Successes" }
+                        th.num scope="col" { "Failures" }
+                        th.num scope="col" { "Error rate" }
+                        th scope="col" { "Last error" }
+                        th scope="col" { "Last seen" }
+                    }
+                }
+                tbody {
+                    @for member in members { (member_row(member, states.get(&member.url))) }
+                }
+            }
+        },
+    )
+}
+
+/// A member's row; one this process has not dispatched to yet is healthy and idle (as the API
+/// shows it).
+fn member_row(member: &MemberRow, state: Option<&MemberState>) -> Markup {
+    let (successes, failures) = state.map_or((0, 0), |s| (s.successes, s.failures));
+    html! {
+        tr {
+            td { code { (member.url) } }
+            td {
+                @if member.last_seen_at.is_some() { "registered" } @else { "defined" }
+            }
+            td.num {
+                @match member.capacity {
+                    Some(capacity) => (capacity),
+                    None => (none()),
+                }
+            }
+            td { (health_badge(state.map_or(HealthState::Healthy, |s| s.state))) }
+            td.num { (state.map_or(0, |s| s.in_flight)) }
+            td.num { (successes) }
+            td.num { (failures) }
+            td.num {
+                @match error_rate(successes, failures) {
+                    Some(rate) => (rate),
+                    None => (none()),
+                }
+            }
+            td {
+                @match state.and_then(|s| s.last_error.as_deref()) {
+                    Some(error) => (error),
+                    None => (none()),
+                }
+            }
+            td { (maybe_time(member.last_seen_at)) }
+        }
+    }
+}
+
+/// Failures among the dispatches that ended, as a percentage; none before the first.
+fn error_rate(successes: u64, failures: u64) -> Option<String> {
+    let ended = successes + failures;
+    (ended > 0).then(|| format!("{:.1} %", failures as f64 * 100.0 / ended as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::session::tests::visitor;
+    use crate::store::queries::executors::GroupRow;
+
+    fn at() -> chrono::NaiveDateTime {
+        chrono::DateTime::UNIX_EPOCH.naive_utc()
+    }
+
+    fn member(url: &str, registered: bool) -> MemberRow {
+        MemberRow {
+            group_name: "billing".into(),
+            url: url.into(),
+            position: 0,
+            capacity: registered.then_some(8),
+            registered_at: at(),
+            last_seen_at: registered.then(at),
+        }
+    }
+
+    #[test]
+    fn error_rates_are_failures_among_ended_dispatches() {
+        assert_eq!(error_rate(0, 0), None);
+        assert_eq!(error_rate(3, 1).as_deref(), Some("25.0 %"));
+        assert_eq!(error_rate(0, 2).as_deref(), Some("100.0 %"));
+        assert_eq!(error_rate(2, 1).as_deref(), Some("33.3 %"));
+    }
+
+    #[test]
+    fn groups_list_their_members_with_their_health() {
+        let groups = [GroupDetails {
+            group: GroupRow {
+                name: "billing".into(),
+                routing: "FAILOVER".into(),
+                max_in_flight: 16,
+                updated_at: at(),
+            },
+            members: vec![
+                member("http://10.0.0.7:9000", false),
+                member("http://10.0.0.8:9000", true),
+            ],
+        }];
+        let states = HashMap::from([(
+            "http://10.0.0.7:9000".to_string(),
+            MemberState {
+                state: HealthState::Unhealthy,
+                in_flight: 2,
+                successes: 1,
+                failures: 3,
+                last_error: Some("connection <refused>".into()),
+            },
+        )]);
+        let html = executors_page(&visitor(), &groups, &states).into_string();
+        assert!(html.contains(r#"<section id="group-billing""#), "{html}");
+        assert!(html.contains("FAILOVER") && html.contains("16 per member"));
+        assert!(html.contains(r#"<span class="badge bad">UNHEALTHY</span>"#));
+        assert!(html.contains("75.0 %") && html.contains("connection &lt;refused&gt;"));
+        // The member this process has not dispatched to: healthy, idle, registered.
+        assert!(html.contains(r#"<span class="badge good">HEALTHY</span>"#));
+        assert!(html.contains("registered") && html.contains("defined"));
+        assert!(html.contains(r#"aria-current="page">Executors"#));
+    }
+
+    #[test]
+    fn without_groups_the_page_says_how_to_make_one() {
+        let html = executors_page(&visitor(), &[], &HashMap::new()).into_string();
+        assert!(html.contains("No executor groups yet"), "{html}");
+        assert!(html.contains("PUT /api/executors/{group}"));
+        assert!(html.contains("POST /api/executors/{group}/members"));
+    }
+}

@@ -1,0 +1,832 @@
+//! Routing inside an executor group: which member an attempt goes to, and each member's health
+//! as this process has seen it. Pure decisions; the dispatchers hold the state, read the
+//! clock and do the sending.
+
+/// How a group (or a task overriding it) picks a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Routing {
+    First,
+    RoundRobin,
+    Random,
+    ConsistentHash,
+    LeastBusy,
+    Failover,
+    Broadcast,
+}
+
+impl Routing {
+    /// Every variant, in declaration order (the order of [`Routing::NAMES`]).
+    const ALL: [Routing; 7] = [
+        Routing::First,
+        Routing::RoundRobin,
+        Routing::Random,
+        Routing::ConsistentHash,
+        Routing::LeastBusy,
+        Routing::Failover,
+        Routing::Broadcast,
+    ];
+
+    /// Every name, in declaration order, as stored and serialized.
+    pub const NAMES: &'static [&'static str] = &[
+        "FIRST",
+        "ROUND_ROBIN",
+        "RANDOM",
+        "CONSISTENT_HASH",
+        "LEAST_BUSY",
+        "FAILOVER",
+        "BROADCAST",
+    ];
+
+    /// Spreads a group's load without any setting.
+    pub const DEFAULT: Routing = Routing::RoundRobin;
+
+    /// The stored and serialized name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// Parses an exact name; `None` for anything else (no case folding, so one spelling is
+    /// stored).
+    pub fn parse(name: &str) -> Option<Routing> {
+        Self::ALL.into_iter().find(|routing| routing.name() == name)
+    }
+}
+
+/// A member as routing sees it at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate<'a> {
+    /// The member's base URL: its identity.
+    pub url: &'a str,
+    /// Requests to it in flight now (this process).
+    pub in_flight: usize,
+    /// Its cap (>= 1).
+    pub cap: usize,
+    /// Healthy, or due its one probe (see [`Health::usable`]).
+    pub usable: bool,
+}
+
+impl Candidate<'_> {
+    /// A cap of 0 would make every ratio equal; count it as 1.
+    fn cap(&self) -> usize {
+        self.cap.max(1)
+    }
+
+    fn is_full(&self) -> bool {
+        self.in_flight >= self.cap()
+    }
+}
+
+/// Picks the member for an attempt, or `None` when no candidate is usable.
+///
+/// `candidates` are in registration order. `excluded`: urls already tried by this attempt
+/// (failover inside an attempt), never picked. `key`: the task id (`CONSISTENT_HASH`).
+/// `turn`: a counter the caller bumps per pick of the group (`ROUND_ROBIN`); `random`: a random
+/// number the caller supplies (`RANDOM`). Returns the index into `candidates`.
+pub fn pick(
+    routing: Routing,
+    candidates: &[Candidate],
+    excluded: &[&str],
+    key: u64,
+    turn: u64,
+    random: u64,
+) -> Option<usize> {
+    let open = |&i: &usize| {
+        let candidate = &candidates[i];
+        candidate.usable && !excluded.contains(&candidate.url)
+    };
+    let mut in_order = (0..candidates.len()).filter(open);
+    match routing {
+        Routing::First | Routing::Failover => in_order.next(),
+        Routing::RoundRobin => walk_from(turn, candidates, open),
+        Routing::Random => walk_from(random, candidates, open),
+        // `min_by` keeps the first of equals: ties go to registration order. A broadcast
+        // run without a member of its own (a manual run, a shard whose member is gone) goes
+        // where it waits least.
+        Routing::LeastBusy | Routing::Broadcast => in_order.min_by(|&a, &b| {
+            let (a, b) = (&candidates[a], &candidates[b]);
+            let load = |c: &Candidate, other: &Candidate| c.in_flight as u128 * other.cap() as u128;
+            load(a, b).cmp(&load(b, a))
+        }),
+        // Regardless of fullness: a task stays on its member and queues there.
+        Routing::ConsistentHash => in_order.max_by_key(|&i| {
+            (
+                rendezvous_weight(key, candidates[i].url),
+                std::cmp::Reverse(i),
+            )
+        }),
+    }
+}
+
+/// Picks the member for an attempt of a broadcast shard: `own`, the member it was given at
+/// fire time, while that one is usable and not excluded; else as [`Routing::Broadcast`] does.
+pub fn pick_shard(candidates: &[Candidate], excluded: &[&str], own: Option<&str>) -> Option<usize> {
+    own.and_then(|own| {
+        candidates
+            .iter()
+            .position(|c| c.url == own && c.usable && !excluded.contains(&own))
+    })
+    .or_else(|| pick(Routing::Broadcast, candidates, excluded, 0, 0, 0))
+}
+
+/// Walks forward from `start % len`: the first open member with room, or, when every open one
+/// is full, the first open one (the attempt queues there rather than on a busier guess).
+fn walk_from(start: u64, candidates: &[Candidate], open: impl Fn(&usize) -> bool) -> Option<usize> {
+    let len = candidates.len();
+    if len == 0 {
+        return None;
+    }
+    let start = (start % len as u64) as usize;
+    let order = || (0..len).map(move |step| (start + step) % len).filter(&open);
+    order()
+        .find(|&i| !candidates[i].is_full())
+        .or_else(|| order().next())
+}
+
+/// The rendezvous weight of `url` for `key`. Hand-written hashes rather than std's, whose
+/// output may change between Rust versions: every ax process must send a task to the same
+/// member.
+fn rendezvous_weight(key: u64, url: &str) -> u64 {
+    splitmix64(fnv1a64(url.as_bytes()) ^ splitmix64(key))
+}
+
+/// FNV-1a, 64 bits.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// One step of splitmix64: spreads FNV's weak low bits over the whole word.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A member's health as shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum HealthState {
+    Healthy,
+    /// Cooling down: nothing is sent to it.
+    Unhealthy,
+    /// Its cool-down is over: one probe is due or out, and its answer decides.
+    Probing,
+}
+
+/// When a member is set aside, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthRule {
+    /// Failures in a row that cool a member down.
+    pub failures_to_cool: u32,
+    /// How long it is left alone before one probe is sent.
+    pub cool_down_ms: i64,
+}
+
+impl Default for HealthRule {
+    fn default() -> Self {
+        HealthRule {
+            failures_to_cool: 3,
+            cool_down_ms: 30_000,
+        }
+    }
+}
+
+/// A change of health worth a log line or an alert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    /// It has just been set aside.
+    WentUnhealthy,
+    /// It has answered again after being set aside.
+    Recovered,
+}
+
+/// One member's health in this process: a member that keeps failing is left alone for a
+/// while, then tried with a single probe, so a dead member costs one request per cool-down.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Health {
+    consecutive_failures: u32,
+    /// Set while unhealthy: when its probe may be sent.
+    cooling_until_ms: Option<i64>,
+    probe_out: bool,
+    successes: u64,
+    failures: u64,
+    last_error: Option<String>,
+}
+
+impl Health {
+    /// Its state at `now_ms`.
+    pub fn state(&self, now_ms: i64) -> HealthState {
+        match self.cooling_until_ms {
+            None => HealthState::Healthy,
+            Some(until) if now_ms < until => HealthState::Unhealthy,
+            Some(_) => HealthState::Probing,
+        }
+    }
+
+    /// May an attempt go to it now: healthy; or its cool-down is over and no probe is out.
+    pub fn usable(&self, now_ms: i64) -> bool {
+        match self.cooling_until_ms {
+            None => true,
+            Some(until) => now_ms >= until && !self.probe_out,
+        }
+    }
+
+    /// An attempt is being sent to it; when its cool-down is over this send is the probe, and
+    /// no second one is sent until it ends.
+    pub fn sending(&mut self, now_ms: i64) {
+        if self.cooling_until_ms.is_some_and(|until| now_ms >= until) {
+            self.probe_out = true;
+        }
+    }
+
+    /// An attempt to it succeeded: it is healthy again, whatever it was.
+    pub fn succeeded(&mut self) -> Option<Transition> {
+        let was_unhealthy = self.cooling_until_ms.take().is_some();
+        self.consecutive_failures = 0;
+        self.probe_out = false;
+        self.successes += 1;
+        was_unhealthy.then_some(Transition::Recovered)
+    }
+
+    /// An attempt to it failed: it cools down at `rule.failures_to_cool` failures in a row;
+    /// once unhealthy, any failure (its probe's above all) starts the cool-down again.
+    pub fn failed(&mut self, rule: HealthRule, now_ms: i64, error: &str) -> Option<Transition> {
+        let was_unhealthy = self.cooling_until_ms.is_some();
+        self.probe_out = false;
+        self.failures += 1;
+        self.consecutive_failures = self.consecutive_failures.saturating_add(1);
+        self.last_error = Some(error.to_owned());
+        if was_unhealthy || self.consecutive_failures >= rule.failures_to_cool {
+            self.cooling_until_ms = Some(now_ms.saturating_add(rule.cool_down_ms));
+        }
+        (!was_unhealthy && self.cooling_until_ms.is_some()).then_some(Transition::WentUnhealthy)
+    }
+
+    /// Failures since its last success.
+    pub fn consecutive_failures(&self) -> u32 {
+        self.consecutive_failures
+    }
+
+    /// Successes in this process's life.
+    pub fn successes(&self) -> u64 {
+        self.successes
+    }
+
+    /// Failures in this process's life.
+    pub fn failures(&self) -> u64 {
+        self.failures
+    }
+
+    /// What its last failure said, shown next to its state.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+}
+
+/// The URL of a task's `path` on a member: exactly one slash between the two, so a base with
+/// or without a trailing slash (or with a base path) and a path with or without a leading one
+/// all join the same way. An empty path is the base as given; a path that is only a query
+/// attaches to the base as given.
+pub fn member_url(base: &str, path: &str) -> String {
+    if path.is_empty() || path.starts_with('?') {
+        return format!("{base}{path}");
+    }
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
+
+/// A group name: `[a-z0-9_.-]{1,64}`, so it is safe in a URL path, a metric label and a log
+/// line as it is.
+pub fn valid_group_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn member(url: &str, in_flight: usize, cap: usize, usable: bool) -> Candidate<'_> {
+        Candidate {
+            url,
+            in_flight,
+            cap,
+            usable,
+        }
+    }
+
+    fn idle(urls: &[&'static str]) -> Vec<Candidate<'static>> {
+        urls.iter().map(|url| member(url, 0, 1, true)).collect()
+    }
+
+    fn pick_one(routing: Routing, candidates: &[Candidate], turn: u64) -> Option<usize> {
+        pick(routing, candidates, &[], 7, turn, turn)
+    }
+
+    #[test]
+    fn names_round_trip_and_match_serde() {
+        assert_eq!(Routing::NAMES.len(), Routing::ALL.len());
+        for (routing, name) in Routing::ALL.into_iter().zip(Routing::NAMES) {
+            assert_eq!(routing.name(), *name);
+            assert_eq!(Routing::parse(name), Some(routing));
+            assert_eq!(
+                serde_json::to_string(&routing).unwrap(),
+                format!("\"{name}\"")
+            );
+            let back: Routing = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(back, routing);
+        }
+        assert_eq!(Routing::parse("round_robin"), None);
+        assert_eq!(Routing::parse(" FIRST"), None);
+        assert_eq!(Routing::parse(""), None);
+        assert_eq!(Routing::DEFAULT, Routing::RoundRobin);
+    }
+
+    #[test]
+    fn health_state_serializes_upper_case() {
+        assert_eq!(
+            serde_json::to_string(&HealthState::Unhealthy).unwrap(),
+            "\"UNHEALTHY\""
+        );
+    }
+
+    #[test]
+    fn nothing_to_pick_is_none() {
+        for routing in Routing::ALL {
+            assert_eq!(pick_one(routing, &[], 3), None);
+            let down = [member("a", 0, 1, false), member("b", 0, 1, true)];
+            assert_eq!(pick(routing, &down, &["b"], 1, 2, 3), None);
+        }
+    }
+
+    #[test]
+    fn first_and_failover_take_the_first_open_one_even_full() {
+        let members = [
+            member("a", 0, 1, false),
+            member("b", 5, 1, true),
+            member("c", 0, 1, true),
+        ];
+        for routing in [Routing::First, Routing::Failover] {
+            assert_eq!(pick_one(routing, &members, 9), Some(1));
+            assert_eq!(pick(routing, &members, &["b"], 0, 0, 0), Some(2));
+        }
+    }
+
+    #[test]
+    fn a_shard_stays_on_its_member_and_else_goes_where_it_waits_least() {
+        let members = [
+            member("a", 0, 1, false),
+            member("b", 5, 8, true),
+            member("c", 1, 8, true),
+        ];
+        assert_eq!(
+            pick_shard(&members, &[], Some("b")),
+            Some(1),
+            "its own, busy"
+        );
+        assert_eq!(
+            pick_shard(&members, &["b"], Some("b")),
+            Some(2),
+            "own refused"
+        );
+        assert_eq!(
+            pick_shard(&members, &[], Some("a")),
+            Some(2),
+            "own cools down"
+        );
+        assert_eq!(pick_shard(&members, &[], Some("gone")), Some(2), "own left");
+        assert_eq!(pick_shard(&members, &[], None), Some(2), "a manual run");
+        assert_eq!(pick_one(Routing::Broadcast, &members, 0), Some(2));
+        assert_eq!(pick_shard(&members, &["b", "c"], Some("b")), None);
+    }
+
+    #[test]
+    fn round_robin_turns_and_skips_full_and_unusable_members() {
+        let members = idle(&["a", "b", "c"]);
+        let picks: Vec<_> = (0..6)
+            .map(|turn| pick_one(Routing::RoundRobin, &members, turn))
+            .collect();
+        assert_eq!(picks, [0, 1, 2, 0, 1, 2].map(Some));
+
+        let members = [
+            member("a", 0, 1, true),
+            member("b", 2, 2, true),
+            member("c", 0, 1, false),
+        ];
+        // From b: b is full, c is down, so a.
+        assert_eq!(pick_one(Routing::RoundRobin, &members, 1), Some(0));
+        assert_eq!(pick_one(Routing::RoundRobin, &members, 2), Some(0));
+        // Excluded by this attempt: b, the only other one, though full.
+        assert_eq!(
+            pick(Routing::RoundRobin, &members, &["a"], 0, 0, 0),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn round_robin_queues_on_the_first_from_its_start_when_all_are_full() {
+        let members = [
+            member("a", 1, 1, true),
+            member("b", 3, 1, true),
+            member("c", 1, 1, false),
+        ];
+        assert_eq!(pick_one(Routing::RoundRobin, &members, 1), Some(1));
+        assert_eq!(pick_one(Routing::RoundRobin, &members, 2), Some(0));
+    }
+
+    #[test]
+    fn random_starts_at_its_number() {
+        let members = [
+            member("a", 0, 1, true),
+            member("b", 0, 1, true),
+            member("c", 1, 1, true),
+        ];
+        assert_eq!(pick(Routing::Random, &members, &[], 0, 0, 4), Some(1));
+        assert_eq!(pick(Routing::Random, &members, &[], 0, 0, 5), Some(0));
+        assert_eq!(
+            pick(Routing::Random, &members, &[], 0, 0, u64::MAX),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn least_busy_compares_ratios_and_ties_go_to_registration_order() {
+        let members = [
+            member("a", 2, 4, true),  // 1/2
+            member("b", 1, 3, true),  // 1/3
+            member("c", 0, 1, false), // idle but down
+            member("d", 2, 6, true),  // 1/3
+        ];
+        assert_eq!(pick_one(Routing::LeastBusy, &members, 0), Some(1));
+        assert_eq!(pick(Routing::LeastBusy, &members, &["b"], 0, 0, 0), Some(3));
+        let huge = [
+            member("a", usize::MAX, usize::MAX, true),
+            member("b", usize::MAX - 1, usize::MAX, true),
+        ];
+        assert_eq!(pick_one(Routing::LeastBusy, &huge, 0), Some(1));
+    }
+
+    #[test]
+    fn hashes_are_pinned() {
+        // Published FNV-1a and splitmix64 values: a change here moves every task.
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+        assert_eq!(splitmix64(0), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(rendezvous_weight(42, "http://a:1"), 0x53f4_bb17_01eb_a251);
+    }
+
+    #[test]
+    fn consistent_hash_stays_on_its_member_even_full() {
+        let urls = ["http://a:1", "http://b:1", "http://c:1"];
+        let members = idle(&urls);
+        let key = 42;
+        let home = pick(Routing::ConsistentHash, &members, &[], key, 0, 0).unwrap();
+        let mut busy = members.clone();
+        busy[home].in_flight = 100;
+        for turn in 0..5 {
+            assert_eq!(
+                pick(Routing::ConsistentHash, &busy, &[], key, turn, turn),
+                Some(home)
+            );
+        }
+        // Its member tried and failed: the next-heaviest, never the excluded one.
+        let next = pick(Routing::ConsistentHash, &members, &[urls[home]], key, 0, 0).unwrap();
+        assert_ne!(next, home);
+    }
+
+    /// The member each of `keys` goes to.
+    fn homes(
+        members: &[Candidate<'static>],
+        keys: std::ops::Range<u64>,
+    ) -> Vec<Option<&'static str>> {
+        keys.map(|key| {
+            pick(Routing::ConsistentHash, members, &[], key, 0, 0).map(|i| members[i].url)
+        })
+        .collect()
+    }
+
+    #[test]
+    fn consistent_hash_spreads_keys_evenly() {
+        let urls: Vec<String> = (0..8).map(|i| format!("http://10.0.0.{i}:9000")).collect();
+        for n in 2..=8 {
+            let members: Vec<_> = urls[..n].iter().map(|u| member(u, 0, 1, true)).collect();
+            let mut counts = vec![0usize; n];
+            for key in 0..10_000 {
+                let i = pick(Routing::ConsistentHash, &members, &[], key, 0, 0).unwrap();
+                counts[i] += 1;
+            }
+            let fair = 10_000 / n;
+            for count in counts {
+                assert!(
+                    count * 5 >= fair * 4 && count * 5 <= fair * 6,
+                    "{n} members: {count} keys against {fair}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn member_urls_join_with_one_slash() {
+        let cases = [
+            (
+                "http://10.0.0.7:9000",
+                "/jobs/reconcile",
+                "http://10.0.0.7:9000/jobs/reconcile",
+            ),
+            (
+                "http://10.0.0.7:9000",
+                "jobs/reconcile",
+                "http://10.0.0.7:9000/jobs/reconcile",
+            ),
+            (
+                "http://10.0.0.7:9000/",
+                "/jobs/reconcile",
+                "http://10.0.0.7:9000/jobs/reconcile",
+            ),
+            (
+                "http://10.0.0.7:9000/",
+                "jobs/reconcile",
+                "http://10.0.0.7:9000/jobs/reconcile",
+            ),
+            (
+                "http://h:9000/app/",
+                "/jobs/reconcile?x=1",
+                "http://h:9000/app/jobs/reconcile?x=1",
+            ),
+            (
+                "http://h:9000/app",
+                "jobs/reconcile?x=1",
+                "http://h:9000/app/jobs/reconcile?x=1",
+            ),
+            ("http://h:9000/app//", "//jobs", "http://h:9000/app/jobs"),
+            ("http://h:9000/app/", "", "http://h:9000/app/"),
+            ("http://h:9000", "", "http://h:9000"),
+            ("http://h:9000/app", "?x=1", "http://h:9000/app?x=1"),
+        ];
+        for (base, path, url) in cases {
+            assert_eq!(member_url(base, path), url, "{base} + {path}");
+        }
+    }
+
+    #[test]
+    fn group_names() {
+        for name in ["a", "billing", "eu-west.1", "x_y", &"z".repeat(64)] {
+            assert!(valid_group_name(name), "{name}");
+        }
+        for name in ["", "Billing", "a b", "a/b", "é", "a:b", &"z".repeat(65)] {
+            assert!(!valid_group_name(name), "{name}");
+        }
+    }
+
+    const RULE: HealthRule = HealthRule {
+        failures_to_cool: 3,
+        cool_down_ms: 30_000,
+    };
+
+    #[test]
+    fn the_rule_defaults_to_three_failures_and_thirty_seconds() {
+        assert_eq!(HealthRule::default(), RULE);
+    }
+
+    #[test]
+    fn three_failures_in_a_row_cool_it_down() {
+        let mut health = Health::default();
+        assert_eq!(health.failed(RULE, 0, "refused"), None);
+        assert_eq!(health.failed(RULE, 1, "refused"), None);
+        assert_eq!(health.state(1), HealthState::Healthy);
+        assert!(health.usable(1));
+        assert_eq!(
+            health.failed(RULE, 2, "timed out"),
+            Some(Transition::WentUnhealthy)
+        );
+        assert_eq!(health.state(2), HealthState::Unhealthy);
+        assert!(!health.usable(2));
+        assert!(!health.usable(30_001));
+        assert_eq!(health.consecutive_failures(), 3);
+        assert_eq!(health.failures(), 3);
+        assert_eq!(health.last_error(), Some("timed out"));
+    }
+
+    #[test]
+    fn a_success_in_between_resets_the_count() {
+        let mut health = Health::default();
+        health.failed(RULE, 0, "e");
+        health.failed(RULE, 0, "e");
+        assert_eq!(health.succeeded(), None);
+        assert_eq!(health.consecutive_failures(), 0);
+        health.failed(RULE, 0, "e");
+        health.failed(RULE, 0, "e");
+        assert_eq!(health.state(0), HealthState::Healthy);
+        assert_eq!((health.successes(), health.failures()), (1, 4));
+    }
+
+    fn cooled(until: i64) -> Health {
+        let mut health = Health::default();
+        for _ in 0..RULE.failures_to_cool {
+            health.failed(RULE, until - RULE.cool_down_ms, "down");
+        }
+        health
+    }
+
+    #[test]
+    fn after_the_cool_down_one_probe_at_a_time() {
+        let mut health = cooled(30_000);
+        // A send while cooling (an attempt picked just before) is not the probe.
+        health.sending(29_999);
+        assert_eq!(health.state(29_999), HealthState::Unhealthy);
+        assert_eq!(health.state(30_000), HealthState::Probing);
+        assert!(health.usable(30_000));
+        health.sending(30_000);
+        assert_eq!(health.state(30_000), HealthState::Probing);
+        assert!(!health.usable(30_000));
+        assert!(!health.usable(1_000_000));
+    }
+
+    #[test]
+    fn a_failed_probe_cools_it_down_again() {
+        let mut health = cooled(30_000);
+        health.sending(30_500);
+        assert_eq!(health.failed(RULE, 31_000, "still down"), None);
+        assert_eq!(health.state(31_000), HealthState::Unhealthy);
+        assert!(!health.usable(60_999));
+        assert!(health.usable(61_000));
+    }
+
+    #[test]
+    fn a_successful_probe_makes_it_healthy() {
+        let mut health = cooled(30_000);
+        health.sending(30_000);
+        assert_eq!(health.succeeded(), Some(Transition::Recovered));
+        assert_eq!(health.state(30_000), HealthState::Healthy);
+        assert!(health.usable(30_000));
+        assert_eq!(health.consecutive_failures(), 0);
+        // Healthy sends are not probes: any number may be out.
+        health.sending(30_001);
+        assert!(health.usable(30_001));
+    }
+
+    #[test]
+    fn a_failure_while_probing_cools_down_below_the_count() {
+        let mut health = cooled(30_000);
+        let strict = HealthRule {
+            failures_to_cool: 10,
+            ..RULE
+        };
+        health.sending(30_000);
+        health.failed(strict, 30_000, "down");
+        assert!(health.consecutive_failures() < strict.failures_to_cool);
+        assert_eq!(health.state(30_000), HealthState::Unhealthy);
+        assert!(!health.usable(59_999));
+    }
+
+    fn candidate() -> impl Strategy<Value = (usize, usize, bool)> {
+        (0..5usize, 1..4usize, prop::bool::weighted(0.8))
+    }
+
+    const URLS: [&str; 6] = [
+        "http://a", "http://b", "http://c", "http://d", "http://e", "http://f",
+    ];
+
+    fn routing() -> impl Strategy<Value = Routing> {
+        prop::sample::select(Routing::ALL.to_vec())
+    }
+
+    proptest! {
+        /// Every strategy picks an open member when there is one, and only then; a strategy
+        /// that spreads load picks one with room when any open one has it.
+        #[test]
+        fn picks_only_open_members(
+            routing in routing(),
+            specs in prop::collection::vec(candidate(), 0..6),
+            excluded in prop::collection::vec(prop::sample::select(URLS.to_vec()), 0..3),
+            key: u64, turn: u64, random: u64,
+        ) {
+            let members: Vec<_> = specs
+                .iter()
+                .zip(URLS)
+                .map(|(&(in_flight, cap, usable), url)| member(url, in_flight, cap, usable))
+                .collect();
+            let open: Vec<usize> = (0..members.len())
+                .filter(|&i| members[i].usable && !excluded.contains(&members[i].url))
+                .collect();
+            let picked = pick(routing, &members, &excluded, key, turn, random);
+            prop_assert_eq!(picked.is_some(), !open.is_empty());
+            if let Some(i) = picked {
+                prop_assert!(open.contains(&i));
+                let has_room = open.iter().any(|&j| !members[j].is_full());
+                let spreads = matches!(routing, Routing::RoundRobin | Routing::Random | Routing::LeastBusy);
+                if spreads && has_room {
+                    prop_assert!(!members[i].is_full());
+                }
+                if routing == Routing::LeastBusy {
+                    for &j in &open {
+                        let (a, b) = (&members[i], &members[j]);
+                        prop_assert!(a.in_flight * b.cap <= b.in_flight * a.cap);
+                        if a.in_flight * b.cap == b.in_flight * a.cap {
+                            prop_assert!(i <= j);
+                        }
+                    }
+                }
+            }
+            // The same inputs, the same pick.
+            prop_assert_eq!(pick(routing, &members, &excluded, key, turn, random), picked);
+        }
+
+        /// Adding a member moves only the tasks that now go to it; taking one away (or its
+        /// going unusable) moves only its own tasks.
+        #[test]
+        fn consistent_hash_moves_only_what_it_must(n in 1..6usize, gone in 0..6usize, start: u64) {
+            let keys = start..start.saturating_add(300);
+            let before = idle(&URLS[..n]);
+            let added = idle(&URLS[..n + 1]);
+            let (was, now) = (homes(&before, keys.clone()), homes(&added, keys.clone()));
+            for (was, now) in was.iter().zip(&now) {
+                prop_assert!(was == now || *now == Some(URLS[n]));
+            }
+            let gone = gone % (n + 1);
+            let mut down = added.clone();
+            down[gone].usable = false;
+            let removed: Vec<_> = added.iter().filter(|c| c.url != URLS[gone]).cloned().collect();
+            let after_down = homes(&down, keys.clone());
+            prop_assert_eq!(&after_down, &homes(&removed, keys));
+            for (was, now) in now.iter().zip(&after_down) {
+                prop_assert!(was == now || *was == Some(URLS[gone]));
+            }
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Event {
+        Wait(i64),
+        Send,
+        Succeed,
+        Fail,
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            (0..40_000i64).prop_map(Event::Wait),
+            Just(Event::Send),
+            Just(Event::Succeed),
+            Just(Event::Fail),
+        ]
+    }
+
+    proptest! {
+        /// Over any sequence: the counters add up, a member is healthy exactly when it has not
+        /// failed enough in a row since it last answered, and at most one probe is let out.
+        #[test]
+        fn health_follows_its_rule(events in prop::collection::vec(event(), 1..100)) {
+            let mut health = Health::default();
+            let mut now = 0i64;
+            let (mut successes, mut failures, mut in_a_row) = (0u64, 0u64, 0u32);
+            let mut unhealthy = false;
+            for event in events {
+                let before = health.state(now);
+                match event {
+                    Event::Wait(ms) => now += ms,
+                    Event::Send if health.usable(now) => {
+                        let probe = before == HealthState::Probing;
+                        health.sending(now);
+                        if probe {
+                            prop_assert!(!health.usable(now));
+                        }
+                    }
+                    Event::Send => {}
+                    Event::Succeed => {
+                        successes += 1;
+                        in_a_row = 0;
+                        let transition = health.succeeded();
+                        prop_assert_eq!(transition == Some(Transition::Recovered), unhealthy);
+                        unhealthy = false;
+                    }
+                    Event::Fail => {
+                        failures += 1;
+                        in_a_row += 1;
+                        let transition = health.failed(RULE, now, "e");
+                        let cools = unhealthy || in_a_row >= RULE.failures_to_cool;
+                        prop_assert_eq!(transition == Some(Transition::WentUnhealthy), cools && !unhealthy);
+                        unhealthy = cools;
+                        if cools {
+                            prop_assert!(!health.usable(now + RULE.cool_down_ms - 1));
+                            prop_assert!(health.usable(now + RULE.cool_down_ms));
+                        }
+                    }
+                }
+                prop_assert_eq!(health.state(now) == HealthState::Healthy, !unhealthy);
+                prop_assert_eq!((health.successes(), health.failures()), (successes, failures));
+                prop_assert_eq!(health.consecutive_failures(), in_a_row);
+            }
+        }
+    }
+}

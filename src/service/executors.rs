@@ -1,0 +1,243 @@
+//! Executor groups: their definitions, the members that register themselves, and what this
+//! process's dispatchers know of each member's health.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::error::{Result, ServiceError};
+use super::Service;
+pub use crate::actors::fleet::MemberState;
+use crate::actors::store::boxed;
+use crate::routing::Routing;
+use crate::security::Principal;
+use crate::store::models::AuditAction;
+use crate::store::queries::executors::{self, GroupRow, GroupSettings, MemberRow, Registered};
+use crate::store::to_db;
+
+/// A group's definition, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupInput {
+    pub routing: Routing,
+    pub max_in_flight: i32,
+    /// Members given by the definition, in order (they never expire).
+    pub members: Vec<String>,
+}
+
+/// A member registering itself (or heartbeating).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    pub url: String,
+    /// Caps its requests in flight below the group's `maxInFlight`.
+    pub capacity: Option<i32>,
+}
+
+/// A group with its live members.
+#[derive(Debug, Clone)]
+pub struct GroupDetails {
+    pub group: GroupRow,
+    pub members: Vec<MemberRow>,
+}
+
+/// A group's per-member cap when its definition gives none.
+pub const DEFAULT_MAX_IN_FLIGHT: i32 = 64;
+
+/// The defaults of a group that a registration creates.
+const DEFAULTS: GroupSettings<'static> = GroupSettings {
+    routing: "ROUND_ROBIN",
+    max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+};
+
+impl Service {
+    fn live_since(&self, now: DateTime<Utc>) -> chrono::NaiveDateTime {
+        to_db(now - Duration::seconds(self.executors.member_ttl_secs))
+    }
+
+    /// Creates or replaces group `name`; answers whether it was created.
+    pub async fn put_executor_group(
+        &self,
+        name: String,
+        input: GroupInput,
+        actor: &Principal,
+    ) -> Result<bool> {
+        let now = to_db(self.clock.now());
+        let (group, members) = (name.clone(), input.members.clone());
+        let routing = input.routing.name();
+        let max_in_flight = input.max_in_flight;
+        let created = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let settings = GroupSettings {
+                        routing,
+                        max_in_flight,
+                    };
+                    executors::put_group(conn, &group, settings, &members, now).await
+                })
+            })
+            .await?;
+        let summary = format!(
+            "{} routing {routing}, maxInFlight {max_in_flight}, {} defined members",
+            if created { "created:" } else { "replaced:" },
+            input.members.len()
+        );
+        self.dispatch.refresh_fleet().await;
+        let action = AuditAction::ExecutorGroupPut;
+        self.audit(actor, action, format!("executor group {name}"), summary)
+            .await;
+        Ok(created)
+    }
+
+    /// Every group with its live members.
+    pub async fn executor_groups(&self) -> Result<Vec<GroupDetails>> {
+        let live_since = self.live_since(self.clock.now());
+        let (groups, mut members) = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let groups = executors::groups(conn).await?;
+                    let members = executors::members(conn, None, live_since).await?;
+                    Ok((groups, members))
+                })
+            })
+            .await?;
+        Ok(groups
+            .into_iter()
+            .map(|group| {
+                let (mine, rest) = std::mem::take(&mut members)
+                    .into_iter()
+                    .partition(|m| m.group_name == group.name);
+                members = rest;
+                GroupDetails {
+                    group,
+                    members: mine,
+                }
+            })
+            .collect())
+    }
+
+    /// Group `name` with its live members.
+    pub async fn executor_group(&self, name: String) -> Result<GroupDetails> {
+        let live_since = self.live_since(self.clock.now());
+        let wanted = name.clone();
+        let found = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let Some(group) = executors::group(conn, &wanted).await? else {
+                        return Ok(None);
+                    };
+                    let members = executors::members(conn, Some(&wanted), live_since).await?;
+                    Ok(Some(GroupDetails { group, members }))
+                })
+            })
+            .await?;
+        found.ok_or(ServiceError::GroupNotFound(name))
+    }
+
+    /// Deletes group `name`, refused while tasks are dispatched to it.
+    pub async fn delete_executor_group(&self, name: String, actor: &Principal) -> Result<()> {
+        let group = name.clone();
+        let deleted = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let users = executors::tasks_using(conn, &group).await?;
+                    if !users.is_empty() {
+                        return Ok(Err(users));
+                    }
+                    Ok(Ok(executors::delete_group(conn, &group).await?))
+                })
+            })
+            .await?;
+        match deleted {
+            Err(tasks) => Err(ServiceError::GroupInUse { group: name, tasks }),
+            Ok(false) => Err(ServiceError::GroupNotFound(name)),
+            Ok(true) => {
+                self.dispatch.refresh_fleet().await;
+                let target = format!("executor group {name}");
+                self.audit(
+                    actor,
+                    AuditAction::ExecutorGroupDelete,
+                    target,
+                    "deleted".into(),
+                )
+                .await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Registers a member (its first call) or renews it (a heartbeat), creating its group
+    /// with the defaults when there is none. Joining and leaving are audited, heartbeats not.
+    pub async fn register_member(
+        &self,
+        group: String,
+        member: Registration,
+        actor: &Principal,
+    ) -> Result<Registered> {
+        let now = self.clock.now();
+        let (name, url) = (group.clone(), member.url.clone());
+        let registered = self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let at = to_db(now);
+                    executors::register(conn, &name, &url, member.capacity, DEFAULTS, at).await
+                })
+            })
+            .await?;
+        if let Registered::Joined { group_created } = registered {
+            self.dispatch.refresh_fleet().await;
+            log::info!("executor group `{group}`: member {} joined", member.url);
+            let summary = match group_created {
+                true => format!("{} joined (group created)", member.url),
+                false => format!("{} joined", member.url),
+            };
+            let target = format!("executor group {group}");
+            self.audit(actor, AuditAction::ExecutorMemberJoin, target, summary)
+                .await;
+        }
+        Ok(registered)
+    }
+
+    /// Removes a member (a graceful shutdown); refused when it is not there.
+    pub async fn unregister_member(
+        &self,
+        group: String,
+        url: String,
+        actor: &Principal,
+    ) -> Result<()> {
+        let (name, member) = (group.clone(), url.clone());
+        let removed = self
+            .store
+            .query(move |conn| {
+                boxed(async move { executors::unregister(conn, &name, &member).await })
+            })
+            .await?;
+        if !removed {
+            return Err(ServiceError::MemberNotFound { group, url });
+        }
+        self.dispatch.refresh_fleet().await;
+        log::info!("executor group `{group}`: member {url} left");
+        let target = format!("executor group {group}");
+        self.audit(
+            actor,
+            AuditAction::ExecutorMemberLeave,
+            target,
+            format!("{url} left"),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Each member's health and load as this process's dispatchers see them, by URL.
+    pub fn member_states(&self) -> HashMap<String, MemberState> {
+        self.dispatch.member_states()
+    }
+
+    /// How often a registered member is to heartbeat, in seconds.
+    pub fn heartbeat_secs(&self) -> i64 {
+        self.executors.heartbeat_secs
+    }
+}

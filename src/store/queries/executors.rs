@@ -1,0 +1,351 @@
+//! Executor groups and their members: defined by `PUT /api/executors/{group}`, joined by
+//! executors registering themselves, read by every ax process's dispatchers.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use crate::store::schema::ax_executor_group::dsl as g;
+use crate::store::schema::ax_executor_member::dsl as m;
+use crate::store::schema::ax_task::dsl as t;
+use crate::store::{Conn, StoreError};
+use crate::task_executor::TaskExecutor;
+use crate::with_conn;
+
+/// A group's row.
+#[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable)]
+#[diesel(table_name = crate::store::schema::ax_executor_group)]
+#[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
+pub struct GroupRow {
+    pub name: String,
+    pub routing: String,
+    pub max_in_flight: i32,
+    pub updated_at: NaiveDateTime,
+}
+
+/// A member's row.
+#[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable)]
+#[diesel(table_name = crate::store::schema::ax_executor_member)]
+#[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
+pub struct MemberRow {
+    pub group_name: String,
+    pub url: String,
+    pub position: i64,
+    pub capacity: Option<i32>,
+    pub registered_at: NaiveDateTime,
+    /// `None`: given by the group's definition, never expires.
+    pub last_seen_at: Option<NaiveDateTime>,
+}
+
+/// A group's settings as written.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupSettings<'a> {
+    pub routing: &'a str,
+    pub max_in_flight: i32,
+}
+
+/// Creates or replaces group `name` with its defined members (in order), keeping the members
+/// that registered themselves; answers whether it was created. One transaction.
+pub async fn put_group(
+    conn: &mut Conn,
+    name: &str,
+    settings: GroupSettings<'_>,
+    members: &[String],
+    now: NaiveDateTime,
+) -> Result<bool, StoreError> {
+    let (name, routing, members) = (
+        name.to_string(),
+        settings.routing.to_string(),
+        members.to_vec(),
+    );
+    let max_in_flight = settings.max_in_flight;
+    conn.transaction(move |conn| {
+        Box::pin(async move {
+            let created = !ensure_group(
+                conn,
+                &name,
+                GroupSettings {
+                    routing: &routing,
+                    max_in_flight,
+                },
+                now,
+                true,
+            )
+            .await?;
+            with_conn!(conn, |c| diesel::delete(
+                m::ax_executor_member
+                    .filter(m::group_name.eq(&name))
+                    .filter(m::last_seen_at.is_null())
+                    .filter(m::url.ne_all(&members))
+            )
+            .execute(c)
+            .await)?;
+            for url in &members {
+                // A defined member that had registered itself stays, now without expiry.
+                let kept = with_conn!(conn, |c| diesel::update(
+                    m::ax_executor_member
+                        .filter(m::group_name.eq(&name))
+                        .filter(m::url.eq(url))
+                )
+                .set(m::last_seen_at.eq(None::<NaiveDateTime>))
+                .execute(c)
+                .await)?;
+                if kept == 0 {
+                    insert_member(conn, &name, url, None, now, None).await?;
+                }
+            }
+            Ok(created)
+        })
+    })
+    .await
+}
+
+/// Makes sure group `name` exists: answers whether it did. `replace`: an existing group takes
+/// `settings`; else it keeps its own.
+async fn ensure_group(
+    conn: &mut Conn,
+    name: &str,
+    settings: GroupSettings<'_>,
+    now: NaiveDateTime,
+    replace: bool,
+) -> Result<bool, StoreError> {
+    if replace {
+        let updated = with_conn!(conn, |c| diesel::update(
+            g::ax_executor_group.filter(g::name.eq(name))
+        )
+        .set((
+            g::routing.eq(settings.routing),
+            g::max_in_flight.eq(settings.max_in_flight),
+            g::updated_at.eq(now),
+        ))
+        .execute(c)
+        .await)?;
+        if updated > 0 {
+            return Ok(true);
+        }
+    } else {
+        let exists: i64 = with_conn!(conn, |c| g::ax_executor_group
+            .filter(g::name.eq(name))
+            .count()
+            .get_result(c)
+            .await)?;
+        if exists > 0 {
+            return Ok(true);
+        }
+    }
+    with_conn!(conn, |c| diesel::insert_into(g::ax_executor_group)
+        .values((
+            g::name.eq(name),
+            g::routing.eq(settings.routing),
+            g::max_in_flight.eq(settings.max_in_flight),
+            g::updated_at.eq(now),
+        ))
+        .execute(c)
+        .await)?;
+    Ok(false)
+}
+
+/// Adds a member at the end of its group's order.
+async fn insert_member(
+    conn: &mut Conn,
+    group: &str,
+    url: &str,
+    capacity: Option<i32>,
+    now: NaiveDateTime,
+    last_seen_at: Option<NaiveDateTime>,
+) -> Result<(), StoreError> {
+    let last: Option<i64> = with_conn!(conn, |c| m::ax_executor_member
+        .filter(m::group_name.eq(group))
+        .select(diesel::dsl::max(m::position))
+        .first(c)
+        .await)?;
+    with_conn!(conn, |c| diesel::insert_into(m::ax_executor_member)
+        .values((
+            m::group_name.eq(group),
+            m::url.eq(url),
+            m::position.eq(last.map_or(0, |p| p + 1)),
+            m::capacity.eq(capacity),
+            m::registered_at.eq(now),
+            m::last_seen_at.eq(last_seen_at),
+        ))
+        .execute(c)
+        .await)?;
+    Ok(())
+}
+
+/// What a registration did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registered {
+    /// A new member (and, `group_created`, a new group with the defaults).
+    Joined { group_created: bool },
+    /// A heartbeat of a member already there.
+    Renewed,
+}
+
+/// Registers (or renews) member `url` of `group` at `now`, creating the group with `defaults`
+/// when it does not exist. A heartbeat is one statement.
+pub async fn register(
+    conn: &mut Conn,
+    group: &str,
+    url: &str,
+    capacity: Option<i32>,
+    defaults: GroupSettings<'_>,
+    now: NaiveDateTime,
+) -> Result<Registered, StoreError> {
+    if renew(conn, group, url, capacity, now).await? {
+        return Ok(Registered::Renewed);
+    }
+    let (group, url, routing) = (
+        group.to_string(),
+        url.to_string(),
+        defaults.routing.to_string(),
+    );
+    let max_in_flight = defaults.max_in_flight;
+    let joined = conn
+        .transaction(move |conn| {
+            Box::pin(async move {
+                let settings = GroupSettings {
+                    routing: &routing,
+                    max_in_flight,
+                };
+                let existed = ensure_group(conn, &group, settings, now, false).await?;
+                insert_member(conn, &group, &url, capacity, now, Some(now)).await?;
+                Ok(Registered::Joined {
+                    group_created: !existed,
+                })
+            })
+        })
+        .await;
+    match joined {
+        // Another process (or a quick second heartbeat) registered it meanwhile.
+        Err(err) if err.is_unique_violation() => Ok(Registered::Renewed),
+        other => other,
+    }
+}
+
+/// Renews a registered member's heartbeat (a defined one stays without expiry); answers
+/// whether the member exists.
+async fn renew(
+    conn: &mut Conn,
+    group: &str,
+    url: &str,
+    capacity: Option<i32>,
+    now: NaiveDateTime,
+) -> Result<bool, StoreError> {
+    let member = || {
+        m::ax_executor_member
+            .filter(m::group_name.eq(group))
+            .filter(m::url.eq(url))
+    };
+    let renewed = with_conn!(conn, |c| diesel::update(
+        member().filter(m::last_seen_at.is_not_null())
+    )
+    .set((m::last_seen_at.eq(Some(now)), m::capacity.eq(capacity)))
+    .execute(c)
+    .await)?;
+    if renewed > 0 {
+        return Ok(true);
+    }
+    let defined = with_conn!(conn, |c| diesel::update(member())
+        .set(m::capacity.eq(capacity))
+        .execute(c)
+        .await)?;
+    Ok(defined > 0)
+}
+
+/// Removes member `url` from `group`; answers whether it was there.
+pub async fn unregister(conn: &mut Conn, group: &str, url: &str) -> Result<bool, StoreError> {
+    let removed = with_conn!(conn, |c| diesel::delete(
+        m::ax_executor_member
+            .filter(m::group_name.eq(group))
+            .filter(m::url.eq(url))
+    )
+    .execute(c)
+    .await)?;
+    Ok(removed > 0)
+}
+
+/// Drops the registered members last heard from before `before`; answers how many.
+pub async fn expire(conn: &mut Conn, before: NaiveDateTime) -> Result<usize, StoreError> {
+    Ok(with_conn!(conn, |c| diesel::delete(
+        m::ax_executor_member.filter(m::last_seen_at.lt(before))
+    )
+    .execute(c)
+    .await)?)
+}
+
+/// Every group, by name.
+pub async fn groups(conn: &mut Conn) -> Result<Vec<GroupRow>, StoreError> {
+    Ok(with_conn!(conn, |c| g::ax_executor_group
+        .order(g::name)
+        .select(GroupRow::as_select())
+        .load(c)
+        .await)?)
+}
+
+/// Group `name`, if it exists.
+pub async fn group(conn: &mut Conn, name: &str) -> Result<Option<GroupRow>, StoreError> {
+    Ok(with_conn!(conn, |c| g::ax_executor_group
+        .filter(g::name.eq(name))
+        .select(GroupRow::as_select())
+        .first(c)
+        .await
+        .optional())?)
+}
+
+/// The live members (defined, or heard from at or after `live_since`) of every group or of
+/// one, by group and registration order.
+pub async fn members(
+    conn: &mut Conn,
+    group: Option<&str>,
+    live_since: NaiveDateTime,
+) -> Result<Vec<MemberRow>, StoreError> {
+    let live = m::last_seen_at.is_null().or(m::last_seen_at.ge(live_since));
+    Ok(with_conn!(conn, |c| {
+        let mut query = m::ax_executor_member
+            .filter(live)
+            .order((m::group_name, m::position))
+            .select(MemberRow::as_select())
+            .into_boxed();
+        if let Some(group) = group {
+            query = query.filter(m::group_name.eq(group));
+        }
+        query.load(c).await
+    })?)
+}
+
+/// Deletes group `name` and its members; answers whether it existed.
+pub async fn delete_group(conn: &mut Conn, name: &str) -> Result<bool, StoreError> {
+    let name = name.to_string();
+    conn.transaction(move |conn| {
+        Box::pin(async move {
+            with_conn!(conn, |c| diesel::delete(
+                m::ax_executor_member.filter(m::group_name.eq(&name))
+            )
+            .execute(c)
+            .await)?;
+            let deleted = with_conn!(conn, |c| diesel::delete(
+                g::ax_executor_group.filter(g::name.eq(&name))
+            )
+            .execute(c)
+            .await)?;
+            Ok(deleted > 0)
+        })
+    })
+    .await
+}
+
+/// The tasks dispatched to group `name`, as `scene/name`.
+pub async fn tasks_using(conn: &mut Conn, name: &str) -> Result<Vec<String>, StoreError> {
+    let rows: Vec<(String, String, Option<TaskExecutor>)> = with_conn!(conn, |c| t::ax_task
+        .filter(t::executor.is_not_null())
+        .order(t::id)
+        .select((t::scene, t::name, t::executor))
+        .load(c)
+        .await)?;
+    Ok(rows
+        .into_iter()
+        .filter(|(_, _, executor)| executor.as_ref().is_some_and(|e| e.group == name))
+        .map(|(scene, task, _)| format!("{scene}/{task}"))
+        .collect())
+}
