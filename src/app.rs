@@ -15,6 +15,7 @@ use actix_web::{web, App};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
+use crate::actors::alerts::{AlertActor, AlertSettings};
 use crate::actors::cluster::{ClusterActor, ClusterHandle};
 use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
 use crate::actors::fire::FireContext;
@@ -32,7 +33,7 @@ use crate::health::Health;
 use crate::http_errors::JsonProtocolErrors;
 use crate::identity::{Identity, IdentityError, StoreClaim};
 use crate::security::{Allowlist, Principal, Security};
-use crate::service::Service;
+use crate::service::{Service, ServiceActors};
 use crate::site::AllowedHosts;
 use crate::store::queries::{meta, recovery};
 use crate::store::{Db, StoreError, StoreUrl};
@@ -106,10 +107,13 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     actors.dispatch.refresh_fleet().await;
     let state = ApiState {
         service: Service::new(
-            actors.store.clone(),
-            WheelHandle::new(actors.wheel.clone()),
-            actors.dispatch.clone(),
-            actors.cluster.clone(),
+            ServiceActors {
+                store: actors.store.clone(),
+                wheel: WheelHandle::new(actors.wheel.clone()),
+                dispatch: actors.dispatch.clone(),
+                cluster: actors.cluster.clone(),
+                alerts: actors.alerts.clone(),
+            },
             clock.clone(),
             instance_id.clone(),
             config,
@@ -236,6 +240,7 @@ struct Actors {
     lock_actor: Addr<LockActor>,
     cluster: ClusterHandle,
     cluster_actor: Addr<ClusterActor>,
+    alerts: Addr<AlertActor>,
 }
 
 impl Actors {
@@ -318,7 +323,15 @@ impl Actors {
             clustered.then(|| cluster.clone()),
         )
         .start();
+        let alerts = AlertActor::new(
+            alert_settings(config, instance_id),
+            store.clone(),
+            security.secret.clone(),
+            security.allowlist.clone(),
+        )
+        .start();
         Actors {
+            alerts,
             wheel,
             ticks,
             supervisor,
@@ -358,7 +371,25 @@ impl Actors {
         futures_util::future::join_all(dispatchers).await;
         let _ = self.lock_actor.send(Halt).await;
         let _ = self.cluster_actor.send(Halt).await;
+        let _ = self.alerts.send(Halt).await;
         let _ = self.store_actor.send(Halt).await;
+    }
+}
+
+/// How alerts are folded and sent, from `alerts.*`.
+fn alert_settings(config: &Config, instance_id: &str) -> AlertSettings {
+    let alerts = &config.alerts;
+    let console_url = alerts
+        .console_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}:{}", config.bind_address(), config.server.port));
+    AlertSettings {
+        channels: alerts.channels.clone(),
+        rule: alerts.default_rule.clone(),
+        console_url,
+        retry_for: chrono::Duration::seconds(alerts.retry_for_secs),
+        send_timeout: Duration::from_millis(alerts.send_timeout_ms),
+        claimant: instance_id.to_string(),
     }
 }
 

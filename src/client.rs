@@ -96,6 +96,27 @@ pub enum ExecutorsCommand {
     Get { group: String },
 }
 
+#[derive(Debug, Clone, Subcommand)]
+pub enum AlertsCommand {
+    /// The alerts, newest first, one line per alert and channel.
+    List {
+        /// Only this task's alerts.
+        #[arg(long)]
+        task: Option<i64>,
+        /// pending, sent, folded or failed.
+        #[arg(long)]
+        status: Option<String>,
+        /// How many (1-500).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Send a test alert to a configured channel now.
+    Test {
+        /// The channel's name (alerts.channels).
+        channel: String,
+    },
+}
+
 /// A request of a command: method, path, query and body.
 pub struct Call {
     method: &'static str,
@@ -222,11 +243,34 @@ pub fn executors(conn: Connection, command: ExecutorsCommand) -> ExitCode {
     run(&conn, call, shape)
 }
 
+/// Runs `ax alerts list|test`.
+pub fn alerts(conn: Connection, command: AlertsCommand) -> ExitCode {
+    let (call, shape) = match command {
+        AlertsCommand::List {
+            task,
+            status,
+            limit,
+        } => (
+            Call::new("GET", "/api/alerts".into())
+                .with("task", task.map(|t| t.to_string()))
+                .with("status", status)
+                .with("limit", Some(limit.to_string())),
+            Shape::Alerts,
+        ),
+        AlertsCommand::Test { channel } => (
+            Call::new("POST", "/api/alerts/test".into()).body(json!({ "channel": channel })),
+            Shape::One,
+        ),
+    };
+    run(&conn, call, shape)
+}
+
 /// How a reply is printed as text.
 #[derive(Clone, Copy)]
 enum Shape {
     Tasks,
     Runs,
+    Alerts,
     /// Executor groups, a line each.
     Groups,
     /// Executor groups, a line per member.
@@ -255,6 +299,18 @@ const RUN_COLUMNS: &[(&str, &str)] = &[
     ("SCHEDULED", "scheduledAt"),
     ("DISPATCHED", "dispatchedAt"),
     ("CODE", "code"),
+];
+
+const ALERT_COLUMNS: &[(&str, &str)] = &[
+    ("CREATED", "createdAt"),
+    ("EVENT", "event"),
+    ("SUBJECT", "subject"),
+    ("CHANNEL", "channel"),
+    ("STATUS", "status"),
+    ("COUNT", "count"),
+    ("FOLDED", "folded"),
+    ("CODE", "code"),
+    ("ID", "id"),
 ];
 
 const GROUP_COLUMNS: &[(&str, &str)] = &[
@@ -339,6 +395,7 @@ fn render(shape: Shape, body: &Value) -> String {
     match shape {
         Shape::Tasks => table(TASK_COLUMNS, body["items"].as_array()),
         Shape::Runs => table(RUN_COLUMNS, body["items"].as_array()),
+        Shape::Alerts => table(ALERT_COLUMNS, body["items"].as_array()),
         Shape::Groups => {
             let rows = groups(body).map(|group| {
                 let mut row = group.clone();

@@ -1,6 +1,7 @@
 //! The API's error type: every failure maps once to a status and a JSON body
 //! `{"error": {"code", "message", "field"?}}`.
 
+use crate::actors::alerts::TestError;
 use std::borrow::Cow;
 
 use actix_web::http::StatusCode;
@@ -93,6 +94,13 @@ impl From<ServiceError> for ApiError {
             },
             ServiceError::Stale(ref current) => ApiError::PreconditionFailed {
                 current: current.task.version,
+                message: err.to_string(),
+            },
+            ServiceError::AlertTest(TestError::NoChannel { .. }) => {
+                ApiError::invalid("channel", err.to_string())
+            }
+            ServiceError::AlertTest(TestError::Failed(_)) => ApiError::Http {
+                status: StatusCode::BAD_GATEWAY,
                 message: err.to_string(),
             },
             ServiceError::Item { index, error } => ApiError::from(*error).in_item(index),

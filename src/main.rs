@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 
-use ax::client::{Connection, ExecutorsCommand, RunsCommand, TasksCommand};
+use ax::client::{AlertsCommand, Connection, ExecutorsCommand, RunsCommand, TasksCommand};
 use ax::clock::SystemClock;
 use ax::config::Config;
 use ax::cron::{CronSchedule, Zone};
@@ -73,6 +73,13 @@ enum Command {
         connection: Connection,
         #[command(subcommand)]
         command: RunsCommand,
+    },
+    /// Alerts through the HTTP API: list (by task and status), send a test alert.
+    Alerts {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: AlertsCommand,
     },
     /// Executor groups through the HTTP API: list, get, apply a file of groups.
     Executors {
@@ -177,6 +184,10 @@ fn main() -> ExitCode {
             connection,
             command,
         } => ax::client::tasks(connection, command),
+        Command::Alerts {
+            connection,
+            command,
+        } => ax::client::alerts(connection, command),
         Command::Executors {
             connection,
             command: ExecutorsAction::Show(command),

@@ -90,6 +90,8 @@ pub enum DispatchResult {
 pub struct Metrics {
     pub fires: AtomicU64,
     pub missed: AtomicU64,
+    pub alerts_sent: AtomicU64,
+    pub alerts_failed: AtomicU64,
     pub retries: AtomicU64,
     pub lock_conflicts: AtomicU64,
     dispatch_results: [AtomicU64; 3],
@@ -126,6 +128,8 @@ pub struct MemberGauge {
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     fires: AtomicU64::new(0),
     missed: AtomicU64::new(0),
+    alerts_sent: AtomicU64::new(0),
+    alerts_failed: AtomicU64::new(0),
     retries: AtomicU64::new(0),
     lock_conflicts: AtomicU64::new(0),
     dispatch_results: Default::default(),
@@ -252,6 +256,18 @@ impl Metrics {
             "ax_missed_runs_total",
             "Runs recorded MISSED.",
             &self.missed,
+        );
+        counter(
+            &mut out,
+            "ax_alerts_sent_total",
+            "Alerts delivered to a channel (one per alert and channel).",
+            &self.alerts_sent,
+        );
+        counter(
+            &mut out,
+            "ax_alerts_failed_total",
+            "Alerts given up on a channel after the retry time.",
+            &self.alerts_failed,
         );
         counter(
             &mut out,

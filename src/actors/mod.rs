@@ -1,6 +1,7 @@
 //! The actors of ax, one per concern. Each is a thin shell owning state and doing I/O; the
 //! decisions live in the pure modules (`cron`, `wheel`, `plan`, `run`).
 
+pub mod alerts;
 pub mod cluster;
 pub mod dispatch;
 pub mod fire;
@@ -53,5 +54,6 @@ control_messages!(
     supervisor::SupervisorActor,
     dispatch::DispatchActor,
     lock::LockActor,
-    cluster::ClusterActor
+    cluster::ClusterActor,
+    alerts::AlertActor
 );

@@ -75,6 +75,19 @@ impl FoldState {
     }
 }
 
+/// When a failed send is tried again: 5 s doubling to at most 10 minutes, or never once
+/// `retry_for` has passed since the alert was made.
+pub fn retry_at(
+    created_at: DateTime<Utc>,
+    tries: i32,
+    retry_for: Duration,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let wait = Duration::seconds(5 << tries.clamp(0, 7)).min(Duration::minutes(10));
+    let next = now + wait;
+    (next - created_at <= retry_for).then_some(next)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +156,23 @@ mod tests {
             state.on_event(&rule, at(10)),
             Verdict::Alert { folded: 0, .. }
         ));
+    }
+
+    #[test]
+    fn a_failed_send_is_tried_again_with_back_off_until_the_retry_time() {
+        let hour = Duration::hours(1);
+        assert_eq!(retry_at(at(0), 0, hour, at(0)), Some(at(5)));
+        assert_eq!(retry_at(at(0), 1, hour, at(5)), Some(at(15)));
+        assert_eq!(
+            retry_at(at(0), 9, hour, at(100)),
+            Some(at(700)),
+            "at most 10 minutes"
+        );
+        assert_eq!(
+            retry_at(at(0), 9, hour, at(3500)),
+            None,
+            "past the retry time"
+        );
     }
 
     proptest! {

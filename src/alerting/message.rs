@@ -160,11 +160,11 @@ impl Alert {
 }
 
 /// Slack's attachment colour: red for failures, amber for the late and the skipped, green
-/// for a resolution.
+/// for a resolution (and a test).
 fn colour(event: AlertEvent) -> &'static str {
     match event {
-        AlertEvent::Resolved => "good",
-        AlertEvent::Missed | AlertEvent::Skipped | AlertEvent::Lag => "warning",
+        AlertEvent::Resolved | AlertEvent::Test => "good",
+        AlertEvent::Missed | AlertEvent::Skipped => "warning",
         _ => "danger",
     }
 }

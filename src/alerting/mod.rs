@@ -9,6 +9,6 @@ mod message;
 mod rule;
 
 pub use channel::{check_channels, expand, Channel, ChannelError, ChannelKind};
-pub use fold::{FoldState, Verdict};
+pub use fold::{retry_at, FoldState, Verdict};
 pub use message::{Alert, TemplateError};
-pub use rule::{most_specific, AlertEvent, AlertRule, RuleError};
+pub use rule::{event_of, most_specific, AlertEvent, AlertRule, AlertStatus, RuleError};

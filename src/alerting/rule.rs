@@ -3,20 +3,39 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::run::{RunStatus, DEPENDENCY_TIMEOUT_CODE, TASK_DELETED_CODE, UPSTREAM_FAILED_CODE};
+
 crate::text_enum! {
-    /// What an alert is about.
+    /// What an alert is about (`TEST`: sent by `POST /api/alerts/test` only).
     AlertEvent {
         Failed => "FAILED",
         Missed => "MISSED",
         UpstreamFailed => "UPSTREAM_FAILED",
         DependencyTimeout => "DEPENDENCY_TIMEOUT",
         Skipped => "SKIPPED",
-        Lag => "LAG",
-        MemberUnhealthy => "MEMBER_UNHEALTHY",
-        ProcessLeft => "PROCESS_LEFT",
-        StoreUnreachable => "STORE_UNREACHABLE",
-        RedisUnreachable => "REDIS_UNREACHABLE",
         Resolved => "RESOLVED",
+        Test => "TEST",
+    }
+}
+
+crate::text_enum! {
+    /// Where an alert is: waiting to be sent (or tried again), sent, folded into a silence
+    /// (sent with the next alert), or given up after the retry time.
+    AlertStatus { Pending => "pending", Sent => "sent", Folded => "folded", Failed => "failed" }
+}
+
+/// The event a run's end makes, by its final status and code; `None`: no alert is about it
+/// (cancelled, replaced, its task deleted).
+pub fn event_of(status: RunStatus, code: Option<&str>) -> Option<AlertEvent> {
+    match (status, code) {
+        (RunStatus::Success, _) => Some(AlertEvent::Resolved),
+        (RunStatus::Missed, _) => Some(AlertEvent::Missed),
+        (RunStatus::Skipped, _) => Some(AlertEvent::Skipped),
+        (RunStatus::Failed, Some(UPSTREAM_FAILED_CODE)) => Some(AlertEvent::UpstreamFailed),
+        (RunStatus::Failed, Some(DEPENDENCY_TIMEOUT_CODE)) => Some(AlertEvent::DependencyTimeout),
+        (RunStatus::Failed, Some(TASK_DELETED_CODE)) => None,
+        (RunStatus::Failed, _) => Some(AlertEvent::Failed),
+        _ => None,
     }
 }
 
@@ -132,11 +151,11 @@ mod tests {
     #[test]
     fn a_rule_reads_in_the_files_shape_and_refuses_unknown_keys() {
         let rule: AlertRule = serde_json::from_str(
-            r#"{"events": ["FAILED", "LAG"], "channels": ["ops-hook"], "threshold": 3,
+            r#"{"events": ["FAILED", "SKIPPED"], "channels": ["ops-hook"], "threshold": 3,
                 "windowSecs": 60, "silenceSecs": 0}"#,
         )
         .expect("rule");
-        assert_eq!(rule.events, vec![AlertEvent::Failed, AlertEvent::Lag]);
+        assert_eq!(rule.events, vec![AlertEvent::Failed, AlertEvent::Skipped]);
         assert_eq!(rule.check(&["ops-hook"]), Ok(()));
         assert!(serde_json::from_str::<AlertRule>(r#"{"treshold": 3}"#).is_err());
         assert!(serde_json::from_str::<AlertRule>(r#"{"events": ["BOOM"]}"#).is_err());
@@ -173,6 +192,31 @@ mod tests {
             Err("silenceSecs")
         );
         assert_eq!(field(base), Ok(()));
+    }
+
+    #[test]
+    fn a_runs_end_is_its_event_by_status_and_code() {
+        let event = |status, code| event_of(status, code);
+        assert_eq!(
+            event(RunStatus::Failed, Some("HTTP_500")),
+            Some(AlertEvent::Failed)
+        );
+        assert_eq!(
+            event(RunStatus::Failed, Some(UPSTREAM_FAILED_CODE)),
+            Some(AlertEvent::UpstreamFailed)
+        );
+        assert_eq!(
+            event(RunStatus::Failed, Some(DEPENDENCY_TIMEOUT_CODE)),
+            Some(AlertEvent::DependencyTimeout)
+        );
+        assert_eq!(event(RunStatus::Failed, Some(TASK_DELETED_CODE)), None);
+        assert_eq!(event(RunStatus::Missed, None), Some(AlertEvent::Missed));
+        assert_eq!(
+            event(RunStatus::Skipped, Some("OVERLAP")),
+            Some(AlertEvent::Skipped)
+        );
+        assert_eq!(event(RunStatus::Success, None), Some(AlertEvent::Resolved));
+        assert_eq!(event(RunStatus::Cancelled, None), None);
     }
 
     #[test]

@@ -338,12 +338,6 @@ settings! {
             kind: millis(100, 300_000),
             doc: "longest one send to a channel may take",
         }
-        outage_secs: i64 {
-            env: "AX_ALERT_OUTAGE_SECS",
-            default: 60,
-            kind: secs(1, DAY_SECS),
-            doc: "the store or Redis out of reach for this long is alerted (`STORE_UNREACHABLE`, `REDIS_UNREACHABLE`)",
-        }
     }
 }
 

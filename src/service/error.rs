@@ -44,6 +44,8 @@ pub enum ServiceError {
     GroupInUse { group: String, tasks: Vec<String> },
     #[error("executor group `{group}` has no member {url}")]
     MemberNotFound { group: String, url: String },
+    #[error(transparent)]
+    AlertTest(#[from] crate::actors::alerts::TestError),
     /// A bulk registration refused for the item at `index`.
     #[error("items[{index}]: {error}")]
     Item {

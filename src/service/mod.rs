@@ -2,6 +2,8 @@
 //! manual runs are recorded and handed to the wheel like any due attempt; reads and results go
 //! to the store.
 
+use crate::actors::alerts::AlertActor;
+use actix::Addr;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -17,6 +19,7 @@ use crate::config::{Config, ExecutorsConfig};
 use crate::metrics::WheelStats;
 use crate::run::RunStatus;
 
+pub mod alerts;
 mod audit_log;
 pub mod console_reads;
 pub mod error;
@@ -43,6 +46,16 @@ pub struct Service {
     executors: ExecutorsConfig,
     /// The last day's run counts and when they were counted (see [`Service::day_counts`]).
     day_counts: Arc<Mutex<Option<Counted>>>,
+    alerts: Addr<AlertActor>,
+}
+
+/// The actors the service asks.
+pub struct ServiceActors {
+    pub store: StoreHandle,
+    pub wheel: WheelHandle,
+    pub dispatch: DispatchHandle,
+    pub cluster: ClusterHandle,
+    pub alerts: Addr<AlertActor>,
 }
 
 /// Run counts by status, and when they were counted.
@@ -50,14 +63,18 @@ pub type Counted = (DateTime<Utc>, HashMap<RunStatus, i64>);
 
 impl Service {
     pub fn new(
-        store: StoreHandle,
-        wheel: WheelHandle,
-        dispatch: DispatchHandle,
-        cluster: ClusterHandle,
+        actors: ServiceActors,
         clock: SharedClock,
         instance_id: String,
         config: &Config,
     ) -> Self {
+        let ServiceActors {
+            store,
+            wheel,
+            dispatch,
+            cluster,
+            alerts,
+        } = actors;
         Service {
             store,
             wheel,
@@ -68,6 +85,7 @@ impl Service {
             backfill_per_sec: config.scheduler.backfill_per_sec,
             executors: config.executors.clone(),
             day_counts: Arc::default(),
+            alerts,
         }
     }
 

@@ -132,3 +132,63 @@ diesel::table! {
 }
 
 diesel::allow_tables_to_appear_in_same_query!(ax_task, ax_instance, ax_task_dependency);
+
+diesel::table! {
+    ax_alert_state (id) {
+        id -> Integer,
+        enabled -> Integer,
+        folded_by -> Nullable<Text>,
+        folded_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    ax_alert_event (id) {
+        id -> BigInt,
+        request_id -> Text,
+        task_id -> BigInt,
+        status -> Text,
+        code -> Nullable<Text>,
+        message -> Nullable<Text>,
+        at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    ax_alert_fold (subject, event) {
+        subject -> Text,
+        event -> Text,
+        window_start -> Nullable<Timestamp>,
+        window_count -> Integer,
+        silent_until -> Nullable<Timestamp>,
+        folded -> Integer,
+        folded_since -> Nullable<Timestamp>,
+        alerted -> Integer,
+    }
+}
+
+diesel::table! {
+    ax_alert (id, channel) {
+        id -> Text,
+        channel -> Text,
+        event -> Text,
+        subject -> Text,
+        task_id -> Nullable<BigInt>,
+        scene -> Nullable<Text>,
+        request_id -> Nullable<Text>,
+        code -> Nullable<Text>,
+        message -> Nullable<Text>,
+        count -> Integer,
+        folded -> Integer,
+        folded_since -> Nullable<Timestamp>,
+        at -> Timestamp,
+        status -> Text,
+        tries -> Integer,
+        next_try_at -> Nullable<Timestamp>,
+        claimant -> Nullable<Text>,
+        claimed_until -> Nullable<Timestamp>,
+        sent_at -> Nullable<Timestamp>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+    }
+}

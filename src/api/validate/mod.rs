@@ -12,7 +12,10 @@ mod task;
 
 pub use body::object;
 pub use ids::{request_id, task_id};
-pub use query::{audit_query, cron_preview, encode_cursor, history_query, page, stats_window};
+pub use query::{
+    alert_cursor, alerts_query, audit_query, cron_preview, encode_cursor, history_query, page,
+    stats_window,
+};
 pub use runs::{backfill_range, trigger_params};
 pub use task::{
     bulk, merge_patch, scene, task_body, task_input, DEFAULT_MAX_RETRY, DEFAULT_SCENE,

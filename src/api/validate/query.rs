@@ -6,10 +6,12 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::ids::task_id;
 use super::task::{scene, zone};
+use crate::alerting::AlertStatus;
 use crate::clock::{rfc3339, LAST_TIME};
 use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
 use crate::run::RunStatus;
+use crate::store::queries::alerts::AlertFilter;
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
 use crate::store::to_db;
@@ -162,6 +164,44 @@ fn query_int(
             format!("{name} must be an integer from {min} to {max}"),
         )),
     }
+}
+
+/// The filters, cursor and page size of `GET /api/alerts`.
+pub fn alerts_query(query: &HashMap<String, String>) -> Result<(AlertFilter, i64), ApiError> {
+    let task = query.get("task").map(|raw| task_id(raw)).transpose()?;
+    let status = match query.get("status") {
+        None => None,
+        Some(text) => Some(AlertStatus::parse(text).ok_or_else(|| {
+            ApiError::invalid("status", "status must be pending, sent, folded or failed")
+        })?),
+    };
+    let before = query
+        .get("cursor")
+        .map(|text| {
+            decode_alert_cursor(text).ok_or_else(|| {
+                ApiError::invalid("cursor", "cursor must be a nextCursor from a previous page")
+            })
+        })
+        .transpose()?;
+    let limit = query_int(query, "limit", (1, MAX_PAGE_LIMIT))?.unwrap_or(DEFAULT_PAGE_LIMIT);
+    let filter = AlertFilter {
+        task,
+        status,
+        before,
+    };
+    Ok((filter, limit))
+}
+
+/// An alerts page's cursor: the last row's creation (ms since the epoch), id and channel.
+pub fn alert_cursor(created_at: NaiveDateTime, id: &str, channel: &str) -> String {
+    format!("{}~{id}~{channel}", created_at.and_utc().timestamp_millis())
+}
+
+fn decode_alert_cursor(text: &str) -> Option<(NaiveDateTime, String, String)> {
+    let mut parts = text.splitn(3, '~');
+    let millis: i64 = parts.next()?.parse().ok()?;
+    let at = DateTime::from_timestamp_millis(millis)?.naive_utc();
+    Some((at, parts.next()?.to_string(), parts.next()?.to_string()))
 }
 
 #[cfg(test)]

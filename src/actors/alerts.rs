@@ -1,0 +1,333 @@
+//! Alerts out: each second, the run ends the database recorded are folded into the outbox,
+//! and the outbox's due rows are claimed and sent to their channels, off every run path (a
+//! channel that hangs holds only its own send, for at most the send timeout). What an alert
+//! says is `crate::alerting`'s; which rows are due and how a send settles is the store's.
+
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_tls::connect::{Connector as TcpConnector, Resolver};
+use chrono::Utc;
+
+use super::resolver::GuardedResolver;
+use super::store::{boxed, StoreHandle};
+use crate::alerting::{expand, retry_at, Alert, AlertEvent, AlertRule, Channel, ChannelKind};
+use crate::metrics::metrics;
+use crate::security::{sign_dispatch, Allowlist, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use crate::store::from_db;
+use crate::store::queries::alerts::{self, AlertRow, SendOutcome};
+
+/// Most alerts one process sends at once.
+const SEND_BATCH: i64 = 50;
+
+/// How alerts are folded and sent.
+#[derive(Debug, Clone)]
+pub struct AlertSettings {
+    pub channels: Vec<Channel>,
+    pub rule: AlertRule,
+    /// The console's address, for the links in alerts.
+    pub console_url: String,
+    pub retry_for: chrono::Duration,
+    pub send_timeout: Duration,
+    pub claimant: String,
+}
+
+pub struct AlertActor {
+    settings: Arc<AlertSettings>,
+    store: StoreHandle,
+    secret: Arc<[u8]>,
+    allowlist: Allowlist,
+    client: Option<Rc<awc::Client>>,
+    busy: bool,
+}
+
+impl AlertActor {
+    pub fn new(
+        settings: AlertSettings,
+        store: StoreHandle,
+        secret: Arc<[u8]>,
+        allowlist: Allowlist,
+    ) -> Self {
+        AlertActor {
+            settings: Arc::new(settings),
+            store,
+            secret,
+            allowlist,
+            client: None,
+            busy: false,
+        }
+    }
+}
+
+impl Actor for AlertActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // Channel URLs are held to the handler allowlist's rules, also at connect time.
+        let resolver = Resolver::custom(GuardedResolver {
+            allowlist: self.allowlist.clone(),
+        });
+        let connector = awc::Connector::new()
+            .connector(TcpConnector::new(resolver).service())
+            .timeout(self.settings.send_timeout);
+        self.client = Some(Rc::new(
+            awc::Client::builder()
+                .connector(connector)
+                .timeout(self.settings.send_timeout)
+                .disable_redirects()
+                .finish(),
+        ));
+        let enabled = !self.settings.channels.is_empty();
+        let store = self.store.clone();
+        ctx.spawn(
+            async move {
+                if let Err(err) = store
+                    .query(move |conn| boxed(alerts::set_enabled(conn, enabled)))
+                    .await
+                {
+                    log::warn!("alerts: could not record whether they are on: {err}");
+                }
+            }
+            .into_actor(self),
+        );
+        if enabled {
+            ctx.run_interval(Duration::from_secs(1), |actor, ctx| actor.tick(ctx));
+        }
+    }
+}
+
+impl AlertActor {
+    /// One round: fold, then send what is due; the next round waits for this one.
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        let Some(client) = self.client.clone().filter(|_| !self.busy) else {
+            return;
+        };
+        self.busy = true;
+        let (settings, store, secret) = (
+            self.settings.clone(),
+            self.store.clone(),
+            self.secret.clone(),
+        );
+        ctx.spawn(
+            async move {
+                if let Err(err) = round(&settings, &store, &client, &secret).await {
+                    log::warn!("alerts: {err}");
+                }
+            }
+            .into_actor(self)
+            .map(|_, actor, _| actor.busy = false),
+        );
+    }
+}
+
+async fn round(
+    settings: &Arc<AlertSettings>,
+    store: &StoreHandle,
+    client: &awc::Client,
+    secret: &[u8],
+) -> Result<(), crate::store::StoreError> {
+    let (rule, folder) = (settings.rule.clone(), settings.claimant.clone());
+    store
+        .query(move |conn| {
+            boxed(async move { alerts::fold(conn, &folder, &rule, Utc::now()).await })
+        })
+        .await?;
+    let claimant = settings.claimant.clone();
+    let claim_for = chrono::Duration::from_std(settings.send_timeout * 2)
+        .unwrap_or(chrono::Duration::seconds(60));
+    let due = store
+        .query(move |conn| {
+            boxed(async move {
+                let now = Utc::now();
+                alerts::claim_due(conn, &claimant, now, now + claim_for, SEND_BATCH).await
+            })
+        })
+        .await?;
+    let sends = due.into_iter().map(|row| async move {
+        let outcome = match send(settings, client, secret, &row).await {
+            Ok(()) => {
+                metrics().alerts_sent.fetch_add(1, Ordering::Relaxed);
+                SendOutcome::Sent
+            }
+            Err(error) => {
+                let now = Utc::now();
+                let retry_at =
+                    retry_at(from_db(row.created_at), row.tries, settings.retry_for, now);
+                if retry_at.is_none() {
+                    metrics().alerts_failed.fetch_add(1, Ordering::Relaxed);
+                }
+                log::warn!("alert {} on {}: {error}", row.id, row.channel);
+                SendOutcome::Failed { error, retry_at }
+            }
+        };
+        let claimant = settings.claimant.clone();
+        store
+            .query(move |conn| {
+                boxed(async move {
+                    let key = (row.id.as_str(), row.channel.as_str());
+                    alerts::settle(conn, key, &claimant, &outcome, Utc::now()).await
+                })
+            })
+            .await
+    });
+    for settled in futures_util::future::join_all(sends).await {
+        settled?;
+    }
+    Ok(())
+}
+
+/// `POST /api/alerts/test`: a test alert to one channel, sent now; its id once delivered.
+#[derive(Message)]
+#[rtype(result = "Result<String, TestError>")]
+pub struct TestChannel(pub String);
+
+/// Why a test alert was not delivered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TestError {
+    #[error("no channel `{name}`: {known}")]
+    NoChannel { name: String, known: String },
+    #[error("the channel did not take the alert: {0}")]
+    Failed(String),
+}
+
+impl Handler<TestChannel> for AlertActor {
+    type Result = ResponseActFuture<Self, Result<String, TestError>>;
+
+    fn handle(&mut self, TestChannel(name): TestChannel, _: &mut Context<Self>) -> Self::Result {
+        let channels = &self.settings.channels;
+        let Some(channel) = channels.iter().find(|c| c.name == name).cloned() else {
+            let names: Vec<&str> = channels.iter().map(|c| c.name.as_str()).collect();
+            let known = if names.is_empty() {
+                "none is configured (alerts.channels)".to_string()
+            } else {
+                format!("the configured ones are {}", names.join(", "))
+            };
+            return Box::pin(fut::ready(Err(TestError::NoChannel { name, known })));
+        };
+        let (client, secret) = (self.client.clone(), self.secret.clone());
+        let alert = test_alert(&name);
+        Box::pin(
+            async move {
+                let client = client.ok_or_else(|| TestError::Failed("not started".into()))?;
+                send_to(&channel, &client, &secret, &alert)
+                    .await
+                    .map_err(TestError::Failed)?;
+                Ok(alert.id)
+            }
+            .into_actor(self),
+        )
+    }
+}
+
+/// A test alert: it says it is one.
+fn test_alert(channel: &str) -> Alert {
+    Alert {
+        id: uuid::Uuid::new_v4().to_string(),
+        event: AlertEvent::Test,
+        subject: format!("channel {channel}"),
+        task_id: None,
+        scene: None,
+        link: None,
+        request_id: None,
+        code: None,
+        message: Some("a test alert from ax: this channel is set up".into()),
+        count: 1,
+        folded: 0,
+        folded_since: None,
+        at: Utc::now(),
+    }
+}
+
+/// The alert a row tells.
+pub fn alert_of(row: &AlertRow, console_url: &str) -> Alert {
+    let link = row
+        .request_id
+        .as_ref()
+        .map(|id| format!("{}/runs/{id}", console_url.trim_end_matches('/')));
+    Alert {
+        id: row.id.clone(),
+        event: row.event,
+        subject: row.subject.clone(),
+        task_id: row.task_id.map(|id| id.0),
+        scene: row.scene.clone(),
+        link,
+        request_id: row.request_id.clone(),
+        code: row.code.clone(),
+        message: row.message.clone(),
+        count: u32::try_from(row.count).unwrap_or(0),
+        folded: u32::try_from(row.folded).unwrap_or(0),
+        folded_since: row.folded_since.map(from_db),
+        at: from_db(row.at),
+    }
+}
+
+/// Sends one alert to its channel; the error in words that hold no secret.
+async fn send(
+    settings: &AlertSettings,
+    client: &awc::Client,
+    secret: &[u8],
+    row: &AlertRow,
+) -> Result<(), String> {
+    let Some(channel) = settings.channels.iter().find(|c| c.name == row.channel) else {
+        return Err(format!(
+            "no channel `{}` is configured any more",
+            row.channel
+        ));
+    };
+    let alert = alert_of(row, &settings.console_url);
+    send_to(channel, client, secret, &alert).await
+}
+
+/// Sends `alert` to `channel` (also what `POST /api/alerts/test` does).
+pub async fn send_to(
+    channel: &Channel,
+    client: &awc::Client,
+    secret: &[u8],
+    alert: &Alert,
+) -> Result<(), String> {
+    let env = |name: &str| std::env::var(name).ok();
+    let url = expand(channel.url.as_deref().unwrap_or_default(), env)
+        .map_err(|name| format!("environment variable {name} is not set"))?;
+    let body = match (channel.kind, &channel.template) {
+        (ChannelKind::Slack, _) => alert.slack_body().to_string(),
+        (_, Some(template)) => alert.templated(template).map_err(|err| err.to_string())?,
+        _ => alert.webhook_body().to_string(),
+    };
+    if channel.kind == ChannelKind::Email {
+        return Err("email channels are not sent yet".into());
+    }
+    let timestamp = Utc::now().timestamp();
+    let response = client
+        .post(url.as_str())
+        .insert_header(("Content-Type", "application/json"))
+        .insert_header(("X-Ax-Alert-Id", alert.id.as_str()))
+        .insert_header((TIMESTAMP_HEADER, timestamp.to_string()))
+        .insert_header((
+            SIGNATURE_HEADER,
+            sign_dispatch(secret, timestamp, body.as_bytes()),
+        ))
+        .send_body(body)
+        .await
+        .map_err(|err| format!("{}: {err}", host_of(&url)))?;
+    match response.status() {
+        status if status.is_success() => Ok(()),
+        status => Err(format!("the channel answered HTTP {}", status.as_u16())),
+    }
+}
+
+/// A channel URL's host and port: its path and query may hold a secret (Slack's do).
+fn host_of(url: &str) -> String {
+    url::Url::parse(url).map_or_else(
+        |_| "the channel URL".to_string(),
+        |url| {
+            format!(
+                "{}:{}",
+                url.host_str().unwrap_or(""),
+                url.port_or_known_default().unwrap_or(0)
+            )
+        },
+    )
+}

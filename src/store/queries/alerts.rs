@@ -1,0 +1,509 @@
+//! Alerts in the store: the queue of run ends the database's triggers record, folded into the
+//! outbox by the rules (one folder at a time over every ax process, holding the alert state
+//! row's lock), and the outbox's rows claimed, sent and settled by the senders.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use crate::alerting::{event_of, AlertEvent, AlertRule, AlertStatus, FoldState, Verdict};
+use crate::run::{RunStatus, TaskId};
+use crate::store::schema::ax_alert::dsl as a;
+use crate::store::schema::ax_alert_event::dsl as e;
+use crate::store::schema::ax_alert_fold::dsl as f;
+use crate::store::schema::ax_alert_state::dsl as s;
+use crate::store::schema::ax_scene::dsl as sc;
+use crate::store::schema::ax_task::dsl as t;
+use crate::store::{from_db, to_db, Conn, StoreError};
+use crate::with_conn;
+
+/// Most run ends one fold takes.
+const FOLD_BATCH: i64 = 500;
+
+/// An outbox row: one alert on one channel.
+#[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = crate::store::schema::ax_alert)]
+#[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
+pub struct AlertRow {
+    pub id: String,
+    /// Empty for a folded event: it goes out with the next alert.
+    pub channel: String,
+    pub event: AlertEvent,
+    pub subject: String,
+    pub task_id: Option<TaskId>,
+    pub scene: Option<String>,
+    pub request_id: Option<String>,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub count: i32,
+    pub folded: i32,
+    pub folded_since: Option<NaiveDateTime>,
+    pub at: NaiveDateTime,
+    pub status: AlertStatus,
+    pub tries: i32,
+    pub next_try_at: Option<NaiveDateTime>,
+    pub claimant: Option<String>,
+    pub claimed_until: Option<NaiveDateTime>,
+    pub sent_at: Option<NaiveDateTime>,
+    pub last_error: Option<String>,
+    pub created_at: NaiveDateTime,
+}
+
+/// Turns the triggers' recording on while channels are configured, off otherwise.
+pub async fn set_enabled(conn: &mut Conn, enabled: bool) -> Result<(), StoreError> {
+    with_conn!(conn, |c| diesel::update(
+        s::ax_alert_state.filter(s::id.eq(1))
+    )
+    .set(s::enabled.eq(i32::from(enabled)))
+    .execute(c)
+    .await)?;
+    Ok(())
+}
+
+/// A recorded run end.
+type EventRow = (
+    i64,
+    String,
+    TaskId,
+    RunStatus,
+    Option<String>,
+    Option<String>,
+    NaiveDateTime,
+);
+
+/// What the folder knows of an event's task.
+struct TaskFacts {
+    subject: String,
+    scene: String,
+    muted: bool,
+}
+
+/// Folds the recorded run ends (up to [`FOLD_BATCH`], in order) into the outbox under
+/// `rule`, in one transaction: an alert per channel, a folded row, or nothing below the
+/// threshold; a success after an alert resolves it. A paused task's or scene's events are
+/// muted. Returns how many run ends it took.
+pub async fn fold(
+    conn: &mut Conn,
+    folder: &str,
+    rule: &AlertRule,
+    now: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    let (folder, rule) = (folder.to_string(), rule.clone());
+    conn.transaction(move |conn| {
+        Box::pin(async move {
+            // The state row's lock makes folders take turns (and SQLite's write lock).
+            with_conn!(conn, |c| diesel::update(
+                s::ax_alert_state.filter(s::id.eq(1))
+            )
+            .set((s::folded_by.eq(&folder), s::folded_at.eq(to_db(now))))
+            .execute(c)
+            .await)?;
+            let events: Vec<EventRow> = with_conn!(conn, |c| e::ax_alert_event
+                .order(e::id.asc())
+                .limit(FOLD_BATCH)
+                .select((
+                    e::id,
+                    e::request_id,
+                    e::task_id,
+                    e::status,
+                    e::code,
+                    e::message,
+                    e::at
+                ))
+                .load(c)
+                .await)?;
+            let Some(last) = events.last().map(|event| event.0) else {
+                return Ok(0);
+            };
+            let facts = task_facts(conn, &events).await?;
+            let mut states: HashMap<(String, AlertEvent), FoldState> = HashMap::new();
+            let mut rows = Vec::new();
+            for event in &events {
+                let Some(task) = facts.get(&event.2).filter(|task| !task.muted) else {
+                    continue;
+                };
+                let Some(kind) = event_of(event.3, event.4.as_deref()) else {
+                    continue;
+                };
+                let key = format!("task:{}", event.2);
+                let verdict = if kind == AlertEvent::Resolved {
+                    resolve(conn, &key, &mut states).await?
+                } else if rule.wants(kind) {
+                    let state = fold_state(conn, &key, kind, &mut states).await?;
+                    Some(state.on_event(&rule, from_db(event.6)))
+                } else {
+                    None
+                };
+                let resolved_unwanted = kind == AlertEvent::Resolved && !rule.wants(kind);
+                if let (Some(verdict), false) = (verdict, resolved_unwanted) {
+                    rows.extend(outbox_rows(event, kind, task, &verdict, &rule, now));
+                }
+            }
+            save_states(conn, &states).await?;
+            for row in rows {
+                with_conn!(conn, |c| diesel::insert_or_ignore_into(a::ax_alert)
+                    .values(&row)
+                    .execute(c)
+                    .await)?;
+            }
+            with_conn!(conn, |c| diesel::delete(
+                e::ax_alert_event.filter(e::id.le(last))
+            )
+            .execute(c)
+            .await)?;
+            Ok(events.len())
+        })
+    })
+    .await
+}
+
+/// The tasks of `events`: their `scene/name`, and whether they or their scenes are paused.
+async fn task_facts(
+    conn: &mut Conn,
+    events: &[EventRow],
+) -> Result<HashMap<TaskId, TaskFacts>, StoreError> {
+    let ids: Vec<TaskId> = events.iter().map(|event| event.2).collect();
+    let tasks: Vec<(TaskId, String, String, String)> = with_conn!(conn, |c| t::ax_task
+        .filter(t::id.eq_any(&ids))
+        .select((t::id, t::scene, t::name, t::status))
+        .load(c)
+        .await)?;
+    let scenes: Vec<String> = tasks.iter().map(|task| task.1.clone()).collect();
+    let paused_scenes: Vec<String> = with_conn!(conn, |c| sc::ax_scene
+        .filter(sc::scene.eq_any(&scenes))
+        .filter(sc::paused_at.is_not_null())
+        .select(sc::scene)
+        .load(c)
+        .await)?;
+    Ok(tasks
+        .into_iter()
+        .map(|(id, scene, name, status)| {
+            let muted = status == "PAUSED" || paused_scenes.contains(&scene);
+            let subject = format!("{scene}/{name}");
+            (
+                id,
+                TaskFacts {
+                    subject,
+                    scene,
+                    muted,
+                },
+            )
+        })
+        .collect())
+}
+
+/// The fold state of (`subject`, `event`), read once per fold.
+async fn fold_state<'s>(
+    conn: &mut Conn,
+    subject: &str,
+    event: AlertEvent,
+    states: &'s mut HashMap<(String, AlertEvent), FoldState>,
+) -> Result<&'s mut FoldState, StoreError> {
+    let key = (subject.to_string(), event);
+    if !states.contains_key(&key) {
+        let state = load_states(conn, subject, Some(event)).await?;
+        let state = state.into_iter().next().map(|(_, state)| state);
+        states.insert(key.clone(), state.unwrap_or_default());
+    }
+    Ok(states.entry(key).or_default())
+}
+
+/// A success of `subject`: every alerted event of it resolves (and starts over). An alert
+/// when any was alerted.
+async fn resolve(
+    conn: &mut Conn,
+    subject: &str,
+    states: &mut HashMap<(String, AlertEvent), FoldState>,
+) -> Result<Option<Verdict>, StoreError> {
+    for (event, state) in load_states(conn, subject, None).await? {
+        states.entry((subject.to_string(), event)).or_insert(state);
+    }
+    let mut resolved = false;
+    for ((of, _), state) in states.iter_mut() {
+        if of == subject && state.on_success() {
+            resolved = true;
+        }
+    }
+    Ok(resolved.then_some(Verdict::Alert {
+        count: 1,
+        folded: 0,
+        folded_since: None,
+    }))
+}
+
+type FoldRow = (
+    AlertEvent,
+    Option<NaiveDateTime>,
+    i32,
+    Option<NaiveDateTime>,
+    i32,
+    Option<NaiveDateTime>,
+    i32,
+);
+
+async fn load_states(
+    conn: &mut Conn,
+    subject: &str,
+    event: Option<AlertEvent>,
+) -> Result<Vec<(AlertEvent, FoldState)>, StoreError> {
+    let rows: Vec<FoldRow> = with_conn!(conn, |c| {
+        let mut query = f::ax_alert_fold
+            .filter(f::subject.eq(subject))
+            .select((
+                f::event,
+                f::window_start,
+                f::window_count,
+                f::silent_until,
+                f::folded,
+                f::folded_since,
+                f::alerted,
+            ))
+            .into_boxed();
+        if let Some(event) = event {
+            query = query.filter(f::event.eq(event));
+        }
+        query.load(c).await
+    })?;
+    let count = |n: i32| u32::try_from(n).unwrap_or(0);
+    Ok(rows
+        .into_iter()
+        .map(|(event, start, n, until, folded, since, alerted)| {
+            let state = FoldState {
+                window_start: start.map(from_db),
+                window_count: count(n),
+                silent_until: until.map(from_db),
+                folded: count(folded),
+                folded_since: since.map(from_db),
+                alerted: alerted != 0,
+            };
+            (event, state)
+        })
+        .collect())
+}
+
+async fn save_states(
+    conn: &mut Conn,
+    states: &HashMap<(String, AlertEvent), FoldState>,
+) -> Result<(), StoreError> {
+    for ((subject, event), state) in states {
+        let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+        let values = (
+            f::window_start.eq(state.window_start.map(to_db)),
+            f::window_count.eq(count(state.window_count)),
+            f::silent_until.eq(state.silent_until.map(to_db)),
+            f::folded.eq(count(state.folded)),
+            f::folded_since.eq(state.folded_since.map(to_db)),
+            f::alerted.eq(i32::from(state.alerted)),
+        );
+        let updated = with_conn!(conn, |c| diesel::update(
+            f::ax_alert_fold
+                .filter(f::subject.eq(subject))
+                .filter(f::event.eq(event))
+        )
+        .set(values)
+        .execute(c)
+        .await)?;
+        if updated == 0 {
+            with_conn!(conn, |c| diesel::insert_into(f::ax_alert_fold)
+                .values((f::subject.eq(subject), f::event.eq(event), values))
+                .execute(c)
+                .await)?;
+        }
+    }
+    Ok(())
+}
+
+/// The outbox rows of one verdict: one per channel for an alert, one without a channel for a
+/// folded event, none below the threshold.
+fn outbox_rows(
+    event: &EventRow,
+    kind: AlertEvent,
+    task: &TaskFacts,
+    verdict: &Verdict,
+    rule: &AlertRule,
+    now: DateTime<Utc>,
+) -> Vec<AlertRow> {
+    let (status, channels, events, folded, since) = match verdict {
+        Verdict::Below => return Vec::new(),
+        Verdict::Folded => (AlertStatus::Folded, vec![String::new()], 1, 0, None),
+        Verdict::Alert {
+            count,
+            folded,
+            folded_since,
+        } => (
+            AlertStatus::Pending,
+            rule.channels.clone(),
+            *count,
+            *folded,
+            *folded_since,
+        ),
+    };
+    let id = uuid::Uuid::new_v5(
+        &uuid::Uuid::NAMESPACE_OID,
+        format!("ax-alert:{}:{}:{kind}", event.1, event.0).as_bytes(),
+    )
+    .to_string();
+    let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    channels
+        .into_iter()
+        .map(|channel| AlertRow {
+            id: id.clone(),
+            channel,
+            event: kind,
+            subject: task.subject.clone(),
+            task_id: Some(event.2),
+            scene: Some(task.scene.clone()),
+            request_id: Some(event.1.clone()),
+            code: event.4.clone(),
+            message: event.5.clone(),
+            count: count(events),
+            folded: count(folded),
+            folded_since: since.map(to_db),
+            at: event.6,
+            status,
+            tries: 0,
+            next_try_at: Some(to_db(now)),
+            claimant: None,
+            claimed_until: None,
+            sent_at: None,
+            last_error: None,
+            created_at: to_db(now),
+        })
+        .collect()
+}
+
+/// Claims up to `limit` alerts due to be sent, for `claimant` until `until`; returns them.
+pub async fn claim_due(
+    conn: &mut Conn,
+    claimant: &str,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<AlertRow>, StoreError> {
+    let now = to_db(now);
+    let due: Vec<(String, String)> = with_conn!(conn, |c| a::ax_alert
+        .filter(a::status.eq(AlertStatus::Pending))
+        .filter(a::next_try_at.le(now))
+        .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
+        .order(a::next_try_at.asc())
+        .limit(limit)
+        .select((a::id, a::channel))
+        .load(c)
+        .await)?;
+    let mut claimed = Vec::with_capacity(due.len());
+    for (id, channel) in due {
+        // Of two processes that saw the row due, the one whose UPDATE finds it so takes it.
+        let won = with_conn!(conn, |c| diesel::update(
+            a::ax_alert
+                .filter(a::id.eq(&id))
+                .filter(a::channel.eq(&channel))
+                .filter(a::status.eq(AlertStatus::Pending))
+                .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
+        )
+        .set((a::claimant.eq(claimant), a::claimed_until.eq(to_db(until)),))
+        .execute(c)
+        .await)?;
+        if won == 1 {
+            claimed.push(with_conn!(conn, |c| a::ax_alert
+                .filter(a::id.eq(&id))
+                .filter(a::channel.eq(&channel))
+                .select(AlertRow::as_select())
+                .first(c)
+                .await)?);
+        }
+    }
+    Ok(claimed)
+}
+
+/// How a claimed send ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendOutcome {
+    Sent,
+    /// Failed; tried again at `retry_at`, or given up (`None`).
+    Failed {
+        error: String,
+        retry_at: Option<DateTime<Utc>>,
+    },
+}
+
+/// Settles a claimed alert, if `claimant` still holds it.
+pub async fn settle(
+    conn: &mut Conn,
+    (id, channel): (&str, &str),
+    claimant: &str,
+    outcome: &SendOutcome,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let target = a::ax_alert
+        .filter(a::id.eq(id))
+        .filter(a::channel.eq(channel))
+        .filter(a::claimant.eq(claimant));
+    let (status, next_try, error, sent) = match outcome {
+        SendOutcome::Sent => (AlertStatus::Sent, None, None, Some(to_db(now))),
+        SendOutcome::Failed { error, retry_at } => (
+            if retry_at.is_some() {
+                AlertStatus::Pending
+            } else {
+                AlertStatus::Failed
+            },
+            retry_at.map(to_db),
+            Some(error.clone()),
+            None,
+        ),
+    };
+    with_conn!(conn, |c| diesel::update(target)
+        .set((
+            a::status.eq(status),
+            a::tries.eq(a::tries + 1),
+            a::next_try_at.eq(next_try),
+            a::last_error.eq(&error),
+            a::sent_at.eq(sent),
+            a::claimed_until.eq(None::<NaiveDateTime>),
+        ))
+        .execute(c)
+        .await)?;
+    Ok(())
+}
+
+/// Which alerts a list shows.
+#[derive(Debug, Clone, Default)]
+pub struct AlertFilter {
+    pub task: Option<TaskId>,
+    pub status: Option<AlertStatus>,
+    /// Older than this (the last row of the page before): `(created_at, id, channel)`.
+    pub before: Option<(NaiveDateTime, String, String)>,
+}
+
+/// Alerts, newest first.
+pub async fn list(
+    conn: &mut Conn,
+    filter: &AlertFilter,
+    limit: i64,
+) -> Result<Vec<AlertRow>, StoreError> {
+    with_conn!(conn, |c| {
+        let mut query = a::ax_alert.select(AlertRow::as_select()).into_boxed();
+        if let Some(task) = filter.task {
+            query = query.filter(a::task_id.eq(task));
+        }
+        if let Some(status) = filter.status {
+            query = query.filter(a::status.eq(status));
+        }
+        if let Some((at, id, channel)) = &filter.before {
+            query = query.filter(
+                a::created_at.lt(*at).or(a::created_at.eq(*at).and(
+                    a::id
+                        .lt(id.clone())
+                        .or(a::id.eq(id.clone()).and(a::channel.lt(channel.clone()))),
+                )),
+            );
+        }
+        query
+            .order((a::created_at.desc(), a::id.desc(), a::channel.desc()))
+            .limit(limit)
+            .load(c)
+            .await
+    })
+    .map_err(Into::into)
+}

@@ -1,0 +1,6 @@
+//! Alerts end to end, against receivers the tests start: a run's end recorded by the store,
+//! folded by the rules and delivered once to each channel.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod webhook;

@@ -1,0 +1,206 @@
+//! A webhook and a Slack-format channel, each a real HTTP server in the test: a failing task
+//! is told once (its repeats folded into the silence), signed, with a stable id; its next
+//! success resolves it.
+
+use std::time::Duration;
+
+use ax::alerting::{AlertRule, Channel, ChannelKind};
+use ax::config::Config;
+use serde_json::{json, Value};
+
+use crate::common::{
+    config, start_ax, unique_name, Api, Executor, Received, Reply, TestStore, SECRET,
+};
+
+fn channel(name: &str, kind: ChannelKind, url: String) -> Channel {
+    Channel {
+        name: name.into(),
+        kind,
+        url: Some(url),
+        template: None,
+        smtp: None,
+        to: Vec::new(),
+        from: None,
+        ca_file: None,
+    }
+}
+
+fn with_channels(store: &TestStore, channels: Vec<Channel>) -> Config {
+    let mut config = config(store, false, &unique_name("alerts"));
+    config.alerts.default_rule = AlertRule {
+        channels: channels.iter().map(|c| c.name.clone()).collect(),
+        ..AlertRule::default()
+    };
+    config.alerts.channels = channels;
+    config
+}
+
+/// What a receiver got, once `n` requests came (or the time is up).
+async fn bodies(receiver: &Executor, n: usize, within: Duration) -> Vec<Received> {
+    receiver.wait_for(n, within).await
+}
+
+async fn a_failing_task_alerts_once_and_resolves(store: TestStore) {
+    let hook = Executor::start(Reply::Success).await;
+    let slack = Executor::start(Reply::Success).await;
+    let config = with_channels(
+        &store,
+        vec![
+            channel(
+                "ops-hook",
+                ChannelKind::Webhook,
+                format!("{}hook", hook.base()),
+            ),
+            channel(
+                "team-slack",
+                ChannelKind::Slack,
+                format!("{}slack", slack.base()),
+            ),
+        ],
+    );
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::FailNoRetry).await;
+    let name = unique_name("nightly");
+    let task = api
+        .create_task(
+            json!({"name": name, "scene": "alerts", "cron": "* * * * * *",
+            "handlerUrl": executor.url, "maxRetry": 0}),
+        )
+        .await;
+    let id = task["id"].as_i64().expect("id");
+    api.wait_final(id, 3, Duration::from_secs(10)).await;
+    let told = bodies(&hook, 1, Duration::from_secs(10)).await;
+    // Three failures and more: the first is told, the rest fold into the silence.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let told_now = hook.received();
+    assert_eq!(
+        told_now.len(),
+        1,
+        "one alert, the repeats folded: {told_now:?}"
+    );
+    let alert = &told[0];
+    assert!(alert.signed_with(SECRET), "signed like dispatches");
+    assert_eq!(alert.body["event"], "FAILED");
+    assert_eq!(alert.body["subject"], format!("alerts/{name}"));
+    assert_eq!(alert.body["taskId"], id);
+    assert!(alert.body["link"]
+        .as_str()
+        .is_some_and(|l| l.contains("/runs/")));
+    let alert_id = alert.body["id"].as_str().expect("an id").to_string();
+    let on_slack = bodies(&slack, 1, Duration::from_secs(5)).await;
+    let slack_body = &on_slack[0].body;
+    assert_eq!(
+        slack_body["attachments"][0]["color"], "danger",
+        "{slack_body}"
+    );
+    assert!(
+        slack_body["attachments"][0]["footer"]
+            .as_str()
+            .is_some_and(|f| f.contains(&alert_id)),
+        "the same alert id on every channel"
+    );
+
+    // The task's next success resolves the alert, told once.
+    let fixed = Executor::start(Reply::Success).await;
+    let (status, _) = api
+        .call(
+            "PATCH",
+            &format!("/api/tasks/{id}"),
+            Some(json!({"handlerUrl": fixed.url})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let resolved = bodies(&hook, 2, Duration::from_secs(10)).await;
+    let events: Vec<&Value> = resolved.iter().map(|r| &r.body["event"]).collect();
+    assert_eq!(events, [&json!("FAILED"), &json!("RESOLVED")]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(hook.received().len(), 2, "resolved once");
+
+    // The outbox as the API lists it: both alerts sent on both channels, the repeats folded.
+    let (status, page) = api.get(&format!("/api/alerts?task={id}&status=sent")).await;
+    assert_eq!(status, 200);
+    let sent: Vec<(&str, &str)> = page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|a| {
+            (
+                a["event"].as_str().unwrap_or(""),
+                a["channel"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(sent.len(), 4, "{page}");
+    assert!(sent.contains(&("FAILED", "team-slack")) && sent.contains(&("RESOLVED", "ops-hook")));
+    let (_, folded) = api
+        .get(&format!("/api/alerts?task={id}&status=folded"))
+        .await;
+    assert!(
+        !folded["items"].as_array().expect("items").is_empty(),
+        "{folded}"
+    );
+    let (status, first) = api.get(&format!("/api/alerts?task={id}&limit=1")).await;
+    assert_eq!(status, 200);
+    let cursor = first["nextCursor"].as_str().expect("a cursor");
+    let (_, next) = api
+        .get(&format!("/api/alerts?task={id}&limit=1&cursor={cursor}"))
+        .await;
+    assert_ne!(next["items"][0], first["items"][0], "the next page");
+    let (status, bad) = api.get("/api/alerts?status=lost").await;
+    assert_eq!(
+        (status, bad["error"]["field"].as_str()),
+        (400, Some("status"))
+    );
+
+    // A test alert goes out at once; an unknown channel is named.
+    let (status, tested) = api
+        .post("/api/alerts/test", json!({"channel": "ops-hook"}))
+        .await;
+    assert_eq!(status, 200, "{tested}");
+    let received = bodies(&hook, 3, Duration::from_secs(5)).await;
+    assert_eq!(received[2].body["event"], "TEST");
+    assert_eq!(received[2].body["id"], tested["id"]);
+    let (status, bad) = api
+        .post("/api/alerts/test", json!({"channel": "nope"}))
+        .await;
+    assert_eq!(
+        (status, bad["error"]["field"].as_str()),
+        (400, Some("channel")),
+        "{bad}"
+    );
+
+    // The same from the CLI.
+    let url = format!("http://{}", ax.addr());
+    // Off the test's thread: the alert actor that sends the test runs on it.
+    let cli = |args: &[&str]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ax"));
+        command.args(args).args(["--url", &url]);
+        tokio::task::spawn_blocking(move || command.output().expect("ax runs"))
+    };
+    let task = id.to_string();
+    let listed = cli(&["alerts", "list", "--task", &task, "--status", "sent"])
+        .await
+        .expect("cli");
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(
+        text.starts_with("CREATED") && text.contains("RESOLVED") && text.contains("team-slack"),
+        "{text}"
+    );
+    let tested = cli(&["alerts", "test", "ops-hook"]).await.expect("cli");
+    assert!(tested.status.success(), "{tested:?}");
+    let refused = cli(&["alerts", "test", "nope"]).await.expect("cli");
+    assert_eq!(refused.status.code(), Some(1));
+    ax.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn a_failing_task_alerts_once_and_resolves_on_sqlite() {
+    a_failing_task_alerts_once_and_resolves(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn a_failing_task_alerts_once_and_resolves_on_mysql() {
+    a_failing_task_alerts_once_and_resolves(TestStore::mysql()).await;
+}
