@@ -204,3 +204,77 @@ async fn a_failing_task_alerts_once_and_resolves_on_sqlite() {
 async fn a_failing_task_alerts_once_and_resolves_on_mysql() {
     a_failing_task_alerts_once_and_resolves(TestStore::mysql()).await;
 }
+
+/// Two ax processes on one MariaDB and Redis: each alert is sent by one of them, once.
+#[actix_rt::test]
+async fn two_processes_send_each_alert_once() {
+    let store = TestStore::mysql();
+    let hook = Executor::start(Reply::Success).await;
+    let channels = || {
+        vec![channel(
+            "ops-hook",
+            ChannelKind::Webhook,
+            format!("{}hook", hook.base()),
+        )]
+    };
+    let mut first = with_channels(&store, channels());
+    first.redis.url = Some(crate::common::redis_url());
+    let mut second = with_channels(&store, channels());
+    second.redis.url = Some(crate::common::redis_url());
+    let (a, b) = (start_ax(&first).await, start_ax(&second).await);
+    let api = Api::new(&a);
+    let executor = Executor::start(Reply::FailNoRetry).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let task = api
+            .create_task(json!({"name": unique_name("twice"), "cron": "* * * * * *",
+                "handlerUrl": executor.url, "maxRetry": 0}))
+            .await;
+        ids.push(task["id"].as_i64().expect("id"));
+    }
+    hook.wait_for(3, Duration::from_secs(15)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut told: Vec<i64> = hook
+        .received()
+        .iter()
+        .map(|r| r.body["taskId"].as_i64().unwrap_or(0))
+        .collect();
+    told.sort_unstable();
+    assert_eq!(told, ids, "one alert per task, sent by one process");
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// A channel that never answers holds only its own sends: runs go on at their times.
+#[actix_rt::test]
+async fn a_hanging_channel_does_not_delay_runs() {
+    let store = TestStore::sqlite();
+    let hook = Executor::start(Reply::Slow(Duration::from_secs(30))).await;
+    let config = with_channels(
+        &store,
+        vec![channel(
+            "stuck",
+            ChannelKind::Webhook,
+            format!("{}hook", hook.base()),
+        )],
+    );
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let failing = Executor::start(Reply::FailNoRetry).await;
+    let healthy = Executor::start(Reply::Success).await;
+    for (name, url) in [("failing", &failing.url), ("healthy", &healthy.url)] {
+        api.create_task(json!({"name": unique_name(name), "cron": "* * * * * *",
+            "handlerUrl": url, "maxRetry": 0}))
+            .await;
+    }
+    hook.wait_for(1, Duration::from_secs(10)).await;
+    let before = healthy.received().len();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let runs = healthy.received();
+    assert!(
+        runs.len() - before >= 3,
+        "runs go on while the channel hangs: {}",
+        runs.len() - before
+    );
+    ax.shutdown().await;
+}
