@@ -27,6 +27,7 @@ pub mod identity;
 pub mod labels;
 pub mod metrics;
 pub mod nesting;
+pub mod notify;
 pub mod percentile;
 pub mod plan;
 pub mod routing;

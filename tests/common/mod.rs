@@ -1,8 +1,9 @@
 //! Shared test harness: real MariaDB databases (one per test, dropped afterwards), SQLite files
 //! in temp dirs, Redis, an in-test HTTP executor, ax itself started in-process, and a headless
-//! Chromium driven through WebDriver ([`webdriver`]).
+//! Chromium driven through WebDriver ([`webdriver`]), and an SMTP sink for alert mail ([`smtp`]).
 #![allow(dead_code)]
 
+pub mod smtp;
 pub mod webdriver;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
