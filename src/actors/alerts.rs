@@ -16,6 +16,7 @@ use super::resolver::GuardedResolver;
 use super::store::{boxed, StoreHandle};
 use crate::alerting::{expand, retry_at, Alert, AlertEvent, AlertRule, Channel, ChannelKind};
 use crate::metrics::metrics;
+use crate::notify::email::{self, Mail};
 use crate::security::{sign_dispatch, Allowlist, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::store::from_db;
 use crate::store::queries::alerts::{self, AlertRow, SendOutcome};
@@ -208,11 +209,12 @@ impl Handler<TestChannel> for AlertActor {
             return Box::pin(fut::ready(Err(TestError::NoChannel { name, known })));
         };
         let (client, secret) = (self.client.clone(), self.secret.clone());
+        let timeout = self.settings.send_timeout;
         let alert = test_alert(&name);
         Box::pin(
             async move {
                 let client = client.ok_or_else(|| TestError::Failed("not started".into()))?;
-                send_to(&channel, &client, &secret, &alert)
+                send_to(&channel, (&client, timeout), &secret, &alert)
                     .await
                     .map_err(TestError::Failed)?;
                 Ok(alert.id)
@@ -278,27 +280,37 @@ async fn send(
         ));
     };
     let alert = alert_of(row, &settings.console_url);
-    send_to(channel, client, secret, &alert).await
+    send_to(channel, (client, settings.send_timeout), secret, &alert).await
 }
 
 /// Sends `alert` to `channel` (also what `POST /api/alerts/test` does).
 pub async fn send_to(
     channel: &Channel,
-    client: &awc::Client,
+    (client, timeout): (&awc::Client, Duration),
     secret: &[u8],
     alert: &Alert,
 ) -> Result<(), String> {
     let env = |name: &str| std::env::var(name).ok();
-    let url = expand(channel.url.as_deref().unwrap_or_default(), env)
-        .map_err(|name| format!("environment variable {name} is not set"))?;
+    let unset = |name| format!("environment variable {name} is not set");
+    if channel.kind == ChannelKind::Email {
+        let smtp = expand(channel.smtp.as_deref().unwrap_or_default(), env).map_err(unset)?;
+        let (subject, text, html) = alert.email();
+        let mail = Mail {
+            subject,
+            text,
+            html,
+        };
+        let (from, ca_file) = (channel.from.as_deref(), channel.ca_file.as_deref());
+        return email::send(&smtp, from, &channel.to, ca_file, timeout, &mail)
+            .await
+            .map_err(|err| err.to_string());
+    }
+    let url = expand(channel.url.as_deref().unwrap_or_default(), env).map_err(unset)?;
     let body = match (channel.kind, &channel.template) {
         (ChannelKind::Slack, _) => alert.slack_body().to_string(),
         (_, Some(template)) => alert.templated(template).map_err(|err| err.to_string())?,
         _ => alert.webhook_body().to_string(),
     };
-    if channel.kind == ChannelKind::Email {
-        return Err("email channels are not sent yet".into());
-    }
     let timestamp = Utc::now().timestamp();
     let response = client
         .post(url.as_str())

@@ -64,6 +64,8 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(get "/api/scenes", scenes::list, true, "Scenes with their task counts by status and their pause"),
     endpoint!(post "/api/scenes/{scene}/pause", scenes::pause, true, "Pause a scene: none of its tasks fires until it is resumed"),
     endpoint!(post "/api/scenes/{scene}/resume", scenes::resume, true, "Resume a scene: its tasks fire again, but those paused one by one"),
+    endpoint!(get "/api/scenes/{scene}/alerts", scenes::alerts, true, "A scene's alert rule (null: none) and the rule its tasks follow"),
+    endpoint!(put "/api/scenes/{scene}/alerts", scenes::put_alerts, true, "Set a scene's alert rule (events, channels, threshold, windowSecs, silenceSecs), or null to follow alerts.default"),
     endpoint!(get "/api/instances", instances::history, true, "Run history with filters and a cursor"),
     endpoint!(get "/api/instances/{requestId}", instances::get, true, "One run by request id"),
     endpoint!(post "/api/instances/{requestId}/cancel", instances::cancel, true, "Cancel an open run: no further attempt, later results change nothing (409 if final)"),

@@ -1,11 +1,13 @@
 //! `/api/scenes`: a business area's tasks paused or resumed in one call.
 
 use actix_web::{web, HttpResponse};
-use serde_json::json;
+use serde_json::{json, Value};
 
+use super::json::JsonBody;
 use super::validate;
 use super::views::SceneView;
 use super::{Actor, ApiState};
+use crate::alerting::AlertRule;
 use crate::error::ApiError;
 
 /// `GET /api/scenes`: each scene with its task counts by status.
@@ -35,4 +37,47 @@ pub async fn resume(
     let scene = validate::scene(path.into_inner())?;
     let count = state.service.resume_scene(scene.clone(), &actor.0).await?;
     Ok(HttpResponse::Ok().json(json!({ "scene": scene, "resumed": count })))
+}
+
+/// `GET /api/scenes/{scene}/alerts` → `{scene, alerts, applies}`: the scene's own rule (`null`:
+/// none) and the rule its tasks follow.
+pub async fn alerts(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let scene = validate::scene(path.into_inner())?;
+    let rule = state.service.scene_alerts(scene.clone()).await?;
+    let applies = rule
+        .clone()
+        .unwrap_or_else(|| state.service.default_alert_rule().clone());
+    Ok(HttpResponse::Ok().json(json!({ "scene": scene, "alerts": rule, "applies": applies })))
+}
+
+/// `PUT /api/scenes/{scene}/alerts` with a rule (the shape of `alerts.default`), or `null` to
+/// follow the default again → `{scene, alerts, applies}`.
+pub async fn put_alerts(
+    state: web::Data<ApiState>,
+    path: web::Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let scene = validate::scene(path.into_inner())?;
+    let rule = match body {
+        Value::Null => None,
+        body => {
+            let rule: AlertRule = serde_json::from_value(body)
+                .map_err(|err| ApiError::invalid("alerts", err.to_string()))?;
+            let channels = state.service.alert_channels();
+            rule.check(&channels)
+                .map_err(|err| ApiError::invalid(err.field, err.message))?;
+            Some(rule)
+        }
+    };
+    state
+        .service
+        .set_scene_alerts(scene.clone(), rule.clone())
+        .await?;
+    let applies = rule
+        .clone()
+        .unwrap_or_else(|| state.service.default_alert_rule().clone());
+    Ok(HttpResponse::Ok().json(json!({ "scene": scene, "alerts": rule, "applies": applies })))
 }

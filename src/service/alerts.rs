@@ -4,6 +4,7 @@ use super::error::{Result, ServiceError};
 use super::Service;
 use crate::actors::alerts::{TestChannel, TestError};
 use crate::actors::store::boxed;
+use crate::alerting::AlertRule;
 use crate::store::queries::alerts::{self, AlertFilter, AlertRow};
 
 impl Service {
@@ -13,6 +14,41 @@ impl Service {
             .store
             .query(move |conn| boxed(async move { alerts::list(conn, &filter, limit).await }))
             .await?)
+    }
+
+    /// A scene's own alert rule.
+    pub async fn scene_alerts(&self, scene: String) -> Result<Option<AlertRule>> {
+        let stored = self
+            .store
+            .query(move |conn| boxed(async move { alerts::scene_rule(conn, &scene).await }))
+            .await?;
+        // Written by `set_scene_alerts` only: a rule that no longer reads is none.
+        Ok(stored.and_then(|text| serde_json::from_str(&text).ok()))
+    }
+
+    /// Sets (or with `None` clears) a scene's own alert rule.
+    pub async fn set_scene_alerts(&self, scene: String, rule: Option<AlertRule>) -> Result<()> {
+        let text = rule.map(|rule| serde_json::to_string(&rule).unwrap_or_default());
+        Ok(self
+            .store
+            .query(move |conn| {
+                boxed(async move { alerts::set_scene_rule(conn, &scene, text).await })
+            })
+            .await?)
+    }
+
+    /// The configured channels' names.
+    pub fn alert_channels(&self) -> Vec<&str> {
+        self.alerting
+            .channels
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect()
+    }
+
+    /// The rule of a task whose scene has none.
+    pub fn default_alert_rule(&self) -> &AlertRule {
+        &self.alerting.default_rule
     }
 
     /// Sends a test alert to `channel` now; its id once delivered.

@@ -15,7 +15,7 @@ use crate::actors::lock::LockError;
 use crate::actors::store::StoreHandle;
 use crate::actors::wheel::WheelHandle;
 use crate::clock::SharedClock;
-use crate::config::{Config, ExecutorsConfig};
+use crate::config::{AlertsConfig, Config, ExecutorsConfig};
 use crate::metrics::WheelStats;
 use crate::run::RunStatus;
 
@@ -47,6 +47,8 @@ pub struct Service {
     /// The last day's run counts and when they were counted (see [`Service::day_counts`]).
     day_counts: Arc<Mutex<Option<Counted>>>,
     alerts: Addr<AlertActor>,
+    /// The channels and the default rule (`alerts.*`).
+    alerting: AlertsConfig,
 }
 
 /// The actors the service asks.
@@ -86,6 +88,7 @@ impl Service {
             executors: config.executors.clone(),
             day_counts: Arc::default(),
             alerts,
+            alerting: config.alerts.clone(),
         }
     }
 

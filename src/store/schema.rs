@@ -108,6 +108,7 @@ diesel::table! {
     ax_scene (scene) {
         scene -> Text,
         paused_at -> Nullable<Timestamp>,
+        alerts -> Nullable<Text>,
     }
 }
 

@@ -3,4 +3,5 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod email;
 mod webhook;

@@ -278,3 +278,111 @@ async fn a_hanging_channel_does_not_delay_runs() {
     );
     ax.shutdown().await;
 }
+
+/// An email channel through ax: the failing task's alert arrives by SMTP (STARTTLS, AUTH), the
+/// password taken from the environment.
+#[actix_rt::test]
+async fn a_failing_task_alerts_by_email() {
+    let sink = crate::common::smtp::start(Some(("ax", "s3cret-pass"))).await;
+    std::env::set_var("AX_TEST_SMTP_PASSWORD", "s3cret-pass");
+    let store = TestStore::sqlite();
+    let mut mail = channel("team-mail", ChannelKind::Email, String::new());
+    mail.url = None;
+    mail.smtp = Some(format!(
+        "smtp://ax:${{AX_TEST_SMTP_PASSWORD}}@{}",
+        sink.addr
+    ));
+    mail.to = vec!["ops@example.com".into()];
+    mail.ca_file = Some(sink.ca_file());
+    let ax = start_ax(&with_channels(&store, vec![mail])).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::FailNoRetry).await;
+    let name = unique_name("mailed");
+    api.create_task(json!({"name": name, "cron": "* * * * * *",
+        "handlerUrl": executor.url, "maxRetry": 0}))
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while sink.received().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let received = sink.received();
+    let first = received.first().expect("a mail");
+    assert!(first.tls, "over STARTTLS");
+    assert_eq!(first.user.as_deref(), Some("ax"));
+    assert_eq!(first.to, ["ops@example.com"]);
+    assert!(
+        first.data.contains(&format!("FAILED default/{name}")),
+        "{}",
+        first.data
+    );
+    assert!(first.data.contains("text/html"), "text and HTML");
+    ax.shutdown().await;
+}
+
+/// A scene's rule applies to its tasks instead of the default, and survives the scene's pause.
+#[actix_rt::test]
+async fn a_scenes_rule_picks_its_channels() {
+    let store = TestStore::sqlite();
+    let hook = Executor::start(Reply::Success).await;
+    let slack = Executor::start(Reply::Success).await;
+    let config = with_channels(
+        &store,
+        vec![
+            channel(
+                "ops-hook",
+                ChannelKind::Webhook,
+                format!("{}hook", hook.base()),
+            ),
+            channel(
+                "team-slack",
+                ChannelKind::Slack,
+                format!("{}slack", slack.base()),
+            ),
+        ],
+    );
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let path = "/api/scenes/quiet/alerts";
+    let (status, bad) = api
+        .call("PUT", path, Some(json!({"channels": ["nope"]})))
+        .await;
+    assert_eq!(
+        (status, bad["error"]["field"].as_str()),
+        (400, Some("channels")),
+        "{bad}"
+    );
+    let (status, bad) = api.call("PUT", path, Some(json!({"treshold": 2}))).await;
+    assert_eq!(
+        (status, bad["error"]["field"].as_str()),
+        (400, Some("alerts")),
+        "{bad}"
+    );
+    let rule = json!({"channels": ["team-slack"], "events": ["FAILED"]});
+    let (status, set) = api.call("PUT", path, Some(rule)).await;
+    assert_eq!(status, 200, "{set}");
+    assert_eq!(set["applies"]["channels"], json!(["team-slack"]));
+    // A pause and a resume of the scene keep its rule.
+    api.post("/api/scenes/quiet/pause", json!({})).await;
+    api.post("/api/scenes/quiet/resume", json!({})).await;
+    let (_, read) = api.get(path).await;
+    assert_eq!(read["alerts"]["channels"], json!(["team-slack"]), "{read}");
+
+    let executor = Executor::start(Reply::FailNoRetry).await;
+    api.create_task(json!({"name": unique_name("quiet"), "scene": "quiet",
+        "cron": "* * * * * *", "handlerUrl": executor.url, "maxRetry": 0}))
+        .await;
+    slack.wait_for(1, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(slack.received().len(), 1);
+    assert!(
+        hook.received().is_empty(),
+        "the scene's rule, not the default"
+    );
+    let (_, cleared) = api.call("PUT", path, Some(Value::Null)).await;
+    assert_eq!(cleared["alerts"], Value::Null);
+    assert_eq!(
+        cleared["applies"]["channels"],
+        json!(["ops-hook", "team-slack"])
+    );
+    ax.shutdown().await;
+}

@@ -8,7 +8,9 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::alerting::{event_of, AlertEvent, AlertRule, AlertStatus, FoldState, Verdict};
+use crate::alerting::{
+    event_of, most_specific, AlertEvent, AlertRule, AlertStatus, FoldState, Verdict,
+};
 use crate::run::{RunStatus, TaskId};
 use crate::store::schema::ax_alert::dsl as a;
 use crate::store::schema::ax_alert_event::dsl as e;
@@ -78,19 +80,21 @@ struct TaskFacts {
     subject: String,
     scene: String,
     muted: bool,
+    /// Its scene's rule, if the scene has one.
+    scene_rule: Option<AlertRule>,
 }
 
-/// Folds the recorded run ends (up to [`FOLD_BATCH`], in order) into the outbox under
-/// `rule`, in one transaction: an alert per channel, a folded row, or nothing below the
+/// Folds the recorded run ends (up to [`FOLD_BATCH`], in order) into the outbox under the
+/// rule of each task's scene, else `default_rule`, in one transaction: an alert per channel, a folded row, or nothing below the
 /// threshold; a success after an alert resolves it. A paused task's or scene's events are
 /// muted. Returns how many run ends it took.
 pub async fn fold(
     conn: &mut Conn,
     folder: &str,
-    rule: &AlertRule,
+    default_rule: &AlertRule,
     now: DateTime<Utc>,
 ) -> Result<usize, StoreError> {
-    let (folder, rule) = (folder.to_string(), rule.clone());
+    let (folder, default_rule) = (folder.to_string(), default_rule.clone());
     conn.transaction(move |conn| {
         Box::pin(async move {
             // The state row's lock makes folders take turns (and SQLite's write lock).
@@ -127,18 +131,19 @@ pub async fn fold(
                 let Some(kind) = event_of(event.3, event.4.as_deref()) else {
                     continue;
                 };
+                let rule = most_specific(None, task.scene_rule.as_ref(), &default_rule);
                 let key = format!("task:{}", event.2);
                 let verdict = if kind == AlertEvent::Resolved {
                     resolve(conn, &key, &mut states).await?
                 } else if rule.wants(kind) {
                     let state = fold_state(conn, &key, kind, &mut states).await?;
-                    Some(state.on_event(&rule, from_db(event.6)))
+                    Some(state.on_event(rule, from_db(event.6)))
                 } else {
                     None
                 };
                 let resolved_unwanted = kind == AlertEvent::Resolved && !rule.wants(kind);
                 if let (Some(verdict), false) = (verdict, resolved_unwanted) {
-                    rows.extend(outbox_rows(event, kind, task, &verdict, &rule, now));
+                    rows.extend(outbox_rows(event, kind, task, &verdict, rule, now));
                 }
             }
             save_states(conn, &states).await?;
@@ -171,23 +176,37 @@ async fn task_facts(
         .load(c)
         .await)?;
     let scenes: Vec<String> = tasks.iter().map(|task| task.1.clone()).collect();
-    let paused_scenes: Vec<String> = with_conn!(conn, |c| sc::ax_scene
-        .filter(sc::scene.eq_any(&scenes))
-        .filter(sc::paused_at.is_not_null())
-        .select(sc::scene)
-        .load(c)
-        .await)?;
+    let scene_rows: Vec<(String, Option<NaiveDateTime>, Option<String>)> =
+        with_conn!(conn, |c| sc::ax_scene
+            .filter(sc::scene.eq_any(&scenes))
+            .select((sc::scene, sc::paused_at, sc::alerts))
+            .load(c)
+            .await)?;
+    let paused_scenes: Vec<&String> = scene_rows
+        .iter()
+        .filter(|(_, paused, _)| paused.is_some())
+        .map(|(scene, _, _)| scene)
+        .collect();
+    let rule_of = |scene: &str| {
+        scene_rows
+            .iter()
+            .find(|(name, _, _)| name == scene)
+            .and_then(|(_, _, rule)| rule.as_deref())
+            .and_then(|rule| serde_json::from_str::<AlertRule>(rule).ok())
+    };
     Ok(tasks
         .into_iter()
         .map(|(id, scene, name, status)| {
-            let muted = status == "PAUSED" || paused_scenes.contains(&scene);
+            let muted = status == "PAUSED" || paused_scenes.contains(&&scene);
             let subject = format!("{scene}/{name}");
+            let scene_rule = rule_of(&scene);
             (
                 id,
                 TaskFacts {
                     subject,
                     scene,
                     muted,
+                    scene_rule,
                 },
             )
         })
@@ -372,6 +391,38 @@ fn outbox_rows(
             created_at: to_db(now),
         })
         .collect()
+}
+
+/// A scene's own rule (`None`: the default applies).
+pub async fn scene_rule(conn: &mut Conn, scene: &str) -> Result<Option<String>, StoreError> {
+    let rule: Option<Option<String>> = with_conn!(conn, |c| sc::ax_scene
+        .filter(sc::scene.eq(scene))
+        .select(sc::alerts)
+        .first(c)
+        .await
+        .optional())?;
+    Ok(rule.flatten())
+}
+
+/// Sets a scene's own rule, as JSON (`None`: the default applies again).
+pub async fn set_scene_rule(
+    conn: &mut Conn,
+    scene: &str,
+    rule: Option<String>,
+) -> Result<(), StoreError> {
+    let updated = with_conn!(conn, |c| diesel::update(
+        sc::ax_scene.filter(sc::scene.eq(scene))
+    )
+    .set(sc::alerts.eq(&rule))
+    .execute(c)
+    .await)?;
+    if updated == 0 {
+        with_conn!(conn, |c| diesel::insert_into(sc::ax_scene)
+            .values((sc::scene.eq(scene), sc::alerts.eq(&rule)))
+            .execute(c)
+            .await)?;
+    }
+    Ok(())
 }
 
 /// Claims up to `limit` alerts due to be sent, for `claimant` until `until`; returns them.

@@ -614,16 +614,24 @@ pub async fn resume_scene(
     .await
 }
 
-/// Sets a scene's pause (`None`: not paused).
+/// Sets a scene's pause (`None`: not paused), keeping the rest of its row (its alert rule).
 async fn set_scene_pause(
     conn: &mut Conn,
     scene: &str,
     paused_at: Option<NaiveDateTime>,
 ) -> Result<(), StoreError> {
-    with_conn!(conn, |c| diesel::replace_into(sc::ax_scene)
-        .values((sc::scene.eq(scene), sc::paused_at.eq(paused_at)))
-        .execute(c)
-        .await)?;
+    let updated = with_conn!(conn, |c| diesel::update(
+        sc::ax_scene.filter(sc::scene.eq(scene))
+    )
+    .set(sc::paused_at.eq(paused_at))
+    .execute(c)
+    .await)?;
+    if updated == 0 {
+        with_conn!(conn, |c| diesel::insert_into(sc::ax_scene)
+            .values((sc::scene.eq(scene), sc::paused_at.eq(paused_at)))
+            .execute(c)
+            .await)?;
+    }
     Ok(())
 }
 
