@@ -40,24 +40,29 @@ async fn bodies(receiver: &Executor, n: usize, within: Duration) -> Vec<Received
     receiver.wait_for(n, within).await
 }
 
-async fn a_failing_task_alerts_once_and_resolves(store: TestStore) {
+/// A webhook receiver and a Slack one, and ax's configuration with both as the channels of
+/// the default rule (`ops-hook`, `team-slack`).
+async fn hook_and_slack(store: &TestStore) -> (Executor, Executor, Config) {
     let hook = Executor::start(Reply::Success).await;
     let slack = Executor::start(Reply::Success).await;
-    let config = with_channels(
-        &store,
-        vec![
-            channel(
-                "ops-hook",
-                ChannelKind::Webhook,
-                format!("{}hook", hook.base()),
-            ),
-            channel(
-                "team-slack",
-                ChannelKind::Slack,
-                format!("{}slack", slack.base()),
-            ),
-        ],
-    );
+    let channels = vec![
+        channel(
+            "ops-hook",
+            ChannelKind::Webhook,
+            format!("{}hook", hook.base()),
+        ),
+        channel(
+            "team-slack",
+            ChannelKind::Slack,
+            format!("{}slack", slack.base()),
+        ),
+    ];
+    let config = with_channels(store, channels);
+    (hook, slack, config)
+}
+
+async fn a_failing_task_alerts_once_and_resolves(store: TestStore) {
+    let (hook, slack, config) = hook_and_slack(&store).await;
     let ax = start_ax(&config).await;
     let api = Api::new(&ax);
     let executor = Executor::start(Reply::FailNoRetry).await;
@@ -323,23 +328,7 @@ async fn a_failing_task_alerts_by_email() {
 #[actix_rt::test]
 async fn a_scenes_rule_picks_its_channels() {
     let store = TestStore::sqlite();
-    let hook = Executor::start(Reply::Success).await;
-    let slack = Executor::start(Reply::Success).await;
-    let config = with_channels(
-        &store,
-        vec![
-            channel(
-                "ops-hook",
-                ChannelKind::Webhook,
-                format!("{}hook", hook.base()),
-            ),
-            channel(
-                "team-slack",
-                ChannelKind::Slack,
-                format!("{}slack", slack.base()),
-            ),
-        ],
-    );
+    let (hook, slack, config) = hook_and_slack(&store).await;
     let ax = start_ax(&config).await;
     let api = Api::new(&ax);
     let path = "/api/scenes/quiet/alerts";
