@@ -9,10 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_tls::connect::{Connector as TcpConnector, Resolver};
 use chrono::Utc;
 
-use super::resolver::GuardedResolver;
+use super::resolver::guarded_client;
 use super::store::{boxed, StoreHandle};
 use crate::alerting::{expand, retry_at, Alert, AlertEvent, AlertRule, Channel, ChannelKind};
 use crate::metrics::metrics;
@@ -68,19 +67,10 @@ impl Actor for AlertActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         // Channel URLs are held to the handler allowlist's rules, also at connect time.
-        let resolver = Resolver::custom(GuardedResolver {
-            allowlist: self.allowlist.clone(),
-        });
-        let connector = awc::Connector::new()
-            .connector(TcpConnector::new(resolver).service())
-            .timeout(self.settings.send_timeout);
-        self.client = Some(Rc::new(
-            awc::Client::builder()
-                .connector(connector)
-                .timeout(self.settings.send_timeout)
-                .disable_redirects()
-                .finish(),
-        ));
+        let timeout = self.settings.send_timeout;
+        let limit = usize::try_from(SEND_BATCH).unwrap_or(1);
+        let client = guarded_client(self.allowlist.clone(), limit, timeout, Some(timeout));
+        self.client = Some(Rc::new(client));
         let enabled = !self.settings.channels.is_empty();
         let store = self.store.clone();
         ctx.spawn(

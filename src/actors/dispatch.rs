@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_tls::connect::{Connector as TcpConnector, Resolver};
 use chrono::{DateTime, Utc};
 use futures_util::future::{abortable, AbortHandle};
 use serde::Serialize;
@@ -15,7 +14,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::fleet::{Fleet, FleetSettings, MemberState, Route};
-use super::resolver::{GuardedResolver, NotAllowed};
+use super::resolver::{guarded_client, NotAllowed};
 use super::store::{RunEvent, StoreHandle};
 use super::InFlight;
 use crate::clock::rfc3339;
@@ -478,18 +477,12 @@ impl Actor for DispatchActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        // awc's client is bound to the thread that made it, so each actor makes its own.
-        let resolver = Resolver::custom(GuardedResolver {
-            allowlist: self.allowlist.clone(),
-        });
-        let connector = awc::Connector::new()
-            .connector(TcpConnector::new(resolver).service())
-            .limit(self.max_in_flight)
-            .timeout(Duration::from_secs(5));
-        let client = awc::Client::builder()
-            .connector(connector)
-            .disable_redirects()
-            .finish();
+        let client = guarded_client(
+            self.allowlist.clone(),
+            self.max_in_flight,
+            Duration::from_secs(5),
+            None,
+        );
         self.sender = Some(Rc::new(Sender {
             shared: self.shared.clone(),
             client,

@@ -6,10 +6,36 @@ use std::error::Error;
 use std::fmt;
 use std::net::SocketAddr;
 
-use actix_tls::connect::Resolve;
+use std::time::Duration;
+
+use actix_tls::connect::{Connector, Resolve, Resolver};
 use futures_util::future::LocalBoxFuture;
 
 use crate::security::Allowlist;
+
+/// An HTTP client that connects only to allowed addresses and follows no redirect, with at
+/// most `limit` connections, each made within `connect_timeout`; `timeout`: a request's
+/// whole bound, else awc's default. awc's client is bound to the thread that made it, so
+/// each actor makes its own.
+pub fn guarded_client(
+    allowlist: Allowlist,
+    limit: usize,
+    connect_timeout: Duration,
+    timeout: Option<Duration>,
+) -> awc::Client {
+    let resolver = Resolver::custom(GuardedResolver { allowlist });
+    let connector = awc::Connector::new()
+        .connector(Connector::new(resolver).service())
+        .limit(limit)
+        .timeout(connect_timeout);
+    let builder = awc::Client::builder()
+        .connector(connector)
+        .disable_redirects();
+    match timeout {
+        Some(timeout) => builder.timeout(timeout).finish(),
+        None => builder.finish(),
+    }
+}
 
 /// Resolves with the system's resolver and refuses the host when any address is not allowed.
 pub struct GuardedResolver {
