@@ -283,7 +283,9 @@ impl Actors {
         .start();
         let lock = LockHandle::new(lock_actor.clone());
         let clustered = redis.is_some();
-        let cluster_actor = ClusterActor::new(instance_id.to_string(), redis).start();
+        let alert_redis = redis.clone();
+        let cluster_actor =
+            ClusterActor::new(instance_id.to_string(), redis, store.clone()).start();
         let cluster = ClusterHandle::new(cluster_actor.clone());
         let fire = FireContext {
             lock: lock.clone(),
@@ -325,7 +327,7 @@ impl Actors {
         .start();
         let alerts = AlertActor::new(
             alert_settings(config, instance_id),
-            store.clone(),
+            (store.clone(), alert_redis),
             security.secret.clone(),
             security.allowlist.clone(),
         )
@@ -390,6 +392,7 @@ fn alert_settings(config: &Config, instance_id: &str) -> AlertSettings {
         retry_for: chrono::Duration::seconds(alerts.retry_for_secs),
         send_timeout: Duration::from_millis(alerts.send_timeout_ms),
         claimant: instance_id.to_string(),
+        outage_after: chrono::Duration::seconds(alerts.outage_secs),
     }
 }
 

@@ -104,6 +104,8 @@ mod tests {
             version: 1,
             labels: Default::default(),
             executor: None,
+            alerts: None,
+            alert_lag_ms: None,
         }
     }
 

@@ -81,6 +81,7 @@ impl From<ServiceError> for ApiError {
                 field: None,
                 message: err.to_string(),
             },
+            ServiceError::AlertRule { field, message } => ApiError::invalid(&field, message),
             ServiceError::UnknownUpstreams(_) | ServiceError::Cycle(_) => {
                 ApiError::invalid("dependsOn", err.to_string())
             }

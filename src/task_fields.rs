@@ -80,6 +80,8 @@ pub enum Kind {
         key_chars: usize,
         value_chars: usize,
     },
+    /// An alert rule: the shape of `alerts.default` (see `crate::alerting::AlertRule`).
+    AlertRule,
 }
 
 /// A field's value when a body does not give it.
@@ -96,6 +98,8 @@ pub enum Default {
     Empty,
     /// `null`: the server's setting of this name applies.
     Setting(&'static str),
+    /// `null`: what this says (the next rule out applies, or nothing is checked).
+    Null(&'static str),
 }
 
 pub const NAME: Field = Field {
@@ -305,8 +309,34 @@ pub const EXECUTOR: Field = Field {
     example: r#"{"group": "billing", "path": "/jobs/reconcile"}"#,
 };
 
+pub const ALERTS: Field = Field {
+    name: "alerts",
+    kind: Kind::AlertRule,
+    default: Default::Null("its scene's rule, else the configured alerts.default"),
+    column: Some("alerts"),
+    doc: "the task's own alert rule, `{events, channels, threshold, windowSecs, silenceSecs}` \
+          (the shape of alerts.default); a paused task is muted",
+    label: "Alert rule of its own (JSON, the shape of alerts.default; empty: the scene's or the default)",
+    example: r#"{"events": ["FAILED", "LAG"], "channels": [], "threshold": 2, "windowSecs": 600,
+        "silenceSecs": 3600}"#,
+};
+
+pub const ALERT_LAG_MS: Field = Field {
+    name: "alertLagMs",
+    kind: Kind::Integer {
+        min: 1,
+        max: 24 * 60 * 60 * 1000,
+    },
+    default: Default::Null("no LAG alert"),
+    column: Some("alert_lag_ms"),
+    doc: "a run first dispatched more than this many milliseconds after it was due (its time \
+          plus its jitter) makes a LAG alert event",
+    label: "Alert when dispatch lags by more than (ms)",
+    example: "2000",
+};
+
 /// Every field, in the order the audit log and `ax apply` list changes.
-pub const ALL: [&Field; 18] = [
+pub const ALL: [&Field; 20] = [
     &NAME,
     &SCENE,
     &CRON,
@@ -325,6 +355,8 @@ pub const ALL: [&Field; 18] = [
     &OVERLAP,
     &JITTER_SECS,
     &LABELS,
+    &ALERTS,
+    &ALERT_LAG_MS,
 ];
 
 /// The names of every field: what a task body may hold.
@@ -401,7 +433,7 @@ impl Field {
                 Kind::TaskIds { .. } => json!([]),
                 _ => json!({}),
             },
-            Default::Setting(_) => Value::Null,
+            Default::Setting(_) | Default::Null(_) => Value::Null,
         })
     }
 
@@ -430,6 +462,7 @@ impl Field {
         };
         match self.default {
             Default::Setting(_) => format!("{bounds}; empty: the server's default"),
+            Default::Null(meaning) => format!("{bounds}; empty: {meaning}"),
             Default::Integer(n) => format!("{bounds}; default {n}"),
             _ => bounds,
         }
@@ -461,6 +494,14 @@ impl Field {
                     "group": {"type": "string", "maxLength": max, "pattern": "^[a-z0-9_.-]+$"},
                     "path": {"type": "string"},
                     "routing": {"type": "string", "enum": crate::routing::Routing::NAMES}}}),
+            Kind::AlertRule => json!({"type": "object", "additionalProperties": false,
+                "properties": {
+                    "events": {"type": "array",
+                        "items": {"type": "string", "enum": crate::alerting::AlertEvent::NAMES}},
+                    "channels": {"type": "array", "items": {"type": "string"}},
+                    "threshold": {"type": "integer", "minimum": 1},
+                    "windowSecs": {"type": "integer", "minimum": 1},
+                    "silenceSecs": {"type": "integer", "minimum": 0}}}),
         };
         let doc = match self.kind {
             Kind::Object { max_bytes } => format!("{}; at most {} KiB", self.doc, max_bytes / 1024),
@@ -468,10 +509,11 @@ impl Field {
         };
         schema["description"] = match self.default {
             Default::Setting(setting) => json!(format!("{doc}; null: the server's {setting}")),
+            Default::Null(meaning) => json!(format!("{doc}; null: {meaning}")),
             Default::Either(other) => json!(format!("{doc}; a task gives this or {other}")),
             _ => json!(doc),
         };
-        if let Default::Setting(_) = self.default {
+        if let Default::Setting(_) | Default::Null(_) = self.default {
             schema["nullable"] = json!(true);
         }
         if let Some(default) = self.default_json().filter(|value| !value.is_null()) {
@@ -677,6 +719,8 @@ pub(crate) mod examples {
             jitter_secs,
             labels,
             executor,
+            alerts,
+            alert_lag_ms,
         } = fields;
         Task {
             id: crate::run::TaskId(1),
@@ -701,6 +745,8 @@ pub(crate) mod examples {
             version: 1,
             labels,
             executor,
+            alerts,
+            alert_lag_ms,
         }
     }
 

@@ -11,9 +11,12 @@ use std::time::Duration;
 use actix::prelude::*;
 use chrono::Utc;
 
+use super::lock::RedisPool;
 use super::resolver::guarded_client;
 use super::store::{boxed, StoreHandle};
-use crate::alerting::{expand, retry_at, Alert, AlertEvent, AlertRule, Channel, ChannelKind};
+use crate::alerting::{
+    expand, retry_at, Alert, AlertEvent, AlertRule, Channel, ChannelKind, Outage, OutageVerdict,
+};
 use crate::metrics::metrics;
 use crate::notify::email::{self, Mail};
 use crate::security::{sign_dispatch, Allowlist, SIGNATURE_HEADER, TIMESTAMP_HEADER};
@@ -33,11 +36,17 @@ pub struct AlertSettings {
     pub retry_for: chrono::Duration,
     pub send_timeout: Duration,
     pub claimant: String,
+    /// How long the store or Redis may be out of reach before it alerts.
+    pub outage_after: chrono::Duration,
 }
 
 pub struct AlertActor {
     settings: Arc<AlertSettings>,
     store: StoreHandle,
+    /// Checked each round when there is one.
+    redis: Option<RedisPool>,
+    store_outage: Outage,
+    redis_outage: Outage,
     secret: Arc<[u8]>,
     allowlist: Allowlist,
     client: Option<Rc<awc::Client>>,
@@ -47,13 +56,16 @@ pub struct AlertActor {
 impl AlertActor {
     pub fn new(
         settings: AlertSettings,
-        store: StoreHandle,
+        (store, redis): (StoreHandle, Option<RedisPool>),
         secret: Arc<[u8]>,
         allowlist: Allowlist,
     ) -> Self {
         AlertActor {
             settings: Arc::new(settings),
             store,
+            redis,
+            store_outage: Outage::default(),
+            redis_outage: Outage::default(),
             secret,
             allowlist,
             client: None,
@@ -102,15 +114,147 @@ impl AlertActor {
             self.store.clone(),
             self.secret.clone(),
         );
+        let redis = self.redis.clone();
         ctx.spawn(
             async move {
-                if let Err(err) = round(&settings, &store, &client, &secret).await {
+                let redis_up = match redis {
+                    Some(pool) => Some(redis_answers(pool).await),
+                    None => None,
+                };
+                let rounded = round(&settings, &store, &client, &secret).await;
+                if let Err(err) = &rounded {
                     log::warn!("alerts: {err}");
                 }
+                let store_up = !rounded.is_err_and(|err| err.is_unreachable());
+                (store_up, redis_up)
             }
             .into_actor(self)
-            .map(|_, actor, _| actor.busy = false),
+            .map(|(store_up, redis_up), actor, ctx| {
+                actor.busy = false;
+                actor.observe_store(store_up, ctx);
+                if let Some(up) = redis_up {
+                    actor.observe_redis(up, ctx);
+                }
+            }),
         );
+    }
+
+    /// The store out of reach is told from this process straight to the default rule's
+    /// channels: no outbox can keep it. Each process that cannot reach it tells its own.
+    fn observe_store(&mut self, up: bool, ctx: &mut Context<Self>) {
+        let after = self.settings.outage_after;
+        let Some(verdict) = self.store_outage.observe(up, Utc::now(), after) else {
+            return;
+        };
+        let (event, since) = match verdict {
+            OutageVerdict::Down { since } => (AlertEvent::StoreUnreachable, since),
+            OutageVerdict::Back { since } => (AlertEvent::Resolved, since),
+        };
+        let settings = self.settings.clone();
+        if !settings.rule.wants(event) {
+            return;
+        }
+        let Some(client) = self.client.clone() else {
+            return;
+        };
+        let secret = self.secret.clone();
+        let alert = outage_alert(&settings.claimant, event, since);
+        ctx.spawn(
+            async move {
+                for channel in settings.rule.channels.iter() {
+                    let Some(channel) = settings.channels.iter().find(|c| &c.name == channel)
+                    else {
+                        continue;
+                    };
+                    let sent = send_to(channel, (&client, settings.send_timeout), &secret, &alert);
+                    match sent.await {
+                        Ok(()) => metrics().alerts_sent.fetch_add(1, Ordering::Relaxed),
+                        Err(error) => {
+                            log::warn!("alert {} on {}: {error}", alert.id, channel.name);
+                            metrics().alerts_failed.fetch_add(1, Ordering::Relaxed)
+                        }
+                    };
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
+    /// Redis out of reach is recorded in the store (which folds what several processes
+    /// record), and its return resolves it.
+    fn observe_redis(&mut self, up: bool, ctx: &mut Context<Self>) {
+        let after = self.settings.outage_after;
+        let Some(verdict) = self.redis_outage.observe(up, Utc::now(), after) else {
+            return;
+        };
+        let (event, message) = match verdict {
+            OutageVerdict::Down { since } => {
+                let since = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                let message = format!("unreachable from {} since {since}", self.settings.claimant);
+                (AlertEvent::RedisUnreachable, Some(message))
+            }
+            OutageVerdict::Back { .. } => (AlertEvent::Resolved, None),
+        };
+        let store = self.store.clone();
+        ctx.spawn(
+            async move {
+                let recorded = store
+                    .query(move |conn| {
+                        boxed(async move {
+                            alerts::record(conn, "redis", event, message, Utc::now()).await
+                        })
+                    })
+                    .await;
+                if let Err(err) = recorded {
+                    log::warn!("alerts: Redis's outage not recorded: {err}");
+                }
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+/// Whether Redis answers a PING within a second.
+async fn redis_answers(pool: RedisPool) -> bool {
+    let ping = async {
+        let mut conn = pool.get().await.ok()?;
+        redis::cmd("PING")
+            .query_async::<String>(&mut *conn)
+            .await
+            .ok()
+    };
+    matches!(
+        actix_rt::time::timeout(Duration::from_secs(1), ping).await,
+        Ok(Some(_))
+    )
+}
+
+/// The alert of this process's store outage that began `since`: the same id on every
+/// channel.
+fn outage_alert(process: &str, event: AlertEvent, since: chrono::DateTime<Utc>) -> Alert {
+    let key = format!(
+        "ax-outage:store:{process}:{}:{event}",
+        since.timestamp_millis()
+    );
+    let since_text = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let message = match event {
+        AlertEvent::Resolved => format!("reachable again (out of reach since {since_text})"),
+        _ => format!("out of reach since {since_text}; runs are not fired meanwhile"),
+    };
+    Alert {
+        id: uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).to_string(),
+        event,
+        subject: format!("store (from process {process})"),
+        task_id: None,
+        scene: None,
+        link: None,
+        request_id: None,
+        code: None,
+        message: Some(message),
+        count: 1,
+        folded: 0,
+        folded_since: None,
+        at: Utc::now(),
     }
 }
 

@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::clock::rfc3339_serde;
 
 use super::lock::{unavailable, LockError, RedisPool};
+use super::store::{boxed, StoreHandle};
+use crate::alerting::AlertEvent;
+use crate::store::queries::alerts;
 
 /// How often a process renews its heartbeat.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
@@ -38,6 +41,8 @@ pub struct Member {
 /// The actor holding this process's membership.
 pub struct ClusterActor {
     redis: Option<RedisPool>,
+    /// Where a process found gone is recorded for alerts.
+    store: StoreHandle,
     instance_id: String,
     /// This process, once its HTTP address is known (see `Announce`).
     me: Option<Member>,
@@ -45,9 +50,10 @@ pub struct ClusterActor {
 
 impl ClusterActor {
     /// A member of the cluster whose heartbeats are in `redis` (`None`: a cluster of one).
-    pub fn new(instance_id: String, redis: Option<RedisPool>) -> Self {
+    pub fn new(instance_id: String, redis: Option<RedisPool>, store: StoreHandle) -> Self {
         ClusterActor {
             redis,
+            store,
             instance_id,
             me: None,
         }
@@ -93,8 +99,10 @@ async fn redis_heartbeat(pool: RedisPool, me: Member) -> Result<(), LockError> {
         .map_err(unavailable)
 }
 
-/// The processes whose heartbeats are live; forgets those whose heartbeat expired.
-async fn redis_members(pool: RedisPool) -> Result<Vec<Member>, LockError> {
+/// The processes whose heartbeats are live, and those this call found gone: their heartbeat
+/// expired without a leave, and this call is the one that forgot them (of processes looking
+/// at once, one removes each from the set).
+async fn redis_members(pool: RedisPool) -> Result<(Vec<Member>, Vec<String>), LockError> {
     let mut conn = pool.get().await.map_err(unavailable)?;
     let ids: Vec<String> = redis::cmd("SMEMBERS")
         .arg(MEMBERS_KEY)
@@ -102,7 +110,7 @@ async fn redis_members(pool: RedisPool) -> Result<Vec<Member>, LockError> {
         .await
         .map_err(unavailable)?;
     if ids.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let keys: Vec<String> = ids.iter().map(|id| heartbeat_key(id)).collect();
     let beats: Vec<Option<String>> = redis::cmd("MGET")
@@ -110,21 +118,48 @@ async fn redis_members(pool: RedisPool) -> Result<Vec<Member>, LockError> {
         .query_async(&mut *conn)
         .await
         .map_err(unavailable)?;
-    let mut members = Vec::new();
-    for (id, beat) in ids.iter().zip(beats) {
+    let (mut members, mut gone) = (Vec::new(), Vec::new());
+    for (id, beat) in ids.into_iter().zip(beats) {
         match beat.and_then(|b| serde_json::from_str::<Member>(&b).ok()) {
             Some(member) => members.push(member),
             None => {
-                let _: Result<(), _> = redis::cmd("SREM")
+                let removed: Result<i64, _> = redis::cmd("SREM")
                     .arg(MEMBERS_KEY)
-                    .arg(id)
+                    .arg(&id)
                     .query_async(&mut *conn)
                     .await;
+                if removed == Ok(1) {
+                    gone.push(id);
+                }
             }
         }
     }
     members.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
-    Ok(members)
+    Ok((members, gone))
+}
+
+/// A `PROCESS_LEFT` alert event about process `id`.
+async fn record_left(store: &StoreHandle, id: String) {
+    log::warn!("ax process {id} left the cluster without a word: its heartbeat expired");
+    let recorded = store
+        .query(move |conn| {
+            boxed(async move {
+                let why = "its heartbeat expired; its claimed runs are recovered by the others";
+                let subject = format!("process {id}");
+                alerts::record(
+                    conn,
+                    &subject,
+                    AlertEvent::ProcessLeft,
+                    Some(why.into()),
+                    Utc::now(),
+                )
+                .await
+            })
+        })
+        .await;
+    if let Err(err) = recorded {
+        log::warn!("the alert about process leaving was not recorded: {err}");
+    }
 }
 
 async fn redis_leave(pool: RedisPool, instance_id: String) {
@@ -174,7 +209,16 @@ impl Handler<Members> for ClusterActor {
 
     fn handle(&mut self, _: Members, _: &mut Context<Self>) -> Self::Result {
         match &self.redis {
-            Some(pool) => Box::pin(redis_members(pool.clone())),
+            Some(pool) => {
+                let (pool, store) = (pool.clone(), self.store.clone());
+                Box::pin(async move {
+                    let (members, gone) = redis_members(pool).await?;
+                    for id in gone {
+                        record_left(&store, id).await;
+                    }
+                    Ok(members)
+                })
+            }
             None => {
                 let me = self.me.clone().map(|mut me| {
                     me.last_seen = Utc::now();

@@ -244,13 +244,14 @@ impl Fleet {
     /// Reads the groups and their live members from the store (and, every few seconds,
     /// deletes the registrations that expired); a store out of reach leaves them as they were.
     pub async fn refresh(&self, store: &StoreHandle, tick: u64) {
-        let cutoff = to_db(Utc::now() - chrono::Duration::seconds(self.member_ttl_secs));
+        let now = Utc::now();
+        let cutoff = to_db(now - chrono::Duration::seconds(self.member_ttl_secs));
         let expire = tick.is_multiple_of(EXPIRY_EVERY_SECS);
         let read = store
             .query(move |conn| {
                 boxed(async move {
                     if expire {
-                        let gone = executors::expire(conn, cutoff).await?;
+                        let gone = executors::expire(conn, cutoff, to_db(now)).await?;
                         if gone > 0 {
                             log::info!("{gone} executor members dropped: not heard from in time");
                         }

@@ -164,7 +164,7 @@ impl Alert {
 fn colour(event: AlertEvent) -> &'static str {
     match event {
         AlertEvent::Resolved | AlertEvent::Test => "good",
-        AlertEvent::Missed | AlertEvent::Skipped => "warning",
+        AlertEvent::Missed | AlertEvent::Skipped | AlertEvent::Lag => "warning",
         _ => "danger",
     }
 }

@@ -6,9 +6,11 @@
 mod channel;
 mod fold;
 mod message;
+mod outage;
 mod rule;
 
 pub use channel::{check_channels, expand, Channel, ChannelError, ChannelKind};
 pub use fold::{retry_at, FoldState, Verdict};
 pub use message::{Alert, TemplateError};
+pub use outage::{Outage, OutageVerdict};
 pub use rule::{event_of, most_specific, AlertEvent, AlertRule, AlertStatus, RuleError};

@@ -13,6 +13,11 @@ crate::text_enum! {
         UpstreamFailed => "UPSTREAM_FAILED",
         DependencyTimeout => "DEPENDENCY_TIMEOUT",
         Skipped => "SKIPPED",
+        Lag => "LAG",
+        MemberUnhealthy => "MEMBER_UNHEALTHY",
+        ProcessLeft => "PROCESS_LEFT",
+        StoreUnreachable => "STORE_UNREACHABLE",
+        RedisUnreachable => "REDIS_UNREACHABLE",
         Resolved => "RESOLVED",
         Test => "TEST",
     }
@@ -42,7 +47,17 @@ pub fn event_of(status: RunStatus, code: Option<&str>) -> Option<AlertEvent> {
 /// When and where to alert: `threshold` events of one kind about one subject within
 /// `window_secs` make an alert; after it, that (subject, event) stays silent for
 /// `silence_secs`, its events folded into the next alert.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    diesel::expression::AsExpression,
+    diesel::deserialize::FromSqlRow,
+)]
+#[diesel(sql_type = diesel::sql_types::Text)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct AlertRule {
     pub events: Vec<AlertEvent>,
@@ -60,6 +75,11 @@ impl Default for AlertRule {
                 AlertEvent::Failed,
                 AlertEvent::Missed,
                 AlertEvent::UpstreamFailed,
+                AlertEvent::Lag,
+                AlertEvent::MemberUnhealthy,
+                AlertEvent::ProcessLeft,
+                AlertEvent::StoreUnreachable,
+                AlertEvent::RedisUnreachable,
                 AlertEvent::Resolved,
             ],
             channels: Vec::new(),
@@ -69,6 +89,8 @@ impl Default for AlertRule {
         }
     }
 }
+
+crate::json_text!(AlertRule, "alert rule");
 
 /// A rule that cannot be used: the key, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,6 +104,11 @@ pub struct RuleError {
 const MAX_SECS: i64 = 7 * 24 * 3600;
 
 impl AlertRule {
+    fn to_text(&self) -> String {
+        // Names, numbers and unit enums always serialize.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
     /// Whether the rule alerts on `event`.
     pub fn wants(&self, event: AlertEvent) -> bool {
         self.events.contains(&event)

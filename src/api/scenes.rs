@@ -7,7 +7,6 @@ use super::json::JsonBody;
 use super::validate;
 use super::views::SceneView;
 use super::{Actor, ApiState};
-use crate::alerting::AlertRule;
 use crate::error::ApiError;
 
 /// `GET /api/scenes`: each scene with its task counts by status.
@@ -64,11 +63,8 @@ pub async fn put_alerts(
     let rule = match body {
         Value::Null => None,
         body => {
-            let rule: AlertRule = serde_json::from_value(body)
-                .map_err(|err| ApiError::invalid("alerts", err.to_string()))?;
-            let channels = state.service.alert_channels();
-            rule.check(&channels)
-                .map_err(|err| ApiError::invalid(err.field, err.message))?;
+            let rule = validate::alert_rule(body, "")?;
+            state.service.check_alert_rule(&rule, "")?;
             Some(rule)
         }
     };

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use std::collections::HashMap;
 
+use crate::alerting::AlertRule;
 use crate::clock::rfc3339;
 use crate::labels::Labels;
 use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
@@ -49,6 +50,8 @@ pub struct TaskView {
     overlap: OverlapPolicy,
     jitter_secs: i32,
     labels: Labels,
+    alerts: Option<AlertRule>,
+    alert_lag_ms: Option<i64>,
     next_run_at: Option<String>,
     created_at: String,
     updated_at: String,
@@ -80,6 +83,8 @@ impl From<TaskDetails> for TaskView {
             overlap: task.overlap,
             jitter_secs: task.jitter_secs,
             labels: task.labels,
+            alerts: task.alerts,
+            alert_lag_ms: task.alert_lag_ms,
             next_run_at: task.next_run_at.map(time),
             created_at: time(task.created_at),
             updated_at: time(task.updated_at),

@@ -360,6 +360,8 @@ async fn seed_tasks(conn: &mut MysqlConn, size: Size, now: DateTime<Utc>) -> any
                 jitter_secs: 0,
                 labels: crate::labels::Labels::default(),
                 executor: None,
+                alerts: None,
+                alert_lag_ms: None,
             };
             rows.push((t::created_at.eq(created), fields));
             if rows.len() == TASK_BATCH {

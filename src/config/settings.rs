@@ -312,7 +312,7 @@ settings! {
         default_rule: AlertRule {
             key: "default",
             default: AlertRule::default(),
-            shown: "`{events: [FAILED, MISSED, UPSTREAM_FAILED, RESOLVED], channels: [], threshold: 1, windowSecs: 300, silenceSecs: 1800}`",
+            shown: "`{events: [FAILED, MISSED, UPSTREAM_FAILED, LAG, MEMBER_UNHEALTHY, PROCESS_LEFT, STORE_UNREACHABLE, REDIS_UNREACHABLE, RESOLVED], channels: [], threshold: 1, windowSecs: 300, silenceSecs: 1800}`",
             kind: Kind::AlertRule,
             doc: "the rule of a task whose own and whose scene's are unset: which events alert on which channels, and how repeats fold",
         }
@@ -337,6 +337,12 @@ settings! {
             default: 10_000,
             kind: millis(100, 300_000),
             doc: "longest one send to a channel may take",
+        }
+        outage_secs: i64 {
+            env: "AX_ALERT_OUTAGE_SECS",
+            default: 60,
+            kind: secs(5, DAY_SECS),
+            doc: "how long the store or Redis may be out of reach from a process before it alerts (STORE_UNREACHABLE, REDIS_UNREACHABLE)",
         }
     }
 }

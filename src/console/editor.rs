@@ -27,8 +27,8 @@ use crate::service::Service;
 use crate::store::models::{Task, TaskStatus};
 use crate::store::queries::tasks::Versions;
 use crate::task_fields::{
-    self, Field, Kind, CRON, DEPENDS_ON, ENABLED, EXECUTOR, HANDLER_URL, LABELS, NAME, OVERLAP,
-    PARAMS, SCENE, TIME_ZONE,
+    self, Field, Kind, ALERTS, CRON, DEPENDS_ON, ENABLED, EXECUTOR, HANDLER_URL, LABELS, NAME,
+    OVERLAP, PARAMS, SCENE, TIME_ZONE,
 };
 use crate::web::ApiState;
 
@@ -59,6 +59,9 @@ struct Draft {
     jitter_secs: String,
     /// One `key=value` a line.
     labels: String,
+    /// The task's own alert rule as JSON text; empty: the scene's or the default.
+    alerts: String,
+    alert_lag_ms: String,
     enabled: bool,
 }
 
@@ -90,6 +93,8 @@ impl Draft {
             overlap: OverlapPolicy::Allow.as_str().into(),
             jitter_secs: "0".into(),
             labels: String::new(),
+            alerts: String::new(),
+            alert_lag_ms: String::new(),
             enabled: true,
         }
     }
@@ -123,6 +128,15 @@ impl Draft {
             overlap: task.overlap.as_str().into(),
             jitter_secs: task.jitter_secs.to_string(),
             labels: label_lines(&task.labels),
+            alerts: task
+                .alerts
+                .as_ref()
+                .and_then(|rule| serde_json::to_string_pretty(rule).ok())
+                .unwrap_or_default(),
+            alert_lag_ms: task
+                .alert_lag_ms
+                .map(|ms| ms.to_string())
+                .unwrap_or_default(),
             enabled: task.status == TaskStatus::Enabled,
         }
     }
@@ -148,6 +162,8 @@ impl Draft {
             overlap: text("overlap"),
             jitter_secs: text("jitterSecs"),
             labels: form.raw("labels").unwrap_or_default().trim().to_string(),
+            alerts: form.raw("alerts").unwrap_or_default().trim().to_string(),
+            alert_lag_ms: text("alertLagMs"),
             enabled: form.get("enabled").is_some(),
         }
     }
@@ -166,6 +182,7 @@ impl Draft {
             ("dependsOn", self.upstream_lines().join("\n")),
             ("overlap", self.overlap.clone()),
             ("labels", self.label_pairs().join("\n")),
+            ("alerts", pretty_json(&self.alerts)),
         ];
         texts.extend(numbers().map(|field| (field.name, self.number(field.name).to_string())));
         texts
@@ -190,6 +207,7 @@ impl Draft {
             "retryFactor" => &self.retry_factor,
             "misfireThresholdSecs" => &self.misfire_threshold_secs,
             "dependencyTimeoutSecs" => &self.dependency_timeout_secs,
+            "alertLagMs" => &self.alert_lag_ms,
             _ => &self.jitter_secs,
         }
     }
@@ -274,6 +292,12 @@ impl Draft {
                 ApiError::invalid("executor", format!("executor is not valid JSON: {err}"))
             })?;
             body.insert("executor".into(), executor);
+        }
+        if !self.alerts.is_empty() {
+            let rule = json::distinct(self.alerts.as_bytes()).map_err(|(_, err)| {
+                ApiError::invalid("alerts", format!("alerts is not valid JSON: {err}"))
+            })?;
+            body.insert("alerts".into(), rule);
         }
         if !self.params.is_empty() {
             // Read as the API reads a body: a key given twice is refused, not the last kept.
@@ -653,6 +677,11 @@ fn editor_form(
                 legend { "Labels" }
                 (layout::textarea("labels", LABELS.label, &draft.labels, 3, error("labels").as_deref()))
                 p.hint { "The tasks list filters by one (key=value). A key is 1-" (MAX_KEY_CHARS) " of a-z 0-9 _ . -; a value at most " (MAX_VALUE_CHARS) " characters." }
+            }
+            fieldset {
+                legend { "Alerts" }
+                (layout::textarea("alerts", ALERTS.label, &draft.alerts, 4, error("alerts").as_deref()))
+                p.hint { "For example " code { r#"{"events": ["FAILED", "RESOLVED"], "channels": ["ops-hook"], "threshold": 3}"# } "; a paused task is muted." }
             }
             div.actions {
                 button type="submit" { "Save task" }

@@ -46,6 +46,16 @@ impl Service {
             .collect()
     }
 
+    /// Whether `rule` names configured channels only; a refusal names the key under `prefix`
+    /// (`alerts.` for a task's field).
+    pub fn check_alert_rule(&self, rule: &AlertRule, prefix: &str) -> Result<()> {
+        rule.check(&self.alert_channels())
+            .map_err(|err| ServiceError::AlertRule {
+                field: format!("{prefix}{}", err.field),
+                message: err.message,
+            })
+    }
+
     /// The rule of a task whose scene has none.
     pub fn default_alert_rule(&self) -> &AlertRule {
         &self.alerting.default_rule

@@ -44,6 +44,9 @@ pub enum ServiceError {
     GroupInUse { group: String, tasks: Vec<String> },
     #[error("executor group `{group}` has no member {url}")]
     MemberNotFound { group: String, url: String },
+    /// An alert rule naming a channel that is not configured.
+    #[error("{field}: {message}")]
+    AlertRule { field: String, message: String },
     #[error(transparent)]
     AlertTest(#[from] crate::actors::alerts::TestError),
     /// A bulk registration refused for the item at `index`.

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::alerting::AlertRule;
 use crate::cron::CronSchedule;
 use crate::labels::Labels;
 use crate::run::{OverlapPolicy, TaskId};
@@ -42,6 +43,9 @@ pub struct TaskInput {
     /// Each run's dispatch is spread over this many seconds after its time.
     pub jitter_secs: i32,
     pub labels: Labels,
+    /// Its own alert rule (the scene's, else the default, without).
+    pub alerts: Option<AlertRule>,
+    pub alert_lag_ms: Option<i64>,
 }
 
 /// A schedule as the fields `cron` and `timeZone`.
@@ -89,6 +93,8 @@ impl TaskInput {
             jitter_secs: self.jitter_secs,
             labels: self.labels.clone(),
             executor: self.executor.clone(),
+            alerts: self.alerts.clone(),
+            alert_lag_ms: self.alert_lag_ms,
         }
     }
 }

@@ -33,6 +33,14 @@ impl Service {
         input.fields(self.clock.now())
     }
 
+    /// A task's own alert rule names configured channels only.
+    fn check_task_alerts(&self, input: &TaskInput) -> Result<()> {
+        match &input.alerts {
+            Some(rule) => self.check_alert_rule(rule, "alerts."),
+            None => Ok(()),
+        }
+    }
+
     /// Puts the tasks' next runs in the wheel, or takes them out.
     pub(super) async fn reschedule(&self, changed: Vec<Task>) -> Result<()> {
         let ids: Vec<TaskId> = changed.iter().map(|task| task.id).collect();
@@ -47,6 +55,7 @@ impl Service {
 
     /// Creates a task. Its upstreams are checked in the transaction that writes it.
     pub async fn create_task(&self, input: TaskInput, actor: &Principal) -> Result<TaskDetails> {
+        self.check_task_alerts(&input)?;
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
         let (stored, upstreams) = (fields.clone(), depends_on.clone());
         let task = self
@@ -70,6 +79,7 @@ impl Service {
         input: TaskInput,
         actor: &Principal,
     ) -> Result<TaskDetails> {
+        self.check_task_alerts(&input)?;
         let before = self.task(id).await?;
         let (fields, depends_on) = (self.fields(&input), input.depends_on);
         let (stored, upstreams) = (fields.clone(), depends_on.clone());
@@ -113,6 +123,13 @@ impl Service {
         upsert: bool,
         actor: &Principal,
     ) -> Result<Registered> {
+        for (index, input) in inputs.iter().enumerate() {
+            self.check_task_alerts(input)
+                .map_err(|err| ServiceError::Item {
+                    index,
+                    error: Box::new(err),
+                })?;
+        }
         let items: Vec<BulkItem> = inputs
             .into_iter()
             .map(|input| BulkItem {

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 
 use super::schema::{ax_instance, ax_task};
 use super::time::{from_db, to_db};
+use crate::alerting::AlertRule;
 use crate::cron::{CronError, CronSchedule, Zone};
 use crate::labels::Labels;
 use crate::run::{NewRun, OverlapPolicy, RequestId, RunStatus, Shard, TaskId, TriggerType};
@@ -62,6 +63,10 @@ pub struct Task {
     pub labels: Labels,
     /// The group it is dispatched to, when it has no handler URL.
     pub executor: Option<TaskExecutor>,
+    /// Its own alert rule, over its scene's and the default.
+    pub alerts: Option<AlertRule>,
+    /// A first dispatch later than this after the run was due is a LAG alert event.
+    pub alert_lag_ms: Option<i64>,
 }
 
 impl Task {
@@ -98,6 +103,8 @@ pub struct TaskFields {
     pub jitter_secs: i32,
     pub labels: Labels,
     pub executor: Option<TaskExecutor>,
+    pub alerts: Option<AlertRule>,
+    pub alert_lag_ms: Option<i64>,
 }
 
 impl TaskFields {

@@ -25,6 +25,8 @@ diesel::table! {
         version -> BigInt,
         labels -> Text,
         executor -> Nullable<Text>,
+        alerts -> Nullable<Text>,
+        alert_lag_ms -> Nullable<BigInt>,
     }
 }
 
@@ -152,6 +154,9 @@ diesel::table! {
         code -> Nullable<Text>,
         message -> Nullable<Text>,
         at -> Timestamp,
+        subject -> Nullable<Text>,
+        event -> Nullable<Text>,
+        lag_ms -> Nullable<BigInt>,
     }
 }
 

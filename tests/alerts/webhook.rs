@@ -12,7 +12,7 @@ use crate::common::{
     config, start_ax, unique_name, Api, Executor, Received, Reply, TestStore, SECRET,
 };
 
-fn channel(name: &str, kind: ChannelKind, url: String) -> Channel {
+pub fn channel(name: &str, kind: ChannelKind, url: String) -> Channel {
     Channel {
         name: name.into(),
         kind,
@@ -25,7 +25,7 @@ fn channel(name: &str, kind: ChannelKind, url: String) -> Channel {
     }
 }
 
-fn with_channels(store: &TestStore, channels: Vec<Channel>) -> Config {
+pub fn with_channels(store: &TestStore, channels: Vec<Channel>) -> Config {
     let mut config = config(store, false, &unique_name("alerts"));
     config.alerts.default_rule = AlertRule {
         channels: channels.iter().map(|c| c.name.clone()).collect(),

@@ -83,6 +83,8 @@ pub(crate) fn fields(
         jitter_secs: 0,
         labels: ax::labels::Labels::default(),
         executor: None,
+        alerts: None,
+        alert_lag_ms: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Input validation: every rule of the HTTP contract, each failure naming its field.
 
+mod alert_rule;
 mod body;
 pub mod executor;
 mod handler_url;
@@ -10,6 +11,7 @@ mod refused;
 mod runs;
 mod task;
 
+pub use alert_rule::alert_rule;
 pub use body::object;
 pub use ids::{request_id, task_id};
 pub use query::{

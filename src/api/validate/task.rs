@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::alert_rule::alert_rule;
 use super::body::{integer, object, optional_string, required_string, small, text};
 use super::executor::task_executor;
 use super::handler_url::handler_url;
@@ -169,6 +170,11 @@ pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, A
             .unwrap_or(DEFAULT_JITTER_SECS),
         labels: Labels::from_body(body.remove(fields::LABELS.name))
             .map_err(|err| ApiError::invalid(err.field, err.message))?,
+        alerts: match body.remove(fields::ALERTS.name) {
+            None | Some(Value::Null) => None,
+            Some(rule) => Some(alert_rule(rule, "alerts.")?),
+        },
+        alert_lag_ms: integer(&mut body, fields::ALERT_LAG_MS.name, ALERT_LAG_MS)?,
     };
     match (&input.handler_url, &input.executor) {
         (Some(_), None) | (None, Some(_)) => Ok(input),
@@ -191,6 +197,7 @@ const RETRY_FACTOR: (i64, i64) = fields::RETRY_FACTOR.range();
 const MISFIRE_THRESHOLD_SECS: (i64, i64) = fields::MISFIRE_THRESHOLD_SECS.range();
 const DEPENDENCY_TIMEOUT_SECS: (i64, i64) = fields::DEPENDENCY_TIMEOUT_SECS.range();
 const JITTER_SECS: (i64, i64) = fields::JITTER_SECS.range();
+const ALERT_LAG_MS: (i64, i64) = fields::ALERT_LAG_MS.range();
 const DEFAULT_ENABLED: bool = fields::ENABLED.default_bool();
 const DEFAULT_JITTER_SECS: i32 = fields::JITTER_SECS.default_integer() as i32;
 

@@ -64,30 +64,92 @@ pub async fn set_enabled(conn: &mut Conn, enabled: bool) -> Result<(), StoreErro
     Ok(())
 }
 
-/// A recorded run end.
-type EventRow = (
-    i64,
-    String,
-    TaskId,
-    RunStatus,
-    Option<String>,
-    Option<String>,
-    NaiveDateTime,
-);
+/// A queued event: a run's end (its task, status and code, recorded by the triggers), or an
+/// event about no run (`event` and `subject` set, task 0).
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = crate::store::schema::ax_alert_event)]
+#[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
+struct Queued {
+    id: i64,
+    request_id: String,
+    task_id: TaskId,
+    status: String,
+    code: Option<String>,
+    message: Option<String>,
+    at: NaiveDateTime,
+    subject: Option<String>,
+    event: Option<String>,
+    /// A run's first dispatch after it was due, in milliseconds.
+    lag_ms: Option<i64>,
+}
 
 /// What the folder knows of an event's task.
 struct TaskFacts {
     subject: String,
     scene: String,
     muted: bool,
-    /// Its scene's rule, if the scene has one.
+    own_rule: Option<AlertRule>,
     scene_rule: Option<AlertRule>,
+    alert_lag_ms: Option<i64>,
 }
 
-/// Folds the recorded run ends (up to [`FOLD_BATCH`], in order) into the outbox under the
-/// rule of each task's scene, else `default_rule`, in one transaction: an alert per channel, a folded row, or nothing below the
-/// threshold; a success after an alert resolves it. A paused task's or scene's events are
-/// muted. Returns how many run ends it took.
+/// Who an alert is about: its fold key, its name in the alert, and its task.
+struct Subject {
+    key: String,
+    name: String,
+    task_id: Option<TaskId>,
+    scene: Option<String>,
+}
+
+/// What one queued event asks of the folder.
+struct Asked<'e> {
+    subject: Subject,
+    rule: &'e AlertRule,
+    /// A success (or a return) that resolves what was alerted of the subject, bar `keep`.
+    resolves: bool,
+    keep: Option<AlertEvent>,
+    events: Vec<AlertEvent>,
+}
+
+/// Queues an event about no run (`subject`: `member billing http://…`, `process ax-2`,
+/// `redis`) while alerts are on, in the caller's transaction when it is in one. `Resolved`
+/// resolves what was alerted of the subject.
+pub async fn record(
+    conn: &mut Conn,
+    subject: &str,
+    event: AlertEvent,
+    message: Option<String>,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let enabled: Option<i32> = with_conn!(conn, |c| s::ax_alert_state
+        .filter(s::id.eq(1))
+        .select(s::enabled)
+        .first(c)
+        .await
+        .optional())?;
+    if enabled != Some(1) {
+        return Ok(());
+    }
+    with_conn!(conn, |c| diesel::insert_into(e::ax_alert_event)
+        .values((
+            e::request_id.eq(""),
+            e::task_id.eq(TaskId(0)),
+            e::status.eq(""),
+            e::message.eq(&message),
+            e::at.eq(to_db(at)),
+            e::subject.eq(subject),
+            e::event.eq(event.as_str()),
+        ))
+        .execute(c)
+        .await)?;
+    Ok(())
+}
+
+/// Folds the queued events (up to [`FOLD_BATCH`], in order) into the outbox in one
+/// transaction, each under the most specific rule (its task's, its scene's, else
+/// `default_rule`): an alert per channel, a folded row, or nothing below the threshold; a
+/// success after an alert resolves it. A paused task's or scene's events are muted. Returns
+/// how many events it took.
 pub async fn fold(
     conn: &mut Conn,
     folder: &str,
@@ -104,46 +166,43 @@ pub async fn fold(
             .set((s::folded_by.eq(&folder), s::folded_at.eq(to_db(now))))
             .execute(c)
             .await)?;
-            let events: Vec<EventRow> = with_conn!(conn, |c| e::ax_alert_event
+            let queued: Vec<Queued> = with_conn!(conn, |c| e::ax_alert_event
                 .order(e::id.asc())
                 .limit(FOLD_BATCH)
-                .select((
-                    e::id,
-                    e::request_id,
-                    e::task_id,
-                    e::status,
-                    e::code,
-                    e::message,
-                    e::at
-                ))
+                .select(Queued::as_select())
                 .load(c)
                 .await)?;
-            let Some(last) = events.last().map(|event| event.0) else {
+            let Some(last) = queued.last().map(|event| event.id) else {
                 return Ok(0);
             };
-            let facts = task_facts(conn, &events).await?;
+            let facts = task_facts(conn, &queued).await?;
             let mut states: HashMap<(String, AlertEvent), FoldState> = HashMap::new();
             let mut rows = Vec::new();
-            for event in &events {
-                let Some(task) = facts.get(&event.2).filter(|task| !task.muted) else {
+            for event in &queued {
+                let Some(asked) = asked(event, &facts, &default_rule) else {
                     continue;
                 };
-                let Some(kind) = event_of(event.3, event.4.as_deref()) else {
-                    continue;
-                };
-                let rule = most_specific(None, task.scene_rule.as_ref(), &default_rule);
-                let key = format!("task:{}", event.2);
-                let verdict = if kind == AlertEvent::Resolved {
-                    resolve(conn, &key, &mut states).await?
-                } else if rule.wants(kind) {
+                let key = asked.subject.key.clone();
+                if asked.resolves {
+                    let resolved = resolve(conn, &key, asked.keep, &mut states).await?;
+                    if resolved && asked.rule.wants(AlertEvent::Resolved) {
+                        let verdict = Verdict::Alert {
+                            count: 1,
+                            folded: 0,
+                            folded_since: None,
+                        };
+                        let made = (AlertEvent::Resolved, &verdict);
+                        rows.extend(outbox_rows(event, &asked.subject, made, asked.rule, now));
+                    }
+                }
+                for kind in asked.events.iter().copied() {
+                    if !asked.rule.wants(kind) {
+                        continue;
+                    }
                     let state = fold_state(conn, &key, kind, &mut states).await?;
-                    Some(state.on_event(rule, from_db(event.6)))
-                } else {
-                    None
-                };
-                let resolved_unwanted = kind == AlertEvent::Resolved && !rule.wants(kind);
-                if let (Some(verdict), false) = (verdict, resolved_unwanted) {
-                    rows.extend(outbox_rows(event, kind, task, &verdict, rule, now));
+                    let verdict = state.on_event(asked.rule, from_db(event.at));
+                    let made = (kind, &verdict);
+                    rows.extend(outbox_rows(event, &asked.subject, made, asked.rule, now));
                 }
             }
             save_states(conn, &states).await?;
@@ -158,21 +217,92 @@ pub async fn fold(
             )
             .execute(c)
             .await)?;
-            Ok(events.len())
+            Ok(queued.len())
         })
     })
     .await
 }
 
-/// The tasks of `events`: their `scene/name`, and whether they or their scenes are paused.
+/// What a queued event asks: about whom, under which rule, which events it makes and
+/// whether it resolves; `None` when it asks nothing (a muted or deleted task's).
+fn asked<'e>(
+    event: &Queued,
+    facts: &'e HashMap<TaskId, TaskFacts>,
+    default_rule: &'e AlertRule,
+) -> Option<Asked<'e>> {
+    if let Some(kind) = event.event.as_deref().and_then(AlertEvent::parse) {
+        let name = event.subject.clone().unwrap_or_default();
+        let resolves = kind == AlertEvent::Resolved;
+        return Some(Asked {
+            subject: Subject {
+                key: name.clone(),
+                name,
+                task_id: None,
+                scene: None,
+            },
+            rule: default_rule,
+            resolves,
+            keep: None,
+            events: if resolves { Vec::new() } else { vec![kind] },
+        });
+    }
+    let task = facts.get(&event.task_id).filter(|task| !task.muted)?;
+    let status = RunStatus::parse(&event.status)?;
+    let lagging = event
+        .lag_ms
+        .zip(task.alert_lag_ms)
+        .is_some_and(|(lag, most)| lag > most);
+    let mut events: Vec<AlertEvent> = event_of(status, event.code.as_deref())
+        .filter(|kind| *kind != AlertEvent::Resolved)
+        .into_iter()
+        .collect();
+    if lagging {
+        events.push(AlertEvent::Lag);
+    }
+    Some(Asked {
+        subject: Subject {
+            key: format!("task:{}", event.task_id),
+            name: task.subject.clone(),
+            task_id: Some(event.task_id),
+            scene: Some(task.scene.clone()),
+        },
+        rule: most_specific(
+            task.own_rule.as_ref(),
+            task.scene_rule.as_ref(),
+            default_rule,
+        ),
+        resolves: status == RunStatus::Success,
+        // A late success resolves its task's failures, not its lateness.
+        keep: lagging.then_some(AlertEvent::Lag),
+        events,
+    })
+}
+
+/// The tasks of `events`: their `scene/name`, rule and lag bound, and whether they or their
+/// scenes are paused.
 async fn task_facts(
     conn: &mut Conn,
-    events: &[EventRow],
+    events: &[Queued],
 ) -> Result<HashMap<TaskId, TaskFacts>, StoreError> {
-    let ids: Vec<TaskId> = events.iter().map(|event| event.2).collect();
-    let tasks: Vec<(TaskId, String, String, String)> = with_conn!(conn, |c| t::ax_task
+    let ids: Vec<TaskId> = events.iter().map(|event| event.task_id).collect();
+    type TaskRow = (
+        TaskId,
+        String,
+        String,
+        String,
+        Option<AlertRule>,
+        Option<i64>,
+    );
+    let tasks: Vec<TaskRow> = with_conn!(conn, |c| t::ax_task
         .filter(t::id.eq_any(&ids))
-        .select((t::id, t::scene, t::name, t::status))
+        .select((
+            t::id,
+            t::scene,
+            t::name,
+            t::status,
+            t::alerts,
+            t::alert_lag_ms
+        ))
         .load(c)
         .await)?;
     let scenes: Vec<String> = tasks.iter().map(|task| task.1.clone()).collect();
@@ -182,33 +312,24 @@ async fn task_facts(
             .select((sc::scene, sc::paused_at, sc::alerts))
             .load(c)
             .await)?;
-    let paused_scenes: Vec<&String> = scene_rows
-        .iter()
-        .filter(|(_, paused, _)| paused.is_some())
-        .map(|(scene, _, _)| scene)
-        .collect();
-    let rule_of = |scene: &str| {
-        scene_rows
-            .iter()
-            .find(|(name, _, _)| name == scene)
-            .and_then(|(_, _, rule)| rule.as_deref())
-            .and_then(|rule| serde_json::from_str::<AlertRule>(rule).ok())
-    };
+    let scene_of = |scene: &str| scene_rows.iter().find(|(name, _, _)| name == scene);
     Ok(tasks
         .into_iter()
-        .map(|(id, scene, name, status)| {
-            let muted = status == "PAUSED" || paused_scenes.contains(&&scene);
-            let subject = format!("{scene}/{name}");
-            let scene_rule = rule_of(&scene);
-            (
-                id,
-                TaskFacts {
-                    subject,
-                    scene,
-                    muted,
-                    scene_rule,
-                },
-            )
+        .map(|(id, scene, name, status, own_rule, alert_lag_ms)| {
+            let scene_row = scene_of(&scene);
+            let scene_paused = scene_row.is_some_and(|(_, paused, _)| paused.is_some());
+            let scene_rule = scene_row
+                .and_then(|(_, _, rule)| rule.as_deref())
+                .and_then(|rule| serde_json::from_str::<AlertRule>(rule).ok());
+            let facts = TaskFacts {
+                subject: format!("{scene}/{name}"),
+                scene,
+                muted: status == "PAUSED" || scene_paused,
+                own_rule,
+                scene_rule,
+                alert_lag_ms,
+            };
+            (id, facts)
         })
         .collect())
 }
@@ -229,27 +350,24 @@ async fn fold_state<'s>(
     Ok(states.entry(key).or_default())
 }
 
-/// A success of `subject`: every alerted event of it resolves (and starts over). An alert
-/// when any was alerted.
+/// A success of `subject`: every alerted event of it but `keep` resolves (and starts
+/// over). Whether any was alerted.
 async fn resolve(
     conn: &mut Conn,
     subject: &str,
+    keep: Option<AlertEvent>,
     states: &mut HashMap<(String, AlertEvent), FoldState>,
-) -> Result<Option<Verdict>, StoreError> {
+) -> Result<bool, StoreError> {
     for (event, state) in load_states(conn, subject, None).await? {
         states.entry((subject.to_string(), event)).or_insert(state);
     }
     let mut resolved = false;
-    for ((of, _), state) in states.iter_mut() {
-        if of == subject && state.on_success() {
+    for ((of, event), state) in states.iter_mut() {
+        if of == subject && Some(*event) != keep && state.on_success() {
             resolved = true;
         }
     }
-    Ok(resolved.then_some(Verdict::Alert {
-        count: 1,
-        folded: 0,
-        folded_since: None,
-    }))
+    Ok(resolved)
 }
 
 type FoldRow = (
@@ -337,10 +455,9 @@ async fn save_states(
 /// The outbox rows of one verdict: one per channel for an alert, one without a channel for a
 /// folded event, none below the threshold.
 fn outbox_rows(
-    event: &EventRow,
-    kind: AlertEvent,
-    task: &TaskFacts,
-    verdict: &Verdict,
+    event: &Queued,
+    subject: &Subject,
+    (kind, verdict): (AlertEvent, &Verdict),
     rule: &AlertRule,
     now: DateTime<Utc>,
 ) -> Vec<AlertRow> {
@@ -359,28 +476,33 @@ fn outbox_rows(
             *folded_since,
         ),
     };
+    // Stable over every channel and resend: the queued event and what it made.
     let id = uuid::Uuid::new_v5(
         &uuid::Uuid::NAMESPACE_OID,
-        format!("ax-alert:{}:{}:{kind}", event.1, event.0).as_bytes(),
+        format!("ax-alert:{}:{}:{kind}", event.request_id, event.id).as_bytes(),
     )
     .to_string();
     let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    let request_id = Some(event.request_id.clone()).filter(|id| !id.is_empty());
     channels
         .into_iter()
         .map(|channel| AlertRow {
             id: id.clone(),
             channel,
             event: kind,
-            subject: task.subject.clone(),
-            task_id: Some(event.2),
-            scene: Some(task.scene.clone()),
-            request_id: Some(event.1.clone()),
-            code: event.4.clone(),
-            message: event.5.clone(),
+            subject: subject.name.clone(),
+            task_id: subject.task_id,
+            scene: subject.scene.clone(),
+            request_id: request_id.clone(),
+            code: event.code.clone(),
+            message: match (kind, event.lag_ms) {
+                (AlertEvent::Lag, Some(lag)) => Some(format!("first dispatched {lag} ms late")),
+                _ => event.message.clone(),
+            },
             count: count(events),
             folded: count(folded),
             folded_since: since.map(to_db),
-            at: event.6,
+            at: event.at,
             status,
             tries: 0,
             next_try_at: Some(to_db(now)),

@@ -5,10 +5,12 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::alerts;
+use crate::alerting::AlertEvent;
 use crate::store::schema::ax_executor_group::dsl as g;
 use crate::store::schema::ax_executor_member::dsl as m;
 use crate::store::schema::ax_task::dsl as t;
-use crate::store::{Conn, StoreError};
+use crate::store::{from_db, Conn, StoreError};
 use crate::task_executor::TaskExecutor;
 use crate::with_conn;
 
@@ -210,6 +212,9 @@ pub async fn register(
                 };
                 let existed = ensure_group(conn, &group, settings, now, false).await?;
                 insert_member(conn, &group, &url, capacity, now, Some(now)).await?;
+                // A member back after it was dropped resolves the alert about it.
+                let subject = member_subject(&group, &url);
+                alerts::record(conn, &subject, AlertEvent::Resolved, None, from_db(now)).await?;
                 Ok(Registered::Joined {
                     group_created: !existed,
                 })
@@ -265,13 +270,57 @@ pub async fn unregister(conn: &mut Conn, group: &str, url: &str) -> Result<bool,
     Ok(removed > 0)
 }
 
-/// Drops the registered members last heard from before `before`; answers how many.
-pub async fn expire(conn: &mut Conn, before: NaiveDateTime) -> Result<usize, StoreError> {
-    Ok(with_conn!(conn, |c| diesel::delete(
-        m::ax_executor_member.filter(m::last_seen_at.lt(before))
-    )
-    .execute(c)
-    .await)?)
+/// Drops the registered members last heard from before `before`, each with a
+/// `MEMBER_UNHEALTHY` alert event in the same transaction; answers how many. Of processes
+/// dropping at once, the one whose delete takes a member records its event.
+pub async fn expire(
+    conn: &mut Conn,
+    before: NaiveDateTime,
+    now: NaiveDateTime,
+) -> Result<usize, StoreError> {
+    let stale: Vec<(String, String)> = with_conn!(conn, |c| m::ax_executor_member
+        .filter(m::last_seen_at.lt(before))
+        .select((m::group_name, m::url))
+        .load(c)
+        .await)?;
+    if stale.is_empty() {
+        return Ok(0);
+    }
+    conn.transaction(move |conn| {
+        Box::pin(async move {
+            let mut gone = 0;
+            for (group, url) in stale {
+                let deleted = with_conn!(conn, |c| diesel::delete(
+                    m::ax_executor_member
+                        .filter(m::group_name.eq(&group))
+                        .filter(m::url.eq(&url))
+                        .filter(m::last_seen_at.lt(before))
+                )
+                .execute(c)
+                .await)?;
+                if deleted == 1 {
+                    gone += 1;
+                    let why = "not heard from within the member TTL; dropped from its group";
+                    let (subject, at) = (member_subject(&group, &url), from_db(now));
+                    alerts::record(
+                        conn,
+                        &subject,
+                        AlertEvent::MemberUnhealthy,
+                        Some(why.into()),
+                        at,
+                    )
+                    .await?;
+                }
+            }
+            Ok(gone)
+        })
+    })
+    .await
+}
+
+/// What alerts about member `url` of `group` are about.
+pub fn member_subject(group: &str, url: &str) -> String {
+    format!("member {group} {url}")
 }
 
 /// Every group, by name.

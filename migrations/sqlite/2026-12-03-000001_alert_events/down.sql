@@ -1,0 +1,17 @@
+DROP TRIGGER ax_alert_run_ended;
+CREATE TRIGGER ax_alert_run_ended AFTER UPDATE ON ax_instance FOR EACH ROW
+BEGIN
+INSERT INTO ax_alert_event (request_id, task_id, status, code, message, at)
+SELECT NEW.request_id, NEW.task_id, NEW.status, NEW.callback_code, NEW.callback_message,
+       COALESCE(NEW.finished_at, strftime('%Y-%m-%d %H:%M:%f', 'now'))
+FROM ax_alert_state s
+WHERE s.id = 1 AND s.enabled = 1 AND NEW.status <> OLD.status
+  AND (NEW.status IN ('FAILED', 'MISSED', 'SKIPPED')
+       OR (NEW.status = 'SUCCESS' AND EXISTS (
+           SELECT 1 FROM ax_alert_fold f
+           WHERE f.subject = 'task:' || NEW.task_id AND f.alerted = 1)));
+END;
+ALTER TABLE ax_alert_event DROP COLUMN lag_ms;
+ALTER TABLE ax_alert_event DROP COLUMN event;
+ALTER TABLE ax_alert_event DROP COLUMN subject;
+ALTER TABLE ax_task DROP COLUMN alert_lag_ms;

@@ -1,0 +1,28 @@
+-- Alert events beside run ends: a run dispatched late (LAG, by its task's alert_lag_ms),
+-- and events about no run (an executor member gone, an ax process gone, Redis unreachable),
+-- queued with their `subject` and `event` (task_id 0, request_id '').
+ALTER TABLE ax_task ADD COLUMN alert_lag_ms BIGINT NULL;
+ALTER TABLE ax_alert_event ADD COLUMN subject TEXT NULL;
+ALTER TABLE ax_alert_event ADD COLUMN event TEXT NULL;
+ALTER TABLE ax_alert_event ADD COLUMN lag_ms BIGINT NULL;
+
+-- A success is recorded when it resolves an alert, or when its first dispatch came later
+-- than its task's alert_lag_ms after it was due.
+DROP TRIGGER ax_alert_run_ended;
+CREATE TRIGGER ax_alert_run_ended AFTER UPDATE ON ax_instance FOR EACH ROW
+BEGIN
+INSERT INTO ax_alert_event (request_id, task_id, status, code, message, at, lag_ms)
+SELECT NEW.request_id, NEW.task_id, NEW.status, NEW.callback_code, NEW.callback_message,
+       COALESCE(NEW.finished_at, strftime('%Y-%m-%d %H:%M:%f', 'now')),
+       CAST((julianday(NEW.dispatched_at) - julianday(NEW.trigger_at)) * 86400000 AS INTEGER)
+FROM ax_alert_state s
+WHERE s.id = 1 AND s.enabled = 1 AND NEW.status <> OLD.status
+  AND (NEW.status IN ('FAILED', 'MISSED', 'SKIPPED')
+       OR (NEW.status = 'SUCCESS' AND (
+           EXISTS (SELECT 1 FROM ax_alert_fold f
+                   WHERE f.subject = 'task:' || NEW.task_id AND f.alerted = 1)
+           OR EXISTS (SELECT 1 FROM ax_task t
+                      WHERE t.id = NEW.task_id AND t.alert_lag_ms IS NOT NULL
+                        AND (julianday(NEW.dispatched_at) - julianday(NEW.trigger_at))
+                            * 86400000 > t.alert_lag_ms))));
+END;
