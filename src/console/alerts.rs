@@ -75,11 +75,13 @@ fn list_page(
     )
 }
 
-/// Why the page lists no alert: none configured, none matching, or none yet.
+/// Why the page lists no alert: none older, none matching, none configured, or none yet.
 fn nothing_listed(params: &Params, configured: bool) -> Markup {
     let filtered = ALERT_FILTERS.iter().any(|name| params.contains_key(*name));
     html! {
-        @if filtered {
+        @if params.contains_key("cursor") {
+            p.muted { "No older alerts." }
+        } @else if filtered {
             p.muted { "No alerts match these filters." }
         } @else if !configured {
             p.muted {
@@ -338,5 +340,7 @@ mod tests {
         assert!(shown(&none, true).contains("No alerts yet."));
         let filtered = Params::from([("status".to_string(), "failed".to_string())]);
         assert!(shown(&filtered, true).contains("No alerts match these filters."));
+        let later = Params::from([("cursor".to_string(), "1~a~b".to_string())]);
+        assert!(shown(&later, true).contains("No older alerts."));
     }
 }
