@@ -2,15 +2,16 @@
 //! made through the JSON API, and Debian's Chromium (through chromedriver) visiting every page,
 //! using the keyboard and the time zone switch, at laptop and phone width; and an admin's day
 //! with tokens configured: signing in, making a task through the editor, pausing its scene,
-//! triggering a run with other params, reading the audit log, signing out. A screenshot of each
-//! page goes to `<target dir>/screenshots/console-{page}-{width}x{height}.png`.
+//! triggering a run with other params, reading the audit log, signing out; and the alerts of a
+//! failing task told on a webhook channel, on the alerts page, its task's and its scene's. A
+//! screenshot of each page goes to `<target dir>/screenshots/console-{page}-{width}x{height}.png`.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::webdriver::{keys, Browser, LAPTOP, PHONE, WAIT};
-use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use common::{config, start_ax, unique_name, with_webhook, Api, Executor, Reply, TestStore};
 use serde_json::json;
 
 /// The browser on one ax's console; each step a user takes is a method or a few calls.
@@ -388,6 +389,107 @@ async fn every_console_page_in_chromium() {
     drop(console);
     ax.shutdown().await;
     succeeding.stop().await;
+    failing.stop().await;
+}
+
+#[actix_rt::test]
+async fn alerts_in_chromium() {
+    let store = TestStore::sqlite();
+    let hook = Executor::start(Reply::Success).await;
+    let settings = with_webhook(
+        config(&store, false, "browser-alerts"),
+        format!("{}hook", hook.base()),
+    );
+    let ax = start_ax(&settings).await;
+    let api = Api::new(&ax);
+    let failing = Executor::start(Reply::Failed).await;
+    let (scene, name) = (unique_name("reports"), unique_name("nightly-export"));
+    let task = api
+        .create_task(json!({
+            "name": name, "scene": scene, "cron": "* * * * * *",
+            "handlerUrl": failing.url, "maxRetry": 0,
+        }))
+        .await;
+    let id = task["id"].as_i64().expect("id");
+
+    // The browser starts while the task fails and the webhook is told.
+    let (browser, _) = futures_util::join!(Browser::start(), hook.wait_for(1, WAIT));
+    let console = Console {
+        browser,
+        base: format!("http://{}", ax.addr()),
+    };
+    let browser = &console.browser;
+
+    // The alerts page, from the navigation: the alert sent, its repeats folded.
+    console.open("/console", "Dashboard").await;
+    browser.wait_for_text("nav a", "Alerts").await.click().await;
+    console.on_page("Alerts").await;
+    console
+        .reload_until("/console/alerts", "Alerts", "td .badge.good", "sent")
+        .await;
+    console
+        .reload_until("/console/alerts", "Alerts", "td .badge.idle", "folded")
+        .await;
+    browser.wait_for_text("td .badge.bad", "FAILED").await;
+    browser.wait_for_text("td code", "E1").await;
+    browser
+        .wait_for_text("td a", &format!("{scene}/{name}"))
+        .await;
+    browser.wait_for_text("td", "ops-hook").await;
+    console.shot("alerts").await;
+
+    // Filtered through the form: only the sent alert, whose run is a click away.
+    let status = browser.find("select#status option[value='sent']").await;
+    status.click().await;
+    browser.find("form.filters button").await.click().await;
+    console.on_page("Alerts").await;
+    assert!(browser.current_url().await.contains("status=sent"));
+    let rows = browser.find_all("main tbody tr").await;
+    assert_eq!(rows.len(), 1, "one alert sent, on one channel");
+    assert_eq!(rows[0].find(".badge.good").await.text().await, "sent");
+    rows[0].find("a[aria-label^='run ']").await.click().await;
+    browser.wait_for_text("main h1", "Run ").await;
+    browser.wait_for_text("dd .badge.bad", "FAILED").await;
+
+    // The task's page: the rule it follows, its last alerts, all of them a link away.
+    console
+        .open(&format!("/console/tasks/{id}"), &format!("Task {name}"))
+        .await;
+    browser.wait_for_text("h2", "Alerts").await;
+    browser
+        .wait_for_text("main strong", "the default rule")
+        .await;
+    browser.wait_for_text("dd code", "ops-hook").await;
+    browser
+        .wait_for_text("main a", "All alerts of this task")
+        .await
+        .click()
+        .await;
+    console.on_page("Alerts").await;
+    assert!(browser
+        .current_url()
+        .await
+        .ends_with(&format!("/console/alerts?task={id}")));
+
+    // The scene's page, from the scenes page.
+    console.open("/console/scenes", "Scenes").await;
+    browser.wait_for_text("td a", &scene).await.click().await;
+    console.on_page(&format!("Scene {scene}")).await;
+    browser
+        .wait_for_text("main strong", "the default rule")
+        .await;
+    browser.wait_for_text("td .badge.bad", "FAILED").await;
+    console.shot("scene").await;
+
+    // At phone width the alerts page fits; its table scrolls in its region.
+    browser.set_window_size(PHONE.0, PHONE.1).await;
+    console.open("/console/alerts", "Alerts").await;
+    console.fits_the_width("alerts").await;
+    browser.set_window_size(LAPTOP.0, LAPTOP.1).await;
+
+    drop(console);
+    ax.shutdown().await;
+    hook.stop().await;
     failing.stop().await;
 }
 

@@ -5,7 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{config, refusing_base, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use common::{
+    config, refusing_base, start_ax, unique_name, with_webhook, Api, Executor, Reply, TestStore,
+};
 use serde_json::{json, Value};
 
 /// A GET without following redirects: status, content type, a header and the body as text.
@@ -224,6 +226,8 @@ async fn unknown_pages_bad_filters_redirects_and_assets() {
         "/console/tasks/x",
         "/console/runs/nope",
         "/console/nothing",
+        "/console/scenes/no-such-scene",
+        "/console/scenes/a%20b",
     ] {
         let missing = fetch(&ax, path, "cache-control").await;
         assert_eq!(missing.status, 404, "{path}");
@@ -255,6 +259,10 @@ async fn unknown_pages_bad_filters_redirects_and_assets() {
     let bad = fetch(&ax, "/console/tasks?status=ON", "x").await;
     assert_eq!(bad.status, 400);
     assert!(bad.body.contains("status-error"));
+
+    // With no channel configured, the alerts page says how to configure one.
+    let alerts = page(&ax, "/console/alerts").await;
+    assert!(alerts.contains("<code>alerts.channels</code>"), "{alerts}");
 
     // Assets: their content types, cached, and within the first-load budget together.
     let mut size = 0;
@@ -1826,4 +1834,216 @@ async fn executors_in_the_console_on_sqlite() {
 #[actix_rt::test]
 async fn executors_in_the_console_on_mysql() {
     executors_in_the_console(TestStore::mysql()).await;
+}
+
+/// Waits until `GET /api/alerts{query}` lists `n` alerts of which one matches `wanted`;
+/// returns them.
+async fn alerts_listed(
+    api: &Api,
+    query: &str,
+    n: usize,
+    wanted: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, page) = api.get(&format!("/api/alerts{query}")).await;
+        assert_eq!(status, 200, "{page}");
+        let items = page["items"].as_array().cloned().unwrap_or_default();
+        if items.len() >= n && items.iter().any(&wanted) {
+            return items;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {n} alerts as wanted for {query}: {page}"
+        );
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The link of a page's "Next page", as a browser follows it.
+fn next_page_link(html: &str) -> Option<String> {
+    let end = html.find("\" rel=\"next\"")?;
+    let start = html[..end].rfind("href=\"")? + "href=\"".len();
+    Some(html[start..end].replace("&amp;", "&"))
+}
+
+/// The rows of a page's alert table (each starts with its time).
+fn alert_rows(html: &str) -> usize {
+    html.matches("<tr><td><time").count()
+}
+
+async fn alerts_in_the_console(store: TestStore) {
+    let hook = Executor::start(Reply::Success).await;
+    let mut config = with_webhook(
+        config(&store, false, "console-alerts"),
+        format!("{}hook", hook.base()),
+    );
+    // A short silence, so that alerts telling folded repeats come within the test.
+    config.alerts.default_rule.silence_secs = 2;
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let none_yet = page(&ax, "/console/alerts").await;
+    assert!(none_yet.contains("No alerts yet."), "{none_yet}");
+    assert!(none_yet.contains(r#"<a href="/console/alerts" aria-current="page">Alerts</a>"#));
+
+    // Six failing tasks in one scene, a succeeding one in another.
+    let failing = Executor::start(Reply::FailNoRetry).await;
+    let succeeding = Executor::start(Reply::Success).await;
+    let (scene, quiet) = (unique_name("billing"), unique_name("quiet"));
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        let task = api
+            .create_task(json!({"name": unique_name("nightly"), "scene": scene,
+                "cron": "* * * * * *", "handlerUrl": failing.url, "maxRetry": 0}))
+            .await;
+        ids.push(task["id"].as_i64().expect("id"));
+    }
+    let quiet_task = api
+        .create_task(json!({"name": unique_name("fine"), "scene": quiet,
+            "cron": "* * * * * *", "handlerUrl": succeeding.url}))
+        .await;
+    let (id, quiet_id) = (ids[0], quiet_task["id"].as_i64().expect("id"));
+    // More than a page of alerts, one of them telling folded repeats; then the scene is
+    // paused, so the pages hold still.
+    let told_folded = |alert: &Value| alert["folded"].as_i64() > Some(0);
+    let sent = alerts_listed(&api, &format!("?task={id}&status=sent"), 1, told_folded).await;
+    let scene_query = format!("?scene={scene}&limit=51");
+    alerts_listed(&api, &scene_query, 51, |_| true).await;
+    let (status, _) = api
+        .post(&format!("/api/scenes/{scene}/pause"), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let request_id = sent[0]["requestId"].as_str().expect("requestId");
+
+    // The API's scene filter.
+    let (_, of_scene) = api.get(&format!("/api/alerts?scene={scene}")).await;
+    let items = of_scene["items"].as_array().expect("items");
+    assert!(!items.is_empty() && items.iter().all(|a| a["scene"] == scene.as_str()));
+    let (_, of_quiet) = api.get(&format!("/api/alerts?scene={quiet}")).await;
+    assert_eq!(of_quiet["items"], json!([]), "{of_quiet}");
+    for (query, field) in [("scene=a%20b", "scene"), ("task=x", "task")] {
+        let (status, bad) = api.get(&format!("/api/alerts?{query}")).await;
+        assert_eq!((status, bad["error"]["field"].as_str()), (400, Some(field)));
+    }
+
+    // The alerts page: a task's sent alerts, each row's event, subject linking to its task and
+    // run, channel, status, tries and the repeats it tells.
+    let listed = page(&ax, &format!("/console/alerts?task={id}&status=sent")).await;
+    for part in [
+        r#"<span class="badge bad">FAILED</span> <code>FATAL</code>"#,
+        &format!(r#"href="/console/tasks/{id}""#),
+        &format!(r#"href="/console/runs/{request_id}""#),
+        "<td>ops-hook</td>",
+        r#"<span class="badge good">sent</span>"#,
+        r#"<td class="num">1</td>"#,
+        " folded since <time datetime=",
+        r#"<option value="sent" selected>sent</option>"#,
+        &format!(r#"value="{id}""#),
+    ] {
+        assert!(listed.contains(part), "{part}: {listed}");
+    }
+    assert!(!listed.contains(r#"<span class="badge idle">folded</span>"#));
+    let folded = page(&ax, &format!("/console/alerts?task={id}&status=folded")).await;
+    assert!(folded.contains(r#"<span class="badge idle">folded</span>"#));
+    assert!(!folded.contains(r#"<span class="badge good">sent</span>"#));
+    for other in [format!("scene={quiet}"), format!("task={quiet_id}")] {
+        let none = page(&ax, &format!("/console/alerts?{other}")).await;
+        assert!(none.contains("No alerts match these filters."), "{other}");
+    }
+
+    // Paged by the API's cursor, the filters kept.
+    let first = page(&ax, &format!("/console/alerts?scene={scene}")).await;
+    assert_eq!(alert_rows(&first), 50);
+    assert!(!first.contains("First page"));
+    let next = next_page_link(&first).expect("a next page");
+    assert!(
+        next.starts_with(&format!("/console/alerts?scene={scene}&cursor=")),
+        "{next}"
+    );
+    let second = page(&ax, &next).await;
+    assert!(alert_rows(&second) >= 1 && second.contains("First page"));
+    assert_ne!(first, second);
+
+    // Bad input: 400, the message beside the field it names.
+    for (query, error) in [
+        ("status=lost", "status-error"),
+        ("task=x", "task-error"),
+        ("scene=a%20b", "scene-error"),
+    ] {
+        let bad = fetch(&ax, &format!("/console/alerts?{query}"), "x").await;
+        assert_eq!(bad.status, 400, "{query}");
+        assert!(
+            bad.body.contains(&format!(r#"id="{error}""#)),
+            "{query}: {}",
+            bad.body
+        );
+    }
+    let damaged = fetch(&ax, "/console/alerts?cursor=nonsense", "x").await;
+    assert_eq!(damaged.status, 400);
+    assert!(
+        damaged.body.contains("this page link is damaged") && damaged.body.contains("First page")
+    );
+
+    // A task's page: the rule it follows and where it comes from, its last alerts.
+    let task_page = page(&ax, &format!("/console/tasks/{id}")).await;
+    for part in [
+        "<h2 id=\"alerts-heading\">Alerts</h2>",
+        "<strong>the default rule</strong>",
+        "<code>ops-hook</code>",
+        "<dd>2 s</dd>",
+        &format!(r#"href="/console/alerts?task={id}""#),
+        &format!(r#"href="/console/scenes/{scene}""#),
+    ] {
+        assert!(task_page.contains(part), "{part}: {task_page}");
+    }
+    assert!(alert_rows(&task_page) >= 1 && alert_rows(&task_page) <= 10);
+
+    // A scene's page, reached from the scenes page: its counts, its rule, its last alerts.
+    let scenes = page(&ax, "/console/scenes").await;
+    assert!(scenes.contains(&format!(r#"<a href="/console/scenes/{scene}">{scene}</a>"#)));
+    let scene_page = page(&ax, &format!("/console/scenes/{scene}")).await;
+    for part in [
+        &format!("<h1>Scene {scene}</h1>"),
+        &format!(r#"<a href="/console/tasks?scene={scene}">6</a>"#),
+        "<strong>the default rule</strong>",
+        &format!(r#"href="/console/alerts?scene={scene}""#),
+    ] {
+        assert!(scene_page.contains(part), "{part}: {scene_page}");
+    }
+    assert_eq!(alert_rows(&scene_page), 10);
+    let quiet_page = page(&ax, &format!("/console/scenes/{quiet}")).await;
+    assert!(quiet_page.contains("No alerts yet."));
+    let own = json!({"events": ["FAILED"], "channels": ["ops-hook"], "threshold": 2,
+        "windowSecs": 60, "silenceSecs": 600});
+    let (status, set) = api
+        .call("PUT", &format!("/api/scenes/{scene}/alerts"), Some(own))
+        .await;
+    assert_eq!(status, 200, "{set}");
+    let scene_page = page(&ax, &format!("/console/scenes/{scene}")).await;
+    for part in [
+        "<strong>the scene's own rule</strong>",
+        "<dd><code>FAILED</code></dd>",
+        "<dd>2 events of one kind within the window</dd>",
+        "<dd>60 s</dd>",
+        "<dd>600 s</dd>",
+    ] {
+        assert!(scene_page.contains(part), "{part}: {scene_page}");
+    }
+    let task_page = page(&ax, &format!("/console/tasks/{id}")).await;
+    assert!(task_page.contains("<strong>the scene's own rule</strong>"));
+
+    ax.shutdown().await;
+    for executor in [hook, failing, succeeding] {
+        executor.stop().await;
+    }
+}
+
+#[actix_rt::test]
+async fn alerts_in_the_console_on_sqlite() {
+    alerts_in_the_console(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn alerts_in_the_console_on_mysql() {
+    alerts_in_the_console(TestStore::mysql()).await;
 }

@@ -72,17 +72,14 @@ impl From<AlertRow> for AlertView {
     }
 }
 
-/// `GET /api/alerts?limit=&cursor=&task=&status=`, newest first.
+/// `GET /api/alerts?limit=&cursor=&task=&scene=&status=`, newest first.
 pub async fn list(
     state: web::Data<ApiState>,
     query: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, ApiError> {
     let (filter, limit) = validate::alerts_query(&query)?;
     let rows = state.service.alerts(filter, limit).await?;
-    let next_cursor = (rows.len() as i64 == limit)
-        .then(|| rows.last())
-        .flatten()
-        .map(|row| validate::alert_cursor(row.created_at, &row.id, &row.channel));
+    let next_cursor = validate::next_alert_cursor(&rows, limit);
     let items: Vec<AlertView> = rows.into_iter().map(AlertView::from).collect();
     Ok(HttpResponse::Ok().json(json!({ "items": items, "nextCursor": next_cursor })))
 }

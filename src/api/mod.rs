@@ -77,7 +77,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(delete "/api/executors/{group}", executors::delete, true, "Delete an executor group (409 while tasks use it)"),
     endpoint!(post "/api/executors/{group}/members", executors::register, true, "An executor registers itself in a group (created with the defaults if missing), or heartbeats"),
     endpoint!(delete "/api/executors/{group}/members", executors::unregister, true, "An executor leaves its group (?url=)"),
-    endpoint!(get "/api/alerts", alerts::list, true, "Alerts, newest first, one per channel: pending, sent, folded (told with the next alert) or failed; ?task=&status=&limit=&cursor="),
+    endpoint!(get "/api/alerts", alerts::list, true, "Alerts, newest first, one per channel: pending, sent, folded (told with the next alert) or failed; ?task=&scene=&status=&limit=&cursor="),
     endpoint!(post "/api/alerts/test", alerts::test, true, "Send a test alert to a configured channel now: 200 once it took it, 502 with the channel's error"),
     endpoint!(get "/api/audit", audit::list, true, "The audit log, newest first: who changed what and when"),
     endpoint!(get "/api/cron/next", cron::next, true, "The next fire times of a cron expression in a time zone, with DST notes and a description in English"),

@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::endpoint::Endpoint;
+use crate::alerting::AlertStatus;
 use crate::routing::Routing;
 use crate::run::{ReportedStatus, RunStatus, TriggerType};
 use crate::service::executors::DEFAULT_MAX_IN_FLIGHT;
@@ -240,6 +241,13 @@ fn query_parameters(method: &str, path: &str) -> Vec<Value> {
                 "the member's URL, as it registered (required)",
             )]
         }
+        ("get", "/api/alerts") => vec![
+            query("task", "integer", "only this task's alerts"),
+            query("scene", "string", "only alerts about this scene's tasks"),
+            query("status", "string", &AlertStatus::choices()),
+            query("limit", "integer", "1-500, default 50"),
+            query("cursor", "string", "nextCursor of the previous page"),
+        ],
         ("get", "/api/instances") => vec![
             query("taskId", "integer", "only this task's runs"),
             query("scene", "string", "only runs of this scene's tasks"),

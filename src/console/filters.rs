@@ -6,9 +6,11 @@ use std::collections::HashMap;
 use actix_web::HttpRequest;
 use chrono::{DateTime, NaiveDateTime, Utc};
 
+use crate::api::validate;
 use crate::labels;
 use crate::run::{RunStatus, TaskId};
 use crate::store::models::{TaskStatus, MAX_NAME_CHARS};
+use crate::store::queries::alerts::AlertFilter;
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::tasks::TaskFilter;
 use crate::store::queries::Page;
@@ -171,6 +173,31 @@ pub fn runs(params: &Params) -> Result<RunQuery, FilterError> {
     })
 }
 
+/// The filters of the alerts page, in their order in its links.
+pub const ALERT_FILTERS: &[&str] = &["task", "scene", "status"];
+
+/// `?task=&scene=&status=&cursor=` of the alerts page, read as `GET /api/alerts` reads them
+/// (its page size is the console's).
+pub fn alerts(params: &Params) -> Result<AlertFilter, FilterError> {
+    let query: Params = params
+        .iter()
+        .filter(|(key, _)| ALERT_FILTERS.contains(&key.as_str()) || *key == "cursor")
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    validate::alerts_query(&query)
+        .map(|(filter, _)| filter)
+        .map_err(|err| {
+            match ALERT_FILTERS
+                .iter()
+                .find(|field| err.field() == Some(**field))
+            {
+                Some(field) => FilterError::new(field, err.to_string()),
+                // The only other parameter read.
+                None => damaged_cursor(),
+            }
+        })
+}
+
 /// A time filter in UTC: RFC 3339, or the `YYYY-MM-DDTHH:MM[:SS]` a browser's date-time field
 /// sends, read as UTC.
 fn time(params: &Params, field: &'static str) -> Result<Option<NaiveDateTime>, FilterError> {
@@ -204,12 +231,25 @@ pub fn encode_cursor(cursor: Cursor) -> String {
 }
 
 fn cursor(text: &str) -> Result<Cursor, FilterError> {
-    Cursor::from_text(text).ok_or_else(|| {
-        FilterError::new(
-            "cursor",
-            "this page link is damaged: start again from the first page",
-        )
-    })
+    Cursor::from_text(text).ok_or_else(damaged_cursor)
+}
+
+fn damaged_cursor() -> FilterError {
+    FilterError::new(
+        "cursor",
+        "this page link is damaged: start again from the first page",
+    )
+}
+
+/// `path` with the filters `kept` of `params` (in that order) and `cursor` as its query: a
+/// page of a listing paged by cursor, its filters kept.
+pub fn kept_link(path: &str, kept: &[&str], params: &Params, cursor: Option<&str>) -> String {
+    let mut pairs: Vec<(&str, Option<&str>)> = kept
+        .iter()
+        .map(|name| (*name, params.get(*name).map(String::as_str)))
+        .collect();
+    pairs.push(("cursor", cursor));
+    link(path, &pairs)
 }
 
 /// `path` with `params` as its query, in this order, empty values left out.
@@ -262,6 +302,24 @@ mod tests {
             Some("to")
         );
         assert_eq!(field(&[("cursor", "12")]), Some("cursor"));
+    }
+
+    #[test]
+    fn alert_filters_are_read_as_the_api_reads_them() {
+        let query = alerts(&params(&[
+            ("task", "7"),
+            ("scene", "billing"),
+            ("status", "sent"),
+        ]));
+        let filter = query.expect("valid");
+        assert_eq!(filter.task, Some(TaskId(7)));
+        assert_eq!(filter.scene.as_deref(), Some("billing"));
+        let field = |pairs: &[(&str, &str)]| alerts(&params(pairs)).err().map(|e| e.field);
+        assert_eq!(field(&[("task", "x")]), Some("task"));
+        assert_eq!(field(&[("scene", "a b")]), Some("scene"));
+        assert_eq!(field(&[("status", "lost")]), Some("status"));
+        assert_eq!(field(&[("cursor", "12")]), Some("cursor"));
+        assert_eq!(field(&[("limit", "x")]), None, "the console's page size");
     }
 
     #[test]

@@ -4,9 +4,11 @@
 use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::{html, Markup, DOCTYPE};
 
+use super::filters::Params;
 pub use super::notice::Notice;
-use super::paths::{asset_href, EXECUTORS};
+use super::paths::{asset_href, ALERTS, EXECUTORS, SCENES};
 use super::visitor::{csrf_field, sign_out_form, Visitor};
+use crate::alerting::{AlertEvent, AlertStatus};
 use crate::routing::HealthState;
 use crate::run::RunStatus;
 use crate::store::from_db;
@@ -18,6 +20,7 @@ pub enum Section {
     Dashboard,
     Tasks,
     Runs,
+    Alerts,
     Scenes,
     Executors,
     Audit,
@@ -27,7 +30,8 @@ const SECTIONS: &[(Section, &str, &str)] = &[
     (Section::Dashboard, "Dashboard", "/console"),
     (Section::Tasks, "Tasks", "/console/tasks"),
     (Section::Runs, "Runs", "/console/runs"),
-    (Section::Scenes, "Scenes", "/console/scenes"),
+    (Section::Alerts, "Alerts", ALERTS),
+    (Section::Scenes, "Scenes", SCENES),
     (Section::Executors, "Executors", EXECUTORS),
     (Section::Audit, "Audit log", "/console/audit"),
 ];
@@ -141,6 +145,33 @@ pub fn run_badge(status: RunStatus) -> Markup {
     html! { span class=(run_tone(status).class()) { (status.as_str()) } }
 }
 
+fn alert_tone(status: AlertStatus) -> Tone {
+    match status {
+        AlertStatus::Sent => Tone::Good,
+        AlertStatus::Failed => Tone::Bad,
+        AlertStatus::Pending => Tone::Busy,
+        AlertStatus::Folded => Tone::Idle,
+    }
+}
+
+/// An alert's status as a coloured badge.
+pub fn alert_badge(status: AlertStatus) -> Markup {
+    html! { span class=(alert_tone(status).class()) { (status.as_str()) } }
+}
+
+/// What an alert is about as a coloured badge, as the run's own status reads.
+pub fn event_badge(event: AlertEvent) -> Markup {
+    let tone = match event {
+        AlertEvent::Resolved => Tone::Good,
+        AlertEvent::Missed | AlertEvent::Skipped => Tone::Warn,
+        AlertEvent::Test => Tone::Idle,
+        AlertEvent::Failed | AlertEvent::UpstreamFailed | AlertEvent::DependencyTimeout => {
+            Tone::Bad
+        }
+    };
+    html! { span class=(tone.class()) { (event.as_str()) } }
+}
+
 /// A task's status as a coloured badge.
 pub fn task_badge(status: TaskStatus) -> Markup {
     let tone = match status {
@@ -226,6 +257,27 @@ pub fn millis(ms: i64) -> String {
 /// names the region for keyboard and screen-reader users.
 pub fn scrolling(label: &str, table: Markup) -> Markup {
     html! { div.scroll role="region" aria-label=(label) tabindex="0" { (table) } }
+}
+
+/// The links between the pages of a listing paged by cursor: back to the first page from a
+/// later one, on to the `next` cursor's page when there is one; `href` makes a page's link
+/// from the filters and a cursor.
+pub fn paging(
+    label: &str,
+    params: &Params,
+    next: Option<&str>,
+    href: impl Fn(&Params, Option<&str>) -> String,
+) -> Markup {
+    html! {
+        nav.paging aria-label=(label) {
+            @if params.contains_key("cursor") {
+                a href=(href(params, None)) { "First page" }
+            }
+            @if let Some(next) = next {
+                a href=(href(params, Some(next))) rel="next" { "Next page" }
+            }
+        }
+    }
 }
 
 /// A labelled form field around `control`, with the error that names it, if any, beside it.
@@ -409,6 +461,15 @@ mod tests {
         assert_eq!(class(RunStatus::Ready), "badge busy");
         assert_eq!(class(RunStatus::Pending), "badge idle");
         assert_eq!(class(RunStatus::Missed), "badge warn");
+    }
+
+    #[test]
+    fn every_alert_status_has_its_colour() {
+        let class = |status| alert_tone(status).class();
+        assert_eq!(class(AlertStatus::Sent), "badge good");
+        assert_eq!(class(AlertStatus::Failed), "badge bad");
+        assert_eq!(class(AlertStatus::Pending), "badge busy");
+        assert_eq!(class(AlertStatus::Folded), "badge idle");
     }
 
     #[test]

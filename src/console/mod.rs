@@ -5,6 +5,7 @@
 //! Handlers parse the query, make one or two service calls and hand the result to a page's
 //! render function; rendering lives in one module per page.
 
+mod alerts;
 mod assets;
 mod audit;
 mod chart;
@@ -60,9 +61,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/runs/{request_id}", web::get().to(runs::detail))
                 .route("/runs/{request_id}/cancel", web::post().to(runs::cancel))
                 .route("/runs/{request_id}/rerun", web::post().to(runs::rerun))
+                .route("/alerts", web::get().to(alerts::list))
                 .route("/scenes", web::get().to(scenes::list))
                 .route("/scenes/pause", web::post().to(scenes::pause))
                 .route("/scenes/resume", web::post().to(scenes::resume))
+                .route("/scenes/{scene}", web::get().to(scenes::detail))
                 .route("/executors", web::get().to(executors::list))
                 .route("/audit", web::get().to(audit::list))
                 .default_service(web::to(not_found)),

@@ -1,5 +1,5 @@
-//! The console's URLs: its pages' home (`web::console_home`), sign-in, assets, tasks and
-//! executor groups.
+//! The console's URLs: its pages' home (`web::console_home`), sign-in, assets, tasks, runs,
+//! scenes, alerts and executor groups.
 
 use crate::run::TaskId;
 pub use crate::web::console_home::HOME;
@@ -17,6 +17,23 @@ pub fn asset_href(name: &str) -> String {
 pub fn task_href(id: TaskId) -> String {
     format!("/console/tasks/{id}")
 }
+
+/// The link to a run's page.
+pub fn run_href(request_id: &str) -> String {
+    format!("/console/runs/{request_id}")
+}
+
+/// The scenes page.
+pub const SCENES: &str = "/console/scenes";
+
+/// The link to a scene's page (scene names are `A-Z a-z 0-9 _ . : -`, so they make a valid
+/// path segment as they are).
+pub fn scene_href(scene: &str) -> String {
+    format!("{SCENES}/{scene}")
+}
+
+/// The alerts page.
+pub const ALERTS: &str = "/console/alerts";
 
 /// The executors page.
 pub const EXECUTORS: &str = "/console/executors";

@@ -13,7 +13,7 @@ use super::layout::{
     self, action_button, maybe_time, none, notice_link, page, run_badge, scrolling, stored_time,
     Notice, Section,
 };
-use super::paths::task_href;
+use super::paths::{self, task_href};
 use super::session::{Submitted, Visitor};
 use super::{html as respond, ok, see_other, ConsoleError};
 use crate::run::{RequestId, RunStatus, TaskId};
@@ -80,7 +80,7 @@ fn list_page(
             }
             @if let Some(listing) = listing {
                 (run_table(&listing.runs, Some(&listing.names)))
-                (paging(params, listing))
+                (layout::paging("Pages of runs", params, listing.next.map(filters::encode_cursor).as_deref(), kept_link))
             }
         },
     )
@@ -103,26 +103,7 @@ fn run_filters(params: &Params, error: Option<&FilterError>) -> Markup {
 
 /// The runs page with these filters and `cursor`.
 fn kept_link(params: &Params, cursor: Option<&str>) -> String {
-    let mut pairs: Vec<(&str, Option<&str>)> = KEPT
-        .iter()
-        .map(|name| (*name, params.get(*name).map(String::as_str)))
-        .collect();
-    pairs.push(("cursor", cursor));
-    filters::link("/console/runs", &pairs)
-}
-
-fn paging(params: &Params, listing: &Listing) -> Markup {
-    let next = listing.next.map(filters::encode_cursor);
-    html! {
-        nav.paging aria-label="Pages of runs" {
-            @if params.contains_key("cursor") {
-                a href=(kept_link(params, None)) { "First page" }
-            }
-            @if let Some(next) = &next {
-                a href=(kept_link(params, Some(next))) rel="next" { "Next page" }
-            }
-        }
-    }
+    filters::kept_link("/console/runs", KEPT, params, cursor)
 }
 
 /// Runs as a table, newest first; with `names`, a column names each run's task.
@@ -211,7 +192,7 @@ fn shard_mark(run: &Instance) -> Markup {
 
 /// The link to a run's page.
 pub fn run_href(run: &Instance) -> String {
-    format!("/console/runs/{}", run.request_id)
+    paths::run_href(&run.request_id.to_string())
 }
 
 /// `GET /console/runs/{requestId}`.

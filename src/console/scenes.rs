@@ -1,16 +1,20 @@
 //! The scenes page (`/console/scenes`): every scene with its task counts, and the pause or
-//! resume of a whole scene.
+//! resume of a whole scene; a scene's page (`/console/scenes/{scene}`): its task counts, the
+//! alert rule its tasks follow and its last alerts.
 
 use actix_web::{web, HttpResponse};
 use maud::{html, Markup};
 
+use super::alerts::{alert_section, rule_in_force, LATEST_ALERTS};
 use super::filters::link;
 use super::layout::{maybe_time, notice_link, page, scrolling, task_badge, Notice, Section};
+use super::paths::{scene_href, SCENES};
 use super::session::{csrf_field, Submitted, Visitor};
 use super::{ok, see_other, ConsoleError};
 use crate::api::validate;
 use crate::service::scenes::SceneCounts;
 use crate::store::models::TaskStatus;
+use crate::store::queries::alerts::AlertFilter;
 use crate::web::ApiState;
 
 /// `GET /console/scenes`.
@@ -20,6 +24,80 @@ pub async fn list(
 ) -> Result<HttpResponse, ConsoleError> {
     let scenes = state.service.scenes().await?;
     Ok(ok(scenes_page(&visitor, &scenes)))
+}
+
+/// `GET /console/scenes/{scene}`: a scene with tasks, paused or with a rule of its own;
+/// any other is a page that is not there.
+pub async fn detail(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let no_scene = || ConsoleError::NotFound(format!("There is no scene {path}."));
+    let scene = validate::scene(path.to_string()).map_err(|_| no_scene())?;
+    let service = &state.service;
+    let filter = AlertFilter {
+        scene: Some(scene.clone()),
+        ..AlertFilter::default()
+    };
+    let (scenes, own_rule, latest) = futures_util::join!(
+        service.scenes(),
+        service.scene_alerts(scene.clone()),
+        service.alerts(filter, LATEST_ALERTS),
+    );
+    let (own_rule, latest) = (own_rule?, latest?);
+    let counts = match scenes?.into_iter().find(|counts| counts.scene == scene) {
+        Some(counts) => counts,
+        None if own_rule.is_some() => SceneCounts {
+            scene,
+            by_status: Default::default(),
+            paused_at: None,
+        },
+        None => return Err(no_scene()),
+    };
+    let rule = rule_in_force(None, own_rule.as_ref(), service.default_alert_rule());
+    let alerts = alert_section(rule, &latest, ("scene", &counts.scene));
+    Ok(ok(scene_page(&visitor, &counts, alerts)))
+}
+
+fn scene_page(visitor: &Visitor, counts: &SceneCounts, alerts: Markup) -> Markup {
+    let scene = &counts.scene;
+    page(
+        visitor,
+        &format!("Scene {scene}"),
+        Some(Section::Scenes),
+        html! {
+            dl.fields {
+                dt { "Paused since" } dd { (maybe_time(counts.paused_at.map(|at| at.naive_utc()))) }
+                dt { "Tasks" }
+                dd { a href=(link("/console/tasks", &[("scene", Some(scene))])) { (total(counts)) } }
+                @for status in TaskStatus::ALL {
+                    dt { (task_badge(*status)) }
+                    dd { a href=(status_link(scene, *status)) { (count(counts, *status)) } }
+                }
+                dt { "Runs" } dd { a href=(link("/console/runs", &[("scene", Some(scene))])) { "Runs of this scene" } }
+            }
+            (alerts)
+            p.hint { "A scene's own rule is set with " code { "PUT /api/scenes/" (scene) "/alerts" } "; " code { "null" } " makes its tasks follow the default rule again." }
+        },
+    )
+}
+
+/// How many of the scene's tasks have `status`.
+fn count(scene: &SceneCounts, status: TaskStatus) -> i64 {
+    scene.by_status.get(status.as_str()).copied().unwrap_or(0)
+}
+
+fn total(scene: &SceneCounts) -> i64 {
+    scene.by_status.values().sum()
+}
+
+/// The tasks page showing the scene's tasks of `status`.
+fn status_link(scene: &str, status: TaskStatus) -> String {
+    link(
+        "/console/tasks",
+        &[("scene", Some(scene)), ("status", Some(status.as_str()))],
+    )
 }
 
 /// `POST /console/scenes/pause` (`scene`): pauses the scene; none of its tasks fires until it
@@ -32,7 +110,7 @@ pub async fn pause(
     let scene = scene_of(&form)?;
     let count = state.service.pause_scene(scene, &visitor.principal).await?;
     Ok(see_other(&notice_link(
-        "/console/scenes",
+        SCENES,
         Notice::ScenePaused(count as i64),
     )))
 }
@@ -50,7 +128,7 @@ pub async fn resume(
         .resume_scene(scene, &visitor.principal)
         .await?;
     Ok(see_other(&notice_link(
-        "/console/scenes",
+        SCENES,
         Notice::SceneResumed(count as i64),
     )))
 }
@@ -78,9 +156,6 @@ fn scenes_page(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
 }
 
 fn scene_table(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
-    let count = |scene: &SceneCounts, status: TaskStatus| {
-        scene.by_status.get(status.as_str()).copied().unwrap_or(0)
-    };
     scrolling(
         "Scenes",
         html! {
@@ -98,14 +173,12 @@ fn scene_table(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
                 tbody {
                     @for scene in scenes {
                         tr {
-                            td { a href=(link("/console/tasks", &[("scene", Some(&scene.scene))])) { (scene.scene) } }
+                            td { a href=(scene_href(&scene.scene)) { (scene.scene) } }
                             td { (maybe_time(scene.paused_at.map(|at| at.naive_utc()))) }
-                            td.num { (scene.by_status.values().sum::<i64>()) }
+                            td.num { a href=(link("/console/tasks", &[("scene", Some(&scene.scene))])) { (total(scene)) } }
                             @for status in TaskStatus::ALL {
                                 td.num {
-                                    a href=(link("/console/tasks", &[("scene", Some(&scene.scene)), ("status", Some(status.as_str()))])) {
-                                        (count(scene, *status))
-                                    }
+                                    a href=(status_link(&scene.scene, *status)) { (count(scene, *status)) }
                                 }
                             }
                             td { a href=(link("/console/runs", &[("scene", Some(&scene.scene))])) { "Runs" } }

@@ -109,6 +109,26 @@ pub fn config(store: &TestStore, redis: bool, instance_id: &str) -> Config {
     config
 }
 
+/// `config` with one webhook channel, `ops-hook`, posting to `url`, the channel of the
+/// default rule: failing tasks alert for real.
+pub fn with_webhook(mut config: Config, url: String) -> Config {
+    config.alerts.channels = vec![ax::alerting::Channel {
+        name: "ops-hook".into(),
+        kind: ax::alerting::ChannelKind::Webhook,
+        url: Some(url),
+        template: None,
+        smtp: None,
+        to: Vec::new(),
+        from: None,
+        ca_file: None,
+    }];
+    config.alerts.default_rule = ax::alerting::AlertRule {
+        channels: vec!["ops-hook".into()],
+        ..ax::alerting::AlertRule::default()
+    };
+    config
+}
+
 /// `prefix-N`, a new N each call: task names are unique in a scene.
 pub fn unique_name(prefix: &str) -> String {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

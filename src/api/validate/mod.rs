@@ -15,7 +15,7 @@ pub use alert_rule::alert_rule;
 pub use body::object;
 pub use ids::{request_id, task_id};
 pub use query::{
-    alert_cursor, alerts_query, audit_query, cron_preview, encode_cursor, history_query, page,
+    alerts_query, audit_query, cron_preview, encode_cursor, history_query, next_alert_cursor, page,
     stats_window,
 };
 pub use runs::{backfill_range, trigger_params};

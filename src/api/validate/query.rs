@@ -11,7 +11,7 @@ use crate::clock::{rfc3339, LAST_TIME};
 use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
 use crate::run::RunStatus;
-use crate::store::queries::alerts::AlertFilter;
+use crate::store::queries::alerts::{AlertFilter, AlertRow};
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
 use crate::store::to_db;
@@ -168,7 +168,11 @@ fn query_int(
 
 /// The filters, cursor and page size of `GET /api/alerts`.
 pub fn alerts_query(query: &HashMap<String, String>) -> Result<(AlertFilter, i64), ApiError> {
-    let task = query.get("task").map(|raw| task_id(raw)).transpose()?;
+    let task = query
+        .get("task")
+        .map(|raw| task_id(raw))
+        .transpose()
+        .map_err(|_| ApiError::invalid("task", "task must be a task id (a positive integer)"))?;
     let status = match query.get("status") {
         None => None,
         Some(text) => Some(AlertStatus::parse(text).ok_or_else(|| {
@@ -186,14 +190,23 @@ pub fn alerts_query(query: &HashMap<String, String>) -> Result<(AlertFilter, i64
     let limit = query_int(query, "limit", (1, MAX_PAGE_LIMIT))?.unwrap_or(DEFAULT_PAGE_LIMIT);
     let filter = AlertFilter {
         task,
+        scene: query.get("scene").cloned().map(scene).transpose()?,
         status,
         before,
     };
     Ok((filter, limit))
 }
 
+/// The cursor of the page after `rows`, a page of at most `limit` alerts; none when it was
+/// not full (the last page).
+pub fn next_alert_cursor(rows: &[AlertRow], limit: i64) -> Option<String> {
+    rows.last()
+        .filter(|_| rows.len() as i64 == limit)
+        .map(|row| alert_cursor(row.created_at, &row.id, &row.channel))
+}
+
 /// An alerts page's cursor: the last row's creation (ms since the epoch), id and channel.
-pub fn alert_cursor(created_at: NaiveDateTime, id: &str, channel: &str) -> String {
+fn alert_cursor(created_at: NaiveDateTime, id: &str, channel: &str) -> String {
     format!("{}~{id}~{channel}", created_at.and_utc().timestamp_millis())
 }
 

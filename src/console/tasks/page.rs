@@ -1,5 +1,5 @@
 //! A task's page (`/console/tasks/{id}`): its definition, its next fire times, its latest
-//! runs, and the forms of its actions.
+//! runs, its alert rule and last alerts, and the forms of its actions.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -8,18 +8,20 @@ use maud::{html, Markup};
 
 use super::links::parse_task_id;
 use super::list::schedule;
+use crate::console::alerts::{alert_section, rule_in_force, LATEST_ALERTS};
 use crate::console::filters;
 use crate::console::layout::pretty_json;
 use crate::console::layout::{
     self, action_button, maybe_time, none, page, scrolling, stored_time, task_state, Section,
 };
-use crate::console::paths::{group_href, task_href};
+use crate::console::paths::{group_href, scene_href, task_href};
 use crate::console::session::{csrf_field, Visitor};
 use crate::console::{html as respond, runs, ConsoleError};
 use crate::cron::{CronSchedule, Fire};
 use crate::run::TaskId;
 use crate::service::task_details::TaskDetails;
 use crate::store::models::{Instance, Task, TaskStatus};
+use crate::store::queries::alerts::AlertFilter;
 use crate::store::queries::Page;
 use crate::web::ApiState;
 
@@ -72,8 +74,26 @@ pub(super) async fn task_page(
         limit: LATEST_RUNS,
         offset: 0,
     };
-    let (runs, total) = service.task_instances(id, latest).await?;
-    let page = detail_page(visitor, &details, &runs, total, service.now(), forms);
+    let alerts = AlertFilter {
+        task: Some(id),
+        ..AlertFilter::default()
+    };
+    let (runs, scene_rule, last_alerts) = futures_util::join!(
+        service.task_instances(id, latest),
+        service.scene_alerts(details.task.scene.clone()),
+        service.alerts(alerts, LATEST_ALERTS),
+    );
+    let ((runs, total), scene_rule) = (runs?, scene_rule?);
+    let rule = rule_in_force(None, scene_rule.as_ref(), service.default_alert_rule());
+    let alerts = alert_section(rule, &last_alerts?, ("task", &id.to_string()));
+    let page = detail_page(
+        visitor,
+        &details,
+        (&runs, total),
+        alerts,
+        service.now(),
+        forms,
+    );
     Ok(respond(status, page))
 }
 
@@ -93,11 +113,13 @@ pub(super) async fn refused(
     task_page(state, visitor, id, &forms, status).await
 }
 
+/// A task's page: `(latest, total)` its latest runs and how many it has, `alerts` its alerts
+/// section.
 fn detail_page(
     visitor: &Visitor,
     details: &TaskDetails,
-    latest: &[Instance],
-    total: i64,
+    (latest, total): (&[Instance], i64),
+    alerts: Markup,
     now: DateTime<Utc>,
     forms: &Forms,
 ) -> Markup {
@@ -127,6 +149,7 @@ fn detail_page(
                 }
             }
             (runs::run_table(latest, None))
+            (alerts)
         },
     )
 }
@@ -181,13 +204,13 @@ fn definition(details: &TaskDetails) -> Markup {
         dl.fields {
             dt { "Id" } dd { (task.id) }
             dt { "Name" } dd { (task.name) }
-            dt { "Scene" } dd { (task.scene) }
+            dt { "Scene" } dd { a href=(scene_href(&task.scene)) { (task.scene) } }
             dt { "Status" }
             dd {
                 (task_state(task.status, details.scene_paused))
                 @if details.scene_paused {
                     " Its scene is paused: it fires again when "
-                    a href="/console/scenes" { "the scene" }
+                    a href=(scene_href(&task.scene)) { "the scene" }
                     " is resumed (and it is enabled)."
                 }
             }

@@ -644,6 +644,8 @@ pub async fn settle(
 #[derive(Debug, Clone, Default)]
 pub struct AlertFilter {
     pub task: Option<TaskId>,
+    /// Only alerts about this scene's tasks.
+    pub scene: Option<String>,
     pub status: Option<AlertStatus>,
     /// Older than this (the last row of the page before): `(created_at, id, channel)`.
     pub before: Option<(NaiveDateTime, String, String)>,
@@ -659,6 +661,9 @@ pub async fn list(
         let mut query = a::ax_alert.select(AlertRow::as_select()).into_boxed();
         if let Some(task) = filter.task {
             query = query.filter(a::task_id.eq(task));
+        }
+        if let Some(scene) = &filter.scene {
+            query = query.filter(a::scene.eq(scene.clone()));
         }
         if let Some(status) = filter.status {
             query = query.filter(a::status.eq(status));
