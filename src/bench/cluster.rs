@@ -32,6 +32,20 @@ pub struct ClusterSpec {
     pub instances: u32,
     /// Where the config file and the log files go.
     pub dir: PathBuf,
+    /// With `--alerts`: the webhook every event alerts to.
+    pub alerts_url: Option<String>,
+}
+
+/// The processes' config file: empty, or one webhook channel in the default rule for every
+/// event.
+fn config_file(alerts_url: Option<&str>) -> String {
+    match alerts_url {
+        None => "# ax bench: built-in defaults\n{}\n".into(),
+        Some(url) => format!(
+            "# ax bench --alerts\nalerts:\n  channels:\n    - {{name: bench, kind: webhook, \
+             url: \"{url}\"}}\n  default:\n    channels: [bench]\n"
+        ),
+    }
 }
 
 /// One ax child process.
@@ -52,9 +66,9 @@ impl Cluster {
     /// Spawns every ax process and waits until each answers `/healthz`.
     pub async fn start(spec: &ClusterSpec) -> anyhow::Result<Cluster> {
         let config = spec.dir.join("ax.yaml");
-        // An empty config file: ax's built-in defaults, whatever `config/ax.yaml` of the
-        // current directory says; the environment below sets the rest.
-        std::fs::write(&config, "# ax bench: built-in defaults\n{}\n")
+        // Built-in defaults, whatever `config/ax.yaml` of the current directory says (but the
+        // alerts of `--alerts`); the environment below sets the rest.
+        std::fs::write(&config, config_file(spec.alerts_url.as_deref()))
             .with_context(|| format!("cannot write {}", config.display()))?;
         let mut cluster = Cluster {
             processes: Vec::new(),

@@ -39,6 +39,8 @@ pub struct Counters {
     pub callbacks_ok: AtomicU64,
     /// Callbacks refused by ax or not sent.
     pub callback_errors: AtomicU64,
+    /// Alerts posted to `/alerts` (`--alerts`), at any time.
+    pub alerts_received: AtomicU64,
 }
 
 /// State shared by the executor's worker threads.
@@ -106,6 +108,7 @@ impl MockExecutor {
             App::new()
                 .app_data(state.clone())
                 .app_data(web::Data::new(client))
+                .route("/alerts", web::post().to(take_alert))
                 .default_service(web::to(handle_run))
         })
         .workers(WORKERS)
@@ -140,6 +143,12 @@ impl MockExecutor {
             .map(|base| format!("{base}/api/callback"))
             .collect();
         let _ = self.shared.callback_urls.set(urls);
+    }
+
+    /// Where `--alerts` sends the alerts: counted apart from the runs.
+    pub fn alerts_url(&self) -> String {
+        let base = self.bases.first().map_or("", String::as_str);
+        format!("{base}alerts")
     }
 
     /// The scheduled seconds `[start, end)` whose runs the counters count.
@@ -198,6 +207,15 @@ fn parse_run(body: &[u8], received_at_us: i64) -> Option<(Delivery, String)> {
         received_at_us,
     };
     Some((delivery, run.callback_token.to_string()))
+}
+
+/// An alert ax sent (`--alerts`): counted, nothing else.
+async fn take_alert(shared: web::Data<Shared>) -> HttpResponse {
+    shared
+        .counters
+        .alerts_received
+        .fetch_add(1, Ordering::Relaxed);
+    HttpResponse::Ok().finish()
 }
 
 async fn handle_run(

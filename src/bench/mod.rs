@@ -116,6 +116,10 @@ pub struct Args {
     /// is removed unless the logs have warnings.
     #[arg(long)]
     pub keep: bool,
+    /// Turn alerts on: one webhook channel (the mock executor's `/alerts`) in the default rule
+    /// for every event, so with --fail-rate the failures alert as in production.
+    #[arg(long)]
+    pub alerts: bool,
 }
 
 fn parse_period(text: &str) -> Result<u32, String> {
@@ -263,6 +267,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         redis_url: args.redis.then(|| REDIS_URL.to_string()),
         instances: args.instances,
         dir: dir.to_path_buf(),
+        alerts_url: args.alerts.then(|| executor.alerts_url()),
     };
     let mut cluster = Cluster::start(&spec).await?;
     executor.set_callback_targets(&cluster.base_urls());
@@ -368,6 +373,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         callbacks_ok: load(&counters.callbacks_ok),
         callback_errors: load(&counters.callback_errors),
         bad_requests: load(&counters.bad_requests),
+        alerts_received: load(&counters.alerts_received),
         ax_log_warnings,
         ax_clean_exit,
         registration_secs: round1(registration_secs),

@@ -36,6 +36,7 @@ The report: one JSON line on stdout, with these keys.
   callbacks_ok            callbacks ax accepted
   callback_errors         callbacks refused by ax or not sent
   bad_requests            requests to the executor that were not a run
+  alerts_received         with --alerts: alerts the channel (the executor's /alerts) received
   ax_log_warnings         WARN and ERROR lines in the ax logs (the no-token notice aside)
   ax_clean_exit           every ax process exited 0 on SIGTERM in time
   registration_secs       registering the tasks (bulk calls of 1,000, then reading their ids)
@@ -92,6 +93,8 @@ pub struct Report {
     pub callbacks_ok: u64,
     pub callback_errors: u64,
     pub bad_requests: u64,
+    /// With `--alerts`: alerts the mock channel received, at any time.
+    pub alerts_received: u64,
     /// WARN and ERROR lines in the ax logs.
     pub ax_log_warnings: usize,
     /// Every ax process exited 0 on SIGTERM within the stop timeout.

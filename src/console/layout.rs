@@ -163,11 +163,15 @@ pub fn alert_badge(status: AlertStatus) -> Markup {
 pub fn event_badge(event: AlertEvent) -> Markup {
     let tone = match event {
         AlertEvent::Resolved => Tone::Good,
-        AlertEvent::Missed | AlertEvent::Skipped => Tone::Warn,
+        AlertEvent::Missed | AlertEvent::Skipped | AlertEvent::Lag => Tone::Warn,
         AlertEvent::Test => Tone::Idle,
-        AlertEvent::Failed | AlertEvent::UpstreamFailed | AlertEvent::DependencyTimeout => {
-            Tone::Bad
-        }
+        AlertEvent::Failed
+        | AlertEvent::UpstreamFailed
+        | AlertEvent::DependencyTimeout
+        | AlertEvent::MemberUnhealthy
+        | AlertEvent::ProcessLeft
+        | AlertEvent::StoreUnreachable
+        | AlertEvent::RedisUnreachable => Tone::Bad,
     };
     html! { span class=(tone.class()) { (event.as_str()) } }
 }

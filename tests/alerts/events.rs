@@ -186,7 +186,9 @@ async fn redis_and_store_outages_alert_and_resolve() {
         )],
     );
     config.store.url = store.url_through(&mysql);
-    config.redis.url = Some(format!("redis://{}/12", redis.addr));
+    // This binary's own Redis database, reached through the proxy.
+    let database = redis_url().rsplit('/').next().unwrap_or("0").to_string();
+    config.redis.url = Some(format!("redis://{}/{database}", redis.addr));
     config.alerts.outage_secs = 5;
     let ax = start_ax(&config).await;
 

@@ -3,6 +3,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod crash;
 mod email;
 mod events;
 mod webhook;

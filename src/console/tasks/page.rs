@@ -84,7 +84,8 @@ pub(super) async fn task_page(
         service.alerts(alerts, LATEST_ALERTS),
     );
     let ((runs, total), scene_rule) = (runs?, scene_rule?);
-    let rule = rule_in_force(None, scene_rule.as_ref(), service.default_alert_rule());
+    let own_rule = details.task.alerts.as_ref();
+    let rule = rule_in_force(own_rule, scene_rule.as_ref(), service.default_alert_rule());
     let alerts = alert_section(rule, &last_alerts?, ("task", &id.to_string()));
     let page = detail_page(
         visitor,
@@ -234,6 +235,13 @@ fn definition(details: &TaskDetails) -> Markup {
             }
             dt { "Overlap" } dd { (task.overlap.as_str()) }
             dt { "Jitter" } dd { (task.jitter_secs) " s" }
+            dt { "Lag alert" }
+            dd {
+                @match task.alert_lag_ms {
+                    Some(ms) => { "LAG when first dispatched over " (ms) " ms late" }
+                    None => { (none()) }
+                }
+            }
             dt { "Labels" }
             dd {
                 @if task.labels.is_empty() { (none()) }
