@@ -103,6 +103,9 @@ pub enum AlertsCommand {
         /// Only this task's alerts.
         #[arg(long)]
         task: Option<i64>,
+        /// Only the alerts of this scene's tasks.
+        #[arg(long)]
+        scene: Option<String>,
         /// pending, sent, folded or failed.
         #[arg(long)]
         status: Option<String>,
@@ -248,11 +251,13 @@ pub fn alerts(conn: Connection, command: AlertsCommand) -> ExitCode {
     let (call, shape) = match command {
         AlertsCommand::List {
             task,
+            scene,
             status,
             limit,
         } => (
             Call::new("GET", "/api/alerts".into())
                 .with("task", task.map(|t| t.to_string()))
+                .with("scene", scene)
                 .with("status", status)
                 .with("limit", Some(limit.to_string())),
             Shape::Alerts,

@@ -3,6 +3,7 @@
 //! channel that hangs holds only its own send, for at most the send timeout). What an alert
 //! says is `crate::alerting`'s; which rows are due and how a send settles is the store's.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use crate::metrics::metrics;
 use crate::notify::email::{self, Mail};
 use crate::security::{sign_dispatch, Allowlist, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::store::from_db;
-use crate::store::queries::alerts::{self, AlertRow, SendOutcome};
+use crate::store::queries::alerts::{self, AlertRow};
 
 /// Most alerts one process sends at once.
 const SEND_BATCH: i64 = 50;
@@ -281,11 +282,17 @@ async fn round(
             })
         })
         .await?;
-    let sends = due.into_iter().map(|row| async move {
-        let outcome = match send(settings, client, secret, &row).await {
+    let sends = due.iter().map(|row| async move {
+        let sent = send(settings, client, secret, row).await;
+        (row, sent)
+    });
+    let outcomes = futures_util::future::join_all(sends).await;
+    let mut sent: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (row, outcome) in outcomes {
+        match outcome {
             Ok(()) => {
                 metrics().alerts_sent.fetch_add(1, Ordering::Relaxed);
-                SendOutcome::Sent
+                sent.entry(&row.channel).or_default().push(&row.id);
             }
             Err(error) => {
                 let now = Utc::now();
@@ -295,21 +302,35 @@ async fn round(
                     metrics().alerts_failed.fetch_add(1, Ordering::Relaxed);
                 }
                 log::warn!("alert {} on {}: {error}", row.id, row.channel);
-                SendOutcome::Failed { error, retry_at }
+                let (id, channel, claimant) = (
+                    row.id.clone(),
+                    row.channel.clone(),
+                    settings.claimant.clone(),
+                );
+                store
+                    .query(move |conn| {
+                        boxed(async move {
+                            let key = (id.as_str(), channel.as_str());
+                            alerts::settle_failed(conn, key, &claimant, (&error, retry_at)).await
+                        })
+                    })
+                    .await?;
             }
-        };
+        }
+    }
+    // The sent ones settle in a statement per channel.
+    for (channel, ids) in sent {
+        let channel = channel.to_string();
+        let ids: Vec<String> = ids.into_iter().map(str::to_string).collect();
         let claimant = settings.claimant.clone();
         store
             .query(move |conn| {
                 boxed(async move {
-                    let key = (row.id.as_str(), row.channel.as_str());
-                    alerts::settle(conn, key, &claimant, &outcome, Utc::now()).await
+                    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                    alerts::settle_sent(conn, &channel, &ids, &claimant, Utc::now()).await
                 })
             })
-            .await
-    });
-    for settled in futures_util::future::join_all(sends).await {
-        settled?;
+            .await?;
     }
     Ok(())
 }

@@ -42,7 +42,10 @@ pub enum Verdict {
 impl FoldState {
     /// Takes an event at `at` under `rule`.
     pub fn on_event(&mut self, rule: &AlertRule, at: DateTime<Utc>) -> Verdict {
-        if self.silent_until.is_some_and(|until| at < until) {
+        // No silence at all with 0: an event finished out of order (before the one that
+        // alerted) alerts too.
+        let silenced = rule.silence_secs > 0 && self.silent_until.is_some_and(|until| at < until);
+        if silenced {
             self.folded += 1;
             self.folded_since.get_or_insert(at);
             return Verdict::Folded;
@@ -95,6 +98,23 @@ mod tests {
 
     fn at(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + secs, 0).expect("time")
+    }
+
+    #[test]
+    fn without_a_silence_every_event_alerts_even_out_of_order() {
+        let (rule, mut state) = (rule(1, 60, 0), FoldState::default());
+        assert!(matches!(
+            state.on_event(&rule, at(10)),
+            Verdict::Alert { .. }
+        ));
+        assert!(matches!(
+            state.on_event(&rule, at(9)),
+            Verdict::Alert { .. }
+        ));
+        assert!(matches!(
+            state.on_event(&rule, at(10)),
+            Verdict::Alert { .. }
+        ));
     }
 
     fn rule(threshold: u32, window_secs: i64, silence_secs: i64) -> AlertRule {

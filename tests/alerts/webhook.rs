@@ -193,6 +193,19 @@ async fn a_failing_task_alerts_once_and_resolves(store: TestStore) {
         text.starts_with("CREATED") && text.contains("RESOLVED") && text.contains("team-slack"),
         "{text}"
     );
+    let by_scene = cli(&["alerts", "list", "--scene", "alerts", "--status", "sent"])
+        .await
+        .expect("cli");
+    let text = String::from_utf8_lossy(&by_scene.stdout);
+    assert!(
+        by_scene.status.success() && text.contains("RESOLVED"),
+        "{text}"
+    );
+    let elsewhere = cli(&["alerts", "list", "--scene", "elsewhere"])
+        .await
+        .expect("cli");
+    let text = String::from_utf8_lossy(&elsewhere.stdout);
+    assert!(!text.contains("RESOLVED"), "{text}");
     let tested = cli(&["alerts", "test", "ops-hook"]).await.expect("cli");
     assert!(tested.status.success(), "{tested:?}");
     let refused = cli(&["alerts", "test", "nope"]).await.expect("cli");

@@ -23,6 +23,8 @@ use crate::with_conn;
 
 /// Most run ends one fold takes.
 const FOLD_BATCH: i64 = 500;
+/// Most rows one multi-row insert writes.
+const INSERT_CHUNK: usize = 100;
 
 /// An outbox row: one alert on one channel.
 #[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable, Insertable)]
@@ -172,19 +174,22 @@ pub async fn fold(
                 .select(Queued::as_select())
                 .load(c)
                 .await)?;
-            let Some(last) = queued.last().map(|event| event.id) else {
+            if queued.is_empty() {
                 return Ok(0);
-            };
+            }
             let facts = task_facts(conn, &queued).await?;
-            let mut states: HashMap<(String, AlertEvent), FoldState> = HashMap::new();
+            let asks: Vec<(&Queued, Asked)> = queued
+                .iter()
+                .filter_map(|event| Some((event, asked(event, &facts, &default_rule)?)))
+                .collect();
+            let keys: Vec<&str> = asks.iter().map(|(_, a)| a.subject.key.as_str()).collect();
+            let stored = load_states(conn, &keys).await?;
+            let mut states = stored.clone();
             let mut rows = Vec::new();
-            for event in &queued {
-                let Some(asked) = asked(event, &facts, &default_rule) else {
-                    continue;
-                };
+            for (event, asked) in &asks {
                 let key = asked.subject.key.clone();
                 if asked.resolves {
-                    let resolved = resolve(conn, &key, asked.keep, &mut states).await?;
+                    let resolved = resolve(&key, asked.keep, &mut states);
                     if resolved && asked.rule.wants(AlertEvent::Resolved) {
                         let verdict = Verdict::Alert {
                             count: 1,
@@ -199,21 +204,35 @@ pub async fn fold(
                     if !asked.rule.wants(kind) {
                         continue;
                     }
-                    let state = fold_state(conn, &key, kind, &mut states).await?;
+                    let state = states.entry((key.clone(), kind)).or_default();
                     let verdict = state.on_event(asked.rule, from_db(event.at));
                     let made = (kind, &verdict);
                     rows.extend(outbox_rows(event, &asked.subject, made, asked.rule, now));
                 }
             }
-            save_states(conn, &states).await?;
-            for row in rows {
-                with_conn!(conn, |c| diesel::insert_or_ignore_into(a::ax_alert)
-                    .values(&row)
-                    .execute(c)
-                    .await)?;
+            save_states(conn, &stored, &states).await?;
+            // MariaDB takes many rows a statement; SQLite (no round trip) one by one.
+            match conn {
+                Conn::Mysql(c) => {
+                    for chunk in rows.chunks(INSERT_CHUNK) {
+                        diesel::insert_or_ignore_into(a::ax_alert)
+                            .values(chunk)
+                            .execute(&mut **c)
+                            .await?;
+                    }
+                }
+                Conn::Sqlite(c) => {
+                    for row in &rows {
+                        diesel::insert_or_ignore_into(a::ax_alert)
+                            .values(row)
+                            .execute(&mut **c)
+                            .await?;
+                    }
+                }
             }
             with_conn!(conn, |c| diesel::delete(
-                e::ax_alert_event.filter(e::id.le(last))
+                // The ones read, not a range: a run's end given a lower id may commit later.
+                e::ax_alert_event.filter(e::id.eq_any(queued.iter().map(|event| event.id)))
             )
             .execute(c)
             .await)?;
@@ -334,43 +353,23 @@ async fn task_facts(
         .collect())
 }
 
-/// The fold state of (`subject`, `event`), read once per fold.
-async fn fold_state<'s>(
-    conn: &mut Conn,
-    subject: &str,
-    event: AlertEvent,
-    states: &'s mut HashMap<(String, AlertEvent), FoldState>,
-) -> Result<&'s mut FoldState, StoreError> {
-    let key = (subject.to_string(), event);
-    if !states.contains_key(&key) {
-        let state = load_states(conn, subject, Some(event)).await?;
-        let state = state.into_iter().next().map(|(_, state)| state);
-        states.insert(key.clone(), state.unwrap_or_default());
-    }
-    Ok(states.entry(key).or_default())
-}
-
 /// A success of `subject`: every alerted event of it but `keep` resolves (and starts
 /// over). Whether any was alerted.
-async fn resolve(
-    conn: &mut Conn,
-    subject: &str,
-    keep: Option<AlertEvent>,
-    states: &mut HashMap<(String, AlertEvent), FoldState>,
-) -> Result<bool, StoreError> {
-    for (event, state) in load_states(conn, subject, None).await? {
-        states.entry((subject.to_string(), event)).or_insert(state);
-    }
+fn resolve(subject: &str, keep: Option<AlertEvent>, states: &mut FoldStates) -> bool {
     let mut resolved = false;
     for ((of, event), state) in states.iter_mut() {
         if of == subject && Some(*event) != keep && state.on_success() {
             resolved = true;
         }
     }
-    Ok(resolved)
+    resolved
 }
 
+/// Fold states by (subject, event).
+type FoldStates = HashMap<(String, AlertEvent), FoldState>;
+
 type FoldRow = (
+    String,
     AlertEvent,
     Option<NaiveDateTime>,
     i32,
@@ -380,73 +379,114 @@ type FoldRow = (
     i32,
 );
 
-async fn load_states(
-    conn: &mut Conn,
-    subject: &str,
-    event: Option<AlertEvent>,
-) -> Result<Vec<(AlertEvent, FoldState)>, StoreError> {
-    let rows: Vec<FoldRow> = with_conn!(conn, |c| {
-        let mut query = f::ax_alert_fold
-            .filter(f::subject.eq(subject))
-            .select((
-                f::event,
-                f::window_start,
-                f::window_count,
-                f::silent_until,
-                f::folded,
-                f::folded_since,
-                f::alerted,
-            ))
-            .into_boxed();
-        if let Some(event) = event {
-            query = query.filter(f::event.eq(event));
-        }
-        query.load(c).await
-    })?;
+/// The stored fold states of these subjects, in one query.
+async fn load_states(conn: &mut Conn, subjects: &[&str]) -> Result<FoldStates, StoreError> {
+    let rows: Vec<FoldRow> = with_conn!(conn, |c| f::ax_alert_fold
+        .filter(f::subject.eq_any(subjects))
+        .select((
+            f::subject,
+            f::event,
+            f::window_start,
+            f::window_count,
+            f::silent_until,
+            f::folded,
+            f::folded_since,
+            f::alerted,
+        ))
+        .load(c)
+        .await)?;
     let count = |n: i32| u32::try_from(n).unwrap_or(0);
     Ok(rows
         .into_iter()
-        .map(|(event, start, n, until, folded, since, alerted)| {
-            let state = FoldState {
-                window_start: start.map(from_db),
-                window_count: count(n),
-                silent_until: until.map(from_db),
-                folded: count(folded),
-                folded_since: since.map(from_db),
-                alerted: alerted != 0,
-            };
-            (event, state)
-        })
+        .map(
+            |(subject, event, start, n, until, folded, since, alerted)| {
+                let state = FoldState {
+                    window_start: start.map(from_db),
+                    window_count: count(n),
+                    silent_until: until.map(from_db),
+                    folded: count(folded),
+                    folded_since: since.map(from_db),
+                    alerted: alerted != 0,
+                };
+                ((subject, event), state)
+            },
+        )
         .collect())
 }
 
+/// A fold state written for the first time.
+#[derive(Insertable)]
+#[diesel(table_name = crate::store::schema::ax_alert_fold)]
+struct NewFoldRow<'s> {
+    subject: &'s str,
+    event: AlertEvent,
+    window_start: Option<NaiveDateTime>,
+    window_count: i32,
+    silent_until: Option<NaiveDateTime>,
+    folded: i32,
+    folded_since: Option<NaiveDateTime>,
+    alerted: i32,
+}
+
+/// Writes the states that changed from `stored`: an update each, the new ones in one insert.
 async fn save_states(
     conn: &mut Conn,
-    states: &HashMap<(String, AlertEvent), FoldState>,
+    stored: &FoldStates,
+    states: &FoldStates,
 ) -> Result<(), StoreError> {
-    for ((subject, event), state) in states {
-        let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
-        let values = (
+    let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    let values = |state: &FoldState| {
+        (
             f::window_start.eq(state.window_start.map(to_db)),
             f::window_count.eq(count(state.window_count)),
             f::silent_until.eq(state.silent_until.map(to_db)),
             f::folded.eq(count(state.folded)),
             f::folded_since.eq(state.folded_since.map(to_db)),
             f::alerted.eq(i32::from(state.alerted)),
-        );
-        let updated = with_conn!(conn, |c| diesel::update(
-            f::ax_alert_fold
-                .filter(f::subject.eq(subject))
-                .filter(f::event.eq(event))
         )
-        .set(values)
-        .execute(c)
-        .await)?;
-        if updated == 0 {
-            with_conn!(conn, |c| diesel::insert_into(f::ax_alert_fold)
-                .values((f::subject.eq(subject), f::event.eq(event), values))
+    };
+    let mut new: Vec<NewFoldRow> = Vec::new();
+    for ((subject, event), state) in states {
+        match stored.get(&(subject.clone(), *event)) {
+            Some(before) if before == state => {}
+            Some(_) => {
+                with_conn!(conn, |c| diesel::update(
+                    f::ax_alert_fold
+                        .filter(f::subject.eq(subject))
+                        .filter(f::event.eq(event))
+                )
+                .set(values(state))
                 .execute(c)
                 .await)?;
+            }
+            None => new.push(NewFoldRow {
+                subject,
+                event: *event,
+                window_start: state.window_start.map(to_db),
+                window_count: count(state.window_count),
+                silent_until: state.silent_until.map(to_db),
+                folded: count(state.folded),
+                folded_since: state.folded_since.map(to_db),
+                alerted: i32::from(state.alerted),
+            }),
+        }
+    }
+    match conn {
+        Conn::Mysql(c) => {
+            for chunk in new.chunks(INSERT_CHUNK) {
+                diesel::insert_into(f::ax_alert_fold)
+                    .values(chunk)
+                    .execute(&mut **c)
+                    .await?;
+            }
+        }
+        Conn::Sqlite(c) => {
+            for row in &new {
+                diesel::insert_into(f::ax_alert_fold)
+                    .values(row)
+                    .execute(&mut **c)
+                    .await?;
+            }
         }
     }
     Ok(())
@@ -565,78 +605,91 @@ pub async fn claim_due(
         .select((a::id, a::channel))
         .load(c)
         .await)?;
-    let mut claimed = Vec::with_capacity(due.len());
-    for (id, channel) in due {
-        // Of two processes that saw the row due, the one whose UPDATE finds it so takes it.
-        let won = with_conn!(conn, |c| diesel::update(
-            a::ax_alert
-                .filter(a::id.eq(&id))
-                .filter(a::channel.eq(&channel))
-                .filter(a::status.eq(AlertStatus::Pending))
-                .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
-        )
-        .set((a::claimant.eq(claimant), a::claimed_until.eq(to_db(until)),))
-        .execute(c)
-        .await)?;
-        if won == 1 {
-            claimed.push(with_conn!(conn, |c| a::ax_alert
-                .filter(a::id.eq(&id))
-                .filter(a::channel.eq(&channel))
-                .select(AlertRow::as_select())
-                .first(c)
-                .await)?);
-        }
+    if due.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(claimed)
+    let ids: Vec<&str> = due.iter().map(|(id, _)| id.as_str()).collect();
+    let mut channels: Vec<&str> = due.iter().map(|(_, channel)| channel.as_str()).collect();
+    channels.sort_unstable();
+    channels.dedup();
+    let until = to_db(until);
+    // Of two processes that saw a row due, the one whose UPDATE finds it so takes it: the
+    // rows this one holds with this claim's expiry are the ones it won.
+    with_conn!(conn, |c| diesel::update(
+        a::ax_alert
+            .filter(a::id.eq_any(&ids))
+            .filter(a::channel.eq_any(&channels))
+            .filter(a::status.eq(AlertStatus::Pending))
+            .filter(a::next_try_at.le(now))
+            .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
+    )
+    .set((a::claimant.eq(claimant), a::claimed_until.eq(until)))
+    .execute(c)
+    .await)?;
+    Ok(with_conn!(conn, |c| a::ax_alert
+        .filter(a::id.eq_any(&ids))
+        .filter(a::claimant.eq(claimant))
+        .filter(a::claimed_until.eq(until))
+        .select(AlertRow::as_select())
+        .load(c)
+        .await)?)
 }
 
-/// How a claimed send ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendOutcome {
-    Sent,
-    /// Failed; tried again at `retry_at`, or given up (`None`).
-    Failed {
-        error: String,
-        retry_at: Option<DateTime<Utc>>,
-    },
+/// Settles the alerts sent on `channel` (by id), if `claimant` still holds them: one
+/// statement.
+pub async fn settle_sent(
+    conn: &mut Conn,
+    channel: &str,
+    ids: &[&str],
+    claimant: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    with_conn!(conn, |c| diesel::update(
+        a::ax_alert
+            .filter(a::channel.eq(channel))
+            .filter(a::id.eq_any(ids))
+            .filter(a::claimant.eq(claimant))
+    )
+    .set((
+        a::status.eq(AlertStatus::Sent),
+        a::tries.eq(a::tries + 1),
+        a::next_try_at.eq(None::<NaiveDateTime>),
+        a::last_error.eq(None::<String>),
+        a::sent_at.eq(Some(to_db(now))),
+        a::claimed_until.eq(None::<NaiveDateTime>),
+    ))
+    .execute(c)
+    .await)?;
+    Ok(())
 }
 
-/// Settles a claimed alert, if `claimant` still holds it.
-pub async fn settle(
+/// Settles a claimed alert that failed, if `claimant` still holds it: tried again at
+/// `retry_at`, or given up (`None`).
+pub async fn settle_failed(
     conn: &mut Conn,
     (id, channel): (&str, &str),
     claimant: &str,
-    outcome: &SendOutcome,
-    now: DateTime<Utc>,
+    (error, retry_at): (&str, Option<DateTime<Utc>>),
 ) -> Result<(), StoreError> {
-    let target = a::ax_alert
-        .filter(a::id.eq(id))
-        .filter(a::channel.eq(channel))
-        .filter(a::claimant.eq(claimant));
-    let (status, next_try, error, sent) = match outcome {
-        SendOutcome::Sent => (AlertStatus::Sent, None, None, Some(to_db(now))),
-        SendOutcome::Failed { error, retry_at } => (
-            if retry_at.is_some() {
-                AlertStatus::Pending
-            } else {
-                AlertStatus::Failed
-            },
-            retry_at.map(to_db),
-            Some(error.clone()),
-            None,
-        ),
+    let status = match retry_at {
+        Some(_) => AlertStatus::Pending,
+        None => AlertStatus::Failed,
     };
-    with_conn!(conn, |c| diesel::update(target)
-        .set((
-            a::status.eq(status),
-            a::tries.eq(a::tries + 1),
-            a::next_try_at.eq(next_try),
-            a::last_error.eq(&error),
-            a::sent_at.eq(sent),
-            a::claimed_until.eq(None::<NaiveDateTime>),
-        ))
-        .execute(c)
-        .await)?;
+    with_conn!(conn, |c| diesel::update(
+        a::ax_alert
+            .filter(a::id.eq(id))
+            .filter(a::channel.eq(channel))
+            .filter(a::claimant.eq(claimant))
+    )
+    .set((
+        a::status.eq(status),
+        a::tries.eq(a::tries + 1),
+        a::next_try_at.eq(retry_at.map(to_db)),
+        a::last_error.eq(Some(error)),
+        a::claimed_until.eq(None::<NaiveDateTime>),
+    ))
+    .execute(c)
+    .await)?;
     Ok(())
 }
 
