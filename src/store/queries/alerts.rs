@@ -1,5 +1,5 @@
 //! Alerts in the store: the queue of run ends the database's triggers record, folded into the
-//! outbox by the rules (one folder at a time over every ax process, holding the alert state
+//! outbox by the rules (one folder at a time over every ax process, holding the fold lock
 //! row's lock), and the outbox's rows claimed, sent and settled by the senders.
 
 use std::collections::HashMap;
@@ -23,6 +23,8 @@ use crate::with_conn;
 
 /// Most run ends one fold takes.
 const FOLD_BATCH: i64 = 500;
+/// The `ax_alert_state` row a folder locks for its transaction.
+const FOLD_LOCK_ROW: i32 = 2;
 /// Most rows one multi-row insert writes.
 const INSERT_CHUNK: usize = 100;
 
@@ -161,9 +163,10 @@ pub async fn fold(
     let (folder, default_rule) = (folder.to_string(), default_rule.clone());
     conn.transaction(move |conn| {
         Box::pin(async move {
-            // The state row's lock makes folders take turns (and SQLite's write lock).
+            // The fold lock row makes folders take turns (and SQLite's write lock); not row 1,
+            // which every run's end reads.
             with_conn!(conn, |c| diesel::update(
-                s::ax_alert_state.filter(s::id.eq(1))
+                s::ax_alert_state.filter(s::id.eq(FOLD_LOCK_ROW))
             )
             .set((s::folded_by.eq(&folder), s::folded_at.eq(to_db(now))))
             .execute(c)
