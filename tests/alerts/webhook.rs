@@ -12,18 +12,7 @@ use crate::common::{
     config, start_ax, unique_name, Api, Executor, Received, Reply, TestStore, SECRET,
 };
 
-pub fn channel(name: &str, kind: ChannelKind, url: String) -> Channel {
-    Channel {
-        name: name.into(),
-        kind,
-        url: Some(url),
-        template: None,
-        smtp: None,
-        to: Vec::new(),
-        from: None,
-        ca_file: None,
-    }
-}
+pub use crate::common::alert_channel as channel;
 
 pub fn with_channels(store: &TestStore, channels: Vec<Channel>) -> Config {
     let mut config = config(store, false, &unique_name("alerts"));

@@ -109,19 +109,29 @@ pub fn config(store: &TestStore, redis: bool, instance_id: &str) -> Config {
     config
 }
 
-/// `config` with one webhook channel, `ops-hook`, posting to `url`, the channel of the
-/// default rule: failing tasks alert for real.
-pub fn with_webhook(mut config: Config, url: String) -> Config {
-    config.alerts.channels = vec![ax::alerting::Channel {
-        name: "ops-hook".into(),
-        kind: ax::alerting::ChannelKind::Webhook,
+/// An alert channel of `kind` named `name`, posting to `url`.
+pub fn alert_channel(
+    name: &str,
+    kind: ax::alerting::ChannelKind,
+    url: String,
+) -> ax::alerting::Channel {
+    ax::alerting::Channel {
+        name: name.into(),
+        kind,
         url: Some(url),
         template: None,
         smtp: None,
         to: Vec::new(),
         from: None,
         ca_file: None,
-    }];
+    }
+}
+
+/// `config` with one webhook channel, `ops-hook`, posting to `url`, the channel of the
+/// default rule: failing tasks alert for real.
+pub fn with_webhook(mut config: Config, url: String) -> Config {
+    let hook = alert_channel("ops-hook", ax::alerting::ChannelKind::Webhook, url);
+    config.alerts.channels = vec![hook];
     config.alerts.default_rule = ax::alerting::AlertRule {
         channels: vec!["ops-hook".into()],
         ..ax::alerting::AlertRule::default()
