@@ -1,7 +1,7 @@
 //! Threshold and folding, as PowerJob's: an alert when `threshold` events of one kind about
 //! one subject happen within the window; then silence for that (subject, event), the events
-//! in it folded and counted in the next alert; a resolution (the subject's first success
-//! after an alert) ends the silence. The state is plain values, kept by the store per
+//! in it folded and counted in the next alert. A resolution (the subject's first success
+//! after an alert) is told once; the silence outlives it, so flapping does not flood. The state is plain values, kept by the store per
 //! (subject, event), so every ax process folds alike and a restart forgets nothing.
 
 use chrono::{DateTime, Duration, Utc};
@@ -69,11 +69,12 @@ impl FoldState {
         verdict
     }
 
-    /// The subject succeeded (or came back): whether that resolves an alert. Either way its
-    /// window and silence start over.
+    /// The subject succeeded (or came back): whether that resolves an alert. Its window
+    /// starts over; its silence runs on, so a subject that flaps alerts once a silence, the
+    /// failures between folded into the next alert.
     pub fn on_success(&mut self) -> bool {
-        let resolved = self.alerted;
-        *self = FoldState::default();
+        let resolved = std::mem::take(&mut self.alerted);
+        (self.window_start, self.window_count) = (None, 0);
         resolved
     }
 }
@@ -165,17 +166,28 @@ mod tests {
     }
 
     #[test]
-    fn a_success_resolves_an_alert_once_and_ends_its_silence() {
+    fn a_success_resolves_an_alert_once_and_a_flap_folds_into_the_silence() {
         let rule = rule(1, 300, 1800);
         let mut state = FoldState::default();
         assert!(!state.on_success(), "nothing to resolve");
         state.on_event(&rule, at(0));
         assert!(state.on_success());
         assert!(!state.on_success(), "resolved once");
-        assert!(matches!(
-            state.on_event(&rule, at(10)),
-            Verdict::Alert { folded: 0, .. }
-        ));
+        assert_eq!(state.on_event(&rule, at(10)), Verdict::Folded);
+        assert!(
+            !state.on_success(),
+            "a folded failure was not told: nothing to resolve"
+        );
+        assert_eq!(
+            state.on_event(&rule, at(1800)),
+            Verdict::Alert {
+                count: 1,
+                folded: 1,
+                folded_since: Some(at(10))
+            },
+            "after the silence, the flap is told with its folded failure"
+        );
+        assert!(state.on_success());
     }
 
     #[test]

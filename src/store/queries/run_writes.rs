@@ -3,7 +3,10 @@
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::sql_types::{Integer, Nullable, Text, Timestamp};
+use diesel::QueryableByName;
 use diesel_async::RunQueryDsl;
+
+use super::alerts;
 
 use crate::run::{Change, Expect, RequestId, RunStatus, Write};
 use crate::store::{to_db, Conn, StoreError};
@@ -137,71 +140,144 @@ impl Shape {
 /// Most runs one statement writes.
 const ROWS_PER_STATEMENT: usize = 100;
 
+/// Binds `$binds` (a `&[Value]`) into the boxed `$query`, in order.
+macro_rules! bind_values {
+    ($query:expr, $binds:expr) => {{
+        let mut query = $query;
+        for value in $binds {
+            query = match value {
+                Value::Int(v) => query.bind::<Integer, _>(*v),
+                Value::Status(v) => query.bind::<Text, _>(*v),
+                Value::Text(v) => query.bind::<Text, _>(v.as_str()),
+                Value::OptText(v) => query.bind::<Nullable<Text>, _>(v.as_deref()),
+                Value::Time(v) => query.bind::<Timestamp, _>(*v),
+                Value::OptTime(v) => query.bind::<Nullable<Timestamp>, _>(*v),
+            };
+        }
+        query
+    }};
+}
+
+/// A run's id, as read back.
+#[derive(QueryableByName)]
+struct Id {
+    #[diesel(sql_type = Text)]
+    request_id: String,
+}
+
 /// Applies writes of one shape (see [`Shape`]), many to a statement; returns how many runs
-/// changed. A run whose row no longer meets its write's condition is left as it is.
+/// changed. A run whose row no longer meets its write's condition is left as it is. While
+/// alerts are on, the successes it writes are queued for the folder (see
+/// [`alerts::queue_successes`]) in the same transaction: the rows that will change are read
+/// and locked first, so only a success this write makes is queued.
 pub async fn apply(conn: &mut Conn, writes: &[(&RequestId, &Write)]) -> Result<usize, StoreError> {
+    let succeeds =
+        |(_, write): &&(&RequestId, &Write)| write.change.status == Some(RunStatus::Success);
+    let watch = writes.iter().any(|w| succeeds(&w)) && alerts::enabled(conn).await?;
     let mut changed = 0;
     for chunk in writes.chunks(ROWS_PER_STATEMENT) {
-        let (sql, binds) = statement(chunk);
+        let (condition, condition_binds) = condition(chunk);
+        let successes: Vec<String> = if watch && chunk.iter().any(|w| succeeds(&w)) {
+            let ids = changing(conn, &condition, &condition_binds).await?;
+            chunk
+                .iter()
+                .filter(|w| succeeds(w) && ids.contains(&w.0.to_string()))
+                .map(|(id, _)| id.to_string())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (set, mut binds) = assignments(chunk);
+        binds.extend(condition_binds);
+        let sql = format!("UPDATE ax_instance SET {set} WHERE {condition}");
         changed += with_conn!(conn, |c| {
-            let mut query = diesel::sql_query(sql.as_str()).into_boxed();
-            for value in &binds {
-                query = match value {
-                    Value::Int(v) => query.bind::<Integer, _>(*v),
-                    Value::Status(v) => query.bind::<Text, _>(*v),
-                    Value::Text(v) => query.bind::<Text, _>(v.as_str()),
-                    Value::OptText(v) => query.bind::<Nullable<Text>, _>(v.as_deref()),
-                    Value::Time(v) => query.bind::<Timestamp, _>(*v),
-                    Value::OptTime(v) => query.bind::<Nullable<Timestamp>, _>(*v),
-                };
-            }
-            query.execute(c).await
+            bind_values!(diesel::sql_query(sql.as_str()).into_boxed(), &binds)
+                .execute(c)
+                .await
         })?;
+        alerts::queue_successes(conn, &successes).await?;
     }
     Ok(changed)
 }
 
-/// The SQL and binds of one statement for writes of one shape: `col = ?` for a value every run
-/// shares, `col = CASE request_id WHEN ? THEN ? … END` for values that differ (and the same
-/// with each condition's comparison).
-fn statement(writes: &[(&RequestId, &Write)]) -> (String, Vec<Value>) {
-    let Some((_, first)) = writes.first() else {
-        return (String::new(), Vec::new());
+/// The runs that meet `condition`, locked (on MariaDB; SQLite's writer is alone) until the
+/// transaction ends, so the update that follows changes exactly these.
+async fn changing(
+    conn: &mut Conn,
+    condition: &str,
+    binds: &[Value],
+) -> Result<Vec<String>, StoreError> {
+    let lock = match conn {
+        Conn::Mysql(_) => " FOR UPDATE",
+        Conn::Sqlite(_) => "",
     };
-    let mut binds = Vec::new();
-    let columns = |pick: &dyn Fn(&Write) -> Vec<(&'static str, Value)>, binds: &mut Vec<Value>| {
-        let per_run: Vec<Vec<(&'static str, Value)>> =
-            writes.iter().map(|(_, w)| pick(w)).collect();
-        let names: Vec<&'static str> = per_run[0].iter().map(|(c, _)| *c).collect();
-        let mut parts = Vec::new();
-        for (k, name) in names.iter().enumerate() {
-            let value = &per_run[0][k].1;
-            // One value for every run (a status, a cleared column) is bound once.
-            if per_run.iter().all(|values| values[k].1 == *value) {
-                binds.push(value.clone());
-                parts.push(format!("{name} ?"));
-            } else {
-                for ((id, _), values) in writes.iter().zip(&per_run) {
-                    binds.push(Value::Text(id.to_string()));
-                    binds.push(values[k].1.clone());
-                }
-                let whens = "WHEN ? THEN ? ".repeat(writes.len());
-                parts.push(format!("{name} CASE request_id {whens}END"));
+    let sql = format!("SELECT request_id FROM ax_instance WHERE {condition}{lock}");
+    let ids: Vec<Id> = with_conn!(conn, |c| {
+        bind_values!(diesel::sql_query(sql.as_str()).into_boxed(), binds)
+            .load(c)
+            .await
+    })?;
+    Ok(ids.into_iter().map(|id| id.request_id).collect())
+}
+
+/// The columns a value per run (`col = CASE request_id WHEN ? THEN ? … END`) or one value for
+/// every run (`col = ?`) of `pick`, with their binds.
+fn per_run_columns(
+    writes: &[(&RequestId, &Write)],
+    pick: &dyn Fn(&Write) -> Vec<(&'static str, Value)>,
+    binds: &mut Vec<Value>,
+) -> Vec<String> {
+    let per_run: Vec<Vec<(&'static str, Value)>> = writes.iter().map(|(_, w)| pick(w)).collect();
+    let Some(first) = per_run.as_slice().first() else {
+        return Vec::new();
+    };
+    let mut parts = Vec::new();
+    for (k, (name, value)) in first.iter().enumerate() {
+        // One value for every run (a status, a cleared column) is bound once.
+        if per_run.iter().all(|values| values[k].1 == *value) {
+            binds.push(value.clone());
+            parts.push(format!("{name} ?"));
+        } else {
+            for ((id, _), values) in writes.iter().zip(&per_run) {
+                binds.push(Value::Text(id.to_string()));
+                binds.push(values[k].1.clone());
             }
+            let whens = "WHEN ? THEN ? ".repeat(writes.len());
+            parts.push(format!("{name} CASE request_id {whens}END"));
         }
-        parts
+    }
+    parts
+}
+
+/// The `SET` list of writes of one shape, with its binds.
+fn assignments(writes: &[(&RequestId, &Write)]) -> (String, Vec<Value>) {
+    let mut binds = Vec::new();
+    let set = per_run_columns(writes, &|w| set_columns(&w.change), &mut binds).join(", ");
+    (set, binds)
+}
+
+/// The `WHERE` condition of writes of one shape (each run's id, status and comparisons), with
+/// its binds.
+fn condition(writes: &[(&RequestId, &Write)]) -> (String, Vec<Value>) {
+    let Some((_, first)) = writes.first() else {
+        return ("1 = 0".into(), Vec::new());
     };
-    let set = columns(&|w| set_columns(&w.change), &mut binds).join(", ");
-    let ids = vec!["?"; writes.len()].join(", ");
-    binds.extend(writes.iter().map(|(id, _)| Value::Text(id.to_string())));
-    let statuses = vec!["?"; first.expect.status.len()].join(", ");
+    let mut binds: Vec<Value> = writes
+        .iter()
+        .map(|(id, _)| Value::Text(id.to_string()))
+        .collect();
     binds.extend(first.expect.status.iter().map(|s| Value::Status(*s)));
-    let mut conditions = columns(&|w| expect_columns(&w.expect), &mut binds);
-    conditions.insert(0, format!("status IN ({statuses})"));
-    conditions.insert(0, format!("request_id IN ({ids})"));
-    let sql = format!(
-        "UPDATE ax_instance SET {set} WHERE {}",
-        conditions.join(" AND ")
-    );
-    (sql, binds)
+    let mut conditions = vec![
+        format!("request_id IN ({})", vec!["?"; writes.len()].join(", ")),
+        format!(
+            "status IN ({})",
+            vec!["?"; first.expect.status.len()].join(", ")
+        ),
+    ];
+    conditions.extend(per_run_columns(
+        writes,
+        &|w| expect_columns(&w.expect),
+        &mut binds,
+    ));
+    (conditions.join(" AND "), binds)
 }
