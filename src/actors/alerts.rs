@@ -26,6 +26,9 @@ use crate::store::queries::alerts::{self, AlertRow};
 
 /// Most alerts one process sends at once.
 const SEND_BATCH: i64 = 50;
+/// Most folds a round makes: with a batch of [`alerts::FOLD_BATCH`] each, 10,000 run ends a
+/// round.
+const FOLDS_PER_ROUND: usize = 20;
 
 /// How alerts are folded and sent.
 #[derive(Debug, Clone)]
@@ -265,12 +268,19 @@ async fn round(
     client: &awc::Client,
     secret: &[u8],
 ) -> Result<(), crate::store::StoreError> {
-    let (rule, folder) = (settings.rule.clone(), settings.claimant.clone());
-    store
-        .query(move |conn| {
-            boxed(async move { alerts::fold(conn, &folder, &rule, Utc::now()).await })
-        })
-        .await?;
+    // A full batch leaves more queued: fold on (bounded, so sending still gets its turn),
+    // or failures arriving faster than a batch a round would pile up.
+    for _ in 0..FOLDS_PER_ROUND {
+        let (rule, folder) = (settings.rule.clone(), settings.claimant.clone());
+        let taken = store
+            .query(move |conn| {
+                boxed(async move { alerts::fold(conn, &folder, &rule, Utc::now()).await })
+            })
+            .await?;
+        if taken < alerts::FOLD_BATCH {
+            break;
+        }
+    }
     let claimant = settings.claimant.clone();
     let claim_for = chrono::Duration::from_std(settings.send_timeout * 2)
         .unwrap_or(chrono::Duration::seconds(60));

@@ -329,6 +329,7 @@ impl Shared {
         let until = renewed_claim(Utc::now(), renewal.timeout_ms);
         let event = RunEvent {
             request_id: renewal.request_id.clone(),
+            task_id: None,
             event: Event::Renewed {
                 attempt: renewal.attempt,
                 claimant: self.claimant.clone(),
@@ -704,6 +705,7 @@ enum Delivered {
 fn not_sent(job: &DispatchJob, outcome: Outcome, tried_at: Option<DateTime<Utc>>) -> RunEvent {
     RunEvent {
         request_id: job.request_id.clone(),
+        task_id: Some(job.task_id),
         event: Event::Report(Report {
             attempt: Some(job.attempt),
             outcome,
@@ -758,6 +760,7 @@ async fn deliver(
     }
     Delivered::Event(RunEvent {
         request_id: job.request_id.clone(),
+        task_id: Some(job.task_id),
         event: Event::Report(Report {
             attempt: Some(job.attempt),
             outcome,

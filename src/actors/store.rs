@@ -16,19 +16,24 @@ use tokio::sync::oneshot;
 use crate::group_commit::{Lane, Policy, Queued};
 use crate::metrics::{add, metrics};
 use crate::run::{
-    blind, rejected_result, Decided, Event, RequestId, RetryPolicy, RunStatus, Write as RunWrite,
-    RESULT_REJECTED_MESSAGE,
+    blind, rejected_result, Decided, Event, RequestId, RetryPolicy, RunStatus, TaskId,
+    Write as RunWrite, RESULT_REJECTED_MESSAGE,
 };
 use crate::store::models::{cut, MAX_MESSAGE_CHARS};
 use crate::store::queries::due::{self, DueAttempt};
 use crate::store::queries::instances::{self, FireOutcome, FireRecord};
-use crate::store::queries::{run_writes, runs};
+use crate::store::queries::run_writes::{self, Target};
+use crate::store::queries::runs;
+use crate::store::queries::success_watch::SuccessWatch;
 use crate::store::{Conn, Db, StoreError};
 
 /// An event for a run, to record (see `crate::run::Event`).
 #[derive(Debug, Clone)]
 pub struct RunEvent {
     pub request_id: RequestId,
+    /// The run's task, when the sender knows it (the dispatcher does): a blind success of a
+    /// task no alert watches is then written without a look-up.
+    pub task_id: Option<TaskId>,
     pub event: Event,
     /// The caller needs no exact outcome (the dispatcher's replies): where the lifecycle can
     /// write the event without reading the run, it is applied many to a statement.
@@ -113,6 +118,8 @@ const RESULTS: usize = 1;
 pub struct StoreActor {
     db: Db,
     retry_defaults: RetryPolicy,
+    /// The tasks whose successes alerts need, as this process last read them.
+    watch: Arc<SuccessWatch>,
     lanes: [Lane<Pending>; 2],
     /// A lane with a look-again timer set: at most one timer a lane.
     timer_set: [bool; 2],
@@ -136,6 +143,7 @@ impl StoreActor {
             timer_set: [false; 2],
             db,
             retry_defaults,
+            watch: Arc::default(),
             flush_waiters: Vec::new(),
         }
     }
@@ -163,9 +171,13 @@ impl StoreActor {
     /// it may allow one.
     fn commit_next(&mut self, lane: usize, ctx: &mut Context<Self>) {
         while let Some(taken) = self.lanes[lane].next_batch(Instant::now()) {
-            let db = self.db.clone();
+            let writer = Writer {
+                db: self.db.clone(),
+                retry_defaults: self.retry_defaults,
+                watch: self.watch.clone(),
+            };
             ctx.spawn(
-                commit(db, self.retry_defaults, taken.writes)
+                commit(writer, taken.writes)
                     .into_actor(self)
                     .map(move |_, act, ctx| {
                         act.lanes[lane].done(&taken.runs);
@@ -221,24 +233,31 @@ enum Done {
     Claims(Vec<bool>),
 }
 
+/// What a commit writes with.
+struct Writer {
+    db: Db,
+    retry_defaults: RetryPolicy,
+    watch: Arc<SuccessWatch>,
+}
+
 /// How often a batch is tried when the database reports a deadlock or a busy lock.
 const COMMIT_TRIES: usize = 3;
 
 /// Commits one batch in one transaction, then answers every caller. A batch the database
 /// refuses (not a lost connection: a statement it will not take) is committed again one write
 /// at a time, so one bad write fails alone and the others commit.
-async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
+async fn commit(writer: Writer, batch: Vec<Pending>) {
     let (writes, replies): (Vec<Write>, Vec<Reply>) =
         batch.into_iter().map(|p| (p.write, p.reply)).unzip();
     let count = writes.len();
     let writes = Arc::new(writes);
-    match commit_once(&db, retry_defaults, writes.clone()).await {
+    match commit_once(&writer, writes.clone()).await {
         Ok(done) => answer(replies, done),
         Err(err) if count > 1 && !err.is_unreachable() => {
             log::warn!("a batch of {count} writes failed ({err}); committing them one by one");
             let writes = Arc::try_unwrap(writes).unwrap_or_default();
             for (write, reply) in writes.into_iter().zip(replies) {
-                commit_alone(&db, retry_defaults, write, reply).await;
+                commit_alone(&writer, write, reply).await;
             }
         }
         Err(err) => {
@@ -251,8 +270,8 @@ async fn commit(db: Db, retry_defaults: RetryPolicy, batch: Vec<Pending>) {
 /// Commits one write of a refused batch. A result the database still refuses is recorded as
 /// the attempt's failure, `RESULT_REJECTED` with the reason, so the run does not wait for its
 /// claim to lapse and is not delivered again and again.
-async fn commit_alone(db: &Db, retry_defaults: RetryPolicy, write: Write, reply: Reply) {
-    let err = match commit_once(db, retry_defaults, Arc::new(vec![write.clone()])).await {
+async fn commit_alone(writer: &Writer, write: Write, reply: Reply) {
+    let err = match commit_once(writer, Arc::new(vec![write.clone()])).await {
         Ok(done) => return answer(vec![reply], done),
         Err(err) => err,
     };
@@ -260,7 +279,7 @@ async fn commit_alone(db: &Db, retry_defaults: RetryPolicy, write: Write, reply:
     let Some(rejected) = rejection(&write, &err).filter(|_| !err.is_unreachable()) else {
         return reply.fail(&err);
     };
-    match commit_once(db, retry_defaults, Arc::new(vec![rejected])).await {
+    match commit_once(writer, Arc::new(vec![rejected])).await {
         Ok(done) => answer(vec![reply], done),
         Err(err) => reply.fail(&err),
     }
@@ -270,6 +289,7 @@ async fn commit_alone(db: &Db, retry_defaults: RetryPolicy, write: Write, reply:
 fn rejection(write: &Write, err: &StoreError) -> Option<Write> {
     let Write::Event(RunEvent {
         request_id,
+        task_id,
         event: Event::Report(report),
         ..
     }) = write
@@ -282,6 +302,7 @@ fn rejection(write: &Write, err: &StoreError) -> Option<Write> {
     );
     Some(Write::Event(RunEvent {
         request_id: request_id.clone(),
+        task_id: *task_id,
         event: Event::Report(rejected_result(report, message)),
         blind: false,
     }))
@@ -289,17 +310,13 @@ fn rejection(write: &Write, err: &StoreError) -> Option<Write> {
 
 /// Commits writes in one transaction, tried again when the database reports a deadlock or a
 /// busy lock (which roll the whole transaction back).
-async fn commit_once(
-    db: &Db,
-    retry_defaults: RetryPolicy,
-    writes: Arc<Vec<Write>>,
-) -> Result<Vec<Done>, StoreError> {
+async fn commit_once(writer: &Writer, writes: Arc<Vec<Write>>) -> Result<Vec<Done>, StoreError> {
     let rows: usize = writes.iter().map(Write::rows).sum();
     let started = Instant::now();
     let mut tries = 0;
     let done = loop {
         tries += 1;
-        match run_batch(db, retry_defaults, writes.clone()).await {
+        match run_batch(writer, writes.clone()).await {
             Err(err) if err.is_transient() && tries < COMMIT_TRIES => {
                 log::warn!(
                     "a batch of {} writes rolled back, trying again: {err}",
@@ -340,15 +357,12 @@ fn answer(replies: Vec<Reply>, done: Vec<Done>) {
     }
 }
 
-async fn run_batch(
-    db: &Db,
-    retry_defaults: RetryPolicy,
-    batch: Arc<Vec<Write>>,
-) -> Result<Vec<Done>, StoreError> {
-    let mut conn = db.conn().await?;
+async fn run_batch(writer: &Writer, batch: Arc<Vec<Write>>) -> Result<Vec<Done>, StoreError> {
+    let mut conn = writer.db.conn().await?;
+    let (retry_defaults, watch) = (writer.retry_defaults, writer.watch.clone());
     conn.transaction(|conn| {
         Box::pin(async move {
-            let mut events = record_events(conn, &batch, retry_defaults)
+            let mut events = record_events(conn, &batch, retry_defaults, &watch)
                 .await?
                 .into_iter();
             let mut done = Vec::with_capacity(batch.len());
@@ -378,6 +392,7 @@ async fn record_events(
     conn: &mut Conn,
     batch: &[Write],
     retry_defaults: RetryPolicy,
+    watch: &SuccessWatch,
 ) -> Result<Vec<Option<Decided>>, StoreError> {
     let events: Vec<&RunEvent> = batch
         .iter()
@@ -390,19 +405,25 @@ async fn record_events(
         .iter()
         .map(|e| e.blind.then(|| blind(&e.event)).flatten())
         .collect();
-    let writes: Vec<(&RequestId, &RunWrite)> = events
+    let writes: Vec<(Target, &RunWrite)> = events
         .iter()
         .zip(&blind_writes)
-        .filter_map(|(e, w)| w.as_ref().map(|w| (&e.request_id, w)))
+        .filter_map(|(e, w)| {
+            let target = Target {
+                run: &e.request_id,
+                task: e.task_id,
+            };
+            w.as_ref().map(|w| (target, w))
+        })
         .collect();
-    run_writes::apply_all(conn, &writes).await?;
+    run_writes::apply_all(conn, &writes, Some(watch)).await?;
     let exact: Vec<(RequestId, Event)> = events
         .iter()
         .zip(&blind_writes)
         .filter(|(_, write)| write.is_none())
         .map(|(e, _)| (e.request_id.clone(), e.event.clone()))
         .collect();
-    let mut decided = runs::decide_many(conn, &exact, retry_defaults)
+    let mut decided = runs::decide_many(conn, &exact, retry_defaults, Some(watch))
         .await?
         .into_iter();
     Ok(blind_writes
@@ -526,6 +547,7 @@ impl StoreHandle {
     pub async fn decide(&self, request_id: RequestId, event: Event) -> Result<Decided, StoreError> {
         let event = RunEvent {
             request_id,
+            task_id: None,
             event,
             blind: false,
         };

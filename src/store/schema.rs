@@ -142,6 +142,7 @@ diesel::table! {
         enabled -> Integer,
         folded_by -> Nullable<Text>,
         folded_at -> Nullable<Timestamp>,
+        watch_version -> BigInt,
     }
 }
 

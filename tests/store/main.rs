@@ -21,4 +21,5 @@ mod results;
 mod runs;
 mod shards;
 mod store_actor;
+mod success_watch;
 mod tasks;

@@ -4,6 +4,7 @@
 
 use ax::run::{blind, Decided, Event, Refusal, RequestId, RetryPolicy, RunStatus, Write};
 use ax::store::models::TaskStatus;
+use ax::store::queries::run_writes::Target;
 use ax::store::queries::tasks::{Conditional, Versions};
 use ax::store::queries::{instances, tasks};
 use ax::store::queries::{recovery, run_writes, runs};
@@ -304,8 +305,8 @@ async fn results_applied_at_once(db: &Db) {
             ))
         })
         .collect();
-    let batch: Vec<(&RequestId, &Write)> = rids.iter().zip(&running).collect();
-    let changed = run_writes::apply(&mut conn(db).await, &batch)
+    let batch: Vec<(Target, &Write)> = rids.iter().map(Target::from).zip(&running).collect();
+    let changed = run_writes::apply(&mut conn(db).await, &batch, None)
         .await
         .expect("bulk running");
     assert_eq!(changed, 3, "the attempt never dispatched is left alone");
@@ -348,8 +349,8 @@ async fn results_applied_at_once(db: &Db) {
         rids[5].clone(),
         blind_write(&report(Some(2), succeeded(None, None), t)),
     ));
-    let batch: Vec<(&RequestId, &Write)> = writes.iter().map(|(id, w)| (id, w)).collect();
-    let changed = run_writes::apply_all(&mut conn(db).await, &batch)
+    let batch: Vec<(Target, &Write)> = writes.iter().map(|(id, w)| (id.into(), w)).collect();
+    let changed = run_writes::apply_all(&mut conn(db).await, &batch, None)
         .await
         .expect("bulk success");
     assert_eq!(changed, 4);
@@ -423,7 +424,7 @@ async fn results_count_once_per_attempt(db: &Db) {
         .iter()
         .map(|event| (batched.clone(), event.clone()))
         .collect();
-    let outcomes = runs::decide_many(&mut conn(db).await, &events, RetryPolicy::default())
+    let outcomes = runs::decide_many(&mut conn(db).await, &events, RetryPolicy::default(), None)
         .await
         .expect("decide_many");
     let mut outcomes = outcomes.into_iter();

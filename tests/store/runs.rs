@@ -8,6 +8,7 @@ use ax::run::{
     RetryLimits, RetryPolicy, RunState, RunStatus, TaskId, Write,
 };
 use ax::store::models::{Instance, NewInstance, Task, TaskStatus};
+use ax::store::queries::run_writes::Target;
 use ax::store::queries::{run_writes, runs};
 use ax::store::schema::ax_instance::dsl as i;
 use ax::store::{to_db, Db};
@@ -114,7 +115,8 @@ async fn insert_state(
 }
 
 async fn apply(db: &Db, writes: &[(&RequestId, &Write)]) -> usize {
-    run_writes::apply(&mut conn(db).await, writes)
+    let writes: Vec<(Target, &Write)> = writes.iter().map(|(id, w)| ((*id).into(), *w)).collect();
+    run_writes::apply(&mut conn(db).await, &writes, None)
         .await
         .expect("apply")
 }
@@ -517,7 +519,7 @@ async fn check_write(db: &Db, case: &Case, name: &str, write: &Write, invalidate
 }
 
 async fn decide_many(db: &Db, events: &[(RequestId, Event)]) -> Vec<Decided> {
-    runs::decide_many(&mut conn(db).await, events, RetryPolicy::default())
+    runs::decide_many(&mut conn(db).await, events, RetryPolicy::default(), None)
         .await
         .expect("decide_many")
 }

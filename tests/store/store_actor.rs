@@ -63,6 +63,7 @@ async fn store_actor_commits_a_backlog_of_results(db: &Db) {
         let attempt = (k % 4 != 1).then_some(1);
         let event = RunEvent {
             request_id: id.clone(),
+            task_id: None,
             event: report(attempt, succeeded(None, None), now_db()),
             blind,
         };
@@ -142,6 +143,7 @@ async fn one_refused_write_fails_alone_mysql() {
         let code = (k == 7).then_some(too_long.as_str());
         let event = RunEvent {
             request_id: id.clone(),
+            task_id: None,
             event: report(Some(1), succeeded(code, None), now_db()),
             blind: true,
         };

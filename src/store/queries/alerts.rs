@@ -22,8 +22,10 @@ use crate::store::schema::ax_task::dsl as t;
 use crate::store::{from_db, to_db, Conn, StoreError};
 use crate::with_conn;
 
+use super::success_watch;
+
 /// Most run ends one fold takes.
-const FOLD_BATCH: i64 = 500;
+pub const FOLD_BATCH: usize = 500;
 /// The `ax_alert_state` row a folder locks for its transaction.
 const FOLD_LOCK_ROW: i32 = 2;
 /// Most rows one multi-row insert writes.
@@ -116,8 +118,8 @@ struct Asked<'e> {
     events: Vec<AlertEvent>,
 }
 
-/// Whether alerts are on (channels configured), as the triggers and the writers of runs see it.
-pub async fn enabled(conn: &mut Conn) -> Result<bool, StoreError> {
+/// Whether alerts are on (channels configured).
+async fn enabled(conn: &mut Conn) -> Result<bool, StoreError> {
     let enabled: Option<i32> = with_conn!(conn, |c| s::ax_alert_state
         .filter(s::id.eq(1))
         .select(s::enabled)
@@ -220,7 +222,7 @@ pub async fn fold(
             .await)?;
             let queued: Vec<Queued> = with_conn!(conn, |c| e::ax_alert_event
                 .order(e::id.asc())
-                .limit(FOLD_BATCH)
+                .limit(FOLD_BATCH as i64)
                 .select(Queued::as_select())
                 .load(c)
                 .await)?;
@@ -236,6 +238,8 @@ pub async fn fold(
             let stored = load_states(conn, &keys).await?;
             let mut states = stored.clone();
             let mut rows = Vec::new();
+            // When each task subject last alerted, in this fold.
+            let mut alerted_at: HashMap<&str, NaiveDateTime> = HashMap::new();
             for (event, asked) in &asks {
                 let key = asked.subject.key.clone();
                 if asked.resolves {
@@ -256,6 +260,9 @@ pub async fn fold(
                     }
                     let state = states.entry((key.clone(), kind)).or_default();
                     let verdict = state.on_event(asked.rule, from_db(event.at));
+                    if matches!(verdict, Verdict::Alert { .. }) {
+                        alerted_at.insert(&asked.subject.key, event.at);
+                    }
                     let made = (kind, &verdict);
                     rows.extend(outbox_rows(event, &asked.subject, made, asked.rule, now));
                 }
@@ -286,10 +293,121 @@ pub async fn fold(
             )
             .execute(c)
             .await)?;
+            let watched = watch_changes(&stored, &states, &alerted_at);
+            if watched.changed {
+                // Last, so the row stays locked only to the commit: it waits for the writers
+                // that read the set before, then finds what they wrote.
+                success_watch::bump(conn).await?;
+                queue_first_successes(conn, &watched.alerted).await?;
+            }
             Ok(queued.len())
         })
     })
     .await
+}
+
+/// How a fold changed which tasks' successes are watched.
+struct WatchChanges {
+    /// A task was alerted or resolved.
+    changed: bool,
+    /// The tasks newly alerted, each since when.
+    alerted: Vec<(TaskId, NaiveDateTime)>,
+}
+
+fn watch_changes(
+    stored: &FoldStates,
+    states: &FoldStates,
+    alerted_at: &HashMap<&str, NaiveDateTime>,
+) -> WatchChanges {
+    let task_of = |subject: &str| subject.strip_prefix("task:")?.parse().ok().map(TaskId);
+    let was_alerted = |subject: &str| {
+        stored
+            .iter()
+            .any(|((of, _), state)| of == subject && state.alerted)
+    };
+    let mut changes = WatchChanges {
+        changed: false,
+        alerted: Vec::new(),
+    };
+    for ((subject, event), state) in states {
+        let Some(task) = task_of(subject) else {
+            continue;
+        };
+        let before = stored
+            .get(&(subject.clone(), *event))
+            .is_some_and(|s| s.alerted);
+        changes.changed |= before != state.alerted;
+        if state.alerted
+            && !was_alerted(subject)
+            && !changes.alerted.iter().any(|(t, _)| *t == task)
+        {
+            if let Some(at) = alerted_at.get(subject.as_str()) {
+                changes.alerted.push((task, *at));
+            }
+        }
+    }
+    changes
+}
+
+/// A success found by the folder.
+#[derive(QueryableByName)]
+struct FoundSuccess {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    request_id: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    task_id: i64,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    callback_code: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    callback_message: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Timestamp)]
+    finished_at: NaiveDateTime,
+}
+
+/// Queues, for each newly alerted task, its first success since the alert: one whose writer
+/// may not yet have watched the task (see [`success_watch`]). It resolves the alert.
+async fn queue_first_successes(
+    conn: &mut Conn,
+    alerted: &[(TaskId, NaiveDateTime)],
+) -> Result<(), StoreError> {
+    for chunk in alerted.chunks(INSERT_CHUNK) {
+        let since = vec!["(task_id = ? AND finished_at > ?)"; chunk.len()].join(" OR ");
+        let sql = format!(
+            "SELECT request_id, task_id, callback_code, callback_message, finished_at \
+             FROM ax_instance WHERE status = 'SUCCESS' AND ({since}) ORDER BY finished_at"
+        );
+        let found: Vec<FoundSuccess> = with_conn!(conn, |c| {
+            let mut query = diesel::sql_query(sql.as_str()).into_boxed();
+            for (task, at) in chunk {
+                query = query
+                    .bind::<diesel::sql_types::BigInt, _>(task.0)
+                    .bind::<diesel::sql_types::Timestamp, _>(*at);
+            }
+            query.load(c).await
+        })?;
+        let mut first: Vec<FoundSuccess> = Vec::new();
+        for success in found {
+            if !first.iter().any(|f| f.task_id == success.task_id) {
+                first.push(success);
+            }
+        }
+        // One its writer queued too (for lateness) is told once all the same: the second
+        // finds nothing left to resolve, and carries no lag to count again.
+        for success in &first {
+            with_conn!(conn, |c| diesel::insert_into(e::ax_alert_event)
+                .values((
+                    e::request_id.eq(&success.request_id),
+                    e::task_id.eq(TaskId(success.task_id)),
+                    e::status.eq(RunStatus::Success.as_str()),
+                    e::code.eq(&success.callback_code),
+                    e::message.eq(&success.callback_message),
+                    e::at.eq(success.finished_at),
+                ))
+                .execute(c)
+                .await)?;
+        }
+    }
+    Ok(())
 }
 
 /// What a queued event asks: about whom, under which rule, which events it makes and
@@ -464,10 +582,10 @@ async fn load_states(conn: &mut Conn, subjects: &[&str]) -> Result<FoldStates, S
         .collect())
 }
 
-/// A fold state written for the first time.
+/// A fold state as written.
 #[derive(Insertable)]
 #[diesel(table_name = crate::store::schema::ax_alert_fold)]
-struct NewFoldRow<'s> {
+struct FoldStateRow<'s> {
     subject: &'s str,
     event: AlertEvent,
     window_start: Option<NaiveDateTime>,
@@ -478,61 +596,41 @@ struct NewFoldRow<'s> {
     alerted: i32,
 }
 
-/// Writes the states that changed from `stored`: an update each, the new ones in one insert.
+/// Writes the states that changed from `stored`, new or not, replacing their rows: a few
+/// statements a fold, not one per state.
 async fn save_states(
     conn: &mut Conn,
     stored: &FoldStates,
     states: &FoldStates,
 ) -> Result<(), StoreError> {
     let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
-    let values = |state: &FoldState| {
-        (
-            f::window_start.eq(state.window_start.map(to_db)),
-            f::window_count.eq(count(state.window_count)),
-            f::silent_until.eq(state.silent_until.map(to_db)),
-            f::folded.eq(count(state.folded)),
-            f::folded_since.eq(state.folded_since.map(to_db)),
-            f::alerted.eq(i32::from(state.alerted)),
-        )
-    };
-    let mut new: Vec<NewFoldRow> = Vec::new();
-    for ((subject, event), state) in states {
-        match stored.get(&(subject.clone(), *event)) {
-            Some(before) if before == state => {}
-            Some(_) => {
-                with_conn!(conn, |c| diesel::update(
-                    f::ax_alert_fold
-                        .filter(f::subject.eq(subject))
-                        .filter(f::event.eq(event))
-                )
-                .set(values(state))
-                .execute(c)
-                .await)?;
-            }
-            None => new.push(NewFoldRow {
-                subject,
-                event: *event,
-                window_start: state.window_start.map(to_db),
-                window_count: count(state.window_count),
-                silent_until: state.silent_until.map(to_db),
-                folded: count(state.folded),
-                folded_since: state.folded_since.map(to_db),
-                alerted: i32::from(state.alerted),
-            }),
-        }
-    }
+    let rows: Vec<FoldStateRow> = states
+        .iter()
+        .filter(|(key, state)| stored.get(*key) != Some(*state))
+        .map(|((subject, event), state)| FoldStateRow {
+            subject,
+            event: *event,
+            window_start: state.window_start.map(to_db),
+            window_count: count(state.window_count),
+            silent_until: state.silent_until.map(to_db),
+            folded: count(state.folded),
+            folded_since: state.folded_since.map(to_db),
+            alerted: i32::from(state.alerted),
+        })
+        .collect();
+    // MariaDB takes many rows a statement; SQLite (no round trip) one by one.
     match conn {
         Conn::Mysql(c) => {
-            for chunk in new.chunks(INSERT_CHUNK) {
-                diesel::insert_into(f::ax_alert_fold)
+            for chunk in rows.chunks(INSERT_CHUNK) {
+                diesel::replace_into(f::ax_alert_fold)
                     .values(chunk)
                     .execute(&mut **c)
                     .await?;
             }
         }
         Conn::Sqlite(c) => {
-            for row in &new {
-                diesel::insert_into(f::ax_alert_fold)
+            for row in &rows {
+                diesel::replace_into(f::ax_alert_fold)
                     .values(row)
                     .execute(&mut **c)
                     .await?;

@@ -7,7 +7,7 @@ use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 
 use super::overlap;
-use super::run_writes::apply;
+use super::run_writes::{apply, Target};
 use super::runs::{state_columns, state_of, StateRow};
 use super::task_locks::lock_task_schedules;
 use crate::run::{
@@ -161,13 +161,17 @@ pub async fn claim(
     let Ok(write) = on_event(&attempt.run, event) else {
         return Ok(false);
     };
+    let target = Target {
+        run: &attempt.request_id,
+        task: Some(attempt.run.task_id),
+    };
     if claim_asks_overlap(&attempt.run, attempt.overlap) {
         if let Some(held) = overlapped(conn, attempt, event).await? {
-            apply(conn, &[(&attempt.request_id, &held)]).await?;
+            apply(conn, &[(target, &held)], None).await?;
             return Ok(false);
         }
     }
-    Ok(apply(conn, &[(&attempt.request_id, &write)]).await? == 1)
+    Ok(apply(conn, &[(target, &write)], None).await? == 1)
 }
 
 /// The write that skips or holds back a first attempt the overlap policy does not let go out

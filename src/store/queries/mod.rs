@@ -15,6 +15,7 @@ pub mod recovery;
 pub mod run_writes;
 pub mod runs;
 pub mod sessions;
+pub mod success_watch;
 mod task_locks;
 pub mod tasks;
 

@@ -8,7 +8,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use super::run_writes::apply;
+use super::run_writes::{apply, Target};
 use crate::metrics::metrics;
 use crate::run::{
     blind, on_due_runs, sharded, tasks_to_settle, DueRun, Event, OpenRun, Overlap, RequestId,
@@ -36,9 +36,12 @@ pub async fn settle(
         metrics().overlap_decision(decision);
     }
     if let Some(write) = blind(&Event::Replaced { at }) {
-        let writes: Vec<(&RequestId, &Write)> =
-            settled.replaced.iter().map(|id| (id, &write)).collect();
-        apply(conn, &writes).await?;
+        let writes: Vec<(Target, &Write)> = settled
+            .replaced
+            .iter()
+            .map(|id| (Target::from(id), &write))
+            .collect();
+        apply(conn, &writes, None).await?;
     }
     Ok(settled.decisions)
 }

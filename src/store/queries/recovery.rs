@@ -5,9 +5,9 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use super::run_writes::apply;
+use super::run_writes::{apply, Target};
 use super::runs::states;
-use crate::run::{on_event, Event, RequestId, RetryPolicy, RunStatus, Write};
+use crate::run::{on_event, Event, RequestId, RetryPolicy, RunStatus, TaskId, Write};
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::{to_db, Conn, StoreError};
 use crate::with_conn;
@@ -19,13 +19,19 @@ async fn lapse_claims(
     event: &Event,
 ) -> Result<usize, StoreError> {
     let runs = states(conn, &ids, RetryPolicy::default()).await?;
-    let writes: Vec<(RequestId, Write)> = runs
+    let writes: Vec<(RequestId, TaskId, Write)> = runs
         .into_iter()
-        .filter_map(|(id, run)| on_event(&run, event).ok().map(|w| (id, w)))
+        .filter_map(|(id, run)| on_event(&run, event).ok().map(|w| (id, run.task_id, w)))
         .collect();
     // Every such write has one shape: one statement per page.
-    let writes: Vec<(&RequestId, &Write)> = writes.iter().map(|(id, w)| (id, w)).collect();
-    apply(conn, &writes).await
+    let writes: Vec<(Target, &Write)> = writes
+        .iter()
+        .map(|(run, task, w)| {
+            let task = Some(*task);
+            (Target { run, task }, w)
+        })
+        .collect();
+    apply(conn, &writes, None).await
 }
 
 /// Makes this process's own claims lapse now: after a restart nothing of its previous life is

@@ -7,8 +7,9 @@ use diesel::QueryableByName;
 use diesel_async::RunQueryDsl;
 
 use super::alerts;
+use super::success_watch::{self, SuccessWatch};
 
-use crate::run::{Change, Expect, RequestId, RunStatus, Write};
+use crate::run::{Change, Expect, RequestId, RunStatus, TaskId, Write};
 use crate::store::{to_db, Conn, StoreError};
 use crate::with_conn;
 
@@ -27,15 +28,30 @@ pub(super) fn by_shape<T, W: std::borrow::Borrow<Write>>(
     groups.into_iter().map(|(_, group)| group).collect()
 }
 
+/// The run a write is for, with its task when the writer knows it: a success of a task no
+/// alert watches is then written without a look-up (see [`success_watch`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub run: &'a RequestId,
+    pub task: Option<TaskId>,
+}
+
+impl<'a> From<&'a RequestId> for Target<'a> {
+    fn from(run: &'a RequestId) -> Self {
+        Target { run, task: None }
+    }
+}
+
 /// Applies writes of any shapes, as few statements as their shapes allow; returns how many
 /// runs changed.
 pub async fn apply_all(
     conn: &mut Conn,
-    writes: &[(&RequestId, &Write)],
+    writes: &[(Target<'_>, &Write)],
+    watch: Option<&SuccessWatch>,
 ) -> Result<usize, StoreError> {
     let mut changed = 0;
     for group in by_shape(writes.iter().copied()) {
-        changed += apply(conn, &group).await?;
+        changed += apply(conn, &group, watch).await?;
     }
     Ok(changed)
 }
@@ -167,22 +183,33 @@ struct Id {
 
 /// Applies writes of one shape (see [`Shape`]), many to a statement; returns how many runs
 /// changed. A run whose row no longer meets its write's condition is left as it is. While
-/// alerts are on, the successes it writes are queued for the folder (see
-/// [`alerts::queue_successes`]) in the same transaction: the rows that will change are read
-/// and locked first, so only a success this write makes is queued.
-pub async fn apply(conn: &mut Conn, writes: &[(&RequestId, &Write)]) -> Result<usize, StoreError> {
-    let succeeds =
-        |(_, write): &&(&RequestId, &Write)| write.change.status == Some(RunStatus::Success);
-    let watch = writes.iter().any(|w| succeeds(&w)) && alerts::enabled(conn).await?;
+/// alerts are on, the successes it writes of watched tasks (`watch`'s; every task without
+/// one) are queued for the folder (see [`alerts::queue_successes`]) in the same transaction:
+/// the rows that will change are read and locked first, so only a success this write makes
+/// is queued.
+pub async fn apply(
+    conn: &mut Conn,
+    writes: &[(Target<'_>, &Write)],
+    watch: Option<&SuccessWatch>,
+) -> Result<usize, StoreError> {
+    let succeeds = |write: &Write| write.change.status == Some(RunStatus::Success);
+    let watched = if writes.iter().any(|(_, w)| succeeds(w)) {
+        success_watch::watched(conn, watch).await?
+    } else {
+        None
+    };
+    let queued = |(target, write): &&(Target, &Write)| {
+        succeeds(write) && watched.as_ref().is_some_and(|w| w.needs(target.task))
+    };
     let mut changed = 0;
     for chunk in writes.chunks(ROWS_PER_STATEMENT) {
         let (condition, condition_binds) = condition(chunk);
-        let successes: Vec<String> = if watch && chunk.iter().any(|w| succeeds(&w)) {
+        let successes: Vec<String> = if chunk.iter().any(|w| queued(&w)) {
             let ids = changing(conn, &condition, &condition_binds).await?;
             chunk
                 .iter()
-                .filter(|w| succeeds(w) && ids.contains(&w.0.to_string()))
-                .map(|(id, _)| id.to_string())
+                .filter(|w| queued(w) && ids.contains(&w.0.run.to_string()))
+                .map(|(target, _)| target.run.to_string())
                 .collect()
         } else {
             Vec::new()
@@ -223,7 +250,7 @@ async fn changing(
 /// The columns a value per run (`col = CASE request_id WHEN ? THEN ? … END`) or one value for
 /// every run (`col = ?`) of `pick`, with their binds.
 fn per_run_columns(
-    writes: &[(&RequestId, &Write)],
+    writes: &[(Target, &Write)],
     pick: &dyn Fn(&Write) -> Vec<(&'static str, Value)>,
     binds: &mut Vec<Value>,
 ) -> Vec<String> {
@@ -238,8 +265,8 @@ fn per_run_columns(
             binds.push(value.clone());
             parts.push(format!("{name} ?"));
         } else {
-            for ((id, _), values) in writes.iter().zip(&per_run) {
-                binds.push(Value::Text(id.to_string()));
+            for ((target, _), values) in writes.iter().zip(&per_run) {
+                binds.push(Value::Text(target.run.to_string()));
                 binds.push(values[k].1.clone());
             }
             let whens = "WHEN ? THEN ? ".repeat(writes.len());
@@ -250,7 +277,7 @@ fn per_run_columns(
 }
 
 /// The `SET` list of writes of one shape, with its binds.
-fn assignments(writes: &[(&RequestId, &Write)]) -> (String, Vec<Value>) {
+fn assignments(writes: &[(Target, &Write)]) -> (String, Vec<Value>) {
     let mut binds = Vec::new();
     let set = per_run_columns(writes, &|w| set_columns(&w.change), &mut binds).join(", ");
     (set, binds)
@@ -258,13 +285,13 @@ fn assignments(writes: &[(&RequestId, &Write)]) -> (String, Vec<Value>) {
 
 /// The `WHERE` condition of writes of one shape (each run's id, status and comparisons), with
 /// its binds.
-fn condition(writes: &[(&RequestId, &Write)]) -> (String, Vec<Value>) {
+fn condition(writes: &[(Target, &Write)]) -> (String, Vec<Value>) {
     let Some((_, first)) = writes.first() else {
         return ("1 = 0".into(), Vec::new());
     };
     let mut binds: Vec<Value> = writes
         .iter()
-        .map(|(id, _)| Value::Text(id.to_string()))
+        .map(|(target, _)| Value::Text(target.run.to_string()))
         .collect();
     binds.extend(first.expect.status.iter().map(|s| Value::Status(*s)));
     let mut conditions = vec![

@@ -9,7 +9,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::attempts;
-use super::run_writes::{apply, by_shape};
+use super::run_writes::{apply, by_shape, Target};
+use super::success_watch::SuccessWatch;
 use crate::run::{
     ended_attempt, on_event, Change, Decided, EndedAttempt, Event, RequestId, RetryLimits,
     RetryPolicy, RunState, RunStatus, TaskId, Write,
@@ -30,7 +31,7 @@ pub async fn decide(
     event: &Event,
     defaults: RetryPolicy,
 ) -> Result<Decided, StoreError> {
-    let (decided, ended) = decide_one(conn, id, event, defaults).await?;
+    let (decided, ended) = decide_one(conn, id, event, defaults, None).await?;
     if let Some(ended) = ended {
         attempts::record(conn, &[(id.clone(), ended)]).await?;
     }
@@ -43,6 +44,7 @@ async fn decide_one(
     id: &RequestId,
     event: &Event,
     defaults: RetryPolicy,
+    watch: Option<&SuccessWatch>,
 ) -> Result<(Decided, Option<EndedAttempt>), StoreError> {
     for _ in 0..CAS_TRIES {
         let Some(run) = states(conn, std::slice::from_ref(id), defaults)
@@ -54,7 +56,11 @@ async fn decide_one(
         match on_event(&run, event) {
             Err(refusal) => return Ok((Decided::Refused(refusal, run), None)),
             Ok(write) => {
-                if apply(conn, &[(id, &write)]).await? == 1 {
+                let target = Target {
+                    run: id,
+                    task: Some(run.task_id),
+                };
+                if apply(conn, &[(target, &write)], watch).await? == 1 {
                     let ended = ended_attempt(&run, event, &write);
                     return Ok((Decided::Applied(after(run, &write.change)), ended));
                 }
@@ -68,22 +74,26 @@ async fn decide_one(
 
 /// Decides many events in one read and as few statements as their shapes allow; several
 /// events for one run are decided in order, each on the state the previous one left. Returns
-/// one outcome per event, in order.
+/// one outcome per event, in order. `watch`: the writer's watched set (see
+/// [`super::success_watch`]).
 pub async fn decide_many(
     conn: &mut Conn,
     events: &[(RequestId, Event)],
     defaults: RetryPolicy,
+    watch: Option<&SuccessWatch>,
 ) -> Result<Vec<Decided>, StoreError> {
     let ids: Vec<RequestId> = events.iter().map(|(id, _)| id.clone()).collect();
     let mut runs = states(conn, &ids, defaults).await?;
     let mut outcomes = Vec::with_capacity(events.len());
     let mut writes: Vec<(usize, Write)> = Vec::new();
+    let mut tasks: Vec<Option<TaskId>> = vec![None; events.len()];
     let mut ended: Vec<Option<EndedAttempt>> = vec![None; events.len()];
     for (n, (id, event)) in events.iter().enumerate() {
         let Some(run) = runs.get_mut(id) else {
             outcomes.push(Decided::Unknown);
             continue;
         };
+        tasks[n] = Some(run.task_id);
         match on_event(run, event) {
             Err(refusal) => outcomes.push(Decided::Refused(refusal, run.clone())),
             Ok(write) => {
@@ -103,16 +113,19 @@ pub async fn decide_many(
     let (single, chained): (Vec<&(usize, Write)>, Vec<_>) = writes
         .iter()
         .partition(|(n, _)| per_run[&events[*n].0] == 1);
+    let target = |n: usize| Target {
+        run: &events[n].0,
+        task: tasks[n],
+    };
     let mut redo = Vec::new();
     for group in by_shape(single.iter().map(|(n, w)| (*n, w))) {
-        let batch: Vec<(&RequestId, &Write)> =
-            group.iter().map(|(n, w)| (&events[*n].0, *w)).collect();
-        if apply(conn, &batch).await? < batch.len() {
+        let batch: Vec<(Target, &Write)> = group.iter().map(|(n, w)| (target(*n), *w)).collect();
+        if apply(conn, &batch, watch).await? < batch.len() {
             redo.extend(group.iter().map(|(n, _)| *n));
         }
     }
     for (n, write) in chained {
-        if apply(conn, &[(&events[*n].0, write)]).await? == 0 {
+        if apply(conn, &[(target(*n), write)], watch).await? == 0 {
             redo.push(*n);
         }
     }
@@ -121,7 +134,7 @@ pub async fn decide_many(
     // gone and report the state they left.
     for n in redo {
         let (id, event) = &events[n];
-        let (decided, again) = decide_one(conn, id, event, defaults).await?;
+        let (decided, again) = decide_one(conn, id, event, defaults, watch).await?;
         outcomes[n] = match decided {
             // It landed after all: the attempt it ended is the one seen first.
             Decided::Refused(_, run) if outcomes[n] == Decided::Applied(run.clone()) => {
@@ -242,6 +255,12 @@ pub async fn cancel_open(
     let Some(write) = crate::run::blind(&Event::TaskDeleted { at: now }) else {
         return Ok(0);
     };
-    let writes: Vec<(&RequestId, &Write)> = open.iter().map(|id| (id, &write)).collect();
-    apply(conn, &writes).await
+    let writes: Vec<(Target, &Write)> = open
+        .iter()
+        .map(|run| {
+            let task = Some(task_id);
+            (Target { run, task }, &write)
+        })
+        .collect();
+    apply(conn, &writes, None).await
 }

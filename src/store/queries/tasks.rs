@@ -8,7 +8,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
 
-use super::{meta, runs, Page};
+use super::{meta, runs, success_watch, Page};
 use crate::dependencies::dependency_cycle;
 use crate::labels::Labels;
 use crate::run::TaskId;
@@ -153,6 +153,7 @@ pub async fn insert(
                 TaskId(last_insert_id(c).await?)
             });
             set_dependencies(conn, id, &depends_on).await?;
+            watch_if_lag_bound(conn, [&fields]).await?;
             find(conn, id)
                 .await?
                 .map(Ok)
@@ -160,6 +161,21 @@ pub async fn insert(
         })
     })
     .await
+}
+
+/// A task given an `alertLagMs` has its successes watched from now on (see
+/// [`success_watch`]).
+async fn watch_if_lag_bound<'f>(
+    conn: &mut Conn,
+    written: impl IntoIterator<Item = &'f TaskFields>,
+) -> Result<(), StoreError> {
+    if written
+        .into_iter()
+        .any(|fields| fields.alert_lag_ms.is_some())
+    {
+        success_watch::bump(conn).await?;
+    }
+    Ok(())
 }
 
 /// Replaces a task's upstreams.
@@ -415,6 +431,7 @@ pub async fn update(
                 return stale_or_gone(conn, id).await;
             }
             set_dependencies(conn, id, &depends_on).await?;
+            watch_if_lag_bound(conn, [&fields]).await?;
             Ok(match find(conn, id).await? {
                 Some(task) => Conditional::Done(Ok(task)),
                 None => Conditional::NotFound,
@@ -873,6 +890,7 @@ pub async fn register(
                     set_dependencies(conn, id, &item.depends_on).await?;
                 }
             }
+            watch_if_lag_bound(conn, writes.iter().map(|&(n, _)| &items[n].fields)).await?;
             Ok(Ok(BulkOutcome {
                 created: find_many(conn, created).await?,
                 updated: find_many(conn, updated).await?,
