@@ -81,6 +81,13 @@ impl From<ServiceError> for ApiError {
                 field: None,
                 message: err.to_string(),
             },
+            ServiceError::LogClosed(ref closed) => ApiError::Conflict {
+                field: match closed {
+                    crate::run_log::Closed::NotDispatched { .. } => Some("attempt".into()),
+                    crate::run_log::Closed::Ended { .. } => None,
+                },
+                message: err.to_string(),
+            },
             ServiceError::AlertRule { field, message } => ApiError::invalid(&field, message),
             ServiceError::UnknownUpstreams(_) | ServiceError::Cycle(_) => {
                 ApiError::invalid("dependsOn", err.to_string())

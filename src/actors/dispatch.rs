@@ -15,7 +15,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::fleet::{Fleet, FleetSettings, MemberState, Route};
 use super::resolver::{guarded_client, NotAllowed};
-use super::store::{RunEvent, StoreHandle};
+use super::store::{boxed, RunEvent, StoreHandle};
 use super::InFlight;
 use crate::clock::rfc3339;
 use crate::host_slots::{host_key, HostCaps, HostSlots};
@@ -27,10 +27,12 @@ use crate::run::{
     BODY_NOT_ENCODED_MESSAGE, CONNECT_ERROR_CODE, HANDLER_NOT_ALLOWED_CODE, NO_EXECUTOR_CODE,
     NO_REPLY_MESSAGE, PARAMS_NOT_JSON_MESSAGE, TIMEOUT_CODE,
 };
+use crate::run_log::cut_output;
 use crate::security::{
     callback_token, sign_dispatch, Allowlist, Security, SIGNATURE_HEADER, TIMESTAMP_HEADER,
 };
 use crate::store::models::{cut, MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
+use crate::store::queries::run_log;
 use crate::task_executor::TaskExecutor;
 use crate::text::{clean_message, result_code, result_message};
 
@@ -103,14 +105,31 @@ fn not_allowed(message: impl Into<String>) -> Outcome {
     }
 }
 
+/// A handler's reply: the attempt's outcome, and the `output` its body carried (kept with the
+/// attempt's log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub outcome: Outcome,
+    pub output: Option<String>,
+}
+
+impl From<Outcome> for Reply {
+    fn from(outcome: Outcome) -> Self {
+        Reply {
+            outcome,
+            output: None,
+        }
+    }
+}
+
 /// Classifies a handler's reply as HTTP defines its status codes: a 2xx whose JSON body has
 /// `"status": "SUCCESS"|"FAILED"` is the result, whatever the code (`"retry": false` stops
 /// retries of a failure); otherwise `202 Accepted` means the executor will call back by
 /// `deadline`, and any other 2xx (200, 201, 204 …) is a success; anything else failed.
-pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outcome {
+pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Reply {
     if !(200..300).contains(&status) {
         let text = String::from_utf8_lossy(body);
-        return failed(&http_code(status), clean_message(text.trim()));
+        return failed(&http_code(status), clean_message(text.trim())).into();
     }
     let by_code = if status == 202 {
         Outcome::Accepted { deadline }
@@ -121,7 +140,7 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
         }
     };
     let Ok(serde_json::Value::Object(reply)) = serde_json::from_slice(body) else {
-        return by_code;
+        return by_code.into();
     };
     // The code and message are read as a callback's are, and brought within their columns.
     // One a callback would have refused (a code of another type or with control characters,
@@ -134,8 +153,12 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
     };
     let code = text("code", result_code).map(|code| cut(code, MAX_CODE_CHARS));
     let message = text("message", result_message).map(|message| cut(message, MAX_MESSAGE_CHARS));
+    let output = match reply.get("output") {
+        Some(serde_json::Value::String(output)) => Some(cut_output(output).to_string()),
+        _ => None,
+    };
     let status = reply.get("status").and_then(|s| s.as_str());
-    match status.and_then(ReportedStatus::parse) {
+    let outcome = match status.and_then(ReportedStatus::parse) {
         Some(ReportedStatus::Success) => Outcome::Succeeded { code, message },
         Some(ReportedStatus::Failed) => Outcome::Failed {
             code,
@@ -143,7 +166,8 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outc
             retry: reply.get("retry") != Some(&serde_json::Value::Bool(false)),
         },
         None => by_code,
-    }
+    };
+    Reply { outcome, output }
 }
 
 /// What every dispatcher shares: the executor hosts' slots, and each attempt held (waiting for
@@ -559,7 +583,7 @@ impl Sender {
         for (job, why) in admitted.unroutable {
             let event = not_sent(&job, failed(NO_EXECUTOR_CODE, why), None);
             metrics().dispatch_result(DispatchResult::Failed);
-            self.record_later(job, event, None).await;
+            self.record_later(job, event, None, None).await;
         }
         for (slot, job) in admitted.now {
             let Ok(permit) = self.permits.clone().acquire_owned().await else {
@@ -609,8 +633,10 @@ impl Sender {
             );
             return None;
         };
+        let mut output = None;
         let event = match (delivered, job.member.clone()) {
-            (Delivered::Event(event), member) => {
+            (Delivered::Event(event, said), member) => {
+                output = said;
                 if let (Some(member), Some(executor)) = (member, &job.executor) {
                     let result = match &event.event {
                         Event::Report(Report {
@@ -643,17 +669,18 @@ impl Sender {
                 event
             }
         };
-        self.record_later(job, event, Some(permit)).await;
+        self.record_later(job, event, output, Some(permit)).await;
         None
     }
 
-    /// Hands an attempt's outcome to the store, in the background: the write waits for a
-    /// group commit, and holding the request slot through it would cap dispatch at the commit
-    /// rate, so it takes a result slot instead.
+    /// Hands an attempt's outcome (and the output its reply carried) to the store, in the
+    /// background: the write waits for a group commit, and holding the request slot through it
+    /// would cap dispatch at the commit rate, so it takes a result slot instead.
     async fn record_later(
         &self,
         job: DispatchJob,
         event: RunEvent,
+        output: Option<String>,
         permit: Option<OwnedSemaphorePermit>,
     ) {
         let Ok(recording_permit) = self.recording_permits.clone().acquire_owned().await else {
@@ -663,6 +690,9 @@ impl Sender {
         let (store, shared) = (self.shared.store.clone(), self.shared.clone());
         actix::spawn(self.recording.track(async move {
             record(&store, &job, event).await;
+            if let Some(output) = output {
+                keep_output(&store, &job, output).await;
+            }
             shared.release(&job.request_id);
             drop(recording_permit);
         }));
@@ -691,8 +721,8 @@ impl Handler<Dispatch> for DispatchActor {
 
 /// What sending an attempt came to.
 enum Delivered {
-    /// The reply (or its absence) as the event to record.
-    Event(RunEvent),
+    /// The reply (or its absence) as the event to record, and the output the reply carried.
+    Event(RunEvent, Option<String>),
     /// No connection could be made, so nothing was sent: why, and when it was tried.
     NotSent {
         why: String,
@@ -733,8 +763,8 @@ async fn deliver(
         metrics().trigger_lag.observe(lag as f64 / 1e6);
     }
     let deadline = started + chrono::Duration::milliseconds(job.timeout_ms);
-    let outcome = match post(client, secret, allowlist, job, deadline).await {
-        Ok(outcome) => outcome,
+    let Reply { outcome, output } = match post(client, secret, allowlist, job, deadline).await {
+        Ok(reply) => reply,
         Err(why) => {
             return Delivered::NotSent {
                 why,
@@ -758,21 +788,24 @@ async fn deliver(
             code.map(|c| format!(" ({c})")).unwrap_or_default()
         );
     }
-    Delivered::Event(RunEvent {
-        request_id: job.request_id.clone(),
-        task_id: Some(job.task_id),
-        event: Event::Report(Report {
-            attempt: Some(job.attempt),
-            outcome,
-            at: Utc::now(),
-            sent_at: Some(started),
-            member: job.member.as_deref().map(str::to_string),
-        }),
-        // The dispatcher needs no exact outcome; which replies can be written without a read
-        // is the lifecycle's to say (`run::blind`: not a failure, whose retry is decided on
-        // the run as it is).
-        blind: true,
-    })
+    Delivered::Event(
+        RunEvent {
+            request_id: job.request_id.clone(),
+            task_id: Some(job.task_id),
+            event: Event::Report(Report {
+                attempt: Some(job.attempt),
+                outcome,
+                at: Utc::now(),
+                sent_at: Some(started),
+                member: job.member.as_deref().map(str::to_string),
+            }),
+            // The dispatcher needs no exact outcome; which replies can be written without a read
+            // is the lifecycle's to say (`run::blind`: not a failure, whose retry is decided on
+            // the run as it is).
+            blind: true,
+        },
+        output,
+    )
 }
 
 /// Longest pause between two tries of recording a reply.
@@ -815,6 +848,24 @@ async fn record(store: &StoreHandle, job: &DispatchJob, event: RunEvent) {
     }
 }
 
+/// Keeps the output of an attempt's reply with its log; one the store cannot take is logged
+/// and left (the result it came with is recorded).
+async fn keep_output(store: &StoreHandle, job: &DispatchJob, output: String) {
+    let (run, attempt, at) = (job.request_id.clone(), job.attempt, Utc::now());
+    let kept = store
+        .query(move |conn| {
+            boxed(async move { run_log::keep_output(conn, &run, attempt, &output, at).await })
+        })
+        .await;
+    if let Err(err) = kept {
+        log::warn!(
+            "task {} request {}: the output of attempt {attempt} not kept: {err}",
+            job.task_id,
+            job.request_id
+        );
+    }
+}
+
 /// Logs a recorded reply: a failed attempt at WARN, with what follows it.
 fn log_recorded(job: &DispatchJob, event: &RunEvent, decided: Option<Decided>) {
     match (&event.event, decided) {
@@ -852,18 +903,19 @@ async fn post(
     allowlist: &Allowlist,
     job: &DispatchJob,
     deadline: DateTime<Utc>,
-) -> Result<Outcome, String> {
+) -> Result<Reply, String> {
     let Ok(uri) = job.handler_url.parse::<awc::http::Uri>() else {
-        return Ok(failed(CONNECT_ERROR_CODE, BAD_URI_MESSAGE));
+        return Ok(failed(CONNECT_ERROR_CODE, BAD_URI_MESSAGE).into());
     };
     let host = uri.host().unwrap_or_default();
     if !allowlist.allows(host) {
         return Ok(not_allowed(format!(
             "host `{host}` is not allowed by security.handler_allowlist"
-        )));
+        ))
+        .into());
     }
     let Ok(params) = RawValue::from_string(job.params.to_string()) else {
-        return Ok(failed(BAD_PARAMS_CODE, PARAMS_NOT_JSON_MESSAGE));
+        return Ok(failed(BAD_PARAMS_CODE, PARAMS_NOT_JSON_MESSAGE).into());
     };
     let body = DispatchBody {
         task_id: job.task_id,
@@ -876,7 +928,7 @@ async fn post(
         shard_total: job.shard.map(|shard| shard.total),
     };
     let Ok(body) = serde_json::to_vec(&body) else {
-        return Ok(failed(BAD_PARAMS_CODE, BODY_NOT_ENCODED_MESSAGE));
+        return Ok(failed(BAD_PARAMS_CODE, BODY_NOT_ENCODED_MESSAGE).into());
     };
     let timestamp = Utc::now().timestamp();
     let timeout = Duration::from_millis(job.timeout_ms.max(1) as u64);
@@ -901,7 +953,9 @@ async fn post(
                 Err(awc::error::SendRequestError::Timeout) => return None,
                 Err(awc::error::SendRequestError::Connect(awc::error::ConnectError::Resolver(
                     err,
-                ))) if err.is::<NotAllowed>() => return Some(Ok(not_allowed(err.to_string()))),
+                ))) if err.is::<NotAllowed>() => {
+                    return Some(Ok(not_allowed(err.to_string()).into()))
+                }
                 // A kept-alive connection the executor closed as it was reused (awc calls it
                 // "connector has been disconnected"): the request was not answered, and a
                 // new connection is tried at once rather than charging the executor with a
@@ -921,20 +975,20 @@ async fn post(
                 Err(err @ awc::error::SendRequestError::Connect(_)) => {
                     return Some(Err(err.to_string()))
                 }
-                Err(err) => return Some(Ok(failed(CONNECT_ERROR_CODE, err.to_string()))),
+                Err(err) => return Some(Ok(failed(CONNECT_ERROR_CODE, err.to_string()).into())),
             }
         };
         let status = response.status().as_u16();
         Some(Ok(match read_capped(&mut response).await {
             Ok(bytes) => classify_reply(status, &bytes, deadline),
-            Err(err) => failed(BAD_REPLY_CODE, err.to_string()),
+            Err(err) => failed(BAD_REPLY_CODE, err.to_string()).into(),
         }))
     };
     tokio::time::timeout(timeout, exchange)
         .await
         .ok()
         .flatten()
-        .unwrap_or_else(|| Ok(failed(TIMEOUT_CODE, NO_REPLY_MESSAGE)))
+        .unwrap_or_else(|| Ok(failed(TIMEOUT_CODE, NO_REPLY_MESSAGE).into()))
 }
 
 /// Tries of a request whose connection the executor closed unanswered.
@@ -1124,6 +1178,24 @@ mod tests {
         DateTime::<Utc>::UNIX_EPOCH
     }
 
+    fn outcome_of(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Outcome {
+        classify_reply(status, body, deadline).outcome
+    }
+
+    #[test]
+    fn a_reply_may_carry_an_output_kept_to_its_end() {
+        let long = format!("{}end", "x".repeat(crate::run_log::MAX_OUTPUT_BYTES));
+        let said = classify_reply(
+            200,
+            &reply(json!({"status": "SUCCESS", "output": long})),
+            deadline(),
+        );
+        let output = said.output.unwrap();
+        assert_eq!(output.len(), crate::run_log::MAX_OUTPUT_BYTES);
+        assert!(output.ends_with("end"));
+        assert_eq!(classify_reply(200, b"{}", deadline()).output, None);
+    }
+
     fn reply(body: serde_json::Value) -> Vec<u8> {
         body.to_string().into_bytes()
     }
@@ -1131,7 +1203,7 @@ mod tests {
     #[test]
     fn a_2xx_with_a_status_is_the_result() {
         assert_eq!(
-            classify_reply(
+            outcome_of(
                 200,
                 &reply(json!({"status": ReportedStatus::Success, "code": 0, "message": "ok"})),
                 deadline()
@@ -1142,7 +1214,7 @@ mod tests {
             }
         );
         assert_eq!(
-            classify_reply(
+            outcome_of(
                 200,
                 &reply(json!({"status": ReportedStatus::Failed, "code": "E42", "retry": false})),
                 deadline()
@@ -1160,9 +1232,9 @@ mod tests {
         let accepted = Outcome::Accepted {
             deadline: deadline(),
         };
-        assert_eq!(classify_reply(202, b"", deadline()), accepted);
+        assert_eq!(outcome_of(202, b"", deadline()), accepted);
         assert_eq!(
-            classify_reply(202, br#"{"status":"DONE"}"#, deadline()),
+            outcome_of(202, br#"{"status":"DONE"}"#, deadline()),
             accepted
         );
         let succeeded = Outcome::Succeeded {
@@ -1176,18 +1248,14 @@ mod tests {
             (200, br#"{"status":"DONE"}"#),
             (204, b""),
         ] {
-            assert_eq!(
-                classify_reply(status, body, deadline()),
-                succeeded,
-                "{status}"
-            );
+            assert_eq!(outcome_of(status, body, deadline()), succeeded, "{status}");
         }
     }
 
     #[test]
     fn a_result_in_the_body_wins_over_the_code() {
         assert_eq!(
-            classify_reply(
+            outcome_of(
                 202,
                 &reply(json!({"status": ReportedStatus::Success, "code": "OK"})),
                 deadline()
@@ -1198,7 +1266,7 @@ mod tests {
             }
         );
         assert!(matches!(
-            classify_reply(
+            outcome_of(
                 201,
                 &reply(json!({"status": ReportedStatus::Failed})),
                 deadline()
@@ -1210,7 +1278,7 @@ mod tests {
     #[test]
     fn non_2xx_is_a_failed_attempt_with_the_reason() {
         assert_eq!(
-            classify_reply(503, b" busy \n", deadline()),
+            outcome_of(503, b" busy \n", deadline()),
             Outcome::Failed {
                 code: Some("HTTP_503".into()),
                 message: Some("busy".into()),
@@ -1221,7 +1289,7 @@ mod tests {
 
     #[test]
     fn a_reply_code_or_message_a_callback_would_refuse_is_dropped_not_the_result() {
-        let result = |body: serde_json::Value| classify_reply(200, &reply(body), deadline());
+        let result = |body: serde_json::Value| outcome_of(200, &reply(body), deadline());
         assert_eq!(
             result(json!({"status": ReportedStatus::Success, "code": "E\u{0}1", "message": ["m"]})),
             Outcome::Succeeded {
@@ -1250,7 +1318,7 @@ mod tests {
             }
         );
         assert_eq!(
-            classify_reply(500, b"boom\x00\x1b[31m\nat line 2", deadline()),
+            outcome_of(500, b"boom\x00\x1b[31m\nat line 2", deadline()),
             Outcome::Failed {
                 code: Some("HTTP_500".into()),
                 message: Some("boom[31m\nat line 2".into()),

@@ -20,17 +20,18 @@ const FIELDS: &[&str] = &[
     "message",
     "retry",
     "attempt",
+    "output",
 ];
 
-/// `{requestId, callbackToken, status: "SUCCESS"|"FAILED", code?, message?, retry?, attempt?}`
-/// (`code` a string or an integer) → 200 `{requestId, status, applied, message}` where `status` is the run's status after the
+/// `{requestId, callbackToken, status: "SUCCESS"|"FAILED", code?, message?, retry?, attempt?,
+/// output?}` (`code` a string or an integer; `output` kept with the attempt's log) → 200 `{requestId, status, applied, message}` where `status` is the run's status after the
 /// call. A result belongs to the attempt it names, or without `attempt` to the one dispatched
 /// last; it counts once (a repeat, or a result for a final run, changes nothing: `applied:
 /// false`); a result for an attempt never dispatched is 409. `"retry": false` makes a failure
 /// final.
 pub async fn report(state: web::Data<ApiState>, body: JsonBody) -> Result<HttpResponse, ApiError> {
     let started = std::time::Instant::now();
-    let (request_id, report) = parse(body.0, &state)?;
+    let (request_id, report, output) = parse(body.0, &state)?;
     let reported = outcome_name(&report.outcome);
     let failure = match &report.outcome {
         Outcome::Failed { code, message, .. } => Some((code.clone(), message.clone())),
@@ -69,6 +70,13 @@ pub async fn report(state: web::Data<ApiState>, body: JsonBody) -> Result<HttpRe
             )))
         }
     };
+    if let (Decided::Applied(run), Some(output)) = (&decided, output) {
+        let attempt = attempt.unwrap_or(run.dispatched);
+        state
+            .service
+            .keep_output(request_id.clone(), attempt, output)
+            .await?;
+    }
     match (&decided, failure) {
         (Decided::Applied(run), Some((code, message))) => log::warn!(
             "{}",
@@ -105,7 +113,10 @@ fn outcome_name(outcome: &Outcome) -> &'static str {
     }
 }
 
-fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError> {
+/// A callback's request id, result and output.
+type Callback = (RequestId, Report, Option<String>);
+
+fn parse(body: Value, state: &ApiState) -> Result<Callback, ApiError> {
     let mut body = validate::object(body, FIELDS)?;
     let request_id = match body.remove("requestId") {
         Some(Value::String(id)) => validate::request_id(&id, "requestId")?,
@@ -145,23 +156,8 @@ fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError>
         Some(Value::Bool(false)) => false,
         Some(_) => return Err(ApiError::invalid("retry", "retry must be true or false")),
     };
-    let attempt = match body.remove("attempt") {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => Some(
-            n.as_i64()
-                .and_then(|n| i32::try_from(n).ok())
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| {
-                    ApiError::invalid("attempt", "attempt must be a positive integer")
-                })?,
-        ),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "attempt",
-                "attempt must be a positive integer",
-            ))
-        }
-    };
+    let attempt = validate::attempt(body.remove("attempt"))?;
+    let output = validate::output(body.remove("output"))?;
     let code = result_text(&mut body, "code", result_code, MAX_CODE_CHARS)?;
     let message = result_text(&mut body, "message", result_message, MAX_MESSAGE_CHARS)?;
     let outcome = if succeeded {
@@ -180,7 +176,7 @@ fn parse(body: Value, state: &ApiState) -> Result<(RequestId, Report), ApiError>
         sent_at: None,
         member: None,
     };
-    Ok((request_id, report))
+    Ok((request_id, report, output))
 }
 
 /// The callback's `code` or `message`, read by `read` as a reply's is (see `crate::text`):

@@ -12,6 +12,7 @@ mod health;
 mod instances;
 pub(crate) mod json;
 mod openapi;
+mod run_log;
 mod scenes;
 mod tasks;
 mod token;
@@ -69,6 +70,8 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(get "/api/instances", instances::history, true, "Run history with filters and a cursor"),
     endpoint!(get "/api/instances/{requestId}", instances::get, true, "One run by request id"),
     endpoint!(post "/api/instances/{requestId}/cancel", instances::cancel, true, "Cancel an open run: no further attempt, later results change nothing (409 if final)"),
+    endpoint!(post "/api/instances/{requestId}/log", run_log::append, false, "An executor adds log lines and progress to an attempt of an open run (its callbackToken, or an admin's or executor's token)"),
+    endpoint!(get "/api/instances/{requestId}/log", run_log::get, true, "A run's log lines, progress and output, by attempt"),
     endpoint!(post "/api/callback", callback::report, false, "An executor reports a run's result"),
     endpoint!(get "/api/cluster", health::cluster, true, "Live ax processes"),
     endpoint!(get "/api/executors", executors::list, true, "Executor groups with their members and each member's health in this ax process"),
@@ -115,6 +118,15 @@ async fn not_found(req: HttpRequest) -> Result<actix_web::HttpResponse, ApiError
         req.method(),
         req.path()
     )))
+}
+
+/// Whether the endpoint serving this call proves itself (no token checked in front of it);
+/// another method on a fixed path of one is answered 405 as it is.
+pub fn is_open(method: &actix_web::http::Method, path: &str) -> bool {
+    ENDPOINTS.iter().filter(|e| !e.admin).any(|e| {
+        e.path == path
+            || (e.method.eq_ignore_ascii_case(method.as_str()) && path_matches(e.path, path))
+    })
 }
 
 /// The methods the endpoints of `path` serve, upper case, in table order.

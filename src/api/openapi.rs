@@ -125,6 +125,16 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         ("post", "/api/instances/{requestId}/cancel") => {
             responses["409"] = error("the run is final already");
         }
+        ("post", "/api/instances/{requestId}/log") => {
+            responses["403"] = error(
+                "the callback token does not match the run, a viewer's token (401 without any \
+                 when ax has tokens), or a page of another site sent it",
+            );
+            responses["409"] = error(
+                "the attempt was never dispatched (`field`: attempt), or the run ended longer \
+                 ago than run_logs.grace_secs",
+            );
+        }
         ("post", "/api/tasks/{id}/backfill") => {
             responses["400"] = error(
                 "invalid input; `field` names it (`to`: not after from, later than now, or more \
@@ -269,6 +279,15 @@ fn request_body(method: &str, path: &str) -> Option<Value> {
         ("patch", "/api/tasks/{id}") => Some(json!({"type": "object",
             "description": "any TaskInput fields: merged into the task (RFC 7386); null resets one to its default"})),
         ("post", "/api/callback") => Some(schema_ref("Callback")),
+        ("post", "/api/instances/{requestId}/log") => {
+            Some(json!({"type": "object", "properties": {
+            "callbackToken": {"type": "string", "description": "the run's, from the dispatch body; \
+                or send an admin's or executor's token"},
+            "attempt": {"type": "integer", "minimum": 1, "description": "default: the one dispatched last"},
+            "lines": {"type": "array", "maxItems": 1000, "items": {"type": "string"},
+                "description": "one line per newline, each cut to 4,096 characters"},
+            "progress": {"type": "integer", "minimum": 0, "maximum": 100}}}))
+        }
         ("put", "/api/executors/{group}") => Some(json!({"type": "object", "properties": {
             "routing": {"type": "string", "enum": Routing::NAMES, "default": Routing::DEFAULT.name()},
             "maxInFlight": {"type": "integer", "minimum": 1, "default": DEFAULT_MAX_IN_FLIGHT,
@@ -326,6 +345,27 @@ fn reply(method: &str, path: &str) -> (&'static str, Value) {
             "nextCursor": {"type": "string", "nullable": true}}}),
         ),
         ("get", "/api/instances/{requestId}") => ("200", schema_ref("RunDetail")),
+        ("post", "/api/instances/{requestId}/log") => (
+            "200",
+            json!({"type": "object", "properties": {
+            "requestId": {"type": "string"}, "attempt": {"type": "integer"},
+            "lines": {"type": "integer", "description": "lines the attempt's log holds now"},
+            "droppedLines": {"type": "integer", "description": "oldest lines gone past the bounds"}}}),
+        ),
+        ("get", "/api/instances/{requestId}/log") => (
+            "200",
+            json!({"type": "object", "properties": {
+            "requestId": {"type": "string"},
+            "attempts": {"type": "array", "items": {"type": "object", "properties": {
+                "attempt": {"type": "integer"},
+                "progress": {"type": "integer", "nullable": true},
+                "droppedLines": {"type": "integer"},
+                "output": {"type": "string", "nullable": true,
+                    "description": "the output of the attempt's reply or callback (its last 64 KiB)"},
+                "lines": {"type": "array", "items": {"type": "object", "properties": {
+                    "at": {"type": "string", "format": "date-time"}, "text": {"type": "string"},
+                    "marker": {"type": "boolean", "description": "stands for dropped lines"}}}}}}}}}),
+        ),
         ("get", "/api/tasks/{id}/stats") => ("200", schema_ref("Stats")),
         ("post", "/api/callback") => (
             "200",
@@ -471,7 +511,9 @@ fn schemas() -> Value {
             "message": {"type": "string", "maxLength": 1024,
                 "description": "stored with its control characters dropped but for newlines \
                     and tabs"},
-            "retry": {"type": "boolean"}, "attempt": int}},
+            "retry": {"type": "boolean"}, "attempt": int,
+            "output": {"type": "string", "maxLength": 65536,
+                "description": "what the job printed or produced, kept with the attempt's log"}}},
         "Stats": {"type": "object", "properties": {
             "taskId": int, "from": time, "to": time, "total": int,
             "byStatus": {"type": "object", "additionalProperties": int},

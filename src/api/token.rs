@@ -6,7 +6,6 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method};
 use actix_web::{middleware, web, HttpMessage};
 
-use super::ENDPOINTS;
 use crate::error::ApiError;
 use crate::security::Role;
 use crate::web::session::session_principal;
@@ -29,7 +28,7 @@ pub async fn require_token(
     req: ServiceRequest,
     next: middleware::Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let open = ENDPOINTS.iter().any(|e| !e.admin && e.path == req.path())
+    let open = super::is_open(req.method(), req.path())
         || crate::web::console_home::guards_itself(req.path());
     let state = req.app_data::<web::Data<ApiState>>().cloned();
     if let (false, Some(state)) = (open, state) {

@@ -1,4 +1,4 @@
-//! The JSON shapes of tasks and instances.
+//! The JSON shapes of tasks, runs and their logs.
 
 use chrono::NaiveDateTime;
 use serde::Serialize;
@@ -9,12 +9,14 @@ use crate::alerting::AlertRule;
 use crate::clock::rfc3339;
 use crate::labels::Labels;
 use crate::run::{OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
+use crate::run_log::{dropped_marker, Limits};
 use crate::service::scenes::SceneCounts;
 use crate::service::stats::{OverlapCounts, TaskStats};
 use crate::service::task_details::TaskDetails;
 use crate::store::from_db;
 use crate::store::models::{Instance, TaskStatus};
 use crate::store::queries::attempts::AttemptRow;
+use crate::store::queries::run_log::AttemptLog;
 use crate::task_executor::TaskExecutor;
 
 fn time(at: NaiveDateTime) -> String {
@@ -360,6 +362,67 @@ mod tests {
             assert!(crate::apply::changed_fields(&first, &again).is_empty());
             let now = chrono::DateTime::UNIX_EPOCH;
             assert_eq!(first.fields(now), again.fields(now));
+        }
+    }
+}
+
+/// A run's log, by attempt (`GET /api/instances/{requestId}/log`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunLogView {
+    request_id: RequestId,
+    attempts: Vec<AttemptLogView>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AttemptLogView {
+    attempt: i32,
+    progress: Option<i32>,
+    /// Lines gone from the log, the oldest first (a marker line stands for them).
+    dropped_lines: i64,
+    output: Option<String>,
+    lines: Vec<LogLineView>,
+}
+
+#[derive(Serialize)]
+struct LogLineView {
+    at: String,
+    text: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    marker: bool,
+}
+
+impl RunLogView {
+    pub fn new(request_id: RequestId, logs: Vec<AttemptLog>, limits: Limits) -> Self {
+        let attempts = logs
+            .into_iter()
+            .map(|log| {
+                let mut lines = Vec::with_capacity(log.lines.len() + 1);
+                if let (true, Some((first, _))) = (log.dropped > 0, log.lines.first()) {
+                    lines.push(LogLineView {
+                        at: time(*first),
+                        text: dropped_marker(log.dropped, limits),
+                        marker: true,
+                    });
+                }
+                lines.extend(log.lines.into_iter().map(|(at, text)| LogLineView {
+                    at: time(at),
+                    text,
+                    marker: false,
+                }));
+                AttemptLogView {
+                    attempt: log.attempt,
+                    progress: log.progress,
+                    dropped_lines: log.dropped,
+                    output: log.output,
+                    lines,
+                }
+            })
+            .collect();
+        RunLogView {
+            request_id,
+            attempts,
         }
     }
 }

@@ -20,8 +20,9 @@ pub use declare::Setting;
 pub use error::{ConfigError, Origin};
 pub use kind::{Kind, MAX_IN_FLIGHT_PER_HOST};
 pub use settings::{
-    AlertsConfig, Alias, Config, DispatchConfig, ExecutorsConfig, RedisConfig, SchedulerConfig,
-    SecurityConfig, ServerConfig, StoreConfig, ALIASES, MAX_COMMIT_AHEAD_MS, SETTINGS,
+    AlertsConfig, Alias, Config, DispatchConfig, ExecutorsConfig, RedisConfig, RunLogsConfig,
+    SchedulerConfig, SecurityConfig, ServerConfig, StoreConfig, ALIASES, MAX_COMMIT_AHEAD_MS,
+    SETTINGS,
 };
 
 use kind::{Refusal, Written};
@@ -305,6 +306,7 @@ mod tests {
             (_, "server.allowed_hosts") => "ax.example.com",
             (_, "alerts.console_url") => "https://ax.example.com",
             (_, "alerts.send_timeout_ms") => "700",
+            (_, "run_logs.max_bytes") => "4096",
             (Kind::Secret, _) => "a-secret-long-enough",
             _ => "7",
         }

@@ -345,6 +345,28 @@ settings! {
             doc: "how long the store or Redis may be out of reach from a process before it alerts (STORE_UNREACHABLE, REDIS_UNREACHABLE)",
         }
     }
+
+    /// `run_logs.*`: the log lines and progress executors send while a run is open.
+    run_logs: RunLogsConfig {
+        max_lines: usize {
+            env: "AX_RUN_LOG_MAX_LINES",
+            default: 1000,
+            kind: count(1, 100_000, "lines"),
+            doc: "most log lines kept per attempt: beyond, the last ones are kept and a marker says how many went",
+        }
+        max_bytes: usize {
+            env: "AX_RUN_LOG_MAX_BYTES",
+            default: 262_144,
+            kind: count(1024, 16_777_216, "bytes"),
+            doc: "most bytes of log lines kept per attempt: beyond, the last ones are kept",
+        }
+        grace_secs: i64 {
+            env: "AX_RUN_LOG_GRACE_SECS",
+            default: 300,
+            kind: secs(0, DAY_SECS),
+            doc: "how long after a run ends its log still takes lines (then 409)",
+        }
+    }
 }
 
 /// A key of the design document's config file, read as one of ax's settings.

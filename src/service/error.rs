@@ -38,6 +38,9 @@ pub enum ServiceError {
     RunNotFound(RequestId),
     #[error("run {id} is {status} already: a final run does not change")]
     RunFinal { id: RequestId, status: RunStatus },
+    /// A run's log that takes no more lines.
+    #[error(transparent)]
+    LogClosed(#[from] crate::run_log::Closed),
     #[error("no executor group `{0}`")]
     GroupNotFound(String),
     #[error("executor group `{group}` is used by {} tasks: {}; give them another executor first", .tasks.len(), .tasks.join(", "))]

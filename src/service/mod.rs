@@ -15,7 +15,7 @@ use crate::actors::lock::LockError;
 use crate::actors::store::StoreHandle;
 use crate::actors::wheel::WheelHandle;
 use crate::clock::SharedClock;
-use crate::config::{AlertsConfig, Config, ExecutorsConfig};
+use crate::config::{AlertsConfig, Config, ExecutorsConfig, RunLogsConfig};
 use crate::metrics::WheelStats;
 use crate::run::RunStatus;
 
@@ -24,6 +24,7 @@ mod audit_log;
 pub mod console_reads;
 pub mod error;
 pub mod executors;
+pub mod run_logs;
 mod runs;
 pub mod scenes;
 mod sessions;
@@ -49,6 +50,8 @@ pub struct Service {
     alerts: Addr<AlertActor>,
     /// The channels and the default rule (`alerts.*`).
     alerting: AlertsConfig,
+    /// How much of executors' logs is kept, and until when (`run_logs.*`).
+    run_logs: RunLogsConfig,
 }
 
 /// The actors the service asks.
@@ -89,6 +92,7 @@ impl Service {
             day_counts: Arc::default(),
             alerts,
             alerting: config.alerts.clone(),
+            run_logs: config.run_logs.clone(),
         }
     }
 

@@ -199,3 +199,27 @@ diesel::table! {
         created_at -> Timestamp,
     }
 }
+
+diesel::table! {
+    ax_run_log (id) {
+        id -> BigInt,
+        request_id -> Text,
+        attempt -> Integer,
+        at -> Timestamp,
+        text -> Text,
+        bytes -> Integer,
+    }
+}
+
+diesel::table! {
+    ax_run_log_attempt (request_id, attempt) {
+        request_id -> Text,
+        attempt -> Integer,
+        progress -> Nullable<Integer>,
+        line_count -> Integer,
+        byte_count -> BigInt,
+        dropped -> BigInt,
+        output -> Nullable<Text>,
+        updated_at -> Timestamp,
+    }
+}

@@ -8,6 +8,7 @@ mod ids;
 mod query;
 #[cfg(test)]
 mod refused;
+mod run_report;
 mod runs;
 mod task;
 
@@ -18,6 +19,7 @@ pub use query::{
     alerts_query, audit_query, cron_preview, encode_cursor, history_query, next_alert_cursor, page,
     stats_window,
 };
+pub use run_report::{attempt, log_lines, output, progress};
 pub use runs::{backfill_range, trigger_params};
 pub use task::{
     bulk, merge_patch, scene, task_body, task_input, DEFAULT_MAX_RETRY, DEFAULT_SCENE,

@@ -601,23 +601,26 @@ pub async fn for_stats(
         .await)?)
 }
 
-/// Deletes up to `limit` final runs that finished before `before`; returns how many. Small
-/// batches keep each statement short, so firing never waits behind retention.
+/// Deletes up to `limit` final runs that finished before `before`, with their logs; returns
+/// how many runs. Small batches keep each statement short, so firing never waits behind
+/// retention.
 pub async fn delete_finished_before(
     conn: &mut Conn,
     before: NaiveDateTime,
     limit: i64,
 ) -> Result<usize, StoreError> {
-    let ids: Vec<i64> = with_conn!(conn, |c| i::ax_instance
+    let found: Vec<(i64, String)> = with_conn!(conn, |c| i::ax_instance
         .filter(i::finished_at.lt(before))
         .order(i::finished_at.asc())
         .limit(limit)
-        .select(i::id)
+        .select((i::id, i::request_id))
         .load(c)
         .await)?;
-    if ids.is_empty() {
+    if found.is_empty() {
         return Ok(0);
     }
+    let (ids, runs): (Vec<i64>, Vec<String>) = found.into_iter().unzip();
+    super::run_log::delete_of_runs(conn, &runs).await?;
     Ok(with_conn!(conn, |c| diesel::delete(
         i::ax_instance.filter(i::id.eq_any(&ids))
     )

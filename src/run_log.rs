@@ -1,0 +1,182 @@
+//! What executors say while a run is open: log lines and progress per attempt, and the
+//! `output` of a reply or callback. How lines are cut and bounded, and when a run stops taking
+//! them; pure.
+
+use chrono::{DateTime, Duration, Utc};
+
+/// Longest line kept, in characters; a longer one is cut and ends with `…`.
+pub const MAX_LINE_CHARS: usize = 4096;
+/// Most lines one call may send.
+pub const MAX_LINES_PER_CALL: usize = 1000;
+/// Most bytes of `output` kept per attempt: the last ones.
+pub const MAX_OUTPUT_BYTES: usize = 64 * 1024;
+/// What an attempt's progress may be.
+pub const PROGRESS: std::ops::RangeInclusive<i32> = 0..=100;
+
+/// How much of an attempt's log is kept (`run_logs.*`): beyond either bound, the oldest
+/// lines go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub lines: usize,
+    pub bytes: usize,
+}
+
+/// The lines to store of what an executor sent: one per `\n` (a `\r` before it dropped), each
+/// cut to [`MAX_LINE_CHARS`].
+pub fn lines_of(sent: &[String]) -> Vec<String> {
+    sent.iter()
+        .flat_map(|text| text.split('\n'))
+        .map(|line| cut_line(line.strip_suffix('\r').unwrap_or(line)))
+        .collect()
+}
+
+fn cut_line(line: &str) -> String {
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line.to_string(),
+    }
+}
+
+/// How many of the oldest of these lines (their sizes in bytes, oldest first) must go so that
+/// the rest fit `limits`.
+pub fn overflow(sizes: &[usize], limits: Limits) -> usize {
+    let mut bytes: usize = sizes.iter().sum();
+    let mut drop = sizes.len().saturating_sub(limits.lines);
+    bytes -= sizes[..drop].iter().sum::<usize>();
+    while bytes > limits.bytes && drop < sizes.len() {
+        bytes -= sizes[drop];
+        drop += 1;
+    }
+    drop
+}
+
+/// The line shown in place of the `dropped` oldest lines of an attempt.
+pub fn dropped_marker(dropped: i64, limits: Limits) -> String {
+    format!(
+        "[ax] {dropped} earlier line{} dropped: an attempt keeps its last {} lines and {} KiB",
+        if dropped == 1 { "" } else { "s" },
+        limits.lines,
+        limits.bytes / 1024
+    )
+}
+
+/// The last [`MAX_OUTPUT_BYTES`] of an output, cut on a character boundary.
+pub fn cut_output(output: &str) -> &str {
+    let mut start = output.len().saturating_sub(MAX_OUTPUT_BYTES);
+    while !output.is_char_boundary(start) {
+        start += 1;
+    }
+    &output[start..]
+}
+
+/// Why a run takes no more lines.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Closed {
+    #[error("attempt {attempt} was never dispatched (the last dispatched is {dispatched})")]
+    NotDispatched { attempt: i32, dispatched: i32 },
+    #[error(
+        "the run ended at {}: log lines are taken until {} s after its end",
+        ended.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        grace.num_seconds()
+    )]
+    Ended {
+        ended: DateTime<Utc>,
+        grace: Duration,
+    },
+}
+
+/// Whether lines for `attempt` are taken now: an attempt dispatched, of a run open or final
+/// for less than `grace`.
+pub fn takes_lines(
+    attempt: i32,
+    dispatched: i32,
+    finished_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    grace: Duration,
+) -> Result<(), Closed> {
+    if attempt > dispatched {
+        return Err(Closed::NotDispatched {
+            attempt,
+            dispatched,
+        });
+    }
+    match finished_at {
+        Some(ended) if now > ended + grace => Err(Closed::Ended { ended, grace }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const LIMITS: Limits = Limits {
+        lines: 3,
+        bytes: 10,
+    };
+
+    #[test]
+    fn lines_are_split_and_cut() {
+        let long = "x".repeat(MAX_LINE_CHARS + 5);
+        let lines = lines_of(&["a\r\nb".into(), long, "".into()]);
+        assert_eq!(lines[..2], ["a", "b"]);
+        assert_eq!(lines[2].chars().count(), MAX_LINE_CHARS + 1);
+        assert!(lines[2].ends_with('…'));
+        assert_eq!(lines[3], "");
+    }
+
+    #[test]
+    fn the_oldest_lines_go_first_by_count_and_by_bytes() {
+        assert_eq!(overflow(&[1, 1, 1], LIMITS), 0);
+        assert_eq!(overflow(&[1, 1, 1, 1, 1], LIMITS), 2);
+        assert_eq!(overflow(&[8, 1, 2], LIMITS), 1);
+        assert_eq!(overflow(&[11], LIMITS), 1);
+    }
+
+    #[test]
+    fn output_keeps_its_end_on_a_char_boundary() {
+        let output = format!("é{}", "a".repeat(MAX_OUTPUT_BYTES - 1));
+        assert_eq!(cut_output(&output), &output[2..]);
+        assert_eq!(cut_output("short"), "short");
+    }
+
+    #[test]
+    fn lines_are_taken_until_the_grace_after_the_end() {
+        let now = Utc::now();
+        let grace = Duration::seconds(60);
+        assert!(takes_lines(1, 1, None, now, grace).is_ok());
+        assert!(takes_lines(1, 2, Some(now - Duration::seconds(59)), now, grace).is_ok());
+        assert!(matches!(
+            takes_lines(1, 1, Some(now - Duration::seconds(61)), now, grace),
+            Err(Closed::Ended { .. })
+        ));
+        assert_eq!(
+            takes_lines(2, 1, None, now, grace),
+            Err(Closed::NotDispatched {
+                attempt: 2,
+                dispatched: 1
+            })
+        );
+        assert!(dropped_marker(1, LIMITS).contains("1 earlier line dropped"));
+    }
+
+    proptest! {
+        #[test]
+        fn what_is_kept_fits_and_is_the_most_that_fits(
+            sizes in proptest::collection::vec(0usize..8, 0..20),
+            lines in 1usize..10,
+            bytes in 0usize..40,
+        ) {
+            let limits = Limits { lines, bytes };
+            let drop = overflow(&sizes, limits);
+            let kept = &sizes[drop..];
+            prop_assert!(kept.len() <= lines);
+            prop_assert!(kept.iter().sum::<usize>() <= bytes);
+            if drop > 0 {
+                let one_more = &sizes[drop - 1..];
+                prop_assert!(one_more.len() > lines || one_more.iter().sum::<usize>() > bytes);
+            }
+        }
+    }
+}
