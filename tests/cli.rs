@@ -1,5 +1,5 @@
 //! The `ax` binary: `cron next`, `migrate`, a failing `serve`, a refused `apply`, and executor
-//! groups as code against a running `ax serve`, run as a real process.
+//! groups as code and `runs logs` against a running `ax serve`, run as a real process.
 
 mod common;
 
@@ -774,4 +774,101 @@ async fn executor_groups_as_code() {
     let (_, ledger) = api.get("/api/executors/ledger").await;
     assert_eq!(ledger["routing"], "FIRST", "unchanged: {ledger}");
     ax_process.terminate().await;
+}
+
+/// `ax runs logs`: a run's lines by attempt; with `--follow`, each new line once, as it comes,
+/// until the run ends; a request id that is no UUID is a usage error.
+#[actix_rt::test]
+async fn runs_logs_follows_a_run_to_its_end() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = TestStore::sqlite();
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_SIGNING_SECRET".to_string(), common::SECRET.to_string()),
+    ];
+    let ax_process = AxProcess::start(dir.path(), "logs", env).await;
+    let url = ax_process.base();
+    let api = Api::at(url.clone());
+    let executor = common::Executor::start(common::Reply::Accepted).await;
+    let task = api
+        .create_task(serde_json::json!({"name": "logged", "cron": "* * * * * *",
+            "handlerUrl": executor.url, "maxRetry": 0}))
+        .await;
+    let delivery = executor.wait_for(1, Duration::from_secs(5)).await[0].clone();
+    api.post(
+        &format!("/api/tasks/{}/pause", task["id"]),
+        serde_json::json!({}),
+    )
+    .await;
+    let log_path = format!("/api/instances/{}/log", delivery.request_id);
+    let token = delivery.body["callbackToken"].clone();
+    let send = |lines: Vec<&str>, progress: u32| serde_json::json!({"callbackToken": token, "lines": lines, "progress": progress});
+    let (status, reply) = api.post(&log_path, send(vec!["one", "two"], 20)).await;
+    assert_eq!(status, 200, "{reply}");
+
+    let follow = ax(dir.path())
+        .args([
+            "runs",
+            "logs",
+            &delivery.request_id,
+            "--follow",
+            "--url",
+            &url,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ax runs logs");
+    actix_rt::time::sleep(Duration::from_millis(1_500)).await;
+    api.post(&log_path, send(vec!["three"], 80)).await;
+    actix_rt::time::sleep(Duration::from_millis(1_500)).await;
+    let (status, reply) = api
+        .post("/api/callback", delivery.callback("SUCCESS", Value::Null))
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    let followed =
+        actix_rt::task::spawn_blocking(move || output_within(follow, Duration::from_secs(10)))
+            .await
+            .expect("follow ends");
+    assert_eq!(followed.status.code(), Some(0), "{}", stderr(&followed));
+    assert_eq!(
+        log_texts(&stdout(&followed)),
+        ["one", "two", "three"],
+        "each line once, as it came"
+    );
+
+    let once = run(ax(dir.path()).args(["runs", "logs", &delivery.request_id, "--url", &url]));
+    assert_eq!(once.status.code(), Some(0), "{}", stderr(&once));
+    let text = stdout(&once);
+    assert_eq!(log_texts(&text), ["one", "two", "three"], "{text}");
+    assert!(text.contains("--- attempt 1: 80 %"), "{text}");
+
+    assert_usage_error_naming(
+        &run(ax(dir.path()).args(["runs", "logs", "not-a-uuid", "--url", &url])),
+        "a request id that is no UUID",
+        "REQUEST_ID",
+    );
+    executor.stop().await;
+}
+
+/// The texts of `ax runs logs` lines (`AT  TEXT`), headers left out.
+fn log_texts(printed: &str) -> Vec<String> {
+    printed
+        .lines()
+        .filter(|l| !l.starts_with("---"))
+        .filter_map(|l| l.split_once("  ").map(|(_, t)| t.to_string()))
+        .collect()
+}
+
+/// The output of a child that must end within `timeout`.
+fn output_within(mut child: Child, timeout: Duration) -> Output {
+    let started = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            panic!("still running after {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
 }

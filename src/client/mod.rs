@@ -1,4 +1,4 @@
-//! `ax tasks …`, `ax runs …` and `ax executors list|get`: a thin client of the HTTP API. Each command is one request;
+//! `ax tasks …`, `ax runs …` and `ax executors list|get`: a thin client of the HTTP API. Each command is one request (`runs logs --follow` one a second);
 //! the reply is printed as a table (or as it came, with `--json`); an API error exits 1 with
 //! its message.
 
@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 use crate::api::validate::executor::group_name;
 use crate::labels;
 use crate::EXIT_USAGE;
+
+mod logs;
 
 /// Where the API is, and how to print its replies.
 #[derive(Debug, Clone, Args)]
@@ -81,6 +83,13 @@ pub enum RunsCommand {
     Get { request_id: String },
     /// Cancel an open run: no further attempt, later results change nothing.
     Cancel { request_id: String },
+    /// The log lines and progress its executor sent, by attempt.
+    Logs {
+        request_id: String,
+        /// Keep printing new lines until the run ends.
+        #[arg(long, short = 'f')]
+        follow: bool,
+    },
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -217,6 +226,7 @@ pub fn runs(conn: Connection, command: RunsCommand) -> ExitCode {
             Call::new("POST", format!("/api/instances/{request_id}/cancel")),
             Shape::One,
         ),
+        RunsCommand::Logs { request_id, follow } => return logs::logs(conn, request_id, follow),
     };
     run(&conn, call, shape)
 }
