@@ -2,6 +2,7 @@
 //! the reply is printed as a table (or as it came, with `--json`); an API error exits 1 with
 //! its message.
 
+use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -10,9 +11,8 @@ use serde_json::{json, Value};
 
 use crate::api::validate::executor::group_name;
 use crate::labels;
+use crate::run::{RequestId, RunStatus};
 use crate::EXIT_USAGE;
-
-mod logs;
 
 /// Where the API is, and how to print its replies.
 #[derive(Debug, Clone, Args)]
@@ -226,7 +226,7 @@ pub fn runs(conn: Connection, command: RunsCommand) -> ExitCode {
             Call::new("POST", format!("/api/instances/{request_id}/cancel")),
             Shape::One,
         ),
-        RunsCommand::Logs { request_id, follow } => return logs::logs(conn, request_id, follow),
+        RunsCommand::Logs { request_id, follow } => return logs(conn, request_id, follow),
     };
     run(&conn, call, shape)
 }
@@ -576,6 +576,157 @@ mod tests {
         assert_eq!(
             render(Shape::One, &body),
             "id         3\nnextRunAt  -\nstatus     PAUSED\n"
+        );
+    }
+}
+
+// `ax runs logs REQUEST_ID [--follow]`: a run's log lines, by attempt; with `--follow`, the
+// new ones as they come, until the run ends.
+
+/// How often `--follow` asks for new lines.
+const FOLLOW_EVERY: Duration = Duration::from_secs(1);
+
+/// Prints the run's log; with `follow`, keeps printing until the run is final and its last
+/// lines are out.
+pub fn logs(conn: Connection, request_id: String, follow: bool) -> ExitCode {
+    // Checked before any request: a usage error.
+    if RequestId::parse(&request_id).is_none() {
+        eprintln!("ax: REQUEST_ID: expected a UUID like 0b6f1c52-8a47-4cf5-9d3e-2f7c1a9e4b10");
+        return ExitCode::from(crate::EXIT_USAGE);
+    }
+    let printed = actix_rt::System::new().block_on(print_log(&conn, &request_id, follow));
+    match printed {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("ax: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn print_log(conn: &Connection, request_id: &str, follow: bool) -> Result<(), String> {
+    let log = Call::new("GET", format!("/api/instances/{request_id}/log"));
+    let run = Call::new("GET", format!("/api/instances/{request_id}"));
+    let mut seen = Seen::default();
+    loop {
+        // The run's state first: lines sent before it ended are in the log read after.
+        let ended = !follow || is_final(&send(conn, &run).await?);
+        let body = send(conn, &log).await?;
+        if conn.json && !follow {
+            println!("{body:#}");
+            return Ok(());
+        }
+        for line in seen.new_lines(&body, conn.json) {
+            println!("{line}");
+        }
+        if ended {
+            return Ok(());
+        }
+        actix_rt::time::sleep(FOLLOW_EVERY).await;
+    }
+}
+
+fn is_final(run: &Value) -> bool {
+    run["status"]
+        .as_str()
+        .and_then(RunStatus::parse)
+        .is_some_and(RunStatus::is_final)
+}
+
+/// What was printed of each attempt: how many of its lines ever sent (dropped ones included),
+/// and its progress.
+#[derive(Debug, Default)]
+struct Seen {
+    attempts: HashMap<i64, (i64, Option<i64>)>,
+}
+
+impl Seen {
+    /// The lines of `log` not printed yet, as text (`AT  TEXT`, an attempt's header before its
+    /// first) or as JSON lines.
+    fn new_lines(&mut self, log: &Value, json: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        for attempt in log["attempts"].as_array().into_iter().flatten() {
+            let number = attempt["attempt"].as_i64().unwrap_or(0);
+            let progress = attempt["progress"].as_i64();
+            let lines: Vec<&Value> = attempt["lines"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|line| line["marker"] != true)
+                .collect();
+            let dropped = attempt["droppedLines"].as_i64().unwrap_or(0);
+            let total = dropped + lines.len() as i64;
+            let first = !self.attempts.contains_key(&number);
+            let (printed, shown_progress) = self.attempts.entry(number).or_insert((0, None));
+            if first && !json {
+                out.push(format!("--- attempt {number}"));
+                if dropped > *printed {
+                    out.push(format!("[ax] {dropped} earlier lines dropped"));
+                }
+            }
+            let skip = usize::try_from((*printed - dropped).max(0)).unwrap_or(0);
+            for line in lines.iter().skip(skip) {
+                let (at, text) = (line["at"].as_str().unwrap_or(""), line["text"].as_str());
+                out.push(match json {
+                    true => {
+                        serde_json::json!({"attempt": number, "at": at, "text": text}).to_string()
+                    }
+                    false => format!("{at}  {}", text.unwrap_or("")),
+                });
+            }
+            *printed = total.max(*printed);
+            if progress != *shown_progress && !json {
+                if let Some(p) = progress {
+                    out.push(format!("--- attempt {number}: {p} %"));
+                }
+            }
+            *shown_progress = progress;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod logs_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn log(dropped: i64, texts: &[&str], progress: i64) -> Value {
+        let lines: Vec<Value> = texts
+            .iter()
+            .map(|t| json!({"at": "2027-01-01T00:00:00.000Z", "text": t}))
+            .collect();
+        json!({"attempts": [{"attempt": 1, "progress": progress, "droppedLines": dropped, "lines": lines}]})
+    }
+
+    #[test]
+    fn each_line_is_printed_once_though_old_ones_are_dropped() {
+        let mut seen = Seen::default();
+        let first = seen.new_lines(&log(0, &["a", "b"], 10), false);
+        assert_eq!(
+            first,
+            [
+                "--- attempt 1",
+                "2027-01-01T00:00:00.000Z  a",
+                "2027-01-01T00:00:00.000Z  b",
+                "--- attempt 1: 10 %"
+            ]
+        );
+        assert!(seen.new_lines(&log(0, &["a", "b"], 10), false).is_empty());
+        // Two more came and the two oldest went: only the new ones are printed.
+        let next = seen.new_lines(&log(2, &["c", "d"], 60), false);
+        assert_eq!(
+            next,
+            [
+                "2027-01-01T00:00:00.000Z  c",
+                "2027-01-01T00:00:00.000Z  d",
+                "--- attempt 1: 60 %"
+            ]
+        );
+        let json = Seen::default().new_lines(&log(0, &["x"], 0), true);
+        assert_eq!(
+            json,
+            [r#"{"at":"2027-01-01T00:00:00.000Z","attempt":1,"text":"x"}"#]
         );
     }
 }
