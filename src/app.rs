@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use crate::actors::alerts::{AlertActor, AlertSettings};
 use crate::actors::cluster::{ClusterActor, ClusterHandle};
 use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
+use crate::actors::feed::FeedActor;
 use crate::actors::fire::FireContext;
 use crate::actors::fleet::FleetSettings;
 use crate::actors::lock::{connect_redis, LockActor, LockError, LockHandle, RedisPool};
@@ -113,6 +114,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
                 dispatch: actors.dispatch.clone(),
                 cluster: actors.cluster.clone(),
                 alerts: actors.alerts.clone(),
+                feed: actors.feed.clone(),
             },
             clock.clone(),
             instance_id.clone(),
@@ -241,6 +243,7 @@ struct Actors {
     cluster: ClusterHandle,
     cluster_actor: Addr<ClusterActor>,
     alerts: Addr<AlertActor>,
+    feed: Addr<FeedActor>,
 }
 
 impl Actors {
@@ -332,8 +335,10 @@ impl Actors {
             security.allowlist.clone(),
         )
         .start();
+        let feed = FeedActor::new(store.clone(), clock.clone()).start();
         Actors {
             alerts,
+            feed,
             wheel,
             ticks,
             supervisor,
@@ -374,6 +379,7 @@ impl Actors {
         let _ = self.lock_actor.send(Halt).await;
         let _ = self.cluster_actor.send(Halt).await;
         let _ = self.alerts.send(Halt).await;
+        let _ = self.feed.send(Halt).await;
         let _ = self.store_actor.send(Halt).await;
     }
 }
@@ -473,6 +479,9 @@ impl Ax {
     /// the same file, which then finds the database locked.
     pub async fn shutdown(self) {
         log::info!("shutting down");
+        // Event streams never end by themselves: open, they would hold the graceful stop up
+        // to its timeout.
+        let _ = self.actors.feed.send(Halt).await;
         self.server.stop(true).await;
         let actors = &self.actors;
         let wheel = WheelHandle::new(actors.wheel.clone());

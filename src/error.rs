@@ -111,6 +111,10 @@ impl From<ServiceError> for ApiError {
                 status: StatusCode::BAD_GATEWAY,
                 message: err.to_string(),
             },
+            ServiceError::TooManyListeners(_) => ApiError::Http {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: err.to_string(),
+            },
             ServiceError::Item { index, error } => ApiError::from(*error).in_item(index),
         }
     }

@@ -32,6 +32,7 @@ pub mod percentile;
 pub mod plan;
 pub mod routing;
 pub mod run;
+pub mod run_feed;
 pub mod run_log;
 pub mod security;
 pub mod service;

@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use ax::api::ENDPOINTS;
+use common::events::Events;
 use common::{config, start_ax, Api, Executor, Reply, TestStore};
 use serde_json::json;
 
@@ -55,12 +56,19 @@ async fn the_document_matches_the_router() {
             .replace("{scene}", "default")
             .replace("{requestId}", &uuid::Uuid::new_v4().to_string());
         let body = (method == "post" || method == "put").then(|| json!({}));
-        let (status, reply) = api.call(&method.to_uppercase(), &concrete, body).await;
-        assert!(
-            !no_route(&reply),
-            "{method} {path} is not routed ({status}: {reply})"
-        );
         let op = &doc["paths"][path.as_str()][method.as_str()];
+        if op["responses"]["200"]["content"]["text/event-stream"].is_object() {
+            // A stream stays open: its head is enough to show it is served.
+            let (status, events) = Events::open(&format!("http://{}", ax.addr()), &concrete).await;
+            assert_eq!(status, 200, "{method} {path}");
+            assert!(events.is_some_and(|e| e.content_type == "text/event-stream"));
+        } else {
+            let (status, reply) = api.call(&method.to_uppercase(), &concrete, body).await;
+            assert!(
+                !no_route(&reply),
+                "{method} {path} is not routed ({status}: {reply})"
+            );
+        }
         assert!(
             op["summary"].is_string() && op["responses"].is_object(),
             "{method} {path}"

@@ -4,6 +4,7 @@
 pub mod alerts;
 pub mod cluster;
 pub mod dispatch;
+pub mod feed;
 pub mod fire;
 pub mod fleet;
 mod in_flight;
@@ -55,5 +56,6 @@ control_messages!(
     dispatch::DispatchActor,
     lock::LockActor,
     cluster::ClusterActor,
-    alerts::AlertActor
+    alerts::AlertActor,
+    feed::FeedActor
 );

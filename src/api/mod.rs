@@ -6,6 +6,7 @@ mod audit;
 mod callback;
 mod cron;
 mod endpoint;
+mod events;
 mod executors;
 mod guard;
 mod health;
@@ -72,6 +73,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(post "/api/instances/{requestId}/cancel", instances::cancel, true, "Cancel an open run: no further attempt, later results change nothing (409 if final)"),
     endpoint!(post "/api/instances/{requestId}/log", run_log::append, false, "An executor adds log lines and progress to an attempt of an open run (its callbackToken, or an admin's or executor's token)"),
     endpoint!(get "/api/instances/{requestId}/log", run_log::get, true, "A run's log lines, progress and output, by attempt"),
+    endpoint!(get "/api/events", events::stream, true, "Run changes as server-sent events (text/event-stream): event run {requestId, taskId, scene, status} and event log {requestId, taskId, scene, attempt, progress, lines}; ?task=&scene="),
     endpoint!(post "/api/callback", callback::report, false, "An executor reports a run's result"),
     endpoint!(get "/api/cluster", health::cluster, true, "Live ax processes"),
     endpoint!(get "/api/executors", executors::list, true, "Executor groups with their members and each member's health in this ax process"),

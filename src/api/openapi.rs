@@ -80,6 +80,11 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         ("get", "/metrics") => {
             json!({"description": "success", "content": {"text/plain": {"schema": reply}}})
         }
+        ("get", "/api/events") => json!({"description": "server-sent events, open until the \
+            client leaves: `event: run` with data {requestId, taskId, scene, status} \
+            per run change, `event: log` with data {requestId, taskId, scene, attempt, \
+            progress, lines} per attempt log that grew",
+            "content": {"text/event-stream": {"schema": reply}}}),
         _ => json!({"description": "success", "content": content(&reply)}),
     };
     if reply == schema_ref("Task") {
@@ -223,6 +228,10 @@ fn query_parameters(method: &str, path: &str) -> Vec<Value> {
             params
         }
         ("get", "/api/tasks/{id}/instances") => page(),
+        ("get", "/api/events") => vec![
+            query("task", "integer", "only this task's runs"),
+            query("scene", "string", "only this scene's runs"),
+        ],
         ("get", "/api/tasks/{id}/stats") => {
             vec![query(
                 "windowSecs",
@@ -373,7 +382,7 @@ fn reply(method: &str, path: &str) -> (&'static str, Value) {
             "requestId": {"type": "string"}, "status": {"type": "string"},
             "applied": {"type": "boolean"}, "message": {"type": "string"}}}),
         ),
-        ("get", "/metrics") => ("200", json!({"type": "string"})),
+        ("get", "/metrics" | "/api/events") => ("200", json!({"type": "string"})),
         ("get", "/api/executors") => (
             "200",
             json!({"type": "object", "properties": {

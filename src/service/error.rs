@@ -41,6 +41,8 @@ pub enum ServiceError {
     /// A run's log that takes no more lines.
     #[error(transparent)]
     LogClosed(#[from] crate::run_log::Closed),
+    #[error("this ax process serves {0} event streams already; try another process or later")]
+    TooManyListeners(usize),
     #[error("no executor group `{0}`")]
     GroupNotFound(String),
     #[error("executor group `{group}` is used by {} tasks: {}; give them another executor first", .tasks.len(), .tasks.join(", "))]

@@ -3,6 +3,7 @@
 //! to the store.
 
 use crate::actors::alerts::AlertActor;
+use crate::actors::feed::FeedActor;
 use actix::Addr;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,7 @@ pub mod alerts;
 mod audit_log;
 pub mod console_reads;
 pub mod error;
+pub mod events;
 pub mod executors;
 pub mod run_logs;
 mod runs;
@@ -52,6 +54,8 @@ pub struct Service {
     alerting: AlertsConfig,
     /// How much of executors' logs is kept, and until when (`run_logs.*`).
     run_logs: RunLogsConfig,
+    /// Listeners to run changes (`GET /api/events`).
+    feed: Addr<FeedActor>,
 }
 
 /// The actors the service asks.
@@ -61,6 +65,7 @@ pub struct ServiceActors {
     pub dispatch: DispatchHandle,
     pub cluster: ClusterHandle,
     pub alerts: Addr<AlertActor>,
+    pub feed: Addr<FeedActor>,
 }
 
 /// Run counts by status, and when they were counted.
@@ -79,6 +84,7 @@ impl Service {
             dispatch,
             cluster,
             alerts,
+            feed,
         } = actors;
         Service {
             store,
@@ -93,6 +99,7 @@ impl Service {
             alerts,
             alerting: config.alerts.clone(),
             run_logs: config.run_logs.clone(),
+            feed,
         }
     }
 

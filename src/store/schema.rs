@@ -134,7 +134,12 @@ diesel::table! {
     }
 }
 
-diesel::allow_tables_to_appear_in_same_query!(ax_task, ax_instance, ax_task_dependency);
+diesel::allow_tables_to_appear_in_same_query!(
+    ax_task,
+    ax_instance,
+    ax_task_dependency,
+    ax_run_log_attempt
+);
 
 diesel::table! {
     ax_alert_state (id) {

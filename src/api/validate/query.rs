@@ -11,6 +11,7 @@ use crate::clock::{rfc3339, LAST_TIME};
 use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
 use crate::run::RunStatus;
+use crate::run_feed::Interest;
 use crate::store::queries::alerts::{AlertFilter, AlertRow};
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
@@ -41,6 +42,27 @@ pub fn audit_query(query: &HashMap<String, String>) -> Result<(Option<i64>, i64)
     };
     let limit = query_int(query, "limit", (1, MAX_PAGE_LIMIT))?.unwrap_or(DEFAULT_PAGE_LIMIT);
     Ok((before, limit))
+}
+
+/// The interest of `GET /api/events`: `task` (an id) and `scene`, both optional.
+pub fn events_query(query: &HashMap<String, String>) -> Result<Interest, ApiError> {
+    if let Some(unknown) = query
+        .keys()
+        .find(|k| !["task", "scene"].contains(&k.as_str()))
+    {
+        return Err(ApiError::invalid(
+            unknown.as_str(),
+            format!("unknown parameter `{unknown}`: the events take task and scene"),
+        ));
+    }
+    let task = match query.get("task") {
+        None => None,
+        Some(raw) => Some(task_id(raw).map_err(|_| {
+            ApiError::invalid("task", "task must be a task id (a positive integer)")
+        })?),
+    };
+    let scene = query.get("scene").cloned().map(scene).transpose()?;
+    Ok(Interest { task, scene })
 }
 
 /// Most fire times a preview lists, and how many by default.

@@ -12,6 +12,7 @@ pub mod overlap;
 pub mod overview;
 pub mod pending;
 pub mod recovery;
+pub mod run_feed;
 pub mod run_log;
 pub mod run_writes;
 pub mod runs;
