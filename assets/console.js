@@ -1,14 +1,16 @@
 // ax console: shows every UTC time (<time datetime="…Z">, but those marked .fixed) in UTC or
 // in the browser's time zone; in the task editor, previews the next fire times from
 // GET /api/cron/next as the cron or zone is typed and checks the params' JSON; on the tasks
-// page, selects every row. Every page is complete without this script; the zone choice is
-// kept in localStorage.
+// page, selects every row; on live pages, replaces the [data-live] regions when
+// GET /api/events tells of a change (every 10 s without it). Every page is complete without
+// this script; the zone choice is kept in localStorage.
 (function () {
   "use strict";
   var KEY = "ax.console.zone";
   var button = document.getElementById("zone-switch");
   editor();
   selectAll();
+  live();
   if (!button) return;
 
   function pad(n) {
@@ -85,6 +87,90 @@
     var scroll = el("div", undefined, "scroll");
     scroll.appendChild(table);
     return scroll;
+  }
+
+  // Where the keyboard is in a region, to find it again in the region's new content.
+  function focusKey(region) {
+    var active = document.activeElement;
+    if (!active || active === document.body || !region.contains(active)) return null;
+    if (active.id) return "#" + CSS.escape(active.id);
+    if (active.getAttribute("href")) return "[href=\"" + CSS.escape(active.getAttribute("href")) + "\"]";
+    if (active.getAttribute("aria-label")) return "[aria-label=\"" + CSS.escape(active.getAttribute("aria-label")) + "\"]";
+    return null;
+  }
+
+  // Scroll boxes inside a region keep their place; a log scrolled to its end follows new lines.
+  function scrolls(region) {
+    var kept = [];
+    var boxes = region.querySelectorAll(".scroll, pre");
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      kept.push({ top: box.scrollTop, left: box.scrollLeft,
+        end: box.scrollTop + box.clientHeight >= box.scrollHeight - 2 });
+    }
+    return kept;
+  }
+
+  function restore(region, kept) {
+    var boxes = region.querySelectorAll(".scroll, pre");
+    for (var i = 0; i < boxes.length && i < kept.length; i++) {
+      var box = boxes[i];
+      box.scrollLeft = kept[i].left;
+      box.scrollTop = kept[i].end && box.tagName === "PRE" ? box.scrollHeight : kept[i].top;
+    }
+  }
+
+  function swap(fresh) {
+    var regions = document.querySelectorAll("[data-live]");
+    for (var i = 0; i < regions.length; i++) {
+      var region = regions[i];
+      var next = fresh.getElementById(region.id);
+      if (!next || next.innerHTML === region.innerHTML) continue;
+      var focus = focusKey(region), kept = scrolls(region);
+      region.innerHTML = next.innerHTML;
+      restore(region, kept);
+      var again = focus && region.querySelector(focus);
+      if (again) again.focus({ preventScroll: true });
+    }
+    if (button) show(load());
+  }
+
+  function live() {
+    var status = document.getElementById("live-status");
+    if (!status || !window.fetch || !window.DOMParser) return;
+    var run = status.getAttribute("data-run");
+    var timer, busy = false, again = false, poll = null;
+    status.hidden = false;
+    var refresh = function () {
+      if (busy) { again = true; return; }
+      busy = true;
+      fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+        .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+        .then(function (text) { swap(new DOMParser().parseFromString(text, "text/html")); })
+        .catch(function () { /* the page as it is stays until the next change */ })
+        .then(function () { busy = false; if (again) { again = false; soon(); } });
+    };
+    // A burst of changes (a fire of many runs) refetches the page once.
+    var soon = function () { clearTimeout(timer); timer = setTimeout(refresh, 300); };
+    var polling = function () {
+      if (poll) return;
+      status.textContent = "Refreshing every 10 s.";
+      poll = setInterval(refresh, 10000);
+    };
+    if (!window.EventSource) { polling(); return; }
+    var events = new EventSource(status.getAttribute("data-events"));
+    var changed = function (e) {
+      try { if (run && JSON.parse(e.data).requestId !== run) return; } catch (err) { return; }
+      soon();
+    };
+    events.addEventListener("run", changed);
+    events.addEventListener("log", changed);
+    events.onopen = function () {
+      if (poll) { clearInterval(poll); poll = null; soon(); }
+      status.textContent = "Live: updates as runs change.";
+    };
+    // The browser reconnects by itself; until it does, the page refreshes on a timer.
+    events.onerror = polling;
   }
 
   function editor() {

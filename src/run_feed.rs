@@ -145,6 +145,11 @@ pub struct Feed {
 }
 
 impl Feed {
+    /// Whether a baseline look was taken: changes are told from the next look on.
+    pub fn is_primed(&self) -> bool {
+        self.primed
+    }
+
     /// The changes `look` shows since the last look; the first look only sets the baseline.
     pub fn advance(&mut self, look: Look) -> Vec<Change> {
         let tell = self.primed;

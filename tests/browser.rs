@@ -495,6 +495,154 @@ async fn alerts_in_chromium() {
 
 const ADMIN_TOKEN: &str = "admin-token-for-the-browser";
 
+/// The live pages: a task's page shows a run triggered elsewhere without a reload, keeping a
+/// half-typed form and its focus; the run's page then shows the executor's log lines and
+/// progress as they are sent, and its end; the runs list and the dashboard follow too.
+#[actix_rt::test]
+async fn live_pages_in_chromium() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "browser-live")).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Accepted).await;
+    let name = unique_name("live-export");
+    let task = api
+        .create_task(json!({
+            "name": name, "cron": "0 0 0 1 1 *", "handlerUrl": executor.url, "maxRetry": 0,
+        }))
+        .await;
+    let id = task["id"].as_i64().expect("id");
+    let console = Console {
+        browser: Browser::start().await,
+        base: format!("http://{}", ax.addr()),
+    };
+    let browser = &console.browser;
+    let live = "#live-status";
+    // A page that reloaded would lose this.
+    let mark = "window.axNotReloaded = true; return true";
+    let not_reloaded = "return window.axNotReloaded === true";
+
+    // The task's page: a half-typed params form with the keyboard in it.
+    let task_path = format!("/console/tasks/{id}");
+    console.open(&task_path, &format!("Task {name}")).await;
+    browser.wait_for_text(live, "Live").await;
+    browser.wait_for_text("main p.muted", "No runs.").await;
+    let half = r#"{"region": "#;
+    console.fill("params", half).await;
+    browser.execute(mark).await;
+    let (status, run) = api
+        .post(&format!("/api/tasks/{id}/trigger"), json!({}))
+        .await;
+    assert_eq!(status, 201, "{run}");
+    let request_id = run["requestId"].as_str().expect("requestId").to_string();
+    browser
+        .wait_for_text("#task-runs-live td .badge", "RUNNING")
+        .await;
+    assert_eq!(browser.execute(not_reloaded).await, json!(true));
+    assert_eq!(browser.find("#params").await.value().await, half);
+    assert_eq!(
+        browser.active().await.attr("id").await.as_deref(),
+        Some("params")
+    );
+    console.shot("live-task").await;
+
+    // The run's page: lines and progress appear as the executor sends them, then its end.
+    let delivery = executor
+        .wait_for(1, WAIT)
+        .await
+        .into_iter()
+        .next()
+        .expect("the executor got the run");
+    assert_eq!(delivery.request_id, request_id);
+    let run_path = format!("/console/runs/{request_id}");
+    console.open(&run_path, "Run").await;
+    browser.wait_for_text("dd .badge", "RUNNING").await;
+    browser.wait_for_text(live, "Live").await;
+    browser.execute(mark).await;
+    let log_path = format!("/api/instances/{request_id}/log");
+    let token = delivery.body["callbackToken"].clone();
+    for (lines, progress) in [
+        (vec!["reading 3 files"], 10),
+        (vec!["file 1 of 3 done", "file 2 of 3 done"], 66),
+    ] {
+        let (status, reply) = api
+            .post(
+                &log_path,
+                json!({"callbackToken": token, "lines": lines, "progress": progress}),
+            )
+            .await;
+        assert_eq!(status, 200, "{reply}");
+        browser
+            .wait_for_text("pre.lines", lines[lines.len() - 1])
+            .await;
+        browser
+            .wait_until(&format!(
+                "return document.querySelector('progress#progress-1')?.value === {progress}"
+            ))
+            .await;
+    }
+    assert!(browser
+        .find("pre.lines")
+        .await
+        .text()
+        .await
+        .contains("reading 3 files"));
+    browser
+        .execute("document.getElementById('log-heading').scrollIntoView(); return true")
+        .await;
+    console.shot("live-run-log").await;
+    let (status, reply) = api
+        .post(
+            "/api/callback",
+            delivery.callback("SUCCESS", json!({"output": "3 files exported"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    browser.wait_for_text("dd .badge.good", "SUCCESS").await;
+    browser
+        .wait_for_text("pre.output", "3 files exported")
+        .await;
+    assert_eq!(browser.execute(not_reloaded).await, json!(true));
+    assert!(
+        browser.try_find("form[action$='/cancel']").await.is_none(),
+        "an ended run has no cancel"
+    );
+    console.shot("live-run-ended").await;
+
+    // The runs list of the task and the dashboard take in the next run.
+    console
+        .open(&format!("/console/runs?task={id}"), "Runs")
+        .await;
+    browser.wait_for_text(live, "Live").await;
+    browser.execute(mark).await;
+    api.post(&format!("/api/tasks/{id}/trigger"), json!({}))
+        .await;
+    browser
+        .wait_until("return document.querySelectorAll('#runs-live tbody tr').length === 2")
+        .await;
+    assert_eq!(browser.execute(not_reloaded).await, json!(true));
+    console.open("/console", "Dashboard").await;
+    browser.wait_for_text(live, "Live").await;
+    browser.execute(mark).await;
+    let before = browser.find("#dashboard-live").await.text().await;
+    for delivery in executor.wait_for(2, WAIT).await.iter().skip(1) {
+        api.post(
+            "/api/callback",
+            delivery.callback("FAILED", json!({"message": "disk full"})),
+        )
+        .await;
+    }
+    browser
+        .wait_for_text("#dashboard-live td", "disk full")
+        .await;
+    assert_ne!(browser.find("#dashboard-live").await.text().await, before);
+    assert_eq!(browser.execute(not_reloaded).await, json!(true));
+    console.shot("live-dashboard").await;
+
+    drop(console);
+    ax.shutdown().await;
+    executor.stop().await;
+}
+
 /// `2026-12-01 10:00:00 UTC`, as the preview's UTC column shows it, in `zone`'s local time as
 /// its other column shows it: `2026-12-01 11:00:00 +01:00`.
 fn local_text(utc: &str, zone: &str) -> String {

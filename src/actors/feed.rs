@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::store::{boxed, StoreHandle};
 use crate::clock::SharedClock;
@@ -37,6 +37,9 @@ pub struct FeedActor {
     /// When the last look began; `None` when nobody listened at the last tick.
     last: Option<DateTime<Utc>>,
     looking: bool,
+    /// Listeners that joined before the baseline look, told when it is taken: their streams
+    /// open only then, so a change made once a stream is open is never part of the baseline.
+    waiting: Vec<oneshot::Sender<()>>,
 }
 
 struct Listener {
@@ -53,6 +56,7 @@ impl FeedActor {
             listeners: Vec::new(),
             last: None,
             looking: false,
+            waiting: Vec::new(),
         }
     }
 
@@ -82,6 +86,9 @@ impl FeedActor {
             .into_actor(self)
             .map(|look, act, _| {
                 act.looking = false;
+                // Released after a failed look too: the stream opens, and tells once the
+                // store answers again.
+                act.waiting.clear();
                 match look {
                     Ok(look) => {
                         let changes = act.feed.advance(look);
@@ -112,25 +119,36 @@ impl Actor for FeedActor {
     }
 }
 
-/// A new listener: its queue, or `None` when this process already serves
-/// [`MAX_LISTENERS`].
+/// A new listener: its queue once the feed has its baseline, or `None` when this process
+/// already serves [`MAX_LISTENERS`].
 #[derive(Message)]
 #[rtype(result = "Option<mpsc::Receiver<Frame>>")]
 pub struct Listen(pub Interest);
 
 impl Handler<Listen> for FeedActor {
-    type Result = Option<mpsc::Receiver<Frame>>;
+    type Result = ResponseFuture<Option<mpsc::Receiver<Frame>>>;
 
-    fn handle(&mut self, msg: Listen, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Listen, ctx: &mut Context<Self>) -> Self::Result {
         self.listeners.retain(|l| !l.queue.is_closed());
         if self.listeners.len() >= MAX_LISTENERS {
-            return None;
+            return Box::pin(async { None });
         }
         let (queue, receiver) = mpsc::channel(QUEUE);
         self.listeners.push(Listener {
             interest: msg.0,
             queue,
         });
-        Some(receiver)
+        if self.feed.is_primed() {
+            return Box::pin(async { Some(receiver) });
+        }
+        let (ready, baseline) = oneshot::channel();
+        self.waiting.push(ready);
+        // The first listener need not wait for the next tick.
+        self.tick(ctx);
+        Box::pin(async move {
+            // Dropped unsent (the actor stopping) counts as ready: the stream then just ends.
+            let _ = baseline.await;
+            Some(receiver)
+        })
     }
 }

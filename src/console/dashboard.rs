@@ -10,6 +10,7 @@ use maud::{html, Markup};
 use super::chart::{self, Minute};
 use super::filters::link;
 use super::layout::{self, none, page, run_badge, scrolling, stored_time, Section};
+use super::live;
 use super::runs::{run_href, task_ids, task_link};
 use super::session::Visitor;
 use super::{ok, ConsoleError};
@@ -83,6 +84,8 @@ fn dashboard_page(visitor: &Visitor, dashboard: &Dashboard) -> Markup {
         "Dashboard",
         Some(Section::Dashboard),
         html! {
+            (live::feed(None, None, None))
+            (live::region("dashboard-live", html! {
             div.cards {
                 section.card aria-labelledby="runs-heading" {
                     h2 #runs-heading { "Runs by status" }
@@ -109,6 +112,7 @@ fn dashboard_page(visitor: &Visitor, dashboard: &Dashboard) -> Markup {
                 h2 #failures-heading { "Latest failures" }
                 (failures(&dashboard.failures, &dashboard.names))
             }
+            }))
         },
     )
 }

@@ -16,10 +16,13 @@ use super::layout::{
 use super::paths::{self, task_href};
 use super::session::{Submitted, Visitor};
 use super::{html as respond, ok, see_other, ConsoleError};
+use super::{live, run_log};
 use crate::run::{RequestId, RunStatus, TaskId};
+use crate::run_log::Limits;
 use crate::store::models::Instance;
 use crate::store::queries::attempts::AttemptRow;
 use crate::store::queries::instances::Cursor;
+use crate::store::queries::run_log::AttemptLog;
 use crate::web::ApiState;
 
 /// The filters the runs page keeps in its links, in their order in the URL.
@@ -69,6 +72,7 @@ fn list_page(
     error: Option<&FilterError>,
     listing: Option<&Listing>,
 ) -> Markup {
+    let value = |name: &str| params.get(name).map(String::as_str);
     page(
         visitor,
         "Runs",
@@ -79,8 +83,11 @@ fn list_page(
                 p.error role="alert" { (error) " " a href=(kept_link(params, None)) { "First page" } }
             }
             @if let Some(listing) = listing {
-                (run_table(&listing.runs, Some(&listing.names)))
-                (layout::paging("Pages of runs", params, listing.next.map(filters::encode_cursor).as_deref(), kept_link))
+                (live::feed(value("task"), value("scene"), None))
+                (live::region("runs-live", html! {
+                    (run_table(&listing.runs, Some(&listing.names)))
+                    (layout::paging("Pages of runs", params, listing.next.map(filters::encode_cursor).as_deref(), kept_link))
+                }))
             }
         },
     )
@@ -207,15 +214,18 @@ pub async fn detail(
         .instance(request_id)
         .await?
         .ok_or_else(|| no_run(&path))?;
-    let (names, attempts, shards) = futures_util::join!(
+    let (names, attempts, shards, logs) = futures_util::join!(
         service.task_names(vec![run.task_id]),
         service.attempts(run.request_id.clone()),
         service.shards(&run),
+        service.run_log(run.request_id.clone()),
     );
     let reads = Reads {
         names: &names?,
         attempts: &attempts?,
         shards: &shards?,
+        logs: &logs?,
+        limits: service.run_log_limits(),
     };
     Ok(ok(detail_page(&visitor, &run, reads)))
 }
@@ -269,6 +279,8 @@ struct Reads<'a> {
     attempts: &'a [AttemptRow],
     /// Its broadcast fire's shards.
     shards: &'a [Instance],
+    logs: &'a [AttemptLog],
+    limits: Limits,
 }
 
 fn detail_page(visitor: &Visitor, run: &Instance, reads: Reads) -> Markup {
@@ -276,13 +288,19 @@ fn detail_page(visitor: &Visitor, run: &Instance, reads: Reads) -> Markup {
         names,
         attempts,
         shards,
+        logs,
+        limits,
     } = reads;
     let href = run_href(run);
+    let task = run.task_id.to_string();
+    let request_id = run.request_id.to_string();
     page(
         visitor,
         &format!("Run {}", run.request_id),
         Some(Section::Runs),
         html! {
+            (live::feed(Some(&task), None, Some(&request_id)))
+            (live::region("run-live", html! {
             div.actions {
                 @if !run.status.is_final() {
                     (action_button(visitor, &format!("{href}/cancel"), "Cancel run"))
@@ -326,6 +344,8 @@ fn detail_page(visitor: &Visitor, run: &Instance, reads: Reads) -> Markup {
                 h2 #shards-heading { "Shards of this fire" }
                 (shard_table(run, shards))
             }
+            (run_log::section(logs, limits))
+            }))
             p { a href=(filters::link("/console/runs", &[("task", Some(&run.task_id.to_string()))])) { "Other runs of this task" } }
         },
     )

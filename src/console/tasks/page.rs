@@ -14,6 +14,7 @@ use crate::console::layout::pretty_json;
 use crate::console::layout::{
     self, action_button, maybe_time, none, page, scrolling, stored_time, task_state, Section,
 };
+use crate::console::live;
 use crate::console::paths::{group_href, scene_href, task_href};
 use crate::console::session::{csrf_field, Visitor};
 use crate::console::{html as respond, runs, ConsoleError};
@@ -143,14 +144,17 @@ fn detail_page(
                 Err(err) => p.error { "The cron expression cannot be read: " (err.to_string()) },
             }
             h2 { "Latest runs" }
-            p {
-                "The last " (latest.len()) " of " (total) ". "
-                a href=(filters::link("/console/runs", &[("task", Some(&task.id.to_string()))])) {
-                    "All runs of this task"
+            (live::feed(Some(&task.id.to_string()), None, None))
+            (live::region("task-runs-live", html! {
+                p {
+                    "The last " (latest.len()) " of " (total) ". "
+                    a href=(filters::link("/console/runs", &[("task", Some(&task.id.to_string()))])) {
+                        "All runs of this task"
+                    }
                 }
-            }
-            (runs::run_table(latest, None))
-            (alerts)
+                (runs::run_table(latest, None))
+                (alerts)
+            }))
         },
     )
 }
