@@ -111,7 +111,8 @@ pub struct Metrics {
     dispatch_queued: Mutex<BTreeMap<Arc<str>, usize>>,
     /// How long attempts waited for a slot of their executor host or member.
     pub slot_wait_seconds: Histogram,
-    executor_members: Mutex<Vec<MemberGauge>>,
+    /// By the fleet showing them: several ax apps in one process (tests) each keep their own.
+    executor_members: Mutex<BTreeMap<u64, Vec<MemberGauge>>>,
 }
 
 /// One executor group member's health and load in this process.
@@ -174,20 +175,31 @@ impl Metrics {
         queued.extend(hosts.iter().cloned());
     }
 
-    /// The executor group members now, replacing those shown before.
-    pub fn executor_members(&self, members: Vec<MemberGauge>) {
-        *self
+    /// The executor group members a fleet routes over now, replacing those it showed before;
+    /// `None` when the fleet is gone.
+    pub fn executor_members(&self, fleet: u64, members: Option<Vec<MemberGauge>>) {
+        let mut shown = self
             .executor_members
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = members;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match members {
+            Some(members) => shown.insert(fleet, members),
+            None => shown.remove(&fleet),
+        };
     }
 
     fn render_executor_members(&self, out: &mut String) {
-        let members = self
+        let mut members: Vec<MemberGauge> = self
             .executor_members
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+            .values()
+            .flatten()
+            .cloned()
+            .collect();
+        // One series per member even when two fleets of one process route to it.
+        members.sort_by(|a, b| (&a.group, &a.member).cmp(&(&b.group, &b.member)));
+        members.dedup_by(|a, b| (&a.group, &a.member) == (&b.group, &b.member));
         type Gauge = (&'static str, &'static str, fn(&MemberGauge) -> u64);
         let gauges: [Gauge; 4] = [
             ("ax_executor_member_healthy", "gauge", |m| {

@@ -66,6 +66,8 @@ pub struct Fleet {
     rule: HealthRule,
     /// How long a registered member lives without a heartbeat, in seconds.
     member_ttl_secs: i64,
+    /// Which fleet's members `/metrics` shows.
+    shown_as: u64,
 }
 
 /// How the fleet is kept.
@@ -83,6 +85,9 @@ fn now_ms() -> i64 {
 /// Expired registrations are deleted this often (each process filters them out at once).
 const EXPIRY_EVERY_SECS: u64 = 10;
 
+/// Numbers the fleets of this process for `/metrics`.
+static FLEETS: AtomicU64 = AtomicU64::new(0);
+
 impl Fleet {
     pub fn new(settings: FleetSettings) -> Fleet {
         Fleet {
@@ -94,6 +99,7 @@ impl Fleet {
                 cool_down_ms: settings.cool_down_secs * 1000,
             },
             member_ttl_secs: settings.member_ttl_secs,
+            shown_as: FLEETS.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -310,6 +316,12 @@ impl Fleet {
                 failures: state.failures,
             })
             .collect();
-        metrics().executor_members(gauges);
+        metrics().executor_members(self.shown_as, Some(gauges));
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        metrics().executor_members(self.shown_as, None);
     }
 }
