@@ -8,6 +8,7 @@ pub mod alerting;
 pub mod api;
 pub mod app;
 pub mod apply;
+pub mod attention;
 pub mod audit;
 pub mod auth_throttle;
 pub mod bench;

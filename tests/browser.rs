@@ -226,15 +226,16 @@ async fn every_console_page_in_chromium() {
         Some("main")
     );
     for heading in [
+        "Needs attention",
+        "Next runs",
         "Runs by status",
-        "Health",
-        "Cluster",
         "Last hour",
-        "Latest failures",
     ] {
         browser.wait_for_text("main h2", heading).await;
     }
-    browser.wait_for_text(".badge.bad", "FAILED").await;
+    browser
+        .wait_for_text("#failing-tasks .badge.bad", "FAILING")
+        .await;
     browser.wait_for_text("main", "boom").await;
 
     // The time switch: the script shows it; a click shows times in the browser's zone

@@ -86,10 +86,30 @@ async fn pages_show_tasks_and_runs(store: TestStore) {
     let request_id = run["requestId"].as_str().expect("requestId").to_string();
     assert_eq!(run["status"], "FAILED");
 
-    // The dashboard: counts, the failure linking to its run, the cluster, health.
+    // The dashboard: the failing task first, folded, linking to its latest run; the cluster
+    // and health in one line; counts.
     let dashboard = page(&ax, "/console").await;
-    assert!(dashboard.contains("Last hour") && dashboard.contains("Latest failures"));
-    assert!(dashboard.contains("badge bad"), "FAILED is red");
+    assert!(dashboard.contains("Last hour") && dashboard.contains("Needs attention"));
+    let attention = &dashboard[dashboard.find("Needs attention").expect("attention")..];
+    let folded = &attention[attention
+        .find(r#"id="failing-tasks""#)
+        .expect("failing tasks")..];
+    assert!(
+        folded.contains(r#"<span class="badge bad">FAILING</span>"#),
+        "still failing is red"
+    );
+    assert!(
+        folded.contains("/console/runs/"),
+        "links to its latest failed run"
+    );
+    assert!(
+        folded.contains(&format!("task={id}&amp;status=FAILED")),
+        "the count links to the task's failures"
+    );
+    assert!(
+        dashboard.contains(r#"id="status-line""#),
+        "health and cluster in one line"
+    );
     assert!(dashboard.contains("boom"), "the failure's message");
     assert!(
         dashboard.contains("console</code>"),
@@ -181,6 +201,59 @@ async fn pages_show_tasks_and_runs(store: TestStore) {
 
     ax.shutdown().await;
     failing.stop().await;
+}
+
+/// A run waiting for its retry is listed as such, its task as failing; a healthy dashboard
+/// says nothing needs attention.
+async fn the_dashboard_shows_what_needs_attention(store: TestStore) {
+    let ax = start_ax(&config(&store, false, "attention")).await;
+    let api = Api::new(&ax);
+    if !store.is_mysql() {
+        let quiet = page(&ax, "/console").await;
+        assert!(
+            quiet.contains(r#"id="attention-none""#),
+            "a new store: nothing to see"
+        );
+    }
+    let failing = Executor::start(Reply::Failed).await;
+    let name = unique_name("retrying");
+    let task = api
+        .create_task(
+            json!({"name": name, "cron": "* * * * * *", "handlerUrl": failing.url,
+            "maxRetry": 1, "retryBackoffSecs": 600}),
+        )
+        .await;
+    let id = task["id"].as_i64().expect("id");
+    failing.wait_for(1, Duration::from_secs(10)).await;
+    let mut shown = String::new();
+    for _ in 0..50 {
+        shown = page(&ax, "/console").await;
+        if shown.contains("attempt 2 in") {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    }
+    let runs = &shown[shown.find(r#"id="troubled-runs""#).expect("troubled runs")..];
+    assert!(runs.contains("attempt 1 failed; attempt 2 in"), "{runs}");
+    assert!(
+        runs.contains(&format!("/console/tasks/{id}")),
+        "links to the task"
+    );
+    assert!(runs.contains(">READY<"), "{runs}");
+    let (status, _) = api.call("DELETE", &format!("/api/tasks/{id}"), None).await;
+    assert_eq!(status, 204);
+    ax.shutdown().await;
+    failing.stop().await;
+}
+
+#[actix_rt::test]
+async fn the_dashboard_shows_what_needs_attention_on_sqlite() {
+    the_dashboard_shows_what_needs_attention(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn the_dashboard_shows_what_needs_attention_on_mariadb() {
+    the_dashboard_shows_what_needs_attention(TestStore::mysql()).await;
 }
 
 #[actix_rt::test]

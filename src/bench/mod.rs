@@ -13,6 +13,7 @@ mod analysis;
 mod cluster;
 pub mod console;
 mod db;
+mod event_streams;
 mod executor;
 mod kinds;
 mod report;
@@ -33,6 +34,7 @@ use crate::EXIT_USAGE;
 use analysis::{cpu_percent, expected_fires, match_deliveries, received_within, task_cron};
 use cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
 use db::BenchStore;
+use event_streams::EventStreams;
 use executor::{Behaviour, MockExecutor};
 pub use kinds::{Mode, StoreKind};
 pub use report::FIELDS_HELP;
@@ -120,6 +122,10 @@ pub struct Args {
     /// for every event, so with --fail-rate the failures alert as in production.
     #[arg(long)]
     pub alerts: bool,
+    /// Hold this many `GET /api/events` streams open during the window (live consoles),
+    /// spread over the ax processes.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub event_streams: u32,
 }
 
 fn parse_period(text: &str) -> Result<u32, String> {
@@ -307,6 +313,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     let end = start + Duration::from_secs(args.duration);
     executor.set_window(start.timestamp(), end.timestamp());
     log::info!("bench: tasks registered; measuring [{start}, {end})");
+    let streams = EventStreams::open(&cluster.base_urls(), args.event_streams).await?;
     sleep_until(start).await;
     let window = Window::open(&cluster, &store).await?;
     let measuring = progress(args.duration, "measuring (s)");
@@ -316,6 +323,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     }
     measuring.finish_and_clear();
     let window = window.close(&cluster, &store).await?;
+    let events_received = streams.close();
 
     actix_rt::time::sleep(args.grace()).await;
     let ax_peak_rss_mb = cluster.peak_rss_mb()?;
@@ -374,6 +382,8 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         callback_errors: load(&counters.callback_errors),
         bad_requests: load(&counters.bad_requests),
         alerts_received: load(&counters.alerts_received),
+        event_streams: args.event_streams,
+        events_received,
         ax_log_warnings,
         ax_clean_exit,
         registration_secs: round1(registration_secs),

@@ -37,6 +37,8 @@ The report: one JSON line on stdout, with these keys.
   callback_errors         callbacks refused by ax or not sent
   bad_requests            requests to the executor that were not a run
   alerts_received         with --alerts: alerts the channel (the executor's /alerts) received
+  event_streams           --event-streams: GET /api/events streams held open in the window
+  events_received         the events those streams received
   ax_log_warnings         WARN and ERROR lines in the ax logs (the no-token notice aside)
   ax_clean_exit           every ax process exited 0 on SIGTERM in time
   registration_secs       registering the tasks (bulk calls of 1,000, then reading their ids)
@@ -95,6 +97,9 @@ pub struct Report {
     pub bad_requests: u64,
     /// With `--alerts`: alerts the mock channel received, at any time.
     pub alerts_received: u64,
+    /// `--event-streams`: streams held open during the window, and the events they received.
+    pub event_streams: u32,
+    pub events_received: u64,
     /// WARN and ERROR lines in the ax logs.
     pub ax_log_warnings: usize,
     /// Every ax process exited 0 on SIGTERM within the stop timeout.

@@ -1,31 +1,45 @@
-//! The dashboard (`/console`): runs of the last hour and day by status, the latest failures,
-//! the cluster and the health of this process.
+//! The dashboard (`/console`): what needs attention first (failing tasks folded by task, late
+//! or stuck runs, unhealthy executors and ax processes), the next runs, health and cluster in
+//! one line, then runs of the last hour and day by status.
 
 use std::collections::HashMap;
 
 use actix_web::{web, HttpResponse};
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use maud::{html, Markup};
 
 use super::chart::{self, Minute};
 use super::filters::link;
-use super::layout::{self, none, page, run_badge, scrolling, stored_time, Section};
+use super::layout::{self, health_badge, millis, page, run_badge, scrolling, stored_time, Section};
 use super::live;
+use super::paths::task_href;
 use super::runs::{run_href, task_ids, task_link};
 use super::session::Visitor;
 use super::{ok, ConsoleError};
-use crate::actors::cluster::Member;
+use crate::actors::cluster::{Member, HEARTBEAT_INTERVAL};
 use crate::actors::lock::LockError;
+use crate::attention::{self, FailingTask, Trouble};
 use crate::health::Report;
+use crate::routing::HealthState;
 use crate::run::{RunStatus, TaskId};
 use crate::service::console_reads::DAY_COUNTS_SECS;
+use crate::service::executors::MemberState;
 use crate::service::Counted;
 use crate::store::models::Instance;
 use crate::store::queries::instances::InstanceFilter;
+use crate::store::to_db;
 use crate::web::ApiState;
 
-/// Failures the dashboard lists.
-const LATEST_FAILURES: i64 = 10;
+/// Failures of the last day the attention list folds by task.
+const FAILURES_READ: i64 = 1_000;
+/// Failing tasks and troubled runs the attention list shows.
+const SHOWN: usize = 15;
+/// Open runs read per status, oldest first.
+const OPEN_READ: i64 = 200;
+/// MISSED runs of the last day read.
+const MISSED_READ: i64 = 20;
+/// Next runs shown.
+const NEXT_RUNS: i64 = 8;
 /// Most runs the chart is drawn from: enough for a busy hour, bounded for the page's sake.
 const CHART_RUNS: i64 = 20_000;
 
@@ -34,7 +48,11 @@ struct Dashboard {
     last_hour: HashMap<RunStatus, i64>,
     /// When the last day's counts were counted, and the counts.
     last_day: Counted,
-    failures: Vec<Instance>,
+    failing: Vec<FailingTask>,
+    troubled: Vec<(Instance, Trouble)>,
+    unhealthy: Vec<(String, MemberState)>,
+    next_runs: Vec<(TaskId, String, DateTime<Utc>)>,
+    now: DateTime<Utc>,
     chart: Vec<Minute>,
     /// Whether the chart had more runs than it was drawn from.
     chart_cut: bool,
@@ -50,27 +68,56 @@ pub async fn show(
 ) -> Result<HttpResponse, ConsoleError> {
     let service = &state.service;
     let now = service.now();
-    let failed = InstanceFilter {
-        status: Some(RunStatus::Failed),
+    let last_day = |status| InstanceFilter {
+        status: Some(status),
+        from: Some(to_db(now - Duration::days(1))),
         ..InstanceFilter::default()
     };
-    let (last_hour, last_day, failures, dispatches, cluster, health) = futures_util::join!(
+    let (last_hour, day_counts, failures, missed, open, next_runs) = futures_util::join!(
         service.run_counts_since(now - Duration::hours(1)),
         service.day_counts(),
-        service.history(failed, None, LATEST_FAILURES),
+        service.history(last_day(RunStatus::Failed), None, FAILURES_READ),
+        service.history(last_day(RunStatus::Missed), None, MISSED_READ),
+        service.oldest_open(OPEN_READ),
+        service.next_runs(NEXT_RUNS),
+    );
+    let (dispatches, cluster, health) = futures_util::join!(
         service.dispatch_times_since(now - Duration::minutes(chart::MINUTES), CHART_RUNS),
         service.cluster(),
         state.health.check(),
     );
     let (failures, _) = failures?;
-    let names = service.task_names(task_ids(&failures)).await?;
+    let latest = service.last_runs(task_ids(&failures)).await?;
+    let latest = latest
+        .into_iter()
+        .map(|(id, run)| (id, run.status))
+        .collect();
+    let mut failing = attention::failing_tasks(failures, &latest);
+    failing.truncate(SHOWN);
+    let (mut runs, _) = missed?;
+    runs.extend(open?);
+    let mut troubled = attention::troubled(runs, now);
+    troubled.truncate(SHOWN);
+    let mut ids: Vec<TaskId> = failing.iter().map(|f| f.task_id).collect();
+    ids.extend(troubled.iter().map(|(run, _)| run.task_id));
+    let names = service.task_names(ids).await?;
+    let mut unhealthy: Vec<(String, MemberState)> = service
+        .member_states()
+        .into_iter()
+        .filter(|(_, state)| state.state != HealthState::Healthy)
+        .collect();
+    unhealthy.sort_by(|a, b| a.0.cmp(&b.0));
     let dispatches = dispatches?;
     let dashboard = Dashboard {
         chart: chart::per_minute(now, &dispatches),
         chart_cut: dispatches.len() as i64 == CHART_RUNS,
         last_hour: last_hour?,
-        last_day: last_day?,
-        failures,
+        last_day: day_counts?,
+        failing,
+        troubled,
+        unhealthy,
+        next_runs: next_runs?,
+        now,
         names,
         cluster,
         health,
@@ -86,19 +133,20 @@ fn dashboard_page(visitor: &Visitor, dashboard: &Dashboard) -> Markup {
         html! {
             (live::feed(None, None, None))
             (live::region("dashboard-live", html! {
+            (status_line(&dashboard.health, &dashboard.cluster, dashboard.now))
+            section aria-labelledby="attention-heading" {
+                h2 #attention-heading { "Needs attention" }
+                (attention_list(dashboard))
+            }
+            section aria-labelledby="next-heading" {
+                h2 #next-heading { "Next runs" }
+                (next_runs(&dashboard.next_runs))
+            }
             div.cards {
                 section.card aria-labelledby="runs-heading" {
                     h2 #runs-heading { "Runs by status" }
                     (counts(&dashboard.last_hour, &dashboard.last_day.1))
                     p.hint { "The last day as counted at " (layout::time(dashboard.last_day.0)) " (again every " (DAY_COUNTS_SECS) " s)." }
-                }
-                section.card aria-labelledby="health-heading" {
-                    h2 #health-heading { "Health" }
-                    (health(&dashboard.health))
-                }
-                section.card aria-labelledby="cluster-heading" {
-                    h2 #cluster-heading { "Cluster" }
-                    (cluster(&dashboard.cluster))
                 }
             }
             section aria-labelledby="activity-heading" {
@@ -107,10 +155,7 @@ fn dashboard_page(visitor: &Visitor, dashboard: &Dashboard) -> Markup {
                 @if dashboard.chart_cut {
                     p.muted { "Drawn from the latest " (CHART_RUNS) " runs only." }
                 }
-            }
-            section aria-labelledby="failures-heading" {
-                h2 #failures-heading { "Latest failures" }
-                (failures(&dashboard.failures, &dashboard.names))
+                p.hint { "Lag is ax's own, from when a run is due to its first dispatch; time a run waits on its upstreams or its overlap policy is waiting, not lag." }
             }
             }))
         },
@@ -144,67 +189,174 @@ fn counts(last_hour: &HashMap<RunStatus, i64>, last_day: &HashMap<RunStatus, i64
     }
 }
 
-fn health(report: &Report) -> Markup {
+/// Health and cluster in one line; what is wrong, below it.
+fn status_line(
+    report: &Report,
+    members: &Result<Vec<Member>, LockError>,
+    now: DateTime<Utc>,
+) -> Markup {
+    let late = |member: &Member| now - member.last_seen > late_heartbeat();
     html! {
-        @if report.is_healthy() {
-            p { span.badge.good { "HEALTHY" } " Every actor answers, the wheel ticks, the store answers." }
-        } @else {
-            p { span.badge.bad { "UNHEALTHY" } }
-            ul { @for problem in &report.problems { li { (problem) } } }
-        }
-        @if let Some(size) = report.wheel_size {
-            p.muted { "The wheel holds " (size) " entries." }
-        }
-    }
-}
-
-fn cluster(members: &Result<Vec<Member>, LockError>) -> Markup {
-    match members {
-        Err(err) => html! { p.error { "Redis is unavailable: " (err.to_string()) } },
-        Ok(members) if members.is_empty() => {
-            html! { p.muted { "No ax process has announced itself yet." } }
-        }
-        Ok(members) => html! {
-            ul {
-                @for member in members {
-                    li {
-                        code { (member.instance_id) } " at " code { (member.addr) }
-                        br;
-                        span.muted { "started " (layout::time(member.started_at)) ", last seen " (layout::time(member.last_seen)) }
+        p #status-line.status-line {
+            @if report.is_healthy() { span.badge.good { "HEALTHY" } } @else { span.badge.bad { "UNHEALTHY" } }
+            " "
+            @match members {
+                Err(err) => span.error { "Redis is unavailable: " (err.to_string()) },
+                Ok(members) if members.is_empty() => span.muted { "No ax process has announced itself yet." },
+                Ok(members) => {
+                    (members.len()) @if members.len() == 1 { " ax process: " } @else { " ax processes: " }
+                    @for (n, member) in members.iter().enumerate() {
+                        @if n > 0 { ", " }
+                        code title=(format!("at {}, started {}", member.addr, member.started_at.to_rfc3339())) { (member.instance_id) }
+                        @if late(member) { " " span.badge.bad { "LATE HEARTBEAT" } }
                     }
                 }
             }
-        },
+            @if let Some(size) = report.wheel_size { span.muted { " · the wheel holds " (size) " entries" } }
+        }
+        @if !report.is_healthy() {
+            ul.problems { @for problem in &report.problems { li { (problem) } } }
+        }
     }
 }
 
-fn failures(runs: &[Instance], names: &HashMap<TaskId, String>) -> Markup {
-    if runs.is_empty() {
-        return html! { p.muted { "No failed runs." } };
+/// A process whose last heartbeat is older than three of its intervals is falling behind.
+fn late_heartbeat() -> Duration {
+    Duration::from_std(HEARTBEAT_INTERVAL * 3).unwrap_or(Duration::seconds(6))
+}
+
+fn attention_list(dashboard: &Dashboard) -> Markup {
+    let quiet = dashboard.failing.is_empty()
+        && dashboard.troubled.is_empty()
+        && dashboard.unhealthy.is_empty();
+    html! {
+        @if quiet {
+            p #attention-none.muted { "Nothing needs attention: no failures in the last day, no late or stuck runs, every executor healthy." }
+        }
+        @if !dashboard.failing.is_empty() {
+            h3 { "Failing tasks (last day)" }
+            (failing(&dashboard.failing, &dashboard.names))
+        }
+        @if !dashboard.troubled.is_empty() {
+            h3 { "Late, stuck or waiting runs" }
+            (troubled(&dashboard.troubled, &dashboard.names, dashboard.now))
+        }
+        @if !dashboard.unhealthy.is_empty() {
+            h3 { "Executors" }
+            ul #unhealthy-members {
+                @for (url, state) in &dashboard.unhealthy {
+                    li {
+                        (health_badge(state.state)) " " code { (url) }
+                        @if let Some(error) = &state.last_error { span.muted { " — " (error) } }
+                        " " a href="/console/executors" { "executors" }
+                    }
+                }
+            }
+        }
     }
+}
+
+fn failing(tasks: &[FailingTask], names: &HashMap<TaskId, String>) -> Markup {
     scrolling(
-        "Latest failures",
+        "Failing tasks",
         html! {
-            table {
+            table #failing-tasks {
                 thead {
                     tr {
                         th scope="col" { "Task" }
-                        th scope="col" { "Scheduled" }
-                        th scope="col" { "Code" }
-                        th scope="col" { "Message" }
+                        th.num scope="col" { "Failures" }
+                        th scope="col" { "Last error" }
+                        th scope="col" { "Since" }
+                        th scope="col" { "Now" }
                     }
                 }
                 tbody {
-                    @for run in runs {
+                    @for task in tasks {
                         tr {
-                            td { (task_link(run.task_id, names)) }
-                            td { a href=(run_href(run)) { (stored_time(run.scheduled_at)) } }
-                            td { @match &run.callback_code { Some(code) => code { (code) }, None => (none()) } }
-                            td { @match &run.callback_message { Some(message) => (message), None => (none()) } }
+                            td { (task_link(task.task_id, names)) }
+                            td.num { a href=(link("/console/runs", &[("task", Some(&task.task_id.to_string())), ("status", Some("FAILED"))])) { (task.failures) } }
+                            td {
+                                a href=(run_href(&task.latest)) {
+                                    @match &task.latest.callback_code { Some(code) => code { (code) }, None => "failed" }
+                                }
+                                @if let Some(message) = &task.latest.callback_message { " " span.muted { (message) } }
+                            }
+                            td { (layout::time(task.since)) }
+                            td { @if task.still_failing { span.badge.bad { "FAILING" } } @else { span.badge.good { "RECOVERED" } } }
                         }
                     }
                 }
             }
         },
     )
+}
+
+fn troubled(
+    runs: &[(Instance, Trouble)],
+    names: &HashMap<TaskId, String>,
+    now: DateTime<Utc>,
+) -> Markup {
+    scrolling(
+        "Late, stuck or waiting runs",
+        html! {
+            table #troubled-runs {
+                thead {
+                    tr {
+                        th scope="col" { "Task" }
+                        th scope="col" { "Scheduled" }
+                        th scope="col" { "Status" }
+                        th scope="col" { "Why" }
+                    }
+                }
+                tbody {
+                    @for (run, why) in runs {
+                        tr {
+                            td { (task_link(run.task_id, names)) }
+                            td { a href=(run_href(run)) { (stored_time(run.scheduled_at)) } }
+                            td { (run_badge(run.status)) }
+                            td { (trouble_text(run, *why, now)) }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+fn trouble_text(run: &Instance, why: Trouble, now: DateTime<Utc>) -> Markup {
+    let span = |d: Duration| millis(d.num_milliseconds());
+    match why {
+        Trouble::PastDeadline { by } => {
+            html! { "no result, " (span(by)) " past its deadline (attempt " (run.attempt) ")" }
+        }
+        Trouble::RetryWaiting { attempt, due } => {
+            html! { "attempt " (attempt - 1) " failed; attempt " (attempt) " in " (span(due - now)) }
+        }
+        Trouble::NotDispatched { lag } => {
+            html! { "late: due " (span(lag)) " ago, not dispatched (ax's lag)" }
+        }
+        Trouble::WaitingOnUpstreams { waited } => {
+            html! { "waiting on its upstreams for " (span(waited)) " (not lag)" }
+        }
+        Trouble::WaitingOnOverlap { waited } => {
+            html! { "waiting behind an earlier run (overlap policy) for " (span(waited)) " (not lag)" }
+        }
+        Trouble::Missed => html! {
+            "missed"
+            @if let Some(message) = &run.callback_message { ": " (message) }
+        },
+    }
+}
+
+fn next_runs(next: &[(TaskId, String, DateTime<Utc>)]) -> Markup {
+    if next.is_empty() {
+        return html! { p.muted { "No enabled task is scheduled." } };
+    }
+    html! {
+        ul #next-runs {
+            @for (id, name, at) in next {
+                li { a href=(task_href(*id)) { (name) } " — " (layout::time(*at)) }
+            }
+        }
+    }
 }

@@ -232,6 +232,9 @@ pub struct Change {
     pub next_attempt_at: Option<Option<DateTime<Utc>>>,
     pub claimed_until: Option<Option<DateTime<Utc>>>,
     pub deadline_at: Option<Option<DateTime<Utc>>>,
+    /// Set when a waiting run is released: from then on it is due, so time before it was
+    /// spent waiting (on upstreams or the overlap policy), not ax's lag.
+    pub due_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     pub claimant: Option<String>,
     /// Set by the first attempt's reply: when it was sent.
@@ -427,6 +430,7 @@ fn released(at: DateTime<Utc>) -> Change {
         status: Some(RunStatus::Ready),
         next_attempt_at: Some(Some(at)),
         deadline_at: Some(None),
+        due_at: Some(at),
         ..Change::default()
     }
 }

@@ -748,6 +748,7 @@ fn table_dependencies() {
         status: Some(Ready),
         next_attempt_at: Some(Some(at(150))),
         deadline_at: Some(None),
+        due_at: Some(at(150)),
         ..Change::default()
     };
     let mut rows = vec![
@@ -987,6 +988,7 @@ fn table_cancel_and_overlap() {
                 code: Some(None),
                 next_attempt_at: Some(Some(at(150))),
                 deadline_at: Some(None),
+                due_at: Some(at(150)),
                 ..Change::default()
             }),
         ),

@@ -121,13 +121,31 @@ impl Service {
             .await?)
     }
 
-    /// When runs scheduled from `since` until now were due and first dispatched, newest first,
+    /// The enabled tasks that fire next, soonest first: `(id, name, next run)`.
+    pub async fn next_runs(&self, limit: i64) -> Result<Vec<(TaskId, String, DateTime<Utc>)>> {
+        Ok(self
+            .store
+            .query(move |conn| boxed(overview::next_runs(conn, limit)))
+            .await?)
+    }
+
+    /// The longest-standing open runs due now, up to `limit` a status.
+    pub async fn oldest_open(&self, limit: i64) -> Result<Vec<Instance>> {
+        let now = to_db(self.clock.now());
+        Ok(self
+            .store
+            .query(move |conn| boxed(overview::oldest_open(conn, now, limit)))
+            .await?)
+    }
+
+    /// When runs scheduled from `since` until now were scheduled, and ax's lag to their first
+    /// dispatch in ms (waits on upstreams and the overlap policy left out), newest first,
     /// at most `limit`; backfilled runs are left out (they are late by design).
     pub async fn dispatch_times_since(
         &self,
         since: DateTime<Utc>,
         limit: i64,
-    ) -> Result<Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>> {
+    ) -> Result<Vec<(DateTime<Utc>, Option<i64>)>> {
         let (since, until) = (to_db(since), to_db(self.clock.now()));
         Ok(self
             .store

@@ -9,7 +9,7 @@ use diesel::sql_types::{BigInt, Nullable, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use crate::run::{RunStatus, TaskId, TriggerType};
-use crate::store::models::Instance;
+use crate::store::models::{Instance, TaskStatus};
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{from_db, Conn, StoreError};
@@ -92,24 +92,72 @@ struct LastRun {
     run_id: Option<i64>,
 }
 
-/// When runs scheduled in `[since, until]` were due and first dispatched, newest first, at most
-/// `limit`; backfilled runs are left out (they are late by design).
+/// When runs scheduled in `[since, until]` were scheduled, and ax's lag to their first dispatch
+/// in ms (from when they were due: time spent waiting on upstreams or the overlap policy is
+/// not lag), newest first, at most `limit`; backfilled runs are left out (late by design).
 pub async fn dispatch_times(
     conn: &mut Conn,
     since: NaiveDateTime,
     until: NaiveDateTime,
     limit: i64,
-) -> Result<Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>, StoreError> {
-    let rows: Vec<(NaiveDateTime, Option<NaiveDateTime>)> = with_conn!(conn, |c| i::ax_instance
+) -> Result<Vec<(DateTime<Utc>, Option<i64>)>, StoreError> {
+    type Row = (NaiveDateTime, NaiveDateTime, Option<NaiveDateTime>);
+    let rows: Vec<Row> = with_conn!(conn, |c| i::ax_instance
         .filter(i::scheduled_at.ge(since).and(i::scheduled_at.le(until)))
         .filter(i::trigger_type.ne(TriggerType::Backfill))
         .order(i::scheduled_at.desc())
         .limit(limit)
-        .select((i::scheduled_at, i::dispatched_at))
+        .select((i::scheduled_at, i::trigger_at, i::dispatched_at))
         .load(c)
         .await)?;
     Ok(rows
         .into_iter()
-        .map(|(scheduled, dispatched)| (from_db(scheduled), dispatched.map(from_db)))
+        .map(|(scheduled, due, dispatched)| {
+            let lag = dispatched.map(|at| (at - due).num_milliseconds());
+            (from_db(scheduled), lag)
+        })
+        .collect())
+}
+
+/// The longest-standing open runs due by `now`: up to `limit` of each open status, oldest
+/// first, each status one range of `idx_ax_instance_status_scheduled`. Late and stuck runs are
+/// among the oldest; a healthy system holds only the last seconds' runs open.
+pub async fn oldest_open(
+    conn: &mut Conn,
+    now: NaiveDateTime,
+    limit: i64,
+) -> Result<Vec<Instance>, StoreError> {
+    let mut runs = Vec::new();
+    for status in crate::run::OPEN {
+        let mut oldest: Vec<Instance> = with_conn!(conn, |c| i::ax_instance
+            .filter(i::status.eq(*status))
+            .filter(i::scheduled_at.le(now))
+            .order(i::scheduled_at.asc())
+            .limit(limit)
+            .select(Instance::as_select())
+            .load(c)
+            .await)?;
+        runs.append(&mut oldest);
+    }
+    Ok(runs)
+}
+
+/// The enabled tasks that fire next, soonest first: `(id, name, next run)`, from
+/// `idx_ax_task_next_run (status, next_run_at)`.
+pub async fn next_runs(
+    conn: &mut Conn,
+    limit: i64,
+) -> Result<Vec<(TaskId, String, DateTime<Utc>)>, StoreError> {
+    let rows: Vec<(TaskId, String, Option<NaiveDateTime>)> = with_conn!(conn, |c| t::ax_task
+        .filter(t::status.eq(TaskStatus::Enabled))
+        .filter(t::next_run_at.is_not_null())
+        .order(t::next_run_at.asc())
+        .limit(limit)
+        .select((t::id, t::name, t::next_run_at))
+        .load(c)
+        .await)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, name, next)| next.map(|at| (id, name, from_db(at))))
         .collect())
 }

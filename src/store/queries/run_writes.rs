@@ -92,6 +92,10 @@ fn set_columns(change: &Change) -> Vec<(&'static str, Value)> {
     put("claimed_until =", change.claimed_until.map(opt_time));
     put("deadline_at =", change.deadline_at.map(opt_time));
     put(
+        "trigger_at =",
+        change.due_at.map(|at| Value::Time(to_db(at))),
+    );
+    put(
         "finished_at =",
         change.finished_at.map(|at| Value::Time(to_db(at))),
     );
