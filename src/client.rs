@@ -160,6 +160,36 @@ impl Call {
     }
 }
 
+/// Runs `ax plan`.
+pub fn plan(conn: Connection, hours: i64) -> ExitCode {
+    let call = Call::new("GET", "/api/schedule/load".into()).with("hours", Some(hours.to_string()));
+    run(&conn, call, Shape::Plan)
+}
+
+/// The busiest seconds of `GET /api/schedule/load`, a line each, then the suggestion.
+fn plan_lines(body: &Value) -> String {
+    let tasks = body["tasks"].as_u64().unwrap_or(0);
+    let mut out = format!(
+        "{} runs of {tasks} tasks from {} to {}\n",
+        body["totalRuns"],
+        text(&body["from"]),
+        text(&body["to"])
+    );
+    for busy in body["busiest"].as_array().into_iter().flatten() {
+        let at = text(&busy["at"]);
+        let firing = busy["tasks"].as_array().map_or(0, Vec::len) as u64;
+        let share = (firing * 100).checked_div(tasks).unwrap_or(0);
+        out.push_str(&format!(
+            "{at}  {} runs  {share} % of tasks\n",
+            crate::schedule_load::thousands(busy["runs"].as_u64().unwrap_or(0))
+        ));
+    }
+    if let Some(suggestion) = body["suggestion"].as_str() {
+        out.push_str(&format!("suggestion: {suggestion}\n"));
+    }
+    out
+}
+
 /// Runs `ax tasks …`.
 pub fn tasks(conn: Connection, command: TasksCommand) -> ExitCode {
     let (call, shape) = match command {
@@ -283,6 +313,8 @@ pub fn alerts(conn: Connection, command: AlertsCommand) -> ExitCode {
 /// How a reply is printed as text.
 #[derive(Clone, Copy)]
 enum Shape {
+    /// The schedule ahead: its busiest seconds, a line each.
+    Plan,
     Tasks,
     Runs,
     Alerts,
@@ -408,6 +440,7 @@ pub async fn send(conn: &Connection, call: &Call) -> Result<Value, String> {
 /// The reply as text: a table of a listing, a field a line of one object.
 fn render(shape: Shape, body: &Value) -> String {
     match shape {
+        Shape::Plan => plan_lines(body),
         Shape::Tasks => table(TASK_COLUMNS, body["items"].as_array()),
         Shape::Runs => table(RUN_COLUMNS, body["items"].as_array()),
         Shape::Alerts => table(ALERT_COLUMNS, body["items"].as_array()),

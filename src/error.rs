@@ -111,7 +111,7 @@ impl From<ServiceError> for ApiError {
                 status: StatusCode::BAD_GATEWAY,
                 message: err.to_string(),
             },
-            ServiceError::TooManyListeners(_) => ApiError::Http {
+            ServiceError::TooManyListeners(_) | ServiceError::ShuttingDown => ApiError::Http {
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 message: err.to_string(),
             },

@@ -35,6 +35,7 @@ pub mod routing;
 pub mod run;
 pub mod run_feed;
 pub mod run_log;
+pub mod schedule_load;
 pub mod security;
 pub mod service;
 pub mod site;

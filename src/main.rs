@@ -111,6 +111,15 @@ enum Command {
         #[command(flatten)]
         connection: Connection,
     },
+    /// The schedule ahead across all tasks: the busiest seconds of the next hours with their
+    /// run counts, and a jitter suggestion (the API's `GET /api/schedule/load`).
+    Plan {
+        /// The window, in hours (1-168).
+        #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(i64).range(1..=168))]
+        hours: i64,
+        #[command(flatten)]
+        connection: Connection,
+    },
     /// Cron expression tools.
     Cron {
         #[command(subcommand)]
@@ -207,6 +216,7 @@ fn main() -> ExitCode {
             connection,
             command,
         } => ax::client::runs(connection, command),
+        Command::Plan { hours, connection } => ax::client::plan(connection, hours),
         Command::Cron {
             command:
                 CronCommand::Next {

@@ -105,11 +105,7 @@ impl Console {
 
     /// Clicks the button showing `label` (the first one).
     async fn press_button(&self, label: &str) {
-        self.browser
-            .wait_for_text("button", label)
-            .await
-            .click()
-            .await;
+        self.browser.click_text("button", label).await;
     }
 
     /// What the pages logged as errors since the last look, each of which must be one of the
@@ -297,11 +293,7 @@ async fn every_console_page_in_chromium() {
     assert_eq!(browser.find_all("tbody tr").await.len(), 1);
 
     // A task: reached by its link; its definition and next fire times.
-    browser
-        .wait_for_text("td a", &every_second)
-        .await
-        .click()
-        .await;
+    browser.click_text("td a", &every_second).await;
     console.on_page(&format!("Task {every_second}")).await;
     assert!(browser
         .current_url()
@@ -423,7 +415,7 @@ async fn alerts_in_chromium() {
 
     // The alerts page, from the navigation: the alert sent, its repeats folded.
     console.open("/console", "Dashboard").await;
-    browser.wait_for_text("nav a", "Alerts").await.click().await;
+    browser.click_text("nav a", "Alerts").await;
     console.on_page("Alerts").await;
     console
         .reload_until("/console/alerts", "Alerts", "td .badge.good", "sent")
@@ -462,9 +454,7 @@ async fn alerts_in_chromium() {
         .await;
     browser.wait_for_text("dd code", "ops-hook").await;
     browser
-        .wait_for_text("main a", "All alerts of this task")
-        .await
-        .click()
+        .click_text("main a", "All alerts of this task")
         .await;
     console.on_page("Alerts").await;
     assert!(browser
@@ -474,7 +464,7 @@ async fn alerts_in_chromium() {
 
     // The scene's page, from the scenes page.
     console.open("/console/scenes", "Scenes").await;
-    browser.wait_for_text("td a", &scene).await.click().await;
+    browser.click_text("td a", &scene).await;
     console.on_page(&format!("Scene {scene}")).await;
     browser
         .wait_for_text("main strong", "the default rule")
@@ -691,11 +681,7 @@ async fn an_admin_signs_in_makes_a_task_and_runs_it() {
     // The editor, from the tasks page: a cron with second 61 first.
     console.open("/console/tasks", "Tasks").await;
     console.shot("scenario-tasks-empty").await;
-    browser
-        .wait_for_text("a.button", "New task")
-        .await
-        .click()
-        .await;
+    browser.click_text("a.button", "New task").await;
     console.on_page("New task").await;
     browser
         .wait_for_text("#preview-description", "Every minute")
@@ -879,11 +865,7 @@ async fn an_admin_signs_in_makes_a_task_and_runs_it() {
 
     // The delete confirmation says what happens, and nothing is deleted without its button.
     console.open(&task_path, &format!("Task {name}")).await;
-    browser
-        .wait_for_text("a.button.danger", "Delete")
-        .await
-        .click()
-        .await;
+    browser.click_text("a.button.danger", "Delete").await;
     console.on_page(&format!("Delete task {name}?")).await;
     browser
         .wait_for_text("main p", "stops firing on every ax process")
@@ -893,11 +875,7 @@ async fn an_admin_signs_in_makes_a_task_and_runs_it() {
         .await;
     browser.wait_for_text("button.danger", "Delete task").await;
     console.shot("scenario-delete-confirmation").await;
-    browser
-        .wait_for_text("main a", "Keep it")
-        .await
-        .click()
-        .await;
+    browser.click_text("main a", "Keep it").await;
     console.on_page(&format!("Task {name}")).await;
 
     // The audit log: each change, by the admin.

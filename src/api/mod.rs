@@ -15,6 +15,7 @@ pub(crate) mod json;
 mod openapi;
 mod run_log;
 mod scenes;
+mod schedule;
 mod tasks;
 mod token;
 pub(crate) mod validate;
@@ -85,6 +86,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(get "/api/alerts", alerts::list, true, "Alerts, newest first, one per channel: pending, sent, folded (told with the next alert) or failed; ?task=&scene=&status=&limit=&cursor="),
     endpoint!(post "/api/alerts/test", alerts::test, true, "Send a test alert to a configured channel now: 200 once it took it, 502 with the channel's error"),
     endpoint!(get "/api/audit", audit::list, true, "The audit log, newest first: who changed what and when"),
+    endpoint!(get "/api/schedule/load", schedule::load, true, "The schedule ahead across all tasks: runs per minute over the next ?hours= (1-168, default 24), the busiest seconds with their tasks, and a jitter suggestion"),
     endpoint!(get "/api/cron/next", cron::next, true, "The next fire times of a cron expression in a time zone, with DST notes and a description in English"),
 ];
 

@@ -232,6 +232,7 @@ fn query_parameters(method: &str, path: &str) -> Vec<Value> {
             query("task", "integer", "only this task's runs"),
             query("scene", "string", "only this scene's runs"),
         ],
+        ("get", "/api/schedule/load") => vec![query("hours", "integer", "1-168, default 24")],
         ("get", "/api/tasks/{id}/stats") => {
             vec![query(
                 "windowSecs",

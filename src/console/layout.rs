@@ -23,6 +23,7 @@ pub enum Section {
     Alerts,
     Scenes,
     Executors,
+    Schedule,
     Audit,
 }
 
@@ -33,6 +34,7 @@ const SECTIONS: &[(Section, &str, &str)] = &[
     (Section::Alerts, "Alerts", ALERTS),
     (Section::Scenes, "Scenes", SCENES),
     (Section::Executors, "Executors", EXECUTORS),
+    (Section::Schedule, "Schedule", "/console/schedule"),
     (Section::Audit, "Audit log", "/console/audit"),
 ];
 

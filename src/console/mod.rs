@@ -23,6 +23,7 @@ mod respond;
 mod run_log;
 mod runs;
 mod scenes;
+mod schedule;
 mod session;
 mod tasks;
 mod visitor;
@@ -69,6 +70,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/scenes/resume", web::post().to(scenes::resume))
                 .route("/scenes/{scene}", web::get().to(scenes::detail))
                 .route("/executors", web::get().to(executors::list))
+                .route("/schedule", web::get().to(schedule::show))
                 .route("/audit", web::get().to(audit::list))
                 .default_service(web::to(not_found)),
         );

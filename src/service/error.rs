@@ -43,6 +43,9 @@ pub enum ServiceError {
     LogClosed(#[from] crate::run_log::Closed),
     #[error("this ax process serves {0} event streams already; try another process or later")]
     TooManyListeners(usize),
+    /// The blocking pool a long computation runs on is gone: the process is stopping.
+    #[error("this ax process is shutting down; try another process or later")]
+    ShuttingDown,
     #[error("no executor group `{0}`")]
     GroupNotFound(String),
     #[error("executor group `{group}` is used by {} tasks: {}; give them another executor first", .tasks.len(), .tasks.join(", "))]

@@ -29,6 +29,7 @@ pub mod executors;
 pub mod run_logs;
 mod runs;
 pub mod scenes;
+mod schedule_load;
 mod sessions;
 pub mod stats;
 pub mod task_details;

@@ -357,6 +357,23 @@ impl Browser {
         }
     }
 
+    /// Clicks the first `css` element showing `text`; found again when a live page replaced it
+    /// between the look and the click.
+    pub async fn click_text(&self, css: &str, text: &str) {
+        let deadline = Instant::now() + self.wait;
+        loop {
+            let element = self.wait_for_text(css, text).await;
+            let path = format!("/element/{}/click", element.id);
+            match self.try_command(Method::POST, &path, Some(json!({}))).await {
+                Ok(_) => return,
+                Err(err) if Instant::now() > deadline => {
+                    return self.fail(&format!("{css:?} {text:?}/click: {err}")).await
+                }
+                Err(_) => actix_rt::time::sleep(POLL).await,
+            }
+        }
+    }
+
     /// Waits until the script `js` (a function body: `return …`) returns a truthy value;
     /// returns that value.
     pub async fn wait_until(&self, js: &str) -> Value {

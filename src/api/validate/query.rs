@@ -95,6 +95,11 @@ pub fn stats_window(query: &HashMap<String, String>) -> Result<chrono::Duration,
     Ok(chrono::Duration::seconds(secs))
 }
 
+/// `hours` of `GET /api/schedule/load`: the window, default a day.
+pub fn schedule_hours(query: &HashMap<String, String>) -> Result<i64, ApiError> {
+    Ok(query_int(query, "hours", crate::schedule_load::HOURS)?.unwrap_or(24))
+}
+
 /// The filters, cursor and page size of `GET /api/instances`.
 pub fn history_query(
     query: &HashMap<String, String>,

@@ -161,3 +161,16 @@ pub async fn next_runs(
         .filter_map(|(id, name, next)| next.map(|at| (id, name, from_db(at))))
         .collect())
 }
+
+/// Every task that fires (enabled, its scene not paused: it has a next run), as
+/// `(id, cron, time zone, jitter)`.
+pub async fn firing_tasks(
+    conn: &mut Conn,
+) -> Result<Vec<(TaskId, String, String, i32)>, StoreError> {
+    Ok(with_conn!(conn, |c| t::ax_task
+        .filter(t::status.eq(TaskStatus::Enabled))
+        .filter(t::next_run_at.is_not_null())
+        .select((t::id, t::cron, t::time_zone, t::jitter_secs))
+        .load(c)
+        .await)?)
+}
