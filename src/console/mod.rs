@@ -25,6 +25,7 @@ mod runs;
 mod scenes;
 mod session;
 mod tasks;
+mod timeline;
 mod visitor;
 
 use actix_web::{middleware, web, HttpRequest, HttpResponse, ResponseError};
