@@ -4,7 +4,6 @@
 
 use chrono::{DateTime, Duration, DurationRound, NaiveDate, Utc};
 
-use crate::cron::CronSchedule;
 use crate::percentile::percentile;
 use crate::run::{RequestId, RunStatus, TaskId, TriggerType};
 
@@ -147,18 +146,6 @@ pub struct MissedReason {
     pub periods: u64,
 }
 
-/// The reason of a run scheduled at `scheduled` and recorded MISSED at `noticed`.
-pub fn missed_reason(
-    cron: &CronSchedule,
-    scheduled: DateTime<Utc>,
-    noticed: DateTime<Utc>,
-) -> MissedReason {
-    MissedReason {
-        late: noticed - scheduled,
-        periods: crate::plan::periods(cron, scheduled, noticed),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,15 +253,6 @@ mod tests {
         assert_eq!(hours[166].1, 1);
         assert_eq!(hours[0], (at(833 * 3_600), 1));
         assert_eq!(hours.iter().map(|h| h.1).sum::<u32>(), 4);
-    }
-
-    #[test]
-    fn a_missed_run_says_how_late_and_how_many_periods() {
-        let cron = CronSchedule::parse("0 * * * * *").expect("every minute");
-        let reason = missed_reason(&cron, at(600), at(600 + 330));
-        assert_eq!(reason.late, Duration::seconds(330));
-        // 10:00, 11:00 … 15:00 of the minute hand: six periods.
-        assert_eq!(reason.periods, 6);
     }
 
     proptest! {

@@ -7,8 +7,9 @@ use chrono::{DateTime, Duration, Utc};
 use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
+use crate::cron::CronSchedule;
 use crate::run::{RequestId, RunStatus, TaskId, UPSTREAM_FAILED_CODE};
-use crate::run_history::{missed_reason, MissedReason, Span};
+use crate::run_history::{MissedReason, Span};
 use crate::store::models::Instance;
 use crate::store::queries::run_history as queries;
 use crate::store::queries::tasks;
@@ -179,5 +180,35 @@ impl Service {
             .schedule()
             .ok()
             .map(|cron| missed_reason(&cron, from_db(run.scheduled_at), from_db(noticed))))
+    }
+}
+
+/// The reason of a run scheduled at `scheduled` and recorded MISSED at `noticed`.
+fn missed_reason(
+    cron: &CronSchedule,
+    scheduled: DateTime<Utc>,
+    noticed: DateTime<Utc>,
+) -> MissedReason {
+    MissedReason {
+        late: noticed - scheduled,
+        periods: crate::plan::periods(cron, scheduled, noticed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(secs, 0).expect("a time")
+    }
+
+    #[test]
+    fn a_missed_run_says_how_late_and_how_many_periods() {
+        let cron = CronSchedule::parse("0 * * * * *").expect("every minute");
+        let reason = missed_reason(&cron, at(600), at(600 + 330));
+        assert_eq!(reason.late, Duration::seconds(330));
+        // 10:00, 11:00 … 15:00 of the minute hand: six periods.
+        assert_eq!(reason.periods, 6);
     }
 }
