@@ -120,7 +120,7 @@ pub fn heatmaps(failures: &[DateTime<Utc>], now: DateTime<Utc>, days: i64) -> Ma
             }
         }
         h3 { "Failed runs by hour, last 7 days (UTC)" }
-        svg.heatmap.by-hour viewBox=(format!("0 0 {} {}", cell * 24.0 + 44.0, cell * 7.0)) role="img" aria-label=(format!("{} failed runs in 7 days", hourly.iter().map(|h| h.1).sum::<u32>())) {
+        svg.heatmap.by-hour viewBox=(format!("0 0 {} {}", cell * 24.0 + 44.0, cell * 8.0)) role="img" aria-label=(format!("{} failed runs in 7 days", hourly.iter().map(|h| h.1).sum::<u32>())) {
             @for (at, count) in &hourly {
                 @let row = first_hour.map_or(0, |first| (at.date_naive() - first).num_days());
                 rect class=(format!("cell l{}", level(*count, most_hourly))) data-count=(count)
@@ -129,7 +129,8 @@ pub fn heatmaps(failures: &[DateTime<Utc>], now: DateTime<Utc>, days: i64) -> Ma
                     title { (at.format("%Y-%m-%d %H:00")) ": " (count) " failed" }
                 }
             }
-            @for n in 0..7 {
+            // 168 hours ending with the current one touch 8 dates: a row per date.
+            @for n in 0..8 {
                 @if let Some(first) = first_hour {
                     text.tick x="0" y=(format!("{:.1}", cell * n as f64 + 10.0)) { ((first + Duration::days(n)).format("%m-%d")) }
                 }
