@@ -34,6 +34,7 @@ pub mod plan;
 pub mod routing;
 pub mod run;
 pub mod run_feed;
+pub mod run_history;
 pub mod run_log;
 pub mod schedule_load;
 pub mod security;

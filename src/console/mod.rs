@@ -26,6 +26,7 @@ mod scenes;
 mod schedule;
 mod session;
 mod tasks;
+mod timeline;
 mod visitor;
 
 use actix_web::{middleware, web, HttpRequest, HttpResponse, ResponseError};

@@ -18,7 +18,9 @@ use super::session::{Submitted, Visitor};
 use super::{html as respond, ok, see_other, ConsoleError};
 use super::{live, run_log};
 use crate::run::{RequestId, RunStatus, TaskId};
+use crate::run_history::MissedReason;
 use crate::run_log::Limits;
+use crate::service::run_history::FailedUpstream;
 use crate::store::models::Instance;
 use crate::store::queries::attempts::AttemptRow;
 use crate::store::queries::instances::Cursor;
@@ -214,13 +216,22 @@ pub async fn detail(
         .instance(request_id)
         .await?
         .ok_or_else(|| no_run(&path))?;
+    let (upstreams, missed) =
+        futures_util::join!(service.failed_upstreams(&run), service.missed_reason(&run),);
+    let (upstreams, missed) = (upstreams?, missed?);
+    let mut ids: Vec<TaskId> = upstreams.iter().map(|up| up.task_id).collect();
+    ids.push(run.task_id);
     let (names, attempts, shards, logs) = futures_util::join!(
-        service.task_names(vec![run.task_id]),
+        service.task_names(ids),
         service.attempts(run.request_id.clone()),
         service.shards(&run),
         service.run_log(run.request_id.clone()),
     );
     let reads = Reads {
+        why: Why {
+            upstreams: &upstreams,
+            missed,
+        },
         names: &names?,
         attempts: &attempts?,
         shards: &shards?,
@@ -275,6 +286,7 @@ fn no_run(raw: &str) -> ConsoleError {
 
 /// What a run's page shows besides the run.
 struct Reads<'a> {
+    why: Why<'a>,
     names: &'a HashMap<TaskId, String>,
     attempts: &'a [AttemptRow],
     /// Its broadcast fire's shards.
@@ -285,6 +297,7 @@ struct Reads<'a> {
 
 fn detail_page(visitor: &Visitor, run: &Instance, reads: Reads) -> Markup {
     let Reads {
+        why,
         names,
         attempts,
         shards,
@@ -324,6 +337,7 @@ fn detail_page(visitor: &Visitor, run: &Instance, reads: Reads) -> Markup {
                 dt { "Deadline" } dd { (maybe_time(run.deadline_at)) }
                 dt { "Code" } dd { (text_or_none(run.callback_code.as_deref())) }
                 dt { "Message" } dd { (text_or_none(run.callback_message.as_deref())) }
+                (why_markup(&why, names))
                 dt { "Params" }
                 dd {
                     @match &run.params {
@@ -458,5 +472,34 @@ fn current_attempt(run: &Instance, dispatched: bool) -> (Markup, Markup) {
             none(),
             html! { (run_badge(status)) " waiting to be released" },
         ),
+    }
+}
+
+/// Why a run ended as it did, when ax decided it: the upstream runs that failed, or how late a
+/// missed run was.
+struct Why<'a> {
+    upstreams: &'a [FailedUpstream],
+    missed: Option<MissedReason>,
+}
+
+fn why_markup(why: &Why, names: &HashMap<TaskId, String>) -> Markup {
+    html! {
+        @if !why.upstreams.is_empty() {
+            dt { "Upstream run that failed" }
+            dd.failed-upstream {
+                @for (n, up) in why.upstreams.iter().enumerate() {
+                    @if n > 0 { ", " }
+                    a href=(paths::run_href(&up.request_id.to_string())) { (run_badge(up.status)) " run " code { (up.request_id) } }
+                    " of " (task_link(up.task_id, names))
+                }
+            }
+        }
+        @if let Some(missed) = why.missed {
+            dt { "Why missed" }
+            dd.missed-reason {
+                "Noticed " (layout::millis(missed.late.num_milliseconds())) " after its scheduled time, later than the misfire threshold; "
+                (missed.periods) " period" @if missed.periods != 1 { "s" } " of the schedule missed, recorded as this one run."
+            }
+        }
     }
 }

@@ -10,8 +10,13 @@ use super::filters::link;
 use super::layout::{maybe_time, notice_link, page, scrolling, task_badge, Notice, Section};
 use super::paths::{scene_href, SCENES};
 use super::session::{csrf_field, Submitted, Visitor};
+use super::timeline;
 use super::{ok, see_other, ConsoleError};
 use crate::api::validate;
+use crate::run::TaskId;
+use crate::service::run_history::{
+    SceneHistory, FAILURE_DAYS, SCENE_TASKS, TIMELINE_HOURS, TIMELINE_RUNS,
+};
 use crate::service::scenes::SceneCounts;
 use crate::store::models::TaskStatus;
 use crate::store::queries::alerts::AlertFilter;
@@ -40,12 +45,13 @@ pub async fn detail(
         scene: Some(scene.clone()),
         ..AlertFilter::default()
     };
-    let (scenes, own_rule, latest) = futures_util::join!(
+    let (scenes, own_rule, latest, history) = futures_util::join!(
         service.scenes(),
         service.scene_alerts(scene.clone()),
         service.alerts(filter, LATEST_ALERTS),
+        service.scene_history(scene.clone()),
     );
-    let (own_rule, latest) = (own_rule?, latest?);
+    let (own_rule, latest, history) = (own_rule?, latest?, history?);
     let counts = match scenes?.into_iter().find(|counts| counts.scene == scene) {
         Some(counts) => counts,
         None if own_rule.is_some() => SceneCounts {
@@ -57,7 +63,36 @@ pub async fn detail(
     };
     let rule = rule_in_force(None, own_rule.as_ref(), service.default_alert_rule());
     let alerts = alert_section(rule, &latest, ("scene", &counts.scene));
+    let alerts = html! { (scene_history(&history)) (alerts) };
     Ok(ok(scene_page(&visitor, &counts, alerts)))
+}
+
+/// The timeline and failure heat-maps of a scene's first tasks, a lane per task with runs.
+fn scene_history(scene: &SceneHistory) -> Markup {
+    let history = &scene.history;
+    let lanes: Vec<(TaskId, String)> = scene
+        .tasks
+        .iter()
+        .filter(|(id, _)| history.timeline().any(|span| span.task_id == *id))
+        .cloned()
+        .collect();
+    html! {
+        section.history aria-labelledby="timeline-heading" {
+            h2 #timeline-heading { "Timeline, last " (TIMELINE_HOURS) " h" }
+            @if lanes.is_empty() {
+                p.muted { "No runs in the last " (TIMELINE_HOURS) " h." }
+            } @else {
+                (timeline::gantt(history.timeline(), &lanes, history.now, TIMELINE_HOURS))
+            }
+            p.muted {
+                "A lane per task with runs, at most " (TIMELINE_RUNS) " runs"
+                @if scene.more { ", over the scene's first " (SCENE_TASKS) " tasks by name" }
+                "."
+            }
+            h2 #failures-heading { "Failures" }
+            (timeline::heatmaps(&history.failures, history.now, FAILURE_DAYS))
+        }
+    }
 }
 
 fn scene_page(visitor: &Visitor, counts: &SceneCounts, alerts: Markup) -> Markup {

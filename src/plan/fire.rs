@@ -144,7 +144,7 @@ pub const MAX_COUNTED_PERIODS: u64 = 1_000_000;
 
 /// The schedule's times from `due` through `through`, `due` included, counted up to
 /// `MAX_COUNTED_PERIODS`.
-fn periods(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>) -> u64 {
+pub fn periods(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>) -> u64 {
     let (mut count, mut at) = (1, due);
     while count < MAX_COUNTED_PERIODS {
         match cron.next_after(at).filter(|next| *next <= through) {

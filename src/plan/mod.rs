@@ -6,6 +6,6 @@ mod fire;
 
 pub use backfill::{fire_times, paced, MAX_BACKFILL_RUNS};
 pub use fire::{
-    plan_each, plan_fires, wheel_entries, FirePlan, MissedRunPolicy, RunDecision, TaskSpec,
-    MAX_COUNTED_PERIODS,
+    periods, plan_each, plan_fires, wheel_entries, FirePlan, MissedRunPolicy, RunDecision,
+    TaskSpec, MAX_COUNTED_PERIODS,
 };

@@ -26,6 +26,7 @@ pub mod console_reads;
 pub mod error;
 pub mod events;
 pub mod executors;
+pub mod run_history;
 pub mod run_logs;
 mod runs;
 pub mod scenes;

@@ -1,6 +1,8 @@
 //! A task's page (`/console/tasks/{id}`): its definition, its next fire times, its latest
 //! runs, its alert rule and last alerts, and the forms of its actions.
 
+use std::collections::HashMap;
+
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
@@ -10,6 +12,7 @@ use super::links::parse_task_id;
 use super::list::schedule;
 use crate::console::alerts::{alert_section, rule_in_force, LATEST_ALERTS};
 use crate::console::filters;
+use crate::console::layout::millis;
 use crate::console::layout::pretty_json;
 use crate::console::layout::{
     self, action_button, maybe_time, none, page, scrolling, stored_time, task_state, Section,
@@ -17,9 +20,14 @@ use crate::console::layout::{
 use crate::console::live;
 use crate::console::paths::{group_href, scene_href, task_href};
 use crate::console::session::{csrf_field, Visitor};
+use crate::console::timeline;
 use crate::console::{html as respond, runs, ConsoleError};
 use crate::cron::{CronSchedule, Fire};
 use crate::run::TaskId;
+use crate::run_history::{stats, Percentiles};
+use crate::service::run_history::{
+    History, FAILURE_DAYS, STATS_DAYS, STATS_RUNS, TIMELINE_HOURS, TIMELINE_RUNS,
+};
 use crate::service::task_details::TaskDetails;
 use crate::store::models::{Instance, Task, TaskStatus};
 use crate::store::queries::alerts::AlertFilter;
@@ -79,20 +87,34 @@ pub(super) async fn task_page(
         task: Some(id),
         ..AlertFilter::default()
     };
-    let (runs, scene_rule, last_alerts) = futures_util::join!(
+    let (runs, scene_rule, last_alerts, history, downstreams) = futures_util::join!(
         service.task_instances(id, latest),
         service.scene_alerts(details.task.scene.clone()),
         service.alerts(alerts, LATEST_ALERTS),
+        service.task_history(id),
+        service.downstreams(id),
     );
     let ((runs, total), scene_rule) = (runs?, scene_rule?);
+    let downstreams = downstreams?;
+    let related: Vec<TaskId> = details
+        .depends_on
+        .iter()
+        .chain(&downstreams)
+        .copied()
+        .collect();
+    let relations = Relations {
+        names: service.task_names(related).await?,
+        downstreams,
+    };
     let own_rule = details.task.alerts.as_ref();
     let rule = rule_in_force(own_rule, scene_rule.as_ref(), service.default_alert_rule());
     let alerts = alert_section(rule, &last_alerts?, ("task", &id.to_string()));
+    let history = history_section(&details, &history?);
     let page = detail_page(
         visitor,
         &details,
         (&runs, total),
-        alerts,
+        (alerts, history, &relations),
         service.now(),
         forms,
     );
@@ -121,7 +143,7 @@ fn detail_page(
     visitor: &Visitor,
     details: &TaskDetails,
     (latest, total): (&[Instance], i64),
-    alerts: Markup,
+    (alerts, history, relations): (Markup, Markup, &Relations),
     now: DateTime<Utc>,
     forms: &Forms,
 ) -> Markup {
@@ -135,14 +157,6 @@ fn detail_page(
             @if let Some((_, message)) = forms.error.as_ref().filter(|(field, _)| field.is_empty()) {
                 p.error role="alert" { (message) }
             }
-            @if visitor.may_change() { (task_actions(visitor, details, forms)) }
-            h2 { "Definition" }
-            (definition(details))
-            h2 { "Next " (UPCOMING) " fire times" }
-            @match &schedule {
-                Ok(schedule) => (upcoming(schedule, &schedule.upcoming(now, UPCOMING))),
-                Err(err) => p.error { "The cron expression cannot be read: " (err.to_string()) },
-            }
             h2 { "Latest runs" }
             (live::feed(Some(&task.id.to_string()), None, None))
             (live::region("task-runs-live", html! {
@@ -153,8 +167,19 @@ fn detail_page(
                     }
                 }
                 (runs::run_table(latest, None))
+                (history)
                 (alerts)
             }))
+            @if visitor.may_change() { (task_actions(visitor, details, forms)) }
+            h2 { "Definition" }
+            (definition(details, relations))
+            h2 #dependencies-heading { "Dependencies" }
+            (dependencies(details, relations))
+            h2 { "Next " (UPCOMING) " fire times" }
+            @match &schedule {
+                Ok(schedule) => (upcoming(schedule, &schedule.upcoming(now, UPCOMING))),
+                Err(err) => p.error { "The cron expression cannot be read: " (err.to_string()) },
+            }
         },
     )
 }
@@ -199,7 +224,7 @@ fn task_actions(visitor: &Visitor, details: &TaskDetails, forms: &Forms) -> Mark
     }
 }
 
-fn definition(details: &TaskDetails) -> Markup {
+fn definition(details: &TaskDetails, relations: &Relations) -> Markup {
     let task = &details.task;
     let or_default = |value: Option<i32>, unit: &str| match value {
         Some(value) => format!("{value}{unit}"),
@@ -229,14 +254,7 @@ fn definition(details: &TaskDetails) -> Markup {
             dt { "Retry factor" } dd { (or_default(task.retry_factor, "")) }
             dt { "Misfire threshold" } dd { (or_default(task.misfire_threshold_secs, " s")) }
             dt { "Dependency timeout" } dd { (or_default(task.dependency_timeout_secs, " s")) }
-            dt { "Depends on" }
-            dd {
-                @if details.depends_on.is_empty() { (none()) }
-                @for (n, upstream) in details.depends_on.iter().enumerate() {
-                    @if n > 0 { ", " }
-                    a href=(task_href(*upstream)) { "task " (upstream) }
-                }
-            }
+            dt { "Depends on" } dd { (task_links(&details.depends_on, &relations.names)) }
             dt { "Overlap" } dd { (task.overlap.as_str()) }
             dt { "Jitter" } dd { (task.jitter_secs) " s" }
             dt { "Lag alert" }
@@ -257,6 +275,65 @@ fn definition(details: &TaskDetails) -> Markup {
             dt { "Next run" } dd { (maybe_time(task.next_run_at)) }
             dt { "Created" } dd { (stored_time(task.created_at)) }
             dt { "Updated" } dd { (stored_time(task.updated_at)) }
+        }
+    }
+}
+
+/// The names of a task's upstreams and downstreams, and its downstreams.
+struct Relations {
+    names: HashMap<TaskId, String>,
+    downstreams: Vec<TaskId>,
+}
+
+/// Tasks by name, each linking to its page.
+fn task_links(ids: &[TaskId], names: &HashMap<TaskId, String>) -> Markup {
+    html! {
+        @if ids.is_empty() { (none()) }
+        @for (n, id) in ids.iter().enumerate() {
+            @if n > 0 { ", " }
+            (runs::task_link(*id, names))
+        }
+    }
+}
+
+/// The tasks this one waits on and those that wait on it.
+fn dependencies(details: &TaskDetails, relations: &Relations) -> Markup {
+    html! {
+        dl.fields.dependencies aria-labelledby="dependencies-heading" {
+            dt { "Upstream (waits on)" } dd.upstream { (task_links(&details.depends_on, &relations.names)) }
+            dt { "Downstream (waiting on it)" } dd.downstream { (task_links(&relations.downstreams, &relations.names)) }
+        }
+    }
+}
+
+/// The task's timeline, stats and failure heat-maps.
+fn history_section(details: &TaskDetails, history: &History) -> Markup {
+    let task = &details.task;
+    let stats = stats(&history.spans);
+    let pct = |p: Option<Percentiles>| match p {
+        Some(p) => format!("{} / {} / {}", millis(p.p50), millis(p.p95), millis(p.p99)),
+        None => "—".to_string(),
+    };
+    html! {
+        section.history aria-labelledby="timeline-heading" {
+            h2 #timeline-heading { "Timeline, last " (TIMELINE_HOURS) " h" }
+            (timeline::gantt(history.timeline(), &[(task.id, task.name.clone())], history.now, TIMELINE_HOURS))
+            p.muted { "Each bar is a run, from its first dispatch (or its scheduled time) for its duration: green succeeded, red failed, blue open, grey missed, skipped or cancelled; at most " (TIMELINE_RUNS) " runs." }
+            h2 #stats-heading { "Stats" }
+            dl.fields.stats {
+                dt { "Over" } dd { "the " (stats.runs) " runs scheduled in the last " (STATS_DAYS) " days (at most " (STATS_RUNS) ")" }
+                dt { "Success rate" }
+                dd.success-rate {
+                    @match stats.success_rate() {
+                        Some(rate) => { (format!("{rate:.1} %")) " (" (stats.succeeded) " of " (stats.decided) " ended SUCCESS, FAILED or MISSED)" }
+                        None => (none()),
+                    }
+                }
+                dt { "Duration p50 / p95 / p99" } dd.duration { (pct(stats.duration_ms)) }
+                dt { "Lag p50 / p95 / p99" } dd.lag { (pct(stats.lag_ms)) " (scheduled → first dispatch, backfills left out)" }
+            }
+            h2 #failures-heading { "Failures" }
+            (timeline::heatmaps(&history.failures, history.now, FAILURE_DAYS))
         }
     }
 }

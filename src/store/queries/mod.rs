@@ -13,6 +13,7 @@ pub mod overview;
 pub mod pending;
 pub mod recovery;
 pub mod run_feed;
+pub mod run_history;
 pub mod run_log;
 pub mod run_writes;
 pub mod runs;
