@@ -51,7 +51,7 @@ pub async fn show(
     let service = &state.service;
     let now = service.now();
     let failed = InstanceFilter {
-        status: Some(RunStatus::Failed),
+        statuses: vec![RunStatus::Failed],
         ..InstanceFilter::default()
     };
     let (last_hour, last_day, failures, dispatches, cluster, health) = futures_util::join!(

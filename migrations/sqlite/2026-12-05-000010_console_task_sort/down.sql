@@ -1,0 +1,2 @@
+DROP INDEX idx_ax_task_next_fire;
+DROP INDEX idx_ax_task_name;
