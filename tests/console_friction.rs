@@ -148,6 +148,27 @@ async fn runs_filters(store: TestStore) {
         .await
         .expect("an answer");
     assert_eq!(response.status().as_u16(), 400);
+
+    // Confirmation pages: a scene's pause says how many tasks stop firing; a run's cancel asks.
+    let pause = page(&ax, &format!("/console/scenes/pause?scene={scene}")).await;
+    assert!(
+        pause.contains("<strong class=\"count\">2</strong> enabled tasks stop firing"),
+        "{pause}"
+    );
+    assert!(pause.contains("action=\"/console/scenes/pause\"") && pause.contains("csrf"));
+    let scenes = page(&ax, "/console/scenes").await;
+    assert!(scenes.contains(&format!("href=\"/console/scenes/pause?scene={scene}\"")));
+    let run = api.instances(bad_id).await;
+    let request_id = run[0]["requestId"].as_str().expect("requestId");
+    let cancel = page(&ax, &format!("/console/runs/{request_id}/cancel")).await;
+    assert!(
+        cancel.contains("nothing to cancel"),
+        "the run has ended: {cancel}"
+    );
+    assert!(
+        !cancel.contains("action=\"/console/runs/"),
+        "no button for an ended run"
+    );
 }
 
 #[actix_rt::test]

@@ -286,6 +286,47 @@ pub async fn detail(
     Ok(ok(detail_page(&visitor, &run, reads)))
 }
 
+/// `GET /console/runs/{requestId}/cancel`: says what cancelling does to this run, and asks.
+pub async fn confirm_cancel(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    super::admins_only(&visitor)?;
+    let service = &state.service;
+    let run = service
+        .instance(request_id(&path)?)
+        .await?
+        .ok_or_else(|| no_run(&path))?;
+    let names = service.task_names(vec![run.task_id]).await?;
+    let href = run_href(&run);
+    Ok(ok(page(
+        &visitor,
+        &format!("Cancel run {}?", run.request_id),
+        Some(Section::Runs),
+        html! {
+            p role="note" {
+                "Run of " (task_link(run.task_id, &names)) ", scheduled " (stored_time(run.scheduled_at)) ", is "
+                (run_badge(run.status)) "."
+                @if run.status.is_final() {
+                    " It has ended: there is nothing to cancel."
+                } @else {
+                    " Cancelled, it ends CANCELLED: it is not dispatched again, and a result that arrives later changes nothing."
+                }
+            }
+            div.actions {
+                @if !run.status.is_final() {
+                    form.inline method="post" action=(format!("{href}/cancel")) {
+                        (super::session::csrf_field(&visitor))
+                        button.danger type="submit" { "Cancel run" }
+                    }
+                }
+                a href=(href) { "Back to the run" }
+            }
+        },
+    )))
+}
+
 /// `POST /console/runs/{requestId}/cancel`: the API's cancel (409 when the run is final).
 pub async fn cancel(
     state: web::Data<ApiState>,
