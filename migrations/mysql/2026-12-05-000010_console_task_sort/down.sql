@@ -1,2 +1,0 @@
-ALTER TABLE ax_task DROP INDEX idx_ax_task_next_fire;
-ALTER TABLE ax_task DROP INDEX idx_ax_task_name;
