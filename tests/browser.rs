@@ -803,8 +803,11 @@ async fn an_admin_signs_in_makes_a_task_and_runs_it() {
     browser.wait_for_text("td a", &scene).await;
     console.shot("scenario-scenes").await;
     let count_of = |status: &str| format!("a[href='/console/tasks?scene={scene}&status={status}']");
-    let pause = format!("button[aria-label='Pause scene {scene}']");
+    // The scenes page links to a confirmation, which does it.
+    let pause = format!("a[aria-label='Pause scene {scene}']");
     browser.find(&pause).await.click().await;
+    console.on_page(&format!("Pause scene {scene}?")).await;
+    browser.find("main form.inline button").await.click().await;
     console.on_page("Scenes").await;
     browser
         .wait_for_text("p.notice", "Scene paused: 1 task stops firing.")
@@ -817,8 +820,11 @@ async fn an_admin_signs_in_makes_a_task_and_runs_it() {
     browser.wait_for_text("dd .badge.good", "ENABLED").await;
     console.shot("scenario-task-paused").await;
     console.open("/console/scenes", "Scenes").await;
-    let resume = format!("button[aria-label='Resume scene {scene}']");
+    // The scenes page links to a confirmation, which does it.
+    let resume = format!("a[aria-label='Resume scene {scene}']");
     browser.find(&resume).await.click().await;
+    console.on_page(&format!("Resume scene {scene}?")).await;
+    browser.find("main form.inline button").await.click().await;
     console.on_page("Scenes").await;
     browser
         .wait_for_text("p.notice", "Scene resumed: 1 task fires again.")

@@ -1189,11 +1189,15 @@ async fn task_actions(store: TestStore) {
     }
     assert!(api.instances(c).await.is_empty(), "c was not selected");
     // No selection, an unknown action, a way back to another site.
-    let (status, _, body) = visitor
+    let (status, location, _) = visitor
         .post("/console/tasks/bulk", &[("action", "pause")])
         .await;
-    assert_eq!(status, 400, "{body}");
-    assert!(body.contains("select between 1 and"), "{body}");
+    assert_eq!(status, 303, "nothing selected: back to the listing");
+    let location = location.expect("back to the listing");
+    assert_eq!(location, "/console/tasks?done=none-selected");
+    let (status, _, body) = visitor.get(&location).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("no task was selected"), "{body}");
     let c_text = c.to_string();
     let (status, _, _) = visitor
         .post(
@@ -1570,7 +1574,10 @@ async fn run_and_scene_actions(store: TestStore) {
         ids.push(task["id"].as_i64().expect("id"));
     }
     let mut visitor = Visitor::new(&ax);
-    visitor.get("/console/scenes").await;
+    // A page with a form, for its CSRF token (the scenes page links to confirmations).
+    visitor
+        .get(&format!("/console/scenes/pause?scene={scene}"))
+        .await;
 
     // A run with its own params, open while the executor works on it: cancelled from its page.
     let (status, location, _) = visitor

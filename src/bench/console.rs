@@ -377,7 +377,7 @@ async fn placeholders(args: &Args, seeded: &Seeded) -> anyhow::Result<Vec<(&'sta
         bail!("the seeded database has no tasks");
     };
     let failed = InstanceFilter {
-        status: Some(RunStatus::Failed),
+        statuses: vec![RunStatus::Failed],
         ..InstanceFilter::default()
     };
     let request = instances::history(&mut conn, &failed, None, 1)

@@ -69,7 +69,7 @@ fn list_page(
                 } @else {
                     (alert_table(&listing.alerts))
                 }
-                (layout::paging("Pages of alerts", params, listing.next.as_deref(), kept_link))
+                (layout::paging("Pages of alerts", &filters::around(params, "cursor", listing.next.as_deref()), |query| kept_link(query, query.get("cursor").map(String::as_str))))
             }
         },
     )

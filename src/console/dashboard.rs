@@ -69,7 +69,7 @@ pub async fn show(
     let service = &state.service;
     let now = service.now();
     let last_day = |status| InstanceFilter {
-        status: Some(status),
+        statuses: vec![status],
         from: Some(to_db(now - Duration::days(1))),
         ..InstanceFilter::default()
     };

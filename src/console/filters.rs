@@ -21,12 +21,28 @@ pub type Params = HashMap<String, String>;
 /// Tasks and runs a page lists.
 pub const PAGE_SIZE: i64 = 50;
 
-/// The query string of `req`, as [`Params`].
+/// The query string of `req`, as [`Params`]; a parameter given several times (checkboxes of
+/// one name) holds its values joined by commas.
 pub fn params(req: &HttpRequest) -> Params {
-    url::form_urlencoded::parse(req.query_string().as_bytes())
-        .filter(|(_, value)| !value.trim().is_empty())
-        .map(|(key, value)| (key.into_owned(), value.trim().to_string()))
-        .collect()
+    query_params(req.query_string())
+}
+
+fn query_params(query: &str) -> Params {
+    let mut params = Params::new();
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let value = value.trim();
+        if value.is_empty() {
+            continue;
+        }
+        params
+            .entry(key.into_owned())
+            .and_modify(|values: &mut String| {
+                values.push(',');
+                values.push_str(value);
+            })
+            .or_insert_with(|| value.to_string());
+    }
+    params
 }
 
 /// A filter that cannot be applied, and why.
@@ -132,28 +148,50 @@ fn contains(text: &str) -> String {
 pub struct RunQuery {
     pub filter: InstanceFilter,
     pub cursor: Option<Cursor>,
+    /// The task filter given as a name, for the page to resolve to its tasks' ids.
+    pub task_name: Option<String>,
 }
 
-/// `?task=&scene=&status=&from=&to=&cursor=` of the runs page.
-pub fn runs(params: &Params) -> Result<RunQuery, FilterError> {
-    let task_id = params
-        .get("task")
-        .map(|text| {
-            text.parse::<i64>()
-                .ok()
-                .filter(|id| *id > 0)
-                .map(TaskId)
-                .ok_or_else(|| FilterError::new("task", "task must be a task id (a number)"))
-        })
-        .transpose()?;
-    let status = params
-        .get("status")
-        .map(|text| {
-            RunStatus::parse(text).ok_or_else(|| {
+/// A task filter: a task's id, or else its name.
+fn task_of(text: &str) -> Result<(Option<TaskId>, Option<String>), FilterError> {
+    match text.parse::<i64>() {
+        Ok(id) if id > 0 => Ok((Some(TaskId(id)), None)),
+        Ok(_) => Err(FilterError::new("task", "a task id is a positive number")),
+        Err(_) if text.chars().count() > MAX_NAME_CHARS => Err(FilterError::new(
+            "task",
+            format!("a name has at most {MAX_NAME_CHARS} characters"),
+        )),
+        Err(_) => Ok((None, Some(text.to_string()))),
+    }
+}
+
+/// Statuses separated by commas (checkboxes of one name, or typed).
+fn run_statuses(text: &str) -> Result<Vec<RunStatus>, FilterError> {
+    let mut statuses = text
+        .split(',')
+        .map(|status| {
+            RunStatus::parse(status.trim()).ok_or_else(|| {
                 FilterError::new("status", format!("status must be {}", RunStatus::choices()))
             })
         })
-        .transpose()?;
+        .collect::<Result<Vec<_>, _>>()?;
+    statuses.sort_unstable_by_key(|status| status.as_str());
+    statuses.dedup();
+    Ok(statuses)
+}
+
+/// `?task=&scene=&status=&from=&to=&cursor=` of the runs page: `task` an id or a name,
+/// `status` one or several.
+pub fn runs(params: &Params) -> Result<RunQuery, FilterError> {
+    let (task_id, task_name) = match params.get("task") {
+        Some(text) => task_of(text)?,
+        None => (None, None),
+    };
+    let statuses = params
+        .get("status")
+        .map(|text| run_statuses(text))
+        .transpose()?
+        .unwrap_or_default();
     let (from, to) = (time(params, "from")?, time(params, "to")?);
     if let (Some(from), Some(to)) = (from, to) {
         if from >= to {
@@ -164,12 +202,14 @@ pub fn runs(params: &Params) -> Result<RunQuery, FilterError> {
     Ok(RunQuery {
         filter: InstanceFilter {
             task_id,
+            task_ids: None,
             scene: params.get("scene").cloned(),
-            status,
+            statuses,
             from,
             to,
         },
         cursor,
+        task_name,
     })
 }
 
@@ -241,15 +281,70 @@ fn damaged_cursor() -> FilterError {
     )
 }
 
-/// `path` with the filters `kept` of `params` (in that order) and `cursor` as its query: a
-/// page of a listing paged by cursor, its filters kept.
+/// `path` with the filters `kept` of `params` (in that order), `cursor` and the way back
+/// (`back`, see [`around`]) as its query: a page of a listing paged by cursor, its filters kept.
 pub fn kept_link(path: &str, kept: &[&str], params: &Params, cursor: Option<&str>) -> String {
     let mut pairs: Vec<(&str, Option<&str>)> = kept
         .iter()
         .map(|name| (*name, params.get(*name).map(String::as_str)))
         .collect();
     pairs.push(("cursor", cursor));
+    pairs.push(("back", params.get(BACK).map(String::as_str)));
     link(path, &pairs)
+}
+
+/// The query parameter holding the cursors of the pages before this one, oldest first
+/// (the first page, which has none, left out), so a page links back to the one before.
+pub const BACK: &str = "back";
+
+/// How many pages back a page link remembers; beyond, "Previous page" leads to the first.
+const MAX_BACK: usize = 20;
+
+/// The queries of a listing's pages around this one, paged by the cursor parameter `key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Around {
+    /// The first page's, when this is not the first.
+    pub first: Option<Params>,
+    /// The page before's, when this is not the first.
+    pub previous: Option<Params>,
+    /// The next page's, when there is one (`next` is its cursor).
+    pub next: Option<Params>,
+}
+
+/// The pages around `params`' page (see [`Around`]).
+pub fn around(params: &Params, key: &str, next: Option<&str>) -> Around {
+    let trail: Vec<&str> = params
+        .get(BACK)
+        .map(|back| back.split(',').filter(|c| !c.is_empty()).collect())
+        .unwrap_or_default();
+    let with = |cursor: Option<&str>, trail: &[&str]| {
+        let mut query = params.clone();
+        query.remove(key);
+        query.remove(BACK);
+        if let Some(cursor) = cursor {
+            query.insert(key.to_string(), cursor.to_string());
+        }
+        if !trail.is_empty() {
+            query.insert(BACK.to_string(), trail.join(","));
+        }
+        query
+    };
+    let current = params.get(key).map(String::as_str);
+    let previous = current.map(|_| match trail.split_last() {
+        Some((last, before)) => with(Some(last), before),
+        None => with(None, &[]),
+    });
+    let next = next.map(|next| {
+        let mut trail = trail.clone();
+        trail.extend(current);
+        let keep = trail.len().saturating_sub(MAX_BACK);
+        with(Some(next), &trail[keep..])
+    });
+    Around {
+        first: current.map(|_| with(None, &[])),
+        previous,
+        next,
+    }
 }
 
 /// `path` with `params` as its query, in this order, empty values left out.
@@ -294,7 +389,7 @@ mod tests {
         assert_eq!(field(&[("scene", "a b"), ("status", "PAUSED")]), None);
         let field = |pairs: &[(&str, &str)]| runs(&params(pairs)).err().map(|e| e.field);
         assert_eq!(field(&[("status", "DONE")]), Some("status"));
-        assert_eq!(field(&[("task", "x")]), Some("task"));
+        assert_eq!(field(&[("task", "-3")]), Some("task"));
         assert_eq!(field(&[("from", "yesterday")]), Some("from"));
         assert_eq!(field(&[("from", "0900-01-01T00:00")]), Some("from"));
         assert_eq!(
@@ -352,6 +447,77 @@ mod tests {
         let text = encode_cursor(cursor);
         assert_eq!(text, "1700000000123.42");
         assert_eq!(super::cursor(&text), Ok(cursor));
+    }
+
+    #[test]
+    fn repeated_parameters_are_joined_and_read_as_several_statuses() {
+        let params = query_params("status=FAILED&status=SUCCESS&status=FAILED&scene=");
+        assert_eq!(
+            params.get("status").map(String::as_str),
+            Some("FAILED,SUCCESS,FAILED")
+        );
+        assert!(!params.contains_key("scene"));
+        let query = runs(&params).expect("valid");
+        assert_eq!(
+            query.filter.statuses,
+            vec![RunStatus::Failed, RunStatus::Success]
+        );
+        let bad = runs(&query_params("status=FAILED&status=DONE")).err();
+        assert_eq!(bad.map(|e| e.field), Some("status"));
+    }
+
+    #[test]
+    fn a_task_is_an_id_or_a_name() {
+        let query = runs(&params(&[("task", "12")])).expect("valid");
+        assert_eq!(
+            (query.filter.task_id, query.task_name),
+            (Some(TaskId(12)), None)
+        );
+        let query = runs(&params(&[("task", "nightly report")])).expect("valid");
+        assert_eq!(query.filter.task_id, None);
+        assert_eq!(query.task_name.as_deref(), Some("nightly report"));
+        let long = "x".repeat(MAX_NAME_CHARS + 1);
+        assert_eq!(
+            runs(&params(&[("task", &long)])).err().map(|e| e.field),
+            Some("task")
+        );
+    }
+
+    #[test]
+    fn pages_link_back_through_their_trail() {
+        let first = params(&[("scene", "s")]);
+        let on_first = around(&first, "cursor", Some("c1"));
+        assert_eq!(
+            (on_first.first.clone(), on_first.previous.clone()),
+            (None, None)
+        );
+        let second = on_first.next.expect("a next page");
+        assert_eq!(second, params(&[("scene", "s"), ("cursor", "c1")]));
+        let on_second = around(&second, "cursor", Some("c2"));
+        assert_eq!(on_second.previous, Some(first.clone()));
+        assert_eq!(
+            on_second.first,
+            Some(first.clone()),
+            "the previous page is the first"
+        );
+        let third = on_second.next.expect("a next page");
+        assert_eq!(third.get(BACK).map(String::as_str), Some("c1"));
+        let on_third = around(&third, "cursor", None);
+        assert_eq!(on_third.previous, Some(second));
+        assert_eq!(on_third.first, Some(first));
+        assert_eq!(on_third.next, None);
+    }
+
+    #[test]
+    fn the_trail_back_is_bounded() {
+        let mut page = params(&[("cursor", "c0")]);
+        for n in 1..=(MAX_BACK + 5) {
+            page = around(&page, "cursor", Some(&format!("c{n}")))
+                .next
+                .expect("next");
+        }
+        let trail = page.get(BACK).map(|t| t.split(',').count());
+        assert_eq!(trail, Some(MAX_BACK));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::{html, Markup, DOCTYPE};
 
-use super::filters::Params;
+use super::filters::{Around, Params};
 pub use super::notice::Notice;
 use super::paths::{asset_href, ALERTS, EXECUTORS, SCENES};
 use super::visitor::{csrf_field, sign_out_form, Visitor};
@@ -265,23 +265,28 @@ pub fn scrolling(label: &str, table: Markup) -> Markup {
     html! { div.scroll role="region" aria-label=(label) tabindex="0" { (table) } }
 }
 
-/// The links between the pages of a listing paged by cursor: back to the first page from a
-/// later one, on to the `next` cursor's page when there is one; `href` makes a page's link
-/// from the filters and a cursor.
-pub fn paging(
-    label: &str,
-    params: &Params,
-    next: Option<&str>,
-    href: impl Fn(&Params, Option<&str>) -> String,
-) -> Markup {
+/// The links between the pages of a listing paged by cursor (see [`Around`]): to the first
+/// page and the previous one from a later one, on to the next when there is one; `href` makes a
+/// page's link from its query.
+pub fn paging(label: &str, around: &Around, href: impl Fn(&Params) -> String) -> Markup {
     html! {
         nav.paging aria-label=(label) {
-            @if params.contains_key("cursor") {
-                a href=(href(params, None)) { "First page" }
-            }
-            @if let Some(next) = next {
-                a href=(href(params, Some(next))) rel="next" { "Next page" }
-            }
+            (page_links(around, href))
+        }
+    }
+}
+
+/// The links of [`paging`], for a listing that says more beside them.
+pub fn page_links(around: &Around, href: impl Fn(&Params) -> String) -> Markup {
+    html! {
+        @if let Some(first) = &around.first {
+            a href=(href(first)) { "First page" }
+        }
+        @if let Some(previous) = &around.previous {
+            a href=(href(previous)) rel="prev" { "Previous page" }
+        }
+        @if let Some(next) = &around.next {
+            a href=(href(next)) rel="next" { "Next page" }
         }
     }
 }

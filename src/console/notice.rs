@@ -20,6 +20,8 @@ pub enum Notice {
     ScenePaused(i64),
     SceneResumed(i64),
     SignedOut,
+    /// A bulk action asked with no task selected.
+    NothingSelected,
 }
 
 impl Notice {
@@ -49,6 +51,7 @@ impl Notice {
             "scene-paused" => Notice::ScenePaused(n),
             "scene-resumed" => Notice::SceneResumed(n),
             "signed-out" => Notice::SignedOut,
+            "none-selected" => Notice::NothingSelected,
             _ => return None,
         })
     }
@@ -70,6 +73,7 @@ impl Notice {
             Notice::ScenePaused(n) => ("scene-paused", Some(n)),
             Notice::SceneResumed(n) => ("scene-resumed", Some(n)),
             Notice::SignedOut => ("signed-out", None),
+            Notice::NothingSelected => ("none-selected", None),
         };
         match n {
             Some(n) => format!("done={done}&n={n}"),
@@ -104,6 +108,9 @@ impl Notice {
             Notice::SceneResumed(1) => "Scene resumed: 1 task fires again.".into(),
             Notice::SceneResumed(n) => format!("Scene resumed: {n} tasks fire again."),
             Notice::SignedOut => "Signed out.".into(),
+            Notice::NothingSelected => {
+                "Nothing was done: no task was selected. Check the tasks to act on first.".into()
+            }
         }
     }
 }

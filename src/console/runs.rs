@@ -30,27 +30,41 @@ use crate::web::ApiState;
 /// The filters the runs page keeps in its links, in their order in the URL.
 const KEPT: &[&str] = &["task", "scene", "status", "from", "to"];
 
-/// `GET /console/runs?task=&scene=&status=&from=&to=&cursor=`.
+/// The most scenes the scene filter offers as a choice; with more, it is typed.
+const SCENE_CHOICES: i64 = 500;
+
+/// `GET /console/runs?task=&scene=&status=&from=&to=&cursor=&back=`: `task` an id or a name,
+/// `status` one or several (repeated or separated by commas).
 pub async fn list(
     state: web::Data<ApiState>,
     visitor: Visitor,
     req: HttpRequest,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = filters::params(&req);
-    let query = match filters::runs(&params) {
+    let service = &state.service;
+    let scenes = service.scene_names(SCENE_CHOICES + 1).await?;
+    let mut query = match filters::runs(&params) {
         Ok(query) => query,
         Err(error) => {
-            let page = list_page(&visitor, &params, Some(&error), None);
+            let page = list_page(&visitor, &params, &scenes, Some(&error), None);
             return Ok(respond(StatusCode::BAD_REQUEST, page));
         }
     };
-    let service = &state.service;
+    if let Some(name) = query.task_name.take() {
+        query.filter.task_ids = Some(service.tasks_called(name, PAGE_SIZE).await?);
+    }
     let (runs, next) = service
         .history(query.filter, query.cursor, PAGE_SIZE)
         .await?;
     let names = service.task_names(task_ids(&runs)).await?;
     let listing = Listing { runs, next, names };
-    Ok(ok(list_page(&visitor, &params, None, Some(&listing))))
+    Ok(ok(list_page(
+        &visitor,
+        &params,
+        &scenes,
+        None,
+        Some(&listing),
+    )))
 }
 
 /// The distinct tasks of these runs.
@@ -71,6 +85,7 @@ struct Listing {
 fn list_page(
     visitor: &Visitor,
     params: &Params,
+    scenes: &[String],
     error: Option<&FilterError>,
     listing: Option<&Listing>,
 ) -> Markup {
@@ -80,34 +95,63 @@ fn list_page(
         "Runs",
         Some(Section::Runs),
         html! {
-            (run_filters(params, error))
+            (run_filters(params, scenes, error))
             @if let Some(error) = error_for(error, "cursor") {
                 p.error role="alert" { (error) " " a href=(kept_link(params, None)) { "First page" } }
             }
             @if let Some(listing) = listing {
-                (live::feed(value("task"), value("scene"), None))
+                (live::feed(value("task").filter(|task| task.parse::<i64>().is_ok()), value("scene"), None))
                 (live::region("runs-live", html! {
                     (run_table(&listing.runs, Some(&listing.names)))
-                    (layout::paging("Pages of runs", params, listing.next.map(filters::encode_cursor).as_deref(), kept_link))
+                    (layout::paging("Pages of runs", &filters::around(params, "cursor", listing.next.map(filters::encode_cursor).as_deref()), |query| kept_link(query, query.get("cursor").map(String::as_str))))
                 }))
             }
         },
     )
 }
 
-fn run_filters(params: &Params, error: Option<&FilterError>) -> Markup {
+fn run_filters(params: &Params, scenes: &[String], error: Option<&FilterError>) -> Markup {
     let value = |name: &str| params.get(name).map(String::as_str);
-    let statuses: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
+    let scene_error = error_for(error, "scene");
+    let scene = match scenes.len() as i64 > SCENE_CHOICES {
+        true => layout::input("scene", "Scene", "text", value("scene"), scene_error),
+        false => {
+            let mut choices: Vec<&str> = scenes.iter().map(String::as_str).collect();
+            // A scene asked for that has no tasks (any longer) stays chosen.
+            choices.extend(value("scene").filter(|scene| !choices.contains(scene)));
+            layout::select("scene", "Scene", &choices, value("scene"), scene_error)
+        }
+    };
     layout::filter_form(
         "/console/runs",
         html! {
-            (layout::input("task", "Task id", "text", value("task"), error_for(error, "task")))
-            (layout::input("scene", "Scene", "text", value("scene"), error_for(error, "scene")))
-            (layout::select("status", "Status", &statuses, value("status"), error_for(error, "status")))
+            (layout::input("task", "Task (id or name)", "search", value("task"), error_for(error, "task")))
+            (scene)
+            (status_choices(value("status").unwrap_or_default(), error_for(error, "status")))
             (layout::input("from", "Scheduled from (UTC)", "text", value("from"), error_for(error, "from")))
             (layout::input("to", "Scheduled before (UTC)", "text", value("to"), error_for(error, "to")))
         },
     )
+}
+
+/// A checkbox a run status; those of `chosen` (separated by commas) checked: any of them.
+fn status_choices(chosen: &str, error: Option<&str>) -> Markup {
+    let chosen: Vec<&str> = chosen.split(',').map(str::trim).collect();
+    html! {
+        fieldset.field.statuses aria-describedby=[error.map(|_| "status-error")] {
+            legend { "Status (any of)" }
+            @for status in RunStatus::ALL {
+                label.check {
+                    input type="checkbox" name="status" value=(status.as_str())
+                        checked[chosen.contains(&status.as_str())];
+                    " " (status.as_str())
+                }
+            }
+            @if let Some(error) = error {
+                span.field-error #status-error { (error) }
+            }
+        }
+    }
 }
 
 /// The runs page with these filters and `cursor`.
@@ -133,6 +177,8 @@ pub fn run_table(runs: &[Instance], names: Option<&HashMap<TaskId, String>>) -> 
                         th.num scope="col" { "Attempt" }
                         th scope="col" { "Code" }
                         th scope="col" { "Message" }
+                        th scope="col" { "Trigger" }
+                        th.num scope="col" { "Duration" }
                         @if names.is_some() { th scope="col" { "Task" } }
                     }
                 }
@@ -149,6 +195,8 @@ pub fn run_table(runs: &[Instance], names: Option<&HashMap<TaskId, String>>) -> 
                             td.num { (run.attempt) }
                             td { (text_or_none(run.callback_code.as_deref())) }
                             td { (text_or_none(run.callback_message.as_deref())) }
+                            td { (run.trigger_type.as_str()) }
+                            td.num { (duration(run)) }
                             @if let Some(names) = names { td { (task_link(run.task_id, names)) } }
                         }
                     }
@@ -171,6 +219,14 @@ fn lag(run: &Instance) -> Markup {
     match run.dispatched_at {
         Some(at) => html! { (layout::millis((at - run.scheduled_at).num_milliseconds())) },
         None => none(),
+    }
+}
+
+/// From first dispatched to finished, for a run that ended after it was dispatched.
+fn duration(run: &Instance) -> Markup {
+    match (run.dispatched_at, run.finished_at) {
+        (Some(from), Some(to)) => html! { (layout::millis((to - from).num_milliseconds())) },
+        _ => none(),
     }
 }
 
@@ -239,6 +295,47 @@ pub async fn detail(
         limits: service.run_log_limits(),
     };
     Ok(ok(detail_page(&visitor, &run, reads)))
+}
+
+/// `GET /console/runs/{requestId}/cancel`: says what cancelling does to this run, and asks.
+pub async fn confirm_cancel(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    super::admins_only(&visitor)?;
+    let service = &state.service;
+    let run = service
+        .instance(request_id(&path)?)
+        .await?
+        .ok_or_else(|| no_run(&path))?;
+    let names = service.task_names(vec![run.task_id]).await?;
+    let href = run_href(&run);
+    Ok(ok(page(
+        &visitor,
+        &format!("Cancel run {}?", run.request_id),
+        Some(Section::Runs),
+        html! {
+            p role="note" {
+                "Run of " (task_link(run.task_id, &names)) ", scheduled " (stored_time(run.scheduled_at)) ", is "
+                (run_badge(run.status)) "."
+                @if run.status.is_final() {
+                    " It has ended: there is nothing to cancel."
+                } @else {
+                    " Cancelled, it ends CANCELLED: it is not dispatched again, and a result that arrives later changes nothing."
+                }
+            }
+            div.actions {
+                @if !run.status.is_final() {
+                    form.inline method="post" action=(format!("{href}/cancel")) {
+                        (super::session::csrf_field(&visitor))
+                        button.danger type="submit" { "Cancel run" }
+                    }
+                }
+                a href=(href) { "Back to the run" }
+            }
+        },
+    )))
 }
 
 /// `POST /console/runs/{requestId}/cancel`: the API's cancel (409 when the run is final).

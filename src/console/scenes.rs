@@ -168,6 +168,71 @@ pub async fn resume(
     )))
 }
 
+/// `GET /console/scenes/pause?scene=` and `…/resume?scene=`: says how many of the scene's
+/// tasks stop (or start) firing, and asks; the form posts to the same path.
+pub async fn confirm(
+    state: web::Data<ApiState>,
+    visitor: Visitor,
+    path: web::Path<String>,
+    query: web::Query<std::collections::HashMap<String, String>>,
+) -> Result<HttpResponse, ConsoleError> {
+    super::admins_only(&visitor)?;
+    let pausing = match path.as_str() {
+        "pause" => true,
+        "resume" => false,
+        _ => {
+            return Err(ConsoleError::NotFound(format!(
+                "There is no scene action {path}."
+            )))
+        }
+    };
+    let scene = validate::scene(query.get("scene").cloned().unwrap_or_default())?;
+    let counts = state
+        .service
+        .scenes()
+        .await?
+        .into_iter()
+        .find(|counts| counts.scene == scene)
+        .ok_or_else(|| ConsoleError::NotFound(format!("There is no scene {scene}.")))?;
+    Ok(ok(confirm_page(&visitor, &counts, pausing)))
+}
+
+fn confirm_page(visitor: &Visitor, counts: &SceneCounts, pausing: bool) -> Markup {
+    let scene = &counts.scene;
+    let enabled = count(counts, TaskStatus::Enabled);
+    let (verb, action, change) = match pausing {
+        true => (
+            "Pause",
+            "/console/scenes/pause",
+            "stop firing on every ax process until the scene is resumed",
+        ),
+        false => (
+            "Resume",
+            "/console/scenes/resume",
+            "fire again; its tasks paused one by one stay paused",
+        ),
+    };
+    page(
+        visitor,
+        &format!("{verb} scene {scene}?"),
+        Some(Section::Scenes),
+        html! {
+            p role="note" {
+                "Scene " strong { (scene) } " has " (total(counts)) " tasks: "
+                strong.count { (enabled) } " enabled " (if enabled == 1 { "task" } else { "tasks" }) " " (change) "."
+            }
+            div.actions {
+                form.inline method="post" action=(action) {
+                    (csrf_field(visitor))
+                    input type="hidden" name="scene" value=(scene);
+                    button type="submit" { (verb) " scene" }
+                }
+                a href=(SCENES) { "Keep it as it is" }
+            }
+        },
+    )
+}
+
 /// The scene a form names, checked as the API checks it.
 fn scene_of(form: &Submitted) -> Result<String, ConsoleError> {
     let scene = form.get("scene").unwrap_or_default().to_string();
@@ -220,8 +285,8 @@ fn scene_table(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
                             @if visitor.may_change() {
                                 td.actions {
                                     @match scene.paused_at {
-                                        None => (scene_button(visitor, "/console/scenes/pause", &scene.scene, "Pause scene")),
-                                        Some(_) => (scene_button(visitor, "/console/scenes/resume", &scene.scene, "Resume scene")),
+                                        None => (scene_button("/console/scenes/pause", &scene.scene, "Pause scene")),
+                                        Some(_) => (scene_button("/console/scenes/resume", &scene.scene, "Resume scene")),
                                     }
                                 }
                             }
@@ -233,13 +298,9 @@ fn scene_table(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
     )
 }
 
-/// A button posting `scene` to `action`; its accessible name says which scene.
-fn scene_button(visitor: &Visitor, action: &str, scene: &str, label: &str) -> Markup {
+/// A link to the confirmation of `action` on `scene`; its accessible name says which scene.
+fn scene_button(action: &str, scene: &str, label: &str) -> Markup {
     html! {
-        form.inline method="post" action=(action) {
-            (csrf_field(visitor))
-            input type="hidden" name="scene" value=(scene);
-            button type="submit" aria-label=(format!("{label} {scene}")) { (label) }
-        }
+        a.button href=(link(action, &[("scene", Some(scene))])) aria-label=(format!("{label} {scene}")) { (label) }
     }
 }

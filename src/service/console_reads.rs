@@ -65,6 +65,22 @@ impl Service {
             .await?)
     }
 
+    /// The tasks a name given alone names (see [`tasks::named`]), at most `limit`.
+    pub async fn tasks_called(&self, name: String, limit: i64) -> Result<Vec<TaskId>> {
+        Ok(self
+            .store
+            .query(move |conn| boxed(async move { tasks::named(conn, &name, limit).await }))
+            .await?)
+    }
+
+    /// Up to `limit` scenes that have tasks, in order.
+    pub async fn scene_names(&self, limit: i64) -> Result<Vec<String>> {
+        Ok(self
+            .store
+            .query(move |conn| boxed(tasks::scene_names(conn, limit)))
+            .await?)
+    }
+
     /// The tasks with these ids that exist.
     pub async fn tasks_by_id(&self, ids: Vec<TaskId>) -> Result<Vec<Task>> {
         Ok(self

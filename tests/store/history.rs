@@ -80,7 +80,7 @@ async fn history_filters_and_pages(db: &Db) {
     );
     assert!(names(by_scene("nope")).await.is_empty());
     let by_status = |status: RunStatus| InstanceFilter {
-        status: Some(status),
+        statuses: vec![status],
         ..all()
     };
     assert_eq!(
@@ -89,6 +89,26 @@ async fn history_filters_and_pages(db: &Db) {
     );
     assert_eq!(names(by_status(Failed)).await, vec!["y2", "r2"]);
     assert!(names(by_status(Running)).await.is_empty());
+    let either = InstanceFilter {
+        statuses: vec![Failed, Running],
+        ..all()
+    };
+    assert_eq!(
+        names(either).await,
+        vec!["y2", "r2"],
+        "any of several statuses"
+    );
+    let of_tasks = InstanceFilter {
+        task_ids: Some(vec![x.id]),
+        statuses: vec![Success, Failed],
+        ..all()
+    };
+    assert_eq!(names(of_tasks).await, vec!["r5", "r3", "r2", "r1"]);
+    let of_no_task = InstanceFilter {
+        task_ids: Some(Vec::new()),
+        ..all()
+    };
+    assert!(names(of_no_task).await.is_empty(), "a name naming no task");
     let from = InstanceFilter {
         from: Some(t + secs(10)),
         ..all()
@@ -109,8 +129,9 @@ async fn history_filters_and_pages(db: &Db) {
     );
     let combined = InstanceFilter {
         task_id: Some(x.id),
+        task_ids: None,
         scene: Some("s1".into()),
-        status: Some(Success),
+        statuses: vec![Success],
         from: Some(t + secs(10)),
         to: Some(t + secs(30)),
     };

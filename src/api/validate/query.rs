@@ -104,11 +104,11 @@ pub fn schedule_hours(query: &HashMap<String, String>) -> Result<i64, ApiError> 
 pub fn history_query(
     query: &HashMap<String, String>,
 ) -> Result<(InstanceFilter, Option<Cursor>, i64), ApiError> {
-    let status = match query.get("status") {
-        None => None,
-        Some(text) => Some(RunStatus::parse(text).ok_or_else(|| {
+    let statuses = match query.get("status") {
+        None => Vec::new(),
+        Some(text) => vec![RunStatus::parse(text).ok_or_else(|| {
             ApiError::invalid("status", format!("status must be {}", RunStatus::choices()))
-        })?),
+        })?],
     };
     let filter = InstanceFilter {
         task_id: query
@@ -116,8 +116,9 @@ pub fn history_query(
             .map(|id| task_id(id))
             .transpose()
             .map_err(|_| ApiError::invalid("taskId", "taskId must be a positive integer"))?,
+        task_ids: None,
         scene: query.get("scene").cloned().map(scene).transpose()?,
-        status,
+        statuses,
         from: query_time(query, "from")?,
         to: query_time(query, "to")?,
     };

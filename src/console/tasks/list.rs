@@ -101,8 +101,11 @@ pub async fn bulk(
         .collect::<Result<Vec<TaskId>, ApiError>>()?;
     ids.sort_unstable();
     ids.dedup();
-    if ids.is_empty() || ids.len() > MAX_SELECTED {
-        let message = format!("select between 1 and {MAX_SELECTED} tasks");
+    if ids.is_empty() {
+        return Ok(see_other(&back_to(&form, Notice::NothingSelected)));
+    }
+    if ids.len() > MAX_SELECTED {
+        let message = format!("select at most {MAX_SELECTED} tasks");
         return Err(ApiError::invalid("id", message).into());
     }
     let (service, actor) = (&state.service, &visitor.principal);
@@ -119,6 +122,11 @@ pub async fn bulk(
         Bulk::Resume => Notice::ResumedMany(n),
         Bulk::Trigger => Notice::TriggeredMany(n),
     };
+    Ok(see_other(&back_to(&form, notice)))
+}
+
+/// The listing the form came from (its `back`, a tasks page only), telling `notice`.
+fn back_to(form: &Submitted, notice: Notice) -> String {
     let back = form
         .get("back")
         .filter(|back| back.starts_with("/console/tasks") && !back.contains("//"))
@@ -132,10 +140,7 @@ pub async fn bulk(
     to.extend_pairs(kept);
     let query = to.finish();
     let separator = if query.is_empty() { "" } else { "&" };
-    Ok(see_other(&format!(
-        "{path}?{query}{separator}{}",
-        notice.query()
-    )))
+    format!("{path}?{query}{separator}{}", notice.query())
 }
 
 fn list_page(

@@ -416,8 +416,11 @@ pub async fn list_for_task(
 #[derive(Debug, Clone, Default)]
 pub struct InstanceFilter {
     pub task_id: Option<TaskId>,
+    /// Runs of any of these tasks (those a name names); none when it is empty.
+    pub task_ids: Option<Vec<TaskId>>,
     pub scene: Option<String>,
-    pub status: Option<RunStatus>,
+    /// Runs in any of these statuses; every status when it is empty.
+    pub statuses: Vec<RunStatus>,
     /// Scheduled at or after.
     pub from: Option<NaiveDateTime>,
     /// Scheduled before.
@@ -472,7 +475,8 @@ pub async fn history(
     cursor: Option<Cursor>,
     limit: i64,
 ) -> Result<Vec<Instance>, StoreError> {
-    let Some(scene) = filter.scene.clone().filter(|_| filter.task_id.is_none()) else {
+    let by_task = filter.task_id.is_some() || filter.task_ids.is_some();
+    let Some(scene) = filter.scene.clone().filter(|_| !by_task) else {
         return history_since(conn, filter, cursor, None, None, limit).await;
     };
     // A small scene's tasks are named by id: each task's runs of a slice are then one range of
@@ -545,8 +549,11 @@ async fn history_since(
             }
             (None, None) => {}
         }
-        if let Some(status) = filter.status {
-            query = query.filter(i::status.eq(status));
+        if let Some(ids) = &filter.task_ids {
+            query = query.filter(i::task_id.eq_any(ids.clone()));
+        }
+        if !filter.statuses.is_empty() {
+            query = query.filter(i::status.eq_any(filter.statuses.clone()));
         }
         if let Some(from) = filter.from {
             query = query.filter(i::scheduled_at.ge(from));

@@ -316,6 +316,41 @@ pub async fn find_named(
         .collect())
 }
 
+/// The tasks a name given alone names: the one of that exact name if there is one, else up to
+/// `limit` whose name starts with it; read in one range of the name index.
+pub async fn named(conn: &mut Conn, name: &str, limit: i64) -> Result<Vec<TaskId>, StoreError> {
+    // Every name starting with `name` sorts from it to it followed by the last code point.
+    let end = format!("{name}{}", char::MAX);
+    let rows: Vec<(TaskId, String)> = with_conn!(conn, |c| t::ax_task
+        .filter(t::name.ge(name))
+        .filter(t::name.lt(&end))
+        .order((t::name.asc(), t::id.asc()))
+        .limit(limit)
+        .select((t::id, t::name))
+        .load(c)
+        .await)?;
+    let exact: Vec<TaskId> = rows
+        .iter()
+        .filter(|(_, each)| each == name)
+        .map(|(id, _)| *id)
+        .collect();
+    Ok(match exact.is_empty() {
+        true => rows.into_iter().map(|(id, _)| id).collect(),
+        false => exact,
+    })
+}
+
+/// Up to `limit` scenes that have tasks, in order (read from the scene index alone).
+pub async fn scene_names(conn: &mut Conn, limit: i64) -> Result<Vec<String>, StoreError> {
+    Ok(with_conn!(conn, |c| t::ax_task
+        .select(t::scene)
+        .distinct()
+        .order(t::scene.asc())
+        .limit(limit)
+        .load(c)
+        .await)?)
+}
+
 /// Up to `limit` names of a scene's tasks, in order (the `(scene, name)` index reads them).
 pub async fn names_in_scene(
     conn: &mut Conn,

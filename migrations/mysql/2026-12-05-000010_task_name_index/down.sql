@@ -1,0 +1,1 @@
+ALTER TABLE ax_task DROP INDEX idx_ax_task_name;
