@@ -107,7 +107,8 @@ async fn the_schedule_ahead(store: TestStore) {
         .args(["plan", "--json", "--url", &url])
         .output()
         .expect("ax plan --json");
-    let body: Value = serde_json::from_slice(&json_plan.stdout).expect("JSON");
+    let body: Value = serde_json::from_slice(&json_plan.stdout)
+        .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&json_plan.stderr)));
     assert_eq!(body["perMinute"].as_array().map(Vec::len), Some(24 * 60));
     let bad = Command::new(env!("CARGO_BIN_EXE_ax"))
         .args(["plan", "--hours", "0", "--url", &url])
