@@ -415,7 +415,9 @@ async fn a_planted_csrf_cookie_is_refused() {
         .await;
     let planted = "ab".repeat(32);
     let jar = format!("ax_csrf={planted}");
-    let (status, _, set, page) = console(&base, "GET", "/console/scenes", &jar, &[]).await;
+    // The scene's pause confirmation carries the form.
+    let confirm = format!("/console/scenes/pause?scene={scene}");
+    let (status, _, set, page) = console(&base, "GET", &confirm, &jar, &[]).await;
     assert_eq!(status, 200);
     assert!(set.is_empty(), "the cookie is kept: {set:?}");
     let minted = csrf_of(&page);
@@ -426,7 +428,7 @@ async fn a_planted_csrf_cookie_is_refused() {
     let (_, tasks) = api.get(&format!("/api/tasks?scene={scene}")).await;
     assert_eq!(tasks["items"][0]["scenePaused"], false, "nothing paused");
     // Another cookie's token does not pass either.
-    let (_, _, set, fresh) = console(&base, "GET", "/console/scenes", "", &[]).await;
+    let (_, _, set, fresh) = console(&base, "GET", &confirm, "", &[]).await;
     let (_, other) = set.iter().find(|(n, _)| n == "ax_csrf").expect("a cookie");
     assert_ne!(csrf_of(&fresh), *other);
     let fresh_csrf = csrf_of(&fresh);
