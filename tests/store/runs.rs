@@ -149,18 +149,13 @@ fn assert_change(name: &str, row: &Instance, change: &Change, before: &Instance)
         "{name}: finished"
     );
     assert_eq!(
-        (
-            row.task_id,
-            row.scheduled_at,
-            row.trigger_at,
-            row.created_at
-        ),
-        (
-            before.task_id,
-            before.scheduled_at,
-            before.trigger_at,
-            before.created_at
-        ),
+        row.trigger_at,
+        change.due_at.map_or(before.trigger_at, to_db),
+        "{name}: due"
+    );
+    assert_eq!(
+        (row.task_id, row.scheduled_at, row.created_at),
+        (before.task_id, before.scheduled_at, before.created_at),
         "{name}: what no write touches"
     );
 }
