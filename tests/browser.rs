@@ -315,14 +315,21 @@ async fn every_console_page_in_chromium() {
             "Runs",
         )
         .await;
-    let rows = browser.find_all("tbody tr").await;
-    assert!(!rows.is_empty());
-    for row in &rows {
-        assert_eq!(row.find(".badge").await.text().await, "FAILED");
-    }
-    let link = rows[0].find("a[href^='/console/runs/']").await;
-    let href = link.attr("href").await.expect("a link");
-    link.click().await;
+    // The list is live (the task fails every second): its rows are read and the first run's
+    // link clicked in one script, before a refresh can replace them.
+    let listed = browser
+        .execute(
+            "const rows = [...document.querySelectorAll('tbody tr')];\
+             const link = rows.length && rows[0].querySelector(\"a[href^='/console/runs/']\");\
+             if (link) link.click();\
+             return {badges: rows.map(r => r.querySelector('.badge')?.textContent),\
+                     href: link ? link.getAttribute('href') : null}",
+        )
+        .await;
+    let badges = listed["badges"].as_array().expect("badges");
+    assert!(!badges.is_empty());
+    assert!(badges.iter().all(|badge| badge == "FAILED"), "{badges:?}");
+    let href = listed["href"].as_str().expect("a link").to_string();
     let request_id = href.trim_start_matches("/console/runs/");
     console.on_page(&format!("Run {request_id}")).await;
     browser.wait_for_text("dd .badge.bad", "FAILED").await;
