@@ -49,11 +49,21 @@ async fn keyboard_shortcuts_and_relative_times() {
 
     // `/` puts the keyboard in the name search; Escape takes it out again.
     browser.press("/").await;
-    assert_eq!(browser.active().await.attr("id").await.as_deref(), Some("q"));
+    assert_eq!(
+        browser.active().await.attr("id").await.as_deref(),
+        Some("q")
+    );
     browser.press("x").await;
-    assert_eq!(browser.find("#q").await.value().await, "x", "typing goes to the field");
+    assert_eq!(
+        browser.find("#q").await.value().await,
+        "x",
+        "typing goes to the field"
+    );
     browser.press(keys::ESCAPE).await;
-    assert_ne!(browser.active().await.attr("id").await.as_deref(), Some("q"));
+    assert_ne!(
+        browser.active().await.attr("id").await.as_deref(),
+        Some("q")
+    );
 
     // j, j, k: the second row is current; Enter opens its task.
     for key in ["j", "j", "j", "k"] {
@@ -62,7 +72,10 @@ async fn keyboard_shortcuts_and_relative_times() {
     let current = browser.find_all("tbody tr.current").await;
     assert_eq!(current.len(), 1, "one current row");
     let rows = browser.find_all("tbody tr").await;
-    assert!(current[0].same_as(&rows[1]), "j j j k ends on the second row");
+    assert!(
+        current[0].same_as(&rows[1]),
+        "j j j k ends on the second row"
+    );
     let href = current[0]
         .find("a[href^='/console/tasks/']")
         .await

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ax::store::Db;
 use chrono::Utc;
-use common::{Api, AxProcess, Executor, Reply, TestStore, redis_server};
+use common::{redis_server, Api, AxProcess, Executor, Reply, TestStore};
 use serde_json::json;
 
 const TASKS: usize = 6;

@@ -13,7 +13,9 @@ use std::time::Duration;
 use ax::run::RunStatus;
 use ax::store::{from_db, Db};
 use chrono::{DateTime, Utc};
-use common::{one_row_per_second, Api, AxProcess, Executor, Reply, TestStore, XorShift, redis_server};
+use common::{
+    one_row_per_second, redis_server, Api, AxProcess, Executor, Reply, TestStore, XorShift,
+};
 use serde_json::json;
 
 const TASKS: usize = 8;

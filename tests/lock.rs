@@ -54,7 +54,9 @@ impl Drop for Cleanup {
     fn drop(&mut self) {
         let keys: Vec<String> = self.0.iter().copied().map(lock_key).collect();
         let _ = std::thread::spawn(move || {
-            if let Ok(mut conn) = redis::Client::open(redis_server()).and_then(|c| c.get_connection()) {
+            if let Ok(mut conn) =
+                redis::Client::open(redis_server()).and_then(|c| c.get_connection())
+            {
                 let _: redis::RedisResult<i64> = redis::cmd("DEL").arg(&keys).query(&mut conn);
             }
         })

@@ -18,8 +18,8 @@ use ax::store::models::Instance;
 use ax::store::{Conn, Db};
 use chrono::{DateTime, Utc};
 use common::{
-    host_port, one_row_per_second, rows_of, Api, AxProcess, Executor, Proxy, Received, Reply,
-    TestStore, mysql_server, redis_server,
+    host_port, mysql_server, one_row_per_second, redis_server, rows_of, Api, AxProcess, Executor,
+    Proxy, Received, Reply, TestStore,
 };
 use diesel_async::RunQueryDsl;
 use serde_json::json;

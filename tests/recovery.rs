@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use common::{Api, AxProcess, Executor, Received, Reply, TestStore, XorShift, redis_server};
+use common::{redis_server, Api, AxProcess, Executor, Received, Reply, TestStore, XorShift};
 use serde_json::json;
 
 const TASKS: usize = 20;

@@ -102,7 +102,10 @@ fn frame(visitor: Option<&Visitor>, title: &str, section: Option<Section>, body:
 fn keys_help() -> Markup {
     const KEYS: &[(&str, &str)] = &[
         ("/", "search or filter"),
-        ("g d · g t · g r · g a · g s", "dashboard, tasks, runs, alerts, schedule"),
+        (
+            "g d · g t · g r · g a · g s",
+            "dashboard, tasks, runs, alerts, schedule",
+        ),
         ("j · k", "next or previous row of a table"),
         ("Enter · o", "open the row"),
         ("?", "show or hide this list"),

@@ -8,8 +8,8 @@ use ax::alerting::ChannelKind;
 use serde_json::{json, Value};
 
 use crate::common::{
-    host_port, redis_url, start_ax, unique_name, Api, Executor, Proxy, Received, Reply, TestStore,
-    mysql_server,
+    host_port, mysql_server, redis_url, start_ax, unique_name, Api, Executor, Proxy, Received,
+    Reply, TestStore,
 };
 use crate::webhook::{channel, with_channels};
 

@@ -38,7 +38,10 @@ fn server_url(variable: &str, local: &str) -> String {
     std::env::var(variable)
         .ok()
         .filter(|url| !url.trim().is_empty())
-        .map_or_else(|| local.to_string(), |url| url.trim_end_matches('/').to_string())
+        .map_or_else(
+            || local.to_string(),
+            |url| url.trim_end_matches('/').to_string(),
+        )
 }
 /// The signing secret of in-process test instances, so tests can check signatures and tokens.
 pub const SECRET: &str = "test-signing-secret";
