@@ -1,9 +1,10 @@
 // ax console: shows every UTC time (<time datetime="…Z">, but those marked .fixed) in UTC or
-// in the browser's time zone; in the task editor, previews the next fire times from
+// in the browser's time zone, relative ("3 min ago") in tables and lists with the absolute
+// time on hover, absolute elsewhere with the relative one on hover; in the task editor, previews the next fire times from
 // GET /api/cron/next as the cron or zone is typed and checks the params' JSON; on the tasks
 // page, selects every row; on live pages, replaces the [data-live] regions when
-// GET /api/events tells of a change (every 10 s without it). Every page is complete without
-// this script; the zone choice is kept in localStorage.
+// GET /api/events tells of a change (every 10 s without it); keyboard shortcuts (`?` lists
+// them). Every page is complete without this script; the zone choice is kept in localStorage.
 (function () {
   "use strict";
   var KEY = "ax.console.zone";
@@ -11,6 +12,7 @@
   editor();
   selectAll();
   live();
+  keys();
   if (!button) return;
 
   function pad(n) {
@@ -27,13 +29,29 @@
       " UTC" + sign + pad(Math.floor(abs / 60)) + ":" + pad(abs % 60);
   }
 
+  // "12 s ago", "in 5 min", "3 h ago", "in 2 d": ax works to the second.
+  function relative(date, now) {
+    var secs = Math.round((date.getTime() - now) / 1000);
+    var abs = Math.abs(secs);
+    var span = abs < 60 ? abs + " s" : abs < 3600 ? Math.floor(abs / 60) + " min" :
+      abs < 172800 ? Math.floor(abs / 3600) + " h" : Math.floor(abs / 86400) + " d";
+    return secs < 0 ? span + " ago" : secs === 0 ? "now" : "in " + span;
+  }
+
+  // A table cell or a list item reads best relative; a definition states the instant.
   function show(zone) {
     var times = document.querySelectorAll("time[datetime$='Z']:not(.fixed)");
+    var now = Date.now();
     for (var i = 0; i < times.length; i++) {
       var el = times[i];
       if (!el.hasAttribute("data-utc")) el.setAttribute("data-utc", el.textContent);
       var date = new Date(el.getAttribute("datetime"));
-      el.textContent = zone === "local" && !isNaN(date) ? local(date) : el.getAttribute("data-utc");
+      var absolute = zone === "local" && !isNaN(date) ? local(date) : el.getAttribute("data-utc");
+      if (isNaN(date)) { el.textContent = absolute; continue; }
+      var brief = !!el.closest("td, li");
+      el.classList.toggle("relative", brief);
+      el.textContent = brief ? relative(date, now) : absolute;
+      el.title = brief ? absolute : relative(date, now);
     }
     button.textContent = zone === "local" ? "Times: browser zone" : "Times: UTC";
     button.setAttribute("aria-pressed", zone === "local" ? "true" : "false");
@@ -56,6 +74,8 @@
     show(zone);
   });
   show(zone);
+  // Relative times move on while the page stays open.
+  setInterval(function () { show(load()); }, 15000);
 
   function el(name, text, cls) {
     var node = document.createElement(name);
@@ -171,6 +191,64 @@
     };
     // The browser reconnects by itself; until it does, the page refreshes on a timer.
     events.onerror = polling;
+  }
+
+  // Keys, as in mail and code-review tools: `/` search, `g` then a letter to go to a section,
+  // `j`/`k` through a table's rows, Enter to open the current one, `?` to list them.
+  var SECTIONS = { d: "/console", t: "/console/tasks", r: "/console/runs", a: "/console/alerts",
+    s: "/console/schedule" };
+
+  function typing(target) {
+    return target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+  }
+
+  function keys() {
+    var help = document.getElementById("keys-help");
+    var go = false, goTimer, current = -1;
+    var rows = function () { return document.querySelectorAll("main table tbody tr"); };
+    var move = function (by) {
+      var all = rows();
+      if (!all.length) return;
+      if (all[current]) all[current].classList.remove("current");
+      current = Math.max(0, Math.min(all.length - 1, current + by));
+      all[current].classList.add("current");
+      all[current].scrollIntoView({ block: "nearest" });
+    };
+    var open = function () {
+      var row = rows()[current];
+      var link = row && row.querySelector("a[href]");
+      if (!link) return false;
+      location.href = link.getAttribute("href");
+      return true;
+    };
+    document.addEventListener("keydown", function (e) {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      if (typing(e.target)) {
+        if (e.key === "Escape") e.target.blur();
+        return;
+      }
+      if (go) {
+        go = false;
+        if (SECTIONS[e.key]) { e.preventDefault(); location.href = SECTIONS[e.key]; }
+        return;
+      }
+      var handled = true;
+      if (e.key === "/") {
+        var search = document.querySelector("main form.filters input[type=search]") ||
+          document.querySelector("main form.filters input:not([type=hidden])");
+        if (search) search.focus(); else handled = false;
+      } else if (e.key === "g") {
+        go = true;
+        clearTimeout(goTimer);
+        goTimer = setTimeout(function () { go = false; }, 1500);
+      } else if (e.key === "j") move(1);
+      else if (e.key === "k") move(-1);
+      else if (e.key === "Enter" || e.key === "o") handled = open();
+      else if (e.key === "?" && help) help.hidden = !help.hidden;
+      else if (e.key === "Escape" && help) help.hidden = true;
+      else handled = false;
+      if (handled) e.preventDefault();
+    });
   }
 
   function editor() {

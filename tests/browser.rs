@@ -119,13 +119,14 @@ impl Console {
         }
     }
 
-    /// The texts of the times the zone switch shows in UTC or in the browser's zone.
+    /// The instants the zone switch shows in UTC or in the browser's zone: a relative time's
+    /// on hover, another's as its text.
     async fn switchable_times(&self) -> Vec<String> {
         let texts = self
             .browser
             .execute(
                 "return [...document.querySelectorAll(\"time[datetime$='Z']:not(.fixed)\")]\
-                 .map(t => t.textContent)",
+                 .map(t => t.classList.contains('relative') ? t.title : t.textContent)",
             )
             .await;
         serde_json::from_value(texts).expect("texts")

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ax::store::Db;
 use chrono::Utc;
-use common::{Api, AxProcess, Executor, Reply, TestStore, REDIS_URL};
+use common::{redis_server, Api, AxProcess, Executor, Reply, TestStore};
 use serde_json::json;
 
 const TASKS: usize = 6;
@@ -41,7 +41,7 @@ async fn three_instances_one_killed() {
         .collect();
     let env = vec![
         ("AX_STORE_URL".to_string(), store.url()),
-        ("AX_REDIS_URL".to_string(), REDIS_URL.to_string()),
+        ("AX_REDIS_URL".to_string(), redis_server().to_string()),
         ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
     ];
     // The executor answers 202; each result is then reported to a different instance.

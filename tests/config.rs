@@ -136,7 +136,7 @@ async fn the_design_documents_file_runs_ax_on_mysql_and_redis() {
     assert_eq!(health["instanceId"], "ax-scheduler-01", "{health}");
     assert_eq!(health["store"], "mysql", "{health}");
     // Its heartbeat is in the file's Redis: `redis_addr` is the cluster's Redis.
-    let redis = redis::Client::open(common::REDIS_URL).expect("Redis URL");
+    let redis = redis::Client::open(common::redis_server()).expect("Redis URL");
     let mut redis = redis.get_connection().expect("Redis");
     let beating = |redis: &mut redis::Connection| {
         redis::cmd("EXISTS")

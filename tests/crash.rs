@@ -13,7 +13,9 @@ use std::time::Duration;
 use ax::run::RunStatus;
 use ax::store::{from_db, Db};
 use chrono::{DateTime, Utc};
-use common::{one_row_per_second, Api, AxProcess, Executor, Reply, TestStore, XorShift, REDIS_URL};
+use common::{
+    one_row_per_second, redis_server, Api, AxProcess, Executor, Reply, TestStore, XorShift,
+};
 use serde_json::json;
 
 const TASKS: usize = 8;
@@ -38,7 +40,7 @@ async fn crash_and_recover(store: TestStore, redis: bool) {
         ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
     ];
     if redis {
-        env.push(("AX_REDIS_URL".to_string(), REDIS_URL.to_string()));
+        env.push(("AX_REDIS_URL".to_string(), redis_server().to_string()));
     }
     let executor = Executor::start(Reply::Success).await;
     let mut ax = AxProcess::start(dir.path(), "crash-node", env).await;

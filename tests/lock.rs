@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use actix::Actor;
 use ax::actors::lock::{connect_redis, lock_key, LockActor, LockError, LockHandle, LOCK_TTL};
 use ax::run::TaskId;
-use common::REDIS_URL;
+use common::redis_server;
 
 /// Task ids no other test run uses: a random base with room for a few ids above it.
 fn unique_ids<const N: usize>() -> [TaskId; N] {
@@ -17,14 +17,14 @@ fn unique_ids<const N: usize>() -> [TaskId; N] {
 }
 
 async fn redis_node(instance_id: &str) -> LockHandle {
-    let pool = connect_redis(REDIS_URL)
+    let pool = connect_redis(redis_server())
         .await
-        .unwrap_or_else(|err| panic!("Redis lock at {REDIS_URL}: {err}"));
+        .unwrap_or_else(|err| panic!("Redis lock at {}: {err}", redis_server()));
     LockHandle::new(LockActor::redis(pool, instance_id.to_string()).start())
 }
 
 async fn redis() -> redis::aio::MultiplexedConnection {
-    redis::Client::open(REDIS_URL)
+    redis::Client::open(redis_server())
         .expect("redis url")
         .get_multiplexed_async_connection()
         .await
@@ -54,7 +54,9 @@ impl Drop for Cleanup {
     fn drop(&mut self) {
         let keys: Vec<String> = self.0.iter().copied().map(lock_key).collect();
         let _ = std::thread::spawn(move || {
-            if let Ok(mut conn) = redis::Client::open(REDIS_URL).and_then(|c| c.get_connection()) {
+            if let Ok(mut conn) =
+                redis::Client::open(redis_server()).and_then(|c| c.get_connection())
+            {
                 let _: redis::RedisResult<i64> = redis::cmd("DEL").arg(&keys).query(&mut conn);
             }
         })

@@ -18,8 +18,8 @@ use ax::store::models::Instance;
 use ax::store::{Conn, Db};
 use chrono::{DateTime, Utc};
 use common::{
-    host_port, one_row_per_second, rows_of, Api, AxProcess, Executor, Proxy, Received, Reply,
-    TestStore, MYSQL_SERVER, REDIS_URL,
+    host_port, mysql_server, one_row_per_second, redis_server, rows_of, Api, AxProcess, Executor,
+    Proxy, Received, Reply, TestStore,
 };
 use diesel_async::RunQueryDsl;
 use serde_json::json;
@@ -43,7 +43,7 @@ struct Session {
 
 #[actix_rt::test]
 async fn mysql_connects_to_the_host_and_port_of_its_url() {
-    let proxy = Proxy::start(&host_port(MYSQL_SERVER)).await;
+    let proxy = Proxy::start(&host_port(mysql_server())).await;
     let store = TestStore::mysql();
     let db = Db::connect(&store.url_through(&proxy), 2)
         .await
@@ -219,7 +219,7 @@ fn worst_delivery_lag(received: &[Received], from: DateTime<Utc>, to: DateTime<U
 async fn redis_down_for_60_s_loses_no_run_and_duplicates_none() {
     let started = Instant::now();
     let store = TestStore::mysql();
-    let redis = Proxy::start(&host_port(REDIS_URL)).await;
+    let redis = Proxy::start(&host_port(redis_server())).await;
     let scene = Scene::start(
         "redis-outage",
         store.url(),
@@ -309,11 +309,11 @@ async fn redis_down_for_60_s_loses_no_run_and_duplicates_none() {
 async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
     let started = Instant::now();
     let store = TestStore::mysql();
-    let mysql = Proxy::start(&host_port(MYSQL_SERVER)).await;
+    let mysql = Proxy::start(&host_port(mysql_server())).await;
     let mut scene = Scene::start(
         "mariadb-outage",
         store.url_through(&mysql),
-        format!("{REDIS_URL}/{REDIS_DB_OF_MARIADB_TEST}"),
+        format!("{}/{REDIS_DB_OF_MARIADB_TEST}", redis_server()),
     )
     .await;
     // The test's own connection goes to the server directly, around the proxy.

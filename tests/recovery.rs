@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use common::{Api, AxProcess, Executor, Received, Reply, TestStore, XorShift, REDIS_URL};
+use common::{redis_server, Api, AxProcess, Executor, Received, Reply, TestStore, XorShift};
 use serde_json::json;
 
 const TASKS: usize = 20;
@@ -40,7 +40,7 @@ async fn kill_loop(store: TestStore, redis: bool) {
     let dir = tempfile::tempdir().expect("dir");
     let mut env = vec![("AX_STORE_URL".to_string(), store.url())];
     if redis {
-        env.push(("AX_REDIS_URL".to_string(), REDIS_URL.to_string()));
+        env.push(("AX_REDIS_URL".to_string(), redis_server().to_string()));
     }
     // A short keep-alive, as many executors' servers have: a connection ax reuses may be closed
     // by the executor at that moment.

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ax::actors::Halt;
-use common::{config, free_port, start_ax, Api, AxProcess, TestStore};
+use common::{config, free_port, host_port, mysql_server, start_ax, Api, AxProcess, TestStore};
 use serde_json::Value;
 
 fn both_stores() -> [TestStore; 2] {
@@ -171,11 +171,12 @@ async fn healthz_is_503_once_the_wheel_has_stopped() {
 #[actix_rt::test]
 async fn healthz_follows_a_database_outage() {
     let store = TestStore::mysql();
-    let proxy = Proxy::start("127.0.0.1:3306");
+    let server = host_port(mysql_server());
+    let proxy = Proxy::start(server.clone());
     let mut config = config(&store, false, "health-db");
     // The driver would move to the server's Unix socket, past the proxy, unless told not to.
     let through_proxy = format!("127.0.0.1:{}", proxy.port);
-    let url = store.url().replace("127.0.0.1:3306", &through_proxy);
+    let url = store.url().replace(&server, &through_proxy);
     config.store.url = format!("{url}?prefer_socket=false");
     let ax = start_ax(&config).await;
     let api = Api::new(&ax);
@@ -205,7 +206,7 @@ struct Proxy {
 }
 
 impl Proxy {
-    fn start(target: &'static str) -> Proxy {
+    fn start(target: String) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let port = listener.local_addr().expect("proxy address").port();
         let open = Arc::new(AtomicBool::new(true));
@@ -217,7 +218,7 @@ impl Proxy {
                 if !accepting.load(Ordering::SeqCst) {
                     continue;
                 }
-                if let Ok(server) = TcpStream::connect(target) {
+                if let Ok(server) = TcpStream::connect(&target) {
                     relay(&client, &server, &tracked);
                 }
             }

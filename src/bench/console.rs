@@ -54,8 +54,18 @@ pub const DEFAULT_PAGES: &[&str] = &[
     "runs-range=/console/runs?from={from}&to={to}",
     "runs-task-failed=/console/runs?task={task}&status=FAILED",
     "runs-scene-failed-range=/console/runs?scene={scene}&status=FAILED&from={from}&to={to}",
+    "runs-task-name=/console/runs?task={name}",
+    "runs-statuses=/console/runs?status=FAILED&status=RUNNING",
     "run=/console/runs/{request}",
+    "run-cancel=/console/runs/{request}/cancel",
     "scenes=/console/scenes",
+    "scene=/console/scenes/{scene}",
+    "scene-small=/console/scenes/{small_scene}",
+    "scene-pause=/console/scenes/pause?scene={scene}",
+    "alerts=/console/alerts",
+    "executors=/console/executors",
+    "schedule=/console/schedule",
+    "schedule-load=/api/schedule/load?hours=24",
     "audit=/console/audit",
 ];
 
@@ -73,7 +83,9 @@ Default pages:
   dashboard, tasks (all, a scene, the smallest scene, paused, a name search, the last page),
   task (its page, the editor new and edit, the delete confirmation), runs (all, second page,
   by task, by scene, smallest scene, FAILED, RUNNING, a time range, task+FAILED,
-  scene+FAILED+range), run, scenes, audit.
+  scene+FAILED+range, by task name, two statuses), run (its page, the cancel confirmation),
+  scenes (the list, the largest and smallest scene's page, the pause confirmation), alerts,
+  executors, schedule (the page and GET /api/schedule/load?hours=24), audit.
 The report: one JSON line on stdout (snake_case keys: the size, seed_secs (null when reused),
 budget_ms, and per page name, path, p50_ms, p95_ms, max_ms, bytes, within_budget), a table on
 stderr. The database is kept for --reuse; drop it with DROP DATABASE when done.";

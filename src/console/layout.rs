@@ -92,7 +92,28 @@ fn frame(visitor: Option<&Visitor>, title: &str, section: Option<Section>, body:
                     }
                     (body)
                 }
+                (keys_help())
             }
+        }
+    }
+}
+
+/// The keyboard shortcuts, shown by the script on `?` (they need it).
+fn keys_help() -> Markup {
+    const KEYS: &[(&str, &str)] = &[
+        ("/", "search or filter"),
+        (
+            "g d · g t · g r · g a · g s",
+            "dashboard, tasks, runs, alerts, schedule",
+        ),
+        ("j · k", "next or previous row of a table"),
+        ("Enter · o", "open the row"),
+        ("?", "show or hide this list"),
+    ];
+    html! {
+        aside #keys-help hidden aria-label="Keyboard shortcuts" {
+            h2 { "Keyboard shortcuts" }
+            dl { @for (keys, what) in KEYS { dt { kbd { (keys) } } dd { (what) } } }
         }
     }
 }

@@ -8,8 +8,8 @@ use ax::alerting::ChannelKind;
 use serde_json::{json, Value};
 
 use crate::common::{
-    host_port, redis_url, start_ax, unique_name, Api, Executor, Proxy, Received, Reply, TestStore,
-    MYSQL_SERVER,
+    host_port, mysql_server, redis_url, start_ax, unique_name, Api, Executor, Proxy, Received,
+    Reply, TestStore,
 };
 use crate::webhook::{channel, with_channels};
 
@@ -170,7 +170,7 @@ async fn redis_and_store_outages_alert_and_resolve() {
     let store = TestStore::mysql();
     let hook = Executor::start(Reply::Success).await;
     let redis = Proxy::start(&host_port(&redis_url())).await;
-    let mysql = Proxy::start(&host_port(MYSQL_SERVER)).await;
+    let mysql = Proxy::start(&host_port(mysql_server())).await;
     // The database exists before ax reaches it through the proxy.
     drop(
         ax::store::Db::connect(&store.url(), 1)

@@ -8,7 +8,7 @@ pub mod smtp;
 pub mod webdriver;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use actix_web::{web, App, HttpResponse, HttpServer};
@@ -18,8 +18,31 @@ use ax::config::Config;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-pub const MYSQL_SERVER: &str = "mysql://root@127.0.0.1:3306";
-pub const REDIS_URL: &str = "redis://127.0.0.1:6379";
+/// The MariaDB server the tests make their databases on: `AX_TEST_MYSQL` (a URL without a
+/// database), by default the local one.
+pub fn mysql_server() -> &'static str {
+    static URL: LazyLock<String> =
+        LazyLock::new(|| server_url("AX_TEST_MYSQL", "mysql://root@127.0.0.1:3306"));
+    &URL
+}
+
+/// The Redis server the tests use (databases of it by number): `AX_TEST_REDIS`, by default the
+/// local one.
+pub fn redis_server() -> &'static str {
+    static URL: LazyLock<String> =
+        LazyLock::new(|| server_url("AX_TEST_REDIS", "redis://127.0.0.1:6379"));
+    &URL
+}
+
+fn server_url(variable: &str, local: &str) -> String {
+    std::env::var(variable)
+        .ok()
+        .filter(|url| !url.trim().is_empty())
+        .map_or_else(
+            || local.to_string(),
+            |url| url.trim_end_matches('/').to_string(),
+        )
+}
 /// The signing secret of in-process test instances, so tests can check signatures and tokens.
 pub const SECRET: &str = "test-signing-secret";
 
@@ -44,7 +67,7 @@ impl TestStore {
     pub fn url(&self) -> String {
         match self {
             TestStore::Sqlite(dir) => format!("sqlite://{}/ax.db", dir.path().display()),
-            TestStore::Mysql(name) => format!("{MYSQL_SERVER}/{name}"),
+            TestStore::Mysql(name) => format!("{}/{name}", mysql_server()),
         }
     }
 
@@ -78,7 +101,7 @@ fn drop_mysql_database(name: &str) {
     >;
     let sql = format!("DROP DATABASE IF EXISTS `{name}`");
     let _ = std::thread::spawn(move || {
-        if let Ok(mut conn) = <Sync as Connection>::establish(&format!("{MYSQL_SERVER}/")) {
+        if let Ok(mut conn) = <Sync as Connection>::establish(&format!("{}/", mysql_server())) {
             let _ = conn.batch_execute(&sql);
         }
     })
@@ -92,7 +115,7 @@ fn drop_mysql_database(name: &str) {
 pub fn redis_url() -> String {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let db = 1 + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 12;
-    format!("{REDIS_URL}/{db}")
+    format!("{}/{db}", redis_server())
 }
 
 /// A config for a test ax: port 0, fast batches, the given store, Redis if clustered.
@@ -707,7 +730,7 @@ fn spawn_ax(
     command.spawn().expect("spawn ax")
 }
 
-/// The `host:port` a server URL names (`MYSQL_SERVER`, `REDIS_URL`), for a [`Proxy`] target.
+/// The `host:port` a server URL names ([`mysql_server`], [`redis_server`]), for a [`Proxy`] target.
 pub fn host_port(url: &str) -> String {
     let url = url::Url::parse(url).expect("server URL");
     let host = url.host_str().expect("server host");
