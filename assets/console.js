@@ -10,7 +10,7 @@
   var KEY = "ax.console.zone";
   var button = document.getElementById("zone-switch");
   editor();
-  selectAll();
+  selection();
   live();
   keys();
   if (!button) return;
@@ -303,13 +303,40 @@
     }
   }
 
-  function selectAll() {
+  // The tasks page's selection: "n selected" in the bar of actions, which sticks to the bottom
+  // of the window while rows are checked; once the whole page is, the choice of every task
+  // matching the filters (the form then carries all=1 and the server finds them).
+  function selection() {
+    var form = document.getElementById("bulk");
     var all = document.getElementById("select-all");
-    if (!all) return;
+    var matching = document.getElementById("select-matching");
+    var allMatching = document.getElementById("all-matching");
+    if (!form || !all || !matching || !allMatching) return;
+    var boxes = form.querySelectorAll("input.select");
+    var bar = form.querySelector(".bulk-bar");
+    var count = document.getElementById("selected-count");
+    var total = Number(matching.getAttribute("data-total")) || 0;
     all.hidden = false;
+    var update = function () {
+      var n = 0;
+      for (var i = 0; i < boxes.length; i++) if (boxes[i].checked) n++;
+      var whole = n === boxes.length;
+      if (!whole) allMatching.disabled = true;
+      var everything = !allMatching.disabled;
+      all.checked = whole;
+      bar.classList.toggle("selecting", n > 0);
+      count.textContent = everything ? "All " + total + " matching selected" : n > 0 ? n + " selected" : "";
+      matching.hidden = everything || !whole || total <= boxes.length;
+    };
     all.addEventListener("change", function () {
-      var boxes = document.querySelectorAll("input.select");
       for (var i = 0; i < boxes.length; i++) boxes[i].checked = all.checked;
+      update();
     });
+    for (var i = 0; i < boxes.length; i++) boxes[i].addEventListener("change", update);
+    matching.addEventListener("click", function () {
+      allMatching.disabled = false;
+      update();
+    });
+    update();
   }
 })();

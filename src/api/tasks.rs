@@ -93,7 +93,6 @@ pub async fn list(
         status,
         name_like: None,
         label,
-        after: None,
     };
     let (tasks, total) = state.service.tasks(filter, page).await?;
     Ok(HttpResponse::Ok().json(PageView {

@@ -40,6 +40,18 @@ pub const DEFAULT_PAGES: &[&str] = &[
     "tasks-paused=/console/tasks?status=PAUSED",
     "tasks-search=/console/tasks?q={name}",
     "tasks-last-page=/console/tasks?after={last_after}",
+    "tasks-by-name=/console/tasks?sort=name",
+    "tasks-by-name-desc=/console/tasks?sort=-name",
+    "tasks-by-name-middle=/console/tasks?sort=name&after={name_cursor}",
+    "tasks-by-name-previous=/console/tasks?sort=name&before={name_cursor}",
+    "tasks-by-scene=/console/tasks?sort=scene",
+    "tasks-by-status-desc=/console/tasks?sort=-status",
+    "tasks-by-status-middle=/console/tasks?sort=status&after={middle}:ENABLED",
+    "tasks-by-next=/console/tasks?sort=next",
+    "tasks-by-next-middle=/console/tasks?sort=next&after={next_cursor}",
+    "tasks-by-next-desc-previous=/console/tasks?sort=-next&before={next_cursor}",
+    "tasks-scene-by-next=/console/tasks?scene={scene}&sort=next",
+    "tasks-search-by-next=/console/tasks?q={name}&sort=-next",
     "task=/console/tasks/{task}",
     "task-new=/console/tasks/new?scene={scene}",
     "task-edit=/console/tasks/{task}/edit",
@@ -78,9 +90,13 @@ Pages: --page NAME=PATH, repeated, replaces the default list (below). PATH may h
   {request}      the request id of the latest failed run
   {from} {to}    an hour of ten days ago (UTC, YYYY-MM-DDTHH:MM)
   {last_after}   the task id after which the last page of tasks starts
+  {middle}       the id of the task in the middle
+  {name_cursor}  a cursor in the middle of the tasks sorted by name (id:name)
+  {next_cursor}  a cursor in the middle of the tasks sorted by next run (id:Unix ms)
   {cursor}       the cursor of the second page of /console/runs
 Default pages:
-  dashboard, tasks (all, a scene, the smallest scene, paused, a name search, the last page),
+  dashboard, tasks (all, a scene, the smallest scene, paused, a name search, the last page;
+  sorted by name, scene, status and next run, first pages, pages from the middle both ways),
   task (its page, the editor new and edit, the delete confirmation), runs (all, second page,
   by task, by scene, smallest scene, FAILED, RUNNING, a time range, task+FAILED,
   scene+FAILED+range, by task name, two statuses), run (its page, the cancel confirmation),
@@ -400,6 +416,7 @@ async fn placeholders(args: &Args, seeded: &Seeded) -> anyhow::Result<Vec<(&'sta
         .unwrap_or_default();
     let from = seeded.seeded_at - chrono::Duration::days(10);
     let minute = |at: DateTime<Utc>| at.format("%Y-%m-%dT%H:%M").to_string();
+    let middle = u64::from(args.tasks) / 2;
     Ok(vec![
         // The seed's first task is of its busiest class (every 15 minutes).
         ("task", "1".to_string()),
@@ -412,6 +429,18 @@ async fn placeholders(args: &Args, seeded: &Seeded) -> anyhow::Result<Vec<(&'sta
         (
             "last_after",
             (i64::from(args.tasks) - 50).max(0).to_string(),
+        ),
+        ("middle", middle.to_string()),
+        (
+            "name_cursor",
+            format!("{middle}:{}", seed::task_name(middle)),
+        ),
+        (
+            "next_cursor",
+            format!(
+                "{middle}:{}",
+                (seeded.seeded_at + chrono::Duration::minutes(30)).timestamp_millis()
+            ),
         ),
     ])
 }

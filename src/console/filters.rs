@@ -12,8 +12,10 @@ use crate::run::{RunStatus, TaskId};
 use crate::store::models::{TaskStatus, MAX_NAME_CHARS};
 use crate::store::queries::alerts::AlertFilter;
 use crate::store::queries::instances::{Cursor, InstanceFilter};
+use crate::store::queries::task_pages::{
+    Cursor as TaskCursor, Keyset, Position, SortColumn, SortKey, TaskSort,
+};
 use crate::store::queries::tasks::TaskFilter;
-use crate::store::queries::Page;
 
 /// A page's query: its parameters, those left empty (a GET form sends every field) dropped.
 pub type Params = HashMap<String, String>;
@@ -74,11 +76,14 @@ pub fn error_for<'e>(error: Option<&'e FilterError>, field: &str) -> Option<&'e 
 pub struct TaskQuery {
     /// The name search is its `name_like`, a `LIKE` pattern (`\` escaping).
     pub filter: TaskFilter,
-    pub page: Page,
+    pub keyset: Keyset,
 }
 
-/// `?scene=&status=&q=&label=&after=` of the tasks page.
-pub fn tasks(params: &Params) -> Result<TaskQuery, FilterError> {
+/// The filters of the tasks page, in their order in its links.
+pub const TASK_FILTERS: &[&str] = &["q", "scene", "status", "label"];
+
+/// `?q=&scene=&status=&label=` of the tasks page: the tasks they match.
+pub fn task_filter(params: &Params) -> Result<TaskFilter, FilterError> {
     let status = params
         .get("status")
         .map(|text| {
@@ -104,29 +109,140 @@ pub fn tasks(params: &Params) -> Result<TaskQuery, FilterError> {
         .get("label")
         .map(|text| labels::filter(text).map_err(|message| FilterError::new("label", message)))
         .transpose()?;
-    let after = params
-        .get("after")
-        .map(|text| {
-            text.parse::<i64>()
-                .ok()
-                .filter(|id| *id > 0)
-                .map(TaskId)
-                .ok_or_else(|| FilterError::new("after", "after must be a task id"))
-        })
-        .transpose()?;
+    Ok(TaskFilter {
+        scene: params.get("scene").cloned(),
+        status,
+        name_like,
+        label,
+    })
+}
+
+/// `?q=&scene=&status=&label=&sort=&after=|before=` of the tasks page.
+pub fn tasks(params: &Params) -> Result<TaskQuery, FilterError> {
+    let filter = task_filter(params)?;
+    let sort = params
+        .get("sort")
+        .map(|text| task_sort(text))
+        .transpose()?
+        .unwrap_or_default();
+    let cursor = |field: &'static str| {
+        params
+            .get(field)
+            .map(|text| {
+                task_cursor(text, sort.column).ok_or_else(|| {
+                    FilterError::new(
+                        field,
+                        "this page link is damaged: start again from the first page",
+                    )
+                })
+            })
+            .transpose()
+    };
+    let from = match (cursor("after")?, cursor("before")?) {
+        (None, None) => Position::Start,
+        (Some(after), None) => Position::After(after),
+        (None, Some(before)) => Position::Before(before),
+        (Some(_), Some(_)) => {
+            return Err(FilterError::new(
+                "before",
+                "a page is either after or before a task, not both",
+            ))
+        }
+    };
     Ok(TaskQuery {
-        filter: TaskFilter {
-            scene: params.get("scene").cloned(),
-            status,
-            name_like,
-            label,
-            after,
-        },
-        page: Page {
+        filter,
+        keyset: Keyset {
+            sort,
+            from,
             limit: PAGE_SIZE,
-            offset: 0,
         },
     })
+}
+
+/// The tasks page's sorts: the `sort` parameter's value of each column (`-` before it for the
+/// reverse order).
+pub const TASK_SORTS: &[(&str, SortColumn)] = &[
+    ("name", SortColumn::Name),
+    ("scene", SortColumn::Scene),
+    ("status", SortColumn::Status),
+    ("next", SortColumn::NextRun),
+    ("id", SortColumn::Id),
+];
+
+fn task_sort(text: &str) -> Result<TaskSort, FilterError> {
+    let (descending, name) = match text.strip_prefix('-') {
+        Some(name) => (true, name),
+        None => (false, text),
+    };
+    let column = TASK_SORTS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, column)| *column)
+        .ok_or_else(|| {
+            let names: Vec<&str> = TASK_SORTS.iter().map(|(name, _)| *name).collect();
+            FilterError::new(
+                "sort",
+                format!(
+                    "sort must be one of {}, or one of them after - for the reverse order",
+                    names.join(", ")
+                ),
+            )
+        })?;
+    Ok(TaskSort { column, descending })
+}
+
+/// The `sort` parameter of `sort`; none for the default order.
+pub fn task_sort_text(sort: TaskSort) -> Option<String> {
+    if sort == TaskSort::default() {
+        return None;
+    }
+    let name = TASK_SORTS
+        .iter()
+        .find(|(_, column)| *column == sort.column)
+        .map_or("id", |(name, _)| *name);
+    Some(match sort.descending {
+        true => format!("-{name}"),
+        false => name.to_string(),
+    })
+}
+
+/// A task cursor as a page link holds it: the id alone when the sort is by id, else
+/// `id:value` (a next run as Unix milliseconds, `none` for no next run).
+pub fn task_cursor_text(cursor: &TaskCursor) -> String {
+    let id = cursor.id;
+    match &cursor.key {
+        SortKey::Id => id.to_string(),
+        SortKey::Text(text) => format!("{id}:{text}"),
+        SortKey::Time(Some(at)) => format!("{id}:{}", at.and_utc().timestamp_millis()),
+        SortKey::Time(None) => format!("{id}:none"),
+    }
+}
+
+/// The cursor `text` holds for a sort by `column`, if it is one.
+fn task_cursor(text: &str, column: SortColumn) -> Option<TaskCursor> {
+    let (id, key) = match text.split_once(':') {
+        Some((id, key)) => (id, Some(key)),
+        None => (text, None),
+    };
+    let id = id.parse::<i64>().ok().filter(|id| *id > 0).map(TaskId)?;
+    let key = match (column, key) {
+        (SortColumn::Id, None) => SortKey::Id,
+        (SortColumn::Name | SortColumn::Scene, Some(key))
+            if !key.is_empty() && key.chars().count() <= MAX_NAME_CHARS =>
+        {
+            SortKey::Text(key.to_string())
+        }
+        (SortColumn::Status, Some(key)) => {
+            SortKey::Text(TaskStatus::parse(key)?.as_str().to_string())
+        }
+        (SortColumn::NextRun, Some("none")) => SortKey::Time(None),
+        (SortColumn::NextRun, Some(millis)) => {
+            let at = DateTime::from_timestamp_millis(millis.parse().ok()?)?;
+            SortKey::Time(Some(at.naive_utc()))
+        }
+        _ => return None,
+    };
+    Some(TaskCursor { key, id })
 }
 
 /// A `LIKE` pattern matching names that contain `text` as it is: its wildcards escaped.
@@ -384,6 +500,14 @@ mod tests {
         let field = |pairs: &[(&str, &str)]| tasks(&params(pairs)).err().map(|e| e.field);
         assert_eq!(field(&[("status", "ON")]), Some("status"));
         assert_eq!(field(&[("after", "-1")]), Some("after"));
+        assert_eq!(field(&[("sort", "cron")]), Some("sort"));
+        assert_eq!(field(&[("sort", "--name")]), Some("sort"));
+        assert_eq!(field(&[("sort", "name"), ("after", "3")]), Some("after"));
+        assert_eq!(
+            field(&[("sort", "status"), ("after", "3:ON")]),
+            Some("after")
+        );
+        assert_eq!(field(&[("after", "3"), ("before", "5")]), Some("before"));
         assert_eq!(field(&[("label", "team")]), Some("label"));
         assert_eq!(field(&[("label", "Team=x")]), Some("label"));
         assert_eq!(field(&[("scene", "a b"), ("status", "PAUSED")]), None);
@@ -415,6 +539,27 @@ mod tests {
         assert_eq!(field(&[("status", "lost")]), Some("status"));
         assert_eq!(field(&[("cursor", "12")]), Some("cursor"));
         assert_eq!(field(&[("limit", "x")]), None, "the console's page size");
+    }
+
+    #[test]
+    fn a_sort_and_its_cursors_read_back_as_written() {
+        let query = tasks(&params(&[("sort", "-next")])).expect("valid");
+        let sort = query.keyset.sort;
+        assert_eq!((sort.column, sort.descending), (SortColumn::NextRun, true));
+        assert_eq!(task_sort_text(sort).as_deref(), Some("-next"));
+        assert_eq!(task_sort_text(TaskSort::default()), None);
+        let at = DateTime::from_timestamp_millis(1_700_000_000_123).map(|at| at.naive_utc());
+        for (column, key) in [
+            (SortColumn::Id, SortKey::Id),
+            (SortColumn::Name, SortKey::Text("a:b c".into())),
+            (SortColumn::Status, SortKey::Text("PAUSED".into())),
+            (SortColumn::NextRun, SortKey::Time(at)),
+            (SortColumn::NextRun, SortKey::Time(None)),
+        ] {
+            let cursor = TaskCursor { key, id: TaskId(7) };
+            let text = task_cursor_text(&cursor);
+            assert_eq!(task_cursor(&text, column), Some(cursor), "{text}");
+        }
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("", web::get().to(dashboard::show))
                 .route("/", web::get().to(dashboard::show))
                 .route("/tasks", web::get().to(tasks::list))
+                .route("/tasks/bulk", web::get().to(tasks::confirm_bulk))
                 .route("/tasks/bulk", web::post().to(tasks::bulk))
                 .route("/tasks/new", web::get().to(editor::new_form))
                 .route("/tasks/new", web::post().to(editor::create))

@@ -11,6 +11,7 @@ use crate::run::TaskId;
 use crate::security::Principal;
 use crate::store::models::AuditAction;
 use crate::store::models::{Task, TaskFields};
+use crate::store::queries::task_pages::{self, Keyset, TaskPage};
 use crate::store::queries::tasks::{
     self, BulkItem, BulkProblem, Conditional, TaskFilter, Versions,
 };
@@ -250,6 +251,35 @@ impl Service {
                     let (rows, total) = tasks::list(conn, &filter, page).await?;
                     Ok((with_details(conn, rows).await?, total))
                 })
+            })
+            .await?)
+    }
+
+    /// A keyset page of the tasks matching `filter` (the console's listing).
+    pub async fn task_page(
+        &self,
+        filter: TaskFilter,
+        keyset: Keyset,
+    ) -> Result<TaskPage<TaskDetails>> {
+        Ok(self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let mut page = task_pages::page(conn, &filter, &keyset).await?;
+                    let rows = std::mem::take(&mut page.tasks);
+                    Ok(page.with_rows(with_details(conn, rows).await?))
+                })
+            })
+            .await?)
+    }
+
+    /// The ids of the tasks matching `filter`, oldest first, at most `limit` (a bulk action on
+    /// every matching task).
+    pub async fn matching_tasks(&self, filter: TaskFilter, limit: i64) -> Result<Vec<TaskId>> {
+        Ok(self
+            .store
+            .query(move |conn| {
+                boxed(async move { task_pages::matching_ids(conn, &filter, limit).await })
             })
             .await?)
     }

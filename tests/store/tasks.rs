@@ -2,7 +2,8 @@
 //! tasks and scenes, scene counts, and dependencies.
 
 use ax::run::TaskId;
-use ax::store::models::TaskStatus;
+use ax::store::models::{Task, TaskStatus};
+use ax::store::queries::task_pages::{self, Cursor, Keyset, Position, SortColumn, TaskSort};
 use ax::store::queries::tasks::{self, Conditional, TaskFilter, UpstreamProblem, Versions};
 use ax::store::queries::Page;
 use ax::store::{from_db, Db};
@@ -78,13 +79,26 @@ async fn task_crud(db: &Db) {
     };
     let (rows, total) = list(TaskFilter::default(), page(10, 0)).await;
     assert_eq!((ids(&rows), total), (vec![a.id, b.id, c.id], 3));
-    // A keyset page: the tasks after an id, the total of them all.
-    let after_a = TaskFilter {
-        after: Some(a.id),
-        ..TaskFilter::default()
-    };
-    let (rows, total) = list(after_a, page(1, 0)).await;
-    assert_eq!((ids(&rows), total), (vec![b.id], 3));
+    // Keyset pages of one task, each sort both ways: every task once, a task with no next run
+    // (b, paused) first going up, last going down; and back again by `before` cursors.
+    for column in [
+        SortColumn::Id,
+        SortColumn::Name,
+        SortColumn::Status,
+        SortColumn::NextRun,
+    ] {
+        for descending in [false, true] {
+            let sort = TaskSort { column, descending };
+            let walked = walk_pages(db, sort).await;
+            let mut all = walked.clone();
+            all.sort();
+            assert_eq!(all, vec![a.id, b.id, c.id], "{sort:?}");
+            if column == SortColumn::NextRun {
+                let b_at = if descending { 2 } else { 0 };
+                assert_eq!(walked[b_at], b.id, "{sort:?}");
+            }
+        }
+    }
     let scene = |s: &str| TaskFilter {
         scene: Some(s.into()),
         ..TaskFilter::default()
@@ -794,4 +808,41 @@ fn done<T: std::fmt::Debug>(outcome: Conditional<T>) -> T {
         Conditional::Done(done) => done,
         other => panic!("not done: {other:?}"),
     }
+}
+
+/// The ids of every task in `sort`'s order, a page of one at a time, checked against the walk
+/// back from the last page by `before` cursors.
+async fn walk_pages(db: &Db, sort: TaskSort) -> Vec<TaskId> {
+    let read = |from: Position| async move {
+        let keyset = Keyset {
+            sort,
+            from,
+            limit: 1,
+        };
+        task_pages::page(&mut conn(db).await, &TaskFilter::default(), &keyset)
+            .await
+            .expect("a page")
+    };
+    let cursor = |task: &Task| Cursor {
+        key: task_pages::key_of(task, sort.column),
+        id: task.id,
+    };
+    let mut page = read(Position::Start).await;
+    assert!(!page.more_before);
+    let mut walked: Vec<TaskId> = ids(&page.tasks);
+    while page.more_after {
+        let last = page.tasks.last().map(cursor).expect("a row");
+        page = read(Position::After(last)).await;
+        assert_eq!(page.total, 3);
+        walked.extend(ids(&page.tasks));
+    }
+    let mut back = vec![walked[walked.len() - 1]];
+    while page.more_before {
+        let first = page.tasks.first().map(cursor).expect("a row");
+        page = read(Position::Before(first)).await;
+        back.extend(ids(&page.tasks));
+    }
+    back.reverse();
+    assert_eq!(back, walked, "{sort:?}: back as forth");
+    walked
 }

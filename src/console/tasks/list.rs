@@ -1,5 +1,5 @@
-//! The tasks page (`/console/tasks`, filtered in the URL), with pause, resume and trigger of
-//! the selected tasks.
+//! The tasks page (`/console/tasks`, filtered and sorted in the URL, paged both ways by
+//! keyset), with a selection of tasks to pause, resume or trigger (see [`super::bulk`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -7,18 +7,17 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use maud::{html, Markup};
 
-use crate::api::validate;
-use crate::console::filters::{self, error_for, FilterError, Params};
+use crate::console::filters::{self, error_for, FilterError, Params, TASK_FILTERS};
 use crate::console::layout::{
-    self, maybe_time, none, page, scrolling, stored_time, task_state, Notice, Section,
+    self, maybe_time, none, page, scrolling, stored_time, task_state, Section,
 };
 use crate::console::paths::task_href;
-use crate::console::session::{csrf_field, Submitted, Visitor};
-use crate::console::{html as respond, ok, runs, see_other, ConsoleError};
-use crate::error::ApiError;
+use crate::console::session::Visitor;
+use crate::console::{html as respond, ok, runs, ConsoleError};
 use crate::run::TaskId;
+use crate::service::task_details::TaskDetails;
 use crate::store::models::{Instance, Task, TaskStatus};
-use crate::store::queries::Page;
+use crate::store::queries::task_pages::{key_of, Cursor, SortColumn, TaskPage, TaskSort};
 use crate::web::ApiState;
 
 /// One page of the task listing.
@@ -26,13 +25,14 @@ struct Listing {
     tasks: Vec<Task>,
     /// The scenes of these tasks that are paused.
     paused_scenes: HashSet<String>,
-    total: i64,
-    page: Page,
+    /// Where the page lies (its rows moved to `tasks`).
+    page: TaskPage<()>,
+    sort: TaskSort,
     /// Each task's latest due run.
     last_runs: HashMap<TaskId, Instance>,
 }
 
-/// `GET /console/tasks?scene=&status=&q=&label=&after=`.
+/// `GET /console/tasks?q=&scene=&status=&label=&sort=&after=|before=`.
 pub async fn list(
     state: web::Data<ApiState>,
     visitor: Visitor,
@@ -47,100 +47,26 @@ pub async fn list(
         }
     };
     let service = &state.service;
-    let (tasks, total) = service.tasks(query.filter, query.page).await?;
-    let paused_scenes = tasks
+    let sort = query.keyset.sort;
+    let mut found = service.task_page(query.filter, query.keyset).await?;
+    let details: Vec<TaskDetails> = std::mem::take(&mut found.tasks);
+    let paused_scenes = details
         .iter()
         .filter(|details| details.scene_paused)
         .map(|details| details.task.scene.clone())
         .collect();
-    let tasks: Vec<_> = tasks.into_iter().map(|details| details.task).collect();
+    let tasks: Vec<_> = details.into_iter().map(|details| details.task).collect();
     let last_runs = service
         .last_runs(tasks.iter().map(|task| task.id).collect())
         .await?;
     let listing = Listing {
         tasks,
         paused_scenes,
-        total,
-        page: query.page,
+        page: found.with_rows(Vec::new()),
+        sort,
         last_runs,
     };
     Ok(ok(list_page(&visitor, &req, &params, None, Some(&listing))))
-}
-
-/// What the buttons under the task table do to the selected tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Bulk {
-    Pause,
-    Resume,
-    Trigger,
-}
-
-/// Most tasks one bulk action takes: a page of the listing.
-const MAX_SELECTED: usize = filters::PAGE_SIZE as usize;
-
-/// `POST /console/tasks/bulk` (`action`, `id`…, `back`): pauses, resumes or triggers each
-/// selected task through the API's own calls, then goes back to the listing.
-pub async fn bulk(
-    state: web::Data<ApiState>,
-    visitor: Visitor,
-    form: Submitted,
-) -> Result<HttpResponse, ConsoleError> {
-    let action = match form.get("action") {
-        Some("pause") => Bulk::Pause,
-        Some("resume") => Bulk::Resume,
-        Some("trigger") => Bulk::Trigger,
-        _ => {
-            return Err(
-                ApiError::invalid("action", "action must be pause, resume or trigger").into(),
-            )
-        }
-    };
-    let mut ids = form
-        .all("id")
-        .map(validate::task_id)
-        .collect::<Result<Vec<TaskId>, ApiError>>()?;
-    ids.sort_unstable();
-    ids.dedup();
-    if ids.is_empty() {
-        return Ok(see_other(&back_to(&form, Notice::NothingSelected)));
-    }
-    if ids.len() > MAX_SELECTED {
-        let message = format!("select at most {MAX_SELECTED} tasks");
-        return Err(ApiError::invalid("id", message).into());
-    }
-    let (service, actor) = (&state.service, &visitor.principal);
-    for id in &ids {
-        match action {
-            Bulk::Pause => service.pause_task(*id, actor).await.map(drop),
-            Bulk::Resume => service.resume_task(*id, actor).await.map(drop),
-            Bulk::Trigger => service.trigger(*id, None, actor).await.map(drop),
-        }?;
-    }
-    let n = ids.len() as i64;
-    let notice = match action {
-        Bulk::Pause => Notice::PausedMany(n),
-        Bulk::Resume => Notice::ResumedMany(n),
-        Bulk::Trigger => Notice::TriggeredMany(n),
-    };
-    Ok(see_other(&back_to(&form, notice)))
-}
-
-/// The listing the form came from (its `back`, a tasks page only), telling `notice`.
-fn back_to(form: &Submitted, notice: Notice) -> String {
-    let back = form
-        .get("back")
-        .filter(|back| back.starts_with("/console/tasks") && !back.contains("//"))
-        .unwrap_or("/console/tasks");
-    let (path, query) = back.split_once('?').unwrap_or((back, ""));
-    let kept: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
-        .into_owned()
-        .filter(|(key, _)| key != "done" && key != "n")
-        .collect();
-    let mut to = url::form_urlencoded::Serializer::new(String::new());
-    to.extend_pairs(kept);
-    let query = to.finish();
-    let separator = if query.is_empty() { "" } else { "&" };
-    format!("{path}?{query}{separator}{}", notice.query())
 }
 
 fn list_page(
@@ -161,18 +87,9 @@ fn list_page(
             (task_filters(params, error))
             @if let Some(listing) = listing {
                 @if visitor.may_change() && !listing.tasks.is_empty() {
-                    form #bulk method="post" action="/console/tasks/bulk" {
-                        (csrf_field(visitor))
-                        input type="hidden" name="back" value=(req.uri().to_string());
-                        (task_table(listing, true))
-                        div.actions role="group" aria-label="Selected tasks" {
-                            button type="submit" name="action" value="pause" { "Pause selected" }
-                            button type="submit" name="action" value="resume" { "Resume selected" }
-                            button type="submit" name="action" value="trigger" { "Trigger selected" }
-                        }
-                    }
+                    (super::bulk::selection_form(req, params, listing.page.total, task_table(params, listing, true)))
                 } @else {
-                    (task_table(listing, false))
+                    (task_table(params, listing, false))
                 }
                 (paging(params, listing))
             }
@@ -190,15 +107,25 @@ fn task_filters(params: &Params, error: Option<&FilterError>) -> Markup {
             (layout::input("scene", "Scene", "text", value("scene"), error_for(error, "scene")))
             (layout::select("status", "Status", &statuses, value("status"), error_for(error, "status")))
             (layout::input("label", "Label (key=value)", "text", value("label"), error_for(error, "label")))
+            // Filtering keeps the sort, from the first page.
+            @if let Some(sort) = value("sort") {
+                input type="hidden" name="sort" value=(sort);
+            }
+            // The parameters no field shows: the sort, and a page link's cursor.
+            @if let Some(error) = error.filter(|error| !TASK_FILTERS.contains(&error.field)) {
+                p.field-error role="alert" { (error.field) ": " (error.message) }
+            }
         },
     )
 }
 
 /// The listing's table; `selectable` adds a checkbox a row, for the bulk actions.
-fn task_table(listing: &Listing, selectable: bool) -> Markup {
+fn task_table(params: &Params, listing: &Listing, selectable: bool) -> Markup {
     if listing.tasks.is_empty() {
         return html! { p.muted { "No task matches these filters." } };
     }
+    let sortable =
+        |label: &str, column: SortColumn| sort_header(params, listing.sort, label, column);
     scrolling(
         "Tasks",
         html! {
@@ -210,12 +137,12 @@ fn task_table(listing: &Listing, selectable: bool) -> Markup {
                                 input #select-all type="checkbox" hidden aria-label="Select every task on this page";
                             }
                         }
-                        th scope="col" { "Name" }
-                        th scope="col" { "Scene" }
-                        th scope="col" { "Status" }
+                        (sortable("Name", SortColumn::Name))
+                        (sortable("Scene", SortColumn::Scene))
+                        (sortable("Status", SortColumn::Status))
                         th scope="col" { "Schedule" }
                         th scope="col" { "Time zone" }
-                        th scope="col" { "Next run" }
+                        (sortable("Next run", SortColumn::NextRun))
                         th scope="col" { "Last run" }
                     }
                 }
@@ -227,6 +154,44 @@ fn task_table(listing: &Listing, selectable: bool) -> Markup {
             }
         },
     )
+}
+
+/// A column's header that sorts by it: by the column on a first click, the other way round on
+/// the next; the current sort is told by `aria-sort` and an arrow.
+fn sort_header(params: &Params, current: TaskSort, label: &str, column: SortColumn) -> Markup {
+    let sorted = (current.column == column).then_some(current.descending);
+    let next = TaskSort {
+        column,
+        descending: sorted == Some(false),
+    };
+    let (aria, arrow) = match sorted {
+        Some(false) => (Some("ascending"), " ▲"),
+        Some(true) => (Some("descending"), " ▼"),
+        None => (None, ""),
+    };
+    let title = match next.descending {
+        true => format!("Sort by {} the other way round", label.to_lowercase()),
+        false => format!("Sort by {}", label.to_lowercase()),
+    };
+    html! {
+        th scope="col" aria-sort=[aria] {
+            a.sort href=(tasks_link(params, next, None)) title=(title) { (label) (arrow) }
+        }
+    }
+}
+
+/// A page of the listing: `params`' filters, `sort`, and a cursor (`after` or `before`).
+fn tasks_link(params: &Params, sort: TaskSort, cursor: Option<(&str, String)>) -> String {
+    let sort = filters::task_sort_text(sort);
+    let mut pairs: Vec<(&str, Option<&str>)> = TASK_FILTERS
+        .iter()
+        .map(|name| (*name, params.get(*name).map(String::as_str)))
+        .collect();
+    pairs.push(("sort", sort.as_deref()));
+    if let Some((key, value)) = &cursor {
+        pairs.push((key, Some(value)));
+    }
+    filters::link("/console/tasks", &pairs)
 }
 
 fn task_row(task: &Task, listing: &Listing, selectable: bool) -> Markup {
@@ -271,32 +236,36 @@ pub(super) fn schedule(task: &Task) -> Markup {
     }
 }
 
-/// Previous and next links that keep the filters.
+/// The first, previous and next pages, with the filters and the sort.
 fn paging(params: &Params, listing: &Listing) -> Markup {
-    let shown = listing.tasks.len() as i64;
-    let to = |after: Option<TaskId>| {
-        let after = after.map(|id| id.to_string());
-        let keep = |name: &str| params.get(name).map(String::as_str);
-        filters::link(
-            "/console/tasks",
-            &[
-                ("q", keep("q")),
-                ("scene", keep("scene")),
-                ("status", keep("status")),
-                ("label", keep("label")),
-                ("after", after.as_deref()),
-            ],
-        )
+    let shown = listing.tasks.len();
+    let sort = listing.sort;
+    let cursor = |task: &Task| {
+        filters::task_cursor_text(&Cursor {
+            key: key_of(task, sort.column),
+            id: task.id,
+        })
     };
-    let last = listing.tasks.last().map(|task| task.id);
+    let page = &listing.page;
+    let previous = listing
+        .tasks
+        .first()
+        .filter(|_| page.more_before)
+        .map(|first| tasks_link(params, sort, Some(("before", cursor(first)))));
+    let next = listing
+        .tasks
+        .last()
+        .filter(|_| page.more_after)
+        .map(|last| tasks_link(params, sort, Some(("after", cursor(last)))));
     html! {
         nav.paging aria-label="Pages of tasks" {
-            span { (shown) " shown of " (listing.total) " tasks" }
-            @if params.contains_key("after") {
-                a href=(to(None)) { "First page" }
+            span { (shown) " shown of " (page.total) " tasks" }
+            @if let Some(previous) = previous {
+                a href=(tasks_link(params, sort, None)) { "First page" }
+                a href=(previous) rel="prev" { "Previous page" }
             }
-            @if shown == listing.page.limit {
-                a href=(to(last)) rel="next" { "Next page" }
+            @if let Some(next) = next {
+                a href=(next) rel="next" { "Next page" }
             }
         }
     }

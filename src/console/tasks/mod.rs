@@ -4,12 +4,14 @@
 //! delete after a confirmation).
 
 mod actions;
+mod bulk;
 mod links;
 mod list;
 mod page;
 
 pub use actions::{backfill, confirm_delete, delete, pause, resume, trigger};
+pub use bulk::{apply as bulk, confirm as confirm_bulk};
 pub use links::parse_task_id;
-pub use list::{bulk, list};
+pub use list::list;
 pub use page::detail;
 pub(in crate::console) use page::upcoming;

@@ -20,6 +20,7 @@ pub mod runs;
 pub mod sessions;
 pub mod success_watch;
 mod task_locks;
+pub mod task_pages;
 pub mod tasks;
 
 /// One page of a listing.

@@ -10,7 +10,6 @@ use diesel_async::RunQueryDsl;
 
 use super::{meta, runs, success_watch, Page};
 use crate::dependencies::dependency_cycle;
-use crate::labels::Labels;
 use crate::run::TaskId;
 use crate::store::models::{Task, TaskFields, TaskStatus};
 use crate::store::schema::ax_scene::dsl as sc;
@@ -34,10 +33,37 @@ pub struct TaskFilter {
     pub name_like: Option<String>,
     /// Only tasks with this label (key, value).
     pub label: Option<(String, String)>,
-    /// Only tasks after this id are listed (a keyset page, which reads no skipped rows); the
-    /// total counts them all.
-    pub after: Option<TaskId>,
 }
+
+/// The tasks matching a [`TaskFilter`] as a boxed query of the connection's backend (a boxed
+/// query is tied to one backend: expand it inside a `with_conn!` body).
+macro_rules! filtered {
+    ($filter:expr) => {{
+        let filter: &$crate::store::queries::tasks::TaskFilter = $filter;
+        let mut query = t::ax_task.into_boxed();
+        if let Some(scene) = &filter.scene {
+            query = query.filter(t::scene.eq(scene.clone()));
+        }
+        if let Some(status) = filter.status {
+            query = query.filter(t::status.eq(status));
+        }
+        if let Some(pattern) = &filter.name_like {
+            query = query.filter(t::name.like(pattern.clone()).escape('\\'));
+        }
+        if let Some((key, value)) = &filter.label {
+            // A scan of the labels column: the stored form holds a label as this text.
+            query = query.filter(
+                $crate::store::queries::tasks::instr(
+                    t::labels,
+                    $crate::labels::Labels::needle(key, value),
+                )
+                .gt(0),
+            );
+        }
+        query
+    }};
+}
+pub(crate) use filtered;
 
 /// Why a task's upstreams cannot be what was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -366,67 +392,23 @@ pub async fn names_in_scene(
         .await)?)
 }
 
-/// Tasks by id, oldest first, with the total count matching the filter.
+/// Tasks by id, oldest first (the JSON API's offset pages), with the total count matching the
+/// filter. The console pages by keyset instead (see [`super::task_pages`]).
 pub async fn list(
     conn: &mut Conn,
     filter: &TaskFilter,
     page: Page,
 ) -> Result<(Vec<Task>, i64), StoreError> {
     Ok(with_conn!(conn, |c| {
-        // Built inside the body: a boxed query is tied to one backend.
-        let query = || {
-            let mut query = t::ax_task.into_boxed();
-            if let Some(scene) = &filter.scene {
-                query = query.filter(t::scene.eq(scene.clone()));
-            }
-            if let Some(status) = filter.status {
-                query = query.filter(t::status.eq(status));
-            }
-            if let Some(pattern) = &filter.name_like {
-                query = query.filter(t::name.like(pattern.clone()).escape('\\'));
-            }
-            if let Some((key, value)) = &filter.label {
-                // A scan of the labels column: the stored form holds a label as this text.
-                query = query.filter(instr(t::labels, Labels::needle(key, value)).gt(0));
-            }
-            query
-        };
-        if filter.name_like.is_none() {
-            let total: i64 = query().count().get_result(c).await?;
-            let mut rows = query();
-            if let Some(after) = filter.after {
-                rows = rows.filter(t::id.gt(after));
-            }
-            let rows = rows
-                .order(t::id.asc())
-                .limit(page.limit)
-                .offset(page.offset)
-                .select(Task::as_select())
-                .load(c)
-                .await?;
-            (rows, total)
-        } else {
-            // A name search reads every name (a pattern that starts with a wildcard narrows no
-            // index): the matching ids in one pass over `(scene, name)`, which holds them,
-            // rather than one pass to count and another over the whole rows to page.
-            let mut ids: Vec<TaskId> = query().select(t::id).load(c).await?;
-            ids.sort_unstable();
-            let total = ids.len() as i64;
-            let start = usize::try_from(page.offset).unwrap_or(usize::MAX);
-            let wanted: Vec<TaskId> = ids
-                .into_iter()
-                .filter(|id| filter.after.is_none_or(|after| *id > after))
-                .skip(start)
-                .take(usize::try_from(page.limit).unwrap_or(0))
-                .collect();
-            let rows = t::ax_task
-                .filter(t::id.eq_any(&wanted))
-                .order(t::id.asc())
-                .select(Task::as_select())
-                .load(c)
-                .await?;
-            (rows, total)
-        }
+        let total: i64 = filtered!(filter).count().get_result(c).await?;
+        let rows = filtered!(filter)
+            .order(t::id.asc())
+            .limit(page.limit)
+            .offset(page.offset)
+            .select(Task::as_select())
+            .load(c)
+            .await?;
+        (rows, total)
     }))
 }
 
