@@ -451,10 +451,8 @@ fn definitions(items: &[Value]) -> Result<Vec<TaskInput>, String> {
     let mut seen = BTreeMap::new();
     let mut inputs = Vec::with_capacity(items.len());
     for (n, item) in items.iter().enumerate() {
-        let input = task_input(item.clone(), &allow_any).map_err(|err| {
-            let err = err.in_item(n);
-            format!("{err} (field {})", field_of(&err).unwrap_or("?"))
-        })?;
+        let input =
+            task_input(item.clone(), &allow_any).map_err(|err| refusal_text(&err.in_item(n)))?;
         let key = (input.scene.clone(), input.name.clone());
         if let Some(first) = seen.insert(key, n) {
             return Err(format!(
@@ -466,11 +464,17 @@ fn definitions(items: &[Value]) -> Result<Vec<TaskInput>, String> {
     Ok(inputs)
 }
 
-fn field_of(err: &crate::error::ApiError) -> Option<&str> {
-    match err {
-        crate::error::ApiError::Invalid { field, .. } => field.as_deref(),
-        _ => None,
+/// A task of the file refused, as `ax apply` says it: each field refused, with its message.
+fn refusal_text(err: &crate::error::ApiError) -> String {
+    let fields = err.field_errors();
+    if fields.is_empty() {
+        return format!("{err} (field ?)");
     }
+    let each: Vec<String> = fields
+        .iter()
+        .map(|refused| format!("{} (field {})", refused.message, refused.field))
+        .collect();
+    each.join("; ")
 }
 
 /// Every stored task of these scenes, as definitions, by `(scene, name)`.
@@ -894,5 +898,21 @@ mod tests {
         assert_eq!(entry.get("dependsOn"), None);
         assert_eq!(entry.get("id"), None);
         assert_eq!(entry["maxRetry"], 3);
+    }
+
+    #[test]
+    fn a_task_of_the_file_is_refused_for_each_bad_field() {
+        let good = json!({"name": "a", "cron": "* * * * * *", "handlerUrl": "http://x.internal/"});
+        let mut bad = good.clone();
+        bad["cron"] = json!("nope");
+        bad["maxRetry"] = json!(11);
+        let message = definitions(&[good, bad]).expect_err("refused");
+        assert!(message.contains("(field items[1].cron); "), "{message}");
+        assert!(
+            message.ends_with(
+                "items[1]: maxRetry must be an integer from 0 to 10 (field items[1].maxRetry)"
+            ),
+            "{message}"
+        );
     }
 }

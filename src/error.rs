@@ -1,5 +1,5 @@
 //! The API's error type: every failure maps once to a status and a JSON body
-//! `{"error": {"code", "message", "field"?}}`.
+//! `{"error": {"code", "message", "field"?, "errors"?}}`.
 
 use crate::actors::alerts::TestError;
 use std::borrow::Cow;
@@ -15,11 +15,14 @@ use crate::store::StoreError;
 /// Errors answered by the HTTP API.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    /// Bad input; `field` names the offending field or parameter.
+    /// Bad input; `field` names the offending field or parameter. `more`: the further fields
+    /// refused with it, when a body's fields are checked together (a task's), in the order
+    /// checked; this one is the first.
     #[error("{message}")]
     Invalid {
         field: Option<String>,
         message: String,
+        more: Vec<FieldError>,
     },
     #[error("missing or wrong admin token: send Authorization: Bearer <token>")]
     Unauthorized,
@@ -120,12 +123,70 @@ impl From<ServiceError> for ApiError {
     }
 }
 
+/// One refused field of a 400: the field and why (an item of the body's `errors`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
 impl ApiError {
     /// Bad input in `field`.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         ApiError::Invalid {
             field: Some(field.into()),
             message: message.into(),
+            more: Vec::new(),
+        }
+    }
+
+    /// Bad input without a field to name (a body that is no object).
+    pub fn invalid_body(message: impl Into<String>) -> Self {
+        ApiError::Invalid {
+            field: None,
+            message: message.into(),
+            more: Vec::new(),
+        }
+    }
+
+    /// The refusals of several fields checked together, as one 400: the first is its `field`
+    /// and message, all of them its `errors`. A single one is returned as it is.
+    pub fn all(refusals: Vec<ApiError>) -> Self {
+        let mut refusals = refusals.into_iter();
+        let Some(first) = refusals.next() else {
+            return ApiError::invalid_body("the body was refused");
+        };
+        let more: Vec<FieldError> = refusals.flat_map(|err| err.field_errors()).collect();
+        match first {
+            ApiError::Invalid {
+                field,
+                message,
+                more: own,
+            } => ApiError::Invalid {
+                field,
+                message,
+                more: own.into_iter().chain(more).collect(),
+            },
+            other => other,
+        }
+    }
+
+    /// Every field a 400 refuses, each with its message, the one it names first; none for
+    /// another error.
+    pub fn field_errors(&self) -> Vec<FieldError> {
+        match self {
+            ApiError::Invalid {
+                field: Some(field),
+                message,
+                more,
+            } => {
+                let first = FieldError {
+                    field: field.clone(),
+                    message: message.clone(),
+                };
+                std::iter::once(first).chain(more.iter().cloned()).collect()
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -138,10 +199,19 @@ impl ApiError {
                 None => format!("items[{index}]"),
             })
         };
+        let item = |error: FieldError| FieldError {
+            field: format!("items[{index}].{}", error.field),
+            message: format!("items[{index}]: {}", error.message),
+        };
         match self {
-            ApiError::Invalid { field, message } => ApiError::Invalid {
+            ApiError::Invalid {
+                field,
+                message,
+                more,
+            } => ApiError::Invalid {
                 field: within(field),
                 message: format!("items[{index}]: {message}"),
+                more: more.into_iter().map(item).collect(),
             },
             ApiError::Conflict { field, message } => ApiError::Conflict {
                 field: within(field),
@@ -219,6 +289,9 @@ struct ErrorDetail<'a> {
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
+    /// Every field refused (a 400's), `field` and `message` being the first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    errors: Vec<FieldError>,
 }
 
 impl ResponseError for ApiError {
@@ -268,6 +341,7 @@ impl ResponseError for ApiError {
                 code: self.code(),
                 message: self.to_string(),
                 field,
+                errors: self.field_errors(),
             },
         })
     }
@@ -299,6 +373,33 @@ mod tests {
         let own = HttpResponse::from_error(ApiError::NotFound("no task 7".into()));
         assert!(foreign::<ApiError>(&own).is_none(), "already in shape");
         assert!(foreign::<ApiError>(&HttpResponse::Ok().finish()).is_none());
+    }
+
+    #[test]
+    fn a_400_lists_every_field_it_refuses_the_first_as_its_field() {
+        let one = body(&ApiError::invalid("cron", "bad cron"));
+        assert_eq!(one["error"]["field"], "cron");
+        assert_eq!(
+            one["error"]["errors"],
+            serde_json::json!([{"field": "cron", "message": "bad cron"}])
+        );
+        let all = ApiError::all(vec![
+            ApiError::invalid("cron", "bad cron"),
+            ApiError::invalid("maxRetry", "too many"),
+        ]);
+        let both = body(&all);
+        assert_eq!(both["error"]["code"], "INVALID_ARGUMENT");
+        assert_eq!(both["error"]["field"], "cron");
+        assert_eq!(both["error"]["message"], "bad cron");
+        assert_eq!(both["error"]["errors"][1]["field"], "maxRetry");
+        let item = body(&all.in_item(2));
+        assert_eq!(item["error"]["field"], "items[2].cron");
+        assert_eq!(item["error"]["errors"][1]["field"], "items[2].maxRetry");
+        assert_eq!(item["error"]["errors"][1]["message"], "items[2]: too many");
+        let none = body(&ApiError::NotFound("no task 7".into()));
+        assert!(none["error"].get("errors").is_none(), "{none}");
+        let unnamed = body(&ApiError::invalid_body("the body must be a JSON object"));
+        assert!(unnamed["error"].get("errors").is_none(), "{unnamed}");
     }
 
     #[test]

@@ -2127,3 +2127,91 @@ async fn alerts_in_the_console_on_sqlite() {
 async fn alerts_in_the_console_on_mysql() {
     alerts_in_the_console(TestStore::mysql()).await;
 }
+
+/// A save refused for several fields shows each error beside its field and a summary at the
+/// top linking to each; what was typed stays and nothing is saved. The time zone is offered
+/// from every zone ax takes, on the editor only.
+#[actix_rt::test]
+async fn the_editor_shows_every_refused_field_at_once() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "console-editor-errors")).await;
+    let api = Api::new(&ax);
+    let mut visitor = Visitor::new(&ax);
+    let (status, _, form) = visitor.get("/console/tasks/new").await;
+    assert_eq!(status, 200, "{form}");
+    assert!(
+        form.contains(r#"list="timeZone-choices""#)
+            && form.contains(r#"<option value="Europe/Berlin">"#)
+            && form.contains(r#"<option value="America/Argentina/Buenos_Aires">"#),
+        "{form}"
+    );
+    let (_, _, listing) = visitor.get("/console/tasks").await;
+    assert!(
+        !listing.contains("<datalist"),
+        "the zones on the editor only"
+    );
+
+    let name = unique_name("refused");
+    let fields = [
+        ("name", name.as_str()),
+        ("scene", "default"),
+        ("cron", "61 * * * * *"),
+        ("timeZone", "Europe/Berlin"),
+        ("handlerUrl", "http://127.0.0.1:9/run"),
+        ("params", "{nope"),
+        ("maxRetry", "11"),
+        ("timeoutMs", "30000"),
+        ("overlap", "ALLOW"),
+        ("jitterSecs", "0"),
+        ("enabled", "true"),
+        ("labels", "team=billing\nTeam=ops"),
+    ];
+    let (status, _, body) = visitor.post("/console/tasks/new", &fields).await;
+    assert_eq!(status, 400, "{body}");
+    let expected = [
+        ("cron", "61"),
+        ("params", "params is not valid JSON"),
+        ("maxRetry", "maxRetry must be an integer from 0 to 10"),
+        ("labels", "a label key must be"),
+    ];
+    let summary = body
+        .split_once(r#"id="form-error""#)
+        .and_then(|(_, rest)| rest.split_once("</div>"))
+        .map(|(summary, _)| summary)
+        .unwrap_or_else(|| panic!("no summary: {body}"));
+    assert!(summary.contains("change these 4 fields"), "{summary}");
+    let mut listed = Vec::new();
+    for (field, words) in expected {
+        let beside = format!(r#"<span class="field-error" id="{field}-error">"#);
+        let error = body
+            .split_once(&beside)
+            .and_then(|(_, rest)| rest.split_once("</span>"))
+            .map(|(error, _)| error)
+            .unwrap_or_else(|| panic!("no error beside {field}: {body}"));
+        assert!(error.contains(words), "{field}: {error}");
+        let described = [
+            format!(r#"aria-describedby="{field}-error""#),
+            format!(r#"aria-describedby="{field}-hint {field}-error""#),
+        ];
+        assert!(
+            described.iter().any(|d| body.contains(d)),
+            "{field}: {body}"
+        );
+        let link = format!(r##"<a href="#{field}">"##);
+        listed.push(
+            summary
+                .find(&link)
+                .unwrap_or_else(|| panic!("{field}: {summary}")),
+        );
+    }
+    assert!(listed.windows(2).all(|w| w[0] < w[1]), "in field order");
+    assert_eq!(summary.matches("<li>").count(), 4, "{summary}");
+    assert!(
+        body.contains(r#"value="61 * * * * *""#),
+        "what was typed stays"
+    );
+    assert!(body.contains("{nope</textarea>"), "what was typed stays");
+    let (_, listing) = api.get("/api/tasks?limit=500").await;
+    assert!(!listing.to_string().contains(&name), "nothing saved");
+    ax.shutdown().await;
+}

@@ -77,6 +77,58 @@ async fn handler_urls_that_cannot_be_called_are_refused() {
     ax.shutdown().await;
 }
 
+/// A task body with three bad fields is one 400 naming all three (`errors`), the first as its
+/// `field` and message, as a body with that one bad field would be; nothing is stored. A bulk
+/// item's are named within it.
+#[actix_rt::test]
+async fn every_bad_field_of_a_task_is_named_at_once() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "input-all")).await;
+    let api = Api::new(&ax);
+    let before = task_total(&api).await;
+    let mut body = task("61 * * * * *", "http://127.0.0.1:9/run");
+    body["maxRetry"] = json!(11);
+    body["overlap"] = json!("SOMETIMES");
+    let (status, refused) = api.post("/api/tasks", body.clone()).await;
+    assert_eq!(status, 400, "{refused}");
+    let error = &refused["error"];
+    assert_eq!(error["code"], "INVALID_ARGUMENT", "{refused}");
+    let fields: Vec<&str> = error["errors"]
+        .as_array()
+        .map(|errors| errors.iter().filter_map(|e| e["field"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(fields, ["cron", "maxRetry", "overlap"], "{refused}");
+    assert_eq!(error["field"], "cron", "the first: {refused}");
+    assert_eq!(error["message"], error["errors"][0]["message"], "{refused}");
+    assert_eq!(
+        error["errors"][1]["message"], "maxRetry must be an integer from 0 to 10",
+        "{refused}"
+    );
+    // The cron alone: the same first error, and only it.
+    let alone = task("61 * * * * *", "http://127.0.0.1:9/run");
+    let (status, only) = api.post("/api/tasks", alone).await;
+    assert_eq!(status, 400, "{only}");
+    assert_eq!(only["error"]["field"], "cron");
+    assert_eq!(only["error"]["message"], error["message"]);
+    assert_eq!(only["error"]["errors"].as_array().map(Vec::len), Some(1));
+    assert_eq!(task_total(&api).await, before, "a refused task was stored");
+
+    let bulk = json!({"items": [task("0 0 0 1 1 *", "http://127.0.0.1:9/run"), body]});
+    let (status, refused) = api.post("/api/tasks/bulk", bulk).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "items[1].cron", "{refused}");
+    assert_eq!(
+        refused["error"]["errors"][2]["field"], "items[1].overlap",
+        "{refused}"
+    );
+    assert_eq!(
+        task_total(&api).await,
+        before,
+        "a refused bulk stored a task"
+    );
+    ax.shutdown().await;
+}
+
 /// A cron longer than its column and times outside what a store holds, on `store`.
 async fn input_beyond_the_store_is_refused(store: TestStore) {
     let ax = start_ax(&config(&store, false, "input")).await;

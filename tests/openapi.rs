@@ -121,6 +121,13 @@ async fn the_document_matches_the_router() {
     let scenes = &doc["paths"]["/api/scenes"]["get"]["responses"]["200"]["content"];
     let scene = &scenes["application/json"]["schema"]["properties"]["items"]["items"];
     assert_eq!(scene["properties"]["paused"]["type"], "boolean", "{scene}");
+    // A 400 lists every field it refuses.
+    let error = &doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"];
+    let item = &error["errors"]["items"]["properties"];
+    assert!(
+        item["field"].is_object() && item["message"].is_object(),
+        "{error}"
+    );
     ax.shutdown().await;
 }
 

@@ -19,6 +19,7 @@ pub fn parse(body: &[u8]) -> Result<Value, ApiError> {
     distinct(body).map_err(|(field, err)| ApiError::Invalid {
         field,
         message: format!("invalid JSON body: {err}"),
+        more: Vec::new(),
     })
 }
 
@@ -189,10 +190,8 @@ pub async fn body_within_limit(
     use futures_util::StreamExt;
     let mut body = Vec::new();
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|err| ApiError::Invalid {
-            field: None,
-            message: format!("the body could not be read: {err}"),
-        })?;
+        let chunk = chunk
+            .map_err(|err| ApiError::invalid_body(format!("the body could not be read: {err}")))?;
         if body.len() + chunk.len() > limit {
             return Err(ApiError::TooLarge(limit));
         }
@@ -207,7 +206,7 @@ mod tests {
 
     fn refused(body: &str) -> (Option<String>, String) {
         match parse(body.as_bytes()) {
-            Err(ApiError::Invalid { field, message }) => (field, message),
+            Err(ApiError::Invalid { field, message, .. }) => (field, message),
             other => panic!("{body}: expected a 400, got {other:?}"),
         }
     }

@@ -93,7 +93,7 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
     }
     let mut responses = json!({
         status: success,
-        "400": error("invalid input; `field` names it"),
+        "400": error("invalid input; `field` names it, `errors` every field refused"),
         "404": error("not found"),
         "503": error("store or Redis unavailable"),
         "421": error("a Host this ax does not answer to (`field`: Host)"),
@@ -453,8 +453,16 @@ fn schemas() -> Value {
     let opt_string = json!({"type": "string", "nullable": true});
     let opt_time = json!({"type": "string", "format": "date-time", "nullable": true});
     json!({
-        "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
-            "code": string, "message": string, "field": string}}}},
+        "Error": {"type": "object", "properties": {"error": {"type": "object",
+            "required": ["code", "message"], "properties": {
+            "code": string, "message": string,
+            "field": {"type": "string", "description": "the offending field or parameter, \
+                when there is one (the first of `errors`)"},
+            "errors": {"type": "array", "description": "a 400 naming a field: every field \
+                refused, each with its message, the one in `field` and `message` first; a task \
+                body lists each bad field at once (`items[i].field` in a bulk registration)",
+                "items": {"type": "object", "required": ["field", "message"],
+                    "properties": {"field": string, "message": string}}}}}}},
         "TaskInput": task_fields::input_schema(),
         "Task": {"allOf": [{"$ref": "#/components/schemas/TaskInput"}, {"type": "object", "properties": {
             "id": int,

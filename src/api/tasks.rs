@@ -147,10 +147,9 @@ pub async fn patch(
     let asked = if_match(&req)?;
     let patch = body.0;
     if !patch.is_object() {
-        return Err(ApiError::Invalid {
-            field: None,
-            message: "a merge patch of a task must be a JSON object".into(),
-        });
+        return Err(ApiError::invalid_body(
+            "a merge patch of a task must be a JSON object",
+        ));
     }
     for _ in 0..PATCH_TRIES {
         let current = state.service.task(id).await?;
@@ -158,11 +157,8 @@ pub async fn patch(
         if !asked.allows(version) {
             return Err(ServiceError::Stale(Box::new(current)).into());
         }
-        let view =
-            serde_json::to_value(TaskView::from(current)).map_err(|err| ApiError::Invalid {
-                field: None,
-                message: format!("the task could not be read: {err}"),
-            })?;
+        let view = serde_json::to_value(TaskView::from(current))
+            .map_err(|err| ApiError::invalid_body(format!("the task could not be read: {err}")))?;
         let merged = validate::merge_patch(validate::task_body(view), patch.clone());
         let input = validate::task_input(merged, &state.security.allowlist)?;
         let on = Versions::OneOf(vec![version]);

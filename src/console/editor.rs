@@ -260,9 +260,13 @@ impl Draft {
 
     /// The API body of the draft, its upstreams resolved to `depends_on`: what the API's
     /// validation then checks. An empty field is left out (its default); a number that does
-    /// not read as one is sent as text, for the API's own message.
-    fn body(&self, depends_on: &[TaskId]) -> Result<Value, ApiError> {
+    /// not read as one is sent as text, for the API's own message. With it, the refusals of
+    /// the fields that do not read as the API's values (JSON that is not, a label line without
+    /// `=`): each is sent as its text, so the API refuses that field and no other in its stead
+    /// (an executor left out would make the handler URL required).
+    fn body(&self, depends_on: &[TaskId]) -> (Value, Vec<ApiError>) {
         let mut body = Map::new();
+        let mut unread = Vec::new();
         let mut put = |name: &str, value: &str| {
             if !value.is_empty() {
                 body.insert(name.into(), Value::String(value.into()));
@@ -283,33 +287,36 @@ impl Draft {
                 body.insert(field.name.into(), value);
             }
         }
-        let labels = self.labels_value()?;
-        if !labels.is_empty() {
-            body.insert("labels".into(), Value::Object(labels));
+        match self.labels_value() {
+            Ok(labels) if labels.is_empty() => {}
+            Ok(labels) => {
+                body.insert(LABELS.name.into(), Value::Object(labels));
+            }
+            Err(err) => {
+                unread.push(err);
+                body.insert(LABELS.name.into(), Value::String(self.labels.clone()));
+            }
         }
-        if !self.executor.is_empty() {
-            let executor = json::distinct(self.executor.as_bytes()).map_err(|(_, err)| {
-                ApiError::invalid("executor", format!("executor is not valid JSON: {err}"))
-            })?;
-            body.insert("executor".into(), executor);
-        }
-        if !self.alerts.is_empty() {
-            let rule = json::distinct(self.alerts.as_bytes()).map_err(|(_, err)| {
-                ApiError::invalid("alerts", format!("alerts is not valid JSON: {err}"))
-            })?;
-            body.insert("alerts".into(), rule);
-        }
-        if !self.params.is_empty() {
+        for (name, text) in [
+            (EXECUTOR.name, &self.executor),
+            (ALERTS.name, &self.alerts),
+            (PARAMS.name, &self.params),
+        ] {
+            if text.is_empty() {
+                continue;
+            }
             // Read as the API reads a body: a key given twice is refused, not the last kept.
-            let params = json::distinct(self.params.as_bytes()).map_err(|(_, err)| {
-                ApiError::invalid("params", format!("params is not valid JSON: {err}"))
-            })?;
-            body.insert("params".into(), params);
+            let value = json::distinct(text.as_bytes()).unwrap_or_else(|(_, err)| {
+                let message = format!("{name} is not valid JSON: {err}");
+                unread.push(ApiError::invalid(name, message));
+                Value::String(text.clone())
+            });
+            body.insert(name.into(), value);
         }
         body.insert("enabled".into(), Value::Bool(self.enabled));
         let ids: Vec<Value> = depends_on.iter().map(|id| Value::from(id.0)).collect();
         body.insert("dependsOn".into(), Value::Array(ids));
-        Ok(Value::Object(body))
+        (Value::Object(body), unread)
     }
 }
 
@@ -370,7 +377,41 @@ async fn resolve_upstreams(service: &Service, draft: &Draft) -> Result<Vec<TaskI
     Ok(ids)
 }
 
-/// What a save was refused for: the field named, if any, and the message.
+/// Every refusal of a save, the API's and the editor's own (a field that does not read, an
+/// upstream of no task), as one error: the editor's refusal of a field stands for the API's of
+/// it, and all are in the order the fields are declared.
+fn every_refusal(own: Vec<ApiError>, api: Option<ApiError>) -> ApiError {
+    let own_fields: Vec<&str> = own
+        .iter()
+        .filter_map(|err| err.field())
+        .map(form_field)
+        .collect();
+    let mut refusals: Vec<ApiError> = Vec::new();
+    if let Some(api) = api {
+        let fields = api.field_errors();
+        if fields.is_empty() {
+            refusals.push(api);
+        }
+        refusals.extend(
+            fields
+                .into_iter()
+                .filter(|refused| !own_fields.contains(&form_field(&refused.field)))
+                .map(|refused| ApiError::invalid(refused.field, refused.message)),
+        );
+    }
+    refusals.extend(own);
+    let position = |err: &ApiError| {
+        let field = err.field().map(form_field);
+        task_fields::ALL
+            .iter()
+            .position(|declared| Some(declared.name) == field)
+            .unwrap_or(task_fields::ALL.len())
+    };
+    refusals.sort_by_key(position);
+    ApiError::all(refusals)
+}
+
+/// A refusal of a save: the field named, if any, and the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Refusal {
     field: Option<String>,
@@ -381,32 +422,52 @@ struct Refusal {
 /// was opened (the form then shows the task as it is, and the values sent that differ).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Unsaved {
-    Refused(Refusal),
+    /// Each field refused (one refusal without a field when the error names none).
+    Refused(Vec<Refusal>),
     Changed(Vec<(&'static str, String)>),
 }
 
 impl Unsaved {
-    fn refusal(&self) -> Option<&Refusal> {
+    fn refusals(&self) -> &[Refusal] {
         match self {
-            Unsaved::Refused(refusal) => Some(refusal),
-            Unsaved::Changed(_) => None,
+            Unsaved::Refused(refusals) => refusals,
+            Unsaved::Changed(_) => &[],
         }
     }
 }
 
 impl Refusal {
-    fn of(err: &ApiError) -> Refusal {
-        Refusal {
-            field: err.field().map(str::to_string),
-            message: err.to_string(),
+    /// Every field `err` refuses, or its message alone when it names none (a conflict).
+    fn all(err: &ApiError) -> Vec<Refusal> {
+        let fields = err.field_errors();
+        if fields.is_empty() {
+            return vec![Refusal {
+                field: err.field().map(str::to_string),
+                message: err.to_string(),
+            }];
         }
+        fields
+            .into_iter()
+            .map(|refused| Refusal {
+                field: Some(refused.field),
+                message: refused.message,
+            })
+            .collect()
     }
 
-    /// The message of a refusal of `field`, or of a part of it (`labels.team`).
-    fn for_field(refusal: Option<&Refusal>, field: &str) -> Option<String> {
-        refusal
+    /// The message of the refusals of `field`, or of a part of it (`labels.team`).
+    fn for_field(refusals: &[Refusal], field: &str) -> Option<String> {
+        let messages: Vec<&str> = refusals
+            .iter()
             .filter(|r| r.field.as_deref().map(form_field) == Some(field))
-            .map(|r| r.message.clone())
+            .map(|r| r.message.as_str())
+            .collect();
+        (!messages.is_empty()).then(|| messages.join("; "))
+    }
+
+    /// How the summary names its field: the input's label.
+    fn label(&self) -> Option<&'static str> {
+        task_fields::named(form_field(self.field.as_deref()?)).map(|declared| declared.label)
     }
 }
 
@@ -506,7 +567,7 @@ async fn save(
         }
         Err(ConsoleError::Refused(err)) => {
             let status = actix_web::ResponseError::status_code(&err);
-            (target, draft, Unsaved::Refused(Refusal::of(&err)), status)
+            (target, draft, Unsaved::Refused(Refusal::all(&err)), status)
         }
         Err(ConsoleError::Changed(current)) => {
             let upstreams = state
@@ -535,9 +596,18 @@ async fn saved(
     target: Target,
     draft: &Draft,
 ) -> Result<TaskDetails, ConsoleError> {
-    let upstreams = resolve_upstreams(&state.service, draft).await?;
-    let body = draft.body(&upstreams)?;
-    let input = validate::task_input(body, &state.security.allowlist)?;
+    // An unknown upstream is refused with the other fields, checked without it.
+    let (upstreams, mut own) = match resolve_upstreams(&state.service, draft).await {
+        Ok(ids) => (ids, Vec::new()),
+        Err(ConsoleError::Refused(err)) => (Vec::new(), vec![err]),
+        Err(other) => return Err(other),
+    };
+    let (body, unread) = draft.body(&upstreams);
+    own.extend(unread);
+    let input = match validate::task_input(body, &state.security.allowlist) {
+        Ok(input) if own.is_empty() => input,
+        checked => return Err(every_refusal(own, checked.err()).into()),
+    };
     let actor = &visitor.principal;
     let saved = match target {
         Target::New => state.service.create_task(input, actor).await,
@@ -603,8 +673,9 @@ fn editor_form(
     suggestions: &[String],
     preview: Markup,
 ) -> Markup {
-    let refusal = unsaved.and_then(Unsaved::refusal);
-    let error = |field: &str| Refusal::for_field(refusal, field);
+    let refusals = unsaved.map_or(&[][..], Unsaved::refusals);
+    let error = |field: &str| Refusal::for_field(refusals, field);
+    let zones = crate::cron::Zone::names();
     let overlaps: Vec<&str> = OverlapPolicy::ALL.iter().map(|p| p.as_str()).collect();
     let (back, version) = match target {
         Target::New => ("/console/tasks".to_string(), None),
@@ -612,10 +683,25 @@ fn editor_form(
     };
     html! {
         @match unsaved {
-            Some(Unsaved::Refused(refusal)) => {
+            Some(Unsaved::Refused(refusals)) => {
                 div.error role="alert" #form-error {
-                    "Not saved: " (refusal.message)
-                    @if let Some(field) = &refusal.field { " " a href=(format!("#{}", form_field(field))) { "Go to the field" } }
+                    @match refusals.len() {
+                        1 => { "Not saved; change this field:" }
+                        n => { "Not saved; change these " (n) " fields:" }
+                    }
+                    ul.refusals {
+                        @for refusal in refusals {
+                            li {
+                                @match (&refusal.field, refusal.label()) {
+                                    (Some(field), Some(label)) => {
+                                        a href=(format!("#{}", form_field(field))) { (label) } ": "
+                                    }
+                                    _ => {}
+                                }
+                                (refusal.message)
+                            }
+                        }
+                    }
                 }
             }
             Some(Unsaved::Changed(yours)) => {
@@ -643,7 +729,7 @@ fn editor_form(
             fieldset {
                 legend { "Schedule" }
                 (layout::input("cron", CRON.label, "text", Some(&draft.cron), error("cron").as_deref()))
-                (layout::input("timeZone", TIME_ZONE.label, "text", Some(&draft.time_zone), error("timeZone").as_deref()))
+                (layout::searchable("timeZone", TIME_ZONE.label, &draft.time_zone, &zones, error("timeZone").as_deref()))
                 section.preview aria-labelledby="preview-heading" {
                     h2 #preview-heading { "Next 10 fire times" }
                     div #preview aria-live="polite" { (preview) }
@@ -703,7 +789,8 @@ mod tests {
         draft.params = r#"{"a": 1}"#.into();
         draft.max_retry = "two".into();
         draft.retry_factor = String::new();
-        let body = draft.body(&[TaskId(4)]).expect("a body");
+        let (body, unread) = draft.body(&[TaskId(4)]);
+        assert!(unread.is_empty(), "{unread:?}");
         assert_eq!(body["maxRetry"], "two");
         assert_eq!(body["timeoutMs"], 30_000);
         assert_eq!(body["params"]["a"], 1);
@@ -711,8 +798,11 @@ mod tests {
         assert!(body.get("retryFactor").is_none());
         for bad in ["{nope", r#"{"a": 1, "a": 2}"#] {
             draft.params = bad.into();
-            let err = draft.body(&[]).expect_err(bad);
-            assert_eq!(Refusal::of(&err).field.as_deref(), Some("params"), "{bad}");
+            let (body, unread) = draft.body(&[]);
+            let fields: Vec<_> = unread.iter().map(ApiError::field).collect();
+            assert_eq!(fields, [Some("params")], "{bad}");
+            // Sent as typed, so the API refuses params and no other field in its stead.
+            assert_eq!(body["params"], bad, "{bad}");
         }
     }
 
@@ -733,9 +823,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn every_field_is_in_the_form() {
-        let visitor = Visitor {
+    fn admin() -> Visitor {
+        Visitor {
             principal: crate::security::Principal {
                 name: "admin".into(),
                 role: crate::security::Role::Admin,
@@ -743,9 +832,119 @@ mod tests {
             signed_in: false,
             csrf: "csrf".into(),
             notice: None,
-        };
+        }
+    }
+
+    /// The editor's form for `draft`, after a save refused for `unsaved` if given.
+    fn form(draft: &Draft, unsaved: Option<&Unsaved>) -> String {
+        editor_form(&admin(), Target::New, draft, unsaved, &[], html! {}).into_string()
+    }
+
+    /// A draft the API takes.
+    fn valid() -> Draft {
+        let mut draft = Draft::new(Some("ops"));
+        draft.name = "nightly".into();
+        draft.handler_url = "http://127.0.0.1:9/run".into();
+        draft
+    }
+
+    /// What saving `draft` would be refused for, as the editor shows it (none: it saves).
+    fn refusals_of(draft: &Draft) -> Vec<Refusal> {
+        let (body, own) = draft.body(&[]);
+        match validate::task_input(body, &Default::default()) {
+            Ok(_) if own.is_empty() => Vec::new(),
+            checked => Refusal::all(&every_refusal(own, checked.err())),
+        }
+    }
+
+    #[test]
+    fn every_numeric_hint_states_the_bounds_the_api_enforces() {
+        let form = form(&Draft::new(None), None);
+        for field in numbers() {
+            // The hint as the page shows it: `min-max; …`.
+            let start = format!(r#"id="{}-hint">"#, field.name);
+            let hint = form
+                .split_once(&start)
+                .and_then(|(_, rest)| rest.split_once("</span>"))
+                .map(|(hint, _)| hint)
+                .unwrap_or_else(|| panic!("no hint for {}", field.name));
+            let (min, max) = hint
+                .split(';')
+                .next()
+                .and_then(|bounds| bounds.split_once('-'))
+                .and_then(|(min, max)| Some((min.parse::<i64>().ok()?, max.parse::<i64>().ok()?)))
+                .unwrap_or_else(|| panic!("{}: no bounds in {hint:?}", field.name));
+            assert_eq!((min, max), field.range(), "{}", field.name);
+            for (value, taken) in [(min, true), (max, true), (min - 1, false), (max + 1, false)] {
+                let (mut body, _) = valid().body(&[]);
+                body[field.name] = value.into();
+                let checked = validate::task_input(body, &Default::default());
+                match checked {
+                    Ok(_) => assert!(taken, "{}: {value} taken, the hint says {hint}", field.name),
+                    Err(err) => {
+                        assert!(!taken, "{}: {value} refused: {err}", field.name);
+                        assert_eq!(err.field(), Some(field.name));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_save_refused_for_several_fields_shows_each_beside_it_and_lists_them() {
+        let mut draft = valid();
+        draft.max_retry = "11".into();
+        draft.params = "{nope".into();
+        draft.cron = "61 * * * * *".into();
+        draft.labels = "team".into();
+        let refusals = refusals_of(&draft);
+        let fields: Vec<_> = refusals.iter().map(|r| r.field.as_deref()).collect();
+        // In the order the fields are declared.
+        let expected = ["cron", "params", "maxRetry", "labels"];
+        assert_eq!(fields, expected.map(Some));
+        assert!(
+            refusals[1].message.contains("not valid JSON"),
+            "{refusals:?}"
+        );
+        let form = form(&draft, Some(&Unsaved::Refused(refusals.clone())));
+        for (field, refusal) in expected.iter().zip(&refusals) {
+            let beside = format!(r#"<span class="field-error" id="{field}-error">"#);
+            assert!(form.contains(&beside), "no error beside {field}: {form}");
+            let label = refusal.label().expect("a label");
+            let listed = format!(r##"<li><a href="#{field}">{label}</a>: "##);
+            assert!(form.contains(&listed), "{field} not listed: {form}");
+        }
+        assert!(form.contains("change these 4 fields"), "{form}");
+        assert!(refusals_of(&valid()).is_empty());
+    }
+
+    #[test]
+    fn the_time_zone_is_a_choice_of_every_zone_the_api_takes() {
+        let form = form(&Draft::new(None), None);
+        assert!(form.contains(r#"list="timeZone-choices""#), "{form}");
+        let names = crate::cron::Zone::names();
+        assert!(names.len() > 300, "{}", names.len());
+        for name in &names {
+            assert!(
+                form.contains(&format!(r#"<option value="{name}">"#)),
+                "{name}"
+            );
+            assert!(crate::cron::Zone::parse(name).is_ok(), "{name}");
+        }
+        for zone in ["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires"] {
+            assert!(names.iter().any(|name| name == zone), "{zone}");
+        }
+        // Any other text is still sent, and refused naming the field.
+        let mut draft = valid();
+        draft.time_zone = "Mars/Olympus_Mons".into();
+        let fields: Vec<_> = refusals_of(&draft).into_iter().map(|r| r.field).collect();
+        assert_eq!(fields, [Some("timeZone".to_string())]);
+    }
+
+    #[test]
+    fn every_field_is_in_the_form() {
         let draft = Draft::new(None);
-        let form = editor_form(&visitor, Target::New, &draft, None, &[], html! {}).into_string();
+        let form = form(&draft, None);
         let texts: Vec<&str> = draft.texts().into_iter().map(|(name, _)| name).collect();
         for field in task_fields::ALL {
             assert!(
@@ -763,7 +962,8 @@ mod tests {
         for field in task_fields::ALL {
             let stored = input(with_example(field));
             let draft = Draft::of(&details(&stored).task, &[]);
-            let body = draft.body(&stored.depends_on).expect("a body");
+            let (body, unread) = draft.body(&stored.depends_on);
+            assert!(unread.is_empty(), "{}: {unread:?}", field.name);
             let sent = validate::task_input(body, &Default::default()).expect("valid");
             assert!(
                 crate::apply::changed_fields(&sent, &stored).is_empty(),
@@ -777,22 +977,23 @@ mod tests {
     fn labels_are_lines_of_key_and_value() {
         let mut draft = Draft::new(None);
         draft.labels = "team=billing\n\n tier = 1 \n".into();
-        let body = draft.body(&[]).expect("a body");
+        let (body, _) = draft.body(&[]);
         assert_eq!(
             body["labels"],
             serde_json::json!({"team": "billing", "tier": "1"})
         );
         for (bad, field) in [("team", "labels"), ("a=1\na=2", "labels.a")] {
             draft.labels = bad.into();
-            let err = draft.body(&[]).expect_err(bad);
-            assert_eq!(Refusal::of(&err).field.as_deref(), Some(field), "{bad}");
+            let (_, unread) = draft.body(&[]);
+            let fields: Vec<_> = unread.iter().map(ApiError::field).collect();
+            assert_eq!(fields, [Some(field)], "{bad}");
         }
         let refusal = Refusal {
             field: Some("labels.Team".into()),
             message: "no".into(),
         };
         assert_eq!(
-            Refusal::for_field(Some(&refusal), "labels").as_deref(),
+            Refusal::for_field(&[refusal], "labels").as_deref(),
             Some("no")
         );
     }

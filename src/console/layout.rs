@@ -350,6 +350,30 @@ pub fn input(
     )
 }
 
+/// A text input offering `choices` as the browser filters them while one types (a
+/// `<datalist>`, no script), any other text still taken, for the server to check.
+pub fn searchable(
+    name: &str,
+    label: &str,
+    value: &str,
+    choices: &[String],
+    error: Option<&str>,
+) -> Markup {
+    let list = format!("{name}-choices");
+    field(
+        name,
+        label,
+        error,
+        html! {
+            input #(name) name=(name) type="text" value=(value) list=(list) autocomplete="off"
+                spellcheck="false"
+                aria-invalid=[error.map(|_| "true")]
+                aria-describedby=[described_by(name, error)];
+            datalist #(list) { @for choice in choices { option value=(choice); } }
+        },
+    )
+}
+
 /// A choice of a filter form; the empty choice, `any`, filters nothing.
 pub fn select(
     name: &str,

@@ -62,6 +62,20 @@ impl Zone {
         })
     }
 
+    /// Every zone name [`Zone::parse`] accepts, from the same bundled database, sorted (the
+    /// editor offers them as a choice).
+    pub fn names() -> Vec<String> {
+        let mut names: Vec<String> = TimeZoneDatabase::bundled()
+            .available()
+            .map(|name| name.as_str().to_string())
+            .collect();
+        if !names.iter().any(|name| name == "UTC") {
+            names.push("UTC".to_string());
+        }
+        names.sort();
+        names
+    }
+
     /// The zone's IANA name.
     pub fn name(&self) -> &str {
         &self.name

@@ -8,10 +8,7 @@ use crate::text;
 /// A JSON object with none but these fields.
 pub fn object(value: Value, fields: &[&str]) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(object) = value else {
-        return Err(ApiError::Invalid {
-            field: None,
-            message: "the body must be a JSON object".into(),
-        });
+        return Err(ApiError::invalid_body("the body must be a JSON object"));
     };
     if let Some(unknown) = object.keys().find(|k| !fields.contains(&k.as_str())) {
         return Err(ApiError::invalid(

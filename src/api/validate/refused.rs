@@ -15,6 +15,7 @@ pub(super) fn refusal(err: ApiError) -> (String, String) {
         ApiError::Invalid {
             field: Some(field),
             message,
+            ..
         } => (field, message),
         other => panic!("expected Invalid with a field, got {other:?}"),
     }

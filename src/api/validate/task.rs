@@ -105,7 +105,9 @@ pub fn bulk(body: &[u8], allowlist: &Allowlist) -> Result<(Vec<TaskInput>, bool)
     Ok((inputs, upsert))
 }
 
-/// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`).
+/// A task body (`POST /api/tasks`, `PUT /api/tasks/{id}`). Every field is checked, in one
+/// pass, so a refusal names each bad field (`ApiError::all`): the first as today's 400 did,
+/// the rest in its `errors`.
 pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, ApiError> {
     // Fields of the task's view added after clients learnt to send a view back without `id`,
     // `status`, `nextRunAt`, `createdAt`, `updatedAt`: read-only, and ignored (a change's
@@ -116,75 +118,125 @@ pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, A
         }
     }
     let mut body = object(body, TASK_FIELDS)?;
-    let zone = time_zone(optional_string(&mut body, fields::TIME_ZONE.name)?)?;
-    let cron = cron(required_string(&mut body, fields::CRON.name)?)?.in_zone(zone);
-    let name = text(
-        required_string(&mut body, fields::NAME.name)?,
-        fields::NAME.name,
-        MAX_NAME_CHARS,
-    )?;
-    let scene_name = optional_string(&mut body, fields::SCENE.name)?;
-    let input = TaskInput {
-        name,
-        scene: scene(scene_name.unwrap_or_else(|| DEFAULT_SCENE.into()))?,
-        cron,
-        handler_url: match optional_string(&mut body, fields::HANDLER_URL.name)? {
-            Some(url) => Some(handler_url(url, allowlist)?),
-            None => None,
-        },
-        executor: task_executor(body.remove(fields::EXECUTOR.name))?,
-        params: params(body.remove(fields::PARAMS.name))?,
-        max_retry: small(&mut body, fields::MAX_RETRY.name, MAX_RETRY)?
-            .unwrap_or(DEFAULT_MAX_RETRY),
-        timeout_ms: integer(&mut body, fields::TIMEOUT_MS.name, TIMEOUT_MS)?
-            .unwrap_or(DEFAULT_TIMEOUT_MS),
-        enabled: match body.remove(fields::ENABLED.name) {
-            None | Some(Value::Null) => DEFAULT_ENABLED,
-            Some(Value::Bool(enabled)) => enabled,
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    "enabled",
-                    "enabled must be true or false",
-                ))
-            }
-        },
-        retry_backoff_secs: small(
-            &mut body,
-            fields::RETRY_BACKOFF_SECS.name,
-            RETRY_BACKOFF_SECS,
-        )?,
-        retry_factor: small(&mut body, fields::RETRY_FACTOR.name, RETRY_FACTOR)?,
-        misfire_threshold_secs: small(
-            &mut body,
-            fields::MISFIRE_THRESHOLD_SECS.name,
-            MISFIRE_THRESHOLD_SECS,
-        )?,
-        dependency_timeout_secs: small(
-            &mut body,
-            fields::DEPENDENCY_TIMEOUT_SECS.name,
-            DEPENDENCY_TIMEOUT_SECS,
-        )?,
-        depends_on: depends_on(body.remove(fields::DEPENDS_ON.name))?,
-        overlap: overlap(optional_string(&mut body, fields::OVERLAP.name)?)?,
-        jitter_secs: small(&mut body, fields::JITTER_SECS.name, JITTER_SECS)?
-            .unwrap_or(DEFAULT_JITTER_SECS),
-        labels: Labels::from_body(body.remove(fields::LABELS.name))
-            .map_err(|err| ApiError::invalid(err.field, err.message))?,
-        alerts: match body.remove(fields::ALERTS.name) {
-            None | Some(Value::Null) => None,
-            Some(rule) => Some(alert_rule(rule, "alerts.")?),
-        },
-        alert_lag_ms: integer(&mut body, fields::ALERT_LAG_MS.name, ALERT_LAG_MS)?,
-    };
-    match (&input.handler_url, &input.executor) {
-        (Some(_), None) | (None, Some(_)) => Ok(input),
-        (None, None) => Err(ApiError::invalid(
+    let mut refused = Refused::default();
+    // The zone first, then the cron read in it: the order a 400 named them in before it named
+    // them all, so its first `field` stays what clients saw.
+    let zone =
+        refused.check(optional_string(&mut body, fields::TIME_ZONE.name).and_then(time_zone));
+    let cron = refused.check(required_string(&mut body, fields::CRON.name).and_then(cron));
+    let name = refused.check(
+        required_string(&mut body, fields::NAME.name)
+            .and_then(|name| text(name, fields::NAME.name, MAX_NAME_CHARS)),
+    );
+    let scene = refused.check(
+        optional_string(&mut body, fields::SCENE.name)
+            .and_then(|name| scene(name.unwrap_or_else(|| DEFAULT_SCENE.into()))),
+    );
+    let handler_url = refused.check(
+        optional_string(&mut body, fields::HANDLER_URL.name)
+            .and_then(|url| url.map(|url| handler_url(url, allowlist)).transpose()),
+    );
+    let executor = refused.check(task_executor(body.remove(fields::EXECUTOR.name)));
+    let params = refused.check(params(body.remove(fields::PARAMS.name)));
+    let max_retry = refused.check(small(&mut body, fields::MAX_RETRY.name, MAX_RETRY));
+    let timeout_ms = refused.check(integer(&mut body, fields::TIMEOUT_MS.name, TIMEOUT_MS));
+    let enabled = refused.check(enabled(body.remove(fields::ENABLED.name)));
+    let retry_backoff_secs = refused.check(small(
+        &mut body,
+        fields::RETRY_BACKOFF_SECS.name,
+        RETRY_BACKOFF_SECS,
+    ));
+    let retry_factor = refused.check(small(&mut body, fields::RETRY_FACTOR.name, RETRY_FACTOR));
+    let misfire_threshold_secs = refused.check(small(
+        &mut body,
+        fields::MISFIRE_THRESHOLD_SECS.name,
+        MISFIRE_THRESHOLD_SECS,
+    ));
+    let dependency_timeout_secs = refused.check(small(
+        &mut body,
+        fields::DEPENDENCY_TIMEOUT_SECS.name,
+        DEPENDENCY_TIMEOUT_SECS,
+    ));
+    let depends_on = refused.check(depends_on(body.remove(fields::DEPENDS_ON.name)));
+    let overlap = refused.check(optional_string(&mut body, fields::OVERLAP.name).and_then(overlap));
+    let jitter_secs = refused.check(small(&mut body, fields::JITTER_SECS.name, JITTER_SECS));
+    let labels = refused.check(
+        Labels::from_body(body.remove(fields::LABELS.name))
+            .map_err(|err| ApiError::invalid(err.field, err.message)),
+    );
+    let alerts = refused.check(match body.remove(fields::ALERTS.name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(rule) => alert_rule(rule, "alerts.").map(Some),
+    });
+    let alert_lag_ms = refused.check(integer(&mut body, fields::ALERT_LAG_MS.name, ALERT_LAG_MS));
+    // Which of the two a task runs on, once each passed on its own.
+    if let (Some(handler_url), Some(executor)) = (&handler_url, &executor) {
+        refused.check(one_destination(handler_url.is_some(), executor.is_some()));
+    }
+    let input = (|| {
+        Some(TaskInput {
+            name: name?,
+            scene: scene?,
+            cron: cron?.in_zone(zone?),
+            handler_url: handler_url?,
+            executor: executor?,
+            params: params?,
+            max_retry: max_retry?.unwrap_or(DEFAULT_MAX_RETRY),
+            timeout_ms: timeout_ms?.unwrap_or(DEFAULT_TIMEOUT_MS),
+            enabled: enabled?,
+            retry_backoff_secs: retry_backoff_secs?,
+            retry_factor: retry_factor?,
+            misfire_threshold_secs: misfire_threshold_secs?,
+            dependency_timeout_secs: dependency_timeout_secs?,
+            depends_on: depends_on?,
+            overlap: overlap?,
+            jitter_secs: jitter_secs?.unwrap_or(DEFAULT_JITTER_SECS),
+            labels: labels?,
+            alerts: alerts?,
+            alert_lag_ms: alert_lag_ms?,
+        })
+    })();
+    match input {
+        Some(input) if refused.0.is_empty() => Ok(input),
+        _ => Err(ApiError::all(refused.0)),
+    }
+}
+
+/// The refusals of a body's fields, kept as each field is checked so that one 400 names them
+/// all.
+#[derive(Default)]
+struct Refused(Vec<ApiError>);
+
+impl Refused {
+    /// The field's value when it passed; `None`, its refusal kept, when not.
+    fn check<T>(&mut self, checked: Result<T, ApiError>) -> Option<T> {
+        checked.map_err(|err| self.0.push(err)).ok()
+    }
+}
+
+/// A task runs on a handler URL or on an executor group: one of them, not both.
+fn one_destination(handler_url: bool, executor: bool) -> Result<(), ApiError> {
+    match (handler_url, executor) {
+        (true, false) | (false, true) => Ok(()),
+        (false, false) => Err(ApiError::invalid(
             fields::HANDLER_URL.name,
             "handlerUrl is required (or executor: {group, path} for an executor group)",
         )),
-        (Some(_), Some(_)) => Err(ApiError::invalid(
+        (true, true) => Err(ApiError::invalid(
             fields::EXECUTOR.name,
             "give either handlerUrl or executor, not both (set the other to null)",
+        )),
+    }
+}
+
+/// Whether the task fires on its schedule; `true` when absent.
+fn enabled(value: Option<Value>) -> Result<bool, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(DEFAULT_ENABLED),
+        Some(Value::Bool(enabled)) => Ok(enabled),
+        Some(_) => Err(ApiError::invalid(
+            fields::ENABLED.name,
+            "enabled must be true or false",
         )),
     }
 }
@@ -352,10 +404,10 @@ mod tests {
         for (field, value) in cases {
             let mut body = valid();
             body[field] = value;
-            assert_eq!(
-                field_of(task_input(body, &Allowlist::default()).expect_err(field)).as_deref(),
-                Some(field)
-            );
+            let err = task_input(body, &Allowlist::default()).expect_err(field);
+            // One bad field: the error it always was, nothing more.
+            assert_eq!(err.field_errors().len(), 1, "{field}: {err:?}");
+            assert_eq!(field_of(err).as_deref(), Some(field));
         }
         let mut body = valid();
         body.as_object_mut().expect("object").remove("handlerUrl");
@@ -367,6 +419,89 @@ mod tests {
             field_of(task_input(json!([]), &Allowlist::default()).unwrap_err()),
             None
         );
+    }
+
+    /// Each field and message of a refusal.
+    fn refusals(err: &ApiError) -> Vec<(String, String)> {
+        let fields = err.field_errors().into_iter();
+        fields
+            .map(|refused| (refused.field, refused.message))
+            .collect()
+    }
+
+    #[test]
+    fn every_bad_field_is_named_at_once_in_field_order() {
+        let mut body = valid();
+        body["labels"] = json!({"Team": "billing"});
+        body["overlap"] = json!("SOMETIMES");
+        body["maxRetry"] = json!(11);
+        body["cron"] = json!("61 * * * * *");
+        body["timeZone"] = json!("Mars/Olympus_Mons");
+        body.as_object_mut().expect("object").remove("name");
+        let err = task_input(body, &Allowlist::default()).expect_err("refused");
+        let refused = refusals(&err);
+        let fields: Vec<&str> = refused.iter().map(|(field, _)| field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "timeZone",
+                "cron",
+                "name",
+                "maxRetry",
+                "overlap",
+                "labels.Team"
+            ]
+        );
+        // The first is the error's own field and message, as when it was the only one.
+        assert_eq!(refusal(err), refused[0].clone());
+        let mut alone = valid();
+        alone["maxRetry"] = json!(11);
+        let err = task_input(alone, &Allowlist::default()).expect_err("refused");
+        assert_eq!(refused[3], refusal(err));
+        assert_eq!(refused[3].1, "maxRetry must be an integer from 0 to 10");
+    }
+
+    #[test]
+    fn one_bad_field_is_refused_as_before() {
+        let mut body = valid();
+        body["maxRetry"] = json!(11);
+        let err = task_input(body, &Allowlist::default()).expect_err("refused");
+        match err {
+            ApiError::Invalid {
+                field,
+                message,
+                more,
+            } => {
+                assert_eq!(field.as_deref(), Some("maxRetry"));
+                assert_eq!(message, "maxRetry must be an integer from 0 to 10");
+                assert!(more.is_empty(), "{more:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A bad handlerUrl is not also reported as missing.
+        let mut body = valid();
+        body["handlerUrl"] = json!("ftp://host/x");
+        let err = task_input(body, &Allowlist::default()).expect_err("refused");
+        assert_eq!(refusals(&err).len(), 1, "{err:?}");
+        // Both destinations given, and another field bad: both named, the pair last.
+        let mut body = valid();
+        body["executor"] = json!({"group": "billing", "path": "/x"});
+        body["jitterSecs"] = json!(-1);
+        let err = task_input(body, &Allowlist::default()).expect_err("refused");
+        let fields: Vec<String> = refusals(&err).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["jitterSecs", "executor"]);
+    }
+
+    #[test]
+    fn a_bulk_item_names_each_of_its_fields() {
+        let mut item = valid();
+        item["cron"] = json!("nope");
+        item["retryFactor"] = json!(0);
+        let body = json!({"items": [valid(), item]}).to_string();
+        let err = bulk(body.as_bytes(), &Allowlist::default()).expect_err("refused");
+        let fields: Vec<String> = refusals(&err).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["items[1].cron", "items[1].retryFactor"]);
+        assert!(refusals(&err)[1].1.starts_with("items[1]: retryFactor"));
     }
 
     #[test]
