@@ -138,6 +138,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     let handle = server.handle();
     actix_rt::spawn(server);
     log::info!("ax {instance_id} listening on http://{addr}");
+    log::info!("console: http://{addr}/console");
     if !config.has_tokens() {
         log::warn!(
             "{NO_TOKEN_NOTICE} (server.admin_token / AX_ADMIN_TOKEN): the admin API is open to \

@@ -190,6 +190,13 @@ async fn lock_file(
     path: &str,
     in_use: impl Fn() -> IdentityError,
 ) -> Result<std::fs::File, IdentityError> {
+    // The lock comes before the store, which would make its folder: a first start in an
+    // empty folder makes it here.
+    let folder = std::path::Path::new(path).parent();
+    if let Some(folder) = folder.filter(|folder| !folder.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)
+            .map_err(|err| IdentityError::Lock(format!("{}: {err}", folder.display())))?;
+    }
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -15,9 +15,9 @@ pub struct Setting {
     /// The environment variable over the file's value; `None`: set in the file only.
     pub env: Option<&'static str>,
     pub kind: Kind,
-    /// The README's default, where the default value does not say it (`unset` for none).
+    /// The reference's default, where the default value does not say it (`unset` for none).
     pub shown_default: Option<&'static str>,
-    /// One line: the README's meaning column.
+    /// One line: the reference's meaning column.
     pub doc: &'static str,
     /// Keeps a value in the field; `false` when it does not fit the field's type.
     set: fn(&mut Config, Parsed) -> bool,
@@ -63,7 +63,7 @@ impl Setting {
         (self.get)(config)
     }
 
-    /// The default, as the README's table shows it.
+    /// The default, as the configuration reference's table shows it.
     pub fn default_shown(&self) -> String {
         match (self.shown_default, self.value(&Config::default())) {
             (Some(shown), _) => shown.to_string(),
@@ -248,7 +248,7 @@ macro_rules! settings {
             }
         )*
 
-        /// Every setting, declared once, in the README's order.
+        /// Every setting, declared once, in the reference's order.
         pub const SETTINGS: &[$crate::config::declare::Setting] = &[$($(
             $crate::config::declare::Setting::new(
                 $crate::config::declare::key!($section, $field $(, $key)?),

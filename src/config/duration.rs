@@ -11,7 +11,7 @@ pub enum TimeUnit {
 }
 
 impl TimeUnit {
-    /// As the README's table writes it.
+    /// As the configuration reference's table writes it.
     pub fn symbol(self) -> &'static str {
         match self {
             TimeUnit::Millis => "ms",

@@ -1,5 +1,5 @@
 //! What a setting accepts: how a value written for it (an environment variable, a flag, a key
-//! of the config file) is read, checked, and described in the README and in refusals.
+//! of the config file) is read, checked, and described in the configuration reference and in refusals.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -175,7 +175,7 @@ impl Kind {
         .ok_or_else(|| self.refusal())
     }
 
-    /// The values it takes, as the README's range column shows them (empty: any).
+    /// The values it takes, as the reference's range column shows them (empty: any).
     pub fn describe(&self) -> String {
         match self {
             Kind::Count { min, max, unit, .. } => {
@@ -235,7 +235,7 @@ impl Kind {
 }
 
 impl Parsed {
-    /// The value as the README and refusals show it (a URL's password masked).
+    /// The value as the reference and refusals show it (a URL's password masked).
     pub fn shown(&self) -> String {
         match self {
             Parsed::Number(n) => n.to_string(),

@@ -1,6 +1,6 @@
 //! Configuration, layered: built-in defaults, then `config/ax.yaml` (or `--config PATH`), then
 //! `AX_…` environment variables, then command-line flags. Every setting is declared once, in
-//! [`settings`]; reading each layer, checking values, `--help` and the README's table follow.
+//! [`settings`]; reading each layer, checking values, `--help` and the reference in `docs/configuration.md` follow.
 
 mod declare;
 mod dsn;
@@ -8,6 +8,7 @@ mod duration;
 mod error;
 mod file;
 mod kind;
+pub mod reference;
 mod settings;
 mod values;
 
@@ -428,75 +429,6 @@ mod tests {
         let shipped = Config::from_file(&path).expect("config/ax.yaml parses");
         shipped.validate().expect("config/ax.yaml is valid");
         assert_eq!(shipped, Config::default());
-    }
-
-    /// A row of a Markdown table; an empty cell is `| |`, as the README writes it.
-    fn row<const N: usize>(cells: [String; N]) -> String {
-        let mut line = String::from("|");
-        for cell in cells {
-            match cell.is_empty() {
-                true => line.push_str(" |"),
-                false => line.push_str(&format!(" {cell} |")),
-            }
-        }
-        line
-    }
-
-    /// The README's table that starts with `header`, through its last row.
-    fn readme_table(header: &str) -> String {
-        let readme = include_str!("../../README.md");
-        let lines: Vec<&str> = readme
-            .lines()
-            .skip_while(|line| *line != header)
-            .take_while(|line| line.starts_with('|'))
-            .collect();
-        assert!(!lines.is_empty(), "no README table {header}");
-        lines.join("\n")
-    }
-
-    #[test]
-    fn the_readmes_table_is_the_declarations() {
-        let header = "| key | env variable | default | range | meaning |";
-        let mut table = vec![header.to_string(), "|---|---|---|---|---|".to_string()];
-        for setting in SETTINGS {
-            let env = match setting.env {
-                Some(name) if setting.kind.is_list() => format!("`{name}` (comma-separated)"),
-                Some(name) => format!("`{name}`"),
-                None => "(file only)".to_string(),
-            };
-            table.push(row([
-                format!("`{}`", setting.key),
-                env,
-                setting.default_shown(),
-                setting.kind.describe(),
-                setting.doc.to_string(),
-            ]));
-        }
-        let table = table.join("\n");
-        assert_eq!(
-            readme_table(header),
-            table,
-            "README, Configuration:\n{table}"
-        );
-    }
-
-    #[test]
-    fn the_readmes_alias_table_is_the_declarations() {
-        let header = "| design document's key | sets | how |";
-        let mut table = vec![header.to_string(), "|---|---|---|".to_string()];
-        for alias in ALIASES {
-            table.push(row([
-                format!("`{}`", alias.key),
-                format!("`{}`", alias.sets),
-                alias.doc.to_string(),
-            ]));
-        }
-        let table = table.join("\n");
-        assert_eq!(
-            readme_table(header),
-            table,
-            "README, Configuration:\n{table}"
-        );
     }
 
     #[test]

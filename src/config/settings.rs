@@ -1,6 +1,6 @@
 //! Every setting of ax, declared once: its key, environment variable, default, kind (range,
 //! unit or rule) and one-line doc. The config structs, the environment, the file, the checks,
-//! `ax serve --help` and the README's table all follow from these declarations.
+//! `ax serve --help` and the configuration reference's table all follow from these declarations.
 
 use std::collections::BTreeMap;
 
@@ -63,7 +63,7 @@ settings! {
         tokens: Vec<NamedToken> {
             default: Vec::new(),
             kind: Kind::Tokens,
-            doc: "named tokens `{name, token, role}`, role `viewer`, `admin` or `executor` (registers executor group members, nothing else; see [Security](#security))",
+            doc: "named tokens `{name, token, role}`, role `viewer`, `admin` or `executor` (registers executor group members, nothing else; see [Security](security.md))",
         }
         allowed_hosts: Vec<String> {
             env: "AX_ALLOWED_HOSTS",
@@ -72,7 +72,7 @@ settings! {
                 rule: "must list names requests may give as their Host",
                 check: crate::site::check_allowed_hosts,
             },
-            doc: "more names requests may give as their `Host` (`name` or `name:port`, e.g. the public name behind a proxy), added to the defaults; checked without a token, and with one when set (see [Security](#security))",
+            doc: "more names requests may give as their `Host` (`name` or `name:port`, e.g. the public name behind a proxy), added to the defaults; checked without a token, and with one when set (see [Security](security.md))",
         }
         port: u16 {
             env: "AX_PORT",
@@ -83,7 +83,7 @@ settings! {
         instance_id: Option<String> {
             env: "AX_INSTANCE_ID",
             default: None,
-            shown: "this host's identity, kept in the store",
+            shown: "`<hostname>-<8 hex digits>`, made on the first start, kept in the store",
             kind: Kind::Checked {
                 rule: "must be 1-64 characters of A-Z a-z 0-9 . _ : -",
                 accepts: is_instance_id,
@@ -120,7 +120,7 @@ settings! {
             default: 100,
             // A MySQL statement holds at most 65,535 parameters; a fire row binds a dozen.
             kind: count(1, 5000, ""),
-            doc: "most instance writes per transaction",
+            doc: "most run writes per transaction",
         }
         batch_interval_ms: u64 {
             env: "AX_STORE_BATCH_INTERVAL_MS",
@@ -162,7 +162,7 @@ settings! {
             env: "AX_WHEEL_SIZE",
             default: 600,
             kind: count(1, crate::wheel::MAX_SLOTS as i64, ""),
-            doc: "wheel slots of one second",
+            doc: "wheel slots of one second (not `/healthz`'s `wheelSize`, the runs the wheel holds)",
         }
         max_grab_batch: i64 {
             env: "AX_MAX_GRAB_BATCH",
@@ -244,7 +244,7 @@ settings! {
             env: "AX_DISPATCH_MAX_IN_FLIGHT_PER_HOST",
             default: 64,
             kind: count(1, MAX_IN_FLIGHT_PER_HOST, ""),
-            doc: "most HTTP calls in flight to one executor host (a handler URL's host and port), over all dispatchers; runs over it wait in that host's queue, in order, holding nothing another host could use (see [Delivery guarantees](#delivery-guarantees-and-failure-behaviour))",
+            doc: "most HTTP calls in flight to one executor host (a handler URL's host and port), over all dispatchers; runs over it wait in that host's queue, in order, holding nothing another host could use (see [Delivery guarantees](delivery.md))",
         }
         hosts: BTreeMap<String, HostConfig> {
             default: BTreeMap::new(),
@@ -307,7 +307,7 @@ settings! {
         channels: Vec<Channel> {
             default: Vec::new(),
             kind: Kind::Channels,
-            doc: "where alerts go: `{name, kind: webhook, slack or email, …}` each (see [Alerts](#alerts)); `${VAR}` in a value is read from the environment when used",
+            doc: "where alerts go: `{name, kind: webhook, slack or email, …}` each (see [Alerts](alerts.md)); `${VAR}` in a value is read from the environment when used",
         }
         default_rule: AlertRule {
             key: "default",
@@ -379,7 +379,7 @@ pub struct Alias {
     pub convert: fn(&str) -> Result<String, String>,
     /// The value as a refusal shows it.
     pub shown: fn(&str) -> String,
-    /// One line: how it maps, for the README.
+    /// One line: how it maps, for the configuration reference.
     pub doc: &'static str,
 }
 
