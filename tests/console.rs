@@ -1147,6 +1147,17 @@ async fn task_actions(store: TestStore) {
             ("back", back.clone()),
         ]
     };
+    // The listing's buttons ask first: the confirmation names the tasks and changes nothing.
+    let confirm = format!("/console/tasks/bulk?action=pause&id={a}&id={b}");
+    let (status, _, body) = visitor.get(&confirm).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(&names[0]) && body.contains(&names[1]),
+        "{body}"
+    );
+    for id in [a, b] {
+        assert_eq!(task_of(&api, id).await["status"], "ENABLED", "task {id}");
+    }
     let (status, location, _) = visitor
         .post("/console/tasks/bulk", &refs(&bulk("pause")))
         .await;
