@@ -41,7 +41,7 @@ use crate::EXIT_USAGE;
 
 pub use changes::Difference;
 use upstreams::Directory;
-pub use upstreams::{Key, Upstream, Written};
+pub use upstreams::{Key, Resolved, Upstream, Written};
 
 /// Tasks a bulk call takes.
 const BULK_ITEMS: usize = 1000;
@@ -270,7 +270,7 @@ pub fn task_plan(
     tasks: &[FileTask],
     stored: &BTreeMap<Key, (i64, TaskInput)>,
     prune: bool,
-) -> Result<(Plan, Vec<(Key, Vec<Upstream>)>), String> {
+) -> Result<(Plan, Resolved), String> {
     let directory = Directory::new(
         stored.iter().map(|(key, (id, _))| (key, *id)),
         tasks.iter().map(FileTask::key),
@@ -725,7 +725,7 @@ struct Prepared {
     tasks: Vec<FileTask>,
     plan: Plan,
     /// Each file task's key and upstreams.
-    upstreams: Vec<(Key, Vec<Upstream>)>,
+    upstreams: Resolved,
     /// The ids of the stored tasks read.
     ids: BTreeMap<Key, i64>,
 }

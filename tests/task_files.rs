@@ -166,6 +166,12 @@ async fn a_file_travels_to_another_ax_by_names() {
     ] {
         assert!(!exported.contains(default), "{default}: {exported}");
     }
+    // Upstreams of another scene are named too, though not exported.
+    let reports = exits(&ax(&one, &["export", "--scene", "reports"]), 0);
+    assert!(
+        reports.ends_with("  dependsOn:\n  - etl/extract\n  - etl/load\n"),
+        "{reports}"
+    );
     let json_text = exits(&ax(&one, &["export", "--json"]), 0);
     let json_file: Value = serde_json::from_str(&json_text).expect("JSON");
     assert_eq!(

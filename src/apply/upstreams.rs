@@ -14,6 +14,9 @@ use crate::task_fields;
 /// A task, by `(scene, name)`.
 pub type Key = (String, String);
 
+/// Each task of a file, by key, with its upstreams resolved.
+pub type Resolved = Vec<(Key, Vec<Upstream>)>;
+
 /// An upstream as a file writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Written {
