@@ -89,8 +89,9 @@ enum Command {
         command: ExecutorsAction,
     },
     /// Apply a file of tasks (YAML or JSON, the API's task shape), matched by scene and name:
-    /// prints `+ created`, `~ changed (fields)`, `- deleted` (with --prune: the tasks of the
-    /// file's scenes it does not have). Its `executors:` groups are written first.
+    /// prints `+ created`, `~ changed: field old → new`, `- deleted` (with --prune: the tasks
+    /// of the file's scenes it does not have), then a count. Its `executors:` groups are
+    /// written first. `dependsOn` may name upstreams: `name` (same scene) or `scene/name`.
     Apply {
         /// The file.
         #[arg(short = 'f', long = "file")]
@@ -98,7 +99,23 @@ enum Command {
         /// Print what would change; change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Delete the tasks of the file's scenes that the file does not list.
+        /// Delete the tasks of the file's scenes that the file does not list (asks first).
+        #[arg(long)]
+        prune: bool,
+        /// Delete without asking (needed with --prune when stdin is not a terminal).
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// Print what `ax apply -f FILE` would change, without the count. Exit status: 0 no
+    /// difference, 1 differences, 2 a bad file or option, 3 the server refused or could not be
+    /// reached.
+    Diff {
+        /// The file.
+        #[arg(short = 'f', long = "file")]
+        file: PathBuf,
+        /// Count the tasks of the file's scenes that it does not list as differences (deletes).
         #[arg(long)]
         prune: bool,
         #[command(flatten)]
@@ -209,8 +226,21 @@ fn main() -> ExitCode {
             file,
             dry_run,
             prune,
+            yes,
             connection,
-        } => ax::apply::apply(connection, &file, dry_run, prune),
+        } => {
+            let options = ax::apply::ApplyOptions {
+                dry_run,
+                prune,
+                yes,
+            };
+            ax::apply::apply(connection, &file, options)
+        }
+        Command::Diff {
+            file,
+            prune,
+            connection,
+        } => ax::apply::diff(connection, &file, prune),
         Command::Export { scene, connection } => ax::apply::export(connection, scene),
         Command::Runs {
             connection,

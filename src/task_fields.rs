@@ -442,16 +442,9 @@ impl Field {
         serde_json::from_str(self.example).unwrap_or(Value::Null)
     }
 
-    /// Whether a file of tasks leaves the field out at this value: `null` (the default), and an
-    /// empty list of upstreams or labels.
+    /// Whether a file of tasks leaves the field out at this value: `null`, or its default.
     pub fn left_out(&self, value: &Value) -> bool {
-        let empty = match value {
-            Value::Array(items) => items.is_empty(),
-            Value::Object(members) => members.is_empty(),
-            _ => false,
-        };
-        value.is_null()
-            || (empty && matches!(self.kind, Kind::TaskIds { .. } | Kind::Labels { .. }))
+        value.is_null() || self.default_json().as_ref() == Some(value)
     }
 
     /// What the editor says beside a number: its bounds and default.
@@ -606,10 +599,17 @@ mod tests {
     }
 
     #[test]
-    fn export_leaves_out_what_is_empty() {
+    fn export_leaves_out_the_defaults() {
+        for field in ALL {
+            assert!(field.left_out(&Value::Null), "{}", field.name);
+            if let Some(default) = field.default_json() {
+                assert!(field.left_out(&default), "{}", field.name);
+            }
+            assert!(!field.left_out(&field.example_json()), "{}", field.name);
+        }
         assert!(DEPENDS_ON.left_out(&json!([])) && LABELS.left_out(&json!({})));
-        assert!(RETRY_FACTOR.left_out(&Value::Null));
-        assert!(!PARAMS.left_out(&json!({})) && !MAX_RETRY.left_out(&json!(3)));
+        assert!(PARAMS.left_out(&json!({})) && MAX_RETRY.left_out(&json!(3)));
+        assert!(SCENE.left_out(&json!("default")) && !MAX_RETRY.left_out(&json!(2)));
     }
 
     #[test]

@@ -716,7 +716,8 @@ async fn executor_groups_as_code() {
         &[
             "+ executor ledger",
             "+ finance/reconcile",
-            "dry run: nothing changed",
+            "1 would be created, 0 would be changed, 0 would be deleted; \
+             executors: 1 would be created, 0 would be replaced",
         ],
     );
     let api = Api::at(url.clone());

@@ -193,7 +193,8 @@ async fn tasks_as_code(store: TestStore) {
     let dry = apply(&["--dry-run"]);
     assert_eq!(
         dry,
-        "+ code/a\n+ code/b\n+ other/c\ndry run: nothing changed\n"
+        "+ code/a\n+ code/b\n+ other/c\n\
+         3 would be created, 0 would be changed, 0 would be deleted\n"
     );
     let api = Api::at(url.clone());
     let (_, page) = api.get("/api/tasks").await;
@@ -208,13 +209,14 @@ async fn tasks_as_code(store: TestStore) {
     write(
         "- name: b\n  scene: code\n  cron: '0 30 2 * * *'\n  handlerUrl: 'http://127.0.0.1:9/run'\n  params: {k: v}\n",
     );
+    let cron = r#"~ code/b: cron "0 0 2 * * *" → "0 30 2 * * *""#;
     assert_eq!(
         apply(&["--dry-run", "--prune"]),
-        "~ code/b (cron)\n- code/a\ndry run: nothing changed\n"
+        format!("{cron}\n- code/a\n0 would be created, 1 would be changed, 1 would be deleted\n")
     );
     assert_eq!(
-        apply(&["--prune"]),
-        "~ code/b (cron)\n- code/a\n0 created, 1 changed, 1 deleted\n"
+        apply(&["--prune", "--yes"]),
+        format!("{cron}\n- code/a\n0 created, 1 changed, 1 deleted\n")
     );
     let (_, page) = api.get("/api/tasks").await;
     assert_eq!(page["total"], 2, "other/c stays: {page}");
@@ -265,7 +267,8 @@ async fn tasks_as_code(store: TestStore) {
     write(&exported.replace("paused: true", "paused: false"));
     assert_eq!(
         apply(&["--dry-run"]),
-        "~ scene code (resumed)\ndry run: nothing changed\n"
+        "~ scene code (resumed)\n0 would be created, 0 would be changed, 0 would be deleted; \
+         scenes: 0 would be paused, 1 would be resumed\n"
     );
     apply(&[]);
     let (_, scenes) = api.get("/api/scenes").await;
@@ -340,7 +343,8 @@ async fn labels_as_code(store: TestStore) {
     write(&exported.replace("team: billing", "team: ops"));
     assert_eq!(
         apply(),
-        "~ code/a (labels)\n0 created, 1 changed, 0 deleted\n"
+        "~ code/a: labels {\"team\":\"billing\",\"tier\":\"1\"} → {\"team\":\"ops\",\"tier\":\"1\"}\n\
+         0 created, 1 changed, 0 deleted\n"
     );
 
     let list = |label: &str| ax(&["tasks", "list", "--label", label, "--url", &url], &[]);
