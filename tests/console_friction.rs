@@ -11,18 +11,8 @@ use serde_json::json;
 
 /// A page's HTML; fails the test unless it is a 200.
 async fn page(ax: &ax::app::Ax, path: &str) -> String {
-    let client = awc::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .disable_redirects()
-        .finish();
-    let mut response = client
-        .get(format!("http://{}{path}", ax.addr()))
-        .send()
-        .await
-        .unwrap_or_else(|err| panic!("GET {path}: {err}"));
-    let body = response.body().limit(4 << 20).await.expect("a body");
-    let body = String::from_utf8_lossy(&body).into_owned();
-    assert_eq!(response.status().as_u16(), 200, "GET {path}: {body}");
+    let (status, body) = fetch(ax, path).await;
+    assert_eq!(status, 200, "GET {path}: {body}");
     body
 }
 
