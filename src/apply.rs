@@ -257,7 +257,7 @@ pub fn read_groups_file(path: &Path) -> Result<Vec<GroupEntry>, String> {
 }
 
 /// A file's YAML (or JSON), refused past `MAX_FILE_DEPTH` before it is parsed.
-fn read_yaml(path: &Path) -> Result<Value, String> {
+pub fn read_yaml(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
     if let Some(line) = crate::nesting::too_deep(&text, MAX_FILE_DEPTH) {
@@ -719,7 +719,7 @@ fn group_entry(name: &str, group: &Value) -> Value {
 
 /// A stored task as a file entry: its definition, without the fields left to their default
 /// (see `task_fields::Field::left_out`).
-fn file_entry(task: Value) -> Value {
+pub fn file_entry(task: Value) -> Value {
     match task_body(task) {
         Value::Object(mut fields) => {
             fields.retain(|name, value| {
