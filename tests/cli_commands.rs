@@ -223,9 +223,11 @@ async fn every_command_against_a_running_ax() {
         .to_string();
 
     // runs get --watch: until the run ends.
+    executor.wait_for(1, Duration::from_secs(30)).await;
     let started = Instant::now();
     let watched = server.ok(&["runs", "get", &request_id, "--watch"]);
-    assert!(started.elapsed() < Duration::from_secs(60));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(60), "{took:?}: {watched}");
     assert!(watched.contains("SUCCESS"), "{watched}");
     let run = server.ok(&["runs", "get", &request_id]);
     assert_eq!(field(&run, "status"), "SUCCESS");
