@@ -405,7 +405,7 @@ pub fn read_groups_file(path: &Path) -> Result<Vec<GroupEntry>, String> {
 }
 
 /// A file's YAML (or JSON), refused past `MAX_FILE_DEPTH` before it is parsed.
-fn read_yaml(path: &Path) -> Result<Value, String> {
+pub fn read_yaml(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
     if let Some(line) = crate::nesting::too_deep(&text, MAX_FILE_DEPTH) {
@@ -1151,6 +1151,12 @@ fn group_entry(name: &str, group: &Value) -> Ordered {
         entry.push(("members", Value::Array(defined)));
     }
     Ordered(entry)
+}
+
+/// A stored task as `ax tasks edit` opens it: a file entry whose upstreams stay ids (the API
+/// takes the edit back as it is).
+pub fn edit_entry(task: Value) -> Ordered {
+    file_entry(task, &Directory::default())
 }
 
 /// A stored task (as the API shows it) as a file entry: its definition's fields in their

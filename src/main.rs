@@ -7,7 +7,10 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 
-use ax::client::{AlertsCommand, Connection, ExecutorsCommand, RunsCommand, TasksCommand};
+use ax::client::{
+    AlertsCommand, AuditCommand, ClientError, Connection, ExecutorsCommand, GlobalArgs,
+    RunsCommand, ScenesCommand, TasksCommand,
+};
 use ax::clock::SystemClock;
 use ax::config::Config;
 use ax::cron::{CronSchedule, Zone};
@@ -17,13 +20,24 @@ use ax::EXIT_USAGE;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `ax --version`: the version and the commit it was built from (see build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("AX_GIT_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "ax",
-    version,
+    version = VERSION,
     about = "ax (Action eXecutor): a distributed cron scheduler"
 )]
 struct Cli {
+    /// `--url`, `--token`, `-o`: taken before or after the subcommand.
+    #[command(flatten)]
+    global: GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -60,38 +74,42 @@ enum Command {
     /// `ax bench console` times the web console's pages on a seeded database.
     #[command(after_long_help = ax::bench::FIELDS_HELP)]
     Bench(ax::bench::Command),
-    /// Tasks through the HTTP API: list, get, pause, resume, trigger.
+    /// Tasks through the HTTP API: list, get, create, edit, delete, pause, resume, trigger,
+    /// backfill; a task is named by its id or SCENE/NAME.
     Tasks {
-        #[command(flatten)]
-        connection: Connection,
         #[command(subcommand)]
         command: TasksCommand,
     },
-    /// Runs through the HTTP API: list (filtered by task and status), get by request id.
+    /// Runs through the HTTP API: list (by task, scene, status, time), get, cancel, logs.
     Runs {
-        #[command(flatten)]
-        connection: Connection,
         #[command(subcommand)]
         command: RunsCommand,
     },
+    /// Scenes through the HTTP API: list, pause, resume.
+    Scenes {
+        #[command(subcommand)]
+        command: ScenesCommand,
+    },
+    /// The audit log through the HTTP API: who changed what and when.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+    /// The live ax processes of the cluster.
+    Cluster,
     /// Alerts through the HTTP API: list (by task and status), send a test alert.
     Alerts {
-        #[command(flatten)]
-        connection: Connection,
         #[command(subcommand)]
         command: AlertsCommand,
     },
     /// Executor groups through the HTTP API: list, get, apply a file of groups.
     Executors {
-        #[command(flatten)]
-        connection: Connection,
         #[command(subcommand)]
         command: ExecutorsAction,
     },
     /// Apply a file of tasks (YAML or JSON, the API's task shape), matched by scene and name:
-    /// prints `+ created`, `~ changed: field old → new`, `- deleted` (with --prune: the tasks
-    /// of the file's scenes it does not have), then a count. Its `executors:` groups are
-    /// written first. `dependsOn` may name upstreams: `name` (same scene) or `scene/name`.
+    /// prints `+ created`, `~ changed (fields)`, `- deleted` (with --prune: the tasks of the
+    /// file's scenes it does not have). Its `executors:` groups are written first.
     Apply {
         /// The file.
         #[arg(short = 'f', long = "file")]
@@ -105,8 +123,6 @@ enum Command {
         /// Delete without asking (needed with --prune when stdin is not a terminal).
         #[arg(long)]
         yes: bool,
-        #[command(flatten)]
-        connection: Connection,
     },
     /// Print what `ax apply -f FILE` would change, without the count. Exit status: 0 no
     /// difference, 1 differences, 2 a bad file or option, 3 the server refused or could not be
@@ -118,15 +134,11 @@ enum Command {
         /// Count the tasks of the file's scenes that it does not list as differences (deletes).
         #[arg(long)]
         prune: bool,
-        #[command(flatten)]
-        connection: Connection,
     },
     /// Print the tasks (of one scene) as a file `ax apply` takes (YAML; JSON with --json).
     Export {
         #[arg(long)]
         scene: Option<String>,
-        #[command(flatten)]
-        connection: Connection,
     },
     /// The schedule ahead across all tasks: the busiest seconds of the next hours with their
     /// run counts, and a jitter suggestion (the API's `GET /api/schedule/load`).
@@ -134,8 +146,11 @@ enum Command {
         /// The window, in hours (1-168).
         #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(i64).range(1..=168))]
         hours: i64,
-        #[command(flatten)]
-        connection: Connection,
+    },
+    /// Print a completion script for a shell (`ax completion bash > /etc/bash_completion.d/ax`).
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// Cron expression tools.
     Cron {
@@ -178,7 +193,7 @@ enum CronCommand {
 }
 
 fn main() -> ExitCode {
-    let command = cli().command;
+    let Cli { global, command } = cli();
     // `migrate` prints what it applied; its log would say it twice.
     let level = match command {
         Command::Migrate { .. } => "warn",
@@ -206,47 +221,38 @@ fn main() -> ExitCode {
             with_config(config, [("--store", "store.url", store)], migrate)
         }
         Command::Bench(command) => ax::bench::main(command),
-        Command::Tasks {
-            connection,
-            command,
-        } => ax::client::tasks(connection, command),
-        Command::Alerts {
-            connection,
-            command,
-        } => ax::client::alerts(connection, command),
+        Command::Tasks { command } => api(global, |conn| ax::client::tasks(conn, command)),
+        Command::Runs { command } => api(global, |conn| ax::client::runs(conn, command)),
+        Command::Scenes { command } => api(global, |conn| ax::client::scenes(conn, command)),
+        Command::Audit { command } => api(global, |conn| ax::client::audit(conn, command)),
+        Command::Cluster => api(global, ax::client::cluster),
+        Command::Alerts { command } => api(global, |conn| ax::client::alerts(conn, command)),
         Command::Executors {
-            connection,
             command: ExecutorsAction::Show(command),
-        } => ax::client::executors(connection, command),
+        } => api(global, |conn| ax::client::executors(conn, command)),
         Command::Executors {
-            connection,
             command: ExecutorsAction::Apply { file },
-        } => ax::apply::apply_groups(connection, &file),
+        } => api(global, |conn| ax::apply::apply_groups(conn, &file)),
         Command::Apply {
             file,
             dry_run,
             prune,
             yes,
-            connection,
         } => {
             let options = ax::apply::ApplyOptions {
                 dry_run,
                 prune,
                 yes,
             };
-            ax::apply::apply(connection, &file, options)
+            api(global, |conn| ax::apply::apply(conn, &file, options))
         }
-        Command::Diff {
-            file,
-            prune,
-            connection,
-        } => ax::apply::diff(connection, &file, prune),
-        Command::Export { scene, connection } => ax::apply::export(connection, scene),
-        Command::Runs {
-            connection,
-            command,
-        } => ax::client::runs(connection, command),
-        Command::Plan { hours, connection } => ax::client::plan(connection, hours),
+        Command::Diff { file, prune } => api(global, |conn| ax::apply::diff(conn, &file, prune)),
+        Command::Export { scene } => api(global, |conn| ax::apply::export(conn, scene)),
+        Command::Plan { hours } => api(global, |conn| ax::client::plan(conn, hours)),
+        Command::Completion { shell } => {
+            clap_complete::generate(shell, &mut definition(), "ax", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
         Command::Cron {
             command:
                 CronCommand::Next {
@@ -259,15 +265,30 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs an API command on the connection the global flags describe (a bad one is a usage
+/// error).
+fn api(global: GlobalArgs, run: impl FnOnce(Connection) -> ExitCode) -> ExitCode {
+    match global.connection() {
+        Ok(conn) => run(conn),
+        Err(err) => ax::client::error::exit_with(Err::<(), ClientError>(err)),
+    }
+}
+
 /// The command line, with the environment variables listed in the help of the commands that
 /// read them.
 fn cli() -> Cli {
-    use clap::{CommandFactory, FromArgMatches};
+    use clap::FromArgMatches;
+    Cli::from_arg_matches(&definition().get_matches()).unwrap_or_else(|err| err.exit())
+}
+
+/// The command's definition, with the environment variables listed in the help of the
+/// commands that read them.
+fn definition() -> clap::Command {
+    use clap::CommandFactory;
     let env = Config::env_help();
-    let command = Cli::command()
+    Cli::command()
         .mut_subcommand("serve", |c| c.after_help(env.clone()))
-        .mut_subcommand("migrate", |c| c.after_help(env));
-    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|err| err.exit())
+        .mut_subcommand("migrate", |c| c.after_help(env))
 }
 
 /// Loads the config, with the flags given over it, and runs `run` on it.

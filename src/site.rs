@@ -111,6 +111,13 @@ fn parse_entry(entry: &str) -> Result<Entry, String> {
     Ok(Entry { host, port })
 }
 
+/// An address `ax serve` can be told to listen on (`server.bind`): an IP address, or a host
+/// name (not all digits, which would be a mistyped IPv4 address).
+pub fn is_bind_address(text: &str) -> bool {
+    let numeric = |name: &str| name.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    text.parse::<std::net::IpAddr>().is_ok() || (is_host_name(text) && !numeric(text))
+}
+
 /// A DNS name: dot-separated labels of letters, digits, `-` and `_` (container names), each
 /// 1-63 characters, 253 in all.
 fn is_host_name(name: &str) -> bool {

@@ -503,6 +503,23 @@ fn serve_rejects_durations_past_their_bound() {
     }
 }
 
+/// A bad listen address or Redis URL is bad input: exit 2 naming the variable and the key,
+/// before anything starts (a Redis that does not answer is exit 1, see above).
+#[test]
+fn serve_rejects_a_bad_bind_address_or_redis_url() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, key, value) in [
+        ("AX_BIND", "server.bind", "not an address"),
+        ("AX_BIND", "server.bind", "999.1.1.1"),
+        ("AX_REDIS_URL", "redis.url", "localhost:6379"),
+        ("AX_REDIS_URL", "redis.url", "http://127.0.0.1:6379"),
+    ] {
+        let failed = serve_failing(dir.path(), &[(name, value.to_string())]);
+        assert_start_failure(failed.clone(), 2, key);
+        assert!(failed.1.contains(name), "{}", failed.1);
+    }
+}
+
 #[test]
 fn serve_rejects_a_bad_config_file() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -112,7 +112,11 @@ pub async fn connect_redis(url: &str) -> Result<RedisPool, LockError> {
         .await
         .map_err(unavailable)?;
     {
-        let mut conn = pool.get().await.map_err(unavailable)?;
+        // bb8 says only "Timed out in bb8": say what timed out.
+        let mut conn = pool.get().await.map_err(|err| match err {
+            bb8::RunError::TimedOut => LockError::Unavailable("no connection within 5 s".into()),
+            bb8::RunError::User(err) => unavailable(err),
+        })?;
         let _: String = redis::cmd("PING")
             .query_async(&mut *conn)
             .await

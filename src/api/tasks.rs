@@ -70,7 +70,8 @@ pub async fn bulk(
     Ok(HttpResponse::Ok().json(registered))
 }
 
-/// `GET /api/tasks?scene=&status=&label=KEY=VALUE&limit=&offset=`.
+/// `GET /api/tasks?scene=&status=&label=KEY=VALUE&name=&limit=&offset=`; `name` is exact (the
+/// CLI names a task `scene/name` and finds it with one request).
 pub async fn list(
     state: web::Data<ApiState>,
     query: web::Query<HashMap<String, String>>,
@@ -88,13 +89,20 @@ pub async fn list(
         .map(|text| labels::filter(text))
         .transpose()
         .map_err(|message| ApiError::invalid("label", message))?;
+    let name = query.get("name");
     let filter = TaskFilter {
         scene: query.get("scene").cloned(),
         status,
-        name_like: None,
+        name_like: name.map(|name| validate::exact_like(name)),
         label,
     };
-    let (tasks, total) = state.service.tasks(filter, page).await?;
+    let (mut tasks, mut total) = state.service.tasks(filter, page).await?;
+    if let Some(name) = name {
+        // `LIKE` ignores ASCII case on SQLite: names compare exactly.
+        let before = tasks.len();
+        tasks.retain(|details| details.task.name == *name);
+        total -= (before - tasks.len()) as i64;
+    }
     Ok(HttpResponse::Ok().json(PageView {
         items: tasks.into_iter().map(TaskView::from).collect(),
         total,

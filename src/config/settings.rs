@@ -51,7 +51,10 @@ settings! {
             env: "AX_BIND",
             default: None,
             shown: "`127.0.0.1` without an admin token, `0.0.0.0` with one",
-            kind: Kind::Text,
+            kind: Kind::Checked {
+                rule: "must be an IP address or a host name",
+                accepts: crate::site::is_bind_address,
+            },
             doc: "listen address",
         }
         admin_token: Option<String> {

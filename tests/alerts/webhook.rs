@@ -197,8 +197,9 @@ async fn a_failing_task_alerts_once_and_resolves(store: TestStore) {
     assert!(!text.contains("RESOLVED"), "{text}");
     let tested = cli(&["alerts", "test", "ops-hook"]).await.expect("cli");
     assert!(tested.status.success(), "{tested:?}");
+    // An unknown channel is bad input (the API's 400): exit 2.
     let refused = cli(&["alerts", "test", "nope"]).await.expect("cli");
-    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(refused.status.code(), Some(2));
     ax.shutdown().await;
 }
 

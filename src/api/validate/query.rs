@@ -104,11 +104,17 @@ pub fn schedule_hours(query: &HashMap<String, String>) -> Result<i64, ApiError> 
 pub fn history_query(
     query: &HashMap<String, String>,
 ) -> Result<(InstanceFilter, Option<Cursor>, i64), ApiError> {
+    // One status or several, separated by commas.
     let statuses = match query.get("status") {
         None => Vec::new(),
-        Some(text) => vec![RunStatus::parse(text).ok_or_else(|| {
-            ApiError::invalid("status", format!("status must be {}", RunStatus::choices()))
-        })?],
+        Some(text) => text
+            .split(',')
+            .map(|status| {
+                RunStatus::parse(status).ok_or_else(|| {
+                    ApiError::invalid("status", format!("status must be {}", RunStatus::choices()))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
     };
     let filter = InstanceFilter {
         task_id: query
@@ -167,6 +173,18 @@ fn decode_cursor(text: &str) -> Result<Cursor, ApiError> {
     })?;
     storable_time(cursor.scheduled_at.and_utc(), "cursor")?;
     Ok(cursor)
+}
+
+/// The `LIKE` pattern (escaped with `\\`) that matches exactly `text`.
+pub fn exact_like(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern
 }
 
 /// `limit` and `offset` of a listing.

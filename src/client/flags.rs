@@ -1,0 +1,79 @@
+//! Value parsers of the client's flags and arguments: a bad value is a usage error (exit 2)
+//! that clap reports naming the flag, before any request.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::run::{RequestId, RunStatus};
+use crate::store::models::TaskStatus;
+
+/// An RFC 3339 time, passed on in UTC.
+pub fn time(text: &str) -> Result<String, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|at| {
+            at.with_timezone(&Utc)
+                .to_rfc3339_opts(SecondsFormat::Millis, true)
+        })
+        .map_err(|_| "expected an RFC 3339 time like 2027-01-01T00:00:00Z".into())
+}
+
+/// A run's request id.
+pub fn request_id(text: &str) -> Result<String, String> {
+    RequestId::parse(text)
+        .map(|id| id.as_str().to_string())
+        .ok_or_else(|| "expected a UUID like 0b6f1c52-8a47-4cf5-9d3e-2f7c1a9e4b10".into())
+}
+
+/// A task's status, as the API names it.
+pub fn task_status(text: &str) -> Result<String, String> {
+    TaskStatus::parse(text)
+        .map(|status| status.as_str().to_string())
+        .ok_or_else(|| format!("expected {}", TaskStatus::choices()))
+}
+
+/// A run's status, as the API names it.
+pub fn run_status(text: &str) -> Result<String, String> {
+    RunStatus::parse(text)
+        .map(|status| status.as_str().to_string())
+        .ok_or_else(|| format!("expected {}", RunStatus::choices()))
+}
+
+/// A label filter, `KEY=VALUE`.
+pub fn label(text: &str) -> Result<String, String> {
+    crate::labels::filter(text).map(|_| text.to_string())
+}
+
+/// A JSON object (a run's params).
+pub fn json_object(text: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str(text) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+        Ok(_) => Err("expected a JSON object, like '{\"region\": \"eu\"}'".into()),
+        Err(err) => Err(format!("not JSON: {err}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_passed_on_in_utc() {
+        assert_eq!(
+            time("2027-01-01T02:00:00+02:00").as_deref(),
+            Ok("2027-01-01T00:00:00.000Z")
+        );
+        assert!(time("yesterday").unwrap_err().contains("RFC 3339"));
+    }
+
+    #[test]
+    fn statuses_are_the_apis_names() {
+        assert_eq!(task_status("PAUSED").as_deref(), Ok("PAUSED"));
+        assert_eq!(
+            task_status("paused").unwrap_err(),
+            "expected ENABLED or PAUSED"
+        );
+        assert!(run_status("DONE").unwrap_err().contains("SUCCESS"));
+        assert!(request_id("not-a-uuid").is_err());
+        assert!(json_object("[1]").is_err());
+        assert!(json_object("{\"a\": 1}").is_ok());
+    }
+}

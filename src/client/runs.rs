@@ -1,0 +1,155 @@
+//! `ax runs list|get|cancel|logs`.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use serde_json::Value;
+
+use super::error::ClientError;
+use super::http::{request, Call};
+use super::output::{self, Column};
+use super::task_ref::TaskRef;
+use super::tasks::one_line;
+use super::{flags, logs, watch, Connection};
+use crate::run::RunStatus;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum RunsCommand {
+    /// The run history, newest scheduled first.
+    List {
+        /// Only this task's runs: its id, SCENE/NAME, or its name.
+        #[arg(long)]
+        task: Option<TaskRef>,
+        /// Only the runs of this scene's tasks.
+        #[arg(long)]
+        scene: Option<String>,
+        /// Only runs in these statuses (repeat it, or separate them with commas): PENDING,
+        /// READY, RUNNING, SUCCESS, FAILED, MISSED, SKIPPED or CANCELLED.
+        #[arg(long, value_delimiter = ',', value_parser = flags::run_status)]
+        status: Vec<String>,
+        /// Only runs scheduled at or after this time (RFC 3339).
+        #[arg(long, value_parser = flags::time)]
+        from: Option<String>,
+        /// Only runs scheduled before this time (RFC 3339).
+        #[arg(long, value_parser = flags::time)]
+        to: Option<String>,
+        /// How many (1-500).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=500))]
+        limit: u32,
+    },
+    /// One run, by its request id.
+    Get {
+        #[arg(value_parser = flags::request_id)]
+        request_id: String,
+        /// Print it again as it changes, until it ends.
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Cancel an open run: no further attempt, later results change nothing.
+    Cancel {
+        #[arg(value_parser = flags::request_id)]
+        request_id: String,
+    },
+    /// The log lines and progress its executor sent, by attempt.
+    Logs {
+        #[arg(value_parser = flags::request_id)]
+        request_id: String,
+        /// Keep printing new lines until the run ends.
+        #[arg(long, short = 'f')]
+        follow: bool,
+    },
+}
+
+const RUN_COLUMNS: &[Column] = &[
+    ("REQUEST ID", "requestId"),
+    ("TASK", "taskId"),
+    ("STATUS", "status"),
+    ("ATTEMPT", "attempt"),
+    ("SCHEDULED", "scheduledAt"),
+    ("DISPATCHED", "dispatchedAt"),
+    ("CODE", "code"),
+];
+
+/// `-o wide`: how it was fired, by whom, and why it ended so.
+const WIDE_RUN_COLUMNS: &[Column] = &[
+    ("TRIGGER", "triggerType"),
+    ("DUE", "triggerAt"),
+    ("FIRED BY", "firedBy"),
+    ("MEMBER", "member"),
+    ("MESSAGE", "message"),
+];
+
+/// Runs `ax runs …`.
+pub fn runs(conn: Connection, command: RunsCommand) -> ExitCode {
+    super::finish(run(conn, command))
+}
+
+async fn run(conn: Connection, command: RunsCommand) -> Result<(), ClientError> {
+    match command {
+        RunsCommand::List {
+            task,
+            scene,
+            status,
+            from,
+            to,
+            limit,
+        } => {
+            let task = match task {
+                Some(task) => Some(task.id(&conn).await?.to_string()),
+                None => None,
+            };
+            let statuses = (!status.is_empty()).then(|| status.join(","));
+            let call = Call::new("GET", "/api/instances".into())
+                .with("taskId", task)
+                .with("scene", scene)
+                .with("status", statuses)
+                .with("from", from)
+                .with("to", to)
+                .with("limit", Some(limit.to_string()));
+            let page = request(&conn, &call).await?.body;
+            output::print(conn.format, &page, |page, wide| {
+                let columns = output::columns(RUN_COLUMNS, WIDE_RUN_COLUMNS, wide);
+                output::table(&columns, output::items(page))
+            })?;
+            if !page["nextCursor"].is_null() {
+                eprintln!("… more: raise --limit (up to 500) or narrow with --from and --to");
+            }
+            Ok(())
+        }
+        RunsCommand::Get { request_id, watch } => get(&conn, &request_id, watch).await,
+        RunsCommand::Cancel { request_id } => {
+            let call = Call::new("POST", format!("/api/instances/{request_id}/cancel"));
+            let run = request(&conn, &call).await?.body;
+            one_line(conn.format, &run, || format!("cancelled run {request_id}"))
+        }
+        RunsCommand::Logs { request_id, follow } => {
+            logs::print_log(&conn, &request_id, follow).await
+        }
+    }
+}
+
+/// Prints the run; with `watch`, again each time it changes, until it is final.
+async fn get(conn: &Connection, request_id: &str, watch: bool) -> Result<(), ClientError> {
+    let call = Call::new("GET", format!("/api/instances/{request_id}"));
+    let mut shown: Option<Value> = None;
+    loop {
+        let run = request(conn, &call).await?.body;
+        if shown.as_ref() != Some(&run) {
+            let text = output::render(conn.format, &run, |run, _| output::fields(run))?;
+            watch::print_screen(&text, shown.is_none());
+        }
+        if !watch || is_final(&run) {
+            return Ok(());
+        }
+        shown = Some(run);
+        actix_rt::time::sleep(logs::FOLLOW_EVERY).await;
+    }
+}
+
+/// Whether a run (as the API shows it) has ended.
+pub fn is_final(run: &Value) -> bool {
+    run["status"]
+        .as_str()
+        .and_then(RunStatus::parse)
+        .is_some_and(RunStatus::is_final)
+}
