@@ -306,6 +306,7 @@ mod tests {
             (_, "security.handler_allowlist") => "10.0.0.0/8",
             (_, "server.allowed_hosts") => "ax.example.com",
             (_, "alerts.console_url") => "https://ax.example.com",
+            (_, "server.bind") => "127.0.0.2",
             (_, "alerts.send_timeout_ms") => "700",
             (_, "run_logs.max_bytes") => "4096",
             (Kind::Secret, _) => "a-secret-long-enough",
