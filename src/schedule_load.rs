@@ -130,9 +130,14 @@ pub fn load(tasks: &[Planned], from: DateTime<Utc>, hours: i64) -> Load {
         .collect();
     let mut per_second = vec![0u64; len];
     for (group, fires) in groups.iter().zip(&fires) {
-        for task in &group.tasks {
+        // The tasks of a shared schedule fire together: one addition a fire, not one a task.
+        let (each, weight) = match group.jittered {
+            true => (&group.tasks[..], 1),
+            false => (&group.tasks[..1], group.tasks.len() as u64),
+        };
+        for task in each {
             for second in task_seconds(group, task, fires, from, len) {
-                per_second[second] += 1;
+                per_second[second] += weight;
             }
         }
     }
@@ -140,10 +145,22 @@ pub fn load(tasks: &[Planned], from: DateTime<Utc>, hours: i64) -> Load {
     let wanted: BTreeSet<usize> = top.iter().copied().collect();
     let mut tasks_at: HashMap<usize, Vec<TaskId>> = HashMap::new();
     for (group, fires) in groups.iter().zip(&fires) {
-        for task in &group.tasks {
+        let each = match group.jittered {
+            true => &group.tasks[..],
+            false => &group.tasks[..1],
+        };
+        for task in each {
             for second in task_seconds(group, task, fires, from, len) {
                 if wanted.contains(&second) {
-                    tasks_at.entry(second).or_default().push(task.id);
+                    let firing = if group.jittered {
+                        each
+                    } else {
+                        &group.tasks[..]
+                    };
+                    tasks_at
+                        .entry(second)
+                        .or_default()
+                        .extend(firing.iter().map(|task| task.id));
                 }
             }
         }

@@ -1,11 +1,14 @@
 //! The schedule ahead across all tasks (`crate::schedule_load` decides; this reads the tasks).
 
+use std::collections::HashMap;
+
 use chrono::{DurationRound, TimeDelta};
 
 use super::error::{Result, ServiceError};
 use super::Service;
 use crate::actors::store::boxed;
 use crate::cron::{CronSchedule, Zone};
+use crate::run::TaskId;
 use crate::schedule_load::{load, Load, Planned};
 use crate::store::queries::overview;
 
@@ -18,24 +21,36 @@ impl Service {
             .store
             .query(|conn| boxed(overview::firing_tasks(conn)))
             .await?;
-        let planned: Vec<Planned> = rows
-            .into_iter()
-            .filter_map(|(id, cron, zone, jitter_secs)| {
-                // A stored task's cron and zone were validated; one that no longer parses
-                // (an older version's) has no fires to count.
-                let schedule = CronSchedule::parse(&cron)
-                    .ok()?
-                    .in_zone(Zone::parse(&zone).ok()?);
-                Some(Planned {
-                    id,
-                    schedule,
-                    jitter_secs,
-                })
-            })
-            .collect();
-        // Counting 100,000 schedules over a day is CPU work: off the async threads.
-        actix_web::web::block(move || load(&planned, from, hours))
+        // Reading 100,000 schedules and counting them over a day is CPU work: off the async
+        // threads.
+        actix_web::web::block(move || load(&planned(rows), from, hours))
             .await
             .map_err(|_| ServiceError::ShuttingDown)
     }
+}
+
+/// The firing tasks' schedules, each distinct expression and zone parsed once (most tasks
+/// share a few). A stored task's cron and zone were validated; one that no longer parses (an
+/// older version's) has no fires to count.
+fn planned(rows: Vec<(TaskId, String, String, i32)>) -> Vec<Planned> {
+    let mut parsed: HashMap<(String, String), Option<CronSchedule>> = HashMap::new();
+    rows.into_iter()
+        .filter_map(|(id, cron, zone, jitter_secs)| {
+            let schedule = parsed
+                .entry((cron, zone))
+                .or_insert_with_key(|(cron, zone)| {
+                    Some(
+                        CronSchedule::parse(cron)
+                            .ok()?
+                            .in_zone(Zone::parse(zone).ok()?),
+                    )
+                })
+                .clone()?;
+            Some(Planned {
+                id,
+                schedule,
+                jitter_secs,
+            })
+        })
+        .collect()
 }
