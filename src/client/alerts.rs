@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::error::ClientError;
 use super::http::{request, Call};
+use super::output::one_line;
 use super::output::{self, Column};
 use super::task_ref::TaskRef;
-use super::tasks::one_line;
 use super::Connection;
 
 #[derive(Debug, Clone, Subcommand)]

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::error::ClientError;
 use super::http::{request, Call};
-use super::runs::is_final;
 use super::Connection;
+use crate::run::RunStatus;
 
 /// How often `--follow` asks for new lines.
 pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
@@ -92,6 +92,14 @@ impl Seen {
         }
         out
     }
+}
+
+/// Whether a run (as the API shows it) has ended.
+pub fn is_final(run: &Value) -> bool {
+    run["status"]
+        .as_str()
+        .and_then(RunStatus::parse)
+        .is_some_and(RunStatus::is_final)
 }
 
 #[cfg(test)]

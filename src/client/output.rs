@@ -122,6 +122,15 @@ pub fn fields(body: &Value) -> String {
         .collect()
 }
 
+/// The reply of a change: one line for people, the reply itself as data.
+pub(super) fn one_line(
+    format: Format,
+    reply: &Value,
+    line: impl FnOnce() -> String,
+) -> Result<(), ClientError> {
+    print(format, reply, |_, _| format!("{}\n", line()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,11 +7,10 @@ use serde_json::Value;
 
 use super::error::ClientError;
 use super::http::{request, Call};
+use super::output::one_line;
 use super::output::{self, Column};
 use super::task_ref::TaskRef;
-use super::tasks::one_line;
 use super::{flags, logs, watch, Connection};
-use crate::run::RunStatus;
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum RunsCommand {
@@ -138,18 +137,10 @@ async fn get(conn: &Connection, request_id: &str, watch: bool) -> Result<(), Cli
             let text = output::render(conn.format, &run, |run, _| output::fields(run))?;
             watch::print_screen(&text, shown.is_none());
         }
-        if !watch || is_final(&run) {
+        if !watch || logs::is_final(&run) {
             return Ok(());
         }
         shown = Some(run);
         actix_rt::time::sleep(logs::FOLLOW_EVERY).await;
     }
-}
-
-/// Whether a run (as the API shows it) has ended.
-pub fn is_final(run: &Value) -> bool {
-    run["status"]
-        .as_str()
-        .and_then(RunStatus::parse)
-        .is_some_and(RunStatus::is_final)
 }

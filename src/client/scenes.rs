@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use super::error::ClientError;
 use super::http::{request, Call};
+use super::output::one_line;
 use super::output::{self, Column};
-use super::tasks::one_line;
 use super::Connection;
 
 #[derive(Debug, Clone, Subcommand)]

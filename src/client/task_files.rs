@@ -4,13 +4,40 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use clap::Args;
 use serde_json::{json, Value};
 
 use super::error::ClientError;
+use super::flags;
 use super::http::{request, Call};
+use super::output::one_line;
 use super::task_ref::{scene_name, TaskRef};
-use super::tasks::{one_line, CreateArgs};
 use super::Connection;
+
+/// `ax tasks create`: `-f FILE`, or the flags of one task.
+#[derive(Debug, Clone, Args)]
+pub struct CreateArgs {
+    /// A YAML or JSON file holding one task (a mapping, or a list of one).
+    #[arg(short = 'f', long = "file", conflicts_with_all = ["name", "scene", "cron", "handler", "tz", "params"])]
+    pub file: Option<PathBuf>,
+    #[arg(long, required_unless_present = "file")]
+    pub name: Option<String>,
+    /// Its scene (default `default`).
+    #[arg(long)]
+    pub scene: Option<String>,
+    /// Its schedule: 6 fields `sec min hour day month weekday` (or 5), or a macro.
+    #[arg(long, required_unless_present = "file")]
+    pub cron: Option<String>,
+    /// The URL its runs are sent to.
+    #[arg(long, required_unless_present = "file")]
+    pub handler: Option<String>,
+    /// The IANA time zone its cron fields match in (default UTC).
+    #[arg(long)]
+    pub tz: Option<String>,
+    /// Its params: a JSON object.
+    #[arg(long, value_parser = flags::json_object)]
+    pub params: Option<Value>,
+}
 
 /// Creates a task from `-f FILE` or from the flags: one line with its id.
 pub async fn create(conn: &Connection, args: CreateArgs) -> Result<(), ClientError> {

@@ -1,15 +1,15 @@
 //! `ax tasks list|get|create|edit|delete|pause|resume|trigger|backfill`.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::error::ClientError;
 use super::http::{request, Call};
-use super::output::{self, Column, Format};
+use super::output::{self, Column};
 use super::task_ref::{self, scene_name, TaskRef};
 use super::{flags, task_files, watch, Connection};
 
@@ -39,7 +39,7 @@ pub enum TasksCommand {
         task: TaskRef,
     },
     /// Create a task from a file (one task, as an entry of an `ax apply` file) or from flags.
-    Create(CreateArgs),
+    Create(task_files::CreateArgs),
     /// Edit a task's definition in $EDITOR (YAML, as `ax export` writes it), then save it.
     Edit {
         #[arg(value_parser = task_ref::id_or_scene_name)]
@@ -80,31 +80,6 @@ pub enum TasksCommand {
         #[arg(long, value_parser = flags::time)]
         to: String,
     },
-}
-
-/// `ax tasks create`: `-f FILE`, or the flags of one task.
-#[derive(Debug, Clone, Args)]
-pub struct CreateArgs {
-    /// A YAML or JSON file holding one task (a mapping, or a list of one).
-    #[arg(short = 'f', long = "file", conflicts_with_all = ["name", "scene", "cron", "handler", "tz", "params"])]
-    pub file: Option<PathBuf>,
-    #[arg(long, required_unless_present = "file")]
-    pub name: Option<String>,
-    /// Its scene (default `default`).
-    #[arg(long)]
-    pub scene: Option<String>,
-    /// Its schedule: 6 fields `sec min hour day month weekday` (or 5), or a macro.
-    #[arg(long, required_unless_present = "file")]
-    pub cron: Option<String>,
-    /// The URL its runs are sent to.
-    #[arg(long, required_unless_present = "file")]
-    pub handler: Option<String>,
-    /// The IANA time zone its cron fields match in (default UTC).
-    #[arg(long)]
-    pub tz: Option<String>,
-    /// Its params: a JSON object.
-    #[arg(long, value_parser = flags::json_object)]
-    pub params: Option<Value>,
 }
 
 const TASK_COLUMNS: &[Column] = &[
@@ -166,7 +141,7 @@ async fn run(conn: Connection, command: TasksCommand) -> Result<(), ClientError>
             let call = Call::new("POST", format!("/api/tasks/{id}/backfill"))
                 .body(json!({"from": from, "to": to}));
             let reply = request(&conn, &call).await?.body;
-            one_line(conn.format, &reply, || {
+            output::one_line(conn.format, &reply, || {
                 format!(
                     "backfilled task {task} (id {id}): {} runs, {} existing",
                     reply["runs"], reply["existing"]
@@ -265,7 +240,7 @@ async fn change(
     let id = task.id(conn).await?;
     let call = Call::new("POST", format!("/api/tasks/{id}/{verb}"));
     let reply = request(conn, &call).await?.body;
-    one_line(conn.format, &reply, || {
+    output::one_line(conn.format, &reply, || {
         format!("{done} task {} (id {id})", scene_name(&reply))
     })
 }
@@ -280,7 +255,7 @@ async fn trigger(
     let body = params.map_or_else(|| json!({}), |params| json!({ "params": params }));
     let call = Call::new("POST", format!("/api/tasks/{id}/trigger")).body(body);
     let run = request(conn, &call).await?.body;
-    one_line(conn.format, &run, || {
+    output::one_line(conn.format, &run, || {
         format!(
             "triggered task {task} (id {id}): run {}",
             output::text(&run["requestId"])
@@ -308,7 +283,7 @@ async fn delete(conn: &Connection, task: &TaskRef, yes: bool) -> Result<(), Clie
     let call = Call::new("DELETE", format!("/api/tasks/{id}"))
         .if_match(format!("\"{}\"", found["version"]));
     request(conn, &call).await?;
-    one_line(conn.format, &json!({"id": id, "deleted": true}), || {
+    output::one_line(conn.format, &json!({"id": id, "deleted": true}), || {
         format!("deleted task {named} (id {id})")
     })
 }
@@ -328,15 +303,6 @@ fn confirm(question: &str) -> Result<bool, ClientError> {
         answer.trim().to_ascii_lowercase().as_str(),
         "y" | "yes"
     ))
-}
-
-/// The reply of a change: one line for people, the reply itself as data.
-pub(super) fn one_line(
-    format: Format,
-    reply: &Value,
-    line: impl FnOnce() -> String,
-) -> Result<(), ClientError> {
-    output::print(format, reply, |_, _| format!("{}\n", line()))
 }
 
 #[cfg(test)]
