@@ -19,6 +19,7 @@ use crate::clock::SharedClock;
 use crate::config::{AlertsConfig, Config, ExecutorsConfig, RunLogsConfig};
 use crate::metrics::WheelStats;
 use crate::run::RunStatus;
+use crate::schedule_load::Load;
 
 pub mod alerts;
 mod audit_log;
@@ -58,6 +59,8 @@ pub struct Service {
     run_logs: RunLogsConfig,
     /// Listeners to run changes (`GET /api/events`).
     feed: Addr<FeedActor>,
+    /// The last schedule ahead computed (see [`Service::schedule_load`]).
+    schedule_load: Arc<Mutex<Option<Load>>>,
 }
 
 /// The actors the service asks.
@@ -98,6 +101,7 @@ impl Service {
             backfill_per_sec: config.scheduler.backfill_per_sec,
             executors: config.executors.clone(),
             day_counts: Arc::default(),
+            schedule_load: Arc::default(),
             alerts,
             alerting: config.alerts.clone(),
             run_logs: config.run_logs.clone(),
