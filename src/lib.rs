@@ -7,7 +7,6 @@ pub mod actors;
 pub mod alerting;
 pub mod api;
 pub mod app;
-pub mod apply;
 pub mod attention;
 pub mod audit;
 pub mod auth_throttle;

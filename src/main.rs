@@ -232,22 +232,26 @@ fn main() -> ExitCode {
         } => api(global, |conn| ax::client::executors(conn, command)),
         Command::Executors {
             command: ExecutorsAction::Apply { file },
-        } => api(global, |conn| ax::apply::apply_groups(conn, &file)),
+        } => api(global, |conn| ax::client::apply::apply_groups(conn, &file)),
         Command::Apply {
             file,
             dry_run,
             prune,
             yes,
         } => {
-            let options = ax::apply::ApplyOptions {
+            let options = ax::client::apply::ApplyOptions {
                 dry_run,
                 prune,
                 yes,
             };
-            api(global, |conn| ax::apply::apply(conn, &file, options))
+            api(global, |conn| {
+                ax::client::apply::apply(conn, &file, options)
+            })
         }
-        Command::Diff { file, prune } => api(global, |conn| ax::apply::diff(conn, &file, prune)),
-        Command::Export { scene } => api(global, |conn| ax::apply::export(conn, scene)),
+        Command::Diff { file, prune } => {
+            api(global, |conn| ax::client::apply::diff(conn, &file, prune))
+        }
+        Command::Export { scene } => api(global, |conn| ax::client::apply::export(conn, scene)),
         Command::Plan { hours } => api(global, |conn| ax::client::plan(conn, hours)),
         Command::Completion { shell } => {
             clap_complete::generate(shell, &mut definition(), "ax", &mut std::io::stdout());

@@ -559,7 +559,7 @@ mod tests {
         assert!(plain.fields(now).defines(&stored_plain));
         for field in ALL {
             let changed = input(with_example(field));
-            let apply = crate::apply::changed_fields(&changed, &plain);
+            let apply = crate::client::apply::changed_fields(&changed, &plain);
             // The alternative the smallest body gives is left out for this one.
             let replaced = match field.default {
                 Default::Either(other) if required().get(other).is_some() => Some(other),

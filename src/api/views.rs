@@ -359,7 +359,7 @@ mod tests {
             }
             let first = input(body);
             let again = input(task_body(view(&first)));
-            assert!(crate::apply::changed_fields(&first, &again).is_empty());
+            assert!(crate::client::apply::changed_fields(&first, &again).is_empty());
             let now = chrono::DateTime::UNIX_EPOCH;
             assert_eq!(first.fields(now), again.fields(now));
         }

@@ -5,6 +5,7 @@
 //! 2 for bad usage or input, 1 when the server said no or could not be reached.
 
 mod alerts;
+pub mod apply;
 mod audit;
 mod cluster;
 pub mod error;

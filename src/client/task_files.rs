@@ -58,7 +58,7 @@ pub async fn create(conn: &Connection, args: CreateArgs) -> Result<(), ClientErr
 
 /// The one task of a file: a mapping, or a list of one.
 fn one_task(path: &Path) -> Result<Value, ClientError> {
-    let file = crate::apply::read_yaml(path).map_err(ClientError::Usage)?;
+    let file = super::apply::read_yaml(path).map_err(ClientError::Usage)?;
     match file {
         Value::Array(mut items) if items.len() == 1 => Ok(items.remove(0)),
         Value::Object(task) if !task.contains_key("tasks") && !task.contains_key("executors") => {
@@ -104,10 +104,10 @@ pub async fn edit(conn: &Connection, task: &TaskRef) -> Result<(), ClientError> 
     let version = reply
         .etag
         .unwrap_or_else(|| format!("\"{}\"", reply.body["version"]));
-    let entry = crate::apply::edit_entry(reply.body);
+    let entry = super::apply::edit_entry(reply.body);
     let mut file = EditFile::write(id, &entry)?;
     run_editor(&file.path)?;
-    let edited = crate::apply::read_yaml(&file.path).map_err(|message| {
+    let edited = super::apply::read_yaml(&file.path).map_err(|message| {
         ClientError::Usage(format!("{message} (your edit is kept in that file)"))
     });
     let edited = file.keep_on_error(edited)?;

@@ -966,7 +966,7 @@ mod tests {
             assert!(unread.is_empty(), "{}: {unread:?}", field.name);
             let sent = validate::task_input(body, &Default::default()).expect("valid");
             assert!(
-                crate::apply::changed_fields(&sent, &stored).is_empty(),
+                crate::client::apply::changed_fields(&sent, &stored).is_empty(),
                 "{}: {draft:?}",
                 field.name
             );

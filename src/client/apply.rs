@@ -28,9 +28,10 @@ use std::process::ExitCode;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::http::{send, Call};
+use super::Connection;
 use crate::api::validate::executor::{group_input, group_name};
 use crate::api::{task_body, task_input};
-use crate::client::{send, Call, Connection};
 use crate::error::ApiError;
 use crate::routing::Routing;
 use crate::security::Allowlist;
