@@ -66,6 +66,10 @@ echo "$report" | grep -q '"lost":0,' && echo "$report" | grep -q '"duplicate_row
   echo "test.sh: the load tool lost runs or duplicated rows" >&2
   exit 1
 }
+echo "$report" | grep -q '"per_fire":{"ax_cpu_us":[0-9]' || {
+  echo "test.sh: the load tool measured no cost per fire" >&2
+  exit 1
+}
 
 # The console bench at a tiny size, to prove it works end to end (figures at size: README,
 # Console at size): seeds its own database (kept, ax_console_bench_tiny) and times every page;

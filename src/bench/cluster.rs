@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
+use super::usage::process_cpu_ticks;
 use crate::config::env_vars;
 
 /// How long an ax process may take to answer `/healthz` after it is spawned.
@@ -34,6 +35,8 @@ pub struct ClusterSpec {
     pub dir: PathBuf,
     /// With `--alerts`: the webhook every event alerts to.
     pub alerts_url: Option<String>,
+    /// The ax binary to run: this one, or another build (`--ax`).
+    pub exe: PathBuf,
 }
 
 /// The processes' config file: empty, or one webhook channel in the default rule for every
@@ -119,6 +122,10 @@ impl Cluster {
         Ok(longest)
     }
 
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes.iter().map(|p| p.child.id()).collect()
+    }
+
     pub fn base_urls(&self) -> Vec<String> {
         self.processes.iter().map(|p| p.base_url.clone()).collect()
     }
@@ -127,11 +134,8 @@ impl Cluster {
     pub fn cpu_ticks(&self) -> anyhow::Result<u64> {
         let mut total = 0;
         for process in &self.processes {
-            let path = format!("/proc/{}/stat", process.child.id());
-            let stat = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {path} of {}", process.instance_id))?;
-            total +=
-                parse_cpu_ticks(&stat).with_context(|| format!("unexpected format of {path}"))?;
+            total += process_cpu_ticks(process.child.id())
+                .with_context(|| format!("the CPU time of {}", process.instance_id))?;
         }
         Ok(total)
     }
@@ -244,8 +248,7 @@ fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess>
     let err = out
         .try_clone()
         .with_context(|| format!("cannot open {} twice", log.display()))?;
-    let exe = std::env::current_exe().context("cannot find the ax binary")?;
-    let mut command = Command::new(exe);
+    let mut command = Command::new(&spec.exe);
     command.arg("serve").arg("--config").arg(config);
     // Only the settings below: a stray AX_… variable of the caller would skew the figures.
     for name in env_vars() {
@@ -322,17 +325,6 @@ async fn wait_healthy(client: &awc::Client, process: &mut AxProcess) -> anyhow::
     }
 }
 
-/// utime + stime of a `/proc/<pid>/stat` line, in clock ticks.
-pub fn parse_cpu_ticks(stat: &str) -> Option<u64> {
-    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
-    // Fields after it start at field 3 (state); utime and stime are fields 14 and 15.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
-}
-
 /// `VmHWM` (peak resident set size) of a `/proc/<pid>/status` text, in KiB.
 pub fn parse_vm_hwm_kb(status: &str) -> Option<u64> {
     status
@@ -345,14 +337,6 @@ pub fn parse_vm_hwm_kb(status: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_ticks_are_utime_plus_stime() {
-        let stat = "4242 (ax serve (x)) S 1 4242 4242 0 -1 4194560 1234 0 0 0 \
-                    250 70 0 0 20 0 9 0 123456 1000000 2000 18446744073709551615";
-        assert_eq!(parse_cpu_ticks(stat), Some(320));
-        assert_eq!(parse_cpu_ticks("4242 (ax) S 1"), None);
-    }
 
     #[test]
     fn gauges_are_read_from_the_exposition() {
@@ -373,8 +357,6 @@ mod tests {
     #[test]
     fn this_process_can_be_measured() {
         let pid = std::process::id();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-        assert!(parse_cpu_ticks(&stat).is_some());
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
         assert!(parse_vm_hwm_kb(&status).is_some_and(|kb| kb > 0));
     }

@@ -12,6 +12,7 @@ use diesel::prelude::*;
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 
+use super::usage::{find_process, Traffic};
 use super::StoreKind;
 use crate::run::{RunStatus, TaskId};
 use crate::store::schema::ax_instance::dsl as i;
@@ -53,21 +54,46 @@ impl BenchStore {
         })
     }
 
-    /// The server's `Questions` counter (statements sent by all clients); `None` on SQLite.
-    pub async fn questions(&self) -> anyhow::Result<Option<u64>> {
+    /// The server's statement and row counters (all clients); `None` on SQLite.
+    pub async fn server_counters(&self) -> anyhow::Result<Option<ServerCounters>> {
         let Db::Mysql(pool) = &self.db else {
             return Ok(None);
         };
         let mut conn = pool.get().await.context("no MariaDB connection")?;
-        let row: StatusRow = diesel::sql_query("SHOW GLOBAL STATUS LIKE 'Questions'")
-            .get_result(&mut *conn)
-            .await
-            .context("cannot read the Questions counter")?;
-        let value = row
-            .value
-            .parse()
-            .with_context(|| format!("Questions is not a number: {}", row.value))?;
-        Ok(Some(value))
+        let rows: Vec<StatusRow> = diesel::sql_query(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Handler_write', 'Handler_update', \
+             'Handler_delete', 'Bytes_received', 'Bytes_sent')",
+        )
+        .load(&mut *conn)
+        .await
+        .context("cannot read the server's status counters")?;
+        let value = |name: &str| -> anyhow::Result<u64> {
+            let row = rows
+                .iter()
+                .find(|row| row.name == name)
+                .with_context(|| format!("no {name} in the server's status"))?;
+            row.value
+                .parse()
+                .with_context(|| format!("{name} is not a number: {}", row.value))
+        };
+        Ok(Some(ServerCounters {
+            statements: value("Questions")?,
+            rows_written: value("Handler_write")?
+                + value("Handler_update")?
+                + value("Handler_delete")?,
+            traffic: Traffic {
+                sent: value("Bytes_received")?,
+                received: value("Bytes_sent")?,
+            },
+        }))
+    }
+
+    /// The database server's process on this machine; `None` on SQLite.
+    pub fn server_pid(&self) -> Option<u32> {
+        match self.db {
+            Db::Mysql(_) => find_process(&["mariadbd", "mysqld"]),
+            Db::Sqlite(_) => None,
+        }
     }
 
     /// Every task's id and name.
@@ -138,8 +164,33 @@ fn is_final(status: &str) -> bool {
 
 #[derive(QueryableByName)]
 struct StatusRow {
+    #[diesel(sql_type = Text, column_name = Variable_name)]
+    name: String,
     #[diesel(sql_type = Text, column_name = Value)]
     value: String,
+}
+
+/// Counters of the whole database server (every client's work).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ServerCounters {
+    /// `Questions`: statements clients sent.
+    pub statements: u64,
+    /// Rows inserted, updated and deleted in tables (`Handler_write`, `_update`, `_delete`;
+    /// internal temporary tables aside).
+    pub rows_written: u64,
+    /// From the clients' side: what they sent (the server's `Bytes_received`) and received.
+    pub traffic: Traffic,
+}
+
+impl ServerCounters {
+    /// What the server did between `before` and this reading.
+    pub fn since(&self, before: &ServerCounters) -> ServerCounters {
+        ServerCounters {
+            statements: self.statements.saturating_sub(before.statements),
+            rows_written: self.rows_written.saturating_sub(before.rows_written),
+            traffic: self.traffic.since(before.traffic),
+        }
+    }
 }
 
 /// A MariaDB database of the bench, dropped when this is.

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use actix_web::{dev::ServerHandle, web, App, HttpResponse, HttpServer};
+use actix_web::http::header::{self, HeaderMap};
+use actix_web::{dev::ServerHandle, web, App, HttpRequest, HttpResponse, HttpServer};
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -41,6 +42,17 @@ pub struct Counters {
     pub callback_errors: AtomicU64,
     /// Alerts posted to `/alerts` (`--alerts`), at any time.
     pub alerts_received: AtomicU64,
+    /// HTTP bytes between ax and the executor, at any time, counted as HTTP/1.1 text (request
+    /// line or status line, headers, body): what ax sent (runs, callbacks' answers) and what
+    /// it received (replies, callbacks).
+    pub http_bytes: HttpBytes,
+}
+
+/// HTTP bytes from ax's side.
+#[derive(Debug, Default)]
+pub struct HttpBytes {
+    pub ax_sent: AtomicU64,
+    pub ax_received: AtomicU64,
 }
 
 /// State shared by the executor's worker threads.
@@ -221,11 +233,56 @@ async fn take_alert(shared: web::Data<Shared>) -> HttpResponse {
 async fn handle_run(
     shared: web::Data<Shared>,
     client: web::Data<awc::Client>,
+    request: HttpRequest,
     body: web::Bytes,
 ) -> HttpResponse {
     // Read the clock first: the lag is up to the moment the request arrived.
     let received_at_us = Utc::now().timestamp_micros();
-    let Some((delivery, token)) = parse_run(&body, received_at_us) else {
+    let request_line = request.method().as_str().len() + request.uri().to_string().len() + 12;
+    let bytes = &shared.counters.http_bytes;
+    bytes.ax_sent.fetch_add(
+        (request_line + head_len(request.headers()) + body.len()) as u64,
+        Ordering::Relaxed,
+    );
+    let response = answer_run(&shared, client, &body, received_at_us).await;
+    bytes
+        .ax_received
+        .fetch_add(response_len(&response), Ordering::Relaxed);
+    response
+}
+
+/// Bytes of a header block as HTTP/1.1 sends it: `name: value\r\n` each, and the blank line.
+fn head_len(headers: &HeaderMap) -> usize {
+    headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum::<usize>()
+        + 2
+}
+
+/// Bytes of a response as HTTP/1.1 sends it: the status line, its headers with the
+/// `content-length` and `date` the server adds, and its body.
+fn response_len(response: &HttpResponse) -> u64 {
+    let body = match actix_web::body::MessageBody::size(response.body()) {
+        actix_web::body::BodySize::Sized(n) => n as usize,
+        _ => 0,
+    };
+    let status_line =
+        "HTTP/1.1 200 \r\n".len() + response.status().canonical_reason().map_or(0, str::len);
+    let added = "content-length: \r\n".len() + body.to_string().len() + DATE_HEADER_LEN;
+    (status_line + head_len(response.headers()) + added + body) as u64
+}
+
+/// `date: Sat, 05 Dec 2026 10:42:28 GMT\r\n`
+const DATE_HEADER_LEN: usize = 37;
+
+async fn answer_run(
+    shared: &web::Data<Shared>,
+    client: web::Data<awc::Client>,
+    body: &[u8],
+    received_at_us: i64,
+) -> HttpResponse {
+    let Some((delivery, token)) = parse_run(body, received_at_us) else {
         shared.counters.bad_requests.fetch_add(1, Ordering::Relaxed);
         return HttpResponse::BadRequest().body("not an ax run");
     };
@@ -246,7 +303,7 @@ async fn handle_run(
             HttpResponse::Ok().json(json!({"status": ReportedStatus::Success}))
         }
         Mode::Callback => {
-            let shared = shared.into_inner();
+            let shared = shared.clone().into_inner();
             let client = client.get_ref().clone();
             actix_rt::spawn(async move {
                 actix_rt::time::sleep(behaviour.delay).await;
@@ -270,7 +327,36 @@ async fn send_callback(shared: &Shared, client: &awc::Client, delivery: &Deliver
         "status": ReportedStatus::Success,
     });
     let sent = Instant::now();
-    match client.post(url).send_json(&body).await {
+    let request = client.post(url);
+    let body = body.to_string();
+    // Request line, headers (with the content type and length `send_body` adds) and body.
+    let request_len = format!("POST {} HTTP/1.1\r\n", request.get_uri().path()).len()
+        + head_len(request.headers())
+        + "content-type: application/json\r\ncontent-length: \r\n".len()
+        + body.len().to_string().len()
+        + body.len();
+    let answer = request
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .send_body(body)
+        .await;
+    let bytes = &counters.http_bytes;
+    bytes
+        .ax_received
+        .fetch_add(request_len as u64, Ordering::Relaxed);
+    if let Ok(response) = &answer {
+        let length = response
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+            .unwrap_or(0);
+        let status_line =
+            "HTTP/1.1 200 \r\n".len() + response.status().canonical_reason().map_or(0, str::len);
+        bytes.ax_sent.fetch_add(
+            (status_line + head_len(response.headers()) + length) as u64,
+            Ordering::Relaxed,
+        );
+    }
+    match answer {
         Ok(response) if response.status().is_success() => {
             shared.count(&counters.callbacks_ok, delivery.scheduled_at);
             if shared.in_window(delivery.scheduled_at) {

@@ -16,8 +16,10 @@ mod db;
 mod event_streams;
 mod executor;
 mod kinds;
+mod profile;
 mod report;
 mod seed;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,7 +40,8 @@ use event_streams::EventStreams;
 use executor::{Behaviour, MockExecutor};
 pub use kinds::{Mode, StoreKind};
 pub use report::FIELDS_HELP;
-use report::{round1, round2, Lag, Report};
+use report::{round1, Lag, Report};
+use usage::Window;
 
 const REDIS_URL: &str = "redis://127.0.0.1:6379";
 /// Bulk registration calls in flight at once.
@@ -126,6 +129,14 @@ pub struct Args {
     /// spread over the ax processes.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub event_streams: u32,
+    /// Record a CPU profile of the ax processes during the window into this file, with Linux
+    /// `perf` (`scripts/bench.sh profile …` draws it as a flame graph).
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// The ax binary to load instead of this one: another build measured by the same bench
+    /// (its schema must be this build's).
+    #[arg(long, value_name = "PATH")]
+    pub ax: Option<PathBuf>,
 }
 
 fn parse_period(text: &str) -> Result<u32, String> {
@@ -274,6 +285,10 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         instances: args.instances,
         dir: dir.to_path_buf(),
         alerts_url: args.alerts.then(|| executor.alerts_url()),
+        exe: match &args.ax {
+            Some(exe) => exe.clone(),
+            None => std::env::current_exe().context("cannot find the ax binary")?,
+        },
     };
     let mut cluster = Cluster::start(&spec).await?;
     executor.set_callback_targets(&cluster.base_urls());
@@ -315,14 +330,31 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     log::info!("bench: tasks registered; measuring [{start}, {end})");
     let streams = EventStreams::open(&cluster.base_urls(), args.event_streams).await?;
     sleep_until(start).await;
-    let window = Window::open(&cluster, &store).await?;
+    let peers = usage::Peers {
+        cluster: &cluster,
+        store: &store,
+        executor: &executor,
+        redis: args.redis,
+    };
+    let window = Window::open(&peers).await?;
+    let recording = match &args.profile {
+        Some(file) => Some(profile::Recording::start(
+            &cluster.pids(),
+            args.duration,
+            file,
+        )?),
+        None => None,
+    };
     let measuring = progress(args.duration, "measuring (s)");
     for second in 1..=args.duration {
         sleep_until(start + Duration::from_secs(second)).await;
         measuring.set_position(second);
     }
     measuring.finish_and_clear();
-    let window = window.close(&cluster, &store).await?;
+    let window = window.close(&peers).await?;
+    if let Some(recording) = recording {
+        recording.finish().await?;
+    }
     let events_received = streams.close();
 
     actix_rt::time::sleep(args.grace()).await;
@@ -341,6 +373,8 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         .statuses_in(DateTime::UNIX_EPOCH, end + chrono::Duration::days(1))
         .await?;
     let counters = executor.counters();
+    // The fires ax made in the window, whatever their scheduled time: what its cost is shared by.
+    let received = received_within(&deliveries, start.timestamp(), end.timestamp());
     let load =
         |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
     Ok(Report {
@@ -356,10 +390,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         expected: expected.len(),
         delivered: matching.delivered,
         fires_per_sec: round1(matching.delivered as f64 / args.duration as f64),
-        received_per_sec: round1(
-            received_within(&deliveries, start.timestamp(), end.timestamp()) as f64
-                / args.duration as f64,
-        ),
+        received_per_sec: round1(received as f64 / args.duration as f64),
         lag_ms: Lag::of(&matching.lags_ms),
         callback_ms: Lag::of(&callback_ms),
         lost: matching.lost,
@@ -370,13 +401,10 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         not_final: db::not_final(&statuses),
         statuses,
         open_after_stop: db::open_only(all_statuses),
-        ax_cpu_percent: cpu_percent(window.cpu_ticks, CLOCK_TICKS_PER_SEC, window.wall_secs)
+        ax_cpu_percent: cpu_percent(window.ax_cpu_ticks, CLOCK_TICKS_PER_SEC, window.wall_secs)
             .map(round1),
         ax_peak_rss_mb: round1(ax_peak_rss_mb),
-        db_statements_per_fire: window
-            .questions
-            .filter(|_| matching.delivered > 0)
-            .map(|q| round2(q as f64 / matching.delivered as f64)),
+        per_fire: window.per_fire(received),
         injected_failures: load(&counters.injected_failures),
         callbacks_ok: load(&counters.callbacks_ok),
         callback_errors: load(&counters.callback_errors),
@@ -390,45 +418,6 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         startup_preload_secs,
         elapsed_secs: round1(started.elapsed().as_secs_f64()),
     })
-}
-
-/// Counters sampled at the start of the measuring window.
-struct Window {
-    opened: Instant,
-    cpu_ticks: u64,
-    questions: Option<u64>,
-}
-
-/// What the ax processes and the database did during the window.
-struct WindowUse {
-    wall_secs: f64,
-    cpu_ticks: u64,
-    /// MariaDB statements (server-wide); `None` on SQLite.
-    questions: Option<u64>,
-}
-
-impl Window {
-    async fn open(cluster: &Cluster, store: &BenchStore) -> anyhow::Result<Window> {
-        Ok(Window {
-            opened: Instant::now(),
-            cpu_ticks: cluster.cpu_ticks()?,
-            questions: store.questions().await?,
-        })
-    }
-
-    async fn close(self, cluster: &Cluster, store: &BenchStore) -> anyhow::Result<WindowUse> {
-        let wall_secs = self.opened.elapsed().as_secs_f64();
-        let cpu_ticks = cluster.cpu_ticks()?.saturating_sub(self.cpu_ticks);
-        let questions = match (self.questions, store.questions().await?) {
-            (Some(before), Some(after)) => Some(after.saturating_sub(before)),
-            _ => None,
-        };
-        Ok(WindowUse {
-            wall_secs,
-            cpu_ticks,
-            questions,
-        })
-    }
 }
 
 /// Registers the bench's tasks, round-robin over the ax processes, a bounded number at a time;

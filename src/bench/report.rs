@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::usage::PerFire;
 use crate::percentile::percentile;
 
 /// `ax bench --help`: every key of the report line, what it holds.
@@ -30,8 +31,20 @@ The report: one JSON line on stdout, with these keys.
   open_after_stop         runs of any time left open at stop, by status (shutdown should leave none)
   ax_cpu_percent          ax CPU time in the window, in percent of one core
   ax_peak_rss_mb          the ax processes' peak resident memory
-  db_statements_per_fire  MariaDB statements (Questions, server-wide) in the window per delivered
-                          run, to two decimals; null on SQLite
+  per_fire                the window's cost divided by the runs received in it (received_per_sec
+                          × window_secs); null where not measured:
+    ax_cpu_us             ax CPU time, in µs
+    db_cpu_us             the database server's CPU time (its process on this machine), in µs;
+                          null on SQLite
+    redis_commands        commands Redis processed (server-wide); null without --redis
+    db_statements         statements the database server received (Questions, server-wide);
+                          null on SQLite
+    db_rows_written       rows the server inserted, updated and deleted (Handler_write, _update,
+                          _delete: server-wide, triggers included); null on SQLite
+    bytes_sent            bytes ax sent over the network: HTTP to the executor (counted as
+                          HTTP/1.1 text by the executor), to MariaDB (its Bytes_received) and to
+                          Redis (its total_net_input_bytes)
+    bytes_received        bytes ax received the same ways
   injected_failures       deliveries answered 500 on purpose (--fail-rate)
   callbacks_ok            callbacks ax accepted
   callback_errors         callbacks refused by ax or not sent
@@ -87,9 +100,8 @@ pub struct Report {
     pub open_after_stop: BTreeMap<String, u64>,
     pub ax_cpu_percent: Option<f64>,
     pub ax_peak_rss_mb: f64,
-    /// MariaDB `Questions` (server-wide) during the window per delivered run, to two decimals;
-    /// null on SQLite.
-    pub db_statements_per_fire: Option<f64>,
+    /// The window's cost per run received in it.
+    pub per_fire: PerFire,
     /// Executor counters, for runs scheduled in the window.
     pub injected_failures: u64,
     pub callbacks_ok: u64,
