@@ -7,6 +7,7 @@ mod backend;
 mod error;
 mod migrate;
 pub mod models;
+pub mod prepared;
 pub mod queries;
 pub mod schema;
 mod time;

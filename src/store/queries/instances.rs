@@ -14,6 +14,7 @@ use super::Page;
 use crate::run::{left_by_overlap, DueRun, NewRun, OverlapPolicy, TriggerType};
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::store::models::{Instance, NewInstance, TaskStatus};
+use crate::store::prepared::{chunks, padded, Kept};
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{from_db, Conn, StoreError};
@@ -246,6 +247,7 @@ async fn advance_tasks(
     conn: &mut Conn,
     advances: &[(TaskId, Option<NaiveDateTime>)],
 ) -> Result<(), StoreError> {
+    let advances = padded(advances);
     let sql = format!(
         "UPDATE ax_task SET next_run_at = CASE id {} END WHERE id IN ({})",
         "WHEN ? THEN ? ".repeat(advances.len()),
@@ -253,21 +255,29 @@ async fn advance_tasks(
     );
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
-        for &(task_id, next_run_at) in advances {
+        for &(task_id, next_run_at) in &advances {
             query = query
                 .bind::<BigInt, _>(task_id)
                 .bind::<Nullable<Timestamp>, _>(next_run_at);
         }
-        for &(task_id, _) in advances {
+        for &(task_id, _) in &advances {
             query = query.bind::<BigInt, _>(task_id);
         }
-        query.execute(c).await
+        Kept(query).execute(c).await
     })?;
     Ok(())
 }
 
-/// Inserts the runs in one statement; fails whole on a duplicate request id.
+/// Inserts the runs in a statement for each of their [`chunks`]; fails whole on a duplicate
+/// request id.
 async fn insert_instances(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), StoreError> {
+    for chunk in chunks(runs) {
+        insert_chunk(conn, chunk).await?;
+    }
+    Ok(())
+}
+
+async fn insert_chunk(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), StoreError> {
     let sql = format!(
         "INSERT INTO ax_instance (task_id, request_id, trigger_type, scheduled_at, trigger_at, \
          status, fired_by, created_at, finished_at, next_attempt_at, deadline_at, params, \
@@ -299,7 +309,7 @@ async fn insert_instances(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), 
                 .bind::<Nullable<Integer>, _>(run.shard_index)
                 .bind::<Nullable<Integer>, _>(run.shard_total);
         }
-        query.execute(c).await
+        Kept(query).execute(c).await
     })?;
     Ok(())
 }

@@ -15,6 +15,7 @@ use crate::run::{
     ended_attempt, on_event, Change, Decided, EndedAttempt, Event, RequestId, RetryLimits,
     RetryPolicy, RunState, RunStatus, TaskId, Write,
 };
+use crate::store::prepared::{padded, Kept};
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{from_db, Conn, StoreError};
@@ -190,13 +191,16 @@ pub async fn states(
     defaults: RetryPolicy,
 ) -> Result<HashMap<RequestId, RunState>, StoreError> {
     let mut found = HashMap::with_capacity(ids.len());
-    for chunk in ids.chunks(1000) {
-        let rows: Vec<StateRow> = with_conn!(conn, |c| i::ax_instance
-            .left_join(t::ax_task.on(t::id.eq(i::task_id)))
-            .filter(i::request_id.eq_any(chunk))
-            .select(state_columns!())
-            .load(c)
-            .await)?;
+    for chunk in ids.chunks(1024) {
+        let chunk = padded(chunk);
+        let rows: Vec<StateRow> = with_conn!(conn, |c| Kept(
+            i::ax_instance
+                .left_join(t::ax_task.on(t::id.eq(i::task_id)))
+                .filter(i::request_id.eq_any(&chunk))
+                .select(state_columns!())
+        )
+        .load(c)
+        .await)?;
         found.extend(rows.into_iter().map(|row| state_of(row, defaults)));
     }
     Ok(found)

@@ -9,6 +9,7 @@ use diesel_async::RunQueryDsl;
 
 use crate::run::TaskId;
 use crate::store::models::TaskStatus;
+use crate::store::prepared::{padded, Kept};
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{Conn, StoreError};
 
@@ -22,7 +23,8 @@ pub async fn lock_task_schedules(
     // (status, next_run_at) index, MySQL locks index entries that concurrent fire batches are
     // updating, and they deadlock. So the filter names only the key, and `updated_at`, outside
     // that index, keeps the index from covering the query.
-    let query = t::ax_task.filter(t::id.eq_any(ids)).select((
+    let ids = padded(ids);
+    let query = t::ax_task.filter(t::id.eq_any(&ids)).select((
         t::id,
         t::next_run_at,
         t::status,
@@ -32,8 +34,8 @@ pub async fn lock_task_schedules(
     // SQLite's `BEGIN IMMEDIATE` already holds the only write lock.
     type Row = (TaskId, Option<NaiveDateTime>, TaskStatus, NaiveDateTime);
     let rows: Vec<Row> = match conn {
-        Conn::Mysql(c) => query.for_update().load(&mut **c).await?,
-        Conn::Sqlite(c) => query.load(&mut **c).await?,
+        Conn::Mysql(c) => Kept(query.for_update()).load(&mut **c).await?,
+        Conn::Sqlite(c) => Kept(query).load(&mut **c).await?,
     };
     Ok(rows
         .into_iter()
