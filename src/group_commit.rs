@@ -8,7 +8,8 @@
 //! is free (fires: each write is already a batch, and dispatch waits on it).
 //!
 //! Writes to one run keep their order: a write never commits beside an earlier one to the same
-//! run, nor ahead of it.
+//! run, nor ahead of it. A write that makes the run's last queued write moot is folded into
+//! it instead ([`Queued::absorb`]), taking its place in the queue.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -20,6 +21,11 @@ pub trait Queued {
     fn rows(&self) -> usize;
     /// The run it changes, when its order against that run's other writes matters.
     fn run(&self) -> Option<&RequestId>;
+    /// Folds `later`, the next write to the same run, into this queued one when it makes this
+    /// one moot; gives it back when both are to be written.
+    fn absorb(&mut self, later: Self) -> Result<(), Self>
+    where
+        Self: Sized;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +41,11 @@ pub struct Taken<T> {
 }
 
 pub struct Lane<T> {
-    queue: VecDeque<(T, Instant)>,
+    /// Queued writes with their sequence numbers (ascending) and arrival times.
+    queue: VecDeque<(u64, T, Instant)>,
+    next_seq: u64,
+    /// The sequence number of each run's last queued write.
+    last_queued: HashMap<RequestId, u64>,
     commits: usize,
     max_commits: usize,
     max_rows: usize,
@@ -48,6 +58,8 @@ impl<T: Queued> Lane<T> {
     pub fn new(policy: Policy, max_commits: usize, max_rows: usize) -> Self {
         Lane {
             queue: VecDeque::new(),
+            next_seq: 0,
+            last_queued: HashMap::new(),
             commits: 0,
             max_commits: max_commits.max(1),
             max_rows: max_rows.max(1),
@@ -57,7 +69,23 @@ impl<T: Queued> Lane<T> {
     }
 
     pub fn push(&mut self, write: T, now: Instant) {
-        self.queue.push_back((write, now));
+        let queued = write
+            .run()
+            .and_then(|run| self.last_queued.get(run))
+            .and_then(|seq| self.queue.binary_search_by_key(seq, |(s, ..)| *s).ok());
+        let write = match queued {
+            Some(n) => match self.queue[n].1.absorb(write) {
+                Ok(()) => return,
+                Err(write) => write,
+            },
+            None => write,
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if let Some(run) = write.run() {
+            self.last_queued.insert(run.clone(), seq);
+        }
+        self.queue.push_back((seq, write, now));
     }
 
     pub fn is_idle(&self) -> bool {
@@ -75,7 +103,7 @@ impl<T: Queued> Lane<T> {
             return None;
         }
         let (picked, _) = self.pick();
-        picked.first().map(|&n| self.queue[n].1 + max_wait)
+        picked.first().map(|&n| self.queue[n].2 + max_wait)
     }
 
     /// The writes to commit now, if the policy starts a commit; the commit counts as running
@@ -92,7 +120,7 @@ impl<T: Queued> Lane<T> {
                     || rows >= self.max_rows
                     || picked
                         .first()
-                        .is_some_and(|&n| now >= self.queue[n].1 + max_wait)
+                        .is_some_and(|&n| now >= self.queue[n].2 + max_wait)
             }
         };
         if picked.is_empty() || !starts {
@@ -100,7 +128,12 @@ impl<T: Queued> Lane<T> {
         }
         let mut writes = Vec::with_capacity(picked.len());
         for n in picked.into_iter().rev() {
-            if let Some((write, _)) = self.queue.remove(n) {
+            if let Some((seq, write, _)) = self.queue.remove(n) {
+                if let Some(run) = write.run() {
+                    if self.last_queued.get(run) == Some(&seq) {
+                        self.last_queued.remove(run);
+                    }
+                }
                 writes.push(write);
             }
         }
@@ -132,7 +165,7 @@ impl<T: Queued> Lane<T> {
     fn pick(&self) -> (Vec<usize>, usize) {
         let mut held: HashSet<&RequestId> = HashSet::new();
         let (mut picked, mut rows) = (Vec::new(), 0);
-        for (n, (write, _)) in self.queue.iter().enumerate() {
+        for (n, (_, write, _)) in self.queue.iter().enumerate() {
             if let Some(run) = write.run() {
                 if held.contains(run) || self.in_flight.contains_key(run) {
                     held.insert(run);
@@ -165,6 +198,38 @@ mod tests {
         fn run(&self) -> Option<&RequestId> {
             self.1.as_ref()
         }
+        /// Writes numbered from [`MOOTING`] make the run's queued write moot.
+        fn absorb(&mut self, later: Self) -> Result<(), Self> {
+            if later.0 < MOOTING {
+                return Err(later);
+            }
+            *self = later;
+            Ok(())
+        }
+    }
+
+    const MOOTING: usize = 100;
+
+    #[test]
+    fn a_write_making_a_queued_one_moot_takes_its_place() {
+        let (mut lane, now) = (natural(1, 100), Instant::now());
+        lane.push(W(0, None), now);
+        let running = lane.next_batch(now).expect("a commit");
+        lane.push(W(1, Some(run(1))), now);
+        lane.push(W(2, Some(run(2))), now);
+        lane.push(W(MOOTING + 1, Some(run(1))), now);
+        // Not folded: the run's queued write is the folded one, and this one is ordinary.
+        lane.push(W(3, Some(run(1))), now);
+        lane.done(&running.runs);
+        let next = lane.next_batch(now).expect("the next");
+        assert_eq!(ids(&next), [MOOTING + 1, 2, 3], "in the first one's place");
+        lane.done(&next.runs);
+        // A run whose write is committing has nothing queued to fold into.
+        lane.push(W(4, Some(run(4))), now);
+        let taken = lane.next_batch(now).expect("taken");
+        lane.push(W(MOOTING + 4, Some(run(4))), now);
+        lane.done(&taken.runs);
+        assert_eq!(ids(&lane.next_batch(now).expect("after it")), [MOOTING + 4]);
     }
 
     fn run(n: i64) -> RequestId {

@@ -94,6 +94,8 @@ pub struct Metrics {
     pub alerts_failed: AtomicU64,
     pub retries: AtomicU64,
     pub lock_conflicts: AtomicU64,
+    /// Dispatcher replies made moot by their run's result before they were written.
+    pub writes_folded: AtomicU64,
     dispatch_results: [AtomicU64; 3],
     /// Runs the overlap policy skipped, held back, and replaced (see `OVERLAP_DECISIONS`).
     overlap: [AtomicU64; 3],
@@ -133,6 +135,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     alerts_failed: AtomicU64::new(0),
     retries: AtomicU64::new(0),
     lock_conflicts: AtomicU64::new(0),
+    writes_folded: AtomicU64::new(0),
     dispatch_results: Default::default(),
     overlap: Default::default(),
     cancelled: AtomicU64::new(0),
@@ -292,6 +295,13 @@ impl Metrics {
             "ax_lock_conflicts_total",
             "Fires skipped because another ax held the task's lock.",
             &self.lock_conflicts,
+        );
+        counter(
+            &mut out,
+            "ax_writes_folded_total",
+            "Accepted replies not written: their run's result came before they were, and was \
+             written in their place.",
+            &self.writes_folded,
         );
         let name = "ax_dispatch_results_total";
         let _ = writeln!(

@@ -171,6 +171,7 @@ async fn metrics_count_what_happens() {
         "ax_retries_total",
         "ax_missed_runs_total",
         "ax_lock_conflicts_total",
+        "ax_writes_folded_total",
     ] {
         assert!(text.contains(&format!("# TYPE {family}")), "{family}");
     }

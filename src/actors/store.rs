@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use crate::group_commit::{Lane, Policy, Queued};
 use crate::metrics::{add, metrics};
 use crate::run::{
-    blind, rejected_result, Decided, Event, RequestId, RetryPolicy, RunStatus, TaskId,
+    blind, rejected_result, supersede, Decided, Event, RequestId, RetryPolicy, RunStatus, TaskId,
     Write as RunWrite, RESULT_REJECTED_MESSAGE,
 };
 use crate::store::models::{cut, MAX_MESSAGE_CHARS};
@@ -72,9 +72,22 @@ impl Reply {
     }
 }
 
+/// A write's caller, and the callers of writes folded into it.
+struct Replies(Reply, Vec<Reply>);
+
+impl Replies {
+    fn fail(self, err: &StoreError) {
+        self.0.fail(err);
+        self.1.into_iter().for_each(|reply| reply.fail(err));
+    }
+}
+
 struct Pending {
     write: Write,
     reply: Reply,
+    /// Callers of writes folded into this one (made moot by it): answered as blind writes
+    /// once it commits.
+    moot: Vec<Reply>,
 }
 
 impl Write {
@@ -104,6 +117,34 @@ impl Queued for Pending {
             Write::Event(event) => Some(&event.request_id),
             Write::Fires(..) | Write::Claims(..) => None,
         }
+    }
+
+    fn absorb(&mut self, later: Self) -> Result<(), Self> {
+        let (Write::Event(earlier), Write::Event(next)) = (&self.write, &later.write) else {
+            return Err(later);
+        };
+        // Only a blind write owes its caller nothing but its commit.
+        let Some(event) = supersede(&earlier.event, &next.event).filter(|_| earlier.blind) else {
+            return Err(later);
+        };
+        let task_id = next.task_id.or(earlier.task_id);
+        let Pending {
+            write: Write::Event(next),
+            reply,
+            moot,
+        } = later
+        else {
+            return Err(later);
+        };
+        self.write = Write::Event(RunEvent {
+            task_id,
+            event,
+            ..next
+        });
+        self.moot.push(std::mem::replace(&mut self.reply, reply));
+        self.moot.extend(moot);
+        add(&metrics().writes_folded, 1);
+        Ok(())
     }
 }
 
@@ -163,7 +204,8 @@ impl StoreActor {
     ) -> ResponseFuture<Result<T, StoreError>> {
         let (tx, rx) = oneshot::channel();
         let reply = reply(tx);
-        self.enqueue(Pending { write, reply }, ctx);
+        let moot = Vec::new();
+        self.enqueue(Pending { write, reply, moot }, ctx);
         Box::pin(async move { rx.await.unwrap_or_else(|_| Err(dropped())) })
     }
 
@@ -247,8 +289,10 @@ const COMMIT_TRIES: usize = 3;
 /// refuses (not a lost connection: a statement it will not take) is committed again one write
 /// at a time, so one bad write fails alone and the others commit.
 async fn commit(writer: Writer, batch: Vec<Pending>) {
-    let (writes, replies): (Vec<Write>, Vec<Reply>) =
-        batch.into_iter().map(|p| (p.write, p.reply)).unzip();
+    let (writes, replies): (Vec<Write>, Vec<Replies>) = batch
+        .into_iter()
+        .map(|p| (p.write, Replies(p.reply, p.moot)))
+        .unzip();
     let count = writes.len();
     let writes = Arc::new(writes);
     match commit_once(&writer, writes.clone()).await {
@@ -262,7 +306,7 @@ async fn commit(writer: Writer, batch: Vec<Pending>) {
         }
         Err(err) => {
             log::error!("a batch of {count} writes failed: {err}");
-            replies.into_iter().for_each(|reply| reply.fail(&err));
+            replies.into_iter().for_each(|replies| replies.fail(&err));
         }
     }
 }
@@ -270,7 +314,7 @@ async fn commit(writer: Writer, batch: Vec<Pending>) {
 /// Commits one write of a refused batch. A result the database still refuses is recorded as
 /// the attempt's failure, `RESULT_REJECTED` with the reason, so the run does not wait for its
 /// claim to lapse and is not delivered again and again.
-async fn commit_alone(writer: &Writer, write: Write, reply: Reply) {
+async fn commit_alone(writer: &Writer, write: Write, reply: Replies) {
     let err = match commit_once(writer, Arc::new(vec![write.clone()])).await {
         Ok(done) => return answer(vec![reply], done),
         Err(err) => err,
@@ -338,8 +382,14 @@ async fn commit_once(writer: &Writer, writes: Arc<Vec<Write>>) -> Result<Vec<Don
 
 /// Hands each caller its write's outcome; `done` holds one per write, in the writes' order
 /// (see `run_batch`).
-fn answer(replies: Vec<Reply>, done: Vec<Done>) {
-    for (reply, done) in replies.into_iter().zip(done) {
+fn answer(replies: Vec<Replies>, done: Vec<Done>) {
+    for (Replies(reply, moot), done) in replies.into_iter().zip(done) {
+        // A folded write is written as its caller asked: blind, so no outcome is owed.
+        for folded in moot {
+            if let Reply::Event(tx) = folded {
+                drop(tx.send(Ok(None)));
+            }
+        }
         // A caller that gave up waiting (send fails) is no reason to fail the others.
         match (reply, done) {
             (Reply::Fires(tx), Done::Fires(outcomes)) => drop(tx.send(Ok(outcomes))),

@@ -577,6 +577,34 @@ fn renew(
     })
 }
 
+/// A result that comes while the acceptance of its attempt (a dispatcher's reply) is still
+/// waiting to be written makes that write moot: the result alone, carrying when and to whom
+/// the attempt was sent, ends the run as the two in order would (a result is decided the same
+/// on the READY row as on the RUNNING one). So a quick callback is one write, not two, and
+/// does not wait for the acceptance's commit. `None`: both are written, in order.
+pub fn supersede(earlier: &Event, later: &Event) -> Option<Event> {
+    let (Event::Report(accepted), Event::Report(result)) = (earlier, later) else {
+        return None;
+    };
+    let Report {
+        attempt: Some(attempt),
+        outcome: Outcome::Accepted { .. },
+        ..
+    } = accepted
+    else {
+        return None;
+    };
+    let for_that_attempt = result.attempt.is_none_or(|named| named == *attempt);
+    if matches!(result.outcome, Outcome::Accepted { .. }) || !for_that_attempt {
+        return None;
+    }
+    Some(Event::Report(Report {
+        sent_at: result.sent_at.or(accepted.sent_at),
+        member: result.member.clone().or_else(|| accepted.member.clone()),
+        ..result.clone()
+    }))
+}
+
 /// A result: it belongs to the attempt it names, or to the one dispatched last. An attempt
 /// never dispatched is refused; one whose result was counted changes nothing. A SUCCESS of an
 /// earlier attempt still ends an open run (its retry is not needed); a failure or acceptance

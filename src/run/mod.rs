@@ -21,8 +21,9 @@ pub use decided::Decided;
 pub use ids::{RequestId, TaskId};
 pub use jitter::{jitter_offset, jittered};
 pub use lifecycle::{
-    blind, dependency_deadline, ended_attempt, on_event, rejected_result, upstream_event, Change,
-    EndedAttempt, Event, Expect, NewRun, Outcome, Refusal, Report, RunState, Write,
+    blind, dependency_deadline, ended_attempt, on_event, rejected_result, supersede,
+    upstream_event, Change, EndedAttempt, Event, Expect, NewRun, Outcome, Refusal, Report,
+    RunState, Write,
 };
 pub use notes::failed_attempt;
 pub use overlap::{

@@ -2147,3 +2147,58 @@ proptest! {
         prop_assert!(matches!(&write, Ok(w) if w.change.status == Some(Failed)), "{write:?}");
     }
 }
+
+proptest! {
+    /// A result folded into the acceptance still waiting to be written leaves the run as the
+    /// two written in order would, and keeps when and to whom the attempt was sent.
+    #[test]
+    fn a_result_superseding_its_acceptance_ends_the_run_the_same(
+        attempt in 1..3i32,
+        name_attempt in any::<bool>(),
+        outcome in outcome(),
+        now in now(),
+    ) {
+        let run = state(Ready, attempt, attempt);
+        let sent = Report {
+            attempt: Some(attempt),
+            outcome: Outcome::Accepted { deadline: at(now + 60) },
+            at: at(now),
+            sent_at: Some(at(now)),
+            member: Some("http://127.0.0.1:9/".into()),
+        };
+        let accepted = Event::Report(sent.clone());
+        let outcome = match outcome {
+            OutcomeGen::Accepted { deadline_after } => Outcome::Accepted { deadline: at(now + deadline_after) },
+            OutcomeGen::Succeeded => Outcome::Succeeded { code: None, message: None },
+            OutcomeGen::Failed { retry } => failure(retry),
+        };
+        let result = report(name_attempt.then_some(attempt), outcome.clone(), now + 1);
+        let Some(merged) = supersede(&accepted, &result) else {
+            let was_acceptance = matches!(outcome, Outcome::Accepted { .. });
+            prop_assert!(was_acceptance, "{:?}", outcome);
+            return Ok(());
+        };
+        let mut in_order = run.clone();
+        let first = on_event(&in_order, &accepted).expect("the acceptance applies");
+        in_order.apply(&first.change);
+        let second = on_event(&in_order, &result).expect("the result applies");
+        in_order.apply(&second.change);
+        let mut folded = run.clone();
+        let write = on_event(&folded, &merged).expect("the folded result applies");
+        folded.apply(&write.change);
+        prop_assert_eq!(&folded, &in_order);
+        prop_assert_eq!(write.change.dispatched_at, first.change.dispatched_at);
+        prop_assert_eq!(write.change.member, first.change.member);
+    }
+}
+
+#[test]
+fn only_a_result_for_the_accepted_attempt_supersedes_it() {
+    let sent = accepted(Some(2), 100, 10);
+    assert!(supersede(&sent, &succeeded(Some(1), 11)).is_none());
+    assert!(supersede(&sent, &sent.clone()).is_none());
+    assert!(supersede(&succeeded(Some(2), 10), &succeeded(Some(2), 11)).is_none());
+    assert!(supersede(&sent, &succeeded(Some(2), 11)).is_some());
+    assert!(supersede(&sent, &succeeded(None, 11)).is_some());
+    assert!(supersede(&accepted(None, 100, 10), &succeeded(None, 11)).is_none());
+}
