@@ -207,8 +207,9 @@ fn serve(
                 .wrap(actix_web::middleware::from_fn(api::same_site))
                 // Outermost: every error leaves in its shape (a console page, or JSON).
                 .wrap(actix_web::middleware::from_fn(crate::http_errors::in_shape))
-                .configure(crate::console::routes)
+                // The API first: its executor endpoints are the busiest routes.
                 .configure(api::routes)
+                .configure(crate::console::routes)
                 .into_factory()
                 .map_err(|err| err.error_response());
             let shutdown = shutdown.clone();
