@@ -589,7 +589,9 @@ impl Sender {
             let Ok(permit) = self.permits.clone().acquire_owned().await else {
                 return;
             };
-            let serve = self.clone().serve(slot, job, permit);
+            // Boxed: the task spawned stays small (the request's future is kilobytes, and a
+            // large task was copied in and faulted fresh pages at every spawn).
+            let serve = Box::pin(self.clone().serve(slot, job, permit));
             actix::spawn(self.serving.track(serve));
         }
     }
@@ -688,14 +690,14 @@ impl Sender {
         };
         drop(permit);
         let (store, shared) = (self.shared.store.clone(), self.shared.clone());
-        actix::spawn(self.recording.track(async move {
+        actix::spawn(self.recording.track(Box::pin(async move {
             record(&store, &job, event).await;
             if let Some(output) = output {
                 keep_output(&store, &job, output).await;
             }
             shared.release(&job.request_id);
             drop(recording_permit);
-        }));
+        })));
     }
 }
 
