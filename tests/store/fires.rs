@@ -22,6 +22,7 @@ on_both_backends!(
     record_fires_rolls_back_with_its_transaction,
     duplicate_request_id,
     fires_recorded_at_once,
+    a_duplicate_in_a_later_statement_leaves_the_others_fired,
     fire_chains_recorded_at_once,
 );
 
@@ -260,6 +261,30 @@ async fn fires_recorded_at_once(db: &Db) {
     }
     let (runs, _) = runs_of(db, tasks_[3].id).await;
     assert_eq!(runs.len(), 1, "no second row for a duplicate");
+}
+
+/// A batch's rows go in statements of power-of-two sizes (five rows: four, then one); a
+/// duplicate in the last statement must not turn the rows of the first into duplicates.
+async fn a_duplicate_in_a_later_statement_leaves_the_others_fired(db: &Db) {
+    let t = base();
+    let mut records = Vec::new();
+    for k in 0..5 {
+        let task = insert_task(
+            db,
+            fields(&format!("later{k}"), "s", TaskStatus::Enabled, Some(t)),
+        )
+        .await;
+        records.push(fire_record(task.id, &request_id(), t, Some(t + secs(1))));
+    }
+    insert_instance(db, &records[4].instance.clone()).await;
+    let outcomes = record(db, records.clone()).await;
+    let mut expected = vec![FireOutcome::Fired; 4];
+    expected.push(FireOutcome::Duplicate);
+    assert_eq!(outcomes, expected);
+    for record in &records {
+        let (runs, _) = runs_of(db, record.instance.task_id).await;
+        assert_eq!(runs.len(), 1, "one row for {:?}", record.instance.task_id);
+    }
 }
 
 /// A late tick's catch-up fires a task twice in one batch, as a chain: fresh or stale whole.

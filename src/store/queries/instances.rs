@@ -269,12 +269,22 @@ async fn advance_tasks(
 }
 
 /// Inserts the runs in a statement for each of their [`chunks`]; fails whole on a duplicate
-/// request id.
+/// request id (in the caller's transaction: a later statement's failure takes back the
+/// earlier ones, to a savepoint).
 async fn insert_instances(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), StoreError> {
-    for chunk in chunks(runs) {
-        insert_chunk(conn, chunk).await?;
+    let chunks = chunks(runs);
+    if let [only] = chunks.as_slice() {
+        return insert_chunk(conn, only).await;
     }
-    Ok(())
+    conn.execute("SAVEPOINT ax_insert").await?;
+    for chunk in chunks {
+        if let Err(err) = insert_chunk(conn, chunk).await {
+            conn.execute("ROLLBACK TO SAVEPOINT ax_insert; RELEASE SAVEPOINT ax_insert")
+                .await?;
+            return Err(err);
+        }
+    }
+    conn.execute("RELEASE SAVEPOINT ax_insert").await
 }
 
 async fn insert_chunk(conn: &mut Conn, runs: &[&NewInstance]) -> Result<(), StoreError> {
