@@ -35,6 +35,6 @@ target/profiling/ax bench --profile "$out/perf.data" "$@" | tee "$out/report.jso
 perf script -i "$out/perf.data" 2>/dev/null | inferno-collapse-perf > "$out/stacks.folded"
 inferno-flamegraph --title "ax: $*" < "$out/stacks.folded" > "$out/flame.svg"
 perf report -i "$out/perf.data" --no-children -g none --sort symbol --percent-limit 0.5 --stdio \
-    2>/dev/null | grep -v '^#' | grep -v '^$' | grep '%' > "$out/top.txt" || true
+    2>/dev/null | grep -v '^#' | grep '%' | sed 's/[ -]*$//' > "$out/top.txt" || true
 echo "bench.sh: profile in $out (flame.svg, top.txt); top entries:" >&2
 head -n 25 "$out/top.txt" >&2
