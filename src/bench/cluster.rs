@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
-use super::usage::process_cpu_ticks;
+use super::counters::process_cpu_ticks;
 use crate::config::env_vars;
 
 /// How long an ax process may take to answer `/healthz` after it is spawned.

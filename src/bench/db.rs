@@ -12,7 +12,7 @@ use diesel::prelude::*;
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 
-use super::usage::{find_process, Traffic};
+use super::counters::{find_process, ServerCounters, Traffic};
 use super::StoreKind;
 use crate::run::{RunStatus, TaskId};
 use crate::store::schema::ax_instance::dsl as i;
@@ -168,29 +168,6 @@ struct StatusRow {
     name: String,
     #[diesel(sql_type = Text, column_name = Value)]
     value: String,
-}
-
-/// Counters of the whole database server (every client's work).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ServerCounters {
-    /// `Questions`: statements clients sent.
-    pub statements: u64,
-    /// Rows inserted, updated and deleted in tables (`Handler_write`, `_update`, `_delete`;
-    /// internal temporary tables aside).
-    pub rows_written: u64,
-    /// From the clients' side: what they sent (the server's `Bytes_received`) and received.
-    pub traffic: Traffic,
-}
-
-impl ServerCounters {
-    /// What the server did between `before` and this reading.
-    pub fn since(&self, before: &ServerCounters) -> ServerCounters {
-        ServerCounters {
-            statements: self.statements.saturating_sub(before.statements),
-            rows_written: self.rows_written.saturating_sub(before.rows_written),
-            traffic: self.traffic.since(before.traffic),
-        }
-    }
 }
 
 /// A MariaDB database of the bench, dropped when this is.

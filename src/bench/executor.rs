@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use actix_web::http::header::{self, HeaderMap};
+use actix_web::http::StatusCode;
 use actix_web::{dev::ServerHandle, web, App, HttpRequest, HttpResponse, HttpServer};
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
@@ -267,10 +268,13 @@ fn response_len(response: &HttpResponse) -> u64 {
         actix_web::body::BodySize::Sized(n) => n as usize,
         _ => 0,
     };
-    let status_line =
-        "HTTP/1.1 200 \r\n".len() + response.status().canonical_reason().map_or(0, str::len);
     let added = "content-length: \r\n".len() + body.to_string().len() + DATE_HEADER_LEN;
-    (status_line + head_len(response.headers()) + added + body) as u64
+    (status_line_len(response.status()) + head_len(response.headers()) + added + body) as u64
+}
+
+/// Bytes of `HTTP/1.1 200 OK\r\n`.
+fn status_line_len(status: StatusCode) -> usize {
+    "HTTP/1.1 200 \r\n".len() + status.canonical_reason().map_or(0, str::len)
 }
 
 /// `date: Sat, 05 Dec 2026 10:42:28 GMT\r\n`
@@ -349,10 +353,8 @@ async fn send_callback(shared: &Shared, client: &awc::Client, delivery: &Deliver
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
             .unwrap_or(0);
-        let status_line =
-            "HTTP/1.1 200 \r\n".len() + response.status().canonical_reason().map_or(0, str::len);
         bytes.ax_sent.fetch_add(
-            (status_line + head_len(response.headers()) + length) as u64,
+            (status_line_len(response.status()) + head_len(response.headers()) + length) as u64,
             Ordering::Relaxed,
         );
     }

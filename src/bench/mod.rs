@@ -12,6 +12,7 @@
 mod analysis;
 mod cluster;
 pub mod console;
+mod counters;
 mod db;
 mod event_streams;
 mod executor;
@@ -334,7 +335,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         cluster: &cluster,
         store: &store,
         executor: &executor,
-        redis: args.redis,
+        redis: args.redis.then_some(REDIS_URL),
     };
     let window = Window::open(&peers).await?;
     let recording = match &args.profile {

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::usage::PerFire;
 use crate::percentile::percentile;
 
 /// `ax bench --help`: every key of the report line, what it holds.
@@ -120,6 +119,18 @@ pub struct Report {
     /// With `--restart`: from the restarted process's start to its window being in the wheel.
     pub startup_preload_secs: Option<f64>,
     pub elapsed_secs: f64,
+}
+
+/// The window's cost divided by the fires ax made in it; `null` where not measured.
+#[derive(Debug, Default, Serialize, PartialEq)]
+pub struct PerFire {
+    pub ax_cpu_us: Option<f64>,
+    pub db_cpu_us: Option<f64>,
+    pub redis_commands: Option<f64>,
+    pub db_statements: Option<f64>,
+    pub db_rows_written: Option<f64>,
+    pub bytes_sent: Option<f64>,
+    pub bytes_received: Option<f64>,
 }
 
 /// Percentiles of durations in milliseconds (the lag may be negative); null when there are none.

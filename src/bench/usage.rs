@@ -1,17 +1,16 @@
 //! What the measuring window cost: counters of the ax processes, the database server and Redis
 //! read when the window opens and when it closes, and their differences per fire.
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use serde::Serialize;
-
-use std::sync::atomic::Ordering;
 
 use super::cluster::{Cluster, CLOCK_TICKS_PER_SEC};
-use super::db::{BenchStore, ServerCounters};
+use super::counters::{info_field, process_cpu_ticks, ServerCounters, Traffic};
+use super::db::BenchStore;
 use super::executor::MockExecutor;
-use super::report::{round1, round2};
+use super::report::{round1, round2, PerFire};
 
 /// Counters as they were when the window opened.
 pub struct Window {
@@ -28,30 +27,6 @@ struct Counters {
     db_cpu_ticks: Option<u64>,
     db: Option<ServerCounters>,
     redis: Option<RedisCounters>,
-}
-
-/// Bytes ax sent and received over the network: HTTP (counted by the mock executor), the
-/// database server's and Redis's counters of their clients' traffic.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Traffic {
-    pub sent: u64,
-    pub received: u64,
-}
-
-impl Traffic {
-    fn plus(self, other: Traffic) -> Traffic {
-        Traffic {
-            sent: self.sent + other.sent,
-            received: self.received + other.received,
-        }
-    }
-
-    pub fn since(self, before: Traffic) -> Traffic {
-        Traffic {
-            sent: self.sent.saturating_sub(before.sent),
-            received: self.received.saturating_sub(before.received),
-        }
-    }
 }
 
 /// Redis's counters of all its clients.
@@ -72,18 +47,6 @@ pub struct WindowUse {
     db_cpu_ticks: Option<u64>,
     db: Option<ServerCounters>,
     redis_commands: Option<u64>,
-}
-
-/// The window's cost divided by the fires ax made in it; `null` where not measured.
-#[derive(Debug, Default, Serialize, PartialEq)]
-pub struct PerFire {
-    pub ax_cpu_us: Option<f64>,
-    pub db_cpu_us: Option<f64>,
-    pub redis_commands: Option<f64>,
-    pub db_statements: Option<f64>,
-    pub db_rows_written: Option<f64>,
-    pub bytes_sent: Option<f64>,
-    pub bytes_received: Option<f64>,
 }
 
 impl Window {
@@ -130,7 +93,8 @@ pub struct Peers<'a> {
     pub cluster: &'a Cluster,
     pub store: &'a BenchStore,
     pub executor: &'a MockExecutor,
-    pub redis: bool,
+    /// The Redis of the fire lock, if ax uses one.
+    pub redis: Option<&'a str>,
 }
 
 impl Counters {
@@ -149,8 +113,8 @@ impl Counters {
             db_cpu_ticks,
             db: peers.store.server_counters().await?,
             redis: match peers.redis {
-                true => Some(redis_counters().await?),
-                false => None,
+                Some(url) => Some(redis_counters(url).await?),
+                None => None,
             },
         })
     }
@@ -176,39 +140,9 @@ impl WindowUse {
     }
 }
 
-/// utime + stime of a process, in clock ticks.
-pub fn process_cpu_ticks(pid: u32) -> anyhow::Result<u64> {
-    let path = format!("/proc/{pid}/stat");
-    let stat = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    parse_cpu_ticks(&stat).with_context(|| format!("unexpected format of {path}"))
-}
-
-/// utime + stime of a `/proc/<pid>/stat` line, in clock ticks.
-pub fn parse_cpu_ticks(stat: &str) -> Option<u64> {
-    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
-    // Fields after it start at field 3 (state); utime and stime are fields 14 and 15.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
-}
-
-/// The first process on this machine whose command name is one of `names`.
-pub fn find_process(names: &[&str]) -> Option<u32> {
-    std::fs::read_dir("/proc")
-        .ok()?
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|comm| names.contains(&comm.trim()))
-        })
-}
-
 /// The bench's Redis's counters since it started.
-async fn redis_counters() -> anyhow::Result<RedisCounters> {
-    let client = redis::Client::open(super::REDIS_URL).context("bad Redis URL")?;
+async fn redis_counters(url: &str) -> anyhow::Result<RedisCounters> {
+    let client = redis::Client::open(url).context("bad Redis URL")?;
     let mut conn = client
         .get_multiplexed_async_connection()
         .await
@@ -229,33 +163,9 @@ async fn redis_counters() -> anyhow::Result<RedisCounters> {
     })
 }
 
-/// A numeric field of Redis's `INFO` text.
-fn info_field(info: &str, name: &str) -> Option<u64> {
-    info.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-        .and_then(|value| value.trim().parse().ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_ticks_are_utime_plus_stime() {
-        let stat = "4242 (ax serve (x)) S 1 4242 4242 0 -1 4194560 1234 0 0 0 \
-                    250 70 0 0 20 0 9 0 123456 1000000 2000 18446744073709551615";
-        assert_eq!(parse_cpu_ticks(stat), Some(320));
-        assert_eq!(parse_cpu_ticks("4242 (ax) S 1"), None);
-        let own = std::fs::read_to_string(format!("/proc/{}/stat", std::process::id()));
-        assert!(parse_cpu_ticks(&own.expect("stat")).is_some());
-    }
-
-    #[test]
-    fn redis_info_fields_are_found_by_name() {
-        let info = "# Stats\r\ntotal_connections_received:7\r\ntotal_commands_processed:9120\r\n";
-        assert_eq!(info_field(info, "total_commands_processed"), Some(9120));
-        assert_eq!(info_field(info, "total_commands"), None);
-    }
 
     #[test]
     fn the_cost_is_divided_by_the_fires() {
@@ -287,12 +197,5 @@ mod tests {
             }
         );
         assert_eq!(used.per_fire(0), PerFire::default());
-    }
-
-    #[test]
-    fn this_process_is_found_by_its_name() {
-        let comm = std::fs::read_to_string("/proc/self/comm").expect("comm");
-        assert!(find_process(&[comm.trim()]).is_some());
-        assert_eq!(find_process(&["no-such-process-name"]), None);
     }
 }
