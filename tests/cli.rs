@@ -13,13 +13,8 @@ use serde_json::Value;
 /// An `ax` command isolated from the developer's environment: no `AX_…` variables, and run in
 /// a folder of its own so neither `config/ax.yaml` nor `./data` of the repository is touched.
 fn ax(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ax"));
+    let mut command = common::ax_command();
     command.current_dir(dir).env("RUST_LOG", "warn");
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AX_") {
-            command.env_remove(name);
-        }
-    }
     command
 }
 

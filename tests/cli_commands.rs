@@ -17,17 +17,12 @@ const TOKEN: &str = "cli-commands-t0ken-01";
 
 /// `ax ARGS…` in `dir`, with none of the developer's `AX_…` variables, stdin not a terminal.
 fn ax(dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ax"));
+    let mut command = common::ax_command();
     command
         .current_dir(dir)
         .args(args)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null());
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AX_") {
-            command.env_remove(name);
-        }
-    }
     command
 }
 

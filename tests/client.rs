@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use common::{Api, AxProcess, Executor, Reply, TestStore};
@@ -14,12 +14,7 @@ const TOKEN: &str = "client-t0ken-0123456";
 
 /// `ax ARGS…` with no `AX_…` variable but those given.
 fn ax(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ax"));
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AX_") {
-            command.env_remove(name);
-        }
-    }
+    let mut command = common::ax_command();
     command.args(args).envs(env.iter().copied());
     command.output().expect("run ax")
 }

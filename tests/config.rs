@@ -12,13 +12,8 @@ use common::{Api, AxProcess, TestStore};
 /// An `ax` command without the caller's `AX_…` variables, in a folder of its own (no
 /// `config/ax.yaml` but the test's).
 fn ax(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ax"));
+    let mut command = common::ax_command();
     command.current_dir(dir).env("RUST_LOG", "warn");
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AX_") {
-            command.env_remove(name);
-        }
-    }
     command
 }
 

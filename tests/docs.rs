@@ -8,7 +8,6 @@ mod common;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::{config, start_ax, Api, TestStore};
 use serde_json::{Map, Value};
@@ -272,13 +271,7 @@ fn the_cli_reference_is_the_binarys_help() {
 
 /// `ax ARGS --help` and, after it, that of each of its subcommands.
 fn help_of(out: &mut String, args: &[String]) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ax"));
-    // Help shows an environment variable's value when it is set: show none.
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AX_") {
-            command.env_remove(name);
-        }
-    }
+    let mut command = common::ax_command();
     let output = command
         .args(args)
         .arg("--help")

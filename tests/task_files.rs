@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use common::{Api, AxProcess, TestStore};
 use serde_json::{json, Value};
@@ -14,12 +14,7 @@ use serde_json::{json, Value};
 /// Runs `ax ARGS --url URL`, isolated from the developer's `AX_…` variables, with no
 /// terminal on stdin.
 fn ax(url: &str, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ax"));
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AX_") {
-            command.env_remove(name);
-        }
-    }
+    let mut command = common::ax_command();
     command
         .args(args)
         .args(["--url", url])

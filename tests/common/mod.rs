@@ -938,3 +938,15 @@ pub async fn status_and_header(method: &str, url: &str, header: &str) -> (u16, O
         .map(str::to_string);
     (response.status().as_u16(), value)
 }
+
+/// The `ax` binary as a command without the caller's `AX_…` variables: a developer's
+/// settings must not leak into what a test runs (and `--help` shows none of their values).
+pub fn ax_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ax"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("AX_") {
+            command.env_remove(name);
+        }
+    }
+    command
+}
