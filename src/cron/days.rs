@@ -75,18 +75,34 @@ impl DowSpec {
 
     /// See [`DomSpec::month_days`].
     fn month_days(&self, first_wd: u32, len: u32) -> u32 {
-        let mut mask = 0;
-        for day in 1..=len {
-            let bit = 1u8 << weekday(first_wd, day);
-            // Day 1..=7 is the first occurrence of its weekday, 8..=14 the second, …
-            let nth = self.nth[((day - 1) / 7) as usize];
-            let last = day + 7 > len;
-            if self.days & bit != 0 || nth & bit != 0 || (last && self.last & bit != 0) {
-                mask |= 1 << day;
-            }
+        let in_month = month_bits(len);
+        let mut mask = every_week(self.days, first_wd) & in_month;
+        // The k-th occurrence of a weekday falls in days 7k+1 ..= 7k+7 (k from 0).
+        for (k, &weekdays) in (0u32..).zip(&self.nth) {
+            mask |= (first_week(weekdays, first_wd) << (7 * k)) & in_month;
         }
+        // A weekday's last occurrence falls in the month's last seven days.
+        mask |= every_week(self.last, first_wd) & in_month & !month_bits(len - 7);
         mask
     }
+}
+
+/// The days 1..=7 (bits) whose weekday is one of `weekdays`, in a month whose 1st falls on
+/// `first_wd`.
+fn first_week(weekdays: u8, first_wd: u32) -> u32 {
+    if weekdays == 0 {
+        return 0;
+    }
+    (1..=7)
+        .filter(|&day| weekdays & (1 << weekday(first_wd, day)) != 0)
+        .fold(0, |mask, day| mask | 1 << day)
+}
+
+/// The days 1..=31 (bits) whose weekday is one of `weekdays`: the first week's, repeated.
+fn every_week(weekdays: u8, first_wd: u32) -> u32 {
+    let week = u64::from(first_week(weekdays, first_wd));
+    let month = (0..5).fold(0, |mask, k| mask | week << (7 * k));
+    (month & u64::from(u32::MAX)) as u32
 }
 
 /// The days matching both fields, for every (weekday of the 1st, length).
@@ -134,8 +150,12 @@ fn last_weekday(first_wd: u32, len: u32) -> u32 {
 }
 
 /// Positions of the set bits of `mask`, lowest first.
-pub(super) fn set_bits(mask: u32) -> impl Iterator<Item = u32> {
-    (0..32).filter(move |b| mask & (1 << b) != 0)
+pub(super) fn set_bits(mut mask: u32) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        let bit = (mask != 0).then(|| mask.trailing_zeros());
+        mask &= mask.wrapping_sub(1);
+        bit
+    })
 }
 
 #[cfg(test)]
@@ -201,6 +221,36 @@ mod tests {
             [29]
         );
         assert_eq!(fifth_monday.month_days(1, 28), 0);
+    }
+
+    proptest::proptest! {
+        /// The weekday rules, computed a week at a time, select the days that the rules read
+        /// day by day select.
+        #[test]
+        fn weekday_rules_select_day_by_day(
+            days in 0u8..0x80,
+            last in 0u8..0x80,
+            nth in proptest::array::uniform5(0u8..0x80),
+            first_wd in 0u32..7,
+            len in MIN_MONTH_LEN..=31,
+        ) {
+            let spec = DowSpec { days, last, nth };
+            let by_day = (1..=len)
+                .filter(|&day| {
+                    let bit = 1u8 << weekday(first_wd, day);
+                    let nth = nth[((day - 1) / 7) as usize];
+                    days & bit != 0 || nth & bit != 0 || (day + 7 > len && last & bit != 0)
+                })
+                .fold(0, |mask, day| mask | 1 << day);
+            proptest::prop_assert_eq!(spec.month_days(first_wd, len), by_day);
+        }
+
+        #[test]
+        fn set_bits_lists_each_set_bit(mask: u32) {
+            let listed: Vec<u32> = set_bits(mask).collect();
+            let expected: Vec<u32> = (0..32).filter(|b| mask & (1 << b) != 0).collect();
+            proptest::prop_assert_eq!(listed, expected);
+        }
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use ax::run::TaskId;
 use ax::store::models::{Task, TaskStatus};
 use ax::store::queries::task_pages::{self, Cursor, Keyset, Position, SortColumn, TaskSort};
-use ax::store::queries::tasks::{self, Conditional, TaskFilter, UpstreamProblem, Versions};
+use ax::store::queries::tasks::{
+    self, BulkItem, Conditional, TaskFilter, UpstreamProblem, Versions,
+};
 use ax::store::queries::Page;
 use ax::store::{from_db, Db};
 use chrono::{NaiveDate, NaiveDateTime};
@@ -22,6 +24,7 @@ on_both_backends!(
     task_dependencies,
     dependency_checks_do_not_race_with_writes,
     versions_guard_concurrent_changes,
+    registrations_of_a_scene_go_on_together_and_hold_its_pause,
 );
 
 async fn task_crud(db: &Db) {
@@ -797,6 +800,76 @@ async fn dependency_checks_do_not_race_with_writes(db: &Db) {
             assert!(
                 find_task(db, up).await.is_some(),
                 "round {round}: task {task} depends on {up}, which is gone"
+            );
+        }
+    }
+}
+
+/// Registrations of one scene share its pause's lock: two that replace the same tasks, listed
+/// in opposite orders, both finish (their row locks are taken in one order, so they never
+/// deadlock); and a scene paused while tasks are registered in it keeps none of them due.
+async fn registrations_of_a_scene_go_on_together_and_hold_its_pause(db: &Db) {
+    const ROUNDS: usize = 20;
+    let items = |scene: &str, names: &[String], cron: &str| -> Vec<BulkItem> {
+        names
+            .iter()
+            .map(|name| {
+                let mut fields = fields(name, scene, TaskStatus::Enabled, Some(base()));
+                fields.cron = cron.into();
+                BulkItem {
+                    fields,
+                    depends_on: Vec::new(),
+                }
+            })
+            .collect()
+    };
+    for round in 0..ROUNDS {
+        let names: Vec<String> = (0..50).map(|n| format!("t{round}-{n}")).collect();
+        let reversed: Vec<String> = names.iter().rev().cloned().collect();
+        let created = tasks::register(
+            &mut conn(db).await,
+            items("shared", &names, "0 * * * * *"),
+            false,
+        )
+        .await
+        .expect("register")
+        .expect("nothing refused");
+        assert_eq!(created.created.len(), names.len());
+        let (one, two) = {
+            let (mut a, mut b) = (conn(db).await, conn(db).await);
+            futures_util::join!(
+                tasks::register(&mut a, items("shared", &names, "1 * * * * *"), true),
+                tasks::register(&mut b, items("shared", &reversed, "2 * * * * *"), true),
+            )
+        };
+        for outcome in [one, two] {
+            let outcome = outcome.expect("no deadlock").expect("nothing refused");
+            assert_eq!(outcome.updated.len(), names.len());
+        }
+
+        let scene = format!("paused-{round}");
+        let (registered, paused) = {
+            let (mut a, mut b) = (conn(db).await, conn(db).await);
+            futures_util::join!(
+                tasks::register(&mut a, items(&scene, &names, "* * * * * *"), false),
+                tasks::pause_scene(&mut b, &scene, now_db()),
+            )
+        };
+        registered.expect("register").expect("nothing refused");
+        paused.expect("pause");
+        let filter = TaskFilter {
+            scene: Some(scene.clone()),
+            ..TaskFilter::default()
+        };
+        let (stored, _) = tasks::list(&mut conn(db).await, &filter, page(100, 0))
+            .await
+            .expect("list");
+        assert_eq!(stored.len(), names.len());
+        for task in stored {
+            assert_eq!(
+                task.next_run_at, None,
+                "round {round}: {} is due in a paused scene",
+                task.name
             );
         }
     }

@@ -539,7 +539,9 @@ pub async fn resume(
             else {
                 return Ok(None);
             };
-            let scene_paused = !lock_scenes(conn, &[task.scene.as_str()]).await?.is_empty();
+            let scene_paused = !lock_scenes(conn, &[task.scene.as_str()], SceneLock::Shared)
+                .await?
+                .is_empty();
             let next = (!scene_paused).then(|| next_run(&task, now)).flatten();
             // Guarded by what was read: a task paused again, or moved to another scene, since.
             let changed = with_conn!(conn, |c| diesel::update(
@@ -588,7 +590,10 @@ pub async fn pause_scene(
     let scene = scene.to_string();
     conn.transaction(|conn| {
         Box::pin(async move {
-            if !lock_scenes(conn, &[scene.as_str()]).await?.is_empty() {
+            if !lock_scenes(conn, &[scene.as_str()], SceneLock::Exclusive)
+                .await?
+                .is_empty()
+            {
                 return Ok(0);
             }
             set_scene_pause(conn, &scene, Some(now)).await?;
@@ -616,7 +621,10 @@ pub async fn resume_scene(
     let scene = scene.to_string();
     conn.transaction(|conn| {
         Box::pin(async move {
-            if lock_scenes(conn, &[scene.as_str()]).await?.is_empty() {
+            if lock_scenes(conn, &[scene.as_str()], SceneLock::Exclusive)
+                .await?
+                .is_empty()
+            {
                 return Ok(Vec::new());
             }
             set_scene_pause(conn, &scene, None).await?;
@@ -669,15 +677,27 @@ async fn set_scene_pause(
     Ok(())
 }
 
+/// How a transaction holds the pause of the scenes it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SceneLock {
+    /// A writer of tasks: the pause cannot change until it commits; other writers of the same
+    /// scenes go on beside it.
+    Shared,
+    /// A pause or resume of the scene: it waits for the writers and they wait for it.
+    Exclusive,
+}
+
 /// Locks the pause of these scenes for the rest of the transaction and returns the paused
 /// ones. A scene's pause and every write of a task's next run take this lock before any task
 /// row, so a task written while its scene pauses cannot keep a next run, and the two never wait
-/// on each other in a cycle. On MySQL the lock is the scene's row, made when first needed (an
-/// upsert takes it exclusively at once, where a read then a write would deadlock two writers);
+/// on each other in a cycle. On MySQL the lock is the scene's row, made when first needed: an
+/// exclusive lock is an upsert, which takes it at once (a read then a write would deadlock two
+/// pauses); a shared one is an insert that skips an existing row, then a read in share mode.
 /// SQLite's `BEGIN IMMEDIATE` already holds its only write lock.
 pub(crate) async fn lock_scenes(
     conn: &mut Conn,
     scenes: &[&str],
+    lock: SceneLock,
 ) -> Result<HashSet<String>, StoreError> {
     let mut scenes = scenes.to_vec();
     // In one order: two writers of several scenes lock them alike.
@@ -686,21 +706,65 @@ pub(crate) async fn lock_scenes(
     if scenes.is_empty() {
         return Ok(HashSet::new());
     }
-    if let Conn::Mysql(c) = conn {
-        let sql = format!(
-            "INSERT INTO ax_scene (scene) VALUES {} ON DUPLICATE KEY UPDATE scene = scene",
-            vec!["(?)"; scenes.len()].join(", ")
-        );
-        let mut query = diesel::sql_query(sql).into_boxed();
-        for scene in &scenes {
-            query = query.bind::<Text, _>(*scene);
-        }
-        query.execute(&mut **c).await?;
+    let Conn::Mysql(c) = conn else {
+        return Ok(paused_scenes(conn, Some(&scenes))
+            .await?
+            .into_keys()
+            .collect());
+    };
+    let rows = vec!["(?)"; scenes.len()].join(", ");
+    let insert = match lock {
+        SceneLock::Exclusive => format!(
+            "INSERT INTO ax_scene (scene) VALUES {rows} ON DUPLICATE KEY UPDATE scene = scene"
+        ),
+        SceneLock::Shared => format!("INSERT IGNORE INTO ax_scene (scene) VALUES {rows}"),
+    };
+    bind_scenes(diesel::sql_query(insert).into_boxed(), &scenes)
+        .execute(&mut **c)
+        .await?;
+    if lock == SceneLock::Exclusive {
+        return Ok(paused_scenes(conn, Some(&scenes))
+            .await?
+            .into_keys()
+            .collect());
     }
-    Ok(paused_scenes(conn, Some(&scenes))
-        .await?
-        .into_keys()
+    // Every named row is read (and so locked), paused or not.
+    let read = format!(
+        "SELECT scene, paused_at FROM ax_scene WHERE scene IN ({}) LOCK IN SHARE MODE",
+        vec!["?"; scenes.len()].join(", ")
+    );
+    let rows: Vec<ScenePause> = bind_scenes(diesel::sql_query(read).into_boxed(), &scenes)
+        .load(&mut **c)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter(|row| row.paused_at.is_some())
+        .map(|row| row.scene)
         .collect())
+}
+
+/// A scene's pause, as [`lock_scenes`] reads it.
+#[derive(QueryableByName)]
+struct ScenePause {
+    #[diesel(sql_type = Text)]
+    scene: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamp>)]
+    paused_at: Option<NaiveDateTime>,
+}
+
+fn bind_scenes<'a>(
+    mut query: diesel::query_builder::BoxedSqlQuery<
+        'a,
+        diesel::mysql::Mysql,
+        diesel::query_builder::SqlQuery,
+    >,
+    scenes: &[&'a str],
+) -> diesel::query_builder::BoxedSqlQuery<'a, diesel::mysql::Mysql, diesel::query_builder::SqlQuery>
+{
+    for scene in scenes {
+        query = query.bind::<Text, _>(*scene);
+    }
+    query
 }
 
 /// Clears the next runs of the tasks whose scene is paused, and locks those scenes' pause (see
@@ -710,7 +774,7 @@ async fn hold_if_scene_paused(
     fields: Vec<&mut TaskFields>,
 ) -> Result<(), StoreError> {
     let scenes: Vec<&str> = fields.iter().map(|f| f.scene.as_str()).collect();
-    let paused = lock_scenes(conn, &scenes).await?;
+    let paused = lock_scenes(conn, &scenes, SceneLock::Shared).await?;
     for fields in fields.into_iter().filter(|f| paused.contains(&f.scene)) {
         fields.next_run_at = None;
     }
@@ -841,7 +905,28 @@ pub enum BulkProblem {
 /// left alone when its definition and upstreams are the same, replaced (its version raised)
 /// otherwise. The items'
 /// `(scene, name)` must differ from each other (the caller checks).
+///
+/// Two registrations that both find a name missing both insert it; the one that loses (its
+/// insert waited for the other's commit) starts again on what the other stored, so concurrent
+/// upserts of one set of tasks all succeed.
 pub async fn register(
+    conn: &mut Conn,
+    items: Vec<BulkItem>,
+    upsert: bool,
+) -> Result<Result<BulkOutcome, BulkRefusal>, StoreError> {
+    let mut tries = 1;
+    loop {
+        match register_once(conn, items.clone(), upsert).await {
+            Err(err) if err.is_name_taken() && tries < REGISTER_TRIES => tries += 1,
+            outcome => return outcome,
+        }
+    }
+}
+
+/// How often [`register`] starts again after losing a race for a new name.
+const REGISTER_TRIES: usize = 3;
+
+async fn register_once(
     conn: &mut Conn,
     mut items: Vec<BulkItem>,
     upsert: bool,
@@ -883,33 +968,46 @@ pub async fn register(
                 let (index, problem) = (writes[at].0, BulkProblem::Upstreams(problem));
                 return Ok(Err(BulkRefusal { index, problem }));
             }
-            let new = writes.iter().filter(|(_, id)| id.is_none());
-            insert_all(conn, new.map(|&(n, _)| &items[n].fields)).await?;
-            let stored = by_scene_and_name(conn, &items).await?;
-            let (mut created, mut updated) = (Vec::new(), Vec::new());
-            for &(index, existed) in &writes {
+            // Rows are locked in one order (new ones by scene and name, existing ones by id),
+            // so concurrent registrations of the same tasks wait for each other, never in a
+            // cycle.
+            let mut new: Vec<usize> = writes
+                .iter()
+                .filter_map(|&(n, id)| id.is_none().then_some(n))
+                .collect();
+            new.sort_by_key(|&n| (&items[n].fields.scene, &items[n].fields.name));
+            let mut existing: Vec<(usize, TaskId)> = writes
+                .iter()
+                .filter_map(|&(n, id)| Some((n, id?)))
+                .collect();
+            existing.sort_by_key(|&(_, id)| id);
+            insert_all(conn, new.iter().map(|&n| &items[n].fields)).await?;
+            let mut stored = by_scene_and_name(conn, &items).await?;
+            let mut created = Vec::with_capacity(new.len());
+            for &index in &new {
                 let item = &items[index];
                 let key = (item.fields.scene.clone(), item.fields.name.clone());
-                let id = stored
-                    .get(&key)
-                    .map(|task| task.id)
+                let task = stored
+                    .remove(&key)
                     .ok_or(StoreError::Query(diesel::NotFound))?;
-                if existed.is_some() {
-                    with_conn!(conn, |c| diesel::update(t::ax_task.find(id))
-                        .set((&item.fields, t::version.eq(t::version + 1)))
-                        .execute(c)
-                        .await)?;
-                    updated.push(id);
-                } else {
-                    created.push(id);
+                if !item.depends_on.is_empty() {
+                    set_dependencies(conn, task.id, &item.depends_on).await?;
                 }
-                if existed.is_some() || !item.depends_on.is_empty() {
-                    set_dependencies(conn, id, &item.depends_on).await?;
-                }
+                created.push(task);
+            }
+            let mut updated = Vec::with_capacity(existing.len());
+            for &(index, id) in &existing {
+                let item = &items[index];
+                with_conn!(conn, |c| diesel::update(t::ax_task.find(id))
+                    .set((&item.fields, t::version.eq(t::version + 1)))
+                    .execute(c)
+                    .await)?;
+                set_dependencies(conn, id, &item.depends_on).await?;
+                updated.push(id);
             }
             watch_if_lag_bound(conn, writes.iter().map(|&(n, _)| &items[n].fields)).await?;
             Ok(Ok(BulkOutcome {
-                created: find_many(conn, created).await?,
+                created,
                 updated: find_many(conn, updated).await?,
                 unchanged,
             }))
