@@ -12,6 +12,7 @@ use super::{meta, runs, success_watch, Page};
 use crate::dependencies::dependency_cycle;
 use crate::run::TaskId;
 use crate::store::models::{Task, TaskFields, TaskStatus};
+use crate::store::prepared::{chunks, padded, Kept};
 use crate::store::schema::ax_scene::dsl as sc;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::schema::ax_task_dependency::dsl as d;
@@ -329,13 +330,17 @@ pub async fn find_named(
         .iter()
         .map(|(scene, name)| (scene.as_str(), name.as_str()))
         .collect();
-    // Scenes × names covers every pair asked for (and maybe more, dropped here).
-    let rows: Vec<Task> = with_conn!(conn, |c| t::ax_task
-        .filter(t::scene.eq_any(&scenes))
-        .filter(t::name.eq_any(&names))
-        .select(Task::as_select())
-        .load(c)
-        .await)?;
+    // Scenes × names covers every pair asked for (and maybe more, dropped here). The lists
+    // are padded so that a registration's statement is prepared once per connection.
+    let (scenes, names) = (padded(&scenes), padded(&names));
+    let rows: Vec<Task> = with_conn!(conn, |c| Kept(
+        t::ax_task
+            .filter(t::scene.eq_any(&scenes))
+            .filter(t::name.eq_any(&names))
+            .select(Task::as_select())
+    )
+    .load(c)
+    .await)?;
     Ok(rows
         .into_iter()
         .filter(|task| wanted.contains(&(task.scene.as_str(), task.name.as_str())))
@@ -1032,7 +1037,9 @@ async fn by_scene_and_name(
         .collect())
 }
 
-/// Inserts tasks (on MySQL in one statement).
+/// Inserts tasks (on MySQL a statement per [`chunks`], each kept prepared: the database parses
+/// a thousand rows' text once per connection, not on every registration). A failing statement
+/// fails the caller's transaction.
 async fn insert_all<'a>(
     conn: &mut Conn,
     fields: impl Iterator<Item = &'a TaskFields>,
@@ -1040,15 +1047,13 @@ async fn insert_all<'a>(
     let rows: Vec<_> = fields
         .map(|f| (f.clone(), t::created_at.eq(f.updated_at)))
         .collect();
-    if rows.is_empty() {
-        return Ok(());
-    }
     match conn {
         Conn::Mysql(c) => {
-            diesel::insert_into(t::ax_task)
-                .values(&rows)
-                .execute(&mut **c)
-                .await?;
+            for chunk in chunks(&rows) {
+                Kept(diesel::insert_into(t::ax_task).values(chunk))
+                    .execute(&mut **c)
+                    .await?;
+            }
         }
         // The async SQLite wrapper has no multi-row insert; rows of an in-process file are
         // cheap one at a time.
