@@ -299,7 +299,8 @@ impl SupervisorActor {
     }
 }
 
-/// Streams the enabled tasks due after `from` and by `until` into the wheel, a page at a time.
+/// Streams the enabled tasks due after `from` and by `until` into the wheel, a page at a time;
+/// the next page is read while the wheel takes the last one.
 async fn preload(
     store: StoreHandle,
     wheel: WheelHandle,
@@ -308,30 +309,34 @@ async fn preload(
     page_size: i64,
 ) -> Result<usize, StoreError> {
     let until = to_db(until);
-    let mut cursor = from;
+    let read = |cursor| {
+        store.query(move |conn| {
+            boxed(async move {
+                let page = tasks::due_until(conn, cursor, until, page_size).await?;
+                tasks::with_upstreams_known(conn, page).await
+            })
+        })
+    };
+    let mut page = read(from).await?;
     let mut count = 0;
     loop {
-        let page = store
-            .query(move |conn| boxed(tasks::due_until(conn, cursor, until, page_size)))
-            .await?;
-        let Some(last) = page.last() else {
+        let Some((last, _)) = page.last() else {
             return Ok(count);
         };
-        cursor = DueCursor::past(last);
         count += page.len();
-        let full = page.len() as i64 == page_size;
-        let tasks = store
-            .query(move |conn| boxed(tasks::with_upstreams_known(conn, page)))
-            .await?;
-        let schedule = plan::wheel_entries(&tasks);
-        wheel
-            .schedule(schedule, ScheduleMode::Fill)
-            .await
-            .map_err(|err| StoreError::Pool(format!("wheel unavailable: {err}")))?;
-        if !full {
-            return Ok(count);
-        }
+        let next = (page.len() as i64 == page_size).then(|| read(DueCursor::past(last)));
+        let scheduled = wheel.schedule(plan::wheel_entries(&page), ScheduleMode::Fill);
+        let (scheduled, next) = match next {
+            Some(next) => futures_util::future::join(scheduled, next).await,
+            None => return wheel_took(scheduled.await).map(|()| count),
+        };
+        wheel_took(scheduled)?;
+        page = next?;
     }
+}
+
+fn wheel_took<E: std::fmt::Display>(scheduled: Result<(), E>) -> Result<(), StoreError> {
+    scheduled.map_err(|err| StoreError::Pool(format!("wheel unavailable: {err}")))
 }
 
 impl Actor for SupervisorActor {
