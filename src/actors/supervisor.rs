@@ -309,14 +309,8 @@ async fn preload(
     page_size: i64,
 ) -> Result<usize, StoreError> {
     let until = to_db(until);
-    let read = |cursor| {
-        store.query(move |conn| {
-            boxed(async move {
-                let page = tasks::due_until(conn, cursor, until, page_size).await?;
-                tasks::with_upstreams_known(conn, page).await
-            })
-        })
-    };
+    let read =
+        |cursor| store.query(move |conn| boxed(tasks::due_until(conn, cursor, until, page_size)));
     let mut page = read(from).await?;
     let mut count = 0;
     loop {

@@ -288,6 +288,9 @@ async fn due_until_pages_by_id(db: &Db) {
         tasks::due_until(&mut conn(db).await, cursor, until, limit)
             .await
             .expect("due_until")
+            .into_iter()
+            .map(|(task, _)| task)
+            .collect::<Vec<Task>>()
     };
     let all = due(DueCursor::start(), 100).await;
     assert_eq!(ids(&all), expected);
@@ -321,7 +324,26 @@ async fn due_until_pages_by_id(db: &Db) {
     )
     .await
     .expect("due_until");
+    let early: Vec<Task> = early.into_iter().map(|(task, _)| task).collect();
     assert_eq!(ids(&early), vec![expected[0]]);
+
+    // Each task comes with whether it has upstreams.
+    let upstream = &due_tasks[0];
+    let downstream = fields("downstream", "s", Enabled, Some(until - secs(2)));
+    let downstream = tasks::insert(&mut conn(db).await, downstream, vec![upstream.id])
+        .await
+        .expect("insert")
+        .expect("upstream known");
+    let with_upstreams: Vec<(TaskId, bool)> =
+        tasks::due_until(&mut conn(db).await, DueCursor::start(), until, 100)
+            .await
+            .expect("due_until")
+            .into_iter()
+            .map(|(task, has)| (task.id, has))
+            .collect();
+    for (id, has) in with_upstreams {
+        assert_eq!(has, id == downstream.id, "task {id}");
+    }
 }
 
 /// A fixed time on the minute grid.

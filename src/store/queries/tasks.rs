@@ -852,14 +852,16 @@ impl DueCursor {
 }
 
 /// Enabled tasks due at or before `until`, after `cursor`, by (next run, id): one page of a
-/// window scan. The keyset follows the (status, next_run_at) index, so a large window streams
-/// in bounded pages and a narrow one (the overdue scan) costs an index probe.
+/// window scan, each with whether it has upstreams (what its wheel entry needs). The keyset
+/// follows the (status, next_run_at) index, so a large window streams in bounded pages and a
+/// narrow one (the overdue scan) costs an index probe.
 pub async fn due_until(
     conn: &mut Conn,
     cursor: DueCursor,
     until: NaiveDateTime,
     limit: i64,
-) -> Result<Vec<Task>, StoreError> {
+) -> Result<Vec<(Task, bool)>, StoreError> {
+    let has_upstreams = diesel::dsl::exists(d::ax_task_dependency.filter(d::task_id.eq(t::id)));
     Ok(with_conn!(conn, |c| t::ax_task
         .filter(t::status.eq(TaskStatus::Enabled))
         .filter(t::next_run_at.le(until))
@@ -870,7 +872,7 @@ pub async fn due_until(
         )
         .order((t::next_run_at.asc(), t::id.asc()))
         .limit(limit)
-        .select(Task::as_select())
+        .select((Task::as_select(), has_upstreams))
         .load(c)
         .await)?)
 }
