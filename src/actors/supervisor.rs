@@ -329,6 +329,7 @@ async fn preload(
     }
 }
 
+/// The wheel's answer to a page of the preload, as the preload's error.
 fn wheel_took<E: std::fmt::Display>(scheduled: Result<(), E>) -> Result<(), StoreError> {
     scheduled.map_err(|err| StoreError::Pool(format!("wheel unavailable: {err}")))
 }

@@ -4,8 +4,10 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::dsl::sql;
+use diesel::mysql::Mysql;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Text};
+use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel::sql_types::{BigInt, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use super::{meta, runs, success_watch, Page};
@@ -711,40 +713,33 @@ pub(crate) async fn lock_scenes(
     if scenes.is_empty() {
         return Ok(HashSet::new());
     }
-    let Conn::Mysql(c) = conn else {
-        return Ok(paused_scenes(conn, Some(&scenes))
-            .await?
-            .into_keys()
-            .collect());
-    };
-    let rows = vec!["(?)"; scenes.len()].join(", ");
-    let insert = match lock {
-        SceneLock::Exclusive => format!(
-            "INSERT INTO ax_scene (scene) VALUES {rows} ON DUPLICATE KEY UPDATE scene = scene"
-        ),
-        SceneLock::Shared => format!("INSERT IGNORE INTO ax_scene (scene) VALUES {rows}"),
-    };
-    bind_scenes(diesel::sql_query(insert).into_boxed(), &scenes)
-        .execute(&mut **c)
-        .await?;
-    if lock == SceneLock::Exclusive {
-        return Ok(paused_scenes(conn, Some(&scenes))
-            .await?
-            .into_keys()
-            .collect());
+    if let Conn::Mysql(c) = conn {
+        let rows = vec!["(?)"; scenes.len()].join(", ");
+        let insert = match lock {
+            SceneLock::Exclusive => format!(
+                "INSERT INTO ax_scene (scene) VALUES {rows} ON DUPLICATE KEY UPDATE scene = scene"
+            ),
+            SceneLock::Shared => format!("INSERT IGNORE INTO ax_scene (scene) VALUES {rows}"),
+        };
+        bind_scenes(diesel::sql_query(insert).into_boxed(), &scenes)
+            .execute(&mut **c)
+            .await?;
+        if lock == SceneLock::Shared {
+            // Every named row is read (and so locked), paused or not.
+            let read = format!(
+                "SELECT scene, paused_at FROM ax_scene WHERE scene IN ({}) LOCK IN SHARE MODE",
+                vec!["?"; scenes.len()].join(", ")
+            );
+            let rows: Vec<ScenePause> = bind_scenes(diesel::sql_query(read).into_boxed(), &scenes)
+                .load(&mut **c)
+                .await?;
+            let paused = rows.into_iter().filter(|row| row.paused_at.is_some());
+            return Ok(paused.map(|row| row.scene).collect());
+        }
     }
-    // Every named row is read (and so locked), paused or not.
-    let read = format!(
-        "SELECT scene, paused_at FROM ax_scene WHERE scene IN ({}) LOCK IN SHARE MODE",
-        vec!["?"; scenes.len()].join(", ")
-    );
-    let rows: Vec<ScenePause> = bind_scenes(diesel::sql_query(read).into_boxed(), &scenes)
-        .load(&mut **c)
-        .await?;
-    Ok(rows
-        .into_iter()
-        .filter(|row| row.paused_at.is_some())
-        .map(|row| row.scene)
+    Ok(paused_scenes(conn, Some(&scenes))
+        .await?
+        .into_keys()
         .collect())
 }
 
@@ -753,19 +748,15 @@ pub(crate) async fn lock_scenes(
 struct ScenePause {
     #[diesel(sql_type = Text)]
     scene: String,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamp>)]
+    #[diesel(sql_type = Nullable<Timestamp>)]
     paused_at: Option<NaiveDateTime>,
 }
 
-fn bind_scenes<'a>(
-    mut query: diesel::query_builder::BoxedSqlQuery<
-        'a,
-        diesel::mysql::Mysql,
-        diesel::query_builder::SqlQuery,
-    >,
-    scenes: &[&'a str],
-) -> diesel::query_builder::BoxedSqlQuery<'a, diesel::mysql::Mysql, diesel::query_builder::SqlQuery>
-{
+/// A raw MySQL statement, its parameters bound one by one.
+type MysqlSql<'a> = BoxedSqlQuery<'a, Mysql, SqlQuery>;
+
+/// `query` with each scene bound, in order.
+fn bind_scenes<'a>(mut query: MysqlSql<'a>, scenes: &[&'a str]) -> MysqlSql<'a> {
     for scene in scenes {
         query = query.bind::<Text, _>(*scene);
     }
