@@ -64,6 +64,11 @@ pub enum StartError {
 /// Pending connections the listener queues (actix-web's own default).
 const LISTEN_BACKLOG: i32 = 1024;
 
+/// How long an idle connection stays open: nginx's 75 s, past what executors' HTTP clients
+/// mostly keep a pooled connection (awc 15 s). At actix's default 5 s, ax closed a busy
+/// executor's pooled connections between bursts, and most of its callbacks opened a new one.
+const KEEP_ALIVE: Duration = Duration::from_secs(75);
+
 /// A running ax process.
 pub struct Ax {
     addr: SocketAddr,
@@ -214,6 +219,7 @@ fn serve(
                 .map_err(|err| err.error_response());
             let shutdown = shutdown.clone();
             let http = HttpService::build()
+                .keep_alive(KEEP_ALIVE)
                 // Idle keep-alive connections close when the server stops.
                 .graceful_shutdown_signal(move || {
                     let shutdown = shutdown.clone();

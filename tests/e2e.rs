@@ -1249,3 +1249,56 @@ async fn versions_on_sqlite() {
 async fn versions_on_mariadb() {
     versions_make_changes_conditional(TestStore::mysql()).await;
 }
+
+/// An executor's pooled connection stays open while it waits for the next burst: a callback
+/// client keeps idle connections for 15 s or more, and one ax closed after 5 s idle (actix's
+/// default) would be found closed, so each callback would open a new connection.
+#[actix_rt::test]
+async fn an_idle_connection_stays_open_for_the_next_request() {
+    use tokio::io::AsyncWriteExt;
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "keep-alive")).await;
+    let mut stream = tokio::net::TcpStream::connect(ax.addr())
+        .await
+        .expect("connect");
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", ax.addr());
+    for (round, idle) in [("first", 0), ("after 6 s idle", 6)] {
+        tokio::time::sleep(Duration::from_secs(idle)).await;
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .expect("the connection takes the request");
+        let head = one_response(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{round}: {head}");
+    }
+    ax.shutdown().await;
+}
+
+/// Reads one response (head and its `content-length` body) off a kept-alive connection;
+/// returns its head, or what came before the connection closed.
+async fn one_response(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if body.len() >= length {
+                return head.to_string();
+            }
+        }
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await;
+        match read {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => return format!("closed after {text:?}"),
+        }
+    }
+}

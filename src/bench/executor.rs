@@ -339,7 +339,7 @@ async fn send_callback(shared: &Shared, client: &awc::Client, delivery: &Deliver
         + "content-type: application/json\r\ncontent-length: \r\n".len()
         + body.len().to_string().len()
         + body.len();
-    let answer = request
+    let mut answer = request
         .insert_header((header::CONTENT_TYPE, "application/json"))
         .send_body(body)
         .await;
@@ -347,12 +347,10 @@ async fn send_callback(shared: &Shared, client: &awc::Client, delivery: &Deliver
     bytes
         .ax_received
         .fetch_add(request_len as u64, Ordering::Relaxed);
-    if let Ok(response) = &answer {
-        let length = response
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-            .unwrap_or(0);
+    if let Ok(response) = &mut answer {
+        // Read to its end, as an executor's client does: a connection whose answer is left
+        // unread is closed, not kept for the next callback.
+        let length = response.body().await.map_or(0, |body| body.len());
         bytes.ax_sent.fetch_add(
             (status_line_len(response.status()) + head_len(response.headers()) + length) as u64,
             Ordering::Relaxed,
