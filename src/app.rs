@@ -65,8 +65,9 @@ pub enum StartError {
 const LISTEN_BACKLOG: i32 = 1024;
 
 /// How long an idle connection stays open: nginx's 75 s, past what executors' HTTP clients
-/// mostly keep a pooled connection (awc 15 s). At actix's default 5 s, ax closed a busy
-/// executor's pooled connections between bursts, and most of its callbacks opened a new one.
+/// mostly keep a pooled connection (awc 15 s). At actix's default 5 s, an executor whose runs
+/// come less often (every 10 s, every minute) found its pooled connections closed by ax, and
+/// opened new ones for its callbacks.
 const KEEP_ALIVE: Duration = Duration::from_secs(75);
 
 /// A running ax process.
