@@ -334,15 +334,18 @@ async fn due_until_pages_by_id(db: &Db) {
         .await
         .expect("insert")
         .expect("upstream known");
-    let with_upstreams: Vec<(TaskId, bool)> =
-        tasks::due_until(&mut conn(db).await, DueCursor::start(), until, 100)
-            .await
-            .expect("due_until")
-            .into_iter()
-            .map(|(task, has)| (task.id, has))
-            .collect();
-    for (id, has) in with_upstreams {
-        assert_eq!(has, id == downstream.id, "task {id}");
+    let due = tasks::due_until(&mut conn(db).await, DueCursor::start(), until, 100)
+        .await
+        .expect("due_until");
+    let due_tasks: Vec<_> = due.iter().map(|(task, _)| task.clone()).collect();
+    // Tasks read otherwise get the same flag.
+    let known = tasks::with_upstreams_known(&mut conn(db).await, due_tasks)
+        .await
+        .expect("with_upstreams_known");
+    assert_eq!(known.len(), due.len());
+    for ((task, has), (_, known)) in due.iter().zip(&known) {
+        assert_eq!(*has, task.id == downstream.id, "task {}", task.id);
+        assert_eq!(known, has, "task {}", task.id);
     }
 }
 

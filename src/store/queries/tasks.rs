@@ -261,14 +261,32 @@ pub async fn with_upstreams_known(
     tasks: Vec<Task>,
 ) -> Result<Vec<(Task, bool)>, StoreError> {
     let ids: Vec<TaskId> = tasks.iter().map(|task| task.id).collect();
-    let upstreams = dependencies_of(conn, &ids).await?;
+    let flags: Vec<(TaskId, bool)> = with_conn!(conn, |c| t::ax_task
+        .filter(t::id.eq_any(&ids))
+        .select((t::id, has_upstreams()))
+        .load(c)
+        .await)?;
+    let with_upstreams: HashSet<TaskId> = flags
+        .into_iter()
+        .filter_map(|(id, has)| has.then_some(id))
+        .collect();
     Ok(tasks
         .into_iter()
         .map(|task| {
-            let has = upstreams.contains_key(&task.id);
+            let has = with_upstreams.contains(&task.id);
             (task, has)
         })
         .collect())
+}
+
+type HasUpstreams = diesel::dsl::exists<
+    diesel::dsl::Filter<d::ax_task_dependency, diesel::dsl::Eq<d::task_id, t::id>>,
+>;
+
+/// Whether the task of the row at hand depends on others: the one definition of the flag that
+/// a task's wheel entry needs.
+fn has_upstreams() -> HasUpstreams {
+    diesel::dsl::exists(d::ax_task_dependency.filter(d::task_id.eq(t::id)))
 }
 
 /// The id the connection's last insert generated. The one backend-specific query: MySQL has no
@@ -852,7 +870,6 @@ pub async fn due_until(
     until: NaiveDateTime,
     limit: i64,
 ) -> Result<Vec<(Task, bool)>, StoreError> {
-    let has_upstreams = diesel::dsl::exists(d::ax_task_dependency.filter(d::task_id.eq(t::id)));
     Ok(with_conn!(conn, |c| t::ax_task
         .filter(t::status.eq(TaskStatus::Enabled))
         .filter(t::next_run_at.le(until))
@@ -863,7 +880,7 @@ pub async fn due_until(
         )
         .order((t::next_run_at.asc(), t::id.asc()))
         .limit(limit)
-        .select((Task::as_select(), has_upstreams))
+        .select((Task::as_select(), has_upstreams()))
         .load(c)
         .await)?)
 }
