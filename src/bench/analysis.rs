@@ -140,13 +140,14 @@ pub fn cpu_percent(ticks: u64, ticks_per_sec: u64, wall_secs: f64) -> Option<f64
         .then(|| ticks as f64 / ticks_per_sec as f64 / wall_secs * 100.0)
 }
 
-/// Whether the mock executor answers this run with a 500. Decided by the request id, whose
-/// bits are a SHA-1 hash (UUID v5): uniform, and the same answer for every delivery of a run.
+/// Whether the mock executor answers this run with a 500. Decided by the request id's last 62
+/// bits (past the variant's two), a SHA-1 hash (see `RequestId::scheduled`): uniform, and the
+/// same answer for every delivery of a run.
 pub fn injects_failure(request_id: &Uuid, fail_rate: f64) -> bool {
     if fail_rate <= 0.0 {
         return false;
     }
-    let fraction = request_id.as_u64_pair().0 as f64 / u64::MAX as f64;
+    let fraction = (request_id.as_u64_pair().1 << 2) as f64 / u64::MAX as f64;
     fail_rate >= 1.0 || fraction < fail_rate
 }
 

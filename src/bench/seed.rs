@@ -387,8 +387,8 @@ async fn insert_tasks(
     Ok(())
 }
 
-/// A UUID of `version` in SQL, from the 40 hex digits of a SHA-1 (as `Uuid::new_v5` makes
-/// one: the version in the 13th digit, the variant's two bits in the 17th).
+/// A UUID of `version` in SQL, from 32 or more hex digits (as `Uuid::new_v5` makes one from a
+/// SHA-1's: the version in the 13th digit, the variant's two bits in the 17th).
 fn uuid_sql(sha1: &str, version: char) -> String {
     format!(
         "CONCAT_WS('-', SUBSTR({sha1}, 1, 8), SUBSTR({sha1}, 9, 4), \
@@ -455,12 +455,14 @@ async fn seed_runs(conn: &mut MysqlConn, size: Size, now: DateTime<Utc>) -> anyh
         backfill = TriggerType::Backfill.as_str(),
         schedule = TriggerType::Schedule.as_str(),
     );
+    // `RequestId::scheduled`: the scheduled time in milliseconds, then the name's SHA-1.
     let scheduled_id = uuid_sql(
         &format!(
-            "SHA1(CONCAT(UNHEX('{RUN_NAMESPACE_HEX}'), task_id, '@', {now} - age))",
+            "CONCAT(LOWER(LPAD(HEX(({now} - age) * 1000), 12, '0')), \
+             SUBSTR(SHA1(CONCAT(UNHEX('{RUN_NAMESPACE_HEX}'), task_id, '@', {now} - age)), 13))",
             now = now.timestamp()
         ),
-        '5',
+        '8',
     );
     let manual_id = uuid_sql("SHA1(CONCAT('manual:', task_id, ':', age))", '4');
     // A retry waits (READY after a failed attempt) or a run is claimed (READY at its second,

@@ -1898,6 +1898,21 @@ proptest! {
     }
 }
 
+proptest! {
+    /// A run scheduled later has the greater id, whatever the tasks: a second's runs are
+    /// neighbours in the request-id index.
+    #[test]
+    fn scheduled_request_ids_sort_by_their_second(
+        (a, b) in (0i64..1_000_000, 0i64..1_000_000),
+        (first, gap) in (0i64..4_000_000_000, 1i64..100_000),
+        shard in 0i32..4,
+    ) {
+        let earlier = RequestId::scheduled_shard(TaskId(a), at(first), shard);
+        let later = RequestId::scheduled(TaskId(b), at(first + gap));
+        prop_assert!(earlier < later, "{} then {}", earlier, later);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ended attempts (a run's timeline)
 // ---------------------------------------------------------------------------------------------

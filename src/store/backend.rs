@@ -7,7 +7,7 @@ use super::error::StoreError;
 /// timeout so concurrent writers wait instead of failing, and full sync so a committed run
 /// survives a crash.
 pub(super) const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
-     PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
+     PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;";
 
 /// Which database a store URL names.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 use ax::run::{
     dependency_deadline, NewRun, OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType,
 };
-use ax::store::models::{Instance, TaskStatus};
+use ax::store::models::{Instance, NewInstance, TaskStatus};
 use ax::store::queries::instances::{self, FireOutcome, FireRecord};
 use ax::store::queries::tasks;
 use ax::store::{Db, StoreError};
@@ -13,8 +13,8 @@ use chrono::NaiveDateTime;
 use crate::common::TestStore;
 use crate::support::{
     at, base, born, conn, connect, fields, find_task, fire_record, fired_claim, insert_instance,
-    insert_task, instance, millis, new_instance, now_db, on_both_backends, record, request_id,
-    runs_of, secs,
+    insert_task, instance, millis, new_instance, now_db, on_both_backends, origin, record,
+    request_id, runs_of, secs,
 };
 
 on_both_backends!(
@@ -24,6 +24,7 @@ on_both_backends!(
     fires_recorded_at_once,
     a_duplicate_in_a_later_statement_leaves_the_others_fired,
     fire_chains_recorded_at_once,
+    a_backfill_finds_runs_by_their_second_whatever_their_id,
 );
 
 async fn record_fires_compare_and_set(db: &Db) {
@@ -450,4 +451,39 @@ fn assert_fired(row: &Instance, scheduled_at: NaiveDateTime) {
     assert_eq!(row.claimed_until, Some(scheduled_at + secs(30 + 10)));
     assert_eq!(row.next_attempt_at, None, "not waiting: dispatched");
     assert_eq!((row.deadline_at, row.finished_at), (None, None));
+}
+
+/// A backfill leaves a second alone when its task has a scheduled run of it, also one recorded
+/// under an id of another form (an older ax's UUID v5); a manual run does not count.
+async fn a_backfill_finds_runs_by_their_second_whatever_their_id(db: &Db) {
+    let t0 = base();
+    let task = insert_task(db, fields("backfill-ids", "s", TaskStatus::Paused, None)).await;
+    let older = RequestId::parse("6f1e0ac4-3b1f-5c43-9d0e-2a7b41c09e55").expect("uuid");
+    insert_instance(db, &new_instance(task.id, &older, t0, RunStatus::Success)).await;
+    let mut manual = origin(task.id, &request_id(), t0 + secs(1));
+    manual.trigger_type = TriggerType::Manual;
+    insert_instance(db, &NewInstance::new(manual, &NewRun::due(at(t0)))).await;
+
+    let runs: Vec<NewInstance> = (0..3)
+        .map(|k| {
+            let second = t0 + secs(k);
+            let id = RequestId::scheduled(task.id, at(second));
+            let mut backfilled = origin(task.id, &id, second);
+            backfilled.trigger_type = TriggerType::Backfill;
+            NewInstance::new(backfilled, &NewRun::due(at(t0)))
+        })
+        .collect();
+    let mut c = conn(db).await;
+    let done = instances::backfill(&mut c, runs, |_| NewRun::due(at(t0)))
+        .await
+        .expect("backfill");
+    assert_eq!((done.runs, done.existing), (2, 1));
+    let (rows, _) = runs_of(db, task.id).await;
+    let at_t0: Vec<&RequestId> = rows
+        .iter()
+        .filter(|run| run.scheduled_at == t0)
+        .map(|run| &run.request_id)
+        .collect();
+    assert_eq!(at_t0, vec![&older], "the second recorded once");
+    assert_eq!(rows.len(), 4, "{rows:?}");
 }

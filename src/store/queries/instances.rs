@@ -662,9 +662,11 @@ pub struct Backfilled {
     pub existing: usize,
 }
 
-/// Records a backfill's runs in the caller's transaction: each of `runs` whose request id has
-/// no row yet is inserted as it is, the `n`-th new one due at `due(n)`; the others are left
-/// alone. Many rows to a statement.
+/// Records a backfill's runs in the caller's transaction: each of `runs` whose task has no
+/// scheduled or backfilled run of that second yet is inserted as it is, the `n`-th new one
+/// due at `due(n)`; the others are left alone. Many rows to a statement. Runs are found by
+/// (task, second), not by request id: a run recorded before scheduled ids sorted by time (a
+/// UUID v5 then) counts too.
 pub async fn backfill(
     conn: &mut Conn,
     mut runs: Vec<NewInstance>,
@@ -673,15 +675,18 @@ pub async fn backfill(
     let total = runs.len();
     let mut existing = HashSet::new();
     for chunk in runs.chunks(1000) {
-        let ids: Vec<&RequestId> = chunk.iter().map(|run| &run.request_id).collect();
-        let found: Vec<RequestId> = with_conn!(conn, |c| i::ax_instance
-            .filter(i::request_id.eq_any(ids))
-            .select(i::request_id)
+        let tasks: HashSet<TaskId> = chunk.iter().map(|run| run.task_id).collect();
+        let seconds: Vec<NaiveDateTime> = chunk.iter().map(|run| run.scheduled_at).collect();
+        let found: Vec<(TaskId, NaiveDateTime)> = with_conn!(conn, |c| i::ax_instance
+            .filter(i::task_id.eq_any(tasks.iter().copied()))
+            .filter(i::scheduled_at.eq_any(&seconds))
+            .filter(i::trigger_type.ne(TriggerType::Manual))
+            .select((i::task_id, i::scheduled_at))
             .load(c)
             .await)?;
         existing.extend(found);
     }
-    runs.retain(|run| !existing.contains(&run.request_id));
+    runs.retain(|run| !existing.contains(&(run.task_id, run.scheduled_at)));
     for (n, run) in runs.iter_mut().enumerate() {
         run.set_state(&due(n));
     }
