@@ -4,8 +4,9 @@
 use super::error::StoreError;
 
 /// SQLite settings applied to every connection: WAL so readers never block the writer, a busy
-/// timeout so concurrent writers wait instead of failing, and full sync so a committed run
-/// survives a crash.
+/// timeout so concurrent writers wait instead of failing, full sync so a committed run
+/// survives a crash, and statement journals in memory (a statement's own undo, of no use after
+/// a crash), not a file made and deleted for each statement that needs one.
 pub(super) const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
      PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;";
 
