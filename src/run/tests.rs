@@ -1896,9 +1896,7 @@ proptest! {
             }
         }
     }
-}
 
-proptest! {
     /// A run scheduled later has the greater id, whatever the tasks: a second's runs are
     /// neighbours in the request-id index.
     #[test]
