@@ -116,7 +116,13 @@ settings! {
             env: "AX_STORE_POOL_SIZE",
             default: 16,
             kind: count(1, 1000, ""),
-            doc: "database connections (on MySQL up to 8 fire batches commit at once)",
+            doc: "database connections (on MySQL each of the two write lanes, fires and results, holds up to `store.max_commits`; the rest serve reads)",
+        }
+        max_commits: usize {
+            env: "AX_STORE_MAX_COMMITS",
+            default: 2,
+            kind: count(1, 64, ""),
+            doc: "MySQL: transactions of each write lane (fires, results) committing at once; raise it for a database server with cores of its own, as each beyond the server's cores costs it CPU without adding throughput (SQLite: always one)",
         }
         batch_size: usize {
             env: "AX_STORE_BATCH_SIZE",

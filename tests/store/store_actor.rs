@@ -18,10 +18,11 @@ on_both_backends!(
     a_lone_result_commits_at_once,
 );
 
-/// A StoreActor on `db` committing at most 100 rows at a time.
+/// A StoreActor on `db` committing at most 100 rows at a time, two commits a lane on MySQL.
 fn start_store(db: &Db, max_wait: Duration) -> StoreHandle {
     use actix::Actor;
-    StoreHandle::new(StoreActor::new(db.clone(), RetryPolicy::default(), 100, max_wait).start())
+    let store = StoreActor::new(db.clone(), RetryPolicy::default(), 100, max_wait, 2);
+    StoreHandle::new(store.start())
 }
 
 /// Natural group commit: on an idle store a result is committed at once, not after the batch
