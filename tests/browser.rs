@@ -84,16 +84,7 @@ impl Console {
 
     /// Whether an element matching `css` shows `text` now.
     async fn shows(&self, css: &str, text: &str) -> bool {
-        for element in self.browser.find_all(css).await {
-            if element
-                .try_text()
-                .await
-                .is_ok_and(|shown| shown.contains(text))
-            {
-                return true;
-            }
-        }
-        false
+        self.browser.find_text(css, text).await.is_ok()
     }
 
     /// Empties the field `#{id}` and types `text` into it.

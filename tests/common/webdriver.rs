@@ -60,6 +60,18 @@ const CHROMIUM_ARGS: &[&str] = &[
 
 /// The key of an element reference in W3C WebDriver JSON.
 const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// The first element matching `arguments[0]` whose rendered text (whitespace runs as one
+/// space, as WebDriver reads it; an element not rendered shows nothing) contains
+/// `arguments[1]`: `{hit}`, or `{seen}`, every match's text.
+const FIND_TEXT: &str = "
+    const squeeze = s => s.replace(/\\s+/g, ' ').trim();
+    const shown = e => e.getClientRects().length ? squeeze(e.innerText ?? e.textContent) : '';
+    const all = Array.from(document.querySelectorAll(arguments[0]));
+    const hit = all.find(e => shown(e).includes(squeeze(arguments[1])));
+    return hit ? {hit} : {seen: all.map(shown)};
+";
+
 /// How often the `wait_…` helpers look again.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -331,24 +343,32 @@ impl Browser {
         }
     }
 
+    /// The first element matching `css` that shows `text` (in its rendered text) now; when
+    /// none does, what every match shows.
+    pub async fn find_text(&self, css: &str, text: &str) -> Result<Element<'_>, Value> {
+        // One script looks at every match at once: read one by one, the elements of a live
+        // region the page replaces meanwhile would be stale and never seen.
+        let found = self
+            .execute_with(FIND_TEXT, vec![json!(css), json!(text)])
+            .await;
+        match &found["hit"] {
+            Value::Null => Err(found["seen"].clone()),
+            hit => Ok(self.element(hit, css)),
+        }
+    }
+
     /// Waits until an element matching `css` shows `text` (in its rendered text); returns it.
     pub async fn wait_for_text(&self, css: &str, text: &str) -> Element<'_> {
         let deadline = Instant::now() + self.wait;
         loop {
-            let mut seen = Vec::new();
-            for element in self.find_all(css).await {
-                // The page may change under the search: a stale element is looked for again.
-                if let Ok(shown) = element.try_text().await {
-                    if shown.contains(text) {
-                        return element;
-                    }
-                    seen.push(shown);
-                }
-            }
+            let seen = match self.find_text(css, text).await {
+                Ok(element) => return element,
+                Err(seen) => seen,
+            };
             if Instant::now() > deadline {
                 return self
                     .fail(&format!(
-                        "no {css:?} showed {text:?} within {:?}; they showed {seen:?}",
+                        "no {css:?} showed {text:?} within {:?}; they showed {seen}",
                         self.wait
                     ))
                     .await;
@@ -543,15 +563,6 @@ impl<'b> Element<'b> {
     /// Its rendered text.
     pub async fn text(&self) -> String {
         string(self.call(Method::GET, "/text", None).await)
-    }
-
-    /// Its rendered text, or the error (a stale element, say).
-    pub async fn try_text(&self) -> Result<String, WebDriverError> {
-        let path = format!("/element/{}/text", self.id);
-        self.browser
-            .try_command(Method::GET, &path, None)
-            .await
-            .map(string)
     }
 
     /// An attribute as written in the HTML (`None` when absent).
