@@ -22,7 +22,7 @@ use crate::actors::feed::FeedActor;
 use crate::actors::fire::FireContext;
 use crate::actors::fleet::FleetSettings;
 use crate::actors::lock::{connect_redis, LockActor, LockError, LockHandle, RedisPool};
-use crate::actors::store::{lane_commits, StoreActor, StoreHandle};
+use crate::actors::store::{lane_commits, LaneCommits, StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
 use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
 use crate::actors::Halt;
@@ -268,10 +268,13 @@ impl Actors {
         // runs beside the wheel's tick instead of after it.
         let (retry, batch_size) = (config.retry_policy(), config.store.batch_size);
         let max_wait = Duration::from_millis(config.store.batch_interval_ms);
-        let max_commits = config.store.max_commits;
-        let fire_commits = lane_commits(&db, max_commits);
+        let commits = LaneCommits {
+            fires: config.store.fire_commits,
+            results: config.store.result_commits,
+        };
+        let fire_commits = lane_commits(&db, commits.fires);
         let store_actor = StoreActor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-            StoreActor::new(db, retry, batch_size, max_wait, max_commits)
+            StoreActor::new(db, retry, batch_size, max_wait, commits)
         });
         let store = StoreHandle::new(store_actor.clone());
         let dispatch = DispatchHandle::start(

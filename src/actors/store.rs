@@ -169,19 +169,22 @@ pub struct StoreActor {
 
 impl StoreActor {
     /// `batch_size`: most rows a commit; `max_wait`: how long a result waits for a running
-    /// commit before it starts one beside it; `max_commits`: see [`lane_commits`].
+    /// commit before it starts one beside it; `commits`: see [`lane_commits`].
     pub fn new(
         db: Db,
         retry_defaults: RetryPolicy,
         batch_size: usize,
         max_wait: Duration,
-        max_commits: usize,
+        commits: LaneCommits,
     ) -> Self {
-        let commits = lane_commits(&db, max_commits);
+        let (fires, results) = (
+            lane_commits(&db, commits.fires),
+            lane_commits(&db, commits.results),
+        );
         StoreActor {
             lanes: [
-                Lane::new(Policy::Eager, commits, batch_size),
-                Lane::new(Policy::Natural { max_wait }, commits, batch_size),
+                Lane::new(Policy::Eager, fires, batch_size),
+                Lane::new(Policy::Natural { max_wait }, results, batch_size),
             ],
             timer_set: [false; 2],
             db,
@@ -252,13 +255,21 @@ impl StoreActor {
     }
 }
 
-/// Transactions of each lane committing at once: `max_commits` on MySQL, one on SQLite (one
+/// Transactions committing at once in each write lane, as configured.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneCommits {
+    pub fires: usize,
+    pub results: usize,
+}
+
+/// Transactions of a lane committing at once: `configured` on MySQL, one on SQLite (one
 /// writer). Each one beyond the database server's cores costs it CPU (its threads contend)
-/// without adding throughput: with MariaDB on ax's two cores, two a lane instead of eight
-/// fires and four results cut its CPU per fire by about a sixth past the ceiling.
-pub fn lane_commits(db: &Db, max_commits: usize) -> usize {
+/// without adding throughput: with MariaDB on ax's two cores, two fire commits instead of
+/// eight cut its CPU per fire by about a sixth past the ceiling. Results keep four: each
+/// callback waits for its result's commit, and a second's callbacks come together.
+pub fn lane_commits(db: &Db, configured: usize) -> usize {
     match db {
-        Db::Mysql(_) => max_commits.max(1),
+        Db::Mysql(_) => configured.max(1),
         Db::Sqlite(_) => 1,
     }
 }

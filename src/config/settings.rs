@@ -116,13 +116,19 @@ settings! {
             env: "AX_STORE_POOL_SIZE",
             default: 16,
             kind: count(1, 1000, ""),
-            doc: "database connections (on MySQL each of the two write lanes, fires and results, holds up to `store.max_commits`; the rest serve reads)",
+            doc: "database connections (on MySQL the fires' write lane holds up to `store.fire_commits` and the results' up to `store.result_commits`; the rest serve reads)",
         }
-        max_commits: usize {
-            env: "AX_STORE_MAX_COMMITS",
+        fire_commits: usize {
+            env: "AX_STORE_FIRE_COMMITS",
             default: 2,
             kind: count(1, 64, ""),
-            doc: "MySQL: transactions of each write lane (fires, results) committing at once; raise it for a database server with cores of its own, as each beyond the server's cores costs it CPU without adding throughput (SQLite: always one)",
+            doc: "MySQL: fire transactions committing at once; raise it for a database server with cores of its own, as each beyond the server's cores costs it CPU without adding throughput (SQLite: always one)",
+        }
+        result_commits: usize {
+            env: "AX_STORE_RESULT_COMMITS",
+            default: 4,
+            kind: count(1, 64, ""),
+            doc: "MySQL: result transactions committing at once; a callback is answered once its result is committed, so more at once shorten that wait when a second's callbacks come together (SQLite: always one)",
         }
         batch_size: usize {
             env: "AX_STORE_BATCH_SIZE",

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use ax::actors::store::{RunEvent, StoreActor, StoreHandle};
+use ax::actors::store::{LaneCommits, RunEvent, StoreActor, StoreHandle};
 use ax::run::{Decided, NewRun, RetryPolicy, RunStatus};
 use ax::store::models::TaskStatus;
 use ax::store::Db;
@@ -18,10 +18,15 @@ on_both_backends!(
     a_lone_result_commits_at_once,
 );
 
-/// A StoreActor on `db` committing at most 100 rows at a time, two commits a lane on MySQL.
+/// A StoreActor on `db` committing at most 100 rows at a time, two fire and four result
+/// commits at once on MySQL.
 fn start_store(db: &Db, max_wait: Duration) -> StoreHandle {
     use actix::Actor;
-    let store = StoreActor::new(db.clone(), RetryPolicy::default(), 100, max_wait, 2);
+    let commits = LaneCommits {
+        fires: 2,
+        results: 4,
+    };
+    let store = StoreActor::new(db.clone(), RetryPolicy::default(), 100, max_wait, commits);
     StoreHandle::new(store.start())
 }
 
