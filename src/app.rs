@@ -22,7 +22,7 @@ use crate::actors::feed::FeedActor;
 use crate::actors::fire::FireContext;
 use crate::actors::fleet::FleetSettings;
 use crate::actors::lock::{connect_redis, LockActor, LockError, LockHandle, RedisPool};
-use crate::actors::store::{lane_commits, LaneCommits, StoreActor, StoreHandle};
+use crate::actors::store::{LaneCommits, StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
 use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
 use crate::actors::Halt;
@@ -268,11 +268,8 @@ impl Actors {
         // runs beside the wheel's tick instead of after it.
         let (retry, batch_size) = (config.retry_policy(), config.store.batch_size);
         let max_wait = Duration::from_millis(config.store.batch_interval_ms);
-        let commits = LaneCommits {
-            fires: config.store.fire_commits,
-            results: config.store.result_commits,
-        };
-        let fire_commits = lane_commits(&db, commits.fires);
+        let (fires, results) = (config.store.fire_commits, config.store.result_commits);
+        let commits = LaneCommits::on(&db, fires, results);
         let store_actor = StoreActor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
             StoreActor::new(db, retry, batch_size, max_wait, commits)
         });
@@ -320,7 +317,7 @@ impl Actors {
             limits: PipelineLimits {
                 // Enough batches to keep every fire commit of the store busy while the next
                 // ones take their locks: few enough that none waits long under its lock.
-                committing_batches: 8 * fire_commits,
+                committing_batches: 8 * commits.fires,
                 queued_runs: config.scheduler.max_queued_runs,
             },
         };

@@ -169,7 +169,7 @@ pub struct StoreActor {
 
 impl StoreActor {
     /// `batch_size`: most rows a commit; `max_wait`: how long a result waits for a running
-    /// commit before it starts one beside it; `commits`: see [`lane_commits`].
+    /// commit before it starts one beside it; `commits`: see [`LaneCommits::on`].
     pub fn new(
         db: Db,
         retry_defaults: RetryPolicy,
@@ -177,14 +177,10 @@ impl StoreActor {
         max_wait: Duration,
         commits: LaneCommits,
     ) -> Self {
-        let (fires, results) = (
-            lane_commits(&db, commits.fires),
-            lane_commits(&db, commits.results),
-        );
         StoreActor {
             lanes: [
-                Lane::new(Policy::Eager, fires, batch_size),
-                Lane::new(Policy::Natural { max_wait }, results, batch_size),
+                Lane::new(Policy::Eager, commits.fires, batch_size),
+                Lane::new(Policy::Natural { max_wait }, commits.results, batch_size),
             ],
             timer_set: [false; 2],
             db,
@@ -255,22 +251,27 @@ impl StoreActor {
     }
 }
 
-/// Transactions committing at once in each write lane, as configured.
+/// Transactions committing at once in each write lane.
 #[derive(Debug, Clone, Copy)]
 pub struct LaneCommits {
     pub fires: usize,
     pub results: usize,
 }
 
-/// Transactions of a lane committing at once: `configured` on MySQL, one on SQLite (one
-/// writer). Each one beyond the database server's cores costs it CPU (its threads contend)
-/// without adding throughput: with MariaDB on ax's two cores, two fire commits instead of
-/// eight cut its CPU per fire by about a sixth past the ceiling. Results keep four: each
-/// callback waits for its result's commit, and a second's callbacks come together.
-pub fn lane_commits(db: &Db, configured: usize) -> usize {
-    match db {
-        Db::Mysql(_) => configured.max(1),
-        Db::Sqlite(_) => 1,
+impl LaneCommits {
+    /// The configured `fires` and `results` on MySQL, one a lane on SQLite (one writer). Each
+    /// fire commit beyond the database server's cores costs it CPU (its threads contend)
+    /// without adding throughput: with MariaDB on ax's two cores, two instead of eight cut its
+    /// CPU per fire by about a sixth past the ceiling. Results keep four: each callback waits
+    /// for its result's commit, and a second's callbacks come together.
+    pub fn on(db: &Db, fires: usize, results: usize) -> Self {
+        match db {
+            Db::Mysql(_) => LaneCommits { fires, results },
+            Db::Sqlite(_) => LaneCommits {
+                fires: 1,
+                results: 1,
+            },
+        }
     }
 }
 

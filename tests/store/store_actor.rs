@@ -22,10 +22,7 @@ on_both_backends!(
 /// commits at once on MySQL.
 fn start_store(db: &Db, max_wait: Duration) -> StoreHandle {
     use actix::Actor;
-    let commits = LaneCommits {
-        fires: 2,
-        results: 4,
-    };
+    let commits = LaneCommits::on(db, 2, 4);
     let store = StoreActor::new(db.clone(), RetryPolicy::default(), 100, max_wait, commits);
     StoreHandle::new(store.start())
 }
