@@ -267,7 +267,7 @@ impl LaneCommits {
     pub fn on(db: &Db, fires: usize, results: usize) -> Self {
         match db {
             Db::Mysql(_) => LaneCommits { fires, results },
-            Db::Sqlite(_) => LaneCommits {
+            Db::Sqlite(..) => LaneCommits {
                 fires: 1,
                 results: 1,
             },

@@ -92,7 +92,7 @@ impl BenchStore {
     pub fn server_pid(&self) -> Option<u32> {
         match self.db {
             Db::Mysql(_) => find_process(&["mariadbd", "mysqld"]),
-            Db::Sqlite(_) => None,
+            Db::Sqlite(..) => None,
         }
     }
 

@@ -15,6 +15,8 @@ pub enum StoreError {
     Query(#[from] diesel::result::Error),
     #[error("the write was not committed: {0}")]
     Commit(String),
+    #[error("no turn to write within {0:?}: another write held the database")]
+    WriteTurn(std::time::Duration),
 }
 
 impl StoreError {
@@ -58,6 +60,7 @@ impl StoreError {
     /// or lock wait timeout (MySQL: "try restarting transaction"), or a busy SQLite file.
     pub fn is_transient(&self) -> bool {
         match self {
+            StoreError::WriteTurn(_) => true,
             StoreError::Query(diesel::result::Error::DatabaseError(_, info)) => {
                 let message = info.message();
                 message.contains("try restarting transaction")

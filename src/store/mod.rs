@@ -11,12 +11,14 @@ pub mod prepared;
 pub mod queries;
 pub mod schema;
 mod time;
+mod write_turns;
 
 use backend::SQLITE_PRAGMAS;
 pub use backend::{redacted, StoreUrl};
 pub use error::StoreError;
 pub use migrate::run_migrations;
 pub use time::{from_db, to_db};
+pub use write_turns::WriteTurns;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,17 +33,17 @@ use futures_util::FutureExt;
 /// The async SQLite connection: diesel's sync connection run on blocking threads.
 pub type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
 
-/// A pool of connections to one backend.
+/// A pool of connections to one backend; SQLite's with the turns of its one writer.
 #[derive(Clone)]
 pub enum Db {
     Mysql(Pool<AsyncMysqlConnection>),
-    Sqlite(Pool<SqliteConn>),
+    Sqlite(Pool<SqliteConn>, WriteTurns),
 }
 
 /// One connection taken from a `Db` pool.
 pub enum Conn {
     Mysql(PooledConnection<'static, AsyncMysqlConnection>),
-    Sqlite(PooledConnection<'static, SqliteConn>),
+    Sqlite(PooledConnection<'static, SqliteConn>, WriteTurns),
 }
 
 /// Runs one query body against whichever backend `conn` is, binding `$c` to the concrete
@@ -54,7 +56,7 @@ macro_rules! with_conn {
                 let $c: &mut diesel_async::AsyncMysqlConnection = &mut *pooled;
                 $body
             }
-            $crate::store::Conn::Sqlite(pooled) => {
+            $crate::store::Conn::Sqlite(pooled, _) => {
                 let $c: &mut $crate::store::SqliteConn = &mut *pooled;
                 $body
             }
@@ -68,11 +70,16 @@ pub type ConnFuture<'c, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> 
 impl Conn {
     /// Runs `body` in one transaction: committed if it returns `Ok`, rolled back otherwise.
     /// SQLite takes the write lock up front (`BEGIN IMMEDIATE`) so that a transaction never
-    /// fails half-way for want of it.
+    /// fails half-way for want of it, once it is this process's turn to write (see
+    /// [`WriteTurns`]).
     pub async fn transaction<T, F>(&mut self, body: F) -> Result<T, StoreError>
     where
         F: for<'c> FnOnce(&'c mut Conn) -> ConnFuture<'c, T>,
     {
+        let _turn = match self {
+            Conn::Mysql(_) => None,
+            Conn::Sqlite(_, turns) => Some(turns.take(write_turns::TURN_TIMEOUT).await?),
+        };
         self.begin().await?;
         match body(self).await {
             Ok(value) => {
@@ -91,7 +98,7 @@ impl Conn {
     async fn begin(&mut self) -> Result<(), StoreError> {
         let sql = match self {
             Conn::Mysql(_) => "BEGIN",
-            Conn::Sqlite(_) => "BEGIN IMMEDIATE",
+            Conn::Sqlite(..) => "BEGIN IMMEDIATE",
         };
         self.execute(sql).await
     }
@@ -140,6 +147,7 @@ impl Db {
                         .build(manager)
                         .await
                         .map_err(connect_error)?,
+                    WriteTurns::default(),
                 )
             }
         };
@@ -152,7 +160,7 @@ impl Db {
     pub async fn conn(&self) -> Result<Conn, StoreError> {
         Ok(match self {
             Db::Mysql(pool) => Conn::Mysql(pool.get_owned().await?),
-            Db::Sqlite(pool) => Conn::Sqlite(pool.get_owned().await?),
+            Db::Sqlite(pool, turns) => Conn::Sqlite(pool.get_owned().await?, turns.clone()),
         })
     }
 
@@ -160,7 +168,7 @@ impl Db {
     pub fn backend(&self) -> &'static str {
         match self {
             Db::Mysql(_) => "mysql",
-            Db::Sqlite(_) => "sqlite",
+            Db::Sqlite(..) => "sqlite",
         }
     }
 }

@@ -280,7 +280,7 @@ async fn the_unique_names_migration_renames_clashes(store: &TestStore) {
         format!("{down}\nDELETE FROM __diesel_schema_migrations WHERE version = '20261201000001';");
     match &mut conn(&db).await {
         ax::store::Conn::Mysql(c) => c.batch_execute(&undo).await,
-        ax::store::Conn::Sqlite(c) => c.batch_execute(&undo).await,
+        ax::store::Conn::Sqlite(c, _) => c.batch_execute(&undo).await,
     }
     .expect("undo the migration");
     let name = |n: &str, scene: &str| fields(n, scene, TaskStatus::Enabled, Some(base()));

@@ -143,7 +143,7 @@ pub async fn queue_successes(conn: &mut Conn, request_ids: &[String]) -> Result<
             "CONCAT('task:', i.task_id)",
             "UTC_TIMESTAMP(3)",
         ),
-        Conn::Sqlite(_) => (
+        Conn::Sqlite(..) => (
             "CAST((julianday(i.dispatched_at) - julianday(i.trigger_at)) * 86400000 AS INTEGER)",
             "'task:' || i.task_id",
             "strftime('%Y-%m-%d %H:%M:%f', 'now')",
@@ -278,7 +278,7 @@ pub async fn fold(
                             .await?;
                     }
                 }
-                Conn::Sqlite(c) => {
+                Conn::Sqlite(c, _) => {
                     for row in &rows {
                         diesel::insert_or_ignore_into(a::ax_alert)
                             .values(row)
@@ -628,7 +628,7 @@ async fn save_states(
                     .await?;
             }
         }
-        Conn::Sqlite(c) => {
+        Conn::Sqlite(c, _) => {
             for row in &rows {
                 diesel::replace_into(f::ax_alert_fold)
                     .values(row)

@@ -68,7 +68,7 @@ pub async fn append(conn: &mut Conn, add: &LogAppend<'_>) -> Result<Appended, St
         .select((s::line_count, s::byte_count, s::dropped));
     let (count, bytes, mut dropped): (i32, i64, i64) = match conn {
         Conn::Mysql(c) => of_attempt.for_update().first(&mut **c).await?,
-        Conn::Sqlite(c) => of_attempt.first(&mut **c).await?,
+        Conn::Sqlite(c, _) => of_attempt.first(&mut **c).await?,
     };
     // Lines that would not fit even alone are not written at all.
     let sizes: Vec<usize> = add.lines.iter().map(String::len).collect();
@@ -94,7 +94,7 @@ pub async fn append(conn: &mut Conn, add: &LogAppend<'_>) -> Result<Appended, St
                     .await?;
             }
         }
-        Conn::Sqlite(c) => {
+        Conn::Sqlite(c, _) => {
             for row in &rows {
                 diesel::insert_into(l::ax_run_log)
                     .values(row)

@@ -247,7 +247,7 @@ async fn changing(
 ) -> Result<Vec<String>, StoreError> {
     let lock = match conn {
         Conn::Mysql(_) => " FOR UPDATE",
-        Conn::Sqlite(_) => "",
+        Conn::Sqlite(..) => "",
     };
     let sql = format!("SELECT request_id FROM ax_instance WHERE {condition}{lock}");
     let ids: Vec<Id> = with_conn!(conn, |c| {

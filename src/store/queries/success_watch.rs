@@ -67,7 +67,7 @@ pub async fn watched(
     let lock = match conn {
         Conn::Mysql(_) => " LOCK IN SHARE MODE",
         // SQLite's writer is alone.
-        Conn::Sqlite(_) => "",
+        Conn::Sqlite(..) => "",
     };
     let sql = format!("SELECT enabled, watch_version FROM ax_alert_state WHERE id = 1{lock}");
     let row: Option<StateRow> = with_conn!(conn, |c| diesel::sql_query(sql.as_str())

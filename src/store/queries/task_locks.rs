@@ -35,7 +35,7 @@ pub async fn lock_task_schedules(
     type Row = (TaskId, Option<NaiveDateTime>, TaskStatus, NaiveDateTime);
     let rows: Vec<Row> = match conn {
         Conn::Mysql(c) => Kept(query.for_update()).load(&mut **c).await?,
-        Conn::Sqlite(c) => Kept(query).load(&mut **c).await?,
+        Conn::Sqlite(c, _) => Kept(query).load(&mut **c).await?,
     };
     Ok(rows
         .into_iter()

@@ -135,7 +135,7 @@ async fn check_all_upstreams(
     let query = t::ax_task.filter(t::id.eq_any(&wanted)).select(t::id);
     let found: Vec<TaskId> = match conn {
         Conn::Mysql(c) => query.for_update().load(&mut **c).await?,
-        Conn::Sqlite(c) => query.load(&mut **c).await?,
+        Conn::Sqlite(c, _) => query.load(&mut **c).await?,
     };
     // A new task has no downstreams yet: only changed ones can close a cycle.
     let mut edges = match tasks.iter().any(|(task, _)| task.is_some()) {
@@ -1067,7 +1067,7 @@ async fn insert_all<'a>(
         }
         // The async SQLite wrapper has no multi-row insert; rows of an in-process file are
         // cheap one at a time.
-        Conn::Sqlite(c) => {
+        Conn::Sqlite(c, _) => {
             for row in &rows {
                 diesel::insert_into(t::ax_task)
                     .values(row)
