@@ -144,6 +144,9 @@ impl Db {
                     AsyncDieselConnectionManager::<SqliteConn>::new_with_config(path, config);
                 Db::Sqlite(
                     pool_builder(pool_size)
+                        // The connection used last is the one whose page cache is still valid:
+                        // SQLite empties a connection's cache when another one has written.
+                        .queue_strategy(bb8::QueueStrategy::Lifo)
                         .build(manager)
                         .await
                         .map_err(connect_error)?,
