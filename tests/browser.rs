@@ -279,8 +279,14 @@ async fn every_console_page_in_chromium() {
         .type_text("every-second")
         .await;
     browser.find("form.filters button").await.click().await;
+    // The listing is the page before the submit too: wait for the filtered one to load.
+    browser
+        .wait_until(
+            "return location.search.includes('q=every-second') \
+             && document.readyState === 'complete'",
+        )
+        .await;
     console.on_page("Tasks").await;
-    assert!(browser.current_url().await.contains("q=every-second"));
     browser.wait_for_text("td a", &every_second).await;
     assert_eq!(browser.find_all("tbody tr").await.len(), 1);
 
@@ -434,8 +440,14 @@ async fn alerts_in_chromium() {
     let status = browser.find("select#status option[value='sent']").await;
     status.click().await;
     browser.find("form.filters button").await.click().await;
+    // The alerts page is the page before the submit too: wait for the filtered one to load.
+    browser
+        .wait_until(
+            "return location.search.includes('status=sent') \
+             && document.readyState === 'complete'",
+        )
+        .await;
     console.on_page("Alerts").await;
-    assert!(browser.current_url().await.contains("status=sent"));
     let rows = browser.find_all("main tbody tr").await;
     assert_eq!(rows.len(), 1, "one alert sent, on one channel");
     assert_eq!(rows[0].find(".badge.good").await.text().await, "sent");
