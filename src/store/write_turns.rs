@@ -21,7 +21,7 @@ pub(super) const TURN_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone, Default)]
 pub struct WriteTurns(Arc<Mutex<()>>);
 
-/// A write's turn: the file is this write's until it is dropped.
+/// A write's turn: no other write of this process begins until it is dropped.
 pub struct Turn {
     _held: OwnedMutexGuard<()>,
 }
