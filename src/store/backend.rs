@@ -1,7 +1,13 @@
 //! Which database a store URL names, how it is printed, and how each SQLite connection is set
 //! up.
 
+use std::time::Duration;
+
 use super::error::StoreError;
+
+/// How long a SQLite write waits for the file's lock (its busy timeout), or for its turn among
+/// the writes of this process (`write_turns`).
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// SQLite settings applied to every connection: WAL so readers never block the writer, a busy
 /// timeout so concurrent writers wait instead of failing, full sync so a committed run
@@ -10,8 +16,13 @@ use super::error::StoreError;
 /// every 10,000 WAL pages (40 MB) rather than 1,000: the pages every second's runs change
 /// again (the tasks', the newest index pages) are copied into the database once a checkpoint,
 /// so fewer checkpoints copy fewer of them.
-pub(super) const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
-     PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 10000;";
+pub(super) fn sqlite_pragmas() -> String {
+    format!(
+        "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = {}; PRAGMA synchronous = FULL; \
+         PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 10000;",
+        BUSY_TIMEOUT.as_millis()
+    )
+}
 
 /// Which database a store URL names.
 #[derive(Debug, Clone, PartialEq, Eq)]

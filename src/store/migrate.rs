@@ -17,7 +17,7 @@ use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::AsyncMysqlConnection;
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
-use super::backend::{database_name, StoreUrl, SQLITE_PRAGMAS};
+use super::backend::{database_name, sqlite_pragmas, StoreUrl};
 use super::error::StoreError;
 use crate::store::models::MAX_NAME_CHARS;
 use crate::text::Escaped;
@@ -55,7 +55,7 @@ fn migrate_blocking(url: &StoreUrl) -> Result<Vec<String>, StoreError> {
             }
             let mut conn = SqliteConnection::establish(path)
                 .map_err(|err| StoreError::Connect(format!("{path}: {err}")))?;
-            diesel::connection::SimpleConnection::batch_execute(&mut conn, SQLITE_PRAGMAS)?;
+            diesel::connection::SimpleConnection::batch_execute(&mut conn, &sqlite_pragmas())?;
             apply(&mut conn, SQLITE_MIGRATIONS)
         }
         StoreUrl::Mysql(url) => {

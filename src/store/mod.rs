@@ -13,8 +13,8 @@ pub mod schema;
 mod time;
 mod write_turns;
 
-use backend::SQLITE_PRAGMAS;
 pub use backend::{redacted, StoreUrl};
+use backend::{sqlite_pragmas, BUSY_TIMEOUT};
 pub use error::StoreError;
 pub use migrate::run_migrations;
 pub use time::{from_db, to_db};
@@ -78,7 +78,7 @@ impl Conn {
     {
         let _turn = match self {
             Conn::Mysql(_) => None,
-            Conn::Sqlite(_, turns) => Some(turns.take(write_turns::TURN_TIMEOUT).await?),
+            Conn::Sqlite(_, turns) => Some(turns.take(BUSY_TIMEOUT).await?),
         };
         self.begin().await?;
         match body(self).await {
@@ -199,7 +199,7 @@ async fn establish_mysql(url: String) -> diesel::ConnectionResult<AsyncMysqlConn
 
 async fn establish_sqlite(path: String) -> diesel::ConnectionResult<SqliteConn> {
     let mut conn = SqliteConn::establish(&path).await?;
-    conn.batch_execute(SQLITE_PRAGMAS)
+    conn.batch_execute(&sqlite_pragmas())
         .await
         .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
     Ok(conn)

@@ -14,9 +14,6 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::StoreError;
 
-/// How long a write waits for its turn: SQLite's own busy timeout (`PRAGMA busy_timeout`).
-pub(super) const TURN_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// The turns of one SQLite file's writes.
 #[derive(Clone, Default)]
 pub struct WriteTurns(Arc<Mutex<()>>);
@@ -39,6 +36,9 @@ impl WriteTurns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Long enough for any turn these tests wait for.
+    const TURN_TIMEOUT: Duration = Duration::from_secs(10);
 
     #[tokio::test]
     async fn turns_go_in_arrival_order_and_one_at_a_time() {
