@@ -279,13 +279,7 @@ async fn every_console_page_in_chromium() {
         .type_text("every-second")
         .await;
     browser.find("form.filters button").await.click().await;
-    // The listing is the page before the submit too: wait for the filtered one to load.
-    browser
-        .wait_until(
-            "return location.search.includes('q=every-second') \
-             && document.readyState === 'complete'",
-        )
-        .await;
+    browser.wait_for_query("q=every-second").await;
     console.on_page("Tasks").await;
     browser.wait_for_text("td a", &every_second).await;
     assert_eq!(browser.find_all("tbody tr").await.len(), 1);
@@ -440,13 +434,7 @@ async fn alerts_in_chromium() {
     let status = browser.find("select#status option[value='sent']").await;
     status.click().await;
     browser.find("form.filters button").await.click().await;
-    // The alerts page is the page before the submit too: wait for the filtered one to load.
-    browser
-        .wait_until(
-            "return location.search.includes('status=sent') \
-             && document.readyState === 'complete'",
-        )
-        .await;
+    browser.wait_for_query("status=sent").await;
     console.on_page("Alerts").await;
     let rows = browser.find_all("main tbody tr").await;
     assert_eq!(rows.len(), 1, "one alert sent, on one channel");

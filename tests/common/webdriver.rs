@@ -415,6 +415,16 @@ impl Browser {
         }
     }
 
+    /// Waits until the page whose query string holds `part` has loaded: after a form's submit,
+    /// the page before it may still be shown, with the same heading.
+    pub async fn wait_for_query(&self, part: &str) {
+        let js = format!(
+            "return location.search.includes({}) && document.readyState === 'complete'",
+            Value::String(part.to_string())
+        );
+        self.wait_until(&js).await;
+    }
+
     /// Runs the script `js` (a function body: `return …` for a result) in the page.
     pub async fn execute(&self, js: &str) -> Value {
         self.execute_with(js, Vec::new()).await
