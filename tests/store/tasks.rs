@@ -25,6 +25,7 @@ on_both_backends!(
     dependency_checks_do_not_race_with_writes,
     versions_guard_concurrent_changes,
     registrations_of_a_scene_go_on_together_and_hold_its_pause,
+    registrations_at_once_each_get_their_own_tasks,
 );
 
 async fn task_crud(db: &Db) {
@@ -896,6 +897,46 @@ async fn registrations_of_a_scene_go_on_together_and_hold_its_pause(db: &Db) {
                 "round {round}: {} is due in a paused scene",
                 task.name
             );
+        }
+    }
+}
+
+/// New tasks registered on two connections at once, in calls of several insert statements
+/// each: each call gets back exactly its own tasks as stored, though the other's rows may take
+/// ids between its statements.
+async fn registrations_at_once_each_get_their_own_tasks(db: &Db) {
+    let items = |names: &[String]| -> Vec<BulkItem> {
+        names
+            .iter()
+            .map(|name| BulkItem {
+                fields: fields(name, "at-once", TaskStatus::Enabled, Some(base())),
+                depends_on: Vec::new(),
+            })
+            .collect()
+    };
+    for round in 0..10 {
+        // 300 rows: three statements (256, 32 and 12 rows) on MySQL.
+        let names = |side: &str| -> Vec<String> {
+            (0..300)
+                .map(|n| format!("r{round}-{side}-{n:03}"))
+                .collect()
+        };
+        let (a, b) = (names("a"), names("b"));
+        let outcomes = {
+            let (mut one, mut two) = (conn(db).await, conn(db).await);
+            futures_util::join!(
+                tasks::register(&mut one, items(&a), false),
+                tasks::register(&mut two, items(&b), false),
+            )
+        };
+        for (outcome, names) in [(outcomes.0, &a), (outcomes.1, &b)] {
+            let created = outcome.expect("register").expect("nothing refused").created;
+            let got: Vec<&str> = created.iter().map(|task| task.name.as_str()).collect();
+            assert_eq!(got, *names, "round {round}: its own tasks, in order");
+            for task in &created {
+                let stored = find_task(db, task.id).await.expect("stored");
+                assert_eq!(stored.name, task.name, "round {round}: the id is its own");
+            }
         }
     }
 }

@@ -921,14 +921,22 @@ pub enum BulkProblem {
 /// otherwise. The items'
 /// `(scene, name)` must differ from each other (the caller checks).
 ///
-/// Two registrations that both find a name missing both insert it; the one that loses (its
-/// insert waited for the other's commit) starts again on what the other stored, so concurrent
-/// upserts of one set of tasks all succeed.
+/// A call that creates tasks without upstreams first tries [`register_new`], which skips the
+/// look-up of the names. Two registrations that both find a name missing both insert it; the
+/// one that loses (its insert waited for the other's commit) starts again on what the other
+/// stored, so concurrent upserts of one set of tasks all succeed.
 pub async fn register(
     conn: &mut Conn,
     items: Vec<BulkItem>,
     upsert: bool,
 ) -> Result<Result<BulkOutcome, BulkRefusal>, StoreError> {
+    if !upsert && items.iter().all(|item| item.depends_on.is_empty()) {
+        match register_new(conn, items.clone()).await {
+            // A name exists: the general path finds which and refuses it.
+            Err(err) if err.is_name_taken() => {}
+            outcome => return outcome.map(Ok),
+        }
+    }
     let mut tries = 1;
     loop {
         match register_once(conn, items.clone(), upsert).await {
@@ -940,6 +948,31 @@ pub async fn register(
 
 /// How often [`register`] starts again after losing a race for a new name.
 const REGISTER_TRIES: usize = 3;
+
+/// Inserts tasks that are all new, without looking their names up first: the unique
+/// `(scene, name)` key fails the insert (and the transaction) if one exists.
+async fn register_new(
+    conn: &mut Conn,
+    mut items: Vec<BulkItem>,
+) -> Result<BulkOutcome, StoreError> {
+    conn.transaction(|conn| {
+        Box::pin(async move {
+            let fields = items.iter_mut().map(|item| &mut item.fields).collect();
+            hold_if_scene_paused(conn, fields).await?;
+            // In key order, as the general path locks new rows.
+            let mut new: Vec<&TaskFields> = items.iter().map(|item| &item.fields).collect();
+            new.sort_by_key(|fields| (&fields.scene, &fields.name));
+            let created = insert_all(conn, new.iter().copied()).await?;
+            watch_if_lag_bound(conn, new).await?;
+            Ok(BulkOutcome {
+                created,
+                updated: Vec::new(),
+                unchanged: 0,
+            })
+        })
+    })
+    .await
+}
 
 async fn register_once(
     conn: &mut Conn,
@@ -996,19 +1029,11 @@ async fn register_once(
                 .filter_map(|&(n, id)| Some((n, id?)))
                 .collect();
             existing.sort_by_key(|&(_, id)| id);
-            insert_all(conn, new.iter().map(|&n| &items[n].fields)).await?;
-            let mut stored = by_scene_and_name(conn, &items).await?;
-            let mut created = Vec::with_capacity(new.len());
-            for &index in &new {
-                let item = &items[index];
-                let key = (item.fields.scene.clone(), item.fields.name.clone());
-                let task = stored
-                    .remove(&key)
-                    .ok_or(StoreError::Query(diesel::NotFound))?;
-                if !item.depends_on.is_empty() {
-                    set_dependencies(conn, task.id, &item.depends_on).await?;
+            let created = insert_all(conn, new.iter().map(|&n| &items[n].fields)).await?;
+            for (task, &index) in created.iter().zip(&new) {
+                if !items[index].depends_on.is_empty() {
+                    set_dependencies(conn, task.id, &items[index].depends_on).await?;
                 }
-                created.push(task);
             }
             let mut updated = Vec::with_capacity(existing.len());
             for &(index, id) in &existing {
@@ -1047,22 +1072,27 @@ async fn by_scene_and_name(
         .collect())
 }
 
-/// Inserts tasks (on MySQL a statement per [`chunks`], each kept prepared: the database parses
-/// a thousand rows' text once per connection, not on every registration). A failing statement
-/// fails the caller's transaction.
+/// Inserts tasks and returns them as stored, in order (on MySQL a statement per [`chunks`],
+/// each kept prepared: the database parses a thousand rows' text once per connection, not on
+/// every registration). A failing statement fails the caller's transaction.
 async fn insert_all<'a>(
     conn: &mut Conn,
     fields: impl Iterator<Item = &'a TaskFields>,
-) -> Result<(), StoreError> {
+) -> Result<Vec<Task>, StoreError> {
     let rows: Vec<_> = fields
         .map(|f| (f.clone(), t::created_at.eq(f.updated_at)))
         .collect();
+    let mut first = None;
     match conn {
         Conn::Mysql(c) => {
             for chunk in chunks(&rows) {
                 Kept(diesel::insert_into(t::ax_task).values(chunk))
                     .execute(&mut **c)
                     .await?;
+                // A multi-row insert's id is its first row's.
+                if first.is_none() {
+                    first = Some(last_insert_id(&mut **c).await?);
+                }
             }
         }
         // The async SQLite wrapper has no multi-row insert; rows of an in-process file are
@@ -1073,8 +1103,62 @@ async fn insert_all<'a>(
                     .values(row)
                     .execute(&mut **c)
                     .await?;
+                if first.is_none() {
+                    first = Some(last_insert_id(&mut **c).await?);
+                }
             }
         }
     }
-    Ok(())
+    let Some(first) = first else {
+        return Ok(Vec::new());
+    };
+    let keys: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|(f, _)| (f.scene.as_str(), f.name.as_str()))
+        .collect();
+    inserted(conn, TaskId(first), &keys).await
+}
+
+/// The tasks just inserted with these `(scene, name)` keys, in that order, the first given
+/// `first` as its id. Read by id: the rows of a transaction's inserts take consecutive ids,
+/// unless another transaction's inserts came in between (possible on MySQL between two
+/// statements, or inside one with `innodb_autoinc_lock_mode = 2`); then by name.
+async fn inserted(
+    conn: &mut Conn,
+    first: TaskId,
+    keys: &[(&str, &str)],
+) -> Result<Vec<Task>, StoreError> {
+    let count = i64::try_from(keys.len()).unwrap_or(i64::MAX);
+    let by_id: Vec<Task> = with_conn!(conn, |c| t::ax_task
+        .filter(t::id.ge(first))
+        .order(t::id.asc())
+        .limit(count)
+        .select(Task::as_select())
+        .load(c)
+        .await)?;
+    let consecutive = by_id.len() == keys.len()
+        && by_id
+            .iter()
+            .zip(keys)
+            .all(|(task, &(scene, name))| task.scene == scene && task.name == name);
+    if consecutive {
+        return Ok(by_id);
+    }
+    let pairs: Vec<(String, String)> = keys
+        .iter()
+        .map(|&(scene, name)| (scene.to_string(), name.to_string()))
+        .collect();
+    let mut stored: HashMap<(String, String), Task> = find_named(conn, &pairs)
+        .await?
+        .into_iter()
+        .map(|task| ((task.scene.clone(), task.name.clone()), task))
+        .collect();
+    pairs
+        .into_iter()
+        .map(|key| {
+            stored
+                .remove(&key)
+                .ok_or(StoreError::Query(diesel::NotFound))
+        })
+        .collect()
 }
