@@ -915,7 +915,7 @@ async fn registrations_at_once_each_get_their_own_tasks(db: &Db) {
             .collect()
     };
     for round in 0..10 {
-        // 300 rows: three statements (256, 32 and 12 rows) on MySQL.
+        // 300 rows: four statements (256, 32, 8 and 4 rows) on MySQL.
         let names = |side: &str| -> Vec<String> {
             (0..300)
                 .map(|n| format!("r{round}-{side}-{n:03}"))
