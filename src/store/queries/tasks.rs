@@ -983,7 +983,11 @@ async fn register_once(
         Box::pin(async move {
             let fields = items.iter_mut().map(|item| &mut item.fields).collect();
             hold_if_scene_paused(conn, fields).await?;
-            let existing = by_scene_and_name(conn, &items).await?;
+            let pairs: Vec<(String, String)> = items
+                .iter()
+                .map(|item| (item.fields.scene.clone(), item.fields.name.clone()))
+                .collect();
+            let existing = by_scene_and_name(conn, &pairs).await?;
             let ids: Vec<TaskId> = existing.values().map(|task| task.id).collect();
             let upstreams = dependencies_of(conn, &ids).await?;
             // The items to write, in order: `None` to insert, the task's id to replace.
@@ -1056,16 +1060,12 @@ async fn register_once(
     .await
 }
 
-/// The stored tasks that have the `(scene, name)` of one of `items`.
+/// The stored tasks of these `(scene, name)` pairs, by pair.
 async fn by_scene_and_name(
     conn: &mut Conn,
-    items: &[BulkItem],
+    pairs: &[(String, String)],
 ) -> Result<HashMap<(String, String), Task>, StoreError> {
-    let pairs: Vec<(String, String)> = items
-        .iter()
-        .map(|i| (i.fields.scene.clone(), i.fields.name.clone()))
-        .collect();
-    Ok(find_named(conn, &pairs)
+    Ok(find_named(conn, pairs)
         .await?
         .into_iter()
         .map(|task| ((task.scene.clone(), task.name.clone()), task))
@@ -1148,11 +1148,7 @@ async fn inserted(
         .iter()
         .map(|&(scene, name)| (scene.to_string(), name.to_string()))
         .collect();
-    let mut stored: HashMap<(String, String), Task> = find_named(conn, &pairs)
-        .await?
-        .into_iter()
-        .map(|task| ((task.scene.clone(), task.name.clone()), task))
-        .collect();
+    let mut stored = by_scene_and_name(conn, &pairs).await?;
     pairs
         .into_iter()
         .map(|key| {
