@@ -536,21 +536,31 @@ async fn a_broadcast_shards_a_fire_over_the_members_and_moves_a_killed_ones_shar
         .await;
     assert_eq!(status, 201, "{manual}");
     let manual_id = manual["requestId"].as_str().unwrap_or("?").to_string();
-    api.wait_status(
-        &format!("/api/instances/{manual_id}"),
-        "SUCCESS",
-        Duration::from_secs(10),
-    )
-    .await;
-    let sent: Vec<common::Received> = first
-        .received()
+    let manual_run = api
+        .wait_status(
+            &format!("/api/instances/{manual_id}"),
+            "SUCCESS",
+            Duration::from_secs(10),
+        )
+        .await;
+    let sent: Vec<(&str, common::Received)> = [("first", &first), ("second", &second)]
         .into_iter()
-        .chain(second.received())
-        .filter(|got| got.request_id == manual_id)
+        .flat_map(|(name, member)| member.received().into_iter().map(move |got| (name, got)))
+        .filter(|(_, got)| got.request_id == manual_id)
         .collect();
-    assert_eq!(sent.len(), 1);
+    // On failure, which member got each delivery, its attempt and arrival, and ax's record of
+    // the run say which path sent it again.
+    let arrivals: Vec<(&str, Value, chrono::DateTime<Utc>)> = sent
+        .iter()
+        .map(|(name, got)| (*name, got.body["attempt"].clone(), got.wall))
+        .collect();
     assert_eq!(
-        (&sent[0].body["shardIndex"], &sent[0].body["shardTotal"]),
+        sent.len(),
+        1,
+        "deliveries {arrivals:?}; the run {manual_run}"
+    );
+    assert_eq!(
+        (&sent[0].1.body["shardIndex"], &sent[0].1.body["shardTotal"]),
         (&json!(0), &json!(1))
     );
     ax.shutdown().await;
