@@ -983,10 +983,8 @@ async fn register_once(
         Box::pin(async move {
             let fields = items.iter_mut().map(|item| &mut item.fields).collect();
             hold_if_scene_paused(conn, fields).await?;
-            let pairs: Vec<(String, String)> = items
-                .iter()
-                .map(|item| (item.fields.scene.clone(), item.fields.name.clone()))
-                .collect();
+            let pairs: Vec<(String, String)> =
+                items.iter().map(|item| name_key(&item.fields)).collect();
             let existing = by_scene_and_name(conn, &pairs).await?;
             let ids: Vec<TaskId> = existing.values().map(|task| task.id).collect();
             let upstreams = dependencies_of(conn, &ids).await?;
@@ -994,8 +992,7 @@ async fn register_once(
             let mut writes: Vec<(usize, Option<TaskId>)> = Vec::new();
             let mut unchanged = 0;
             for (index, item) in items.iter().enumerate() {
-                let key = (item.fields.scene.clone(), item.fields.name.clone());
-                match existing.get(&key) {
+                match existing.get(&name_key(&item.fields)) {
                     None => writes.push((index, None)),
                     Some(task) if !upsert => {
                         let problem = BulkProblem::Exists(task.id);
@@ -1060,6 +1057,11 @@ async fn register_once(
     .await
 }
 
+/// The `(scene, name)` that names a task uniquely.
+fn name_key(fields: &TaskFields) -> (String, String) {
+    (fields.scene.clone(), fields.name.clone())
+}
+
 /// The stored tasks of these `(scene, name)` pairs, by pair.
 async fn by_scene_and_name(
     conn: &mut Conn,
@@ -1112,23 +1114,20 @@ async fn insert_all<'a>(
     let Some(first) = first else {
         return Ok(Vec::new());
     };
-    let keys: Vec<(&str, &str)> = rows
-        .iter()
-        .map(|(f, _)| (f.scene.as_str(), f.name.as_str()))
-        .collect();
-    inserted(conn, TaskId(first), &keys).await
+    let fields: Vec<&TaskFields> = rows.iter().map(|(f, _)| f).collect();
+    inserted(conn, TaskId(first), &fields).await
 }
 
-/// The tasks just inserted with these `(scene, name)` keys, in that order, the first given
+/// The tasks just inserted with these fields, in that order, the first given
 /// `first` as its id. Read by id: the rows of a transaction's inserts take consecutive ids,
 /// unless another transaction's inserts came in between (possible on MySQL between two
 /// statements, or inside one with `innodb_autoinc_lock_mode = 2`); then by name.
 async fn inserted(
     conn: &mut Conn,
     first: TaskId,
-    keys: &[(&str, &str)],
+    fields: &[&TaskFields],
 ) -> Result<Vec<Task>, StoreError> {
-    let count = i64::try_from(keys.len()).unwrap_or(i64::MAX);
+    let count = i64::try_from(fields.len()).unwrap_or(i64::MAX);
     let by_id: Vec<Task> = with_conn!(conn, |c| t::ax_task
         .filter(t::id.ge(first))
         .order(t::id.asc())
@@ -1136,21 +1135,17 @@ async fn inserted(
         .select(Task::as_select())
         .load(c)
         .await)?;
-    let consecutive = by_id.len() == keys.len()
+    let consecutive = by_id.len() == fields.len()
         && by_id
             .iter()
-            .zip(keys)
-            .all(|(task, &(scene, name))| task.scene == scene && task.name == name);
+            .zip(fields)
+            .all(|(task, f)| task.scene == f.scene && task.name == f.name);
     if consecutive {
         return Ok(by_id);
     }
-    let pairs: Vec<(String, String)> = keys
-        .iter()
-        .map(|&(scene, name)| (scene.to_string(), name.to_string()))
-        .collect();
-    let mut stored = by_scene_and_name(conn, &pairs).await?;
-    pairs
-        .into_iter()
+    let keys: Vec<(String, String)> = fields.iter().map(|f| name_key(f)).collect();
+    let mut stored = by_scene_and_name(conn, &keys).await?;
+    keys.into_iter()
         .map(|key| {
             stored
                 .remove(&key)
