@@ -212,3 +212,263 @@ async fn answer_new(executor: &Executor, apis: &[Api], answered: &mut HashSet<St
         }
     }
 }
+
+/// A task's definition as the test set it: what its runs must carry once it is in force.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Definition {
+    /// `None` while the task is deleted.
+    task: Option<i64>,
+    /// Fires every `every` seconds.
+    every: i64,
+    version: i64,
+    /// Which executor its runs go to (0 or 1).
+    executor: usize,
+    enabled: bool,
+}
+
+/// A change made through one process: its definition from `answered` on.
+struct Change {
+    sent: chrono::DateTime<Utc>,
+    answered: chrono::DateTime<Utc>,
+    definition: Definition,
+}
+
+fn scheduled_second(received: &common::Received) -> i64 {
+    received.body["scheduledAt"]
+        .as_str()
+        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+        .map_or(i64::MIN, |at| at.timestamp())
+}
+
+/// The number a process's `/metrics` gives `name`.
+async fn metric(base: &str, name: &str) -> Option<f64> {
+    let mut response = awc::Client::default()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .ok()?;
+    let text = String::from_utf8(response.body().await.ok()?.to_vec()).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} ")))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+/// Every change, pause and scene pause, delete and re-create made through either of two
+/// processes reaches both at once: each delivery after a change carries its definition (task,
+/// params, handler, cron), and every second the definition fires is delivered once.
+#[actix_rt::test]
+async fn a_change_through_either_process_reaches_both() {
+    const NOISE: usize = 20;
+    let store = TestStore::mysql();
+    let dir = tempfile::tempdir().expect("dir");
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), redis_server().to_string()),
+        ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
+    ];
+    let noise = Executor::start(Reply::Success).await;
+    let executors = [
+        Executor::start(Reply::Success).await,
+        Executor::start(Reply::Success).await,
+    ];
+    let nodes = [
+        AxProcess::start(dir.path(), &format!("a-{}", &run_id[..8]), env.clone()).await,
+        AxProcess::start(dir.path(), &format!("b-{}", &run_id[..8]), env.clone()).await,
+    ];
+    let apis = [Api::at(nodes[0].base()), Api::at(nodes[1].base())];
+    // The load: every-second tasks, created through one process or the other.
+    for i in 0..NOISE {
+        apis[i % 2]
+            .create_task(json!({
+                "name": format!("noise-{i}"), "scene": "noise", "cron": "* * * * * *",
+                "handlerUrl": noise.url, "maxRetry": 0, "timeoutMs": 2000,
+            }))
+            .await;
+    }
+    // Each process holds every task in its wheel, those created through the other too.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut held = Vec::new();
+    while Instant::now() < deadline {
+        held = Vec::new();
+        for node in &nodes {
+            held.push(metric(&node.base(), "ax_wheel_entries").await);
+        }
+        if held.iter().all(|n| *n == Some(NOISE as f64)) {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        held.iter().all(|n| *n == Some(NOISE as f64)),
+        "wheels: {held:?}"
+    );
+
+    let scene = format!("watched-{}", &run_id[..8]);
+    let body = |def: &Definition| {
+        json!({
+            "name": "watched", "scene": scene,
+            "cron": if def.every == 1 { "* * * * * *" } else { "*/2 * * * * *" },
+            "handlerUrl": executors[def.executor].url, "params": {"v": def.version},
+            "maxRetry": 0, "timeoutMs": 2000,
+        })
+    };
+    let mut def = Definition {
+        task: None,
+        every: 1,
+        version: 0,
+        executor: 0,
+        enabled: true,
+    };
+    let sent = Utc::now();
+    let task = apis[0].create_task(body(&def)).await;
+    def.task = task["id"].as_i64();
+    let mut changes = vec![Change {
+        sent,
+        answered: Utc::now(),
+        definition: def,
+    }];
+    for step in 1..=20usize {
+        actix_rt::time::sleep(Duration::from_millis(2_000)).await;
+        let api = &apis[step % 2];
+        let id = def.task.expect("a task");
+        let mut next = def;
+        next.version = step as i64;
+        let sent = Utc::now();
+        let (status, reply) = match step {
+            5 | 14 => {
+                next.enabled = false;
+                api.post(&format!("/api/tasks/{id}/pause"), json!({})).await
+            }
+            6 | 15 => {
+                next.enabled = true;
+                api.post(&format!("/api/tasks/{id}/resume"), json!({}))
+                    .await
+            }
+            8 | 17 => {
+                next.enabled = false;
+                api.post(&format!("/api/scenes/{scene}/pause"), json!({}))
+                    .await
+            }
+            9 | 18 => {
+                next.enabled = true;
+                api.post(&format!("/api/scenes/{scene}/resume"), json!({}))
+                    .await
+            }
+            11 => {
+                next.task = None;
+                api.call("DELETE", &format!("/api/tasks/{id}"), None).await
+            }
+            _ => {
+                match step {
+                    1 | 10 | 19 => next.every = 2,
+                    2 | 20 => next.every = 1,
+                    3 | 7 | 16 => next.executor = 1 - def.executor,
+                    _ => {}
+                }
+                let patch = body(&next);
+                api.call("PATCH", &format!("/api/tasks/{id}"), Some(patch))
+                    .await
+            }
+        };
+        assert!(status < 300, "step {step}: {status} {reply}");
+        // Pauses and resumes keep the params: the version is the params' only for a change.
+        if matches!(step, 5 | 6 | 8 | 9 | 14 | 15 | 17 | 18) {
+            next.version = def.version;
+        }
+        changes.push(Change {
+            sent,
+            answered: Utc::now(),
+            definition: next,
+        });
+        def = next;
+        if step == 11 {
+            // Created again at once, through the other process.
+            let sent = Utc::now();
+            def = Definition {
+                task: None,
+                version: 100,
+                ..def
+            };
+            let task = apis[0].create_task(body(&def)).await;
+            def.task = task["id"].as_i64();
+            changes.push(Change {
+                sent,
+                answered: Utc::now(),
+                definition: def,
+            });
+        }
+    }
+    actix_rt::time::sleep(Duration::from_millis(3_000)).await;
+    let end = changes.last().expect("changes").answered + chrono::Duration::seconds(2);
+
+    let deliveries: Vec<(usize, common::Received)> = executors
+        .iter()
+        .enumerate()
+        .flat_map(|(k, executor)| executor.received().into_iter().map(move |d| (k, d)))
+        .collect();
+    let mut per_run: HashMap<&str, usize> = HashMap::new();
+    for (_, d) in &deliveries {
+        *per_run.entry(d.request_id.as_str()).or_default() += 1;
+    }
+    let twice: Vec<&&str> = per_run
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(r, _)| r)
+        .collect();
+    assert!(twice.is_empty(), "delivered twice: {twice:?}");
+
+    let mut problems = Vec::new();
+    for (i, change) in changes.iter().enumerate() {
+        // In force from a second after it was answered (a run is committed a little ahead of
+        // its second) until the second before the next change was sent.
+        let from = (change.answered + chrono::Duration::seconds(1)).timestamp()
+            + i64::from(change.answered.timestamp_subsec_nanos() > 0);
+        let until = changes
+            .get(i + 1)
+            .map_or(end.timestamp(), |next| next.sent.timestamp() - 1);
+        let def = change.definition;
+        let in_force: Vec<&(usize, common::Received)> = deliveries
+            .iter()
+            .filter(|(_, d)| (from..=until).contains(&scheduled_second(d)))
+            .collect();
+        for (executor, d) in &in_force {
+            let carries = def.enabled
+                && def.task.is_some()
+                && d.body["taskId"].as_i64() == def.task
+                && d.body["params"]["v"].as_i64() == Some(def.version)
+                && *executor == def.executor
+                && scheduled_second(d) % def.every == 0;
+            if !carries {
+                problems.push(format!(
+                    "change {i} ({def:?}): delivery to executor {executor} of {}",
+                    d.body
+                ));
+            }
+        }
+        if !def.enabled || def.task.is_none() {
+            continue;
+        }
+        for second in (from..=until).filter(|s| s % def.every == 0) {
+            let delivered = in_force
+                .iter()
+                .filter(|(_, d)| scheduled_second(d) == second)
+                .count();
+            if delivered != 1 {
+                problems.push(format!(
+                    "change {i} ({def:?}): second {second} delivered {delivered} times"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    println!(
+        "changes test: 2 processes, {NOISE} every-second tasks beside, {} changes, {} deliveries \
+         of the watched task, each with its definition",
+        changes.len(),
+        deliveries.len()
+    );
+    for node in nodes {
+        assert_eq!(node.terminate().await, Some(0));
+    }
+}

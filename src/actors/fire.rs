@@ -24,7 +24,7 @@ use crate::store::models::{NewInstance, RunOrigin};
 use crate::store::queries::due::DueAttempt;
 use crate::store::queries::instances::{FireOutcome, FireRecord};
 use crate::store::queries::tasks;
-use crate::store::{from_db, to_db};
+use crate::store::{from_db, to_db, StoreError};
 
 /// What the fire pipeline needs, shared by every batch.
 #[derive(Clone)]
@@ -149,6 +149,7 @@ fn fire_records(
             instance,
             siblings,
             overlap: spec.overlap,
+            version: spec.version,
         });
     }
     records
@@ -450,18 +451,27 @@ pub async fn claim_attempts(
 /// Re-reads tasks whose wheel entries may be wrong and reschedules them from the database.
 pub async fn refresh(fire: &FireContext, wheel: &impl Reschedule, task_ids: Vec<TaskId>) {
     let ids = task_ids.clone();
-    let rows = fire
-        .store
+    if let Err(err) = reload(&fire.store, wheel, ids).await {
+        log::error!("tasks {task_ids:?} not refreshed: {err}");
+    }
+}
+
+/// Puts tasks in the wheel as the database has them now: those deleted, paused or never
+/// firing again leave it.
+pub async fn reload(
+    store: &StoreHandle,
+    wheel: &impl Reschedule,
+    task_ids: Vec<TaskId>,
+) -> Result<(), StoreError> {
+    let ids = task_ids.clone();
+    let tasks = store
         .query(move |conn| {
             boxed(async move {
                 let rows = tasks::find_many(conn, ids).await?;
                 tasks::with_upstreams_known(conn, rows).await
             })
         })
-        .await
-        .map(|tasks| plan::wheel_entries(&tasks));
-    match rows {
-        Ok(schedule) => wheel.replace(&task_ids, schedule),
-        Err(err) => log::error!("tasks {task_ids:?} not refreshed: {err}"),
-    }
+        .await?;
+    wheel.replace(&task_ids, plan::wheel_entries(&tasks));
+    Ok(())
 }

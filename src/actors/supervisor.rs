@@ -1,7 +1,9 @@
 //! SupervisorActor: fills the wheel at start-up with every enabled task due within the preload
 //! window (overdue ones included: the missed-run policy decides for them), keeps the window
-//! topped up, finds tasks nobody fired (a dead ax), offers due attempts (retries, and runs whose
-//! dispatcher died) to the wheel, and sends RUNNING runs past their deadline to the retry path.
+//! topped up, applies every task change any process made (the change feed, each second, and a
+//! reconcile of the wheel against the store each minute), finds tasks nobody fired (a dead ax),
+//! offers due attempts (retries, and runs whose dispatcher died) to the wheel, and sends RUNNING
+//! runs past their deadline to the retry path.
 
 use std::time::Duration;
 
@@ -10,19 +12,31 @@ use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 
 use super::cluster::ClusterHandle;
+use super::fire::reload;
 use super::store::{boxed, StoreHandle};
 use super::wheel::{ScheduleMode, WheelHandle};
 use crate::clock::SharedClock;
 use crate::metrics::metrics;
 use crate::plan;
+use crate::plan::sync::{self, ChangeCursor};
+use crate::run::TaskId;
 use crate::run::{failed_attempt, Decided, Event, TIMEOUT_CODE, TIMEOUT_MESSAGE};
 use crate::store::queries::instances;
 use crate::store::queries::tasks::{self, DueCursor};
-use crate::store::queries::{due, pending, recovery};
+use crate::store::queries::{due, pending, recovery, task_changes};
 use crate::store::{to_db, StoreError};
 
 /// How often due attempts and expired runs are looked for.
 const SCAN_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the task change feed is read: every process applies a change within this.
+const CHANGES_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the wheel is compared with the store whole, for whatever the feed missed.
+const RECONCILE_INTERVAL: Duration = Duration::from_secs(60);
+/// Seconds from now within which a task may be firing, its entry and row moving (see
+/// `plan::sync::drifted`).
+const SETTLING_SECS: i64 = 3;
+/// How long change rows are kept.
+const CHANGES_KEPT: chrono::Duration = chrono::Duration::hours(1);
 /// How often tasks that nobody fired are looked for.
 const OVERDUE_INTERVAL: Duration = Duration::from_secs(3);
 /// How often runs claimed by dead processes are looked for (cluster only).
@@ -57,6 +71,8 @@ enum Job {
     Orphans,
     Dependencies,
     Retention,
+    Changes,
+    Reconcile,
 }
 
 /// The actor keeping the wheel filled and runs from waiting forever.
@@ -72,6 +88,8 @@ pub struct SupervisorActor {
     loaded_until: Option<DateTime<Utc>>,
     /// When the supervisor started: the start-up preload is timed from here.
     started: std::time::Instant,
+    /// Where this process is in the task change feed; `None` until its start is read.
+    changes: Option<ChangeCursor>,
 }
 
 impl SupervisorActor {
@@ -91,7 +109,100 @@ impl SupervisorActor {
             running: Vec::new(),
             loaded_until: None,
             started: std::time::Instant::now(),
+            changes: None,
         }
+    }
+
+    /// Opens the change feed at the newest change, then calls `then` (at start-up: the
+    /// preload, so that a change committed after that read is applied by the feed, and one
+    /// before it is in what the preload reads).
+    fn open_feed(&mut self, ctx: &mut Context<Self>, then: fn(&mut Self, &mut Context<Self>)) {
+        let store = self.store.clone();
+        self.running.push(Job::Changes);
+        let latest = async move { store.query(|conn| boxed(task_changes::latest(conn))).await };
+        ctx.spawn(latest.into_actor(self).map(move |latest, act, ctx| {
+            act.running.retain(|job| *job != Job::Changes);
+            match latest {
+                Ok(floor) => act.changes = Some(ChangeCursor::new(floor)),
+                // Opened at a later read; the reconcile covers what came between.
+                Err(err) => log::error!("the task change feed did not open: {err}"),
+            }
+            then(act, ctx);
+        }));
+    }
+
+    /// Applies the task changes written since the last read, by any process: each changed
+    /// task is read again and put in the wheel as the store has it.
+    fn changes(&mut self, ctx: &mut Context<Self>) {
+        if self.running.contains(&Job::Changes) {
+            return;
+        }
+        let Some(cursor) = self.changes.clone() else {
+            self.open_feed(ctx, |_, _| {});
+            return;
+        };
+        self.running.push(Job::Changes);
+        let (store, wheel, clock) = (self.store.clone(), self.wheel.clone(), self.clock.clone());
+        let work = async move {
+            let wanted = cursor.wanted();
+            let read = store
+                .query(move |conn| boxed(async move { task_changes::read(conn, &wanted).await }))
+                .await?;
+            let mut cursor = cursor;
+            let ids: Vec<i64> = read.iter().map(|(id, _)| *id).collect();
+            let fresh = cursor.take(&ids, clock.now().timestamp_millis());
+            let mut changed: Vec<TaskId> = read
+                .iter()
+                .zip(fresh)
+                .filter(|(_, fresh)| *fresh)
+                .map(|((_, task), _)| *task)
+                .collect();
+            changed.sort();
+            changed.dedup();
+            if !changed.is_empty() {
+                log::debug!("task changes: {changed:?} read again");
+                reload(&store, &wheel, changed).await?;
+            }
+            Ok::<_, StoreError>(cursor)
+        };
+        ctx.spawn(work.into_actor(self).map(|result, act, _| {
+            act.running.retain(|job| *job != Job::Changes);
+            match result {
+                Ok(cursor) => act.changes = Some(cursor),
+                // The same changes are read again next time.
+                Err(err) => log::error!("task changes not applied, retrying: {err}"),
+            }
+        }));
+    }
+
+    /// Compares the wheel with the store over the loaded window and reads again each task they
+    /// hold differently: whatever the change feed missed (a gap given up, a process that could
+    /// not read) is right within a minute.
+    fn reconcile(&mut self, ctx: &mut Context<Self>) {
+        let Some(until) = self.loaded_until else {
+            return;
+        };
+        let (store, wheel) = (self.store.clone(), self.wheel.clone());
+        let settled_after = self.clock.now().timestamp() + SETTLING_SECS;
+        self.run(Job::Reconcile, ctx, async move {
+            let held = wheel
+                .held_tasks(until)
+                .await
+                .map_err(|err| StoreError::Pool(format!("wheel unavailable: {err}")))?;
+            let stored = store
+                .query(move |conn| boxed(task_changes::due_by(conn, to_db(until))))
+                .await?;
+            let drifted = sync::drifted(&held, &stored, settled_after);
+            if !drifted.is_empty() {
+                log::warn!(
+                    "reconcile: the wheel held {} tasks otherwise than the store; read again: \
+                     {drifted:?}",
+                    drifted.len()
+                );
+                reload(&store, &wheel, drifted.clone()).await?;
+            }
+            Ok(drifted.len())
+        });
     }
 
     /// Runs `work` unless the same job is still running (a slow database must not pile up
@@ -236,6 +347,7 @@ impl SupervisorActor {
     /// Deletes finished runs past the retention age, in small batches.
     fn retention(&mut self, ctx: &mut Context<Self>) {
         let before = to_db(self.clock.now() - self.settings.retention);
+        let changes_before = to_db(self.clock.now() - CHANGES_KEPT);
         let store = self.store.clone();
         self.run(Job::Retention, ctx, async move {
             let mut deleted = 0;
@@ -257,6 +369,9 @@ impl SupervisorActor {
             if deleted > 0 {
                 log::info!("retention: {deleted} finished runs deleted");
             }
+            store
+                .query(move |conn| boxed(task_changes::prune(conn, changes_before)))
+                .await?;
             Ok(deleted)
         });
     }
@@ -338,8 +453,10 @@ impl Actor for SupervisorActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        self.preload(ctx);
+        self.open_feed(ctx, |act, ctx| act.preload(ctx));
         self.attempts(ctx);
+        ctx.run_interval(CHANGES_INTERVAL, |act, ctx| act.changes(ctx));
+        ctx.run_interval(RECONCILE_INTERVAL, |act, ctx| act.reconcile(ctx));
         ctx.run_interval(self.settings.preload_interval, |act, ctx| act.preload(ctx));
         ctx.run_interval(OVERDUE_INTERVAL, |act, ctx| act.overdue(ctx));
         ctx.run_interval(ORPHAN_INTERVAL, |act, ctx| act.orphans(ctx));

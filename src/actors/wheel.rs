@@ -19,6 +19,7 @@ use super::InFlight;
 use crate::clock::rfc3339;
 use crate::clock::SharedClock;
 use crate::metrics::WheelStats;
+use crate::plan::sync::Held;
 use crate::plan::{
     plan_each, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec, MAX_COUNTED_PERIODS,
 };
@@ -569,6 +570,38 @@ impl Handler<ScheduleAttempts> for WheelActor {
     }
 }
 
+/// The tasks the wheel holds (deferred ones too) due by `until` (unix seconds), each with its
+/// second and version: what the reconcile compares with the store.
+#[derive(Message)]
+#[rtype(result = "HashMap<TaskId, Held>")]
+pub struct HeldTasks {
+    pub until: i64,
+}
+
+impl Handler<HeldTasks> for WheelActor {
+    type Result = MessageResult<HeldTasks>;
+
+    fn handle(&mut self, msg: HeldTasks, _: &mut Context<Self>) -> Self::Result {
+        let held = self
+            .wheel
+            .entries()
+            .chain(self.deferred.values().map(|(due, _)| due))
+            .filter(|due| due.due_sec <= msg.until)
+            .filter_map(|due| match &due.value {
+                WheelEntry::Task(spec) => Some((
+                    spec.id,
+                    Held {
+                        second: due.due_sec,
+                        version: spec.version,
+                    },
+                )),
+                WheelEntry::Attempt(_) => None,
+            })
+            .collect();
+        MessageResult(held)
+    }
+}
+
 #[derive(Message)]
 #[rtype(result = "WheelStats")]
 pub struct GetWheelStats;
@@ -646,6 +679,18 @@ impl WheelHandle {
         if !attempts.is_empty() {
             self.addr.do_send(ScheduleAttempts(attempts));
         }
+    }
+
+    /// The tasks the wheel holds due by `until` (see [`HeldTasks`]).
+    pub async fn held_tasks(
+        &self,
+        until: DateTime<Utc>,
+    ) -> Result<HashMap<TaskId, Held>, MailboxError> {
+        self.addr
+            .send(HeldTasks {
+                until: until.timestamp(),
+            })
+            .await
     }
 
     /// The wheel's gauges; `None` if the wheel is gone.

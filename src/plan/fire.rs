@@ -29,6 +29,9 @@ pub struct TaskSpec {
     pub overlap: OverlapPolicy,
     /// Each run's dispatch is delayed by its offset in `[0, jitter_secs]`.
     pub jitter_secs: i32,
+    /// The task's version it was read at: its fires are recorded only while the task is still
+    /// at it, so a run is always sent with the definition it was committed with.
+    pub version: i64,
 }
 
 /// The wheel entries of these tasks, each with whether it has upstreams: the enabled ones
@@ -55,6 +58,7 @@ impl TaskSpec {
             dependency_timeout_secs: task.dependency_timeout_secs.map(i64::from),
             overlap: task.overlap,
             jitter_secs: task.jitter_secs,
+            version: task.version,
         })
     }
 
@@ -231,6 +235,7 @@ mod tests {
             dependency_timeout_secs: None,
             overlap: OverlapPolicy::Allow,
             jitter_secs: 0,
+            version: 1,
         };
         assert_eq!(spec.missed_run_policy(POLICY).misfire_threshold_secs, 10);
         assert_eq!(spec.missed_run_policy(POLICY).grace_secs, 2);

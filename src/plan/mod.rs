@@ -3,6 +3,7 @@
 
 mod backfill;
 mod fire;
+pub mod sync;
 
 pub use backfill::{fire_times, paced, MAX_BACKFILL_RUNS};
 pub use fire::{

@@ -134,6 +134,14 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    ax_task_change (id) {
+        id -> BigInt,
+        task_id -> BigInt,
+        at -> Timestamp,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     ax_task,
     ax_instance,

@@ -127,6 +127,11 @@ impl<K: Eq + Hash + Clone, V> TimeWheel<K, V> {
         self.index.contains_key(key)
     }
 
+    /// Every entry, in no order.
+    pub fn entries(&self) -> impl Iterator<Item = &Due<K, V>> {
+        self.buckets.iter().flatten()
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.index.len()

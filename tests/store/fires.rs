@@ -305,6 +305,7 @@ async fn fire_chains_recorded_at_once(db: &Db) {
         instance: born(task, &request_id(), t, run),
         siblings: Vec::new(),
         overlap: OverlapPolicy::Allow,
+        version: 1,
     };
     let fires = vec![
         fire_record(a.id, &request_id(), t, Some(t + secs(1))),

@@ -36,6 +36,7 @@ fn broadcast(run: NewInstance, scheduled_at: NaiveDateTime, policy: OverlapPolic
         instance,
         siblings: runs,
         overlap: policy,
+        version: 1,
     }
 }
 

@@ -191,6 +191,7 @@ pub(crate) fn fire_record(
         instance: fired(task_id, request_id, scheduled_at),
         siblings: Vec::new(),
         overlap: OverlapPolicy::Allow,
+        version: 1,
     }
 }
 

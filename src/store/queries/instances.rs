@@ -31,6 +31,9 @@ pub struct FireRecord {
     pub siblings: Vec<NewInstance>,
     /// The task's overlap policy: it decides a run dispatched as it fires.
     pub overlap: OverlapPolicy,
+    /// The task's version the fire was planned from: it is fresh only while the task is still
+    /// at it (a changed definition fires from its own version, in whichever process has it).
+    pub version: i64,
 }
 
 impl FireRecord {
@@ -119,7 +122,7 @@ async fn record_fires_at_once(
         let (Some(&first), Some(&last)) = (chain.iter().next(), chain.iter().last()) else {
             continue;
         };
-        if current.get(task_id) == Some(&Some(fires[first].scheduled_at)) {
+        if current.get(task_id) == Some(&(Some(fires[first].scheduled_at), fires[first].version)) {
             advances.push((*task_id, fires[last].next_run_at));
             chain.iter().for_each(|&i| fresh[i] = true);
         }
@@ -340,6 +343,7 @@ async fn record_fires_one_by_one(
                 .filter(t::id.eq(fire.instance.task_id))
                 .filter(t::status.eq(TaskStatus::Enabled))
                 .filter(t::next_run_at.eq(fire.scheduled_at))
+                .filter(t::version.eq(fire.version))
         )
         .set(t::next_run_at.eq(fire.next_run_at))
         .execute(c)

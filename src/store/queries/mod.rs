@@ -19,6 +19,7 @@ pub mod run_writes;
 pub mod runs;
 pub mod sessions;
 pub mod success_watch;
+pub mod task_changes;
 mod task_locks;
 pub mod task_pages;
 pub mod tasks;

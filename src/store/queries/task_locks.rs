@@ -13,12 +13,12 @@ use crate::store::prepared::{padded, Kept};
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{Conn, StoreError};
 
-/// The `next_run_at` of these tasks, locked for the rest of the transaction (enabled ones
-/// only; a paused or deleted task is absent).
+/// The `next_run_at` and version of these tasks, locked for the rest of the transaction
+/// (enabled ones only; a paused or deleted task is absent).
 pub async fn lock_task_schedules(
     conn: &mut Conn,
     ids: &[TaskId],
-) -> Result<HashMap<TaskId, Option<NaiveDateTime>>, StoreError> {
+) -> Result<HashMap<TaskId, (Option<NaiveDateTime>, i64)>, StoreError> {
     // The rows must be found and locked through the primary key: read through the
     // (status, next_run_at) index, MySQL locks index entries that concurrent fire batches are
     // updating, and they deadlock. So the filter names only the key, and `updated_at`, outside
@@ -27,19 +27,26 @@ pub async fn lock_task_schedules(
     let query = t::ax_task.filter(t::id.eq_any(&ids)).select((
         t::id,
         t::next_run_at,
+        t::version,
         t::status,
         t::updated_at,
     ));
     // MySQL needs the row locks to keep another process from advancing a task in between;
     // SQLite's `BEGIN IMMEDIATE` already holds the only write lock.
-    type Row = (TaskId, Option<NaiveDateTime>, TaskStatus, NaiveDateTime);
+    type Row = (
+        TaskId,
+        Option<NaiveDateTime>,
+        i64,
+        TaskStatus,
+        NaiveDateTime,
+    );
     let rows: Vec<Row> = match conn {
         Conn::Mysql(c) => Kept(query.for_update()).load(&mut **c).await?,
         Conn::Sqlite(c, _) => Kept(query).load(&mut **c).await?,
     };
     Ok(rows
         .into_iter()
-        .filter(|(_, _, status, _)| *status == TaskStatus::Enabled)
-        .map(|(id, next_run_at, _, _)| (id, next_run_at))
+        .filter(|(_, _, _, status, _)| *status == TaskStatus::Enabled)
+        .map(|(id, next_run_at, version, _, _)| (id, (next_run_at, version)))
         .collect())
 }
