@@ -50,6 +50,13 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
   install_chromium || { apt-get update && install_chromium; }
 fi
 
+# The cluster tests start processes with skewed clocks under Debian's libfaketime.
+if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then
+  echo "test.sh: installing faketime"
+  install_faketime() { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends faketime; }
+  install_faketime || { apt-get update && install_faketime; }
+fi
+
 # The OpenAPI document is checked by an independent validator, from PyPI.
 if ! python3 -c "import openapi_spec_validator" >/dev/null 2>&1; then
   echo "test.sh: installing openapi-spec-validator"

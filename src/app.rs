@@ -16,7 +16,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
 use crate::actors::alerts::{AlertActor, AlertSettings};
-use crate::actors::cluster::{ClusterActor, ClusterHandle};
+use crate::actors::cluster::{ClockWatch, ClusterActor, ClusterHandle};
 use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
 use crate::actors::feed::FeedActor;
 use crate::actors::fire::FireContext;
@@ -28,11 +28,12 @@ use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
 use crate::actors::Halt;
 use crate::api;
 use crate::api::require_token;
-use crate::clock::SharedClock;
+use crate::clock::{ClockCheck, Reading, ReferenceClock, SharedClock};
 use crate::config::Config;
 use crate::health::Health;
 use crate::http_errors::JsonProtocolErrors;
 use crate::identity::{Identity, IdentityError, StoreClaim};
+use crate::metrics::metrics;
 use crate::security::{Allowlist, Principal, Security};
 use crate::service::{Service, ServiceActors};
 use crate::site::AllowedHosts;
@@ -94,6 +95,13 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     log::info!("store: {} ({})", db.backend(), config.store.url);
     let identity = Identity::claim(&db, claim, config.server.instance_id.as_deref()).await?;
     let instance_id = identity.id().to_string();
+    let clock_check = Arc::new(ClockCheck::default());
+    check_clock(&db, &clock, &clock_check, config.cluster.max_clock_skew_ms).await?;
+    let local = clock;
+    let clock: SharedClock = Arc::new(ReferenceClock {
+        local: local.clone(),
+        check: clock_check.clone(),
+    });
     recover_own_runs(&db, &instance_id, clock.now()).await?;
     let security = security(config, &db).await?;
     let backend = db.backend();
@@ -109,7 +117,14 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             "in-process"
         }
     );
-    let actors = Actors::start(config, db, redis, &security, &instance_id, &clock);
+    let actors = Actors::start(
+        config,
+        db,
+        redis,
+        &security,
+        &instance_id,
+        (&clock, &local, &clock_check),
+    );
     // The first runs must see the executor groups, not wait a second for their refresh.
     actors.dispatch.refresh_fleet().await;
     let state = ApiState {
@@ -126,7 +141,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
             instance_id.clone(),
             config,
         ),
-        health: actors.health(clock, identity.held()),
+        health: actors.health(clock, clock_check, identity.held()),
         instance_id: instance_id.clone(),
         backend,
         security,
@@ -262,7 +277,7 @@ impl Actors {
         redis: Option<RedisPool>,
         security: &Security,
         instance_id: &str,
-        clock: &SharedClock,
+        (clock, local, clock_check): (&SharedClock, &SharedClock, &Arc<ClockCheck>),
     ) -> Actors {
         // The store gets a thread of its own: encoding and decoding database traffic then
         // runs beside the wheel's tick instead of after it.
@@ -285,6 +300,7 @@ impl Actors {
                     member_ttl_secs: config.executors.member_ttl_secs,
                 },
                 claimant: instance_id.to_string(),
+                clock: clock.clone(),
             },
             store.clone(),
             security,
@@ -297,8 +313,14 @@ impl Actors {
         let lock = LockHandle::new(lock_actor.clone());
         let clustered = redis.is_some();
         let alert_redis = redis.clone();
+        let clock_watch = ClockWatch {
+            clock: local.clone(),
+            check: clock_check.clone(),
+            max_skew_ms: config.cluster.max_clock_skew_ms,
+            logged: None,
+        };
         let cluster_actor =
-            ClusterActor::new(instance_id.to_string(), redis, store.clone()).start();
+            ClusterActor::new(instance_id.to_string(), redis, store.clone(), clock_watch).start();
         let cluster = ClusterHandle::new(cluster_actor.clone());
         let fire = FireContext {
             lock: lock.clone(),
@@ -307,6 +329,7 @@ impl Actors {
             instance_id: instance_id.to_string(),
             batch_size: config.store.batch_size,
             dependency_timeout_secs: config.scheduler.dependency_timeout_secs,
+            clock_check: clock_check.clone(),
         };
         let wheel_settings = WheelSettings {
             slots: config.scheduler.wheel_size,
@@ -332,7 +355,7 @@ impl Actors {
                 grace_secs: config.missed_run_policy().grace_secs,
                 retention: chrono::Duration::days(config.store.retention_days),
             },
-            clock.clone(),
+            (clock.clone(), clock_check.clone()),
             store.clone(),
             WheelHandle::new(wheel.clone()),
             clustered.then(|| cluster.clone()),
@@ -362,7 +385,12 @@ impl Actors {
     }
 
     /// What `/healthz` checks.
-    fn health(&self, clock: SharedClock, identity: Arc<AtomicBool>) -> Health {
+    fn health(
+        &self,
+        clock: SharedClock,
+        clock_check: Arc<ClockCheck>,
+        identity: Arc<AtomicBool>,
+    ) -> Health {
         Health {
             wheel: self.wheel.clone(),
             ticks: self.ticks.clone(),
@@ -372,6 +400,7 @@ impl Actors {
             store: self.store.clone(),
             identity,
             clock,
+            clock_check,
         }
     }
 
@@ -456,6 +485,29 @@ fn allowed_hosts(config: &Config) -> Option<AllowedHosts> {
 /// Runs this process left READY when it last stopped (it crashed between commit and
 /// dispatch, or before recording the outcome) are due again at once; the supervisor's attempt
 /// scan then dispatches them.
+/// Checks this process's clock against the database's before anything fires: a process that
+/// starts skewed fires and claims nothing until the check every few seconds finds it right.
+async fn check_clock(
+    db: &Db,
+    clock: &SharedClock,
+    check: &ClockCheck,
+    max_skew_ms: u64,
+) -> Result<(), StoreError> {
+    let mut conn = db.conn().await?;
+    let before = clock.now();
+    let reference = meta::reference_time(&mut conn).await?;
+    let reading = Reading::of(before, reference, clock.now());
+    metrics().set_clock_offset_ms(reading.offset_ms);
+    if check.record(reading, max_skew_ms) == Some(true) {
+        log::error!(
+            "this process's clock is {} ms from the database's (at most {max_skew_ms} ms \
+             allowed): it fires and claims nothing until it is set right (NTP)",
+            reading.offset_ms
+        );
+    }
+    Ok(())
+}
+
 async fn recover_own_runs(
     db: &Db,
     instance_id: &str,

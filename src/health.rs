@@ -1,5 +1,6 @@
 //! What `/healthz` checks: every actor still answers its mailbox, the wheel ticks, the store
-//! answers a query, and the instance id is still this process's.
+//! answers a query, the instance id is still this process's, and its clock is within the
+//! allowed skew of the database's.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +16,7 @@ use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::supervisor::SupervisorActor;
 use crate::actors::wheel::{GetWheelStats, WheelActor};
 use crate::actors::Ping;
-use crate::clock::SharedClock;
+use crate::clock::{ClockCheck, SharedClock};
 use crate::store::queries::meta;
 
 /// How long an actor or the store may take to answer a health check.
@@ -36,6 +37,8 @@ pub struct Health {
     /// Whether the instance id is still this process's alone.
     pub identity: Arc<AtomicBool>,
     pub clock: SharedClock,
+    /// This process's clock against the cluster's reference clock.
+    pub clock_check: Arc<ClockCheck>,
 }
 
 /// The outcome of a health check.
@@ -43,6 +46,8 @@ pub struct Health {
 pub struct Report {
     /// How many entries the wheel holds, if it answered.
     pub wheel_size: Option<usize>,
+    /// How far the database's clock was ahead of this process's at the last check, in ms.
+    pub clock_skew_ms: i64,
     /// What is wrong; empty when healthy.
     pub problems: Vec<String>,
 }
@@ -81,8 +86,16 @@ impl Health {
         if !self.identity.load(Ordering::Relaxed) {
             problems.push("the instance id is in use by another ax process".into());
         }
+        let clock_skew_ms = self.clock_check.offset_ms();
+        if self.clock_check.is_skewed() {
+            problems.push(format!(
+                "this process's clock is {clock_skew_ms} ms from the database's: it fires and \
+                 claims nothing"
+            ));
+        }
         Report {
             wheel_size,
+            clock_skew_ms,
             problems,
         }
     }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
@@ -109,6 +109,8 @@ pub struct Metrics {
     pub callback_seconds: Histogram,
     /// How long the start-up preload of the window took, in ms; `u64::MAX` until it is done.
     startup_preload_ms: AtomicU64,
+    /// How far the database's clock was ahead of this process's at the last check, in ms.
+    clock_offset_ms: AtomicI64,
     /// Runs waiting for a slot of their executor host, by host (as last looked at).
     dispatch_queued: Mutex<BTreeMap<Arc<str>, usize>>,
     /// How long attempts waited for a slot of their executor host or member.
@@ -144,6 +146,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     commit_seconds: Histogram::new(SECONDS),
     callback_seconds: Histogram::new(SECONDS),
     startup_preload_ms: AtomicU64::new(u64::MAX),
+    clock_offset_ms: AtomicI64::new(0),
     dispatch_queued: Mutex::default(),
     slot_wait_seconds: Histogram::new(SECONDS),
     executor_members: Mutex::default(),
@@ -163,6 +166,10 @@ impl Metrics {
     pub fn startup_preload_done(&self, took: std::time::Duration) {
         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX - 1);
         self.startup_preload_ms.store(ms, Ordering::Relaxed);
+    }
+
+    pub fn set_clock_offset_ms(&self, offset_ms: i64) {
+        self.clock_offset_ms.store(offset_ms, Ordering::Relaxed);
     }
 
     /// The runs waiting for each executor host now; `gone`: hosts shown before that have no
@@ -386,6 +393,12 @@ impl Metrics {
                 preload_ms as f64 / 1000.0
             );
         }
+        let name = "ax_clock_skew_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} How far the database's clock (the cluster's reference) was ahead of this process's at the last check.\n# TYPE {name} gauge\n{name} {}",
+            self.clock_offset_ms.load(Ordering::Relaxed) as f64 / 1000.0
+        );
         if let Some(wheel) = wheel {
             let gauge = |out: &mut String, name: &str, help: &str, value: i64| {
                 let _ = writeln!(
@@ -458,6 +471,7 @@ mod tests {
             "ax_store_commit_seconds_sum",
             "ax_callback_seconds_bucket",
             "ax_wheel_entries 7",
+            "ax_clock_skew_seconds",
             "ax_wheel_behind_seconds 3",
             "ax_fire_queued_runs 120",
         ] {

@@ -13,6 +13,9 @@ use common::{redis_server, Api, AxProcess, Executor, Reply, TestStore};
 use serde_json::json;
 
 const TASKS: usize = 6;
+/// One test at a time: each runs two or three ax processes under load, and their timing is
+/// what is checked.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// The documented failover gap: the dead instance's fire locks expire (3 s), then the next
 /// fire of each of its tasks catches up.
 const FAILOVER_GAP_SECS: i64 = 5;
@@ -33,6 +36,7 @@ async fn live_members(api: &Api) -> Vec<String> {
 
 #[actix_rt::test]
 async fn three_instances_one_killed() {
+    let _serial = SERIAL.lock().await;
     let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let run_id = uuid::Uuid::new_v4().simple().to_string();
@@ -258,6 +262,7 @@ async fn metric(base: &str, name: &str) -> Option<f64> {
 /// params, handler, cron), and every second the definition fires is delivered once.
 #[actix_rt::test]
 async fn a_change_through_either_process_reaches_both() {
+    let _serial = SERIAL.lock().await;
     const NOISE: usize = 20;
     let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
@@ -469,6 +474,155 @@ async fn a_change_through_either_process_reaches_both() {
         deliveries.len()
     );
     for node in nodes {
+        assert_eq!(node.terminate().await, Some(0));
+    }
+}
+
+/// libfaketime, from Debian's `faketime` package (scripts/test.sh installs it).
+const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+/// A process 30 s ahead and one 30 s behind beside a correct one: the skewed ones say so and
+/// fire and claim nothing; the correct one carries every run, none early, lost or twice, the
+/// manual runs triggered through the skewed ones included.
+#[actix_rt::test]
+async fn skewed_clocks_fire_nothing_and_say_so() {
+    let _serial = SERIAL.lock().await;
+    assert!(
+        std::path::Path::new(FAKETIME).exists(),
+        "libfaketime is missing: apt-get install faketime"
+    );
+    const TASKS: usize = 6;
+    let store = TestStore::mysql();
+    let dir = tempfile::tempdir().expect("dir");
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), redis_server().to_string()),
+        ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
+    ];
+    let skewed = |offset: &str| {
+        let mut env = env.clone();
+        env.push(("LD_PRELOAD".to_string(), FAKETIME.to_string()));
+        env.push(("FAKETIME".to_string(), offset.to_string()));
+        env
+    };
+    let executor = Executor::start(Reply::Success).await;
+    let right = AxProcess::start(dir.path(), &format!("right-{}", &run_id[..8]), env.clone()).await;
+    let ahead = AxProcess::start_answering(
+        dir.path(),
+        &format!("ahead-{}", &run_id[..8]),
+        skewed("+30s"),
+    )
+    .await;
+    let behind = AxProcess::start_answering(
+        dir.path(),
+        &format!("behind-{}", &run_id[..8]),
+        skewed("-30s"),
+    )
+    .await;
+    let apis = [
+        Api::at(right.base()),
+        Api::at(ahead.base()),
+        Api::at(behind.base()),
+    ];
+
+    // Each says how far it is from the database's clock; the skewed ones are unhealthy.
+    for (api, healthy, offset) in [
+        (&apis[0], true, 0),
+        (&apis[1], false, -30_000),
+        (&apis[2], false, 30_000),
+    ] {
+        let (status, health) = api.get("/healthz").await;
+        assert_eq!(status == 200, healthy, "{health}");
+        let skew = health["clockSkewMs"].as_i64().expect("clockSkewMs");
+        assert!((skew - offset).abs() < 1_000, "{health}");
+        if !healthy {
+            assert!(
+                health["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("clock")),
+                "{health}"
+            );
+        }
+    }
+    let ahead_skew = metric(&ahead.base(), "ax_clock_skew_seconds")
+        .await
+        .expect("ax_clock_skew_seconds");
+    assert!((ahead_skew + 30.0).abs() < 1.0, "{ahead_skew}");
+
+    let started = Utc::now();
+    let mut tasks = Vec::new();
+    for i in 0..TASKS {
+        let task = apis[i % 3]
+            .create_task(json!({
+                "name": format!("clock-{i}"), "cron": "* * * * * *",
+                "handlerUrl": executor.url, "maxRetry": 0, "timeoutMs": 2000,
+            }))
+            .await;
+        tasks.push(task["id"].as_i64().expect("id"));
+    }
+    let mut manual = Vec::new();
+    for k in 0..6 {
+        let api = &apis[1 + k % 2];
+        let (status, run) = api
+            .post(&format!("/api/tasks/{}/trigger", tasks[k]), json!({}))
+            .await;
+        assert_eq!(status, 201, "{run}");
+        manual.push(run["requestId"].as_str().expect("requestId").to_string());
+    }
+    actix_rt::time::sleep(Duration::from_secs(10)).await;
+    let ended = Utc::now();
+
+    let deliveries = executor.received();
+    let mut per_run: HashMap<&str, usize> = HashMap::new();
+    for d in &deliveries {
+        *per_run.entry(d.request_id.as_str()).or_default() += 1;
+        let scheduled = scheduled_second(d);
+        assert!(
+            d.wall.timestamp_millis() >= scheduled * 1000,
+            "delivered at {} before its second {scheduled}: {}",
+            d.wall,
+            d.body
+        );
+    }
+    let twice: Vec<_> = per_run.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "delivered twice: {twice:?}");
+    for run in &manual {
+        assert_eq!(per_run.get(run.as_str()), Some(&1), "manual run {run}");
+    }
+    // Every second of every task delivered, from when the correct process has it (a task
+    // created through a skewed process reaches it through the change feed, within a second
+    // or two).
+    for task in &tasks {
+        let seconds: HashSet<i64> = deliveries
+            .iter()
+            .filter(|d| d.body["taskId"].as_i64() == Some(*task))
+            .map(scheduled_second)
+            .collect();
+        let lost: Vec<i64> = (started.timestamp() + 4..ended.timestamp() - 1)
+            .filter(|s| !seconds.contains(s))
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "task {task}: seconds not delivered: {lost:?}"
+        );
+    }
+    // The correct process fired and claimed every one of them.
+    let db = Db::connect(&store.url(), 2).await.expect("store");
+    for task in &tasks {
+        for row in common::rows_of(&db, *task).await {
+            let manual = row.trigger_type == ax::run::TriggerType::Manual;
+            assert!(manual || row.fired_by.starts_with("right-"), "{row:?}");
+        }
+    }
+    let log = std::fs::read_to_string(ahead.log_path()).expect("log");
+    assert!(log.contains("ERROR") && log.contains("clock"), "{log}");
+    println!(
+        "clock test: 1 correct and 2 skewed processes (±30 s), {TASKS} every-second tasks and 6 \
+         manual runs: {} deliveries, none early, lost or twice",
+        deliveries.len()
+    );
+    for node in [right, ahead, behind] {
         assert_eq!(node.terminate().await, Some(0));
     }
 }

@@ -1,14 +1,18 @@
 //! ClusterActor: keeps this process's heartbeat in Redis and lists the live processes, so the
-//! supervisor can tell a dead process's claims from a live one's. Without Redis the cluster is
-//! this process alone.
+//! supervisor can tell a dead process's claims from a live one's (without Redis the cluster is
+//! this process alone), and checks this process's clock against the cluster's reference clock,
+//! the database's: past the allowed skew the process fires and claims nothing.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::clock::rfc3339_serde;
+use crate::clock::{rfc3339_serde, ClockCheck, Reading, SharedClock};
+use crate::metrics::metrics;
+use crate::store::queries::meta;
 
 use super::lock::{unavailable, LockError, RedisPool};
 use super::store::{boxed, StoreHandle};
@@ -19,6 +23,10 @@ use crate::store::queries::alerts;
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 /// A process whose heartbeat is older than this is gone.
 pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
+/// How often this process's clock is checked against the reference clock.
+pub const CLOCK_CHECK_INTERVAL: Duration = Duration::from_secs(5);
+/// How often a skewed clock is logged at ERROR while it stays skewed.
+const SKEW_LOG_INTERVAL: Duration = Duration::from_secs(60);
 /// The set of instance ids that have announced themselves.
 const MEMBERS_KEY: &str = "ax:instances";
 
@@ -46,17 +54,99 @@ pub struct ClusterActor {
     instance_id: String,
     /// This process, once its HTTP address is known (see `Announce`).
     me: Option<Member>,
+    clock: ClockWatch,
+}
+
+/// What the clock check needs: the clock checked, where its verdict goes, the allowed skew.
+pub struct ClockWatch {
+    pub clock: SharedClock,
+    pub check: Arc<ClockCheck>,
+    pub max_skew_ms: u64,
+    /// When a skewed clock was last logged.
+    pub logged: Option<Instant>,
 }
 
 impl ClusterActor {
     /// A member of the cluster whose heartbeats are in `redis` (`None`: a cluster of one).
-    pub fn new(instance_id: String, redis: Option<RedisPool>, store: StoreHandle) -> Self {
+    pub fn new(
+        instance_id: String,
+        redis: Option<RedisPool>,
+        store: StoreHandle,
+        clock: ClockWatch,
+    ) -> Self {
         ClusterActor {
             redis,
             store,
             instance_id,
             me: None,
+            clock,
         }
+    }
+
+    /// Reads the reference clock and records how far this one is from it; a change of verdict
+    /// is logged and alerted (`CLOCK_SKEW`, resolved when it is back), a skew that stays is
+    /// logged at ERROR once a minute.
+    fn check_clock(&mut self, ctx: &mut Context<Self>) {
+        let (store, clock) = (self.store.clone(), self.clock.clock.clone());
+        let read = async move {
+            let before = clock.now();
+            let reference = store.query(|conn| boxed(meta::reference_time(conn))).await;
+            reference.map(|reference| Reading::of(before, reference, clock.now()))
+        };
+        ctx.spawn(read.into_actor(self).map(|reading, act, ctx| {
+            let reading = match reading {
+                Ok(reading) => reading,
+                // The store's own outage is told elsewhere; the last verdict stands.
+                Err(err) => return log::debug!("clock check: the reference was not read: {err}"),
+            };
+            let watch = &mut act.clock;
+            metrics().set_clock_offset_ms(reading.offset_ms);
+            let changed = watch.check.record(reading, watch.max_skew_ms);
+            let due = watch
+                .logged
+                .is_none_or(|at| at.elapsed() >= SKEW_LOG_INTERVAL);
+            if watch.check.is_skewed() && (due || changed.is_some()) {
+                watch.logged = Some(Instant::now());
+                log::error!("{}", skew_message(reading, watch.max_skew_ms));
+            }
+            if let Some(skewed) = changed {
+                act.record_skew(skewed, reading, ctx);
+            }
+        }));
+    }
+
+    /// A `CLOCK_SKEW` alert event about this process, or its resolution.
+    fn record_skew(&self, skewed: bool, reading: Reading, ctx: &mut Context<Self>) {
+        if !skewed {
+            log::info!(
+                "this process's clock is back within {} ms of the database's ({} ms)",
+                self.clock.max_skew_ms,
+                reading.offset_ms
+            );
+        }
+        let (event, message) = if skewed {
+            let message = skew_message(reading, self.clock.max_skew_ms);
+            (AlertEvent::ClockSkew, Some(message))
+        } else {
+            (AlertEvent::Resolved, None)
+        };
+        let (store, subject) = (self.store.clone(), format!("clock of {}", self.instance_id));
+        let at = self.clock.clock.now();
+        ctx.spawn(
+            async move {
+                let recorded = store
+                    .query(move |conn| {
+                        boxed(
+                            async move { alerts::record(conn, &subject, event, message, at).await },
+                        )
+                    })
+                    .await;
+                if let Err(err) = recorded {
+                    log::warn!("the alert about this process's clock was not recorded: {err}");
+                }
+            }
+            .into_actor(self),
+        );
     }
 
     fn beat(&mut self, ctx: &mut Context<Self>) {
@@ -76,8 +166,27 @@ impl ClusterActor {
     }
 }
 
+/// What a skewed clock is told with: by how much, and what the process does about it.
+fn skew_message(reading: Reading, max_skew_ms: u64) -> String {
+    format!(
+        "this process's clock is {} ms {} the database's (±{} ms; at most {max_skew_ms} ms \
+         allowed): it fires and claims nothing until it is set right (NTP)",
+        reading.offset_ms.unsigned_abs(),
+        if reading.offset_ms > 0 {
+            "behind"
+        } else {
+            "ahead of"
+        },
+        reading.uncertainty_ms
+    )
+}
+
 impl Actor for ClusterActor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(CLOCK_CHECK_INTERVAL, |act, ctx| act.check_clock(ctx));
+    }
 }
 
 async fn redis_heartbeat(pool: RedisPool, me: Member) -> Result<(), LockError> {

@@ -17,7 +17,7 @@ use super::fleet::{Fleet, FleetSettings, MemberState, Route};
 use super::resolver::{guarded_client, NotAllowed};
 use super::store::{boxed, RunEvent, StoreHandle};
 use super::InFlight;
-use crate::clock::rfc3339;
+use crate::clock::{rfc3339, SharedClock};
 use crate::host_slots::{host_key, HostCaps, HostSlots};
 use crate::metrics::{metrics, DispatchResult};
 use crate::routing::member_url;
@@ -180,6 +180,8 @@ struct Shared {
     fleet: Arc<Fleet>,
     /// This process, as the claims it holds name it.
     claimant: String,
+    /// The cluster's clock, which claims are written and compared by.
+    clock: SharedClock,
     store: StoreHandle,
     /// The hosts last shown in `ax_dispatch_queued`.
     shown: Mutex<Vec<Arc<str>>>,
@@ -314,7 +316,7 @@ impl Shared {
     /// Whether the held attempt `id` may be sent as its claim stands.
     fn claim(&self, id: &RequestId) -> Claim {
         match self.held().attempts.get(id) {
-            Some(held) if claim_covers(held.claimed_until, Utc::now()) => Claim::Covered,
+            Some(held) if claim_covers(held.claimed_until, self.clock.now()) => Claim::Covered,
             Some(_) => Claim::Lapsing,
             None => Claim::Gone,
         }
@@ -350,7 +352,7 @@ impl Shared {
     /// whether the attempt is still this process's to send. A store out of reach is asked
     /// again.
     async fn renew(&self, renewal: &Renewal) -> bool {
-        let until = renewed_claim(Utc::now(), renewal.timeout_ms);
+        let until = renewed_claim(self.clock.now(), renewal.timeout_ms);
         let event = RunEvent {
             request_id: renewal.request_id.clone(),
             task_id: None,
@@ -401,7 +403,7 @@ impl Shared {
     /// cover a send in a moment, drops the waiting ones whose run moved on, and shows and warns
     /// about the hosts at their cap.
     async fn look_after_held(self: Arc<Self>) {
-        let soon = Utc::now() + chrono::Duration::seconds(2);
+        let soon = self.clock.now() + chrono::Duration::seconds(2);
         let (due, loads, warnings) = {
             let mut held = self.held();
             let due: Vec<Renewal> = held
@@ -1056,6 +1058,8 @@ pub struct DispatchSettings {
     pub fleet: FleetSettings,
     /// This process, as its claims name it.
     pub claimant: String,
+    /// The cluster's clock (see `crate::clock::ReferenceClock`).
+    pub clock: SharedClock,
 }
 
 impl DispatchHandle {
@@ -1066,6 +1070,7 @@ impl DispatchHandle {
             caps: settings.host_caps,
             fleet: Arc::new(Fleet::new(settings.fleet)),
             claimant: settings.claimant,
+            clock: settings.clock,
             store,
             shown: Mutex::default(),
         });

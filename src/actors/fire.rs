@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use super::dispatch::{DispatchHandle, DispatchJob};
 use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
-use crate::clock::rfc3339;
+use crate::clock::{rfc3339, ClockCheck};
 use crate::metrics::{add, metrics};
 use crate::plan::{self, FirePlan, RunDecision, TaskSpec};
 use crate::run::{
@@ -37,6 +37,8 @@ pub struct FireContext {
     pub batch_size: usize,
     /// How long a run waits for its upstreams, unless its task says otherwise.
     pub dependency_timeout_secs: i64,
+    /// This process's clock against the cluster's: nothing is fired or claimed while skewed.
+    pub clock_check: Arc<ClockCheck>,
 }
 
 /// A task's fires as planned by a tick: each plan with the time its runs fire at.

@@ -5,6 +5,7 @@
 //! offers due attempts (retries, and runs whose dispatcher died) to the wheel, and sends RUNNING
 //! runs past their deadline to the retry path.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -15,7 +16,7 @@ use super::cluster::ClusterHandle;
 use super::fire::reload;
 use super::store::{boxed, StoreHandle};
 use super::wheel::{ScheduleMode, WheelHandle};
-use crate::clock::SharedClock;
+use crate::clock::{ClockCheck, SharedClock};
 use crate::metrics::metrics;
 use crate::plan;
 use crate::plan::sync::{self, ChangeCursor};
@@ -75,10 +76,23 @@ enum Job {
     Reconcile,
 }
 
+impl Job {
+    /// Whether the job claims runs or compares times other processes wrote (due, overdue,
+    /// expired, waited too long).
+    fn reads_times(self) -> bool {
+        matches!(
+            self,
+            Job::Overdue | Job::Attempts | Job::Expiry | Job::Orphans | Job::Dependencies
+        )
+    }
+}
+
 /// The actor keeping the wheel filled and runs from waiting forever.
 pub struct SupervisorActor {
     settings: SupervisorSettings,
     clock: SharedClock,
+    /// This process's clock against the cluster's: nothing is claimed while it is skewed.
+    clock_check: Arc<ClockCheck>,
     store: StoreHandle,
     wheel: WheelHandle,
     /// The cluster's membership, when there is a cluster (Redis).
@@ -95,7 +109,7 @@ pub struct SupervisorActor {
 impl SupervisorActor {
     pub fn new(
         settings: SupervisorSettings,
-        clock: SharedClock,
+        (clock, clock_check): (SharedClock, Arc<ClockCheck>),
         store: StoreHandle,
         wheel: WheelHandle,
         cluster: Option<ClusterHandle>,
@@ -103,6 +117,7 @@ impl SupervisorActor {
         SupervisorActor {
             settings,
             clock,
+            clock_check,
             store,
             wheel,
             cluster,
@@ -224,7 +239,8 @@ impl SupervisorActor {
     ) where
         F: std::future::Future<Output = Result<usize, StoreError>> + 'static,
     {
-        if self.running.contains(&job) {
+        // A skewed clock claims nothing and judges no time another process wrote.
+        if self.running.contains(&job) || (job.reads_times() && self.clock_check.is_skewed()) {
             return;
         }
         self.running.push(job);

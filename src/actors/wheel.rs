@@ -152,7 +152,9 @@ impl WheelActor {
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         self.reached.send_replace(now.timestamp());
-        if !self.ticking {
+        // A skewed clock fires nothing: the other processes carry its tasks meanwhile, and the
+        // seconds it leaves are caught up (and found fired) once its clock is right.
+        if !self.ticking || self.fire.clock_check.is_skewed() {
             return;
         }
         self.pump(ctx);
@@ -172,7 +174,7 @@ impl WheelActor {
     /// Feeds the pipeline from the backlog, and takes the next seconds from the wheel while
     /// there is room, up to `commit_ahead` from now.
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        if !self.ticking {
+        if !self.ticking || self.fire.clock_check.is_skewed() {
             return;
         }
         let now = self.clock.now();

@@ -18,6 +18,7 @@ crate::text_enum! {
         ProcessLeft => "PROCESS_LEFT",
         StoreUnreachable => "STORE_UNREACHABLE",
         RedisUnreachable => "REDIS_UNREACHABLE",
+        ClockSkew => "CLOCK_SKEW",
         Resolved => "RESOLVED",
         Test => "TEST",
     }
@@ -80,6 +81,7 @@ impl Default for AlertRule {
                 AlertEvent::ProcessLeft,
                 AlertEvent::StoreUnreachable,
                 AlertEvent::RedisUnreachable,
+                AlertEvent::ClockSkew,
                 AlertEvent::Resolved,
             ],
             channels: Vec::new(),

@@ -14,6 +14,7 @@ pub async fn healthz(state: web::Data<ApiState>) -> HttpResponse {
         "instanceId": state.instance_id,
         "store": state.backend,
         "wheelSize": report.wheel_size,
+        "clockSkewMs": report.clock_skew_ms,
     });
     if report.is_healthy() {
         return HttpResponse::Ok().json(body);

@@ -164,6 +164,16 @@ settings! {
         }
     }
 
+    /// `cluster.*`: what each process checks of itself against the others.
+    cluster: ClusterConfig {
+        max_clock_skew_ms: u64 {
+            env: "AX_MAX_CLOCK_SKEW_MS",
+            default: 500,
+            kind: millis(0, 60_000),
+            doc: "how far this process's clock may be from the database's (the cluster's reference clock, checked at start and every 5 s); past it the process fires and claims nothing, `/healthz` answers 503 and `CLOCK_SKEW` is alerted; `0` does not check",
+        }
+    }
+
     /// `scheduler.*`: the time wheel, its preload window, and the runs' global policies.
     scheduler: SchedulerConfig {
         tick_interval_ms: u64 {
@@ -327,7 +337,7 @@ settings! {
         default_rule: AlertRule {
             key: "default",
             default: AlertRule::default(),
-            shown: "`{events: [FAILED, MISSED, UPSTREAM_FAILED, LAG, MEMBER_UNHEALTHY, PROCESS_LEFT, STORE_UNREACHABLE, REDIS_UNREACHABLE, RESOLVED], channels: [], threshold: 1, windowSecs: 300, silenceSecs: 1800}`",
+            shown: "`{events: [FAILED, MISSED, UPSTREAM_FAILED, LAG, MEMBER_UNHEALTHY, PROCESS_LEFT, STORE_UNREACHABLE, REDIS_UNREACHABLE, CLOCK_SKEW, RESOLVED], channels: [], threshold: 1, windowSecs: 300, silenceSecs: 1800}`",
             kind: Kind::AlertRule,
             doc: "the rule of a task whose own and whose scene's are unset: which events alert on which channels, and how repeats fold",
         }

@@ -194,7 +194,8 @@ pub fn event_badge(event: AlertEvent) -> Markup {
         | AlertEvent::MemberUnhealthy
         | AlertEvent::ProcessLeft
         | AlertEvent::StoreUnreachable
-        | AlertEvent::RedisUnreachable => Tone::Bad,
+        | AlertEvent::RedisUnreachable
+        | AlertEvent::ClockSkew => Tone::Bad,
     };
     html! { span class=(tone.class()) { (event.as_str()) } }
 }

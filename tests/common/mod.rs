@@ -603,7 +603,30 @@ impl AxProcess {
         AxProcess::spawn(dir, name, false, env).await
     }
 
+    /// Like `start`, but waits only until `/healthz` answers, healthy or not (a process whose
+    /// clock is skewed, say).
+    pub async fn start_answering(
+        dir: &std::path::Path,
+        instance_id: &str,
+        env: Vec<(String, String)>,
+    ) -> AxProcess {
+        let process = AxProcess::launch(dir, instance_id, true, env);
+        process.wait_for_health(false).await;
+        process
+    }
+
     async fn spawn(
+        dir: &std::path::Path,
+        instance_id: &str,
+        configured_id: bool,
+        env: Vec<(String, String)>,
+    ) -> AxProcess {
+        let process = AxProcess::launch(dir, instance_id, configured_id, env);
+        process.wait_healthy().await;
+        process
+    }
+
+    fn launch(
         dir: &std::path::Path,
         instance_id: &str,
         configured_id: bool,
@@ -612,16 +635,14 @@ impl AxProcess {
         let port = free_port();
         let id = configured_id.then_some(instance_id);
         let child = spawn_ax(dir, instance_id, id, port, &env);
-        let process = AxProcess {
+        AxProcess {
             port,
             instance_id: instance_id.to_string(),
             configured_id,
             child,
             env,
             dir: dir.to_path_buf(),
-        };
-        process.wait_healthy().await;
-        process
+        }
     }
 
     pub fn base(&self) -> String {
@@ -629,11 +650,16 @@ impl AxProcess {
     }
 
     async fn wait_healthy(&self) {
+        self.wait_for_health(true).await;
+    }
+
+    /// Waits until `/healthz` answers (200, or any answer unless `healthy`).
+    async fn wait_for_health(&self, healthy: bool) {
         let client = awc::Client::default();
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Ok(response) = client.get(format!("{}/healthz", self.base())).send().await {
-                if response.status().is_success() {
+                if response.status().is_success() || !healthy {
                     return;
                 }
             }

@@ -1,11 +1,14 @@
 //! Settings ax keeps in its own database.
 
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel::sql_types::Timestamp;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
 
 use crate::store::schema::ax_meta::dsl as m;
-use crate::store::{Conn, StoreError};
+use crate::store::{from_db, Conn, StoreError};
 use crate::with_conn;
 
 const SIGNING_SECRET: &str = "signing_secret";
@@ -56,6 +59,24 @@ pub async fn lock_dependency_graph(conn: &mut Conn) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// The database's clock: the cluster's reference clock, which every process checks its own
+/// against.
+pub async fn reference_time(conn: &mut Conn) -> Result<DateTime<Utc>, StoreError> {
+    let now: NaiveDateTime = match conn {
+        Conn::Mysql(c) => {
+            diesel::select(sql::<Timestamp>("UTC_TIMESTAMP(6)"))
+                .get_result(&mut **c)
+                .await?
+        }
+        Conn::Sqlite(c, _) => {
+            diesel::select(sql::<Timestamp>("strftime('%Y-%m-%d %H:%M:%f', 'now')"))
+                .get_result(&mut **c)
+                .await?
+        }
+    };
+    Ok(from_db(now))
 }
 
 /// Whether the database answers: the cheapest statement there is.
