@@ -48,16 +48,19 @@ async fn roles_and_audit(store: TestStore) {
             name: "ops".into(),
             token: OPS.into(),
             role: Role::Admin,
+            groups: None,
         },
         NamedToken {
             name: "dashboard".into(),
             token: VIEWER.into(),
             role: Role::Viewer,
+            groups: None,
         },
         NamedToken {
             name: "workers".into(),
             token: EXECUTOR.into(),
             role: Role::Executor,
+            groups: Some(vec!["workers".into()]),
         },
     ];
     let ax = start_ax(&config).await;

@@ -66,7 +66,7 @@ settings! {
         tokens: Vec<NamedToken> {
             default: Vec::new(),
             kind: Kind::Tokens,
-            doc: "named tokens `{name, token, role}`, role `viewer`, `admin` or `executor` (registers executor group members, nothing else; see [Security](security.md))",
+            doc: "named tokens `{name, token, role}`, role `viewer`, `admin` or `executor` (registers executor group members, nothing else); an executor's lists the groups it may join, `groups: [billing, …]` (`[\"*\"]` for all, written out; required); see [Security](security.md)",
         }
         allowed_hosts: Vec<String> {
             env: "AX_ALLOWED_HOSTS",
