@@ -282,6 +282,12 @@ settings! {
             kind: secs(2, 7 * DAY_SECS),
             doc: "a registered member not heard from for this long is dropped from its group",
         }
+        max_registered_members: usize {
+            env: "AX_EXECUTOR_MAX_REGISTERED_MEMBERS",
+            default: crate::routing::MAX_DEFINED_MEMBERS,
+            kind: count(1, 100_000, ""),
+            doc: "most members that registered themselves one group holds (as `PUT` defines at most 1,000); one more registration is refused with 409",
+        }
         failures_to_cool: u32 {
             env: "AX_EXECUTOR_FAILURES_TO_COOL",
             default: 3,
