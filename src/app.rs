@@ -34,7 +34,7 @@ use crate::health::Health;
 use crate::http_errors::JsonProtocolErrors;
 use crate::identity::{Identity, IdentityError, StoreClaim};
 use crate::metrics::metrics;
-use crate::security::{Allowlist, Principal, Security};
+use crate::security::{Allowlist, Groups, Principal, Security};
 use crate::service::{Service, ServiceActors};
 use crate::site::AllowedHosts;
 use crate::store::queries::{meta, recovery};
@@ -461,6 +461,8 @@ async fn security(config: &Config, db: &Db) -> Result<Security, StartError> {
                 let principal = Principal {
                     name: named.name.clone(),
                     role: named.role,
+                    // Only an executor's token has groups (checked with the configuration).
+                    groups: Groups::listed(named.groups.as_deref().unwrap_or_default()),
                 };
                 (named.token.clone(), principal)
             })

@@ -28,6 +28,9 @@ pub enum ApiError {
     Unauthorized,
     #[error("{0}")]
     Forbidden(String),
+    /// A change refused to this token for what `field` names (an executor group, a member).
+    #[error("{message}")]
+    NotPermitted { field: String, message: String },
     #[error("{0}")]
     NotFound(String),
     /// A known path asked with a method it does not serve; the ones it serves.
@@ -75,6 +78,18 @@ impl From<ServiceError> for ApiError {
             | ServiceError::RunNotFound(_)
             | ServiceError::GroupNotFound(_)
             | ServiceError::MemberNotFound { .. } => ApiError::NotFound(err.to_string()),
+            ServiceError::NotInGroups { .. } => ApiError::NotPermitted {
+                field: "group".into(),
+                message: err.to_string(),
+            },
+            ServiceError::MemberHeld { .. } => ApiError::NotPermitted {
+                field: "url".into(),
+                message: err.to_string(),
+            },
+            ServiceError::GroupFull { .. } => ApiError::Conflict {
+                field: Some("group".into()),
+                message: err.to_string(),
+            },
             ServiceError::GroupInUse { .. } => ApiError::Conflict {
                 field: Some("group".into()),
                 message: err.to_string(),
@@ -237,6 +252,7 @@ impl ApiError {
     pub fn field(&self) -> Option<&str> {
         match self {
             ApiError::Invalid { field, .. } | ApiError::Conflict { field, .. } => field.as_deref(),
+            ApiError::NotPermitted { field, .. } => Some(field),
             ApiError::CrossSite { header, .. } => Some(header),
             ApiError::NotJson(_) => Some("Content-Type"),
             ApiError::MisdirectedHost(_) => Some("Host"),
@@ -249,7 +265,9 @@ impl ApiError {
         let code = match self {
             ApiError::Invalid { .. } => "INVALID_ARGUMENT",
             ApiError::Unauthorized => "UNAUTHORIZED",
-            ApiError::Forbidden(_) | ApiError::CrossSite { .. } => "FORBIDDEN",
+            ApiError::Forbidden(_) | ApiError::NotPermitted { .. } | ApiError::CrossSite { .. } => {
+                "FORBIDDEN"
+            }
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::Conflict { .. } => "CONFLICT",
@@ -299,7 +317,9 @@ impl ResponseError for ApiError {
         match self {
             ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) | ApiError::CrossSite { .. } => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::NotPermitted { .. } | ApiError::CrossSite { .. } => {
+                StatusCode::FORBIDDEN
+            }
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,

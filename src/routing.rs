@@ -301,6 +301,10 @@ pub fn member_url(base: &str, path: &str) -> String {
     )
 }
 
+/// Most members a group's definition lists (`PUT /api/executors/{group}`), and the default cap
+/// of those that register themselves (`executors.max_registered_members`).
+pub const MAX_DEFINED_MEMBERS: usize = 1000;
+
 /// A group name: `[a-z0-9_.-]{1,64}`, so it is safe in a URL path, a metric label and a log
 /// line as it is.
 pub fn valid_group_name(name: &str) -> bool {

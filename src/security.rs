@@ -25,6 +25,45 @@ pub enum Role {
 pub struct Principal {
     pub name: String,
     pub role: Role,
+    /// The executor groups an executor's token may register members into (its
+    /// `server.tokens[N].groups`); an admin may into every group, a viewer into none.
+    pub groups: Groups,
+}
+
+/// The executor groups a token may join: `["*"]` for all, written out, or the groups named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Groups {
+    All,
+    Only(Vec<String>),
+}
+
+impl Groups {
+    /// The entry of `groups` that stands for every group.
+    pub const EVERY: &'static str = "*";
+
+    /// The groups a `groups` list of the config file names (checked at start-up).
+    pub fn listed(groups: &[String]) -> Groups {
+        match groups {
+            [every] if every == Groups::EVERY => Groups::All,
+            named => Groups::Only(named.to_vec()),
+        }
+    }
+
+    /// Whether `group` is one of them.
+    pub fn contains(&self, group: &str) -> bool {
+        match self {
+            Groups::All => true,
+            Groups::Only(named) => named.iter().any(|name| name == group),
+        }
+    }
+
+    /// As a message names them: `*` or `billing, payroll`.
+    pub fn shown(&self) -> String {
+        match self {
+            Groups::All => Groups::EVERY.into(),
+            Groups::Only(named) => named.join(", "),
+        }
+    }
 }
 
 /// The actor of a change made without any token configured (ax then serves localhost only,
@@ -35,10 +74,32 @@ pub const ADMIN_TOKEN_NAME: &str = "admin";
 
 impl Principal {
     pub fn anonymous() -> Principal {
+        Principal::admin(ANONYMOUS)
+    }
+
+    /// An admin named `name`: it may do anything, in every executor group.
+    pub fn admin(name: &str) -> Principal {
         Principal {
-            name: ANONYMOUS.into(),
+            name: name.into(),
             role: Role::Admin,
+            groups: Groups::All,
         }
+    }
+
+    /// Whether it may register members into executor group `group`, and remove members of it.
+    pub fn may_join(&self, group: &str) -> bool {
+        match self.role {
+            Role::Admin => true,
+            Role::Executor => self.groups.contains(group),
+            Role::Viewer => false,
+        }
+    }
+
+    /// Whether it renews and removes members it did not register itself: those another token
+    /// registered, and those an admin defined. Only an admin does; an executor's token keeps
+    /// to its own.
+    pub fn acts_on_any_member(&self) -> bool {
+        self.role == Role::Admin
     }
 
     /// Whether it may make changes.
@@ -123,11 +184,7 @@ impl Security {
     /// The token configured now under `name`, with who it is.
     fn token_named(&self, name: &str) -> Option<(&str, Principal)> {
         if let (ADMIN_TOKEN_NAME, Some(token)) = (name, &self.admin_token) {
-            let admin = Principal {
-                name: ADMIN_TOKEN_NAME.into(),
-                role: Role::Admin,
-            };
-            return Some((token, admin));
+            return Some((token, Principal::admin(ADMIN_TOKEN_NAME)));
         }
         self.tokens
             .iter()
@@ -155,13 +212,10 @@ impl Security {
         if !self.has_tokens() {
             return Some(Principal::anonymous());
         }
-        let admin = self.admin_token.iter().map(|token| {
-            let principal = Principal {
-                name: ADMIN_TOKEN_NAME.into(),
-                role: Role::Admin,
-            };
-            (token, principal)
-        });
+        let admin = self
+            .admin_token
+            .iter()
+            .map(|token| (token, Principal::admin(ADMIN_TOKEN_NAME)));
         let named = self.tokens.iter().map(|(token, p)| (token, p.clone()));
         admin
             .chain(named)
@@ -431,6 +485,30 @@ mod tests {
     }
 
     #[test]
+    fn an_executors_token_joins_its_groups_and_acts_on_its_own_members_only() {
+        let executor = |groups: &[&str]| Principal {
+            name: "workers".into(),
+            role: Role::Executor,
+            groups: Groups::listed(&groups.iter().map(|g| g.to_string()).collect::<Vec<_>>()),
+        };
+        let billing = executor(&["billing", "reports"]);
+        assert!(billing.may_join("billing") && billing.may_join("reports"));
+        assert!(!billing.may_join("payroll") && !billing.may_join("*"));
+        assert_eq!(billing.groups.shown(), "billing, reports");
+        let every = executor(&["*"]);
+        assert_eq!(every.groups, Groups::All);
+        assert!(every.may_join("payroll"));
+        assert!(!billing.acts_on_any_member() && !every.acts_on_any_member());
+        let admin = Principal::admin(ADMIN_TOKEN_NAME);
+        assert!(admin.may_join("payroll") && admin.acts_on_any_member());
+        let viewer = Principal {
+            role: Role::Viewer,
+            ..every
+        };
+        assert!(!viewer.may_join("payroll") && !viewer.acts_on_any_member());
+    }
+
+    #[test]
     fn a_session_lasts_while_its_token_is_configured_under_its_name() {
         let with = |admin: Option<&str>, ops: &str| Security {
             admin_token: admin.map(String::from),
@@ -439,6 +517,7 @@ mod tests {
                 Principal {
                     name: "ops".into(),
                     role: Role::Viewer,
+                    groups: Groups::Only(Vec::new()),
                 },
             )],
             secret: Arc::from(&b"signing"[..]),

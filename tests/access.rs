@@ -1,5 +1,6 @@
-//! Named tokens with roles, and the audit log: a viewer reads and is refused every change; each
-//! change through the API is recorded with the token's name as its actor.
+//! Named tokens with roles, and the audit log: a viewer reads and is refused every change, an
+//! executor's token stays in its groups and with its own members; each change through the API
+//! is recorded with the token's name as its actor.
 
 mod common;
 
@@ -48,16 +49,19 @@ async fn roles_and_audit(store: TestStore) {
             name: "ops".into(),
             token: OPS.into(),
             role: Role::Admin,
+            groups: None,
         },
         NamedToken {
             name: "dashboard".into(),
             token: VIEWER.into(),
             role: Role::Viewer,
+            groups: None,
         },
         NamedToken {
             name: "workers".into(),
             token: EXECUTOR.into(),
             role: Role::Executor,
+            groups: Some(vec!["workers".into()]),
         },
     ];
     let ax = start_ax(&config).await;
@@ -287,6 +291,219 @@ async fn roles_and_audit_sqlite() {
 #[actix_rt::test]
 async fn roles_and_audit_mysql() {
     roles_and_audit(TestStore::mysql()).await;
+}
+
+const BILLING: &str = "billing-token-0123456789";
+const FLEET: &str = "fleet-token-0123456789ab";
+
+/// An executor's token of `groups`.
+fn executor_token(name: &str, token: &str, groups: &[&str]) -> NamedToken {
+    NamedToken {
+        name: name.into(),
+        token: token.into(),
+        role: Role::Executor,
+        groups: Some(groups.iter().map(|group| group.to_string()).collect()),
+    }
+}
+
+/// The URLs of group `group`'s members, as an admin reads them.
+async fn member_urls(base: &str, group: &str) -> Vec<String> {
+    let (status, body) = call(
+        base,
+        Some(ADMIN),
+        "GET",
+        &format!("/api/executors/{group}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .filter_map(|member| member["url"].as_str().map(String::from))
+        .collect()
+}
+
+/// The status of a refusal, with its code and the field it names.
+fn refusal(answer: &(u16, Value)) -> (u16, &str, &str) {
+    let error = &answer.1["error"];
+    (
+        answer.0,
+        error["code"].as_str().unwrap_or_default(),
+        error["field"].as_str().unwrap_or_default(),
+    )
+}
+
+/// An executor's token registers only into its groups, renews and removes only the members it
+/// registered (an admin's defined ones stay), and a group takes a capped number of registered
+/// members (`executors.max_registered_members`).
+async fn executor_tokens_stay_in_their_groups(store: TestStore) {
+    let mut config = config(&store, false, "access");
+    config.server.admin_token = Some(ADMIN.into());
+    config.server.tokens = vec![
+        executor_token("billing-workers", BILLING, &["billing"]),
+        executor_token("fleet", FLEET, &["*"]),
+    ];
+    config.executors.max_registered_members = 2;
+    let ax = start_ax(&config).await;
+    let base = format!("http://{}", ax.addr());
+    let members = |group: &str| format!("/api/executors/{group}/members");
+    let url = |port: u16| format!("http://127.0.0.1:{port}/");
+    let (defined, mine, theirs, more) = (url(9101), url(9102), url(9103), url(9104));
+    let register = |token, group: &str, url: &str| {
+        let (base, path, body) = (base.clone(), members(group), json!({ "url": url }));
+        async move { call(&base, Some(token), "POST", &path, Some(body)).await }
+    };
+    let remove = |token, group: &str, url: &str| {
+        let (base, path) = (base.clone(), format!("{}?url={url}", members(group)));
+        async move { call(&base, Some(token), "DELETE", &path, None).await }
+    };
+
+    // Outside its groups: 403 naming the group, and nothing registered.
+    let outside = register(BILLING, "payroll", &mine).await;
+    assert_eq!(
+        refusal(&outside),
+        (403, "FORBIDDEN", "group"),
+        "{}",
+        outside.1
+    );
+    let message = outside.1["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("billing-workers") && message.contains("`payroll`"),
+        "{message}"
+    );
+    assert!(!message.contains(BILLING), "a token never shows: {message}");
+    let (status, _) = call(&base, Some(ADMIN), "GET", "/api/executors/payroll", None).await;
+    assert_eq!(status, 404, "no group was made");
+    let outside = remove(BILLING, "payroll", &mine).await;
+    assert_eq!(
+        refusal(&outside),
+        (403, "FORBIDDEN", "group"),
+        "{}",
+        outside.1
+    );
+
+    // An admin defines a member; each token registers its own.
+    let put = call(
+        &base,
+        Some(ADMIN),
+        "PUT",
+        "/api/executors/billing",
+        Some(json!({"members": [defined]})),
+    )
+    .await;
+    assert_eq!(put.0, 201, "{}", put.1);
+    assert_eq!(register(BILLING, "billing", &mine).await.0, 201);
+    assert_eq!(register(FLEET, "billing", &theirs).await.0, 201);
+    assert_eq!(
+        register(BILLING, "billing", &mine).await.0,
+        200,
+        "a heartbeat"
+    );
+
+    // Another token's member, or an admin's: 403 naming the member, and it stays.
+    for (token, url, by) in [
+        (FLEET, &mine, "another token"),
+        (BILLING, &theirs, "another token"),
+        (BILLING, &defined, "defined by an admin"),
+        (FLEET, &defined, "defined by an admin"),
+    ] {
+        let refused = remove(token, "billing", url).await;
+        assert_eq!(
+            refusal(&refused),
+            (403, "FORBIDDEN", "url"),
+            "{}",
+            refused.1
+        );
+        let message = refused.1["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(by) && message.contains(url.as_str()),
+            "{message}"
+        );
+    }
+    let taken = register(FLEET, "billing", &mine).await;
+    assert_eq!(refusal(&taken), (403, "FORBIDDEN", "url"), "{}", taken.1);
+    assert_eq!(
+        member_urls(&base, "billing").await,
+        [defined.clone(), mine.clone(), theirs.clone()]
+    );
+
+    // Two registered members are the cap: a third is refused, a heartbeat is not, and the
+    // defined member never counted.
+    let full = register(FLEET, "billing", &more).await;
+    assert_eq!(refusal(&full), (409, "CONFLICT", "group"), "{}", full.1);
+    let message = full.1["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`billing`") && message.contains("executors.max_registered_members"),
+        "{message}"
+    );
+    assert_eq!(register(FLEET, "billing", &theirs).await.0, 200);
+
+    // Each token removes its own; an admin removes any, the defined one too.
+    assert_eq!(remove(BILLING, "billing", &mine).await.0, 204);
+    assert_eq!(register(FLEET, "billing", &more).await.0, 201, "room again");
+    assert_eq!(remove(ADMIN, "billing", &theirs).await.0, 204);
+    assert_eq!(remove(ADMIN, "billing", &defined).await.0, 204);
+    assert_eq!(member_urls(&base, "billing").await, [more.as_str()]);
+
+    // Defined by an admin after it registered itself: the admins' member from then on.
+    let put = call(
+        &base,
+        Some(ADMIN),
+        "PUT",
+        "/api/executors/billing",
+        Some(json!({"members": [more]})),
+    )
+    .await;
+    assert_eq!(put.0, 200, "{}", put.1);
+    let refused = remove(FLEET, "billing", &more).await;
+    assert_eq!(
+        refusal(&refused),
+        (403, "FORBIDDEN", "url"),
+        "{}",
+        refused.1
+    );
+
+    let (_, log) = call(&base, Some(ADMIN), "GET", "/api/audit?limit=500", None).await;
+    let actors: Vec<(&str, &str)> = log["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .rev()
+        .filter(|e| {
+            e["action"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("executor."))
+        })
+        .map(|e| {
+            let actor = e["actor"].as_str().unwrap_or_default();
+            (actor, e["action"].as_str().unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        actors,
+        [
+            ("admin", "executor.put"),
+            ("billing-workers", "executor.join"),
+            ("fleet", "executor.join"),
+            ("billing-workers", "executor.leave"),
+            ("fleet", "executor.join"),
+            ("admin", "executor.leave"),
+            ("admin", "executor.leave"),
+            ("admin", "executor.put"),
+        ]
+    );
+}
+
+#[actix_rt::test]
+async fn executor_tokens_stay_in_their_groups_sqlite() {
+    executor_tokens_stay_in_their_groups(TestStore::sqlite()).await;
+}
+
+#[actix_rt::test]
+async fn executor_tokens_stay_in_their_groups_mysql() {
+    executor_tokens_stay_in_their_groups(TestStore::mysql()).await;
 }
 
 /// Without any token, changes are the anonymous actor's.

@@ -84,6 +84,35 @@ fn a_bad_value_of_any_kind_is_refused_at_start_in_the_keys_words() {
 }
 
 #[test]
+fn an_executors_token_without_groups_is_refused_at_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("ax.yaml");
+    std::fs::write(
+        &file,
+        "server:\n  tokens:\n    - {name: workers, token: workers-token-0123456789, role: executor}\n",
+    )
+    .expect("config file");
+    let refused = output(ax(dir.path()).arg("serve").arg("--config").arg(&file));
+    let line = format!(
+        "ax: {}: server.tokens[0].groups must list the executor groups the token `workers` may \
+         register members into (`[\"*\"]` for all)",
+        file.display()
+    );
+    assert_refused(&refused, &line);
+    assert!(!dir.path().join("data").exists(), "nothing started");
+
+    // Its groups named (all of them, written out): it starts.
+    std::fs::write(
+        &file,
+        "server:\n  tokens:\n    - {name: workers, token: workers-token-0123456789, role: executor, \
+         groups: [\"*\"]}\n",
+    )
+    .expect("config file");
+    let migrated = output(ax(dir.path()).arg("migrate").arg("--config").arg(&file));
+    assert_eq!(migrated.status.code(), Some(0), "{migrated:?}");
+}
+
+#[test]
 fn an_empty_variable_is_unset_for_every_key() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut command = ax(dir.path());

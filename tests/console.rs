@@ -531,6 +531,7 @@ async fn signing_in_sessions_and_csrf(store: TestStore) {
         name: "ops-viewer".into(),
         token: VIEWER_TOKEN.into(),
         role: ax::security::Role::Viewer,
+        groups: None,
     }];
     let ax = start_ax(&settings).await;
     let executor = Executor::start(Reply::Success).await;
@@ -948,6 +949,7 @@ async fn a_viewer_is_offered_no_change(store: TestStore) {
         name: "wallboard".into(),
         token: VIEWER_TOKEN.into(),
         role: ax::security::Role::Viewer,
+        groups: None,
     }];
     let ax = start_ax(&settings).await;
     let executor = Executor::start(Reply::Accepted).await;

@@ -16,7 +16,6 @@ use crate::error::ApiError;
 use crate::routing::HealthState;
 use crate::service::executors::{GroupDetails, MemberState};
 use crate::store::from_db;
-use crate::store::queries::executors::Registered;
 
 /// A group as the API shows it.
 #[derive(Serialize)]
@@ -132,7 +131,8 @@ pub async fn delete(
 }
 
 /// `POST /api/executors/{group}/members` `{url, capacity?}`: a member registers itself, or
-/// heartbeats → 201 when it joined, 200 when renewed, with how often to heartbeat.
+/// heartbeats → 201 when it joined, 200 when renewed, with how often to heartbeat; 403 for a
+/// group outside the token's or a member of another token's, 409 for a group full.
 pub async fn register(
     state: web::Data<ApiState>,
     actor: Actor,
@@ -142,7 +142,7 @@ pub async fn register(
     let name = validate::group_name(path.into_inner(), "group")?;
     let member = validate::registration(body.0, &state.security.allowlist)?;
     let url = member.url.clone();
-    let registered = state
+    let joined = state
         .service
         .register_member(name.clone(), member, &actor.0)
         .await?;
@@ -151,13 +151,14 @@ pub async fn register(
         "url": url,
         "heartbeatSecs": state.service.heartbeat_secs(),
     });
-    Ok(match registered {
-        Registered::Joined { .. } => HttpResponse::Created().json(body),
-        Registered::Renewed => HttpResponse::Ok().json(body),
+    Ok(match joined {
+        true => HttpResponse::Created().json(body),
+        false => HttpResponse::Ok().json(body),
     })
 }
 
-/// `DELETE /api/executors/{group}/members?url=…`: a member leaves (graceful shutdown) → 204.
+/// `DELETE /api/executors/{group}/members?url=…`: a member leaves (graceful shutdown) → 204;
+/// 403 for a member the token did not register (an executor's token).
 pub async fn unregister(
     state: web::Data<ApiState>,
     actor: Actor,

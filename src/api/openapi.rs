@@ -152,6 +152,25 @@ fn operation(method: &str, path: &str, summary: &str, admin: bool) -> Value {
         ("delete", "/api/executors/{group}") => {
             responses["409"] = error("tasks use the group: the message names them");
         }
+        ("post", "/api/executors/{group}/members") => {
+            responses["403"] = error(
+                "an executor's token outside its groups (`field`: group), or a member that \
+                 registered itself with another token (`field`: url); a viewer's token; or \
+                 sent by a page of another site (`field`: Origin or Sec-Fetch-Site)",
+            );
+            responses["409"] = error(
+                "the group holds executors.max_registered_members registered members already \
+                 (`field`: group)",
+            );
+        }
+        ("delete", "/api/executors/{group}/members") => {
+            responses["403"] = error(
+                "an executor's token outside its groups (`field`: group), or a member it did \
+                 not register: defined by an admin, or registered with another token (`field`: \
+                 url); a viewer's token; or sent by a page of another site (`field`: Origin or \
+                 Sec-Fetch-Site)",
+            );
+        }
         _ => {}
     }
     let mut op = json!({

@@ -26,6 +26,14 @@ pub enum ConfigError {
         key: &'static str,
         rule: String,
     },
+    /// A part of one entry of a list refused: the key, then the entry and the rule it breaks
+    /// (`server.tokens` and `[0].groups must …`).
+    #[error("{origin}{key}{entry_rule}")]
+    InvalidEntry {
+        origin: Origin,
+        key: &'static str,
+        entry_rule: String,
+    },
     /// A secret too short not to be guessed; its value is never shown.
     #[error("{key} ({env}) must be at least {MIN_SECRET_CHARS} characters")]
     ShortSecret {

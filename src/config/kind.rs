@@ -8,7 +8,8 @@ use serde_yaml::Value as Yaml;
 use super::duration::{self, TimeUnit};
 use super::{HostConfig, NamedToken, MIN_SECRET_CHARS};
 use crate::alerting::{check_channels, AlertRule, Channel};
-use crate::security::ANONYMOUS;
+use crate::routing::valid_group_name;
+use crate::security::{Groups, Role, ANONYMOUS};
 
 /// The kinds of value a setting takes.
 pub enum Kind {
@@ -67,6 +68,8 @@ pub enum Refusal {
     Rule(String),
     /// A secret too short; its value is never shown.
     ShortSecret,
+    /// One part of a list's entry refused, `entry` naming it after the key (`[0].groups`).
+    Entry { entry: String, rule: String },
 }
 
 /// A value as written: text (an environment variable, a flag) or a value of the config file.
@@ -219,7 +222,9 @@ impl Kind {
             }
             Kind::Text => "must be text".into(),
             Kind::Checked { rule, .. } | Kind::List { rule, .. } => rule.to_string(),
-            Kind::Tokens => "must be a list of {name, token, role}".into(),
+            Kind::Tokens => {
+                "must be a list of {name, token, role} (an executor's with groups)".into()
+            }
             Kind::Hosts => "must map each host or host:port to {max_in_flight}".into(),
             Kind::Channels => "must be a list of {name, kind, …}".into(),
             Kind::AlertRule => {
@@ -329,11 +334,15 @@ fn check_hosts(hosts: &BTreeMap<String, HostConfig>) -> Result<(), Refusal> {
 }
 
 /// Named tokens: each name and each token given once, names fit for the audit log, tokens
-/// long enough not to be guessed. A token is never shown.
+/// long enough not to be guessed, an executor's groups named. A token is never shown.
 fn check_tokens(tokens: &[NamedToken]) -> Result<(), Refusal> {
     let mut names = HashSet::new();
     let mut secrets = HashSet::new();
-    for named in tokens {
+    for (n, named) in tokens.iter().enumerate() {
+        check_groups(named).map_err(|rule| Refusal::Entry {
+            entry: format!("[{n}].groups"),
+            rule,
+        })?;
         if !(1..=64).contains(&named.name.chars().count())
             || named.name.chars().any(char::is_control)
             || named.name == ANONYMOUS
@@ -363,4 +372,38 @@ fn check_tokens(tokens: &[NamedToken]) -> Result<(), Refusal> {
         }
     }
     Ok(())
+}
+
+/// The `groups` of a named token: an executor's lists the groups it may register members into
+/// (`["*"]` for all, so that all is never the default of a forgotten key); another's has none.
+fn check_groups(named: &NamedToken) -> Result<(), String> {
+    let every = Groups::EVERY;
+    let name = &named.name;
+    match (named.role, named.groups.as_deref()) {
+        (Role::Executor, None) => Err(format!(
+            "must list the executor groups the token `{name}` may register members into \
+             (`[\"{every}\"]` for all)"
+        )),
+        (Role::Executor, Some([])) => Err(format!(
+            "must name at least one group for the token `{name}` (`[\"{every}\"]` for all)"
+        )),
+        (Role::Executor, Some(groups)) => {
+            if groups.len() > 1 && groups.iter().any(|group| group == every) {
+                return Err(format!(
+                    "of the token `{name}` must be `[\"{every}\"]` alone or group names: `{every}` is every group"
+                ));
+            }
+            match groups.iter().find(|group| *group != every && !valid_group_name(group)) {
+                Some(bad) => Err(format!(
+                    "of the token `{name}` must be group names, 1-64 of a-z 0-9 _ . - (`{}` is not one)",
+                    bad.escape_debug()
+                )),
+                None => Ok(()),
+            }
+        }
+        (_, None) => Ok(()),
+        (_, Some(_)) => Err(format!(
+            "are for an executor's token only (`{name}` is not one: it has no groups to join)"
+        )),
+    }
 }

@@ -61,6 +61,11 @@ impl Setting {
                 key: self.key,
                 rule,
             },
+            Refusal::Entry { entry, rule } => ConfigError::InvalidEntry {
+                origin,
+                key: self.key,
+                entry_rule: format!("{entry} {rule}"),
+            },
             Refusal::ShortSecret => ConfigError::ShortSecret {
                 key: self.key,
                 env: self.env.unwrap_or("file only"),
@@ -788,6 +793,7 @@ mod tests {
             name: name.into(),
             token: token.into(),
             role: Role::Admin,
+            groups: None,
         };
         for (tokens, why) in [
             (vec![named("ops", "short")], "at least 16"),
@@ -817,6 +823,72 @@ mod tests {
             assert!(err.contains("server.tokens") && err.contains(why), "{err}");
             assert!(!err.contains("ops-token"), "a token never shows: {err}");
         }
+    }
+
+    #[test]
+    fn an_executors_token_names_its_groups_and_no_other_token_does() {
+        let file = |entries: &str| from_yaml(&format!("server:\n  tokens:\n{entries}"));
+        let config = file(
+            "    - {name: ops, token: ops-token-0123456789, role: admin}\n    \
+             - {name: billing, token: bill-token-0123456789, role: executor, groups: [billing, payroll]}\n    \
+             - {name: fleet, token: fleet-token-0123456789, role: executor, groups: [\"*\"]}\n",
+        )
+        .expect("valid tokens");
+        let groups: Vec<_> = config
+            .server
+            .tokens
+            .iter()
+            .map(|t| t.groups.clone())
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                None,
+                Some(vec!["billing".into(), "payroll".into()]),
+                Some(vec!["*".into()])
+            ]
+        );
+        for (entries, refused) in [
+            (
+                "    - {name: ops, token: ops-token-0123456789, role: admin}\n    \
+                 - {name: w, token: w-token-0123456789ab, role: executor}\n",
+                "server.tokens[1].groups must list the executor groups the token `w` may",
+            ),
+            (
+                "    - {name: w, token: w-token-0123456789ab, role: executor, groups: []}\n",
+                "server.tokens[0].groups must name at least one group",
+            ),
+            (
+                "    - {name: w, token: w-token-0123456789ab, role: executor, groups: [a, \"*\"]}\n",
+                "server.tokens[0].groups of the token `w` must be `[\"*\"]` alone",
+            ),
+            (
+                "    - {name: w, token: w-token-0123456789ab, role: executor, groups: [Billing]}\n",
+                "(`Billing` is not one)",
+            ),
+            (
+                "    - {name: v, token: v-token-0123456789ab, role: viewer, groups: [a]}\n",
+                "server.tokens[0].groups are for an executor's token only",
+            ),
+        ] {
+            let err = file(entries).expect_err(refused).to_string();
+            assert!(err.starts_with("ax.yaml: server.tokens["), "{err}");
+            assert!(err.contains(refused), "{err}");
+            assert!(!err.contains("token-0123456789"), "a token never shows: {err}");
+        }
+        // Set in the field rather than read: checked alike.
+        let mut config = Config::default();
+        config.server.tokens = vec![NamedToken {
+            name: "w".into(),
+            token: "w-token-0123456789ab".into(),
+            role: Role::Executor,
+            groups: None,
+        }];
+        let err = config.validate().expect_err("no groups").to_string();
+        assert!(
+            err.starts_with("server.tokens[0].groups must list"),
+            "{err}"
+        );
     }
 
     #[test]

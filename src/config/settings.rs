@@ -66,7 +66,7 @@ settings! {
         tokens: Vec<NamedToken> {
             default: Vec::new(),
             kind: Kind::Tokens,
-            doc: "named tokens `{name, token, role}`, role `viewer`, `admin` or `executor` (registers executor group members, nothing else; see [Security](security.md))",
+            doc: "named tokens `{name, token, role}`, role `viewer`, `admin` or `executor` (registers executor group members, nothing else); an executor's lists the groups it may join, `groups: [billing, …]` (`[\"*\"]` for all, written out; required); see [Security](security.md)",
         }
         allowed_hosts: Vec<String> {
             env: "AX_ALLOWED_HOSTS",
@@ -291,6 +291,12 @@ settings! {
             default: 30,
             kind: secs(2, 7 * DAY_SECS),
             doc: "a registered member not heard from for this long is dropped from its group",
+        }
+        max_registered_members: usize {
+            env: "AX_EXECUTOR_MAX_REGISTERED_MEMBERS",
+            default: crate::routing::MAX_DEFINED_MEMBERS,
+            kind: count(1, 100_000, ""),
+            doc: "most members that registered themselves one group holds (as `PUT` defines at most 1,000); one more registration is refused with 409",
         }
         failures_to_cool: u32 {
             env: "AX_EXECUTOR_FAILURES_TO_COOL",

@@ -15,6 +15,10 @@ pub struct NamedToken {
     pub name: String,
     pub token: String,
     pub role: Role,
+    /// The executor groups an executor's token may register members into (`["*"]`: all);
+    /// required for one, refused for the others.
+    #[serde(default)]
+    pub groups: Option<Vec<String>>,
 }
 
 /// `dispatch.hosts.<host>`: one executor host's own settings.

@@ -825,10 +825,7 @@ mod tests {
 
     fn admin() -> Visitor {
         Visitor {
-            principal: crate::security::Principal {
-                name: "admin".into(),
-                role: crate::security::Role::Admin,
-            },
+            principal: crate::security::Principal::admin("admin"),
             signed_in: false,
             csrf: "csrf".into(),
             notice: None,

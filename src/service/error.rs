@@ -3,6 +3,7 @@
 use super::task_details::TaskDetails;
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::store::models::TaskFields;
+use crate::store::queries::executors::Holder;
 use crate::store::queries::tasks::UpstreamProblem;
 use crate::store::StoreError;
 
@@ -52,6 +53,23 @@ pub enum ServiceError {
     GroupInUse { group: String, tasks: Vec<String> },
     #[error("executor group `{group}` has no member {url}")]
     MemberNotFound { group: String, url: String },
+    /// An executor's token outside its groups (`server.tokens[N].groups`).
+    #[error("the token `{token}` may register members into the executor groups {groups} only, not into `{group}`")]
+    NotInGroups {
+        token: String,
+        group: String,
+        groups: String,
+    },
+    /// A member an executor's token did not register: an admin defined it, or another token
+    /// registered it.
+    #[error("{}", held(.group, .url, *.holder))]
+    MemberHeld {
+        group: String,
+        url: String,
+        holder: Holder,
+    },
+    #[error("executor group `{group}` holds {max} registered members already, the most executors.max_registered_members allows; another joins once one leaves or expires")]
+    GroupFull { group: String, max: usize },
     /// An alert rule naming a channel that is not configured.
     #[error("{field}: {message}")]
     AlertRule { field: String, message: String },
@@ -88,6 +106,20 @@ impl From<UpstreamProblem> for ServiceError {
                 ServiceError::Cycle(path.join(" waits on "))
             }
         }
+    }
+}
+
+/// Why a member is not a token's to renew or remove.
+fn held(group: &str, url: &str, holder: Holder) -> String {
+    match holder {
+        Holder::Admin => format!(
+            "member {url} of executor group `{group}` was defined by an admin \
+             (PUT /api/executors/{group}, ax apply): only an admin removes it"
+        ),
+        Holder::OtherToken => format!(
+            "member {url} of executor group `{group}` registered itself with another token: \
+             only that token or an admin renews or removes it"
+        ),
     }
 }
 

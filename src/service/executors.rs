@@ -12,7 +12,10 @@ use crate::actors::store::boxed;
 use crate::routing::Routing;
 use crate::security::Principal;
 use crate::store::models::AuditAction;
-use crate::store::queries::executors::{self, GroupRow, GroupSettings, MemberRow, Registered};
+use crate::store::queries::executors::{
+    self, GroupRow, GroupSettings, Holder, Joining, MemberCap, MemberRow, Registered, Registrant,
+    Unregistered,
+};
 use crate::store::to_db;
 
 /// A group's definition, validated.
@@ -169,57 +172,101 @@ impl Service {
     }
 
     /// Registers a member (its first call) or renews it (a heartbeat), creating its group
-    /// with the defaults when there is none. Joining and leaving are audited, heartbeats not.
+    /// with the defaults when there is none. An executor's token joins only its groups, renews
+    /// only the members it registered, and a group takes `executors.max_registered_members`
+    /// live registered members at most. Answers whether it joined (else it was renewed).
+    /// Joining and leaving are audited, heartbeats not.
     pub async fn register_member(
         &self,
         group: String,
         member: Registration,
         actor: &Principal,
-    ) -> Result<Registered> {
+    ) -> Result<bool> {
+        may_join(actor, &group)?;
         let now = self.clock.now();
-        let (name, url) = (group.clone(), member.url.clone());
+        let cap = MemberCap {
+            max: self.executors.max_registered_members,
+            live_since: self.live_since(now),
+        };
+        let (name, url, token) = (group.clone(), member.url.clone(), actor.name.clone());
+        let acts_on_any = actor.acts_on_any_member();
         let registered = self
             .store
             .query(move |conn| {
                 boxed(async move {
-                    let at = to_db(now);
-                    executors::register(conn, &name, &url, member.capacity, DEFAULTS, at).await
+                    let joining = Joining {
+                        group: &name,
+                        url: &url,
+                        capacity: member.capacity,
+                        by: Registrant {
+                            token: &token,
+                            acts_on_any,
+                        },
+                    };
+                    executors::register(conn, joining, DEFAULTS, cap, to_db(now)).await
                 })
             })
             .await?;
-        if let Registered::Joined { group_created } = registered {
-            self.dispatch.refresh_fleet().await;
-            log::info!("executor group `{group}`: member {} joined", member.url);
-            let summary = match group_created {
-                true => format!("{} joined (group created)", member.url),
-                false => format!("{} joined", member.url),
-            };
-            let target = format!("executor group {group}");
-            self.audit(actor, AuditAction::ExecutorMemberJoin, target, summary)
-                .await;
-        }
-        Ok(registered)
+        let url = member.url;
+        let group_created = match registered {
+            Registered::Held => {
+                let holder = Holder::OtherToken;
+                return Err(ServiceError::MemberHeld { group, url, holder });
+            }
+            Registered::Full { max } => return Err(ServiceError::GroupFull { group, max }),
+            Registered::Renewed => return Ok(false),
+            Registered::Joined { group_created } => group_created,
+        };
+        self.dispatch.refresh_fleet().await;
+        log::info!(
+            "executor group `{group}`: member {url} joined (token `{}`)",
+            actor.name
+        );
+        let summary = match group_created {
+            true => format!("{url} joined (group created)"),
+            false => format!("{url} joined"),
+        };
+        let target = format!("executor group {group}");
+        self.audit(actor, AuditAction::ExecutorMemberJoin, target, summary)
+            .await;
+        Ok(true)
     }
 
-    /// Removes a member (a graceful shutdown); refused when it is not there.
+    /// Removes a member (a graceful shutdown); refused when it is not there, and to an
+    /// executor's token for a member it did not register.
     pub async fn unregister_member(
         &self,
         group: String,
         url: String,
         actor: &Principal,
     ) -> Result<()> {
-        let (name, member) = (group.clone(), url.clone());
-        let removed = self
+        may_join(actor, &group)?;
+        let (name, member, token) = (group.clone(), url.clone(), actor.name.clone());
+        let acts_on_any = actor.acts_on_any_member();
+        let unregistered = self
             .store
             .query(move |conn| {
-                boxed(async move { executors::unregister(conn, &name, &member).await })
+                boxed(async move {
+                    let by = Registrant {
+                        token: &token,
+                        acts_on_any,
+                    };
+                    executors::unregister(conn, &name, &member, by).await
+                })
             })
             .await?;
-        if !removed {
-            return Err(ServiceError::MemberNotFound { group, url });
+        match unregistered {
+            Unregistered::Removed => {}
+            Unregistered::NotFound => return Err(ServiceError::MemberNotFound { group, url }),
+            Unregistered::Held(holder) => {
+                return Err(ServiceError::MemberHeld { group, url, holder })
+            }
         }
         self.dispatch.refresh_fleet().await;
-        log::info!("executor group `{group}`: member {url} left");
+        log::info!(
+            "executor group `{group}`: member {url} left (token `{}`)",
+            actor.name
+        );
         let target = format!("executor group {group}");
         self.audit(
             actor,
@@ -239,5 +286,18 @@ impl Service {
     /// How often a registered member is to heartbeat, in seconds.
     pub fn heartbeat_secs(&self) -> i64 {
         self.executors.heartbeat_secs
+    }
+}
+
+/// Refuses a token that may not register members into `group` (an executor's token outside
+/// its `groups`).
+fn may_join(actor: &Principal, group: &str) -> Result<()> {
+    match actor.may_join(group) {
+        true => Ok(()),
+        false => Err(ServiceError::NotInGroups {
+            token: actor.name.clone(),
+            group: group.to_string(),
+            groups: actor.groups.shown(),
+        }),
     }
 }

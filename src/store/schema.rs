@@ -131,6 +131,7 @@ diesel::table! {
         capacity -> Nullable<Integer>,
         registered_at -> Timestamp,
         last_seen_at -> Nullable<Timestamp>,
+        registered_by -> Nullable<Text>,
     }
 }
 

@@ -2,7 +2,8 @@
 //! on a fresh SQLite file and on a fresh MariaDB database.
 //!
 //! The modules follow the code they test: `connect` the store itself (`src/store/mod.rs`),
-//! `tasks`, `task_changes` and `meta` their query modules, `fires` and `history` the parts of
+//! `tasks`, `task_changes`, `meta` and `executors` their query modules, `fires` and `history`
+//! the parts of
 //! `queries/instances.rs`, `runs` (the writes themselves), `results`, `attempts` and `pending`
 //! the parts of `queries/runs.rs`, and `store_actor` the StoreActor (`src/actors/store.rs`).
 //! `support` holds the helpers and `on_both_backends!`.
@@ -13,6 +14,7 @@ mod support;
 
 mod attempts;
 mod connect;
+mod executors;
 mod fires;
 mod history;
 mod meta;

@@ -18,7 +18,7 @@ const MAX_PATH_CHARS: usize = 1024;
 /// Most requests in flight to one member.
 const MAX_IN_FLIGHT: i64 = crate::config::MAX_IN_FLIGHT_PER_HOST;
 /// Most members a group's definition lists.
-const MAX_MEMBERS: usize = 1000;
+const MAX_MEMBERS: usize = crate::routing::MAX_DEFINED_MEMBERS;
 
 /// A group's name, as a path gives it.
 pub fn group_name(name: String, field: &str) -> Result<String, ApiError> {

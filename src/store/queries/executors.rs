@@ -89,7 +89,10 @@ pub async fn put_group(
                         .filter(m::group_name.eq(&name))
                         .filter(m::url.eq(url))
                 )
-                .set(m::last_seen_at.eq(None::<NaiveDateTime>))
+                .set((
+                    m::last_seen_at.eq(None::<NaiveDateTime>),
+                    m::registered_by.eq(None::<String>),
+                ))
                 .execute(c)
                 .await)?;
                 if kept == 0 {
@@ -126,12 +129,17 @@ async fn ensure_group(
             return Ok(true);
         }
     } else {
-        let exists: i64 = with_conn!(conn, |c| g::ax_executor_group
+        // Locked on MySQL to the end of the transaction, so that registrations into one group
+        // count its members one after the other; SQLite's `BEGIN IMMEDIATE` already holds its
+        // only write lock.
+        let query = g::ax_executor_group
             .filter(g::name.eq(name))
-            .count()
-            .get_result(c)
-            .await)?;
-        if exists > 0 {
+            .select(g::name);
+        let found: Option<String> = match conn {
+            Conn::Mysql(c) => query.for_update().first(&mut **c).await.optional()?,
+            Conn::Sqlite(c, _) => query.first(&mut **c).await.optional()?,
+        };
+        if found.is_some() {
             return Ok(true);
         }
     }
@@ -147,14 +155,15 @@ async fn ensure_group(
     Ok(false)
 }
 
-/// Adds a member at the end of its group's order.
+/// Adds a member at the end of its group's order: defined (`registered` `None`), or
+/// registered at `now` with the token named `registered`.
 async fn insert_member(
     conn: &mut Conn,
     group: &str,
     url: &str,
     capacity: Option<i32>,
     now: NaiveDateTime,
-    last_seen_at: Option<NaiveDateTime>,
+    registered: Option<&str>,
 ) -> Result<(), StoreError> {
     let last: Option<i64> = with_conn!(conn, |c| m::ax_executor_member
         .filter(m::group_name.eq(group))
@@ -168,11 +177,29 @@ async fn insert_member(
             m::position.eq(last.map_or(0, |p| p + 1)),
             m::capacity.eq(capacity),
             m::registered_at.eq(now),
-            m::last_seen_at.eq(last_seen_at),
+            m::last_seen_at.eq(registered.map(|_| now)),
+            m::registered_by.eq(registered),
         ))
         .execute(c)
         .await)?;
     Ok(())
+}
+
+/// Who registers or removes a member: the token, by its configured name (never the token
+/// itself), and whether it acts on members it did not register (an admin).
+#[derive(Debug, Clone, Copy)]
+pub struct Registrant<'a> {
+    pub token: &'a str,
+    pub acts_on_any: bool,
+}
+
+/// Who holds a member that a registrant may not act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// An admin defined it (`PUT /api/executors/{group}`).
+    Admin,
+    /// It registered itself with another token.
+    OtherToken,
 }
 
 /// What a registration did.
@@ -182,27 +209,55 @@ pub enum Registered {
     Joined { group_created: bool },
     /// A heartbeat of a member already there.
     Renewed,
+    /// Nothing: the member registered itself with another token.
+    Held,
+    /// Nothing: the group holds `max` live registered members already.
+    Full { max: usize },
 }
 
-/// Registers (or renews) member `url` of `group` at `now`, creating the group with `defaults`
-/// when it does not exist. A heartbeat is one statement.
+/// A member registering itself, as [`register`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Joining<'a> {
+    pub group: &'a str,
+    pub url: &'a str,
+    pub capacity: Option<i32>,
+    pub by: Registrant<'a>,
+}
+
+/// The cap [`register`] holds a group's registered members to.
+#[derive(Debug, Clone, Copy)]
+pub struct MemberCap {
+    /// Most live registered members of one group.
+    pub max: usize,
+    /// A registered member heard from at or after this is live.
+    pub live_since: NaiveDateTime,
+}
+
+/// Registers (or renews) a member at `now`, creating its group with `defaults` when it does
+/// not exist, unless the group holds `cap.max` live registered members already. A member is
+/// renewed by the token that registered it (or by an admin); one registered before ax recorded
+/// tokens is taken by the first token to renew it; a defined member takes only its capacity.
+/// A heartbeat is one statement.
 pub async fn register(
     conn: &mut Conn,
-    group: &str,
-    url: &str,
-    capacity: Option<i32>,
+    joining: Joining<'_>,
     defaults: GroupSettings<'_>,
+    cap: MemberCap,
     now: NaiveDateTime,
 ) -> Result<Registered, StoreError> {
-    if renew(conn, group, url, capacity, now).await? {
+    if renew(conn, joining, now).await? {
         return Ok(Registered::Renewed);
     }
-    let (group, url, routing) = (
-        group.to_string(),
-        url.to_string(),
+    if holder(conn, joining.group, joining.url).await?.is_some() {
+        return Ok(Registered::Held);
+    }
+    let (group, url, token, routing) = (
+        joining.group.to_string(),
+        joining.url.to_string(),
+        joining.by.token.to_string(),
         defaults.routing.to_string(),
     );
-    let max_in_flight = defaults.max_in_flight;
+    let (capacity, max_in_flight) = (joining.capacity, defaults.max_in_flight);
     let joined = conn
         .transaction(move |conn| {
             Box::pin(async move {
@@ -211,7 +266,16 @@ pub async fn register(
                     max_in_flight,
                 };
                 let existed = ensure_group(conn, &group, settings, now, false).await?;
-                insert_member(conn, &group, &url, capacity, now, Some(now)).await?;
+                let live: i64 = with_conn!(conn, |c| m::ax_executor_member
+                    .filter(m::group_name.eq(&group))
+                    .filter(m::last_seen_at.ge(cap.live_since))
+                    .count()
+                    .get_result(c)
+                    .await)?;
+                if usize::try_from(live).unwrap_or(usize::MAX) >= cap.max {
+                    return Ok(Registered::Full { max: cap.max });
+                }
+                insert_member(conn, &group, &url, capacity, now, Some(&token)).await?;
                 // A member back after it was dropped resolves the alert about it.
                 let subject = member_subject(&group, &url);
                 alerts::record(conn, &subject, AlertEvent::Resolved, None, from_db(now)).await?;
@@ -228,46 +292,109 @@ pub async fn register(
     }
 }
 
-/// Renews a registered member's heartbeat (a defined one stays without expiry); answers
-/// whether the member exists.
+/// Renews a member the registrant may renew: its heartbeat and capacity if it registered
+/// itself (taking one that has no token yet), its capacity if it is defined (it stays without
+/// expiry); answers whether it did.
 async fn renew(
     conn: &mut Conn,
-    group: &str,
-    url: &str,
-    capacity: Option<i32>,
+    joining: Joining<'_>,
     now: NaiveDateTime,
 ) -> Result<bool, StoreError> {
+    let Joining {
+        group,
+        url,
+        capacity,
+        by,
+    } = joining;
     let member = || {
         m::ax_executor_member
             .filter(m::group_name.eq(group))
             .filter(m::url.eq(url))
     };
+    let own = m::registered_by.eq(by.token).or(m::registered_by.is_null());
     let renewed = with_conn!(conn, |c| diesel::update(
-        member().filter(m::last_seen_at.is_not_null())
+        member().filter(m::last_seen_at.is_not_null()).filter(own)
     )
-    .set((m::last_seen_at.eq(Some(now)), m::capacity.eq(capacity)))
+    .set((
+        m::last_seen_at.eq(Some(now)),
+        m::capacity.eq(capacity),
+        m::registered_by.eq(Some(by.token)),
+    ))
     .execute(c)
     .await)?;
     if renewed > 0 {
         return Ok(true);
     }
-    let defined = with_conn!(conn, |c| diesel::update(member())
-        .set(m::capacity.eq(capacity))
+    if by.acts_on_any {
+        // An admin's renewal leaves the member with the token that registered it.
+        let renewed = with_conn!(conn, |c| diesel::update(
+            member().filter(m::last_seen_at.is_not_null())
+        )
+        .set((m::last_seen_at.eq(Some(now)), m::capacity.eq(capacity)))
         .execute(c)
         .await)?;
+        if renewed > 0 {
+            return Ok(true);
+        }
+    }
+    let defined = with_conn!(conn, |c| diesel::update(
+        member().filter(m::last_seen_at.is_null())
+    )
+    .set(m::capacity.eq(capacity))
+    .execute(c)
+    .await)?;
     Ok(defined > 0)
 }
 
-/// Removes member `url` from `group`; answers whether it was there.
-pub async fn unregister(conn: &mut Conn, group: &str, url: &str) -> Result<bool, StoreError> {
-    let removed = with_conn!(conn, |c| diesel::delete(
-        m::ax_executor_member
+/// Who holds member `url` of `group`, if it is there: an admin (defined) or a token.
+async fn holder(conn: &mut Conn, group: &str, url: &str) -> Result<Option<Holder>, StoreError> {
+    let seen: Option<Option<NaiveDateTime>> = with_conn!(conn, |c| m::ax_executor_member
+        .filter(m::group_name.eq(group))
+        .filter(m::url.eq(url))
+        .select(m::last_seen_at)
+        .first(c)
+        .await
+        .optional())?;
+    Ok(seen.map(|seen| match seen {
+        None => Holder::Admin,
+        Some(_) => Holder::OtherToken,
+    }))
+}
+
+/// What removing a member did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unregistered {
+    Removed,
+    NotFound,
+    /// Nothing: the member is not the registrant's to remove.
+    Held(Holder),
+}
+
+/// Removes member `url` from `group` if the registrant may: one it registered itself, or any
+/// for an admin.
+pub async fn unregister(
+    conn: &mut Conn,
+    group: &str,
+    url: &str,
+    by: Registrant<'_>,
+) -> Result<Unregistered, StoreError> {
+    let removed = with_conn!(conn, |c| {
+        let mut member = diesel::delete(m::ax_executor_member)
             .filter(m::group_name.eq(group))
             .filter(m::url.eq(url))
-    )
-    .execute(c)
-    .await)?;
-    Ok(removed > 0)
+            .into_boxed();
+        if !by.acts_on_any {
+            member = member.filter(m::registered_by.eq(by.token));
+        }
+        member.execute(c).await
+    })?;
+    if removed > 0 {
+        return Ok(Unregistered::Removed);
+    }
+    Ok(match holder(conn, group, url).await? {
+        Some(holder) => Unregistered::Held(holder),
+        None => Unregistered::NotFound,
+    })
 }
 
 /// Drops the registered members last heard from before `before`, each with a
