@@ -59,7 +59,7 @@ async fn fail(db: &Db, task: TaskId, t: NaiveDateTime) {
 
 /// Folds what is queued; how many events it took.
 async fn fold(db: &Db, t: NaiveDateTime) -> usize {
-    alerts::fold(&mut conn(db).await, "folder", &rule(), at(t))
+    alerts::fold(&mut conn(db).await, "folder", &rule(), (chrono::Duration::seconds(10), at(t)))
         .await
         .expect("fold")
 }
