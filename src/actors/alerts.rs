@@ -318,9 +318,7 @@ async fn round(
         let window = settings.group_window;
         let taken = store
             .query(move |conn| {
-                boxed(async move {
-                    alerts::fold(conn, &folder, &rule, (window, Utc::now())).await
-                })
+                boxed(async move { alerts::fold(conn, &folder, &rule, (window, Utc::now())).await })
             })
             .await?;
         if taken < alerts::FOLD_BATCH {

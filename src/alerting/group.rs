@@ -33,7 +33,10 @@ pub struct Group {
 /// The group of an event's `subject` (as [`member_subject`] and [`process_subject`] make
 /// them); any other subject (`redis`) is a group of its own.
 pub fn group_of(subject: &str) -> Group {
-    let split = |rest: &str| rest.split_once(' ').map(|(g, m)| (g.to_string(), m.to_string()));
+    let split = |rest: &str| {
+        rest.split_once(' ')
+            .map(|(g, m)| (g.to_string(), m.to_string()))
+    };
     if let Some((group, url)) = subject.strip_prefix("member ").and_then(split) {
         return Group {
             name: format!("members of {group}"),
@@ -109,7 +112,10 @@ mod tests {
             ("ax processes", "ax-2")
         );
         let redis = group_of("redis");
-        assert_eq!((redis.name.as_str(), redis.member.as_str()), ("redis", "redis"));
+        assert_eq!(
+            (redis.name.as_str(), redis.member.as_str()),
+            ("redis", "redis")
+        );
     }
 
     #[test]

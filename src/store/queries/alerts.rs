@@ -251,7 +251,11 @@ pub async fn fold(
             let facts = task_facts(conn, &runs).await?;
             let asks: Vec<(&Queued, Asked)> = runs
                 .iter()
-                .chain(grouped.iter().flat_map(|(_, events)| events.iter().copied()))
+                .chain(
+                    grouped
+                        .iter()
+                        .flat_map(|(_, events)| events.iter().copied()),
+                )
                 .filter_map(|event| Some((event, asked(event, &facts, &default_rule)?)))
                 .collect();
             let keys: Vec<&str> = asks.iter().map(|(_, a)| a.subject.key.as_str()).collect();
@@ -330,7 +334,11 @@ pub async fn fold(
             // The ones read, not a range: a run's end given a lower id may commit later.
             let taken: Vec<i64> = runs
                 .iter()
-                .chain(grouped.iter().flat_map(|(_, events)| events.iter().copied()))
+                .chain(
+                    grouped
+                        .iter()
+                        .flat_map(|(_, events)| events.iter().copied()),
+                )
                 .map(|event| event.id)
                 .collect();
             for chunk in taken.chunks(FOLD_BATCH) {
@@ -436,7 +444,13 @@ fn window_rows(
             .unwrap_or(first.at),
         ..first.clone()
     };
-    outbox_rows(&window, &subject(group.to_string()), (kind, &verdict), rule, now)
+    outbox_rows(
+        &window,
+        &subject(group.to_string()),
+        (kind, &verdict),
+        rule,
+        now,
+    )
 }
 
 /// How a fold changed which tasks' successes are watched.
@@ -887,14 +901,14 @@ pub async fn claim_due(
             AlertLane::Others => query.filter(a::task_id.is_null()),
         };
         query
-        .filter(a::status.eq(AlertStatus::Pending))
-        .filter(a::next_try_at.le(now))
-        .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
-        .order(a::next_try_at.asc())
-        .limit(limit)
-        .select((a::id, a::channel))
-        .load(c)
-        .await
+            .filter(a::status.eq(AlertStatus::Pending))
+            .filter(a::next_try_at.le(now))
+            .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
+            .order(a::next_try_at.asc())
+            .limit(limit)
+            .select((a::id, a::channel))
+            .load(c)
+            .await
     })?;
     if due.is_empty() {
         return Ok(Vec::new());
