@@ -265,7 +265,7 @@ pub async fn fold(
             // When each task subject last alerted, in this fold.
             let mut alerted_at: HashMap<&str, NaiveDateTime> = HashMap::new();
             // What each group's window tells, by (group, event): its events and verdicts.
-            let mut windows: Vec<((String, AlertEvent), Vec<(&Queued, Verdict)>)> = Vec::new();
+            let mut windows: Vec<(WindowKey, Vec<(&Queued, Verdict)>)> = Vec::new();
             for (event, asked) in &asks {
                 let key = asked.subject.key.clone();
                 let group = asked.group.as_ref();
@@ -360,6 +360,9 @@ pub async fn fold(
     })
     .await
 }
+
+/// A group's window for one kind of event: the group's name and the kind.
+type WindowKey = (String, AlertEvent);
 
 /// The queued events about members and processes whose group's window closed at `now`, by
 /// group, each group's in queue order.
