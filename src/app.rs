@@ -438,6 +438,7 @@ fn alert_settings(config: &Config, instance_id: &str) -> AlertSettings {
         send_timeout: Duration::from_millis(alerts.send_timeout_ms),
         claimant: instance_id.to_string(),
         outage_after: chrono::Duration::seconds(alerts.outage_secs),
+        group_window: chrono::Duration::seconds(alerts.group_window_secs),
     }
 }
 

@@ -1,6 +1,8 @@
 //! Alerts out: each second, the run ends the database recorded are folded into the outbox,
 //! and the outbox's due rows are claimed and sent to their channels, off every run path (a
-//! channel that hangs holds only its own send, for at most the send timeout). What an alert
+//! channel that hangs holds only its own send, for at most the send timeout). Alerts about
+//! runs are sent on a lane of their own (its own rounds and connections), so a backlog of
+//! alerts about members and processes never delays them. What an alert
 //! says is `crate::alerting`'s; which rows are due and how a send settles is the store's.
 
 use std::collections::HashMap;
@@ -16,7 +18,8 @@ use super::lock::RedisPool;
 use super::resolver::guarded_client;
 use super::store::{boxed, StoreHandle};
 use crate::alerting::{
-    expand, retry_at, Alert, AlertEvent, AlertRule, Channel, ChannelKind, Outage, OutageVerdict,
+    expand, retry_at, Alert, AlertEvent, AlertLane, AlertRule, Channel, ChannelKind, Outage,
+    OutageVerdict,
 };
 use crate::metrics::metrics;
 use crate::notify::email::{self, Mail};
@@ -42,6 +45,9 @@ pub struct AlertSettings {
     pub claimant: String,
     /// How long the store or Redis may be out of reach before it alerts.
     pub outage_after: chrono::Duration,
+    /// How long events about the members of a group (or about processes) gather before
+    /// they go out as one alert.
+    pub group_window: chrono::Duration,
 }
 
 pub struct AlertActor {
@@ -53,8 +59,14 @@ pub struct AlertActor {
     redis_outage: Outage,
     secret: Arc<[u8]>,
     allowlist: Allowlist,
+    /// The runs lane's connections (also the outage's and the test's alerts).
     client: Option<Rc<awc::Client>>,
+    /// The other lane's connections: a slow channel's backlog holds none of the runs lane's.
+    others_client: Option<Rc<awc::Client>>,
+    /// A round of folding and sending alerts about runs is under way.
     busy: bool,
+    /// A round of sending the other alerts is under way.
+    others_busy: bool,
 }
 
 impl AlertActor {
@@ -73,7 +85,9 @@ impl AlertActor {
             secret,
             allowlist,
             client: None,
+            others_client: None,
             busy: false,
+            others_busy: false,
         }
     }
 }
@@ -85,8 +99,9 @@ impl Actor for AlertActor {
         // Channel URLs are held to the handler allowlist's rules, also at connect time.
         let timeout = self.settings.send_timeout;
         let limit = usize::try_from(SEND_BATCH).unwrap_or(1);
-        let client = guarded_client(self.allowlist.clone(), limit, timeout, Some(timeout));
-        self.client = Some(Rc::new(client));
+        let client = || guarded_client(self.allowlist.clone(), limit, timeout, Some(timeout));
+        self.client = Some(Rc::new(client()));
+        self.others_client = Some(Rc::new(client()));
         let enabled = !self.settings.channels.is_empty();
         let store = self.store.clone();
         ctx.spawn(
@@ -101,13 +116,17 @@ impl Actor for AlertActor {
             .into_actor(self),
         );
         if enabled {
-            ctx.run_interval(Duration::from_secs(1), |actor, ctx| actor.tick(ctx));
+            ctx.run_interval(Duration::from_secs(1), |actor, ctx| {
+                actor.tick(ctx);
+                actor.send_others(ctx);
+            });
         }
     }
 }
 
 impl AlertActor {
-    /// One round: fold, then send what is due; the next round waits for this one.
+    /// One round of the runs lane: fold, then send the due alerts about runs; the next round
+    /// waits for this one.
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let Some(client) = self.client.clone().filter(|_| !self.busy) else {
             return;
@@ -140,6 +159,30 @@ impl AlertActor {
                     actor.observe_redis(up, ctx);
                 }
             }),
+        );
+    }
+
+    /// One round of the other lane: send the due alerts about members, processes and Redis;
+    /// the next waits for this one, the runs lane for none.
+    fn send_others(&mut self, ctx: &mut Context<Self>) {
+        let Some(client) = self.others_client.clone().filter(|_| !self.others_busy) else {
+            return;
+        };
+        self.others_busy = true;
+        let (settings, store, secret) = (
+            self.settings.clone(),
+            self.store.clone(),
+            self.secret.clone(),
+        );
+        ctx.spawn(
+            async move {
+                let lane = (&settings, &store, &*client, &secret[..]);
+                if let Err(err) = send_due(lane, AlertLane::Others).await {
+                    log::warn!("alerts: {err}");
+                }
+            }
+            .into_actor(self)
+            .map(|(), actor, _| actor.others_busy = false),
         );
     }
 
@@ -272,15 +315,24 @@ async fn round(
     // or failures arriving faster than a batch a round would pile up.
     for _ in 0..FOLDS_PER_ROUND {
         let (rule, folder) = (settings.rule.clone(), settings.claimant.clone());
+        let window = settings.group_window;
         let taken = store
             .query(move |conn| {
-                boxed(async move { alerts::fold(conn, &folder, &rule, Utc::now()).await })
+                boxed(async move { alerts::fold(conn, &folder, &rule, (window, Utc::now())).await })
             })
             .await?;
         if taken < alerts::FOLD_BATCH {
             break;
         }
     }
+    send_due((settings, store, client, secret), AlertLane::Runs).await
+}
+
+/// Claims the due alerts of `lane` and sends them, each settled as it went.
+async fn send_due(
+    (settings, store, client, secret): (&Arc<AlertSettings>, &StoreHandle, &awc::Client, &[u8]),
+    lane: AlertLane,
+) -> Result<(), crate::store::StoreError> {
     let claimant = settings.claimant.clone();
     let claim_for = chrono::Duration::from_std(settings.send_timeout * 2)
         .unwrap_or(chrono::Duration::seconds(60));
@@ -288,7 +340,8 @@ async fn round(
         .query(move |conn| {
             boxed(async move {
                 let now = Utc::now();
-                alerts::claim_due(conn, &claimant, now, now + claim_for, SEND_BATCH).await
+                let until = now + claim_for;
+                alerts::claim_due(conn, (&claimant, lane), now, until, SEND_BATCH).await
             })
         })
         .await?;

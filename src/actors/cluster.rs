@@ -254,7 +254,7 @@ async fn record_left(store: &StoreHandle, id: String) {
         .query(move |conn| {
             boxed(async move {
                 let why = "its heartbeat expired; its claimed runs are recovered by the others";
-                let subject = format!("process {id}");
+                let subject = crate::alerting::process_subject(&id);
                 alerts::record(
                     conn,
                     &subject,

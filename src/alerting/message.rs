@@ -57,13 +57,18 @@ fn opt_time<S: serde::Serializer>(at: &Option<DateTime<Utc>>, s: S) -> Result<S:
 pub struct TemplateError(String);
 
 impl Alert {
-    /// One line: `FAILED etl/report: HTTP_500 (3 more folded since …)`.
+    /// One line: `FAILED etl/report: HTTP_500 (3 more folded since …)`; for an alert about
+    /// several members or processes, its message: `MEMBER_UNHEALTHY 37 members of billing
+    /// unhealthy: m1, m2, …`.
     pub fn headline(&self) -> String {
-        let mut line = format!("{} {}", self.event, self.subject);
+        let mut line = match (&self.message, self.task_id) {
+            (Some(message), None) if self.count > 1 => format!("{} {message}", self.event),
+            _ => format!("{} {}", self.event, self.subject),
+        };
         if let Some(code) = &self.code {
             line.push_str(&format!(": {code}"));
         }
-        if self.count > 1 {
+        if self.count > 1 && self.task_id.is_some() {
             line.push_str(&format!(", {} times", self.count));
         }
         if let (n @ 1.., Some(since)) = (self.folded, self.folded_since) {
@@ -213,6 +218,20 @@ mod tests {
             ..alert(AlertEvent::Missed)
         };
         assert_eq!(plain.headline(), "MISSED etl/report, 2 times");
+        let members = Alert {
+            task_id: None,
+            scene: None,
+            code: None,
+            folded: 0,
+            count: 37,
+            subject: "members of billing".into(),
+            message: Some("37 members of billing unhealthy: m1, m2, m3, m4, m5, …".into()),
+            ..alert(AlertEvent::MemberUnhealthy)
+        };
+        assert_eq!(
+            members.headline(),
+            "MEMBER_UNHEALTHY 37 members of billing unhealthy: m1, m2, m3, m4, m5, …"
+        );
     }
 
     #[test]

@@ -5,12 +5,18 @@
 
 mod channel;
 mod fold;
+mod group;
+mod lane;
 mod message;
 mod outage;
 mod rule;
 
 pub use channel::{check_channels, expand, Channel, ChannelError, ChannelKind};
 pub use fold::{retry_at, FoldState, Verdict};
+pub use group::{
+    closed_window, group_message, group_of, member_subject, process_subject, Group, FIRST_NAMED,
+};
+pub use lane::AlertLane;
 pub use message::{Alert, TemplateError};
 pub use outage::{Outage, OutageVerdict};
 pub use rule::{event_of, most_specific, AlertEvent, AlertRule, AlertStatus, RuleError};

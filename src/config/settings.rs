@@ -375,6 +375,12 @@ settings! {
             kind: secs(5, DAY_SECS),
             doc: "how long the store or Redis may be out of reach from a process before it alerts (STORE_UNREACHABLE, REDIS_UNREACHABLE)",
         }
+        group_window_secs: i64 {
+            env: "AX_ALERT_GROUP_WINDOW_SECS",
+            default: 10,
+            kind: secs(1, 3600),
+            doc: "how long events about the members of one executor group (or about ax processes) gather before they go out as one alert naming how many and the first of them",
+        }
     }
 
     /// `run_logs.*`: the log lines and progress executors send while a run is open.

@@ -138,6 +138,8 @@ async fn a_member_gone_alerts_and_its_return_resolves() {
         )],
     );
     config.executors.member_ttl_secs = 2;
+    // Alone in its window: told as itself, not as a count.
+    config.alerts.group_window_secs = 2;
     let ax = start_ax(&config).await;
     let api = Api::new(&ax);
     let member = Executor::start(Reply::Success).await;
@@ -190,6 +192,7 @@ async fn redis_and_store_outages_alert_and_resolve() {
     let database = redis_url().rsplit('/').next().unwrap_or("0").to_string();
     config.redis.url = Some(format!("redis://{}/{database}", redis.addr));
     config.alerts.outage_secs = 5;
+    config.alerts.group_window_secs = 2;
     let ax = start_ax(&config).await;
 
     redis.cut();

@@ -6,4 +6,5 @@ mod common;
 mod crash;
 mod email;
 mod events;
+mod groups;
 mod webhook;

@@ -59,9 +59,14 @@ async fn fail(db: &Db, task: TaskId, t: NaiveDateTime) {
 
 /// Folds what is queued; how many events it took.
 async fn fold(db: &Db, t: NaiveDateTime) -> usize {
-    alerts::fold(&mut conn(db).await, "folder", &rule(), at(t))
-        .await
-        .expect("fold")
+    alerts::fold(
+        &mut conn(db).await,
+        "folder",
+        &rule(),
+        (chrono::Duration::seconds(10), at(t)),
+    )
+    .await
+    .expect("fold")
 }
 
 async fn alerts_of(db: &Db, task: TaskId) -> Vec<(AlertEvent, Option<String>)> {

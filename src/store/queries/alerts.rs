@@ -5,12 +5,13 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use crate::alerting::{
-    event_of, most_specific, AlertEvent, AlertRule, AlertStatus, FoldState, Verdict,
+    closed_window, event_of, group_message, group_of, most_specific, AlertEvent, AlertLane,
+    AlertRule, AlertStatus, FoldState, Group, Verdict,
 };
 use crate::run::{RunStatus, TaskId};
 use crate::store::schema::ax_alert::dsl as a;
@@ -26,6 +27,9 @@ use super::success_watch;
 
 /// Most run ends one fold takes.
 pub const FOLD_BATCH: usize = 500;
+/// Most events about members and processes one fold reads: the windows of every group they
+/// fall in.
+const GROUP_BATCH: i64 = 5000;
 /// The `ax_alert_state` row a folder locks for its transaction.
 const FOLD_LOCK_ROW: i32 = 2;
 /// Most rows one multi-row insert writes.
@@ -111,6 +115,8 @@ struct Subject {
 /// What one queued event asks of the folder.
 struct Asked<'e> {
     subject: Subject,
+    /// The group it folds in, for an event about a member or a process.
+    group: Option<Group>,
     rule: &'e AlertRule,
     /// A success (or a return) that resolves what was alerted of the subject, bar `keep`.
     resolves: bool,
@@ -198,16 +204,18 @@ pub async fn record(
     Ok(())
 }
 
-/// Folds the queued events (up to [`FOLD_BATCH`], in order) into the outbox in one
-/// transaction, each under the most specific rule (its task's, its scene's, else
+/// Folds the queued events into the outbox in one transaction: run ends (up to
+/// [`FOLD_BATCH`], in order), each under the most specific rule (its task's, its scene's, else
 /// `default_rule`): an alert per channel, a folded row, or nothing below the threshold; a
-/// success after an alert resolves it. A paused task's or scene's events are muted. Returns
-/// how many events it took.
+/// success after an alert resolves it. A paused task's or scene's events are muted. Events
+/// about members and processes wait in the queue until their group's window of `group_window`
+/// closes, then the window's alerts (and resolutions) of each kind go out as one (see
+/// [`crate::alerting::group_of`]). Returns how many events it took.
 pub async fn fold(
     conn: &mut Conn,
     folder: &str,
     default_rule: &AlertRule,
-    now: DateTime<Utc>,
+    (group_window, now): (Duration, DateTime<Utc>),
 ) -> Result<usize, StoreError> {
     let (folder, default_rule) = (folder.to_string(), default_rule.clone());
     conn.transaction(move |conn| {
@@ -220,18 +228,34 @@ pub async fn fold(
             .set((s::folded_by.eq(&folder), s::folded_at.eq(to_db(now))))
             .execute(c)
             .await)?;
-            let queued: Vec<Queued> = with_conn!(conn, |c| e::ax_alert_event
+            // Run ends and the others are read apart: a thousand members' events waiting for
+            // their window never fill the batch that run ends are read in.
+            let runs: Vec<Queued> = with_conn!(conn, |c| e::ax_alert_event
+                .filter(e::event.is_null())
                 .order(e::id.asc())
                 .limit(FOLD_BATCH as i64)
                 .select(Queued::as_select())
                 .load(c)
                 .await)?;
-            if queued.is_empty() {
+            let others: Vec<Queued> = with_conn!(conn, |c| e::ax_alert_event
+                .filter(e::event.is_not_null())
+                .order(e::id.asc())
+                .limit(GROUP_BATCH)
+                .select(Queued::as_select())
+                .load(c)
+                .await)?;
+            let grouped = closed_groups(&others, now, group_window);
+            if runs.is_empty() && grouped.is_empty() {
                 return Ok(0);
             }
-            let facts = task_facts(conn, &queued).await?;
-            let asks: Vec<(&Queued, Asked)> = queued
+            let facts = task_facts(conn, &runs).await?;
+            let asks: Vec<(&Queued, Asked)> = runs
                 .iter()
+                .chain(
+                    grouped
+                        .iter()
+                        .flat_map(|(_, events)| events.iter().copied()),
+                )
                 .filter_map(|event| Some((event, asked(event, &facts, &default_rule)?)))
                 .collect();
             let keys: Vec<&str> = asks.iter().map(|(_, a)| a.subject.key.as_str()).collect();
@@ -240,8 +264,27 @@ pub async fn fold(
             let mut rows = Vec::new();
             // When each task subject last alerted, in this fold.
             let mut alerted_at: HashMap<&str, NaiveDateTime> = HashMap::new();
+            // What each group's window tells, by (group, event): its events and verdicts.
+            let mut windows: Vec<(WindowKey, Vec<(&Queued, Verdict)>)> = Vec::new();
             for (event, asked) in &asks {
                 let key = asked.subject.key.clone();
+                let group = asked.group.as_ref();
+                let mut tell = |kind: AlertEvent, verdict: Verdict| match group {
+                    Some(group) => {
+                        let at = (group.name.clone(), kind);
+                        match windows.iter_mut().find(|(of, _)| *of == at) {
+                            Some((_, told)) => told.push((*event, verdict)),
+                            None => windows.push((at, vec![(*event, verdict)])),
+                        }
+                    }
+                    None => rows.extend(outbox_rows(
+                        event,
+                        &asked.subject,
+                        (kind, &verdict),
+                        asked.rule,
+                        now,
+                    )),
+                };
                 if asked.resolves {
                     let resolved = resolve(&key, asked.keep, &mut states);
                     if resolved && asked.rule.wants(AlertEvent::Resolved) {
@@ -250,8 +293,7 @@ pub async fn fold(
                             folded: 0,
                             folded_since: None,
                         };
-                        let made = (AlertEvent::Resolved, &verdict);
-                        rows.extend(outbox_rows(event, &asked.subject, made, asked.rule, now));
+                        tell(AlertEvent::Resolved, verdict);
                     }
                 }
                 for kind in asked.events.iter().copied() {
@@ -260,12 +302,14 @@ pub async fn fold(
                     }
                     let state = states.entry((key.clone(), kind)).or_default();
                     let verdict = state.on_event(asked.rule, from_db(event.at));
-                    if matches!(verdict, Verdict::Alert { .. }) {
+                    if matches!(verdict, Verdict::Alert { .. }) && group.is_none() {
                         alerted_at.insert(&asked.subject.key, event.at);
                     }
-                    let made = (kind, &verdict);
-                    rows.extend(outbox_rows(event, &asked.subject, made, asked.rule, now));
+                    tell(kind, verdict);
                 }
+            }
+            for ((group, kind), told) in &windows {
+                rows.extend(window_rows(group, *kind, told, &default_rule, now));
             }
             save_states(conn, &stored, &states).await?;
             // MariaDB takes many rows a statement; SQLite (no round trip) one by one.
@@ -287,12 +331,23 @@ pub async fn fold(
                     }
                 }
             }
-            with_conn!(conn, |c| diesel::delete(
-                // The ones read, not a range: a run's end given a lower id may commit later.
-                e::ax_alert_event.filter(e::id.eq_any(queued.iter().map(|event| event.id)))
-            )
-            .execute(c)
-            .await)?;
+            // The ones read, not a range: a run's end given a lower id may commit later.
+            let taken: Vec<i64> = runs
+                .iter()
+                .chain(
+                    grouped
+                        .iter()
+                        .flat_map(|(_, events)| events.iter().copied()),
+                )
+                .map(|event| event.id)
+                .collect();
+            for chunk in taken.chunks(FOLD_BATCH) {
+                with_conn!(conn, |c| diesel::delete(
+                    e::ax_alert_event.filter(e::id.eq_any(chunk))
+                )
+                .execute(c)
+                .await)?;
+            }
             let watched = watch_changes(&stored, &states, &alerted_at);
             if watched.changed {
                 // Last, so the row stays locked only to the commit: it waits for the writers
@@ -300,10 +355,105 @@ pub async fn fold(
                 success_watch::bump(conn).await?;
                 queue_first_successes(conn, &watched.alerted).await?;
             }
-            Ok(queued.len())
+            Ok(taken.len())
         })
     })
     .await
+}
+
+/// A group's window for one kind of event: the group's name and the kind.
+type WindowKey = (String, AlertEvent);
+
+/// The queued events about members and processes whose group's window closed at `now`, by
+/// group, each group's in queue order.
+fn closed_groups(
+    queued: &[Queued],
+    now: DateTime<Utc>,
+    window: Duration,
+) -> Vec<(String, Vec<&Queued>)> {
+    let mut groups: Vec<(String, Vec<&Queued>)> = Vec::new();
+    for event in queued {
+        let name = group_of(event.subject.as_deref().unwrap_or_default()).name;
+        match groups.iter_mut().find(|(of, _)| *of == name) {
+            Some((_, events)) => events.push(event),
+            None => groups.push((name, vec![event])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|(name, events)| {
+            let ats: Vec<DateTime<Utc>> = events.iter().map(|event| from_db(event.at)).collect();
+            let taken: Vec<&Queued> = closed_window(&ats, now, window)
+                .into_iter()
+                .map(|n| events[n])
+                .collect();
+            (!taken.is_empty()).then_some((name, taken))
+        })
+        .collect()
+}
+
+/// The outbox rows of one group's window for one kind of event: the verdicts that alert, told
+/// as the event itself when it is alone, else as one alert naming how many and the first of
+/// them (its id from the window's first event); nothing when none alerts (their members'
+/// silences count the rest for their next alert).
+fn window_rows(
+    group: &str,
+    kind: AlertEvent,
+    told: &[(&Queued, Verdict)],
+    rule: &AlertRule,
+    now: DateTime<Utc>,
+) -> Vec<AlertRow> {
+    let alerting: Vec<(&Queued, u32, Option<DateTime<Utc>>)> = told
+        .iter()
+        .filter_map(|(event, verdict)| match verdict {
+            Verdict::Alert {
+                folded,
+                folded_since,
+                ..
+            } => Some((*event, *folded, *folded_since)),
+            _ => None,
+        })
+        .collect();
+    let Some(&(first, _, _)) = <[_]>::first(&alerting) else {
+        return Vec::new();
+    };
+    let subject = |name: String| Subject {
+        key: name.clone(),
+        name,
+        task_id: None,
+        scene: None,
+    };
+    let folded = alerting.iter().map(|(_, n, _)| n).sum();
+    let verdict = Verdict::Alert {
+        count: u32::try_from(alerting.len()).unwrap_or(u32::MAX),
+        folded,
+        folded_since: alerting.iter().filter_map(|(_, _, since)| *since).min(),
+    };
+    if alerting.len() == 1 {
+        let name = first.subject.clone().unwrap_or_default();
+        return outbox_rows(first, &subject(name), (kind, &verdict), rule, now);
+    }
+    let members: Vec<String> = alerting
+        .iter()
+        .map(|(event, _, _)| group_of(event.subject.as_deref().unwrap_or_default()).member)
+        .collect();
+    let members: Vec<&str> = members.iter().map(String::as_str).collect();
+    let window = Queued {
+        message: Some(group_message(group, kind, &members)),
+        at: alerting
+            .iter()
+            .map(|(event, _, _)| event.at)
+            .max()
+            .unwrap_or(first.at),
+        ..first.clone()
+    };
+    outbox_rows(
+        &window,
+        &subject(group.to_string()),
+        (kind, &verdict),
+        rule,
+        now,
+    )
 }
 
 /// How a fold changed which tasks' successes are watched.
@@ -421,6 +571,7 @@ fn asked<'e>(
         let name = event.subject.clone().unwrap_or_default();
         let resolves = kind == AlertEvent::Resolved;
         return Some(Asked {
+            group: Some(group_of(&name)),
             subject: Subject {
                 key: name.clone(),
                 name,
@@ -447,6 +598,7 @@ fn asked<'e>(
         events.push(AlertEvent::Lag);
     }
     Some(Asked {
+        group: None,
         subject: Subject {
             key: format!("task:{}", event.task_id),
             name: task.subject.clone(),
@@ -735,24 +887,32 @@ pub async fn set_scene_rule(
     Ok(())
 }
 
-/// Claims up to `limit` alerts due to be sent, for `claimant` until `until`; returns them.
+/// Claims up to `limit` alerts of `lane` due to be sent, for `claimant` until `until`;
+/// returns them.
 pub async fn claim_due(
     conn: &mut Conn,
-    claimant: &str,
+    (claimant, lane): (&str, AlertLane),
     now: DateTime<Utc>,
     until: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<AlertRow>, StoreError> {
     let now = to_db(now);
-    let due: Vec<(String, String)> = with_conn!(conn, |c| a::ax_alert
-        .filter(a::status.eq(AlertStatus::Pending))
-        .filter(a::next_try_at.le(now))
-        .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
-        .order(a::next_try_at.asc())
-        .limit(limit)
-        .select((a::id, a::channel))
-        .load(c)
-        .await)?;
+    let due: Vec<(String, String)> = with_conn!(conn, |c| {
+        let query = a::ax_alert.into_boxed();
+        let query = match lane {
+            AlertLane::Runs => query.filter(a::task_id.is_not_null()),
+            AlertLane::Others => query.filter(a::task_id.is_null()),
+        };
+        query
+            .filter(a::status.eq(AlertStatus::Pending))
+            .filter(a::next_try_at.le(now))
+            .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
+            .order(a::next_try_at.asc())
+            .limit(limit)
+            .select((a::id, a::channel))
+            .load(c)
+            .await
+    })?;
     if due.is_empty() {
         return Ok(Vec::new());
     }

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::alerts;
-use crate::alerting::AlertEvent;
+use crate::alerting::{member_subject, AlertEvent};
 use crate::store::schema::ax_executor_group::dsl as g;
 use crate::store::schema::ax_executor_member::dsl as m;
 use crate::store::schema::ax_task::dsl as t;
@@ -443,11 +443,6 @@ pub async fn expire(
         })
     })
     .await
-}
-
-/// What alerts about member `url` of `group` are about.
-pub fn member_subject(group: &str, url: &str) -> String {
-    format!("member {group} {url}")
 }
 
 /// Every group, by name.
