@@ -1,6 +1,6 @@
-//! Routing inside an executor group: which member an attempt goes to, and each member's health
-//! as this process has seen it. Pure decisions; the dispatchers hold the state, read the
-//! clock and do the sending.
+//! Routing inside an executor group: which member an attempt goes to, and each member's health:
+//! what counts against a member (only a transport failure) and when it is set aside. Pure
+//! decisions; the dispatchers hold the state, read the clock and do the sending.
 
 /// How a group (or a task overriding it) picks a member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -203,6 +203,22 @@ pub enum Transition {
     Recovered,
 }
 
+/// How an attempt's exchange with a member ended, as the member's health sees it. Only a
+/// transport failure counts against a member: a reply of any HTTP status or result, or one
+/// slower than the task's `timeoutMs`, is the job's outcome, and a job that fails must not take
+/// its member (and every other task on it) out of its group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exchange {
+    /// It replied: any HTTP status, any result (`FAILED` included).
+    Replied,
+    /// Nothing about the member: its reply took longer than `timeoutMs`, or ax did not send
+    /// the attempt for reasons of its own (an address the allowlist refuses, params not JSON).
+    Inconclusive,
+    /// A transport failure, with why: refused, reset or closed before a reply, DNS failure,
+    /// connect timeout.
+    Unreachable(String),
+}
+
 /// One member's health in this process: a member that keeps failing is left alone for a
 /// while, then tried with a single probe, so a dead member costs one request per cool-down.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -263,6 +279,25 @@ impl Health {
             self.cooling_until_ms = Some(now_ms.saturating_add(rule.cool_down_ms));
         }
         (!was_unhealthy && self.cooling_until_ms.is_some()).then_some(Transition::WentUnhealthy)
+    }
+
+    /// Notes how an exchange with it ended: a reply is a success (the member answered,
+    /// whatever the job said), a transport failure a failure; an inconclusive one changes
+    /// nothing but ends a probe, so the next attempt may probe again.
+    pub fn observe(
+        &mut self,
+        exchange: &Exchange,
+        rule: HealthRule,
+        now_ms: i64,
+    ) -> Option<Transition> {
+        match exchange {
+            Exchange::Replied => self.succeeded(),
+            Exchange::Unreachable(why) => self.failed(rule, now_ms, why),
+            Exchange::Inconclusive => {
+                self.probe_out = false;
+                None
+            }
+        }
     }
 
     /// Failures since its last success.
@@ -687,6 +722,47 @@ mod tests {
         assert!(health.consecutive_failures() < strict.failures_to_cool);
         assert_eq!(health.state(30_000), HealthState::Unhealthy);
         assert!(!health.usable(59_999));
+    }
+
+    #[test]
+    fn only_transport_failures_count_against_a_member() {
+        let mut health = Health::default();
+        // A job that fails, however often, is the job's outcome: its member answered.
+        for _ in 0..10 {
+            assert_eq!(health.observe(&Exchange::Replied, RULE, 0), None);
+            assert_eq!(health.observe(&Exchange::Inconclusive, RULE, 0), None);
+        }
+        assert_eq!(health.state(0), HealthState::Healthy);
+        assert_eq!((health.failures(), health.consecutive_failures()), (0, 0));
+        assert_eq!(health.successes(), 10);
+
+        let refused = Exchange::Unreachable("connection refused".into());
+        health.observe(&refused, RULE, 1);
+        health.observe(&refused, RULE, 1);
+        // A slow reply in between neither resets the count nor adds to it.
+        health.observe(&Exchange::Inconclusive, RULE, 1);
+        assert_eq!(health.consecutive_failures(), 2);
+        assert_eq!(
+            health.observe(&refused, RULE, 2),
+            Some(Transition::WentUnhealthy)
+        );
+        assert_eq!(health.last_error(), Some("connection refused"));
+        // A reply, even a failed job's, brings it back.
+        assert_eq!(
+            health.observe(&Exchange::Replied, RULE, 3),
+            Some(Transition::Recovered)
+        );
+        assert_eq!(health.state(3), HealthState::Healthy);
+    }
+
+    #[test]
+    fn an_inconclusive_probe_lets_the_next_attempt_probe() {
+        let mut health = cooled(30_000);
+        health.sending(30_000);
+        assert!(!health.usable(30_000));
+        assert_eq!(health.observe(&Exchange::Inconclusive, RULE, 30_100), None);
+        assert_eq!(health.state(30_100), HealthState::Probing);
+        assert!(health.usable(30_100));
     }
 
     fn candidate() -> impl Strategy<Value = (usize, usize, bool)> {

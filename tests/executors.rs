@@ -300,6 +300,58 @@ async fn a_member_that_comes_back_is_probed_and_used_again() {
     ax.shutdown().await;
 }
 
+/// A job that fails is the job's outcome, not its member's health: the group's only member
+/// answering `200 {"status":"FAILED"}` again and again stays HEALTHY, and another task on the
+/// group is still dispatched to it (its runs fail with the job's code, never NO_EXECUTOR).
+#[actix_rt::test]
+async fn a_failing_job_does_not_take_its_member_out() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, &unique_name("failing"))).await;
+    let api = Api::new(&ax);
+    let only = Executor::start(Reply::Failed).await;
+    let group = unique_name("failing");
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/api/executors/{group}"),
+            Some(json!({"members": [only.base()]})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let failing = api
+        .create_task(
+            json!({"name": unique_name("failing"), "cron": "* * * * * *",
+            "executor": {"group": group, "path": "/run"}, "maxRetry": 0}),
+        )
+        .await;
+    let failing = failing["id"].as_i64().expect("id");
+    let runs = api.wait_final(failing, 4, Duration::from_secs(10)).await;
+    let failed = runs.iter().filter(|r| r["status"] == "FAILED").count();
+    assert!(failed >= 4, "the job failed again and again: {runs:?}");
+    assert!(runs.iter().all(|r| r["code"] != "NO_EXECUTOR"), "{runs:?}");
+    let member = member_of(&api, &group, &only.base()).await;
+    assert_eq!(member["state"], "HEALTHY", "{member}");
+    assert_eq!(
+        member["failures"], 0,
+        "a reply is not a member failure: {member}"
+    );
+
+    let other = api
+        .create_task(json!({"name": unique_name("other"), "cron": "* * * * * *",
+            "executor": {"group": group, "path": "/run"}, "maxRetry": 0}))
+        .await;
+    let other = other["id"].as_i64().expect("id");
+    let runs = api.wait_final(other, 2, Duration::from_secs(8)).await;
+    assert!(runs.len() >= 2, "{runs:?}");
+    for run in runs.iter().filter(|r| r["status"] == "FAILED") {
+        assert_eq!(run["code"], "E1", "dispatched, and the job said so: {run}");
+        assert_eq!(run["member"], json!(only.base()), "{run}");
+    }
+    let member = member_of(&api, &group, &only.base()).await;
+    assert_eq!(member["state"], "HEALTHY", "{member}");
+    ax.shutdown().await;
+}
+
 /// CONSISTENT_HASH keeps each task on one member, on two ax processes sharing MariaDB and
 /// Redis, and a member that registers through one process is routed to by both; when it
 /// joins, only tasks that move to it change member.

@@ -11,7 +11,9 @@ use chrono::Utc;
 
 use super::store::{boxed, StoreHandle};
 use crate::metrics::{metrics, MemberGauge};
-use crate::routing::{pick, pick_shard, Candidate, Health, HealthRule, HealthState, Routing};
+use crate::routing::{
+    pick, pick_shard, Candidate, Exchange, Health, HealthRule, HealthState, Routing,
+};
 use crate::run::TaskId;
 use crate::store::queries::executors::{self, GroupRow, MemberRow};
 use crate::store::to_db;
@@ -190,19 +192,17 @@ impl Fleet {
         }
     }
 
-    /// Notes how a dispatch to `member` of `group` ended: `Err` with why it failed.
-    pub fn served(&self, group: &str, member: &Arc<str>, result: Result<(), &str>) {
+    /// Notes how an exchange with `member` of `group` ended (only a transport failure counts
+    /// against it: see `routing::Exchange`).
+    pub fn served(&self, group: &str, member: &Arc<str>, exchange: &Exchange) {
         let mut health = self.health();
         let entry = health.entry(member.clone()).or_default();
-        let transition = match result {
-            Ok(()) => entry.succeeded(),
-            Err(error) => entry.failed(self.rule, now_ms(), error),
-        };
+        let transition = entry.observe(exchange, self.rule, now_ms());
         if let Some(transition) = transition {
             match transition {
                 crate::routing::Transition::WentUnhealthy => log::warn!(
-                    "executor group `{group}`: member {member} is unhealthy after {} failed \
-                     dispatches ({}); skipped for {} s, then probed",
+                    "executor group `{group}`: member {member} is unhealthy after {} transport \
+                     failures ({}); skipped for {} s, then probed",
                     entry.consecutive_failures().max(1),
                     entry.last_error().unwrap_or_default(),
                     self.rule.cool_down_ms / 1000
