@@ -10,7 +10,10 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{config, refusing_base, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use common::{
+    config, redis_server, refusing_base, start_ax, unique_name, Api, AxProcess, Executor, Reply,
+    TestStore,
+};
 use serde_json::{json, Value};
 
 async fn member_of(api: &Api, group: &str, url: &str) -> Value {
@@ -35,8 +38,12 @@ async fn metrics(ax: &ax::app::Ax) -> String {
 }
 
 async fn console_page(ax: &ax::app::Ax, path: &str) -> String {
+    page_at(&format!("http://{}", ax.addr()), path).await
+}
+
+async fn page_at(base: &str, path: &str) -> String {
     let mut response = awc::Client::default()
-        .get(format!("http://{}{path}", ax.addr()))
+        .get(format!("{base}{path}"))
         .send()
         .await
         .expect("console page");
@@ -350,6 +357,103 @@ async fn a_failing_job_does_not_take_its_member_out() {
     let member = member_of(&api, &group, &only.base()).await;
     assert_eq!(member["state"], "HEALTHY", "{member}");
     ax.shutdown().await;
+}
+
+/// Member health is the cluster's: a member set aside by transport failures through one
+/// `ax serve` process is UNHEALTHY, until the same time and with the same failure, on a second
+/// process that never dispatched to it (its API, list and console page alike), and the second
+/// does not send to it either.
+#[actix_rt::test]
+async fn a_member_set_aside_by_one_process_is_set_aside_on_every_process() {
+    let store = TestStore::mysql();
+    let dir = tempfile::tempdir().expect("dir");
+    let run_id = unique_name("shared");
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), redis_server().to_string()),
+        ("AX_EXECUTOR_COOL_DOWN_SECS".to_string(), "120".to_string()),
+    ];
+    let one = AxProcess::start(dir.path(), &format!("{run_id}-a"), env.clone()).await;
+    let api_one = Api::at(one.base());
+    let live = Executor::start(Reply::Success).await;
+    let refused = refusing_base();
+    let group = unique_name("shared");
+    let (status, _) = api_one
+        .call(
+            "PUT",
+            &format!("/api/executors/{group}"),
+            Some(json!({"routing": "FAILOVER", "members": [refused, live.base()]})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let task = api_one
+        .create_task(json!({"name": unique_name("shared"), "cron": "* * * * * *",
+            "executor": {"group": group, "path": "/run"}, "maxRetry": 0}))
+        .await;
+    let mut seen = Value::Null;
+    for _ in 0..100 {
+        seen = member_of(&api_one, &group, &refused).await;
+        if seen["state"] == "UNHEALTHY" {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen["state"], "UNHEALTHY", "{seen}");
+    let (status, _) = api_one
+        .call("DELETE", &format!("/api/tasks/{}", task["id"]), None)
+        .await;
+    assert_eq!(status, 204);
+    // Its change written at the next second's refresh.
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    let seen = member_of(&api_one, &group, &refused).await;
+
+    let two = AxProcess::start(dir.path(), &format!("{run_id}-b"), env).await;
+    let api_two = Api::at(two.base());
+    let mut there = Value::Null;
+    for _ in 0..50 {
+        there = member_of(&api_two, &group, &refused).await;
+        if there["state"] == "UNHEALTHY" {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    for field in ["state", "unhealthyUntil", "lastFailureAt", "lastError"] {
+        assert_eq!(there[field], seen[field], "{field}: {there} against {seen}");
+    }
+    assert!(seen["unhealthyUntil"].is_string(), "{seen}");
+    assert_eq!(
+        there["failures"], 0,
+        "the second process never sent to it: {there}"
+    );
+    let (_, listed) = api_two.get("/api/executors").await;
+    let listed = listed["items"]
+        .as_array()
+        .and_then(|groups| groups.iter().find(|g| g["name"] == json!(group)))
+        .and_then(|g| g["members"].as_array())
+        .and_then(|members| members.iter().find(|m| m["url"] == json!(refused)))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(listed["state"], "UNHEALTHY", "{listed}");
+    let page = page_at(&two.base(), "/console/executors").await;
+    assert!(
+        page.contains(r#"<span class="badge bad">UNHEALTHY</span>"#),
+        "{page}"
+    );
+
+    // The second process dispatches by it: its runs go to the live member, never trying the
+    // member set aside.
+    let task = api_two
+        .create_task(json!({"name": unique_name("after"), "cron": "* * * * * *",
+            "executor": {"group": group, "path": "/run"}, "maxRetry": 0}))
+        .await;
+    let runs = api_two
+        .wait_final(task["id"].as_i64().expect("id"), 3, Duration::from_secs(10))
+        .await;
+    assert!(runs.iter().all(|r| r["status"] != "FAILED"), "{runs:?}");
+    let there = member_of(&api_two, &group, &refused).await;
+    assert_eq!(there["failures"], 0, "{there}");
+    assert_eq!(there["state"], "UNHEALTHY", "{there}");
+    drop((one, two));
 }
 
 /// CONSISTENT_HASH keeps each task on one member, on two ax processes sharing MariaDB and

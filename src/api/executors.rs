@@ -1,5 +1,5 @@
 //! `/api/executors`: executor groups, their members (defined, or registered by the executors
-//! themselves) and each member's health as this ax process sees it.
+//! themselves) and each member's health, shared by every ax process of the cluster.
 
 use std::collections::HashMap;
 
@@ -39,11 +39,15 @@ struct MemberView {
     capacity: Option<i32>,
     registered_at: String,
     last_seen_at: Option<String>,
+    /// Shared by the cluster: the same on every ax process.
     state: HealthState,
+    unhealthy_until: Option<String>,
+    last_failure_at: Option<String>,
+    last_error: Option<String>,
+    /// This process's.
     in_flight: usize,
     successes: u64,
     failures: u64,
-    last_error: Option<String>,
 }
 
 impl GroupView {
@@ -59,6 +63,8 @@ impl GroupView {
                     registered_at: rfc3339(from_db(member.registered_at)),
                     last_seen_at: member.last_seen_at.map(|at| rfc3339(from_db(at))),
                     state: state.map_or(HealthState::Healthy, |s| s.state),
+                    unhealthy_until: state.and_then(|s| s.unhealthy_until).map(rfc3339),
+                    last_failure_at: state.and_then(|s| s.last_failure_at).map(rfc3339),
                     in_flight: state.map_or(0, |s| s.in_flight),
                     successes: state.map_or(0, |s| s.successes),
                     failures: state.map_or(0, |s| s.failures),
