@@ -174,6 +174,9 @@ pub enum HealthState {
     Unhealthy,
     /// Its cool-down is over: one probe is due or out, and its answer decides.
     Probing,
+    /// No longer a member: it expired or left. Listed for an hour with when and why, never
+    /// dispatched to.
+    Gone,
 }
 
 /// When a member is set aside, and for how long.

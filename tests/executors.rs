@@ -172,8 +172,42 @@ async fn fleet(store: TestStore) {
     );
     assert_eq!(created["members"][0]["registered"], true, "{created}");
     actix_rt::time::sleep(Duration::from_secs(4)).await;
-    let (_, expired) = api.get(&format!("/api/executors/{joined_group}")).await;
-    assert_eq!(expired["members"], json!([]), "not heard from: dropped");
+    let mut expired = Value::Null;
+    for _ in 0..80 {
+        expired = member_of(&api, &joined_group, &live.base()).await;
+        if expired["state"] == "GONE" {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Not heard from: dropped, and listed as GONE with when and why.
+    assert_eq!(expired["state"], "GONE", "{expired}");
+    assert!(expired["goneAt"].is_string(), "{expired}");
+    let why = expired["goneReason"].as_str().unwrap_or_default();
+    assert!(why.starts_with("expired"), "{expired}");
+    let page = console_page(&ax, "/console/executors").await;
+    assert!(page.contains(why), "the executors page says why");
+    let dashboard = console_page(&ax, "/console").await;
+    assert!(
+        dashboard.contains(r#"<span class="badge idle">GONE</span>"#) && dashboard.contains(why),
+        "the dashboard's attention list shows it"
+    );
+    // One that leaves is GONE too; back again, it is a member and no longer GONE.
+    let (status, _) = api.post(&members, json!({"url": live.base()})).await;
+    assert_eq!(status, 201, "joined again");
+    assert_eq!(
+        member_of(&api, &joined_group, &live.base()).await["state"],
+        "HEALTHY"
+    );
+    let leave = format!("{members}?url={}", live.base());
+    let (status, _) = api.call("DELETE", &leave, None).await;
+    assert_eq!(status, 204);
+    let left = member_of(&api, &joined_group, &live.base()).await;
+    assert_eq!(
+        (&left["state"], &left["goneReason"]),
+        (&json!("GONE"), &json!("left: unregistered itself")),
+        "{left}"
+    );
 
     // A group with no member: the attempt fails NO_EXECUTOR and follows the retries.
     let empty = unique_name("empty");
@@ -780,10 +814,10 @@ async fn a_registered_member_killed_by_sigkill_fails_over_and_expires() {
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
     let killed_at = Utc::now();
-    // Not heard from for the TTL: dropped.
+    // Not heard from for the TTL: dropped (listed as GONE, never dispatched to).
     let mut gone = false;
     for _ in 0..80 {
-        gone = member_of(&api, &group, &member).await.is_null();
+        gone = member_of(&api, &group, &member).await["state"] == "GONE";
         if gone {
             break;
         }

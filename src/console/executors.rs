@@ -13,7 +13,7 @@ use super::session::Visitor;
 use super::{ok, ConsoleError};
 use crate::routing::HealthState;
 use crate::service::executors::{GroupDetails, MemberState};
-use crate::store::queries::executors::MemberRow;
+use crate::store::queries::executors::{GoneRow, MemberRow};
 use crate::web::ApiState;
 
 /// `GET /console/executors`.
@@ -68,6 +68,7 @@ fn group_section(details: &GroupDetails, states: &HashMap<String, MemberState>) 
             } @else {
                 (member_table(&group.name, &details.members, states))
             }
+            @if !details.gone.is_empty() { (gone_table(&group.name, &details.gone)) }
         }
     }
 }
@@ -147,6 +148,35 @@ fn maybe_utc(at: Option<chrono::DateTime<chrono::Utc>>) -> Markup {
     at.map_or_else(none, time)
 }
 
+/// The members gone from the group in the last hour: when and why (never dispatched to).
+fn gone_table(group: &str, gone: &[GoneRow]) -> Markup {
+    scrolling(
+        &format!("Members gone from {group} in the last hour"),
+        html! {
+            table.gone {
+                thead {
+                    tr {
+                        th scope="col" { "URL" }
+                        th scope="col" { "State" }
+                        th scope="col" { "Gone at" }
+                        th scope="col" { "Why" }
+                    }
+                }
+                tbody {
+                    @for member in gone {
+                        tr {
+                            td { code { (member.url) } }
+                            td { (health_badge(HealthState::Gone)) }
+                            td { (stored_time(member.gone_at)) }
+                            td { (member.reason) }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
 /// Failures among the dispatches that ended, as a percentage; none before the first.
 fn error_rate(successes: u64, failures: u64) -> Option<String> {
     let ended = successes + failures;
@@ -195,6 +225,12 @@ mod tests {
                 member("http://10.0.0.7:9000", false),
                 member("http://10.0.0.8:9000", true),
             ],
+            gone: vec![GoneRow {
+                group_name: "billing".into(),
+                url: "http://10.0.0.9:9000".into(),
+                gone_at: at(),
+                reason: "expired: not heard from within the member TTL".into(),
+            }],
         }];
         let states = HashMap::from([(
             "http://10.0.0.7:9000".to_string(),
@@ -218,6 +254,12 @@ mod tests {
         assert!(html.contains(r#"<span class="badge good">HEALTHY</span>"#));
         assert!(html.contains("registered") && html.contains("defined"));
         assert!(html.contains(r#"aria-current="page">Executors"#));
+        // The member gone: listed with when and why.
+        assert!(
+            html.contains(r#"<span class="badge idle">GONE</span>"#),
+            "{html}"
+        );
+        assert!(html.contains("http://10.0.0.9:9000") && html.contains("expired: not heard"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::alerts;
 use crate::alerting::AlertEvent;
 use crate::store::schema::ax_executor_group::dsl as g;
 use crate::store::schema::ax_executor_member::dsl as m;
+use crate::store::schema::ax_member_gone::dsl as x;
 use crate::store::schema::ax_member_health::dsl as h;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{from_db, Conn, StoreError};
@@ -75,14 +76,16 @@ pub async fn put_group(
                 true,
             )
             .await?;
-            with_conn!(conn, |c| diesel::delete(
-                m::ax_executor_member
-                    .filter(m::group_name.eq(&name))
-                    .filter(m::last_seen_at.is_null())
-                    .filter(m::url.ne_all(&members))
-            )
-            .execute(c)
-            .await)?;
+            let dropped: Vec<String> = with_conn!(conn, |c| m::ax_executor_member
+                .filter(m::group_name.eq(&name))
+                .filter(m::last_seen_at.is_null())
+                .filter(m::url.ne_all(&members))
+                .select(m::url)
+                .load(c)
+                .await)?;
+            for url in &dropped {
+                remove_member(conn, (&name, url), Gone::Undefined, now, now).await?;
+            }
             for url in &members {
                 // A defined member that had registered itself stays, now without expiry.
                 let kept = with_conn!(conn, |c| diesel::update(
@@ -95,6 +98,7 @@ pub async fn put_group(
                 .await)?;
                 if kept == 0 {
                     insert_member(conn, &name, url, None, now, None).await?;
+                    back(conn, &name, url).await?;
                 }
             }
             Ok(created)
@@ -213,6 +217,7 @@ pub async fn register(
                 };
                 let existed = ensure_group(conn, &group, settings, now, false).await?;
                 insert_member(conn, &group, &url, capacity, now, Some(now)).await?;
+                back(conn, &group, &url).await?;
                 // A member back after it was dropped resolves the alert about it.
                 let subject = member_subject(&group, &url);
                 alerts::record(conn, &subject, AlertEvent::Resolved, None, from_db(now)).await?;
@@ -259,26 +264,141 @@ async fn renew(
     Ok(defined > 0)
 }
 
-/// Removes member `url` from `group`; answers whether it was there.
-pub async fn unregister(conn: &mut Conn, group: &str, url: &str) -> Result<bool, StoreError> {
-    let removed = with_conn!(conn, |c| diesel::delete(
-        m::ax_executor_member
-            .filter(m::group_name.eq(group))
-            .filter(m::url.eq(url))
+/// Why a member is gone from its group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gone {
+    /// It unregistered itself (a graceful shutdown).
+    Left,
+    /// A registered member not heard from within the member TTL.
+    Expired,
+    /// Its group's definition no longer names it.
+    Undefined,
+}
+
+impl Gone {
+    /// Why, as stored and shown.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Gone::Left => "left: unregistered itself",
+            Gone::Expired => "expired: not heard from within the member TTL",
+            Gone::Undefined => "removed from its group's definition",
+        }
+    }
+}
+
+/// A member gone from its group, listed as GONE for [`GONE_SHOWN_SECS`].
+#[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable)]
+#[diesel(table_name = crate::store::schema::ax_member_gone)]
+#[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
+pub struct GoneRow {
+    pub group_name: String,
+    pub url: String,
+    pub gone_at: NaiveDateTime,
+    pub reason: String,
+}
+
+/// How long a gone member stays listed.
+pub const GONE_SHOWN_SECS: i64 = 3600;
+
+/// Deletes member `url` of `group` and notes it gone, with why; answers whether it was there.
+/// An expired one is deleted only while it is still last heard from before `before` (a
+/// heartbeat may have come meanwhile). Inside the caller's transaction.
+async fn remove_member(
+    conn: &mut Conn,
+    (group, url): (&str, &str),
+    why: Gone,
+    now: NaiveDateTime,
+    before: NaiveDateTime,
+) -> Result<bool, StoreError> {
+    let member = m::ax_executor_member
+        .filter(m::group_name.eq(group))
+        .filter(m::url.eq(url));
+    let removed = match why {
+        Gone::Expired => with_conn!(conn, |c| diesel::delete(
+            member.filter(m::last_seen_at.lt(before))
+        )
+        .execute(c)
+        .await)?,
+        Gone::Left | Gone::Undefined => {
+            with_conn!(conn, |c| diesel::delete(member).execute(c).await)?
+        }
+    };
+    if removed == 0 {
+        return Ok(false);
+    }
+    back(conn, group, url).await?;
+    with_conn!(conn, |c| diesel::insert_into(x::ax_member_gone)
+        .values((
+            x::group_name.eq(group),
+            x::url.eq(url),
+            x::gone_at.eq(now),
+            x::reason.eq(why.reason()),
+        ))
+        .execute(c)
+        .await)?;
+    Ok(true)
+}
+
+/// Member `url` of `group` is (back) in its group: no longer listed as gone.
+async fn back(conn: &mut Conn, group: &str, url: &str) -> Result<(), StoreError> {
+    with_conn!(conn, |c| diesel::delete(
+        x::ax_member_gone
+            .filter(x::group_name.eq(group))
+            .filter(x::url.eq(url))
     )
     .execute(c)
     .await)?;
-    Ok(removed > 0)
+    Ok(())
 }
 
-/// Drops the registered members last heard from before `before`, each with a
+/// Removes member `url` from `group` (it left); answers whether it was there.
+pub async fn unregister(
+    conn: &mut Conn,
+    group: &str,
+    url: &str,
+    now: NaiveDateTime,
+) -> Result<bool, StoreError> {
+    let (group, url) = (group.to_string(), url.to_string());
+    conn.transaction(move |conn| {
+        Box::pin(async move { remove_member(conn, (&group, &url), Gone::Left, now, now).await })
+    })
+    .await
+}
+
+/// The members gone from every group or from one since `since`, by group and newest first.
+pub async fn gone(
+    conn: &mut Conn,
+    group: Option<&str>,
+    since: NaiveDateTime,
+) -> Result<Vec<GoneRow>, StoreError> {
+    Ok(with_conn!(conn, |c| {
+        let mut query = x::ax_member_gone
+            .filter(x::gone_at.ge(since))
+            .order((x::group_name, x::gone_at.desc()))
+            .select(GoneRow::as_select())
+            .into_boxed();
+        if let Some(group) = group {
+            query = query.filter(x::group_name.eq(group));
+        }
+        query.load(c).await
+    })?)
+}
+
+/// Drops the registered members last heard from before `before`, each noted gone and with a
 /// `MEMBER_UNHEALTHY` alert event in the same transaction; answers how many. Of processes
-/// dropping at once, the one whose delete takes a member records its event.
+/// dropping at once, the one whose delete takes a member records its event. Gone members
+/// listed longer than [`GONE_SHOWN_SECS`] are forgotten.
 pub async fn expire(
     conn: &mut Conn,
     before: NaiveDateTime,
     now: NaiveDateTime,
 ) -> Result<usize, StoreError> {
+    let forgotten = now - chrono::Duration::seconds(GONE_SHOWN_SECS);
+    with_conn!(conn, |c| diesel::delete(
+        x::ax_member_gone.filter(x::gone_at.lt(forgotten))
+    )
+    .execute(c)
+    .await)?;
     let stale: Vec<(String, String)> = with_conn!(conn, |c| m::ax_executor_member
         .filter(m::last_seen_at.lt(before))
         .select((m::group_name, m::url))
@@ -291,15 +411,8 @@ pub async fn expire(
         Box::pin(async move {
             let mut gone = 0;
             for (group, url) in stale {
-                let deleted = with_conn!(conn, |c| diesel::delete(
-                    m::ax_executor_member
-                        .filter(m::group_name.eq(&group))
-                        .filter(m::url.eq(&url))
-                        .filter(m::last_seen_at.lt(before))
-                )
-                .execute(c)
-                .await)?;
-                if deleted == 1 {
+                let member = (group.as_str(), url.as_str());
+                if remove_member(conn, member, Gone::Expired, now, before).await? {
                     gone += 1;
                     let why = "not heard from within the member TTL; dropped from its group";
                     let (subject, at) = (member_subject(&group, &url), from_db(now));
@@ -371,6 +484,11 @@ pub async fn delete_group(conn: &mut Conn, name: &str) -> Result<bool, StoreErro
         Box::pin(async move {
             with_conn!(conn, |c| diesel::delete(
                 m::ax_executor_member.filter(m::group_name.eq(&name))
+            )
+            .execute(c)
+            .await)?;
+            with_conn!(conn, |c| diesel::delete(
+                x::ax_member_gone.filter(x::group_name.eq(&name))
             )
             .execute(c)
             .await)?;
