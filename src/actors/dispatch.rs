@@ -1231,7 +1231,7 @@ mod tests {
         use actix_http::error::ParseError;
         use awc::error::SendRequestError as E;
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
-        assert!(closed_before_reply(&E::Send(reset.into())));
+        assert!(closed_before_reply(&E::Send(reset)));
         assert!(closed_before_reply(&E::Response(ParseError::Incomplete)));
         let closed = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
         assert!(closed_before_reply(&E::Response(ParseError::Io(closed))));
