@@ -1,6 +1,6 @@
-//! Routing inside an executor group: which member an attempt goes to, and each member's health
-//! as this process has seen it. Pure decisions; the dispatchers hold the state, read the
-//! clock and do the sending.
+//! Routing inside an executor group: which member an attempt goes to, and each member's health:
+//! what counts against a member (only a transport failure) and when it is set aside. Pure
+//! decisions; the dispatchers hold the state, read the clock and do the sending.
 
 /// How a group (or a task overriding it) picks a member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -174,6 +174,9 @@ pub enum HealthState {
     Unhealthy,
     /// Its cool-down is over: one probe is due or out, and its answer decides.
     Probing,
+    /// No longer a member: it expired or left. Listed for an hour with when and why, never
+    /// dispatched to.
+    Gone,
 }
 
 /// When a member is set aside, and for how long.
@@ -203,8 +206,55 @@ pub enum Transition {
     Recovered,
 }
 
-/// One member's health in this process: a member that keeps failing is left alone for a
-/// while, then tried with a single probe, so a dead member costs one request per cool-down.
+/// How an attempt's exchange with a member ended, as the member's health sees it. Only a
+/// transport failure counts against a member: a reply of any HTTP status or result, or one
+/// slower than the task's `timeoutMs`, is the job's outcome, and a job that fails must not take
+/// its member (and every other task on it) out of its group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exchange {
+    /// It replied: any HTTP status, any result (`FAILED` included).
+    Replied,
+    /// Nothing about the member: its reply took longer than `timeoutMs`, or ax did not send
+    /// the attempt for reasons of its own (an address the allowlist refuses, params not JSON).
+    Inconclusive,
+    /// A transport failure, with why: refused, reset or closed before a reply, DNS failure,
+    /// connect timeout.
+    Unreachable(String),
+}
+
+/// A member's health as the cluster shares it (its row in the store): every process
+/// dispatches by it and shows it. The later change of state wins.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SharedHealth {
+    /// Set while it is set aside: until when (ms).
+    pub unhealthy_until_ms: Option<i64>,
+    /// Its last transport failure (ms) and what it said.
+    pub last_failure_ms: Option<i64>,
+    pub last_error: Option<String>,
+    /// When its state (healthy, or set aside until when) last changed (ms).
+    pub changed_ms: i64,
+}
+
+/// What an observation leaves for the cluster to learn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// Its state changed: written whole, over any earlier change.
+    State,
+    /// A transport failure that changed no state: only the last failure is written.
+    Failure,
+}
+
+/// What noting an exchange came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Observed {
+    pub transition: Option<Transition>,
+    pub share: Option<Share>,
+}
+
+/// One member's health: a member that keeps failing in transport is left alone for a while,
+/// then tried with a single probe, so a dead member costs one request per cool-down. Failures
+/// in a row are counted by each process; a change of state is shared by the cluster (see
+/// [`Health::adopt`]), so every process sets aside the same members.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Health {
     consecutive_failures: u32,
@@ -214,6 +264,9 @@ pub struct Health {
     successes: u64,
     failures: u64,
     last_error: Option<String>,
+    last_failure_ms: Option<i64>,
+    /// When its state last changed, here or as adopted (ms).
+    changed_ms: i64,
 }
 
 impl Health {
@@ -243,26 +296,103 @@ impl Health {
     }
 
     /// An attempt to it succeeded: it is healthy again, whatever it was.
-    pub fn succeeded(&mut self) -> Option<Transition> {
+    pub fn succeeded(&mut self, now_ms: i64) -> Observed {
         let was_unhealthy = self.cooling_until_ms.take().is_some();
         self.consecutive_failures = 0;
         self.probe_out = false;
         self.successes += 1;
-        was_unhealthy.then_some(Transition::Recovered)
+        if !was_unhealthy {
+            return Observed::default();
+        }
+        self.changed_ms = now_ms;
+        Observed {
+            transition: Some(Transition::Recovered),
+            share: Some(Share::State),
+        }
     }
 
     /// An attempt to it failed: it cools down at `rule.failures_to_cool` failures in a row;
     /// once unhealthy, any failure (its probe's above all) starts the cool-down again.
-    pub fn failed(&mut self, rule: HealthRule, now_ms: i64, error: &str) -> Option<Transition> {
+    pub fn failed(&mut self, rule: HealthRule, now_ms: i64, error: &str) -> Observed {
         let was_unhealthy = self.cooling_until_ms.is_some();
         self.probe_out = false;
         self.failures += 1;
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         self.last_error = Some(error.to_owned());
-        if was_unhealthy || self.consecutive_failures >= rule.failures_to_cool {
-            self.cooling_until_ms = Some(now_ms.saturating_add(rule.cool_down_ms));
+        self.last_failure_ms = Some(now_ms);
+        if !was_unhealthy && self.consecutive_failures < rule.failures_to_cool {
+            return Observed {
+                transition: None,
+                share: Some(Share::Failure),
+            };
         }
-        (!was_unhealthy && self.cooling_until_ms.is_some()).then_some(Transition::WentUnhealthy)
+        self.cooling_until_ms = Some(now_ms.saturating_add(rule.cool_down_ms));
+        self.changed_ms = now_ms;
+        Observed {
+            transition: (!was_unhealthy).then_some(Transition::WentUnhealthy),
+            share: Some(Share::State),
+        }
+    }
+
+    /// Notes how an exchange with it ended: a reply is a success (the member answered,
+    /// whatever the job said), a transport failure a failure; an inconclusive one changes
+    /// nothing but ends a probe, so the next attempt may probe again.
+    pub fn observe(&mut self, exchange: &Exchange, rule: HealthRule, now_ms: i64) -> Observed {
+        match exchange {
+            Exchange::Replied => self.succeeded(now_ms),
+            Exchange::Unreachable(why) => self.failed(rule, now_ms, why),
+            Exchange::Inconclusive => {
+                self.probe_out = false;
+                Observed::default()
+            }
+        }
+    }
+
+    /// Its health as the cluster is to learn it.
+    pub fn shared(&self) -> SharedHealth {
+        SharedHealth {
+            unhealthy_until_ms: self.cooling_until_ms,
+            last_failure_ms: self.last_failure_ms,
+            last_error: self.last_error.clone(),
+            changed_ms: self.changed_ms,
+        }
+    }
+
+    /// Takes the cluster's state of it when that changed later than this process last knew
+    /// (another process set it aside, or saw it answer again), and its latest failure; this
+    /// process's own counts stay. Answers the transition it made here.
+    pub fn adopt(&mut self, shared: &SharedHealth) -> Option<Transition> {
+        if shared.last_failure_ms > self.last_failure_ms {
+            self.last_failure_ms = shared.last_failure_ms;
+            self.last_error = shared.last_error.clone();
+        }
+        if shared.changed_ms <= self.changed_ms {
+            return None;
+        }
+        self.changed_ms = shared.changed_ms;
+        let was_unhealthy = self.cooling_until_ms.is_some();
+        if self.cooling_until_ms != shared.unhealthy_until_ms {
+            self.probe_out = false;
+        }
+        self.cooling_until_ms = shared.unhealthy_until_ms;
+        match (was_unhealthy, self.cooling_until_ms.is_some()) {
+            (false, true) => Some(Transition::WentUnhealthy),
+            (true, false) => {
+                self.consecutive_failures = 0;
+                Some(Transition::Recovered)
+            }
+            _ => None,
+        }
+    }
+
+    /// When it is set aside until, if it is (ms).
+    pub fn unhealthy_until_ms(&self) -> Option<i64> {
+        self.cooling_until_ms
+    }
+
+    /// When it last failed in transport (ms).
+    pub fn last_failure_ms(&self) -> Option<i64> {
+        self.last_failure_ms
     }
 
     /// Failures since its last success.
@@ -605,12 +735,12 @@ mod tests {
     #[test]
     fn three_failures_in_a_row_cool_it_down() {
         let mut health = Health::default();
-        assert_eq!(health.failed(RULE, 0, "refused"), None);
-        assert_eq!(health.failed(RULE, 1, "refused"), None);
+        assert_eq!(health.failed(RULE, 0, "refused").transition, None);
+        assert_eq!(health.failed(RULE, 1, "refused").transition, None);
         assert_eq!(health.state(1), HealthState::Healthy);
         assert!(health.usable(1));
         assert_eq!(
-            health.failed(RULE, 2, "timed out"),
+            health.failed(RULE, 2, "timed out").transition,
             Some(Transition::WentUnhealthy)
         );
         assert_eq!(health.state(2), HealthState::Unhealthy);
@@ -626,7 +756,7 @@ mod tests {
         let mut health = Health::default();
         health.failed(RULE, 0, "e");
         health.failed(RULE, 0, "e");
-        assert_eq!(health.succeeded(), None);
+        assert_eq!(health.succeeded(0).transition, None);
         assert_eq!(health.consecutive_failures(), 0);
         health.failed(RULE, 0, "e");
         health.failed(RULE, 0, "e");
@@ -660,7 +790,7 @@ mod tests {
     fn a_failed_probe_cools_it_down_again() {
         let mut health = cooled(30_000);
         health.sending(30_500);
-        assert_eq!(health.failed(RULE, 31_000, "still down"), None);
+        assert_eq!(health.failed(RULE, 31_000, "still down").transition, None);
         assert_eq!(health.state(31_000), HealthState::Unhealthy);
         assert!(!health.usable(60_999));
         assert!(health.usable(61_000));
@@ -670,7 +800,10 @@ mod tests {
     fn a_successful_probe_makes_it_healthy() {
         let mut health = cooled(30_000);
         health.sending(30_000);
-        assert_eq!(health.succeeded(), Some(Transition::Recovered));
+        assert_eq!(
+            health.succeeded(30_000).transition,
+            Some(Transition::Recovered)
+        );
         assert_eq!(health.state(30_000), HealthState::Healthy);
         assert!(health.usable(30_000));
         assert_eq!(health.consecutive_failures(), 0);
@@ -691,6 +824,126 @@ mod tests {
         assert!(health.consecutive_failures() < strict.failures_to_cool);
         assert_eq!(health.state(30_000), HealthState::Unhealthy);
         assert!(!health.usable(59_999));
+    }
+
+    #[test]
+    fn only_transport_failures_count_against_a_member() {
+        let mut health = Health::default();
+        // A job that fails, however often, is the job's outcome: its member answered.
+        for _ in 0..10 {
+            assert_eq!(health.observe(&Exchange::Replied, RULE, 0).transition, None);
+            assert_eq!(
+                health.observe(&Exchange::Inconclusive, RULE, 0).transition,
+                None
+            );
+        }
+        assert_eq!(health.state(0), HealthState::Healthy);
+        assert_eq!((health.failures(), health.consecutive_failures()), (0, 0));
+        assert_eq!(health.successes(), 10);
+
+        let refused = Exchange::Unreachable("connection refused".into());
+        health.observe(&refused, RULE, 1);
+        health.observe(&refused, RULE, 1);
+        // A slow reply in between neither resets the count nor adds to it.
+        health.observe(&Exchange::Inconclusive, RULE, 1);
+        assert_eq!(health.consecutive_failures(), 2);
+        assert_eq!(
+            health.observe(&refused, RULE, 2).transition,
+            Some(Transition::WentUnhealthy)
+        );
+        assert_eq!(health.last_error(), Some("connection refused"));
+        // A reply, even a failed job's, brings it back.
+        assert_eq!(
+            health.observe(&Exchange::Replied, RULE, 3).transition,
+            Some(Transition::Recovered)
+        );
+        assert_eq!(health.state(3), HealthState::Healthy);
+    }
+
+    #[test]
+    fn state_changes_are_shared_and_failures_noted() {
+        let mut health = Health::default();
+        let refused = Exchange::Unreachable("refused".into());
+        assert_eq!(
+            health.observe(&refused, RULE, 5).share,
+            Some(Share::Failure)
+        );
+        assert_eq!(health.observe(&Exchange::Replied, RULE, 6).share, None);
+        health.observe(&refused, RULE, 7);
+        health.observe(&refused, RULE, 8);
+        let cooled = health.observe(&refused, RULE, 9);
+        assert_eq!(cooled.share, Some(Share::State));
+        assert_eq!(
+            health.shared(),
+            SharedHealth {
+                unhealthy_until_ms: Some(9 + RULE.cool_down_ms),
+                last_failure_ms: Some(9),
+                last_error: Some("refused".into()),
+                changed_ms: 9,
+            }
+        );
+        // Its failed probe starts the cool-down again: shared too.
+        let again = health.observe(&refused, RULE, 40_000);
+        assert_eq!((again.transition, again.share), (None, Some(Share::State)));
+        let back = health.observe(&Exchange::Replied, RULE, 40_001);
+        assert_eq!(back.share, Some(Share::State));
+        assert_eq!(health.shared().unhealthy_until_ms, None);
+        assert_eq!(health.shared().changed_ms, 40_001);
+    }
+
+    #[test]
+    fn the_later_change_of_state_wins() {
+        let mut here = Health::default();
+        let elsewhere = SharedHealth {
+            unhealthy_until_ms: Some(30_100),
+            last_failure_ms: Some(100),
+            last_error: Some("reset".into()),
+            changed_ms: 100,
+        };
+        assert_eq!(here.adopt(&elsewhere), Some(Transition::WentUnhealthy));
+        assert_eq!(here.state(200), HealthState::Unhealthy);
+        assert!(!here.usable(200));
+        assert_eq!(here.last_error(), Some("reset"));
+        assert_eq!(here.adopt(&elsewhere), None, "already known");
+        // This process's own later probe answered: an older row does not undo it.
+        here.sending(30_100);
+        assert_eq!(
+            here.succeeded(30_200).transition,
+            Some(Transition::Recovered)
+        );
+        assert_eq!(here.adopt(&elsewhere), None);
+        assert_eq!(here.state(30_300), HealthState::Healthy);
+        // Another process saw it answer later still, after this one set it aside again.
+        let mut fail = Health::default();
+        fail.adopt(&elsewhere);
+        let recovered = SharedHealth {
+            unhealthy_until_ms: None,
+            changed_ms: 500,
+            ..elsewhere.clone()
+        };
+        assert_eq!(fail.adopt(&recovered), Some(Transition::Recovered));
+        assert_eq!(fail.state(600), HealthState::Healthy);
+        assert_eq!(fail.consecutive_failures(), 0);
+        assert_eq!(
+            fail.last_failure_ms(),
+            Some(100),
+            "its last failure stays shown"
+        );
+    }
+
+    #[test]
+    fn an_inconclusive_probe_lets_the_next_attempt_probe() {
+        let mut health = cooled(30_000);
+        health.sending(30_000);
+        assert!(!health.usable(30_000));
+        assert_eq!(
+            health
+                .observe(&Exchange::Inconclusive, RULE, 30_100)
+                .transition,
+            None
+        );
+        assert_eq!(health.state(30_100), HealthState::Probing);
+        assert!(health.usable(30_100));
     }
 
     fn candidate() -> impl Strategy<Value = (usize, usize, bool)> {
@@ -810,14 +1063,14 @@ mod tests {
                     Event::Succeed => {
                         successes += 1;
                         in_a_row = 0;
-                        let transition = health.succeeded();
+                        let transition = health.succeeded(now).transition;
                         prop_assert_eq!(transition == Some(Transition::Recovered), unhealthy);
                         unhealthy = false;
                     }
                     Event::Fail => {
                         failures += 1;
                         in_a_row += 1;
-                        let transition = health.failed(RULE, now, "e");
+                        let transition = health.failed(RULE, now, "e").transition;
                         let cools = unhealthy || in_a_row >= RULE.failures_to_cool;
                         prop_assert_eq!(transition == Some(Transition::WentUnhealthy), cools && !unhealthy);
                         unhealthy = cools;

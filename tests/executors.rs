@@ -10,7 +10,10 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{config, refusing_base, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use common::{
+    config, redis_server, refusing_base, start_ax, unique_name, Api, AxProcess, Executor, Reply,
+    TestStore,
+};
 use serde_json::{json, Value};
 
 async fn member_of(api: &Api, group: &str, url: &str) -> Value {
@@ -35,8 +38,12 @@ async fn metrics(ax: &ax::app::Ax) -> String {
 }
 
 async fn console_page(ax: &ax::app::Ax, path: &str) -> String {
+    page_at(&format!("http://{}", ax.addr()), path).await
+}
+
+async fn page_at(base: &str, path: &str) -> String {
     let mut response = awc::Client::default()
-        .get(format!("http://{}{path}", ax.addr()))
+        .get(format!("{base}{path}"))
         .send()
         .await
         .expect("console page");
@@ -165,8 +172,42 @@ async fn fleet(store: TestStore) {
     );
     assert_eq!(created["members"][0]["registered"], true, "{created}");
     actix_rt::time::sleep(Duration::from_secs(4)).await;
-    let (_, expired) = api.get(&format!("/api/executors/{joined_group}")).await;
-    assert_eq!(expired["members"], json!([]), "not heard from: dropped");
+    let mut expired = Value::Null;
+    for _ in 0..80 {
+        expired = member_of(&api, &joined_group, &live.base()).await;
+        if expired["state"] == "GONE" {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Not heard from: dropped, and listed as GONE with when and why.
+    assert_eq!(expired["state"], "GONE", "{expired}");
+    assert!(expired["goneAt"].is_string(), "{expired}");
+    let why = expired["goneReason"].as_str().unwrap_or_default();
+    assert!(why.starts_with("expired"), "{expired}");
+    let page = console_page(&ax, "/console/executors").await;
+    assert!(page.contains(why), "the executors page says why");
+    let dashboard = console_page(&ax, "/console").await;
+    assert!(
+        dashboard.contains(r#"<span class="badge idle">GONE</span>"#) && dashboard.contains(why),
+        "the dashboard's attention list shows it"
+    );
+    // One that leaves is GONE too; back again, it is a member and no longer GONE.
+    let (status, _) = api.post(&members, json!({"url": live.base()})).await;
+    assert_eq!(status, 201, "joined again");
+    assert_eq!(
+        member_of(&api, &joined_group, &live.base()).await["state"],
+        "HEALTHY"
+    );
+    let leave = format!("{members}?url={}", live.base());
+    let (status, _) = api.call("DELETE", &leave, None).await;
+    assert_eq!(status, 204);
+    let left = member_of(&api, &joined_group, &live.base()).await;
+    assert_eq!(
+        (&left["state"], &left["goneReason"]),
+        (&json!("GONE"), &json!("left: unregistered itself")),
+        "{left}"
+    );
 
     // A group with no member: the attempt fails NO_EXECUTOR and follows the retries.
     let empty = unique_name("empty");
@@ -298,6 +339,155 @@ async fn a_member_that_comes_back_is_probed_and_used_again() {
         "FAILOVER stays on the first healthy"
     );
     ax.shutdown().await;
+}
+
+/// A job that fails is the job's outcome, not its member's health: the group's only member
+/// answering `200 {"status":"FAILED"}` again and again stays HEALTHY, and another task on the
+/// group is still dispatched to it (its runs fail with the job's code, never NO_EXECUTOR).
+#[actix_rt::test]
+async fn a_failing_job_does_not_take_its_member_out() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, &unique_name("failing"))).await;
+    let api = Api::new(&ax);
+    let only = Executor::start(Reply::Failed).await;
+    let group = unique_name("failing");
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/api/executors/{group}"),
+            Some(json!({"members": [only.base()]})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let failing = api
+        .create_task(
+            json!({"name": unique_name("failing"), "cron": "* * * * * *",
+            "executor": {"group": group, "path": "/run"}, "maxRetry": 0}),
+        )
+        .await;
+    let failing = failing["id"].as_i64().expect("id");
+    let runs = api.wait_final(failing, 4, Duration::from_secs(10)).await;
+    let failed = runs.iter().filter(|r| r["status"] == "FAILED").count();
+    assert!(failed >= 4, "the job failed again and again: {runs:?}");
+    assert!(runs.iter().all(|r| r["code"] != "NO_EXECUTOR"), "{runs:?}");
+    let member = member_of(&api, &group, &only.base()).await;
+    assert_eq!(member["state"], "HEALTHY", "{member}");
+    assert_eq!(
+        member["failures"], 0,
+        "a reply is not a member failure: {member}"
+    );
+
+    let other = api
+        .create_task(json!({"name": unique_name("other"), "cron": "* * * * * *",
+            "executor": {"group": group, "path": "/run"}, "maxRetry": 0}))
+        .await;
+    let other = other["id"].as_i64().expect("id");
+    let runs = api.wait_final(other, 2, Duration::from_secs(8)).await;
+    assert!(runs.len() >= 2, "{runs:?}");
+    for run in runs.iter().filter(|r| r["status"] == "FAILED") {
+        assert_eq!(run["code"], "E1", "dispatched, and the job said so: {run}");
+        assert_eq!(run["member"], json!(only.base()), "{run}");
+    }
+    let member = member_of(&api, &group, &only.base()).await;
+    assert_eq!(member["state"], "HEALTHY", "{member}");
+    ax.shutdown().await;
+}
+
+/// Member health is the cluster's: a member set aside by transport failures through one
+/// `ax serve` process is UNHEALTHY, until the same time and with the same failure, on a second
+/// process that never dispatched to it (its API, list and console page alike), and the second
+/// does not send to it either.
+#[actix_rt::test]
+async fn a_member_set_aside_by_one_process_is_set_aside_on_every_process() {
+    let store = TestStore::mysql();
+    let dir = tempfile::tempdir().expect("dir");
+    let run_id = unique_name("shared");
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), redis_server().to_string()),
+        ("AX_EXECUTOR_COOL_DOWN_SECS".to_string(), "120".to_string()),
+    ];
+    let one = AxProcess::start(dir.path(), &format!("{run_id}-a"), env.clone()).await;
+    let api_one = Api::at(one.base());
+    let live = Executor::start(Reply::Success).await;
+    let refused = refusing_base();
+    let group = unique_name("shared");
+    let (status, _) = api_one
+        .call(
+            "PUT",
+            &format!("/api/executors/{group}"),
+            Some(json!({"routing": "FAILOVER", "members": [refused, live.base()]})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let task = api_one
+        .create_task(json!({"name": unique_name("shared"), "cron": "* * * * * *",
+            "executor": {"group": group, "path": "/run"}, "maxRetry": 0}))
+        .await;
+    let mut seen = Value::Null;
+    for _ in 0..100 {
+        seen = member_of(&api_one, &group, &refused).await;
+        if seen["state"] == "UNHEALTHY" {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen["state"], "UNHEALTHY", "{seen}");
+    let (status, _) = api_one
+        .call("DELETE", &format!("/api/tasks/{}", task["id"]), None)
+        .await;
+    assert_eq!(status, 204);
+    // Its change written at the next second's refresh.
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    let seen = member_of(&api_one, &group, &refused).await;
+
+    let two = AxProcess::start(dir.path(), &format!("{run_id}-b"), env).await;
+    let api_two = Api::at(two.base());
+    let mut there = Value::Null;
+    for _ in 0..50 {
+        there = member_of(&api_two, &group, &refused).await;
+        if there["state"] == "UNHEALTHY" {
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    for field in ["state", "unhealthyUntil", "lastFailureAt", "lastError"] {
+        assert_eq!(there[field], seen[field], "{field}: {there} against {seen}");
+    }
+    assert!(seen["unhealthyUntil"].is_string(), "{seen}");
+    assert_eq!(
+        there["failures"], 0,
+        "the second process never sent to it: {there}"
+    );
+    let (_, listed) = api_two.get("/api/executors").await;
+    let listed = listed["items"]
+        .as_array()
+        .and_then(|groups| groups.iter().find(|g| g["name"] == json!(group)))
+        .and_then(|g| g["members"].as_array())
+        .and_then(|members| members.iter().find(|m| m["url"] == json!(refused)))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(listed["state"], "UNHEALTHY", "{listed}");
+    let page = page_at(&two.base(), "/console/executors").await;
+    assert!(
+        page.contains(r#"<span class="badge bad">UNHEALTHY</span>"#),
+        "{page}"
+    );
+
+    // The second process dispatches by it: its runs go to the live member, never trying the
+    // member set aside.
+    let task = api_two
+        .create_task(json!({"name": unique_name("after"), "cron": "* * * * * *",
+            "executor": {"group": group, "path": "/run"}, "maxRetry": 0}))
+        .await;
+    let runs = api_two
+        .wait_final(task["id"].as_i64().expect("id"), 3, Duration::from_secs(10))
+        .await;
+    assert!(runs.iter().all(|r| r["status"] != "FAILED"), "{runs:?}");
+    let there = member_of(&api_two, &group, &refused).await;
+    assert_eq!(there["failures"], 0, "{there}");
+    assert_eq!(there["state"], "UNHEALTHY", "{there}");
+    drop((one, two));
 }
 
 /// CONSISTENT_HASH keeps each task on one member, on two ax processes sharing MariaDB and
@@ -624,10 +814,10 @@ async fn a_registered_member_killed_by_sigkill_fails_over_and_expires() {
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
     let killed_at = Utc::now();
-    // Not heard from for the TTL: dropped.
+    // Not heard from for the TTL: dropped (listed as GONE, never dispatched to).
     let mut gone = false;
     for _ in 0..80 {
-        gone = member_of(&api, &group, &member).await.is_null();
+        gone = member_of(&api, &group, &member).await["state"] == "GONE";
         if gone {
             break;
         }

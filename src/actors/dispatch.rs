@@ -20,7 +20,7 @@ use super::InFlight;
 use crate::clock::{rfc3339, SharedClock};
 use crate::host_slots::{host_key, HostCaps, HostSlots};
 use crate::metrics::{metrics, DispatchResult};
-use crate::routing::member_url;
+use crate::routing::{member_url, Exchange};
 use crate::run::{
     claim_covers, failed_attempt, http_code, renewed_claim, Decided, Event, Outcome, Report,
     ReportedStatus, RequestId, Shard, TaskId, BAD_PARAMS_CODE, BAD_REPLY_CODE, BAD_URI_MESSAGE,
@@ -639,17 +639,12 @@ impl Sender {
         };
         let mut output = None;
         let event = match (delivered, job.member.clone()) {
-            (Delivered::Event(event, said), member) => {
+            (Delivered::Event(event, said, exchange), member) => {
                 output = said;
                 if let (Some(member), Some(executor)) = (member, &job.executor) {
-                    let result = match &event.event {
-                        Event::Report(Report {
-                            outcome: Outcome::Failed { message, .. },
-                            ..
-                        }) => Err(message.as_deref().unwrap_or("failed")),
-                        _ => Ok(()),
-                    };
-                    self.shared.fleet.served(&executor.group, &member, result);
+                    self.shared
+                        .fleet
+                        .served(&executor.group, &member, &exchange);
                 }
                 event
             }
@@ -662,7 +657,8 @@ impl Sender {
                     job.request_id,
                     job.attempt
                 );
-                self.shared.fleet.served(group, &member, Err(&why));
+                let exchange = Exchange::Unreachable(why.clone());
+                self.shared.fleet.served(group, &member, &exchange);
                 job.tried.push(member);
                 job.member = None;
                 return Some(job);
@@ -725,8 +721,9 @@ impl Handler<Dispatch> for DispatchActor {
 
 /// What sending an attempt came to.
 enum Delivered {
-    /// The reply (or its absence) as the event to record, and the output the reply carried.
-    Event(RunEvent, Option<String>),
+    /// The reply (or its absence) as the event to record, the output the reply carried, and
+    /// what the exchange says of the member.
+    Event(RunEvent, Option<String>, Exchange),
     /// No connection could be made, so nothing was sent: why, and when it was tried.
     NotSent {
         why: String,
@@ -767,15 +764,16 @@ async fn deliver(
         metrics().trigger_lag.observe(lag as f64 / 1e6);
     }
     let deadline = started + chrono::Duration::milliseconds(job.timeout_ms);
-    let Reply { outcome, output } = match post(client, secret, allowlist, job, deadline).await {
-        Ok(reply) => reply,
-        Err(why) => {
-            return Delivered::NotSent {
-                why,
-                tried_at: started,
+    let (Reply { outcome, output }, exchange) =
+        match post(client, secret, allowlist, job, deadline).await {
+            Ok(exchanged) => exchanged,
+            Err(why) => {
+                return Delivered::NotSent {
+                    why,
+                    tried_at: started,
+                }
             }
-        }
-    };
+        };
     let (result, code) = match &outcome {
         Outcome::Accepted { .. } => (DispatchResult::Accepted, None),
         Outcome::Succeeded { code, .. } => (DispatchResult::Success, code.as_deref()),
@@ -809,6 +807,7 @@ async fn deliver(
             blind: true,
         },
         output,
+        exchange,
     )
 }
 
@@ -900,6 +899,7 @@ fn log_recorded(job: &DispatchJob, event: &RunEvent, decided: Option<Decided>) {
 /// POSTs one attempt, signed: `X-Ax-Timestamp` and `X-Ax-Signature` over exactly the bytes
 /// sent. The handler's host is checked against the allowlist in force now, not only the one
 /// the task was stored under: as written here, and as resolved by `GuardedResolver`.
+/// Answers the reply with what the exchange says of the executor (see `routing::Exchange`);
 /// `Err`: no connection could be made, so nothing was sent (why).
 async fn post(
     client: &awc::Client,
@@ -907,19 +907,19 @@ async fn post(
     allowlist: &Allowlist,
     job: &DispatchJob,
     deadline: DateTime<Utc>,
-) -> Result<Reply, String> {
+) -> Result<(Reply, Exchange), String> {
+    let unsent = |outcome: Outcome| Ok((outcome.into(), Exchange::Inconclusive));
     let Ok(uri) = job.handler_url.parse::<awc::http::Uri>() else {
-        return Ok(failed(CONNECT_ERROR_CODE, BAD_URI_MESSAGE).into());
+        return unsent(failed(CONNECT_ERROR_CODE, BAD_URI_MESSAGE));
     };
     let host = uri.host().unwrap_or_default();
     if !allowlist.allows(host) {
-        return Ok(not_allowed(format!(
+        return unsent(not_allowed(format!(
             "host `{host}` is not allowed by security.handler_allowlist"
-        ))
-        .into());
+        )));
     }
     let Ok(params) = RawValue::from_string(job.params.to_string()) else {
-        return Ok(failed(BAD_PARAMS_CODE, PARAMS_NOT_JSON_MESSAGE).into());
+        return unsent(failed(BAD_PARAMS_CODE, PARAMS_NOT_JSON_MESSAGE));
     };
     let body = DispatchBody {
         task_id: job.task_id,
@@ -932,7 +932,7 @@ async fn post(
         shard_total: job.shard.map(|shard| shard.total),
     };
     let Ok(body) = serde_json::to_vec(&body) else {
-        return Ok(failed(BAD_PARAMS_CODE, BODY_NOT_ENCODED_MESSAGE).into());
+        return unsent(failed(BAD_PARAMS_CODE, BODY_NOT_ENCODED_MESSAGE));
     };
     let timestamp = Utc::now().timestamp();
     let timeout = Duration::from_millis(job.timeout_ms.max(1) as u64);
@@ -957,9 +957,7 @@ async fn post(
                 Err(awc::error::SendRequestError::Timeout) => return None,
                 Err(awc::error::SendRequestError::Connect(awc::error::ConnectError::Resolver(
                     err,
-                ))) if err.is::<NotAllowed>() => {
-                    return Some(Ok(not_allowed(err.to_string()).into()))
-                }
+                ))) if err.is::<NotAllowed>() => return Some(unsent(not_allowed(err.to_string()))),
                 // A kept-alive connection the executor closed as it was reused (awc calls it
                 // "connector has been disconnected"): the request was not answered, and a
                 // new connection is tried at once rather than charging the executor with a
@@ -979,20 +977,46 @@ async fn post(
                 Err(err @ awc::error::SendRequestError::Connect(_)) => {
                     return Some(Err(err.to_string()))
                 }
-                Err(err) => return Some(Ok(failed(CONNECT_ERROR_CODE, err.to_string()).into())),
+                Err(err) => {
+                    let exchange = match closed_before_reply(&err) {
+                        true => Exchange::Unreachable(err.to_string()),
+                        false => Exchange::Inconclusive,
+                    };
+                    let outcome = failed(CONNECT_ERROR_CODE, err.to_string());
+                    return Some(Ok((outcome.into(), exchange)));
+                }
             }
         };
+        // A status line came: whatever follows is the job's outcome, not the member's health.
         let status = response.status().as_u16();
-        Some(Ok(match read_capped(&mut response).await {
+        let reply = match read_capped(&mut response).await {
             Ok(bytes) => classify_reply(status, &bytes, deadline),
             Err(err) => failed(BAD_REPLY_CODE, err.to_string()).into(),
-        }))
+        };
+        Some(Ok((reply, Exchange::Replied)))
     };
+    // No reply within `timeoutMs` is the job's slowness (a connect timeout of the client's own
+    // shows as a connect error above).
     tokio::time::timeout(timeout, exchange)
         .await
         .ok()
         .flatten()
-        .unwrap_or_else(|| Ok(failed(TIMEOUT_CODE, NO_REPLY_MESSAGE).into()))
+        .unwrap_or_else(|| unsent(failed(TIMEOUT_CODE, NO_REPLY_MESSAGE)))
+}
+
+/// Whether a request that was (perhaps) sent failed in transport: the connection was reset or
+/// closed before a reply came. Not retried on another member (the job may have run), but it
+/// counts against the member as a refused connection does.
+fn closed_before_reply(err: &awc::error::SendRequestError) -> bool {
+    use awc::error::SendRequestError as E;
+    match err {
+        E::Send(_) | E::Connect(_) => true,
+        E::Response(parse) => matches!(
+            parse,
+            actix_http::error::ParseError::Io(_) | actix_http::error::ParseError::Incomplete
+        ),
+        _ => false,
+    }
 }
 
 /// Tries of a request whose connection the executor closed unanswered.
@@ -1205,6 +1229,20 @@ mod tests {
 
     fn reply(body: serde_json::Value) -> Vec<u8> {
         body.to_string().into_bytes()
+    }
+
+    #[test]
+    fn a_connection_reset_or_closed_before_the_reply_is_a_transport_failure() {
+        use actix_http::error::ParseError;
+        use awc::error::SendRequestError as E;
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(closed_before_reply(&E::Send(reset)));
+        assert!(closed_before_reply(&E::Response(ParseError::Incomplete)));
+        let closed = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        assert!(closed_before_reply(&E::Response(ParseError::Io(closed))));
+        // A reply that came but is not HTTP, or a request timeout: the job's, not the member's.
+        assert!(!closed_before_reply(&E::Response(ParseError::Status)));
+        assert!(!closed_before_reply(&E::Timeout));
     }
 
     #[test]

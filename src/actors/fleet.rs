@@ -1,20 +1,25 @@
-//! The executor groups as this process dispatches to them: their live members, read from the
-//! store each second (so every ax process of a cluster routes over the same registrations),
-//! and each member's health as this process has seen it. Which member an attempt goes to is
-//! `crate::routing`'s decision; this shell holds the state it decides on.
+//! The executor groups as this process dispatches to them: their live members and each
+//! member's health, read from the store each second (so every ax process of a cluster routes
+//! over the same registrations and sets aside the same members), with the changes of health
+//! seen here written in the same round trip. A dispatch reads only this cache. Which member an
+//! attempt goes to is `crate::routing`'s decision; this shell holds the state it decides on.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use chrono::Utc;
+use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::store::{boxed, StoreHandle};
 use crate::metrics::{metrics, MemberGauge};
-use crate::routing::{pick, pick_shard, Candidate, Health, HealthRule, HealthState, Routing};
+use crate::routing::{
+    pick, pick_shard, Candidate, Exchange, Health, HealthRule, HealthState, Routing, Share,
+    SharedHealth, Transition,
+};
 use crate::run::TaskId;
-use crate::store::queries::executors::{self, GroupRow, MemberRow};
-use crate::store::to_db;
+use crate::store::models::{cut, MAX_MESSAGE_CHARS};
+use crate::store::queries::executors::{self, GroupRow, HealthRow, MemberRow};
+use crate::store::{from_db, to_db};
 use crate::task_executor::TaskExecutor;
 
 /// A group as routed over now.
@@ -46,21 +51,32 @@ pub enum Route {
     NoMember(String),
 }
 
-/// A member's health and load here, as `GET /api/executors` shows it.
+/// A member's health (shared by the cluster) and its load here, as `GET /api/executors` shows
+/// it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberState {
     pub state: HealthState,
+    /// Set aside until then (while UNHEALTHY, and PROBING after).
+    pub unhealthy_until: Option<DateTime<Utc>>,
+    /// Its last transport failure, and what it said.
+    pub last_failure_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    /// This process's requests in flight to it, and its dispatches' ends here.
     pub in_flight: usize,
     pub successes: u64,
     pub failures: u64,
-    pub last_error: Option<String>,
 }
+
+/// A member's health to write: whole (`state`), or only its last failure.
+type Pending = HashMap<Arc<str>, (SharedHealth, bool)>;
 
 /// The groups, their members' health, and the settings they are kept by.
 pub struct Fleet {
     groups: RwLock<HashMap<String, Group>>,
     /// By member URL (a server in two groups is one member's health).
     health: Mutex<HashMap<Arc<str>, Health>>,
+    /// Changes of health seen here, written at the next refresh.
+    pending: Mutex<Pending>,
     /// Bumped at each pick: ROUND_ROBIN's position.
     turns: AtomicU64,
     rule: HealthRule,
@@ -93,6 +109,7 @@ impl Fleet {
         Fleet {
             groups: RwLock::default(),
             health: Mutex::default(),
+            pending: Mutex::default(),
             turns: AtomicU64::new(0),
             rule: HealthRule {
                 failures_to_cool: settings.failures_to_cool,
@@ -190,24 +207,27 @@ impl Fleet {
         }
     }
 
-    /// Notes how a dispatch to `member` of `group` ended: `Err` with why it failed.
-    pub fn served(&self, group: &str, member: &Arc<str>, result: Result<(), &str>) {
+    /// Notes how an exchange with `member` of `group` ended (only a transport failure counts
+    /// against it: see `routing::Exchange`).
+    pub fn served(&self, group: &str, member: &Arc<str>, exchange: &Exchange) {
         let mut health = self.health();
         let entry = health.entry(member.clone()).or_default();
-        let transition = match result {
-            Ok(()) => entry.succeeded(),
-            Err(error) => entry.failed(self.rule, now_ms(), error),
-        };
-        if let Some(transition) = transition {
+        let observed = entry.observe(exchange, self.rule, now_ms());
+        if let Some(share) = observed.share {
+            let mut pending = self.pending();
+            let state = share == Share::State || pending.get(member).is_some_and(|(_, s)| *s);
+            pending.insert(member.clone(), (entry.shared(), state));
+        }
+        if let Some(transition) = observed.transition {
             match transition {
-                crate::routing::Transition::WentUnhealthy => log::warn!(
-                    "executor group `{group}`: member {member} is unhealthy after {} failed \
-                     dispatches ({}); skipped for {} s, then probed",
+                Transition::WentUnhealthy => log::warn!(
+                    "executor group `{group}`: member {member} is unhealthy after {} transport \
+                     failures ({}); skipped for {} s, then probed",
                     entry.consecutive_failures().max(1),
                     entry.last_error().unwrap_or_default(),
                     self.rule.cool_down_ms / 1000
                 ),
-                crate::routing::Transition::Recovered => {
+                Transition::Recovered => {
                     log::info!("executor group `{group}`: member {member} is healthy again")
                 }
             }
@@ -229,10 +249,12 @@ impl Fleet {
                 let seen = health.get(&member.url).cloned().unwrap_or_default();
                 let state = MemberState {
                     state: seen.state(now),
+                    unhealthy_until: seen.unhealthy_until_ms().and_then(from_ms),
+                    last_failure_at: seen.last_failure_ms().and_then(from_ms),
+                    last_error: seen.last_error().map(str::to_string),
                     in_flight: in_flight(&member.url),
                     successes: seen.successes(),
                     failures: seen.failures(),
-                    last_error: seen.last_error().map(str::to_string),
                 };
                 (name.clone(), member.url.to_string(), state)
             })
@@ -247,15 +269,32 @@ impl Fleet {
             .collect()
     }
 
-    /// Reads the groups and their live members from the store (and, every few seconds,
-    /// deletes the registrations that expired); a store out of reach leaves them as they were.
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Writes the changes of health seen here, then reads the groups, their live members and
+    /// every member's shared health from the store (and, every few seconds, deletes the
+    /// registrations that expired), in one round trip; a store out of reach leaves them as
+    /// they were and keeps the changes for the next.
     pub async fn refresh(&self, store: &StoreHandle, tick: u64) {
         let now = Utc::now();
         let cutoff = to_db(now - chrono::Duration::seconds(self.member_ttl_secs));
         let expire = tick.is_multiple_of(EXPIRY_EVERY_SECS);
+        let writes: Vec<(HealthRow, bool)> = self
+            .pending()
+            .iter()
+            .map(|(url, (shared, state))| (health_row(url, shared), *state))
+            .collect();
+        let written = writes.clone();
         let read = store
             .query(move |conn| {
                 boxed(async move {
+                    for (row, state) in writes {
+                        executors::share_health(conn, row, state).await?;
+                    }
                     if expire {
                         let gone = executors::expire(conn, cutoff, to_db(now)).await?;
                         if gone > 0 {
@@ -264,13 +303,49 @@ impl Fleet {
                     }
                     let groups = executors::groups(conn).await?;
                     let members = executors::members(conn, None, cutoff).await?;
-                    Ok((groups, members))
+                    let health = executors::health(conn).await?;
+                    Ok((groups, members, health))
                 })
             })
             .await;
         match read {
-            Ok((groups, members)) => self.replace(groups, members),
+            Ok((groups, members, health)) => {
+                self.forget_written(&written);
+                self.replace(groups, members);
+                self.adopt(health);
+            }
             Err(err) => log::warn!("executor groups not refreshed: {err}"),
+        }
+    }
+
+    /// Drops the pending changes that were written (not those seen again meanwhile).
+    fn forget_written(&self, written: &[(HealthRow, bool)]) {
+        let mut pending = self.pending();
+        for (row, state) in written {
+            let url: &str = &row.url;
+            let same = pending
+                .get(url)
+                .is_some_and(|(shared, s)| health_row(url, shared) == *row && s == state);
+            if same {
+                pending.remove(url);
+            }
+        }
+    }
+
+    /// Takes the cluster's health of each member (see `Health::adopt`).
+    fn adopt(&self, rows: Vec<HealthRow>) {
+        let mut health = self.health();
+        for row in rows {
+            let shared = SharedHealth {
+                unhealthy_until_ms: row.unhealthy_until.map(to_ms),
+                last_failure_ms: row.last_failure_at.map(to_ms),
+                last_error: row.last_error,
+                changed_ms: to_ms(row.changed_at),
+            };
+            let url: Arc<str> = row.url.into();
+            if let Some(transition) = health.entry(url.clone()).or_default().adopt(&shared) {
+                log::info!("executor member {url}: {transition:?}, as another ax process saw");
+            }
         }
     }
 
@@ -317,6 +392,26 @@ impl Fleet {
             })
             .collect();
         metrics().executor_members(self.shown_as, Some(gauges));
+    }
+}
+
+fn to_ms(at: NaiveDateTime) -> i64 {
+    from_db(at).timestamp_millis()
+}
+
+fn from_ms(ms: i64) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(ms)
+}
+
+/// A member's health as its row is written.
+fn health_row(url: &str, shared: &SharedHealth) -> HealthRow {
+    let at = |ms: i64| to_db(from_ms(ms).unwrap_or(DateTime::UNIX_EPOCH));
+    HealthRow {
+        url: url.to_string(),
+        unhealthy_until: shared.unhealthy_until_ms.map(at),
+        last_failure_at: shared.last_failure_ms.map(at),
+        last_error: shared.last_error.clone().map(|e| cut(e, MAX_MESSAGE_CHARS)),
+        changed_at: at(shared.changed_ms),
     }
 }
 

@@ -1,5 +1,5 @@
 //! `/api/executors`: executor groups, their members (defined, or registered by the executors
-//! themselves) and each member's health as this ax process sees it.
+//! themselves) and each member's health, shared by every ax process of the cluster.
 
 use std::collections::HashMap;
 
@@ -36,13 +36,21 @@ struct MemberView {
     /// `true`: registered itself (and expires without heartbeats); `false`: defined.
     registered: bool,
     capacity: Option<i32>,
-    registered_at: String,
+    /// `None` for a member gone.
+    registered_at: Option<String>,
     last_seen_at: Option<String>,
+    /// A member that expired or left: when, and why.
+    gone_at: Option<String>,
+    gone_reason: Option<String>,
+    /// Shared by the cluster: the same on every ax process.
     state: HealthState,
+    unhealthy_until: Option<String>,
+    last_failure_at: Option<String>,
+    last_error: Option<String>,
+    /// This process's.
     in_flight: usize,
     successes: u64,
     failures: u64,
-    last_error: Option<String>,
 }
 
 impl GroupView {
@@ -55,9 +63,13 @@ impl GroupView {
                 MemberView {
                     registered: member.last_seen_at.is_some(),
                     capacity: member.capacity,
-                    registered_at: rfc3339(from_db(member.registered_at)),
+                    registered_at: Some(rfc3339(from_db(member.registered_at))),
                     last_seen_at: member.last_seen_at.map(|at| rfc3339(from_db(at))),
+                    gone_at: None,
+                    gone_reason: None,
                     state: state.map_or(HealthState::Healthy, |s| s.state),
+                    unhealthy_until: state.and_then(|s| s.unhealthy_until).map(rfc3339),
+                    last_failure_at: state.and_then(|s| s.last_failure_at).map(rfc3339),
                     in_flight: state.map_or(0, |s| s.in_flight),
                     successes: state.map_or(0, |s| s.successes),
                     failures: state.map_or(0, |s| s.failures),
@@ -65,6 +77,22 @@ impl GroupView {
                     url: member.url,
                 }
             })
+            .chain(details.gone.into_iter().map(|gone| MemberView {
+                registered: false,
+                capacity: None,
+                registered_at: None,
+                last_seen_at: None,
+                gone_at: Some(rfc3339(from_db(gone.gone_at))),
+                gone_reason: Some(gone.reason),
+                state: HealthState::Gone,
+                unhealthy_until: None,
+                last_failure_at: None,
+                last_error: None,
+                in_flight: 0,
+                successes: 0,
+                failures: 0,
+                url: gone.url,
+            }))
             .collect();
         GroupView {
             name: details.group.name,

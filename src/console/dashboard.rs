@@ -26,6 +26,7 @@ use crate::service::console_reads::DAY_COUNTS_SECS;
 use crate::service::executors::MemberState;
 use crate::service::Counted;
 use crate::store::models::Instance;
+use crate::store::queries::executors::GoneRow;
 use crate::store::queries::instances::InstanceFilter;
 use crate::store::to_db;
 use crate::web::ApiState;
@@ -51,6 +52,8 @@ struct Dashboard {
     failing: Vec<FailingTask>,
     troubled: Vec<(Instance, Trouble)>,
     unhealthy: Vec<(String, MemberState)>,
+    /// Members gone from their groups in the last hour.
+    gone: Vec<GoneRow>,
     next_runs: Vec<(TaskId, String, DateTime<Utc>)>,
     now: DateTime<Utc>,
     chart: Vec<Minute>,
@@ -81,10 +84,11 @@ pub async fn show(
         service.oldest_open(OPEN_READ),
         service.next_runs(NEXT_RUNS),
     );
-    let (dispatches, cluster, health) = futures_util::join!(
+    let (dispatches, cluster, health, gone) = futures_util::join!(
         service.dispatch_times_since(now - Duration::minutes(chart::MINUTES), CHART_RUNS),
         service.cluster(),
         state.health.check(),
+        service.gone_members(),
     );
     let (failures, _) = failures?;
     let latest = service.last_runs(task_ids(&failures)).await?;
@@ -116,6 +120,7 @@ pub async fn show(
         failing,
         troubled,
         unhealthy,
+        gone: gone?,
         next_runs: next_runs?,
         now,
         names,
@@ -228,7 +233,8 @@ fn late_heartbeat() -> Duration {
 fn attention_list(dashboard: &Dashboard) -> Markup {
     let quiet = dashboard.failing.is_empty()
         && dashboard.troubled.is_empty()
-        && dashboard.unhealthy.is_empty();
+        && dashboard.unhealthy.is_empty()
+        && dashboard.gone.is_empty();
     html! {
         @if quiet {
             p #attention-none.muted { "Nothing needs attention: no failures in the last day, no late or stuck runs, every executor healthy." }
@@ -241,13 +247,23 @@ fn attention_list(dashboard: &Dashboard) -> Markup {
             h3 { "Late, stuck or waiting runs" }
             (troubled(&dashboard.troubled, &dashboard.names, dashboard.now))
         }
-        @if !dashboard.unhealthy.is_empty() {
+        @if !dashboard.unhealthy.is_empty() || !dashboard.gone.is_empty() {
             h3 { "Executors" }
             ul #unhealthy-members {
                 @for (url, state) in &dashboard.unhealthy {
                     li {
                         (health_badge(state.state)) " " code { (url) }
                         @if let Some(error) = &state.last_error { span.muted { " — " (error) } }
+                        " " a href="/console/executors" { "executors" }
+                    }
+                }
+                @for member in &dashboard.gone {
+                    li {
+                        (health_badge(HealthState::Gone)) " " code { (member.url) }
+                        span.muted {
+                            " — " (member.group_name) ": " (member.reason) ", "
+                            (stored_time(member.gone_at))
+                        }
                         " " a href="/console/executors" { "executors" }
                     }
                 }

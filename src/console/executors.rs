@@ -1,18 +1,19 @@
-//! The executors page (`/console/executors`): each executor group with its members, and each
-//! member's health and load as this process's dispatchers see them.
+//! The executors page (`/console/executors`): each executor group with its members, each
+//! member's health (shared by the cluster, so every ax process shows the same) and its load
+//! here.
 
 use std::collections::HashMap;
 
 use actix_web::{web, HttpResponse};
 use maud::{html, Markup};
 
-use super::layout::{health_badge, maybe_time, none, page, scrolling, stored_time, Section};
+use super::layout::{health_badge, maybe_time, none, page, scrolling, stored_time, time, Section};
 use super::paths::group_anchor;
 use super::session::Visitor;
 use super::{ok, ConsoleError};
 use crate::routing::HealthState;
 use crate::service::executors::{GroupDetails, MemberState};
-use crate::store::queries::executors::MemberRow;
+use crate::store::queries::executors::{GoneRow, MemberRow};
 use crate::web::ApiState;
 
 /// `GET /console/executors`.
@@ -44,7 +45,7 @@ fn executors_page(
                     " (which creates its group)."
                 }
             } @else {
-                p.hint { "Health and load are as this ax process's dispatchers see them; each process keeps its own." }
+                p.hint { "Health is the cluster's: only transport failures (refused, reset, DNS, connect timeout) count against a member. In flight, successes and failures are this ax process's." }
                 @for details in groups { (group_section(details, states)) }
             }
         },
@@ -67,6 +68,7 @@ fn group_section(details: &GroupDetails, states: &HashMap<String, MemberState>) 
             } @else {
                 (member_table(&group.name, &details.members, states))
             }
+            @if !details.gone.is_empty() { (gone_table(&group.name, &details.gone)) }
         }
     }
 }
@@ -86,11 +88,12 @@ fn member_table(
                         th scope="col" { "Member" }
                         th.num scope="col" { "Capacity" }
                         th scope="col" { "State" }
+                        th scope="col" { "Unhealthy until" }
                         th.num scope="col" { "In flight" }
                         th.num scope="col" { "Successes" }
                         th.num scope="col" { "Failures" }
                         th.num scope="col" { "Error rate" }
-                        th scope="col" { "Last error" }
+                        th scope="col" { "Last failure" }
                         th scope="col" { "Last seen" }
                     }
                 }
@@ -119,6 +122,7 @@ fn member_row(member: &MemberRow, state: Option<&MemberState>) -> Markup {
                 }
             }
             td { (health_badge(state.map_or(HealthState::Healthy, |s| s.state))) }
+            td { (maybe_utc(state.and_then(|s| s.unhealthy_until))) }
             td.num { (state.map_or(0, |s| s.in_flight)) }
             td.num { (successes) }
             td.num { (failures) }
@@ -129,6 +133,7 @@ fn member_row(member: &MemberRow, state: Option<&MemberState>) -> Markup {
                 }
             }
             td {
+                @if let Some(at) = state.and_then(|s| s.last_failure_at) { (time(at)) ": " }
                 @match state.and_then(|s| s.last_error.as_deref()) {
                     Some(error) => (error),
                     None => (none()),
@@ -137,6 +142,39 @@ fn member_row(member: &MemberRow, state: Option<&MemberState>) -> Markup {
             td { (maybe_time(member.last_seen_at)) }
         }
     }
+}
+
+fn maybe_utc(at: Option<chrono::DateTime<chrono::Utc>>) -> Markup {
+    at.map_or_else(none, time)
+}
+
+/// The members gone from the group in the last hour: when and why (never dispatched to).
+fn gone_table(group: &str, gone: &[GoneRow]) -> Markup {
+    scrolling(
+        &format!("Members gone from {group} in the last hour"),
+        html! {
+            table.gone {
+                thead {
+                    tr {
+                        th scope="col" { "URL" }
+                        th scope="col" { "State" }
+                        th scope="col" { "Gone at" }
+                        th scope="col" { "Why" }
+                    }
+                }
+                tbody {
+                    @for member in gone {
+                        tr {
+                            td { code { (member.url) } }
+                            td { (health_badge(HealthState::Gone)) }
+                            td { (stored_time(member.gone_at)) }
+                            td { (member.reason) }
+                        }
+                    }
+                }
+            }
+        },
+    )
 }
 
 /// Failures among the dispatches that ended, as a percentage; none before the first.
@@ -187,11 +225,19 @@ mod tests {
                 member("http://10.0.0.7:9000", false),
                 member("http://10.0.0.8:9000", true),
             ],
+            gone: vec![GoneRow {
+                group_name: "billing".into(),
+                url: "http://10.0.0.9:9000".into(),
+                gone_at: at(),
+                reason: "expired: not heard from within the member TTL".into(),
+            }],
         }];
         let states = HashMap::from([(
             "http://10.0.0.7:9000".to_string(),
             MemberState {
                 state: HealthState::Unhealthy,
+                unhealthy_until: chrono::DateTime::from_timestamp(1_800_000_030, 0),
+                last_failure_at: chrono::DateTime::from_timestamp(1_800_000_000, 0),
                 in_flight: 2,
                 successes: 1,
                 failures: 3,
@@ -203,10 +249,17 @@ mod tests {
         assert!(html.contains("FAILOVER") && html.contains("16 per member"));
         assert!(html.contains(r#"<span class="badge bad">UNHEALTHY</span>"#));
         assert!(html.contains("75.0 %") && html.contains("connection &lt;refused&gt;"));
+        assert!(html.contains("2027-01-15 08:00:30 UTC"), "until: {html}");
         // The member this process has not dispatched to: healthy, idle, registered.
         assert!(html.contains(r#"<span class="badge good">HEALTHY</span>"#));
         assert!(html.contains("registered") && html.contains("defined"));
         assert!(html.contains(r#"aria-current="page">Executors"#));
+        // The member gone: listed with when and why.
+        assert!(
+            html.contains(r#"<span class="badge idle">GONE</span>"#),
+            "{html}"
+        );
+        assert!(html.contains("http://10.0.0.9:9000") && html.contains("expired: not heard"));
     }
 
     #[test]

@@ -215,6 +215,7 @@ fn health_look(state: HealthState) -> (Tone, &'static str) {
         HealthState::Healthy => (Tone::Good, "HEALTHY"),
         HealthState::Unhealthy => (Tone::Bad, "UNHEALTHY"),
         HealthState::Probing => (Tone::Warn, "PROBING"),
+        HealthState::Gone => (Tone::Idle, "GONE"),
     }
 }
 

@@ -13,8 +13,8 @@ use crate::routing::Routing;
 use crate::security::Principal;
 use crate::store::models::AuditAction;
 use crate::store::queries::executors::{
-    self, GroupRow, GroupSettings, Holder, Joining, MemberCap, MemberRow, Registered, Registrant,
-    Unregistered,
+    self, GoneRow, GroupRow, GroupSettings, Holder, Joining, MemberCap, MemberRow, Registered,
+    Registrant, Unregistered, GONE_SHOWN_SECS,
 };
 use crate::store::to_db;
 
@@ -35,11 +35,12 @@ pub struct Registration {
     pub capacity: Option<i32>,
 }
 
-/// A group with its live members.
+/// A group with its live members, and those gone from it in the last hour.
 #[derive(Debug, Clone)]
 pub struct GroupDetails {
     pub group: GroupRow,
     pub members: Vec<MemberRow>,
+    pub gone: Vec<GoneRow>,
 }
 
 /// A group's per-member cap when its definition gives none.
@@ -54,6 +55,11 @@ const DEFAULTS: GroupSettings<'static> = GroupSettings {
 impl Service {
     fn live_since(&self, now: DateTime<Utc>) -> chrono::NaiveDateTime {
         to_db(now - Duration::seconds(self.executors.member_ttl_secs))
+    }
+
+    /// Since when a gone member is listed.
+    fn gone_since(&self, now: DateTime<Utc>) -> chrono::NaiveDateTime {
+        to_db(now - Duration::seconds(GONE_SHOWN_SECS))
     }
 
     /// Creates or replaces group `name`; answers whether it was created.
@@ -91,37 +97,35 @@ impl Service {
         Ok(created)
     }
 
-    /// Every group with its live members.
+    /// Every group with its live members and those gone in the last hour.
     pub async fn executor_groups(&self) -> Result<Vec<GroupDetails>> {
-        let live_since = self.live_since(self.clock.now());
-        let (groups, mut members) = self
+        let now = self.clock.now();
+        let (live_since, gone_since) = (self.live_since(now), self.gone_since(now));
+        let (groups, mut members, mut gone) = self
             .store
             .query(move |conn| {
                 boxed(async move {
                     let groups = executors::groups(conn).await?;
                     let members = executors::members(conn, None, live_since).await?;
-                    Ok((groups, members))
+                    let gone = executors::gone(conn, None, gone_since).await?;
+                    Ok((groups, members, gone))
                 })
             })
             .await?;
         Ok(groups
             .into_iter()
-            .map(|group| {
-                let (mine, rest) = std::mem::take(&mut members)
-                    .into_iter()
-                    .partition(|m| m.group_name == group.name);
-                members = rest;
-                GroupDetails {
-                    group,
-                    members: mine,
-                }
+            .map(|group| GroupDetails {
+                members: take_group(&mut members, &group.name, |m| &m.group_name),
+                gone: take_group(&mut gone, &group.name, |m| &m.group_name),
+                group,
             })
             .collect())
     }
 
-    /// Group `name` with its live members.
+    /// Group `name` with its live members and those gone in the last hour.
     pub async fn executor_group(&self, name: String) -> Result<GroupDetails> {
-        let live_since = self.live_since(self.clock.now());
+        let now = self.clock.now();
+        let (live_since, gone_since) = (self.live_since(now), self.gone_since(now));
         let wanted = name.clone();
         let found = self
             .store
@@ -131,11 +135,25 @@ impl Service {
                         return Ok(None);
                     };
                     let members = executors::members(conn, Some(&wanted), live_since).await?;
-                    Ok(Some(GroupDetails { group, members }))
+                    let gone = executors::gone(conn, Some(&wanted), gone_since).await?;
+                    Ok(Some(GroupDetails {
+                        group,
+                        members,
+                        gone,
+                    }))
                 })
             })
             .await?;
         found.ok_or(ServiceError::GroupNotFound(name))
+    }
+
+    /// The members gone from their groups in the last hour (for the dashboard).
+    pub async fn gone_members(&self) -> Result<Vec<GoneRow>> {
+        let since = self.gone_since(self.clock.now());
+        Ok(self
+            .store
+            .query(move |conn| boxed(async move { executors::gone(conn, None, since).await }))
+            .await?)
     }
 
     /// Deletes group `name`, refused while tasks are dispatched to it.
@@ -243,6 +261,7 @@ impl Service {
         may_join(actor, &group)?;
         let (name, member, token) = (group.clone(), url.clone(), actor.name.clone());
         let acts_on_any = actor.acts_on_any_member();
+        let now = to_db(self.clock.now());
         let unregistered = self
             .store
             .query(move |conn| {
@@ -251,7 +270,7 @@ impl Service {
                         token: &token,
                         acts_on_any,
                     };
-                    executors::unregister(conn, &name, &member, by).await
+                    executors::unregister(conn, &name, &member, by, now).await
                 })
             })
             .await?;
@@ -278,7 +297,7 @@ impl Service {
         Ok(())
     }
 
-    /// Each member's health and load as this process's dispatchers see them, by URL.
+    /// Each member's health (shared by the cluster) and its load here, by URL.
     pub fn member_states(&self) -> HashMap<String, MemberState> {
         self.dispatch.member_states()
     }
@@ -300,4 +319,13 @@ fn may_join(actor: &Principal, group: &str) -> Result<()> {
             groups: actor.groups.shown(),
         }),
     }
+}
+
+/// Takes the rows of group `name` out of `rows`, keeping their order.
+fn take_group<T>(rows: &mut Vec<T>, name: &str, group_of: impl Fn(&T) -> &String) -> Vec<T> {
+    let (mine, rest) = std::mem::take(rows)
+        .into_iter()
+        .partition(|row| group_of(row) == name);
+    *rows = rest;
+    mine
 }

@@ -136,6 +136,25 @@ diesel::table! {
 }
 
 diesel::table! {
+    ax_member_health (url) {
+        url -> Text,
+        unhealthy_until -> Nullable<Timestamp>,
+        last_failure_at -> Nullable<Timestamp>,
+        last_error -> Nullable<Text>,
+        changed_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    ax_member_gone (group_name, url) {
+        group_name -> Text,
+        url -> Text,
+        gone_at -> Timestamp,
+        reason -> Text,
+    }
+}
+
+diesel::table! {
     ax_task_change (id) {
         id -> BigInt,
         task_id -> BigInt,

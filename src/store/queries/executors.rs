@@ -9,6 +9,8 @@ use super::alerts;
 use crate::alerting::{member_subject, AlertEvent};
 use crate::store::schema::ax_executor_group::dsl as g;
 use crate::store::schema::ax_executor_member::dsl as m;
+use crate::store::schema::ax_member_gone::dsl as x;
+use crate::store::schema::ax_member_health::dsl as h;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{from_db, Conn, StoreError};
 use crate::task_executor::TaskExecutor;
@@ -74,14 +76,16 @@ pub async fn put_group(
                 true,
             )
             .await?;
-            with_conn!(conn, |c| diesel::delete(
-                m::ax_executor_member
-                    .filter(m::group_name.eq(&name))
-                    .filter(m::last_seen_at.is_null())
-                    .filter(m::url.ne_all(&members))
-            )
-            .execute(c)
-            .await)?;
+            let dropped: Vec<String> = with_conn!(conn, |c| m::ax_executor_member
+                .filter(m::group_name.eq(&name))
+                .filter(m::last_seen_at.is_null())
+                .filter(m::url.ne_all(&members))
+                .select(m::url)
+                .load(c)
+                .await)?;
+            for url in &dropped {
+                remove_member(conn, (&name, url), Gone::Undefined, now, now).await?;
+            }
             for url in &members {
                 // A defined member that had registered itself stays, now without expiry.
                 let kept = with_conn!(conn, |c| diesel::update(
@@ -97,6 +101,7 @@ pub async fn put_group(
                 .await)?;
                 if kept == 0 {
                     insert_member(conn, &name, url, None, now, None).await?;
+                    back(conn, &name, url).await?;
                 }
             }
             Ok(created)
@@ -276,6 +281,7 @@ pub async fn register(
                     return Ok(Registered::Full { max: cap.max });
                 }
                 insert_member(conn, &group, &url, capacity, now, Some(&token)).await?;
+                back(conn, &group, &url).await?;
                 // A member back after it was dropped resolves the alert about it.
                 let subject = member_subject(&group, &url);
                 alerts::record(conn, &subject, AlertEvent::Resolved, None, from_db(now)).await?;
@@ -371,40 +377,165 @@ pub enum Unregistered {
 }
 
 /// Removes member `url` from `group` if the registrant may: one it registered itself, or any
-/// for an admin.
+/// for an admin. It is listed as gone (it left).
 pub async fn unregister(
     conn: &mut Conn,
     group: &str,
     url: &str,
     by: Registrant<'_>,
+    now: NaiveDateTime,
 ) -> Result<Unregistered, StoreError> {
-    let removed = with_conn!(conn, |c| {
-        let mut member = diesel::delete(m::ax_executor_member)
-            .filter(m::group_name.eq(group))
-            .filter(m::url.eq(url))
-            .into_boxed();
-        if !by.acts_on_any {
-            member = member.filter(m::registered_by.eq(by.token));
-        }
-        member.execute(c).await
-    })?;
-    if removed > 0 {
-        return Ok(Unregistered::Removed);
-    }
-    Ok(match holder(conn, group, url).await? {
-        Some(holder) => Unregistered::Held(holder),
-        None => Unregistered::NotFound,
+    let (group, url, token) = (group.to_string(), url.to_string(), by.token.to_string());
+    let acts_on_any = by.acts_on_any;
+    conn.transaction(move |conn| {
+        Box::pin(async move {
+            let registered_by: Option<Option<String>> =
+                with_conn!(conn, |c| m::ax_executor_member
+                    .filter(m::group_name.eq(&group))
+                    .filter(m::url.eq(&url))
+                    .select(m::registered_by)
+                    .first(c)
+                    .await
+                    .optional())?;
+            let Some(registered_by) = registered_by else {
+                return Ok(Unregistered::NotFound);
+            };
+            if !acts_on_any && registered_by.as_deref() != Some(token.as_str()) {
+                let holder = holder(conn, &group, &url).await?;
+                return Ok(holder.map_or(Unregistered::NotFound, Unregistered::Held));
+            }
+            let removed = remove_member(conn, (&group, &url), Gone::Left, now, now).await?;
+            Ok(if removed {
+                Unregistered::Removed
+            } else {
+                Unregistered::NotFound
+            })
+        })
     })
+    .await
 }
 
-/// Drops the registered members last heard from before `before`, each with a
+/// Why a member is gone from its group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gone {
+    /// It unregistered itself (a graceful shutdown).
+    Left,
+    /// A registered member not heard from within the member TTL.
+    Expired,
+    /// Its group's definition no longer names it.
+    Undefined,
+}
+
+impl Gone {
+    /// Why, as stored and shown.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Gone::Left => "left: unregistered itself",
+            Gone::Expired => "expired: not heard from within the member TTL",
+            Gone::Undefined => "removed from its group's definition",
+        }
+    }
+}
+
+/// A member gone from its group, listed as GONE for [`GONE_SHOWN_SECS`].
+#[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable)]
+#[diesel(table_name = crate::store::schema::ax_member_gone)]
+#[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
+pub struct GoneRow {
+    pub group_name: String,
+    pub url: String,
+    pub gone_at: NaiveDateTime,
+    pub reason: String,
+}
+
+/// How long a gone member stays listed.
+pub const GONE_SHOWN_SECS: i64 = 3600;
+
+/// Deletes member `url` of `group` and notes it gone, with why; answers whether it was there.
+/// An expired one is deleted only while it is still last heard from before `before` (a
+/// heartbeat may have come meanwhile). Inside the caller's transaction.
+async fn remove_member(
+    conn: &mut Conn,
+    (group, url): (&str, &str),
+    why: Gone,
+    now: NaiveDateTime,
+    before: NaiveDateTime,
+) -> Result<bool, StoreError> {
+    let member = m::ax_executor_member
+        .filter(m::group_name.eq(group))
+        .filter(m::url.eq(url));
+    let removed = match why {
+        Gone::Expired => with_conn!(conn, |c| diesel::delete(
+            member.filter(m::last_seen_at.lt(before))
+        )
+        .execute(c)
+        .await)?,
+        Gone::Left | Gone::Undefined => {
+            with_conn!(conn, |c| diesel::delete(member).execute(c).await)?
+        }
+    };
+    if removed == 0 {
+        return Ok(false);
+    }
+    back(conn, group, url).await?;
+    with_conn!(conn, |c| diesel::insert_into(x::ax_member_gone)
+        .values((
+            x::group_name.eq(group),
+            x::url.eq(url),
+            x::gone_at.eq(now),
+            x::reason.eq(why.reason()),
+        ))
+        .execute(c)
+        .await)?;
+    Ok(true)
+}
+
+/// Member `url` of `group` is (back) in its group: no longer listed as gone.
+async fn back(conn: &mut Conn, group: &str, url: &str) -> Result<(), StoreError> {
+    with_conn!(conn, |c| diesel::delete(
+        x::ax_member_gone
+            .filter(x::group_name.eq(group))
+            .filter(x::url.eq(url))
+    )
+    .execute(c)
+    .await)?;
+    Ok(())
+}
+
+/// The members gone from every group or from one since `since`, by group and newest first.
+pub async fn gone(
+    conn: &mut Conn,
+    group: Option<&str>,
+    since: NaiveDateTime,
+) -> Result<Vec<GoneRow>, StoreError> {
+    Ok(with_conn!(conn, |c| {
+        let mut query = x::ax_member_gone
+            .filter(x::gone_at.ge(since))
+            .order((x::group_name, x::gone_at.desc()))
+            .select(GoneRow::as_select())
+            .into_boxed();
+        if let Some(group) = group {
+            query = query.filter(x::group_name.eq(group));
+        }
+        query.load(c).await
+    })?)
+}
+
+/// Drops the registered members last heard from before `before`, each noted gone and with a
 /// `MEMBER_UNHEALTHY` alert event in the same transaction; answers how many. Of processes
-/// dropping at once, the one whose delete takes a member records its event.
+/// dropping at once, the one whose delete takes a member records its event. Gone members
+/// listed longer than [`GONE_SHOWN_SECS`] are forgotten.
 pub async fn expire(
     conn: &mut Conn,
     before: NaiveDateTime,
     now: NaiveDateTime,
 ) -> Result<usize, StoreError> {
+    let forgotten = now - chrono::Duration::seconds(GONE_SHOWN_SECS);
+    with_conn!(conn, |c| diesel::delete(
+        x::ax_member_gone.filter(x::gone_at.lt(forgotten))
+    )
+    .execute(c)
+    .await)?;
     let stale: Vec<(String, String)> = with_conn!(conn, |c| m::ax_executor_member
         .filter(m::last_seen_at.lt(before))
         .select((m::group_name, m::url))
@@ -417,15 +548,8 @@ pub async fn expire(
         Box::pin(async move {
             let mut gone = 0;
             for (group, url) in stale {
-                let deleted = with_conn!(conn, |c| diesel::delete(
-                    m::ax_executor_member
-                        .filter(m::group_name.eq(&group))
-                        .filter(m::url.eq(&url))
-                        .filter(m::last_seen_at.lt(before))
-                )
-                .execute(c)
-                .await)?;
-                if deleted == 1 {
+                let member = (group.as_str(), url.as_str());
+                if remove_member(conn, member, Gone::Expired, now, before).await? {
                     gone += 1;
                     let why = "not heard from within the member TTL; dropped from its group";
                     let (subject, at) = (member_subject(&group, &url), from_db(now));
@@ -495,6 +619,11 @@ pub async fn delete_group(conn: &mut Conn, name: &str) -> Result<bool, StoreErro
             )
             .execute(c)
             .await)?;
+            with_conn!(conn, |c| diesel::delete(
+                x::ax_member_gone.filter(x::group_name.eq(&name))
+            )
+            .execute(c)
+            .await)?;
             let deleted = with_conn!(conn, |c| diesel::delete(
                 g::ax_executor_group.filter(g::name.eq(&name))
             )
@@ -519,4 +648,75 @@ pub async fn tasks_using(conn: &mut Conn, name: &str) -> Result<Vec<String>, Sto
         .filter(|(_, _, executor)| executor.as_ref().is_some_and(|e| e.group == name))
         .map(|(scene, task, _)| format!("{scene}/{task}"))
         .collect())
+}
+
+/// A member's shared health, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = crate::store::schema::ax_member_health)]
+#[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
+pub struct HealthRow {
+    pub url: String,
+    /// Set while it is set aside.
+    pub unhealthy_until: Option<NaiveDateTime>,
+    pub last_failure_at: Option<NaiveDateTime>,
+    pub last_error: Option<String>,
+    pub changed_at: NaiveDateTime,
+}
+
+/// Every member's shared health.
+pub async fn health(conn: &mut Conn) -> Result<Vec<HealthRow>, StoreError> {
+    Ok(with_conn!(conn, |c| h::ax_member_health
+        .select(HealthRow::as_select())
+        .load(c)
+        .await)?)
+}
+
+/// Writes what a process learnt of a member's health. `state`: its state changed, and the row
+/// takes it unless a later change is already there; else only its last failure is noted
+/// (never moving it back in time). A row another process inserts meanwhile is left as it is.
+pub async fn share_health(conn: &mut Conn, row: HealthRow, state: bool) -> Result<(), StoreError> {
+    let member = h::ax_member_health.filter(h::url.eq(&row.url));
+    let updated = if state {
+        with_conn!(conn, |c| diesel::update(
+            member.filter(h::changed_at.le(row.changed_at))
+        )
+        .set((
+            h::unhealthy_until.eq(row.unhealthy_until),
+            h::last_failure_at.eq(row.last_failure_at),
+            h::last_error.eq(&row.last_error),
+            h::changed_at.eq(row.changed_at),
+        ))
+        .execute(c)
+        .await)?
+    } else {
+        let earlier = h::last_failure_at
+            .is_null()
+            .or(h::last_failure_at.lt(row.last_failure_at));
+        with_conn!(conn, |c| diesel::update(member.filter(earlier))
+            .set((
+                h::last_failure_at.eq(row.last_failure_at),
+                h::last_error.eq(&row.last_error),
+            ))
+            .execute(c)
+            .await)?
+    };
+    if updated > 0 {
+        return Ok(());
+    }
+    let exists: i64 = with_conn!(conn, |c| h::ax_member_health
+        .filter(h::url.eq(&row.url))
+        .count()
+        .get_result(c)
+        .await)?;
+    if exists > 0 {
+        return Ok(());
+    }
+    let inserted = with_conn!(conn, |c| diesel::insert_into(h::ax_member_health)
+        .values(&row)
+        .execute(c)
+        .await);
+    match inserted.map_err(StoreError::from) {
+        Err(err) if err.is_unique_violation() => Ok(()),
+        other => other.map(drop),
+    }
 }
