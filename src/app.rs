@@ -21,7 +21,8 @@ use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
 use crate::actors::feed::FeedActor;
 use crate::actors::fire::FireContext;
 use crate::actors::fleet::FleetSettings;
-use crate::actors::lock::{connect_redis, LockActor, LockError, LockHandle, RedisPool};
+use crate::actors::lock::{LockActor, LockHandle};
+use crate::actors::redis_link::{LockError, RedisLink};
 use crate::actors::store::{LaneCommits, StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
 use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
@@ -80,8 +81,8 @@ pub struct Ax {
 }
 
 /// Starts ax: takes the port, claims the store (a SQLite file for itself), connects (and
-/// migrates) it, takes this process's identity, connects the lock, starts the actors and the
-/// HTTP API. Must run inside an actix system.
+/// migrates) it, takes this process's identity, links Redis (which need not answer yet), starts
+/// the actors and the HTTP API. Must run inside an actix system.
 ///
 /// Everything that can fail is done before the first actor starts: an actor that never ran
 /// when the runtime is dropped (a start-up that failed after starting it) panics in actix.
@@ -98,7 +99,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     let security = security(config, &db).await?;
     let backend = db.backend();
     let redis = match &config.redis.url {
-        Some(url) => Some(connect_redis(url).await?),
+        Some(url) => Some(RedisLink::connect(url).await?),
         None => None,
     };
     log::info!(
@@ -249,6 +250,8 @@ struct Actors {
     store: StoreHandle,
     store_actor: Addr<StoreActor>,
     lock_actor: Addr<LockActor>,
+    /// The link to Redis, when there is one (what `/healthz` tells of it).
+    redis: Option<RedisLink>,
     cluster: ClusterHandle,
     cluster_actor: Addr<ClusterActor>,
     alerts: Addr<AlertActor>,
@@ -259,7 +262,7 @@ impl Actors {
     fn start(
         config: &Config,
         db: Db,
-        redis: Option<RedisPool>,
+        redis: Option<RedisLink>,
         security: &Security,
         instance_id: &str,
         clock: &SharedClock,
@@ -290,15 +293,14 @@ impl Actors {
             security,
         );
         let lock_actor = match &redis {
-            Some(pool) => LockActor::redis(pool.clone(), instance_id.to_string()),
+            Some(link) => LockActor::redis(link.clone(), instance_id.to_string()),
             None => LockActor::local(instance_id.to_string()),
         }
         .start();
         let lock = LockHandle::new(lock_actor.clone());
         let clustered = redis.is_some();
-        let alert_redis = redis.clone();
         let cluster_actor =
-            ClusterActor::new(instance_id.to_string(), redis, store.clone()).start();
+            ClusterActor::new(instance_id.to_string(), redis.clone(), store.clone()).start();
         let cluster = ClusterHandle::new(cluster_actor.clone());
         let fire = FireContext {
             lock: lock.clone(),
@@ -340,7 +342,7 @@ impl Actors {
         .start();
         let alerts = AlertActor::new(
             alert_settings(config, instance_id),
-            (store.clone(), alert_redis),
+            (store.clone(), redis.clone()),
             security.secret.clone(),
             security.allowlist.clone(),
         )
@@ -356,6 +358,7 @@ impl Actors {
             store,
             store_actor,
             lock_actor,
+            redis,
             cluster,
             cluster_actor,
         }
@@ -369,6 +372,7 @@ impl Actors {
             supervisor: self.supervisor.clone(),
             dispatchers: self.dispatch.workers().into(),
             lock: self.lock_actor.clone(),
+            redis: self.redis.clone(),
             store: self.store.clone(),
             identity,
             clock,

@@ -1,5 +1,6 @@
 //! What `/healthz` checks: every actor still answers its mailbox, the wheel ticks, the store
-//! answers a query, and the instance id is still this process's.
+//! answers a query, and the instance id is still this process's; and what it tells besides:
+//! whether Redis answers (ax fires on without it, so that is no problem of its health).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +12,7 @@ use tokio::sync::watch;
 
 use crate::actors::dispatch::DispatchActor;
 use crate::actors::lock::LockActor;
+use crate::actors::redis_link::RedisLink;
 use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::supervisor::SupervisorActor;
 use crate::actors::wheel::{GetWheelStats, WheelActor};
@@ -32,6 +34,8 @@ pub struct Health {
     pub supervisor: Addr<SupervisorActor>,
     pub dispatchers: Arc<[Addr<DispatchActor>]>,
     pub lock: Addr<LockActor>,
+    /// The link to Redis, when there is one.
+    pub redis: Option<RedisLink>,
     pub store: StoreHandle,
     /// Whether the instance id is still this process's alone.
     pub identity: Arc<AtomicBool>,
@@ -43,6 +47,8 @@ pub struct Health {
 pub struct Report {
     /// How many entries the wheel holds, if it answered.
     pub wheel_size: Option<usize>,
+    /// Whether Redis answers (`None`: no Redis, the in-process lock).
+    pub redis_up: Option<bool>,
     /// What is wrong; empty when healthy.
     pub problems: Vec<String>,
 }
@@ -83,6 +89,7 @@ impl Health {
         }
         Report {
             wheel_size,
+            redis_up: self.redis.as_ref().map(RedisLink::is_up),
             problems,
         }
     }
