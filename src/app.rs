@@ -62,6 +62,17 @@ pub enum StartError {
     },
 }
 
+impl StartError {
+    /// Whether a setting is to blame, one no wait mends (exit 2, as for any refused setting),
+    /// rather than a server, the machine or another process.
+    pub fn is_setting(&self) -> bool {
+        matches!(
+            self,
+            StartError::Lock(LockError::Refused { .. } | LockError::BadUrl(_))
+        )
+    }
+}
+
 /// Pending connections the listener queues (actix-web's own default).
 const LISTEN_BACKLOG: i32 = 1024;
 
