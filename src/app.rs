@@ -21,7 +21,8 @@ use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
 use crate::actors::feed::FeedActor;
 use crate::actors::fire::FireContext;
 use crate::actors::fleet::FleetSettings;
-use crate::actors::lock::{connect_redis, LockActor, LockError, LockHandle, RedisPool};
+use crate::actors::lock::{LockActor, LockHandle};
+use crate::actors::redis_link::{LockError, RedisLink};
 use crate::actors::store::{LaneCommits, StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
 use crate::actors::wheel::{WheelActor, WheelHandle, WheelSettings};
@@ -62,6 +63,17 @@ pub enum StartError {
     },
 }
 
+impl StartError {
+    /// Whether a setting is to blame, one no wait mends (exit 2, as for any refused setting),
+    /// rather than a server, the machine or another process.
+    pub fn is_setting(&self) -> bool {
+        matches!(
+            self,
+            StartError::Lock(LockError::Refused { .. } | LockError::BadUrl(_))
+        )
+    }
+}
+
 /// Pending connections the listener queues (actix-web's own default).
 const LISTEN_BACKLOG: i32 = 1024;
 
@@ -81,8 +93,8 @@ pub struct Ax {
 }
 
 /// Starts ax: takes the port, claims the store (a SQLite file for itself), connects (and
-/// migrates) it, takes this process's identity, connects the lock, starts the actors and the
-/// HTTP API. Must run inside an actix system.
+/// migrates) it, takes this process's identity, links Redis (which need not answer yet), starts
+/// the actors and the HTTP API. Must run inside an actix system.
 ///
 /// Everything that can fail is done before the first actor starts: an actor that never ran
 /// when the runtime is dropped (a start-up that failed after starting it) panics in actix.
@@ -106,7 +118,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     let security = security(config, &db).await?;
     let backend = db.backend();
     let redis = match &config.redis.url {
-        Some(url) => Some(connect_redis(url).await?),
+        Some(url) => Some(RedisLink::connect(url).await?),
         None => None,
     };
     log::info!(
@@ -264,6 +276,8 @@ struct Actors {
     store: StoreHandle,
     store_actor: Addr<StoreActor>,
     lock_actor: Addr<LockActor>,
+    /// The link to Redis, when there is one (what `/healthz` tells of it).
+    redis: Option<RedisLink>,
     cluster: ClusterHandle,
     cluster_actor: Addr<ClusterActor>,
     alerts: Addr<AlertActor>,
@@ -274,7 +288,7 @@ impl Actors {
     fn start(
         config: &Config,
         db: Db,
-        redis: Option<RedisPool>,
+        redis: Option<RedisLink>,
         security: &Security,
         instance_id: &str,
         (clock, local, clock_check): (&SharedClock, &SharedClock, &Arc<ClockCheck>),
@@ -306,21 +320,25 @@ impl Actors {
             security,
         );
         let lock_actor = match &redis {
-            Some(pool) => LockActor::redis(pool.clone(), instance_id.to_string()),
+            Some(link) => LockActor::redis(link.clone(), instance_id.to_string()),
             None => LockActor::local(instance_id.to_string()),
         }
         .start();
         let lock = LockHandle::new(lock_actor.clone());
         let clustered = redis.is_some();
-        let alert_redis = redis.clone();
         let clock_watch = ClockWatch {
             clock: local.clone(),
             check: clock_check.clone(),
             max_skew_ms: config.cluster.max_clock_skew_ms,
             logged: None,
         };
-        let cluster_actor =
-            ClusterActor::new(instance_id.to_string(), redis, store.clone(), clock_watch).start();
+        let cluster_actor = ClusterActor::new(
+            instance_id.to_string(),
+            redis.clone(),
+            store.clone(),
+            clock_watch,
+        )
+        .start();
         let cluster = ClusterHandle::new(cluster_actor.clone());
         let fire = FireContext {
             lock: lock.clone(),
@@ -363,7 +381,7 @@ impl Actors {
         .start();
         let alerts = AlertActor::new(
             alert_settings(config, instance_id),
-            (store.clone(), alert_redis),
+            (store.clone(), redis.clone()),
             security.secret.clone(),
             security.allowlist.clone(),
         )
@@ -379,6 +397,7 @@ impl Actors {
             store,
             store_actor,
             lock_actor,
+            redis,
             cluster,
             cluster_actor,
         }
@@ -397,6 +416,7 @@ impl Actors {
             supervisor: self.supervisor.clone(),
             dispatchers: self.dispatch.workers().into(),
             lock: self.lock_actor.clone(),
+            redis: self.redis.clone(),
             store: self.store.clone(),
             identity,
             clock,

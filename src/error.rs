@@ -8,7 +8,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
-use crate::actors::lock::LockError;
+use crate::actors::redis_link::LockError;
 use crate::service::error::ServiceError;
 use crate::store::StoreError;
 

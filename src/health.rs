@@ -1,6 +1,7 @@
 //! What `/healthz` checks: every actor still answers its mailbox, the wheel ticks, the store
 //! answers a query, the instance id is still this process's, and its clock is within the
-//! allowed skew of the database's.
+//! allowed skew of the database's; and what it tells besides: whether Redis answers (ax fires
+//! on without it, so that is no problem of its health).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +13,7 @@ use tokio::sync::watch;
 
 use crate::actors::dispatch::DispatchActor;
 use crate::actors::lock::LockActor;
+use crate::actors::redis_link::RedisLink;
 use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::supervisor::SupervisorActor;
 use crate::actors::wheel::{GetWheelStats, WheelActor};
@@ -33,6 +35,8 @@ pub struct Health {
     pub supervisor: Addr<SupervisorActor>,
     pub dispatchers: Arc<[Addr<DispatchActor>]>,
     pub lock: Addr<LockActor>,
+    /// The link to Redis, when there is one.
+    pub redis: Option<RedisLink>,
     pub store: StoreHandle,
     /// Whether the instance id is still this process's alone.
     pub identity: Arc<AtomicBool>,
@@ -48,6 +52,8 @@ pub struct Report {
     pub wheel_size: Option<usize>,
     /// How far the database's clock was ahead of this process's at the last check, in ms.
     pub clock_skew_ms: i64,
+    /// Whether Redis answers (`None`: no Redis, the in-process lock).
+    pub redis_up: Option<bool>,
     /// What is wrong; empty when healthy.
     pub problems: Vec<String>,
 }
@@ -96,6 +102,7 @@ impl Health {
         Report {
             wheel_size,
             clock_skew_ms,
+            redis_up: self.redis.as_ref().map(RedisLink::is_up),
             problems,
         }
     }

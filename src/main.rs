@@ -324,7 +324,11 @@ fn serve(config: Config) -> ExitCode {
             Err(err) => {
                 // The one line that says why: not logged as well, so it is not said twice.
                 eprintln!("ax: cannot start: {err}");
-                return ExitCode::FAILURE;
+                return if err.is_setting() {
+                    ExitCode::from(EXIT_USAGE)
+                } else {
+                    ExitCode::FAILURE
+                };
             }
         };
         stop.await;

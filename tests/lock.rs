@@ -5,9 +5,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use actix::Actor;
-use ax::actors::lock::{connect_redis, lock_key, LockActor, LockError, LockHandle, LOCK_TTL};
+use ax::actors::lock::{lock_key, LockActor, LockHandle, LOCK_TTL};
+use ax::actors::redis_link::{LockError, RedisLink};
 use ax::run::TaskId;
-use common::redis_server;
+use common::{free_port, redis_server, RedisProcess};
 
 /// Task ids no other test run uses: a random base with room for a few ids above it.
 fn unique_ids<const N: usize>() -> [TaskId; N] {
@@ -17,10 +18,11 @@ fn unique_ids<const N: usize>() -> [TaskId; N] {
 }
 
 async fn redis_node(instance_id: &str) -> LockHandle {
-    let pool = connect_redis(redis_server())
+    let link = RedisLink::connect(redis_server())
         .await
         .unwrap_or_else(|err| panic!("Redis lock at {}: {err}", redis_server()));
-    LockHandle::new(LockActor::redis(pool, instance_id.to_string()).start())
+    assert!(link.is_up(), "{} answers", redis_server());
+    LockHandle::new(LockActor::redis(link, instance_id.to_string()).start())
 }
 
 async fn redis() -> redis::aio::MultiplexedConnection {
@@ -154,27 +156,52 @@ async fn empty_requests_are_answered() {
     local.release(vec![]).await;
 }
 
+/// A lock on a Redis that does not answer starts all the same: while Redis is out of reach
+/// every take is answered at once (the batch fires unlocked, on the database's
+/// compare-and-set), without a dial; once a Redis answers on that port the link comes back by
+/// itself and the locks are taken there.
 #[actix_rt::test]
-async fn redis_lock_fails_to_start_when_redis_is_unreachable() {
+async fn a_lock_on_an_unanswering_redis_answers_at_once_and_locks_once_redis_is_back() {
+    let port = free_port();
     let started = Instant::now();
-    let outcome = connect_redis("redis://127.0.0.1:1").await;
+    let link = RedisLink::connect(&format!("redis://127.0.0.1:{port}"))
+        .await
+        .expect("a link whether or not Redis answers");
     assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "took {:?}",
+        started.elapsed() < Duration::from_secs(2),
+        "connecting took {:?}",
         started.elapsed()
     );
-    match outcome {
-        Ok(_) => panic!("a lock on an unreachable Redis started"),
-        Err(err) => {
-            assert!(matches!(err, LockError::Unavailable(_)), "{err:?}");
-            assert!(err.to_string().starts_with("Redis unavailable"), "{err}");
-        }
+    assert!(!link.is_up(), "nothing listens on port {port}");
+    let lock = LockHandle::new(LockActor::redis(link.clone(), "node-a".into()).start());
+    let [t1, t2] = unique_ids::<2>();
+    let taking = Instant::now();
+    for _ in 0..20 {
+        assert_eq!(lock.acquire(vec![t1, t2]).await, vec![true, true]);
+        lock.release(vec![t1, t2]).await;
     }
+    let took = taking.elapsed();
+    assert!(
+        took < Duration::from_millis(250),
+        "20 takes and releases with Redis down took {took:?}: they waited for it"
+    );
+
+    let redis = RedisProcess::start(port, &[]).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !link.is_up() {
+        assert!(Instant::now() < deadline, "the link never came back");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(lock.acquire(vec![t1]).await, vec![true]);
+    let mut conn = redis.conn().await;
+    assert_eq!(holder(&mut conn, t1).await.as_deref(), Some("node-a"));
+    let other = LockHandle::new(LockActor::redis(link, "node-b".into()).start());
+    assert_eq!(other.acquire(vec![t1, t2]).await, vec![false, true]);
 }
 
 #[actix_rt::test]
 async fn redis_lock_rejects_a_bad_url() {
-    match connect_redis("not-a-redis-url").await {
+    match RedisLink::connect("not-a-redis-url").await {
         Ok(_) => panic!("a lock with a bad URL started"),
         Err(err) => {
             assert!(matches!(err, LockError::BadUrl(_)), "{err:?}");

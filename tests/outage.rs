@@ -4,7 +4,8 @@
 //! proxy is cut for 60 s. Afterwards the rows are read straight from the database: no
 //! (task, second) has two rows, no run is lost, and every run was delivered.
 //!
-//! Also here: ax's MySQL connections go where the URL says, which is what lets a proxy stand in
+//! Also here: ax started while its Redis is down (a `redis-server` of the test's own comes up
+//! later), and ax's MySQL connections go where the URL says, which is what lets a proxy stand in
 //! for the server at all.
 
 mod common;
@@ -18,8 +19,8 @@ use ax::store::models::Instance;
 use ax::store::{Conn, Db};
 use chrono::{DateTime, Utc};
 use common::{
-    host_port, mysql_server, one_row_per_second, redis_server, rows_of, Api, AxProcess, Executor,
-    Proxy, Received, Reply, TestStore,
+    free_port, host_port, mysql_server, one_row_per_second, redis_server, rows_of, Api, AxProcess,
+    Executor, Proxy, Received, RedisProcess, Reply, TestStore,
 };
 use diesel_async::RunQueryDsl;
 use serde_json::json;
@@ -298,6 +299,134 @@ async fn redis_down_for_60_s_loses_no_run_and_duplicates_none() {
         rows.len(),
         received.len(),
         started.elapsed().as_secs_f64()
+    );
+}
+
+/// ax started while its Redis is down starts all the same: `/healthz` answers 200 and names
+/// Redis down, and the tasks fire unlocked, every run delivered. When a Redis comes up on that
+/// port, ax takes it up by itself: `/healthz` says so, its heartbeat is there, its fire locks
+/// are taken and released there (and no more fire goes unlocked), and no second of any task
+/// has two rows or none.
+#[actix_rt::test]
+async fn ax_started_while_redis_is_down_fires_and_takes_redis_up_when_it_answers() {
+    let store = TestStore::mysql();
+    let port = free_port();
+    let mut scene = Scene::start(
+        "redis-down-at-start",
+        store.url(),
+        format!("redis://127.0.0.1:{port}"),
+    )
+    .await;
+    let (status, health) = scene.api.get("/healthz").await;
+    assert_eq!(
+        (status, &health["redis"]),
+        (200, &json!("down")),
+        "{health}"
+    );
+    let delivered_down = scene
+        .executor
+        .wait_for(3 * TASKS, Duration::from_secs(10))
+        .await
+        .len();
+    assert!(
+        delivered_down >= 3 * TASKS,
+        "{delivered_down} runs delivered with Redis down; see {}",
+        scene.log.display()
+    );
+    let (status, health) = scene.api.get("/healthz").await;
+    assert_eq!(
+        (status, &health["redis"]),
+        (200, &json!("down")),
+        "{health}"
+    );
+    assert!(scene.log_lines("firing unlocked") > 0, "fired unlocked");
+
+    let redis = RedisProcess::start(port, &[]).await;
+    let came = Instant::now();
+    let up_after = loop {
+        let (status, health) = scene.api.get("/healthz").await;
+        if health["redis"] == "up" {
+            assert_eq!(status, 200, "{health}");
+            break came.elapsed();
+        }
+        assert!(
+            came.elapsed() < Duration::from_secs(10),
+            "/healthz still says {health} 10 s after Redis came up; see {}",
+            scene.log.display()
+        );
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut conn = redis.conn().await;
+    let heartbeat = format!("ax:instance:{}", scene.ax.instance_id);
+    let beat_after = loop {
+        let beat: Option<String> = redis::cmd("GET")
+            .arg(&heartbeat)
+            .query_async(&mut conn)
+            .await
+            .expect("GET");
+        if beat.is_some() {
+            break came.elapsed();
+        }
+        assert!(
+            came.elapsed() < Duration::from_secs(10),
+            "no {heartbeat} in the Redis that came up"
+        );
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Past the fire batches that were under way when it came.
+    actix_rt::time::sleep(Duration::from_secs(1)).await;
+    let unlocked = scene.log_lines("firing unlocked");
+    actix_rt::time::sleep(Duration::from_secs(3)).await;
+    scene.assert_running();
+    assert_eq!(
+        scene.log_lines("firing unlocked"),
+        unlocked,
+        "fires went unlocked with Redis up; see {}",
+        scene.log.display()
+    );
+    // Each take of a lock is released by a script: its calls are the fire locks' own.
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    let releases = stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_eval:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(releases > 0, "no fire lock released in Redis: {stats}");
+    let tasks = scene.tasks.clone();
+    let received = scene.stop().await;
+
+    let db = Db::connect(&store.url(), 2).await.expect("store");
+    let mut all = Vec::new();
+    for &task_id in &tasks {
+        let rows = rows_of(&db, task_id).await;
+        let by_second = one_row_per_second(task_id, &rows);
+        let seconds: Vec<i64> = by_second.keys().copied().collect();
+        let lost: Vec<i64> = (seconds[0]..=seconds[seconds.len() - 1])
+            .filter(|s| !by_second.contains_key(s))
+            .collect();
+        assert!(lost.is_empty(), "task {task_id}: no run for {lost:?}");
+        for row in &rows {
+            assert_eq!(row.status, RunStatus::Success, "task {task_id}: {row:?}");
+        }
+        all.extend(rows);
+    }
+    let rows: Vec<&Instance> = all.iter().collect();
+    let delivered = deliveries_match_rows(&rows, &received);
+    let twice: Vec<_> = delivered.iter().filter(|(_, &n)| n > 1).collect();
+    assert!(twice.is_empty(), "runs delivered twice: {twice:?}");
+    println!(
+        "redis down at start: {delivered_down} deliveries with Redis down; /healthz said up \
+         {:.1} s and the heartbeat was in Redis {:.1} s after it came; {releases} lock releases \
+         there; {} rows, {} deliveries, 0 duplicate rows, 0 lost",
+        up_after.as_secs_f64(),
+        beat_after.as_secs_f64(),
+        rows.len(),
+        received.len()
     );
 }
 

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ax::actors::Halt;
-use common::{config, free_port, host_port, mysql_server, start_ax, Api, AxProcess, TestStore};
+use common::{
+    config, free_port, host_port, mysql_server, start_ax, Api, AxProcess, RedisProcess, TestStore,
+};
 use serde_json::Value;
 
 fn both_stores() -> [TestStore; 2] {
@@ -42,6 +44,19 @@ fn assert_refused(store: &TestStore, configured: Option<&str>, holder: &str) {
 /// Starts `ax serve` on `store` (with `AX_INSTANCE_ID` = `configured`, if given), checks that it
 /// exits 1 with one line on stderr, and returns that line.
 fn refusal(store: &TestStore, configured: Option<&str>) -> String {
+    let (code, line) = serve_refused(store, configured, &[]);
+    assert_eq!(code, Some(1), "{line}");
+    line
+}
+
+/// Starts `ax serve` on `store` (with `AX_INSTANCE_ID` = `configured`, if given, and `env`
+/// besides), checks that it ends with one line on stderr, and returns its exit code and that
+/// line.
+fn serve_refused(
+    store: &TestStore,
+    configured: Option<&str>,
+    env: &[(&str, &str)],
+) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut command = Command::new(env!("CARGO_BIN_EXE_ax"));
     command
@@ -53,16 +68,16 @@ fn refusal(store: &TestStore, configured: Option<&str>) -> String {
         .env("AX_PORT", free_port().to_string())
         .env("AX_STORE_URL", store.url())
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .stdin(Stdio::null());
     if let Some(id) = configured {
         command.env("AX_INSTANCE_ID", id);
     }
     let output = command.output().expect("run ax serve");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
     let line = stderr.trim_end();
     assert_eq!(line.lines().count(), 1, "one line: {stderr}");
-    line.to_string()
+    (output.status.code(), line.to_string())
 }
 
 #[actix_rt::test]
@@ -130,6 +145,54 @@ async fn a_second_process_on_a_sqlite_file_is_refused() {
     let second = AxProcess::start(dir.path(), "node-b", on(&store)).await;
     assert_eq!(instance_id(&second).await, "node-b");
     assert_eq!(second.terminate().await, Some(0));
+}
+
+/// Redis refusing the credentials of `redis.url` is a setting to correct, not an outage to wait
+/// out: `ax serve` exits 2 at once, its one line naming `redis.url` and not the password; a
+/// wrong password and none at all alike. With the right one it starts, Redis up.
+#[actix_rt::test]
+async fn a_password_redis_refuses_exits_2_naming_redis_url() {
+    let port = free_port();
+    let _redis = RedisProcess::start(port, &["--requirepass", "secret"]).await;
+    let store = TestStore::sqlite();
+    let wrong = format!("wrong-{}", uuid::Uuid::new_v4().simple());
+    for (url, words) in [
+        (
+            format!("redis://:{wrong}@127.0.0.1:{port}"),
+            "authentication failed",
+        ),
+        (format!("redis://127.0.0.1:{port}"), "NOAUTH"),
+    ] {
+        let started = Instant::now();
+        let (code, line) = serve_refused(&store, None, &[("AX_REDIS_URL", &url)]);
+        let took = started.elapsed();
+        assert_eq!(code, Some(2), "{url}: {line}");
+        let expected = format!("ax: cannot start: redis.url: Redis at 127.0.0.1:{port} refused");
+        assert!(line.starts_with(&expected), "{url}: {line}");
+        assert!(
+            line.to_lowercase().contains(&words.to_lowercase()),
+            "{url}: {line}"
+        );
+        assert!(!line.contains(&wrong), "the password shown: {line}");
+        assert!(
+            took < Duration::from_secs(5),
+            "{url}: exited after {took:?}"
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let right = format!("redis://:secret@127.0.0.1:{port}");
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), right),
+    ];
+    let ax = AxProcess::start(dir.path(), "password", env).await;
+    let (status, health) = Api::at(ax.base()).get("/healthz").await;
+    assert_eq!(
+        (status, &health["redis"]),
+        (200, &Value::from("up")),
+        "{health}"
+    );
+    assert_eq!(ax.terminate().await, Some(0));
 }
 
 /// Polls `/healthz` until it answers `status`; returns how long that took and the body.

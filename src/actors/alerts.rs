@@ -14,7 +14,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use chrono::Utc;
 
-use super::lock::RedisPool;
+use super::redis_link::{RedisLink, CALL_WAIT};
 use super::resolver::guarded_client;
 use super::store::{boxed, StoreHandle};
 use crate::alerting::{
@@ -54,7 +54,7 @@ pub struct AlertActor {
     settings: Arc<AlertSettings>,
     store: StoreHandle,
     /// Checked each round when there is one.
-    redis: Option<RedisPool>,
+    redis: Option<RedisLink>,
     store_outage: Outage,
     redis_outage: Outage,
     secret: Arc<[u8]>,
@@ -72,7 +72,7 @@ pub struct AlertActor {
 impl AlertActor {
     pub fn new(
         settings: AlertSettings,
-        (store, redis): (StoreHandle, Option<RedisPool>),
+        (store, redis): (StoreHandle, Option<RedisLink>),
         secret: Arc<[u8]>,
         allowlist: Allowlist,
     ) -> Self {
@@ -141,7 +141,7 @@ impl AlertActor {
         ctx.spawn(
             async move {
                 let redis_up = match redis {
-                    Some(pool) => Some(redis_answers(pool).await),
+                    Some(link) => Some(redis_answers(link).await),
                     None => None,
                 };
                 let rounded = round(&settings, &store, &client, &secret).await;
@@ -261,19 +261,13 @@ impl AlertActor {
     }
 }
 
-/// Whether Redis answers a PING within a second.
-async fn redis_answers(pool: RedisPool) -> bool {
-    let ping = async {
-        let mut conn = pool.get().await.ok()?;
-        redis::cmd("PING")
-            .query_async::<String>(&mut *conn)
-            .await
-            .ok()
-    };
-    matches!(
-        actix_rt::time::timeout(Duration::from_secs(1), ping).await,
-        Ok(Some(_))
-    )
+/// Whether Redis answers a PING within [`CALL_WAIT`] (false at once while the link counts it
+/// out of reach).
+async fn redis_answers(link: RedisLink) -> bool {
+    let ping = link.call(CALL_WAIT, async |conn| {
+        redis::cmd("PING").query_async::<String>(&mut *conn).await
+    });
+    ping.await.is_ok()
 }
 
 /// The alert of this process's store outage that began `since`: the same id on every

@@ -14,7 +14,7 @@ use crate::clock::{rfc3339_serde, ClockCheck, Reading, SharedClock};
 use crate::metrics::metrics;
 use crate::store::queries::meta;
 
-use super::lock::{unavailable, LockError, RedisPool};
+use super::redis_link::{unavailable, LockError, RedisLink, CALL_WAIT};
 use super::store::{boxed, StoreHandle};
 use crate::alerting::AlertEvent;
 use crate::store::queries::alerts;
@@ -48,7 +48,7 @@ pub struct Member {
 
 /// The actor holding this process's membership.
 pub struct ClusterActor {
-    redis: Option<RedisPool>,
+    redis: Option<RedisLink>,
     /// Where a process found gone is recorded for alerts.
     store: StoreHandle,
     instance_id: String,
@@ -70,7 +70,7 @@ impl ClusterActor {
     /// A member of the cluster whose heartbeats are in `redis` (`None`: a cluster of one).
     pub fn new(
         instance_id: String,
-        redis: Option<RedisPool>,
+        redis: Option<RedisLink>,
         store: StoreHandle,
         clock: ClockWatch,
     ) -> Self {
@@ -150,14 +150,14 @@ impl ClusterActor {
     }
 
     fn beat(&mut self, ctx: &mut Context<Self>) {
-        let (Some(pool), Some(me)) = (&self.redis, &mut self.me) else {
+        let (Some(link), Some(me)) = (&self.redis, &mut self.me) else {
             return;
         };
         me.last_seen = Utc::now();
-        let (pool, me) = (pool.clone(), me.clone());
+        let (link, me) = (link.clone(), me.clone());
         ctx.spawn(
             async move {
-                if let Err(err) = redis_heartbeat(pool, me).await {
+                if let Err(err) = redis_heartbeat(link, me).await {
                     log::warn!("heartbeat not sent: {err}");
                 }
             }
@@ -189,11 +189,10 @@ impl Actor for ClusterActor {
     }
 }
 
-async fn redis_heartbeat(pool: RedisPool, me: Member) -> Result<(), LockError> {
-    let mut conn = pool.get().await.map_err(unavailable)?;
+async fn redis_heartbeat(link: RedisLink, me: Member) -> Result<(), LockError> {
     let value = serde_json::to_string(&me).map_err(unavailable)?;
-    redis::pipe()
-        .cmd("SET")
+    let mut pipe = redis::pipe();
+    pipe.cmd("SET")
         .arg(heartbeat_key(&me.instance_id))
         .arg(value)
         .arg("PX")
@@ -202,49 +201,50 @@ async fn redis_heartbeat(pool: RedisPool, me: Member) -> Result<(), LockError> {
         .cmd("SADD")
         .arg(MEMBERS_KEY)
         .arg(&me.instance_id)
-        .ignore()
-        .query_async::<()>(&mut *conn)
-        .await
-        .map_err(unavailable)
+        .ignore();
+    link.call(CALL_WAIT, async |conn| {
+        pipe.query_async::<()>(&mut *conn).await
+    })
+    .await
 }
 
 /// The processes whose heartbeats are live, and those this call found gone: their heartbeat
 /// expired without a leave, and this call is the one that forgot them (of processes looking
 /// at once, one removes each from the set).
-async fn redis_members(pool: RedisPool) -> Result<(Vec<Member>, Vec<String>), LockError> {
-    let mut conn = pool.get().await.map_err(unavailable)?;
-    let ids: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(MEMBERS_KEY)
-        .query_async(&mut *conn)
-        .await
-        .map_err(unavailable)?;
-    if ids.is_empty() {
-        return Ok((Vec::new(), Vec::new()));
-    }
-    let keys: Vec<String> = ids.iter().map(|id| heartbeat_key(id)).collect();
-    let beats: Vec<Option<String>> = redis::cmd("MGET")
-        .arg(&keys)
-        .query_async(&mut *conn)
-        .await
-        .map_err(unavailable)?;
-    let (mut members, mut gone) = (Vec::new(), Vec::new());
-    for (id, beat) in ids.into_iter().zip(beats) {
-        match beat.and_then(|b| serde_json::from_str::<Member>(&b).ok()) {
-            Some(member) => members.push(member),
-            None => {
-                let removed: Result<i64, _> = redis::cmd("SREM")
-                    .arg(MEMBERS_KEY)
-                    .arg(&id)
-                    .query_async(&mut *conn)
-                    .await;
-                if removed == Ok(1) {
-                    gone.push(id);
+async fn redis_members(link: RedisLink) -> Result<(Vec<Member>, Vec<String>), LockError> {
+    link.call(CALL_WAIT, async |conn| {
+        let ids: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(MEMBERS_KEY)
+            .query_async(&mut *conn)
+            .await?;
+        if ids.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let keys: Vec<String> = ids.iter().map(|id| heartbeat_key(id)).collect();
+        let beats: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut *conn)
+            .await?;
+        let (mut members, mut gone) = (Vec::new(), Vec::new());
+        for (id, beat) in ids.into_iter().zip(beats) {
+            match beat.and_then(|b| serde_json::from_str::<Member>(&b).ok()) {
+                Some(member) => members.push(member),
+                None => {
+                    let removed: Result<i64, _> = redis::cmd("SREM")
+                        .arg(MEMBERS_KEY)
+                        .arg(&id)
+                        .query_async(&mut *conn)
+                        .await;
+                    if removed == Ok(1) {
+                        gone.push(id);
+                    }
                 }
             }
         }
-    }
-    members.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
-    Ok((members, gone))
+        members.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+        Ok((members, gone))
+    })
+    .await
 }
 
 /// A `PROCESS_LEFT` alert event about process `id`.
@@ -271,19 +271,20 @@ async fn record_left(store: &StoreHandle, id: String) {
     }
 }
 
-async fn redis_leave(pool: RedisPool, instance_id: String) {
-    let Ok(mut conn) = pool.get().await else {
-        return;
-    };
-    let _: Result<(), _> = redis::pipe()
-        .cmd("DEL")
+async fn redis_leave(link: RedisLink, instance_id: String) {
+    let mut pipe = redis::pipe();
+    pipe.cmd("DEL")
         .arg(heartbeat_key(&instance_id))
         .ignore()
         .cmd("SREM")
         .arg(MEMBERS_KEY)
         .arg(&instance_id)
-        .ignore()
-        .query_async(&mut *conn)
+        .ignore();
+    // Leaving is a courtesy: a heartbeat left behind expires by itself.
+    let _ = link
+        .call(CALL_WAIT, async |conn| {
+            pipe.query_async::<()>(&mut *conn).await
+        })
         .await;
 }
 
@@ -318,10 +319,10 @@ impl Handler<Members> for ClusterActor {
 
     fn handle(&mut self, _: Members, _: &mut Context<Self>) -> Self::Result {
         match &self.redis {
-            Some(pool) => {
-                let (pool, store) = (pool.clone(), self.store.clone());
+            Some(link) => {
+                let (link, store) = (link.clone(), self.store.clone());
                 Box::pin(async move {
-                    let (members, gone) = redis_members(pool).await?;
+                    let (members, gone) = redis_members(link).await?;
                     for id in gone {
                         record_left(&store, id).await;
                     }
@@ -351,7 +352,7 @@ impl Handler<Leave> for ClusterActor {
         self.me = None;
         ctx.stop();
         match &self.redis {
-            Some(pool) => Box::pin(redis_leave(pool.clone(), self.instance_id.clone())),
+            Some(link) => Box::pin(redis_leave(link.clone(), self.instance_id.clone())),
             None => Box::pin(async {}),
         }
     }

@@ -5,31 +5,24 @@
 //! The lock saves the losers a database round trip; the compare-and-set on `next_run_at` and
 //! the unique request id are what make a second row impossible.
 //!
-//! The cluster's heartbeats are `actors::cluster`'s.
+//! The cluster's heartbeats are `actors::cluster`'s; the connection to Redis, and what is
+//! known of its reach, `actors::redis_link`'s.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::redis_link::{LockError, RedisLink};
 use crate::run::TaskId;
 use actix::prelude::*;
-use bb8_redis::RedisConnectionManager;
 
 /// How long a fire lock lives if its holder never releases it.
 pub const LOCK_TTL: Duration = Duration::from_millis(3000);
 
 /// Longest a fire batch waits for Redis before it fires unlocked: well within the time a run
-/// is committed ahead, so an unreachable Redis (whose pool keeps retrying) never makes runs
-/// late, and batches of one task never pile up behind it to commit out of order.
+/// is committed ahead, so a Redis that stops answering never makes runs late, and batches of
+/// one task never pile up behind it to commit out of order. Once a call has waited so in vain,
+/// the link counts Redis out of reach and the next batches fire unlocked without waiting.
 pub const LOCK_WAIT: Duration = Duration::from_millis(250);
-
-/// Errors of the lock layer.
-#[derive(Debug, thiserror::Error)]
-pub enum LockError {
-    #[error("invalid Redis URL: {0}")]
-    BadUrl(String),
-    #[error("Redis unavailable: {0}")]
-    Unavailable(String),
-}
 
 /// The Redis key of a task's fire lock.
 pub fn lock_key(task_id: TaskId) -> String {
@@ -70,7 +63,7 @@ impl LocalLocks {
 }
 
 enum Backend {
-    Redis(RedisPool),
+    Redis(RedisLink),
     Local(LocalLocks),
 }
 
@@ -90,99 +83,69 @@ impl LockActor {
     }
 
     /// A lock in Redis.
-    pub fn redis(pool: RedisPool, instance_id: String) -> Self {
+    pub fn redis(link: RedisLink, instance_id: String) -> Self {
         LockActor {
-            backend: Backend::Redis(pool),
+            backend: Backend::Redis(link),
             instance_id,
         }
     }
-}
-
-/// A pool of Redis connections, shared by the fire lock and the cluster's heartbeats.
-pub type RedisPool = bb8::Pool<RedisConnectionManager>;
-
-/// Connects to Redis; fails when it cannot be reached now.
-pub async fn connect_redis(url: &str) -> Result<RedisPool, LockError> {
-    let manager =
-        RedisConnectionManager::new(url).map_err(|err| LockError::BadUrl(err.to_string()))?;
-    let pool = bb8::Pool::builder()
-        .max_size(4)
-        .connection_timeout(Duration::from_secs(5))
-        .build(manager)
-        .await
-        .map_err(unavailable)?;
-    {
-        // bb8 says only "Timed out in bb8": say what timed out.
-        let mut conn = pool.get().await.map_err(|err| match err {
-            bb8::RunError::TimedOut => LockError::Unavailable("no connection within 5 s".into()),
-            bb8::RunError::User(err) => unavailable(err),
-        })?;
-        let _: String = redis::cmd("PING")
-            .query_async(&mut *conn)
-            .await
-            .map_err(unavailable)?;
-    }
-    Ok(pool)
 }
 
 impl Actor for LockActor {
     type Context = Context<Self>;
 }
 
-pub(crate) fn unavailable(err: impl std::fmt::Display) -> LockError {
-    LockError::Unavailable(err.to_string())
-}
-
 async fn redis_acquire(
-    pool: bb8::Pool<RedisConnectionManager>,
+    link: RedisLink,
     instance_id: String,
     task_ids: Vec<TaskId>,
 ) -> Result<Vec<bool>, LockError> {
-    let mut conn = pool.get().await.map_err(unavailable)?;
-    let mut pipe = redis::pipe();
-    for id in &task_ids {
-        pipe.cmd("SET")
-            .arg(lock_key(*id))
-            .arg(&instance_id)
-            .arg("NX")
-            .arg("PX")
-            .arg(LOCK_TTL.as_millis() as u64);
-    }
-    let replies: Vec<Option<String>> = pipe.query_async(&mut *conn).await.map_err(unavailable)?;
-    let mut held: Vec<bool> = replies.iter().map(Option::is_some).collect();
-    // A lock this process still holds from its previous fire of the task (released late) is
-    // ours: refusing it would leave the run to nobody.
-    let refused: Vec<usize> = (0..held.len()).filter(|&i| !held[i]).collect();
-    if !refused.is_empty() {
-        let keys: Vec<String> = refused.iter().map(|&i| lock_key(task_ids[i])).collect();
-        let holders: Vec<Option<String>> = redis::cmd("MGET")
-            .arg(&keys)
-            .query_async(&mut *conn)
-            .await
-            .map_err(unavailable)?;
-        for (i, holder) in refused.into_iter().zip(holders) {
-            held[i] = holder.as_deref() == Some(instance_id.as_str());
+    link.call(LOCK_WAIT, async |conn| {
+        let mut pipe = redis::pipe();
+        for id in &task_ids {
+            pipe.cmd("SET")
+                .arg(lock_key(*id))
+                .arg(&instance_id)
+                .arg("NX")
+                .arg("PX")
+                .arg(LOCK_TTL.as_millis() as u64);
         }
-    }
-    Ok(held)
+        let replies: Vec<Option<String>> = pipe.query_async(&mut *conn).await?;
+        let mut held: Vec<bool> = replies.iter().map(Option::is_some).collect();
+        // A lock this process still holds from its previous fire of the task (released late)
+        // is ours: refusing it would leave the run to nobody.
+        let refused: Vec<usize> = (0..held.len()).filter(|&i| !held[i]).collect();
+        if !refused.is_empty() {
+            let keys: Vec<String> = refused.iter().map(|&i| lock_key(task_ids[i])).collect();
+            let holders: Vec<Option<String>> = redis::cmd("MGET")
+                .arg(&keys)
+                .query_async(&mut *conn)
+                .await?;
+            for (i, holder) in refused.into_iter().zip(holders) {
+                held[i] = holder.as_deref() == Some(instance_id.as_str());
+            }
+        }
+        Ok(held)
+    })
+    .await
 }
 
 async fn redis_release(
-    pool: bb8::Pool<RedisConnectionManager>,
+    link: RedisLink,
     instance_id: String,
     task_ids: Vec<TaskId>,
 ) -> Result<(), LockError> {
-    let mut conn = pool.get().await.map_err(unavailable)?;
     // One script call for the whole batch, atomic per key.
     let mut eval = redis::cmd("EVAL");
     eval.arg(RELEASE_SCRIPT).arg(task_ids.len());
     for id in &task_ids {
         eval.arg(lock_key(*id));
     }
-    eval.arg(&instance_id)
-        .query_async::<()>(&mut *conn)
-        .await
-        .map_err(unavailable)
+    eval.arg(&instance_id);
+    link.call(LOCK_WAIT, async |conn| {
+        eval.query_async::<()>(&mut *conn).await
+    })
+    .await
 }
 
 /// Takes the fire locks of these tasks; answers, per task, whether this process holds it.
@@ -199,18 +162,12 @@ impl Handler<Acquire> for LockActor {
                 let held = locks.acquire(&msg.0, Instant::now());
                 Box::pin(async move { held })
             }
-            Backend::Redis(pool) => {
-                let (pool, instance_id) = (pool.clone(), self.instance_id.clone());
+            Backend::Redis(link) => {
+                let (link, instance_id) = (link.clone(), self.instance_id.clone());
                 Box::pin(async move {
                     let count = msg.0.len();
-                    let acquire = redis_acquire(pool, instance_id, msg.0);
-                    tokio::time::timeout(LOCK_WAIT, acquire)
+                    redis_acquire(link, instance_id, msg.0)
                         .await
-                        .unwrap_or_else(|_| {
-                            Err(LockError::Unavailable(format!(
-                                "no answer within {LOCK_WAIT:?}"
-                            )))
-                        })
                         .unwrap_or_else(|err| {
                             // Firing without the lock risks only a lost compare-and-set in the
                             // database; not firing would lose the runs.
@@ -237,19 +194,12 @@ impl Handler<Release> for LockActor {
                 locks.release(&msg.0);
                 Box::pin(async {})
             }
-            Backend::Redis(pool) => {
-                let (pool, instance_id) = (pool.clone(), self.instance_id.clone());
+            Backend::Redis(link) => {
+                let (link, instance_id) = (link.clone(), self.instance_id.clone());
                 // Bounded like a take: the wheel waits for it before the tasks fire again.
                 Box::pin(async move {
-                    let release = redis_release(pool, instance_id, msg.0);
-                    match tokio::time::timeout(LOCK_WAIT, release).await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(err)) => {
-                            log::warn!("fire locks not released (they expire in 3 s): {err}")
-                        }
-                        Err(_) => log::warn!(
-                            "fire locks not released within {LOCK_WAIT:?} (they expire in 3 s)"
-                        ),
+                    if let Err(err) = redis_release(link, instance_id, msg.0).await {
+                        log::warn!("fire locks not released (they expire in 3 s): {err}")
                     }
                 })
             }

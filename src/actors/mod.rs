@@ -9,6 +9,7 @@ pub mod fire;
 pub mod fleet;
 mod in_flight;
 pub mod lock;
+pub mod redis_link;
 pub mod resolver;
 pub mod store;
 pub mod supervisor;

@@ -6,15 +6,18 @@ use crate::error::ApiError;
 use crate::metrics::metrics;
 
 /// `GET /healthz`: 200 when every actor answers, the wheel ticks and the store answers; 503
-/// with the reason otherwise. Either way, which instance and store answered.
+/// with the reason otherwise. Either way, which instance and store answered, and whether Redis
+/// does: ax fires on while it is down, so Redis down alone is no 503.
 pub async fn healthz(state: web::Data<ApiState>) -> HttpResponse {
     let report = state.health.check().await;
+    let redis = report.redis_up.map(|up| if up { "up" } else { "down" });
     let mut body = json!({
         "status": "ok",
         "instanceId": state.instance_id,
         "store": state.backend,
         "wheelSize": report.wheel_size,
         "clockSkewMs": report.clock_skew_ms,
+        "redis": redis,
     });
     if report.is_healthy() {
         return HttpResponse::Ok().json(body);

@@ -47,7 +47,7 @@ macro_rules! endpoint {
 
 /// Every endpoint of the HTTP API.
 pub const ENDPOINTS: &[Endpoint] = &[
-    endpoint!(get "/healthz", health::healthz, false, "Health: every actor answers, the wheel ticks, the store answers (503 if not)"),
+    endpoint!(get "/healthz", health::healthz, false, "Health: every actor answers, the wheel ticks, the store answers (503 if not); whether Redis answers"),
     endpoint!(head "/healthz", health::healthz, false, "Health, status only: 200 or 503, no body"),
     endpoint!(get "/metrics", health::prometheus, false, "Metrics in the Prometheus text format"),
     endpoint!(get "/api/openapi.json", openapi_document, false, "This document"),

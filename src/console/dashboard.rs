@@ -17,7 +17,7 @@ use super::runs::{run_href, task_ids, task_link};
 use super::session::Visitor;
 use super::{ok, ConsoleError};
 use crate::actors::cluster::{Member, HEARTBEAT_INTERVAL};
-use crate::actors::lock::LockError;
+use crate::actors::redis_link::LockError;
 use crate::attention::{self, FailingTask, Trouble};
 use crate::health::Report;
 use crate::routing::HealthState;

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 
 use crate::actors::cluster::{ClusterHandle, Member};
 use crate::actors::dispatch::DispatchHandle;
-use crate::actors::lock::LockError;
+use crate::actors::redis_link::LockError;
 use crate::actors::store::StoreHandle;
 use crate::actors::wheel::WheelHandle;
 use crate::clock::SharedClock;

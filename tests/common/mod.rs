@@ -877,6 +877,55 @@ async fn forward(mut client: actix_rt::net::TcpStream, shared: Arc<ProxyShared>)
     }
 }
 
+/// A `redis-server` of the test's own on `port`, without persistence, killed when dropped: a
+/// Redis that comes up while ax runs, or one with a password, which the shared Redis must not
+/// be given.
+pub struct RedisProcess {
+    pub port: u16,
+    child: std::process::Child,
+}
+
+impl RedisProcess {
+    /// Starts it with `args` besides the port, and waits until it listens.
+    pub async fn start(port: u16, args: &[&str]) -> RedisProcess {
+        let port_arg = port.to_string();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port_arg, "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(args)
+            .current_dir(std::env::temp_dir())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start redis-server (Debian's redis-server package)");
+        let process = RedisProcess { port, child };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server on port {port} does not listen"
+            );
+            actix_rt::time::sleep(Duration::from_millis(20)).await;
+        }
+        process
+    }
+
+    /// A connection to it (without a password).
+    pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(format!("redis://127.0.0.1:{}", self.port))
+            .expect("redis url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect to the test's redis-server")
+    }
+}
+
+impl Drop for RedisProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A tiny deterministic generator for kill moments; tests print the seed for replay.
 pub struct XorShift(pub u64);
 

@@ -51,7 +51,7 @@ async fn join(db: &Db, group: &str, url: &str, by: Registrant<'_>, max: usize) -
 }
 
 async fn leave(db: &Db, group: &str, url: &str, by: Registrant<'_>) -> Unregistered {
-    executors::unregister(&mut conn(db).await, group, url, by)
+    executors::unregister(&mut conn(db).await, group, url, by, base())
         .await
         .expect("unregister")
 }
