@@ -306,7 +306,8 @@ fn executor_token(name: &str, token: &str, groups: &[&str]) -> NamedToken {
     }
 }
 
-/// The URLs of group `group`'s members, as an admin reads them.
+/// The URLs of group `group`'s members in it now, as an admin reads them (those gone within
+/// the hour are listed too, `GONE`).
 async fn member_urls(base: &str, group: &str) -> Vec<String> {
     let (status, body) = call(
         base,
@@ -321,6 +322,7 @@ async fn member_urls(base: &str, group: &str) -> Vec<String> {
         .as_array()
         .expect("members")
         .iter()
+        .filter(|member| member["state"] != "GONE")
         .filter_map(|member| member["url"].as_str().map(String::from))
         .collect()
 }

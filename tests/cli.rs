@@ -466,14 +466,6 @@ fn serve_exits_when_the_store_is_unreachable() {
 }
 
 #[test]
-fn serve_exits_when_redis_is_unreachable() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = "redis://127.0.0.1:1".to_string();
-    let failed = serve_failing(dir.path(), &[("AX_REDIS_URL", url)]);
-    assert_start_failure(failed, 1, "cannot start: Redis unavailable");
-}
-
-#[test]
 fn serve_rejects_durations_past_their_bound() {
     let dir = tempfile::tempdir().expect("temp dir");
     for (name, key, value) in [

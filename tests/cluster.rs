@@ -20,6 +20,36 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// fire of each of its tasks catches up.
 const FAILOVER_GAP_SECS: i64 = 5;
 
+/// The settings of a process of the test's cluster: its own database, the shared Redis.
+fn cluster_env(store: &TestStore) -> Vec<(String, String)> {
+    vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), redis_server().to_string()),
+        ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
+    ]
+}
+
+/// Creates `n` every-second tasks named `{prefix}-{i}`, through the processes in turn.
+async fn every_second_tasks(
+    apis: &[Api],
+    n: usize,
+    prefix: &str,
+    url: &str,
+    timeout_ms: i64,
+) -> Vec<i64> {
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let task = apis[i % apis.len()]
+            .create_task(json!({
+                "name": format!("{prefix}-{i}"), "cron": "* * * * * *",
+                "handlerUrl": url, "maxRetry": 0, "timeoutMs": timeout_ms,
+            }))
+            .await;
+        tasks.push(task["id"].as_i64().expect("id"));
+    }
+    tasks
+}
+
 async fn live_members(api: &Api) -> Vec<String> {
     let (status, body) = api.get("/api/cluster").await;
     assert_eq!(status, 200, "{body}");
@@ -43,11 +73,7 @@ async fn three_instances_one_killed() {
     let names: Vec<String> = (1..=3)
         .map(|n| format!("node{n}-{}", &run_id[..8]))
         .collect();
-    let env = vec![
-        ("AX_STORE_URL".to_string(), store.url()),
-        ("AX_REDIS_URL".to_string(), redis_server().to_string()),
-        ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
-    ];
+    let env = cluster_env(&store);
     // The executor answers 202; each result is then reported to a different instance.
     let executor = Executor::start(Reply::Accepted).await;
     let mut nodes = Vec::new();
@@ -55,16 +81,7 @@ async fn three_instances_one_killed() {
         nodes.push(AxProcess::start(dir.path(), name, env.clone()).await);
     }
     let apis: Vec<Api> = nodes.iter().map(|n| Api::at(n.base())).collect();
-    let mut tasks = Vec::new();
-    for i in 0..TASKS {
-        let task = apis[i % 3]
-            .create_task(json!({
-                "name": format!("cluster-{i}"), "cron": "* * * * * *",
-                "handlerUrl": executor.url, "maxRetry": 0, "timeoutMs": 1000,
-            }))
-            .await;
-        tasks.push(task["id"].as_i64().expect("id"));
-    }
+    let tasks = every_second_tasks(&apis, TASKS, "cluster", &executor.url, 1000).await;
     let mut members = live_members(&apis[0]).await;
     for _ in 0..40 {
         if names.iter().all(|n| members.contains(n)) {
@@ -267,11 +284,7 @@ async fn a_change_through_either_process_reaches_both() {
     let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let run_id = uuid::Uuid::new_v4().simple().to_string();
-    let env = vec![
-        ("AX_STORE_URL".to_string(), store.url()),
-        ("AX_REDIS_URL".to_string(), redis_server().to_string()),
-        ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
-    ];
+    let env = cluster_env(&store);
     let noise = Executor::start(Reply::Success).await;
     let executors = [
         Executor::start(Reply::Success).await,
@@ -495,11 +508,7 @@ async fn skewed_clocks_fire_nothing_and_say_so() {
     let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let run_id = uuid::Uuid::new_v4().simple().to_string();
-    let env = vec![
-        ("AX_STORE_URL".to_string(), store.url()),
-        ("AX_REDIS_URL".to_string(), redis_server().to_string()),
-        ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
-    ];
+    let env = cluster_env(&store);
     let skewed = |offset: &str| {
         let mut env = env.clone();
         env.push(("LD_PRELOAD".to_string(), FAKETIME.to_string()));
@@ -551,16 +560,7 @@ async fn skewed_clocks_fire_nothing_and_say_so() {
     assert!((ahead_skew + 30.0).abs() < 1.0, "{ahead_skew}");
 
     let started = Utc::now();
-    let mut tasks = Vec::new();
-    for i in 0..TASKS {
-        let task = apis[i % 3]
-            .create_task(json!({
-                "name": format!("clock-{i}"), "cron": "* * * * * *",
-                "handlerUrl": executor.url, "maxRetry": 0, "timeoutMs": 2000,
-            }))
-            .await;
-        tasks.push(task["id"].as_i64().expect("id"));
-    }
+    let tasks = every_second_tasks(&apis, TASKS, "clock", &executor.url, 2000).await;
     let mut manual = Vec::new();
     for k in 0..6 {
         let api = &apis[1 + k % 2];
