@@ -161,7 +161,9 @@ impl SupervisorActor {
         let work = async move {
             let wanted = cursor.wanted();
             let read = store
-                .query(move |conn| boxed(async move { task_changes::read(conn, &wanted).await }))
+                .query(move |conn| {
+                    boxed(async move { task_changes::read(conn, &wanted.gaps, wanted.after).await })
+                })
                 .await?;
             let mut cursor = cursor;
             let ids: Vec<i64> = read.iter().map(|(id, _)| *id).collect();
@@ -207,6 +209,10 @@ impl SupervisorActor {
             let stored = store
                 .query(move |conn| boxed(task_changes::due_by(conn, to_db(until))))
                 .await?;
+            let stored = stored
+                .into_iter()
+                .map(|(id, second, version)| (id, sync::Held { second, version }))
+                .collect();
             let drifted = sync::drifted(&held, &stored, settled_after);
             if !drifted.is_empty() {
                 log::warn!(

@@ -1,15 +1,12 @@
 //! The task change feed (`ax_task_change`, written by the database's triggers in the statement
 //! that changes a task) and the window of due tasks the minute's reconcile compares with the
-//! wheel (see `crate::plan::sync`).
-
-use std::collections::HashMap;
+//! wheel (see `crate::plan::sync`, which decides what to read and what differs).
 
 use chrono::NaiveDateTime;
 use diesel::dsl::max;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::plan::sync::{Held, Wanted};
 use crate::run::TaskId;
 use crate::store::models::TaskStatus;
 use crate::store::schema::ax_task::dsl as t;
@@ -29,14 +26,19 @@ pub async fn latest(conn: &mut Conn) -> Result<i64, StoreError> {
     Ok(latest.unwrap_or(0))
 }
 
-/// The changes a cursor wants, by id: (change id, task id).
-pub async fn read(conn: &mut Conn, wanted: &Wanted) -> Result<Vec<(i64, TaskId)>, StoreError> {
+/// The changes past `after` and in the `gaps` (inclusive ranges of ids), by id: (change id,
+/// task id).
+pub async fn read(
+    conn: &mut Conn,
+    gaps: &[(i64, i64)],
+    after: i64,
+) -> Result<Vec<(i64, TaskId)>, StoreError> {
     let rows: Vec<(i64, i64)> = with_conn!(conn, |c| {
         let mut query = c::ax_task_change
             .select((c::id, c::task_id))
-            .filter(c::id.gt(wanted.after))
+            .filter(c::id.gt(after))
             .into_boxed();
-        for &(from, to) in &wanted.gaps {
+        for &(from, to) in gaps {
             query = query.or_filter(c::id.between(from, to));
         }
         query.order(c::id).limit(PAGE).load(c).await
@@ -60,11 +62,12 @@ pub async fn prune(conn: &mut Conn, before: NaiveDateTime) -> Result<usize, Stor
     .await)?)
 }
 
-/// The enabled tasks due by `until`, as the store holds them.
+/// The enabled tasks due by `until`, as the store holds them: (task, its next run's second,
+/// its version).
 pub async fn due_by(
     conn: &mut Conn,
     until: NaiveDateTime,
-) -> Result<HashMap<TaskId, Held>, StoreError> {
+) -> Result<Vec<(TaskId, i64, i64)>, StoreError> {
     let rows: Vec<(i64, i64, Option<NaiveDateTime>)> = with_conn!(conn, |c| t::ax_task
         .select((t::id, t::version, t::next_run_at))
         .filter(t::status.eq(TaskStatus::Enabled))
@@ -75,7 +78,7 @@ pub async fn due_by(
         .into_iter()
         .filter_map(|(id, version, next)| {
             let second = from_db(next?).timestamp();
-            Some((TaskId(id), Held { second, version }))
+            Some((TaskId(id), second, version))
         })
         .collect())
 }
