@@ -31,6 +31,7 @@ use crate::api;
 use crate::api::require_token;
 use crate::clock::{ClockCheck, Reading, ReferenceClock, SharedClock};
 use crate::config::Config;
+use crate::fencing::SendGate;
 use crate::health::Health;
 use crate::http_errors::JsonProtocolErrors;
 use crate::identity::{Identity, IdentityError, StoreClaim};
@@ -38,7 +39,7 @@ use crate::metrics::metrics;
 use crate::security::{Allowlist, Groups, Principal, Security};
 use crate::service::{Service, ServiceActors};
 use crate::site::AllowedHosts;
-use crate::store::queries::{meta, recovery};
+use crate::store::queries::{meta, processes, recovery};
 use crate::store::{Db, StoreError, StoreUrl};
 use crate::web::ApiState;
 use crate::wheel::pace::PipelineLimits;
@@ -114,7 +115,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         local: local.clone(),
         check: clock_check.clone(),
     });
-    recover_own_runs(&db, &instance_id, clock.now()).await?;
+    let epoch = recover_own_runs(&db, &instance_id, clock.now()).await?;
     let security = security(config, &db).await?;
     let backend = db.backend();
     let redis = match &config.redis.url {
@@ -134,7 +135,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         db,
         redis,
         &security,
-        &instance_id,
+        (&instance_id, epoch),
         (&clock, &local, &clock_check),
     );
     // The first runs must see the executor groups, not wait a second for their refresh.
@@ -290,9 +291,10 @@ impl Actors {
         db: Db,
         redis: Option<RedisLink>,
         security: &Security,
-        instance_id: &str,
+        (instance_id, epoch): (&str, i64),
         (clock, local, clock_check): (&SharedClock, &SharedClock, &Arc<ClockCheck>),
     ) -> Actors {
+        let gate = SendGate::default();
         // The store gets a thread of its own: encoding and decoding database traffic then
         // runs beside the wheel's tick instead of after it.
         let (retry, batch_size) = (config.retry_policy(), config.store.batch_size);
@@ -315,6 +317,7 @@ impl Actors {
                 },
                 claimant: instance_id.to_string(),
                 clock: clock.clone(),
+                gate: gate.clone(),
             },
             store.clone(),
             security,
@@ -325,7 +328,6 @@ impl Actors {
         }
         .start();
         let lock = LockHandle::new(lock_actor.clone());
-        let clustered = redis.is_some();
         let clock_watch = ClockWatch {
             clock: local.clone(),
             check: clock_check.clone(),
@@ -348,6 +350,7 @@ impl Actors {
             batch_size: config.store.batch_size,
             dependency_timeout_secs: config.scheduler.dependency_timeout_secs,
             clock_check: clock_check.clone(),
+            gate,
         };
         let wheel_settings = WheelSettings {
             slots: config.scheduler.wheel_size,
@@ -362,7 +365,7 @@ impl Actors {
                 queued_runs: config.scheduler.max_queued_runs,
             },
         };
-        let wheel = WheelActor::new(wheel_settings, clock.clone(), fire);
+        let wheel = WheelActor::new(wheel_settings, clock.clone(), fire, epoch);
         let ticks = wheel.ticks();
         let wheel = wheel.start();
         let supervisor = SupervisorActor::new(
@@ -376,7 +379,7 @@ impl Actors {
             (clock.clone(), clock_check.clone()),
             store.clone(),
             WheelHandle::new(wheel.clone()),
-            clustered.then(|| cluster.clone()),
+            instance_id.to_string(),
         )
         .start();
         let alerts = AlertActor::new(
@@ -531,11 +534,13 @@ async fn check_clock(
     Ok(())
 }
 
+/// Makes this process's claims from before a restart lapse, and takes its epoch (see
+/// `crate::fencing`): it has sent nothing yet.
 async fn recover_own_runs(
     db: &Db,
     instance_id: &str,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<(), StoreError> {
+) -> Result<i64, StoreError> {
     let mut conn = db.conn().await?;
     let count = recovery::recover_own(&mut conn, instance_id, now).await?;
     if count > 0 {
@@ -543,7 +548,7 @@ async fn recover_own_runs(
             "recovery: {count} runs committed but not finished by {instance_id} are due again"
         );
     }
-    Ok(())
+    processes::begin_epoch(&mut conn, instance_id, now.timestamp() - 1, now).await
 }
 
 impl Ax {

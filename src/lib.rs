@@ -19,6 +19,7 @@ pub mod cron;
 pub mod dependencies;
 pub mod error;
 pub mod etag;
+pub mod fencing;
 pub mod group_commit;
 pub mod health;
 pub mod host_slots;

@@ -626,3 +626,208 @@ async fn skewed_clocks_fire_nothing_and_say_so() {
         assert_eq!(node.terminate().await, Some(0));
     }
 }
+
+/// How many times each request id was delivered.
+fn deliveries_per_run(received: &[common::Received]) -> HashMap<String, usize> {
+    let mut per_run = HashMap::new();
+    for delivery in received {
+        *per_run.entry(delivery.request_id.clone()).or_default() += 1;
+    }
+    per_run
+}
+
+/// Sleeps until `fraction` (0-1) into the next whole second.
+async fn sleep_into_second(fraction: f64) {
+    let now = Utc::now();
+    let into = f64::from(now.timestamp_subsec_millis()) / 1000.0;
+    let wait = if into < fraction {
+        fraction - into
+    } else {
+        1.0 - into + fraction
+    };
+    actix_rt::time::sleep(Duration::from_secs_f64(wait)).await;
+}
+
+/// A process paused for 20 s (SIGSTOP) while it holds runs in flight to a slow executor and
+/// runs fired ahead of their second: the other process takes only what was never sent (the
+/// runs fired ahead), and the paused one, woken, sends none of those; the runs in flight keep
+/// their claims, their replies reach the woken process, and nothing is delivered twice.
+#[actix_rt::test]
+async fn a_paused_process_never_sends_twice() {
+    let _serial = SERIAL.lock().await;
+    const SLOW: usize = 10;
+    let store = TestStore::mysql();
+    let dir = tempfile::tempdir().expect("dir");
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let env = cluster_env(&store);
+    let slow = Executor::start(Reply::Slow(Duration::from_secs(3))).await;
+    let fast = Executor::start(Reply::Success).await;
+    let paused = AxProcess::start(dir.path(), &format!("a-{}", &run_id[..8]), env.clone()).await;
+    let api = Api::at(paused.base());
+    // Claims longer than the pause: only fencing keeps the paused process from sending the
+    // runs it fired ahead, which the other one took.
+    let load = every_second_tasks(std::slice::from_ref(&api), 5, "paused", &fast.url, 30_000).await;
+    // Ten runs at one second a few seconds ahead, to the slow executor: claims for 40 s.
+    let at = Utc::now() + chrono::Duration::seconds(4);
+    let cron = format!(
+        "{} {} {} * * *",
+        at.format("%-S"),
+        at.format("%-M"),
+        at.format("%-H")
+    );
+    let mut slow_tasks = Vec::new();
+    for i in 0..SLOW {
+        let task = api
+            .create_task(json!({
+                "name": format!("slow-{i}"), "cron": cron, "handlerUrl": slow.url,
+                "maxRetry": 0, "timeoutMs": 30_000,
+            }))
+            .await;
+        slow_tasks.push(task["id"].as_i64().expect("id"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while slow.received().len() < SLOW && Instant::now() < deadline {
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(slow.received().len(), SLOW, "the slow runs went out");
+    let other = AxProcess::start(dir.path(), &format!("b-{}", &run_id[..8]), env.clone()).await;
+    // Paused while the slow runs are in flight and the next second's runs are fired ahead.
+    sleep_into_second(0.7).await;
+    paused.signal("STOP");
+    let stopped = Utc::now();
+    actix_rt::time::sleep(Duration::from_secs(20)).await;
+    paused.signal("CONT");
+    actix_rt::time::sleep(Duration::from_secs(8)).await;
+    let ended = Utc::now();
+    assert_eq!(paused.terminate().await, Some(0));
+    assert_eq!(other.terminate().await, Some(0));
+
+    let slow_deliveries = slow.received();
+    let twice: Vec<_> = deliveries_per_run(&slow_deliveries)
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "in-flight runs delivered again: {twice:?}"
+    );
+    assert_eq!(slow_deliveries.len(), SLOW);
+    let db = Db::connect(&store.url(), 2).await.expect("store");
+    for task in &slow_tasks {
+        let rows = common::rows_of(&db, *task).await;
+        assert_eq!(rows.len(), 1, "task {task}: {rows:?}");
+        assert_eq!(
+            rows[0].status,
+            ax::run::RunStatus::Success,
+            "the reply reached the woken process: {rows:?}"
+        );
+    }
+    let fast_deliveries = fast.received();
+    let twice: Vec<_> = deliveries_per_run(&fast_deliveries)
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .collect();
+    assert!(twice.is_empty(), "delivered twice: {twice:?}");
+    // Every run recorded was delivered, the paused process's fired-ahead ones by the other.
+    let delivered: HashSet<&str> = fast_deliveries
+        .iter()
+        .map(|d| d.request_id.as_str())
+        .collect();
+    let (mut rows_total, mut late) = (0, 0);
+    for task in &load {
+        for row in common::rows_of(&db, *task).await {
+            let scheduled = row.scheduled_at.and_utc();
+            if scheduled > ended - chrono::Duration::seconds(5) {
+                continue;
+            }
+            rows_total += 1;
+            assert!(
+                delivered.contains(row.request_id.as_str()),
+                "undelivered {row:?}"
+            );
+            if scheduled > stopped && scheduled < stopped + chrono::Duration::seconds(2) {
+                late += 1;
+            }
+        }
+    }
+    println!(
+        "pause test: {SLOW} runs in flight through a 20 s SIGSTOP, each delivered once; \
+         {rows_total} every-second runs delivered once ({late} fired just after the pause)"
+    );
+    slow.stop().await;
+    fast.stop().await;
+}
+
+/// A process killed (`kill -9`) holding runs fired ahead of their second: another process
+/// delivers each within 5 s of its second.
+#[actix_rt::test]
+async fn a_killed_process_runs_fired_ahead_go_out_within_5_s() {
+    let _serial = SERIAL.lock().await;
+    let store = TestStore::mysql();
+    let dir = tempfile::tempdir().expect("dir");
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let env = cluster_env(&store);
+    let executor = Executor::start(Reply::Success).await;
+    let ids = [format!("a-{}", &run_id[..8]), format!("b-{}", &run_id[..8])];
+    let mut nodes = [
+        AxProcess::start(dir.path(), &ids[0], env.clone()).await,
+        AxProcess::start(dir.path(), &ids[1], env.clone()).await,
+    ];
+    let apis = [Api::at(nodes[0].base()), Api::at(nodes[1].base())];
+    let tasks = every_second_tasks(&apis, 10, "killed", &executor.url, 1000).await;
+    actix_rt::time::sleep(Duration::from_secs(3)).await;
+    let db = Db::connect(&store.url(), 2).await.expect("store");
+    // Killed once the next second's runs are fired ahead (half a second before it): the
+    // process holding more of them.
+    let mut ahead: Vec<(String, String)> = Vec::new();
+    for _ in 0..5 {
+        sleep_into_second(0.75).await;
+        let now = Utc::now();
+        ahead.clear();
+        for task in &tasks {
+            for row in common::rows_of(&db, *task).await {
+                if row.scheduled_at.and_utc() > now {
+                    ahead.push((row.fired_by.clone(), row.request_id.as_str().to_string()));
+                }
+            }
+        }
+        if !ahead.is_empty() {
+            break;
+        }
+    }
+    let held_by = |id: &str| ahead.iter().filter(|(by, _)| by == id).count();
+    let killed = usize::from(held_by(&ids[1]) > held_by(&ids[0]));
+    nodes[killed].kill();
+    let ahead: Vec<String> = ahead
+        .into_iter()
+        .filter(|(by, _)| *by == ids[killed])
+        .map(|(_, request)| request)
+        .collect();
+    assert!(!ahead.is_empty(), "a process held runs fired ahead");
+    let [first, second] = nodes;
+    let other = if killed == 0 { second } else { first };
+    actix_rt::time::sleep(Duration::from_secs(9)).await;
+    assert_eq!(other.terminate().await, Some(0));
+    let deliveries = executor.received();
+    let per_run = deliveries_per_run(&deliveries);
+    let mut worst = 0;
+    for request in &ahead {
+        let delivery = deliveries
+            .iter()
+            .find(|d| d.request_id == *request)
+            .unwrap_or_else(|| panic!("{request} fired ahead by the killed process, never sent"));
+        let late = delivery.wall.timestamp_millis() - scheduled_second(delivery) * 1000;
+        worst = worst.max(late);
+        assert!(
+            (0..=5_000).contains(&late),
+            "{request} delivered {late} ms after its second"
+        );
+        assert_eq!(per_run[request], 1, "{request} delivered once");
+    }
+    println!(
+        "kill test: {} runs fired ahead by the killed process, delivered by the other at most \
+         {worst} ms after their second",
+        ahead.len()
+    );
+    executor.stop().await;
+}

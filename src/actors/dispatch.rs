@@ -18,6 +18,7 @@ use super::resolver::{guarded_client, NotAllowed};
 use super::store::{boxed, RunEvent, StoreHandle};
 use super::InFlight;
 use crate::clock::{rfc3339, SharedClock};
+use crate::fencing::SendGate;
 use crate::host_slots::{host_key, HostCaps, HostSlots};
 use crate::metrics::{metrics, DispatchResult};
 use crate::routing::{member_url, Exchange};
@@ -68,6 +69,9 @@ pub struct DispatchJob {
     /// When this process's claim on the attempt lapses, as handed over (the dispatchers renew
     /// it while they hold the attempt).
     pub claimed_until: DateTime<Utc>,
+    /// The fencing generation its claim was taken in: a claim from before this process was
+    /// fenced or paused is checked again before it is sent (see `crate::fencing`).
+    pub generation: u64,
 }
 
 /// The body POSTed to a handler.
@@ -182,6 +186,8 @@ struct Shared {
     claimant: String,
     /// The cluster's clock, which claims are written and compared by.
     clock: SharedClock,
+    /// This process's promises: a claim from before it was fenced or paused is checked again.
+    gate: SendGate,
     store: StoreHandle,
     /// The hosts last shown in `ax_dispatch_queued`.
     shown: Mutex<Vec<Arc<str>>>,
@@ -206,6 +212,8 @@ struct HeldAttempt {
     timeout_ms: i64,
     /// When this process's claim on the attempt lapses.
     claimed_until: DateTime<Utc>,
+    /// The fencing generation its claim was taken or last renewed in.
+    generation: u64,
     /// A renewal of its claim is under way.
     renewing: bool,
     /// Set while its request is in flight: ends it (its task was deleted).
@@ -265,6 +273,7 @@ impl Shared {
                     attempt: job.attempt,
                     timeout_ms: job.timeout_ms,
                     claimed_until: job.claimed_until,
+                    generation: job.generation,
                     renewing: false,
                     abort: None,
                 });
@@ -313,10 +322,16 @@ impl Shared {
         }
     }
 
-    /// Whether the held attempt `id` may be sent as its claim stands.
-    fn claim(&self, id: &RequestId) -> Claim {
+    /// Whether the held attempt `id` may be sent as its claim stands, in the fencing
+    /// `generation` of a promise that stands now.
+    fn claim(&self, id: &RequestId, generation: u64) -> Claim {
         match self.held().attempts.get(id) {
-            Some(held) if claim_covers(held.claimed_until, self.clock.now()) => Claim::Covered,
+            Some(held)
+                if held.generation == generation
+                    && claim_covers(held.claimed_until, self.clock.now()) =>
+            {
+                Claim::Covered
+            }
             Some(_) => Claim::Lapsing,
             None => Claim::Gone,
         }
@@ -352,6 +367,8 @@ impl Shared {
     /// whether the attempt is still this process's to send. A store out of reach is asked
     /// again.
     async fn renew(&self, renewal: &Renewal) -> bool {
+        // Read before the write: a fence while it is under way makes it count for less.
+        let generation = self.gate.generation();
         let until = renewed_claim(self.clock.now(), renewal.timeout_ms);
         let event = RunEvent {
             request_id: renewal.request_id.clone(),
@@ -393,6 +410,7 @@ impl Shared {
         if let Some(held) = self.held().attempts.get_mut(&renewal.request_id) {
             if renewed {
                 held.claimed_until = until;
+                held.generation = generation;
                 held.renewing = false;
             }
         }
@@ -607,9 +625,11 @@ impl Sender {
         permit: Option<OwnedSemaphorePermit>,
     ) -> Option<DispatchJob> {
         // The background renewals keep a held attempt's claim covered; one whose claim lapsed
-        // before it was renewed (ax itself far behind) is renewed first, and not sent if its
-        // run moved on meanwhile (taken by another process).
-        match self.shared.claim(&job.request_id) {
+        // before it was renewed (ax itself far behind), or was taken before this process was
+        // fenced or paused, is renewed first (a compare-and-set), and not sent if its run moved
+        // on meanwhile (taken by another process).
+        let generation = self.shared.gate.confirmed().await;
+        match self.shared.claim(&job.request_id, generation) {
             Claim::Covered => {}
             Claim::Lapsing => {
                 if !self.shared.renew(&Renewal::of(&job)).await {
@@ -1084,6 +1104,8 @@ pub struct DispatchSettings {
     pub claimant: String,
     /// The cluster's clock (see `crate::clock::ReferenceClock`).
     pub clock: SharedClock,
+    /// This process's promises (see `crate::fencing`).
+    pub gate: SendGate,
 }
 
 impl DispatchHandle {
@@ -1095,6 +1117,7 @@ impl DispatchHandle {
             fleet: Arc::new(Fleet::new(settings.fleet)),
             claimant: settings.claimant,
             clock: settings.clock,
+            gate: settings.gate,
             store,
             shown: Mutex::default(),
         });

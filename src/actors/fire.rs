@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::watch;
 
 use super::dispatch::{DispatchHandle, DispatchJob};
 use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
 use crate::clock::{rfc3339, ClockCheck};
+use crate::fencing::SendGate;
 use crate::metrics::{add, metrics};
 use crate::plan::{self, FirePlan, RunDecision, TaskSpec};
 use crate::run::{
@@ -39,6 +39,9 @@ pub struct FireContext {
     pub dependency_timeout_secs: i64,
     /// This process's clock against the cluster's: nothing is fired or claimed while skewed.
     pub clock_check: Arc<ClockCheck>,
+    /// This process's promises: a run goes out once its second is promised (see
+    /// `crate::fencing`).
+    pub gate: SendGate,
 }
 
 /// A task's fires as planned by a tick: each plan with the time its runs fire at.
@@ -49,8 +52,8 @@ pub struct PlannedFire {
     pub planned_at: DateTime<Utc>,
 }
 
-/// Holds committed runs back until the wheel reaches their second.
-pub struct Release(pub watch::Receiver<i64>);
+/// Holds committed runs back until this process has promised their second.
+pub struct Release(pub SendGate);
 
 /// A committed run's first (or next) attempt and the time it goes out.
 pub type ReadyJob = (DateTime<Utc>, DispatchJob);
@@ -65,14 +68,13 @@ pub struct Committed {
 }
 
 impl Release {
-    /// Hands the runs to the dispatchers, each once the wheel has reached its second.
-    pub async fn dispatch_in_time(mut self, dispatch: &DispatchHandle, mut jobs: Vec<ReadyJob>) {
+    /// Hands the runs to the dispatchers, each once this process has promised its second.
+    pub async fn dispatch_in_time(self, dispatch: &DispatchHandle, mut jobs: Vec<ReadyJob>) {
         jobs.sort_by_key(|(fire_at, _)| fire_at.timestamp());
         let mut jobs = jobs.into_iter().peekable();
         while let Some((fire_at, _)) = jobs.peek() {
             let second = fire_at.timestamp();
-            // A wheel gone (shutdown) releases everything: the runs are committed and due.
-            let _ = self.0.wait_for(|reached| *reached >= second).await;
+            self.0.reached(second).await;
             let now: Vec<DispatchJob> =
                 std::iter::from_fn(|| jobs.next_if(|(at, _)| at.timestamp() == second))
                     .map(|(_, job)| job)
@@ -181,6 +183,8 @@ pub async fn commit_fires(
     wheel: impl Reschedule,
     batch: Vec<PlannedFire>,
 ) -> Committed {
+    // Read before the claims are written: a fence while they are makes them count for less.
+    let generation = fire.gate.generation();
     let held = fire
         .lock
         .acquire(batch.iter().map(|planned| planned.spec.id).collect())
@@ -260,7 +264,7 @@ pub async fn commit_fires(
                 // A fired run's first attempt is claimed with its row; the others wait.
                 if run.dispatched {
                     let fire_at = run.fire_at;
-                    jobs.extend(run.jobs().map(|job| (fire_at, job)));
+                    jobs.extend(run.jobs(generation).map(|job| (fire_at, job)));
                 }
             }
             FireOutcome::Duplicate => log::warn!(
@@ -357,8 +361,8 @@ impl FiredRun {
         }
     }
 
-    /// The first attempt of each of its runs.
-    fn jobs(self) -> impl Iterator<Item = DispatchJob> {
+    /// The first attempt of each of its runs, claimed in fencing `generation`.
+    fn jobs(self, generation: u64) -> impl Iterator<Item = DispatchJob> {
         let scheduled_at = from_db(self.scheduled_at);
         let claimed_until = self
             .claimed_until
@@ -379,6 +383,7 @@ impl FiredRun {
             attempt: 1,
             timeout_ms: spec.timeout_ms,
             claimed_until,
+            generation,
         })
     }
 }
@@ -392,6 +397,7 @@ pub async fn claim_attempts(
     mut attempts: Vec<(Arc<DueAttempt>, DateTime<Utc>)>,
 ) -> Committed {
     attempts.retain(|(due, _)| !fire.dispatch.holds(&due.request_id));
+    let generation = fire.gate.generation();
     let claims = attempts
         .iter()
         .map(|(due, fire_at)| {
@@ -441,6 +447,7 @@ pub async fn claim_attempts(
                 attempt: due.run.attempt,
                 timeout_ms: due.timeout_ms,
                 claimed_until: claim_until(fire_at, due.timeout_ms),
+                generation,
             },
         ));
     }

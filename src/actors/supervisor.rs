@@ -12,7 +12,6 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 
-use super::cluster::ClusterHandle;
 use super::fire::reload;
 use super::store::{boxed, StoreHandle};
 use super::wheel::{ScheduleMode, WheelHandle};
@@ -40,8 +39,9 @@ const SETTLING_SECS: i64 = 3;
 const CHANGES_KEPT: chrono::Duration = chrono::Duration::hours(1);
 /// How often tasks that nobody fired are looked for.
 const OVERDUE_INTERVAL: Duration = Duration::from_secs(3);
-/// How often runs claimed by dead processes are looked for (cluster only).
-const ORPHAN_INTERVAL: Duration = Duration::from_secs(5);
+/// How often processes whose promise went stale are looked for (see `crate::fencing`): a
+/// run a dead process fired ahead goes out within a few seconds of its time.
+const FENCE_INTERVAL: Duration = Duration::from_secs(1);
 /// How often old finished runs are deleted, and how many per statement.
 const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
 const RETENTION_BATCH: i64 = 1000;
@@ -69,7 +69,7 @@ enum Job {
     Overdue,
     Attempts,
     Expiry,
-    Orphans,
+    Fences,
     Dependencies,
     Retention,
     Changes,
@@ -82,7 +82,7 @@ impl Job {
     fn reads_times(self) -> bool {
         matches!(
             self,
-            Job::Overdue | Job::Attempts | Job::Expiry | Job::Orphans | Job::Dependencies
+            Job::Overdue | Job::Attempts | Job::Expiry | Job::Fences | Job::Dependencies
         )
     }
 }
@@ -95,8 +95,8 @@ pub struct SupervisorActor {
     clock_check: Arc<ClockCheck>,
     store: StoreHandle,
     wheel: WheelHandle,
-    /// The cluster's membership, when there is a cluster (Redis).
-    cluster: Option<ClusterHandle>,
+    /// This process, which fences the others.
+    instance_id: String,
     running: Vec<Job>,
     /// How far the window has been loaded.
     loaded_until: Option<DateTime<Utc>>,
@@ -112,7 +112,7 @@ impl SupervisorActor {
         (clock, clock_check): (SharedClock, Arc<ClockCheck>),
         store: StoreHandle,
         wheel: WheelHandle,
-        cluster: Option<ClusterHandle>,
+        instance_id: String,
     ) -> Self {
         SupervisorActor {
             settings,
@@ -120,7 +120,7 @@ impl SupervisorActor {
             clock_check,
             store,
             wheel,
-            cluster,
+            instance_id,
             running: Vec::new(),
             loaded_until: None,
             started: std::time::Instant::now(),
@@ -304,46 +304,48 @@ impl SupervisorActor {
     }
 
     fn attempts(&mut self, ctx: &mut Context<Self>) {
+        let offer = self.offer_due_attempts();
+        self.run(Job::Attempts, ctx, offer);
+    }
+
+    /// Hands the attempts due within the lookahead to the wheel.
+    fn offer_due_attempts(&self) -> impl std::future::Future<Output = Result<usize, StoreError>> {
         let until = self.clock.now() + chrono::Duration::seconds(ATTEMPT_LOOKAHEAD_SECS);
         let (store, wheel, limit) = (
             self.store.clone(),
             self.wheel.clone(),
             self.settings.page_size,
         );
-        self.run(Job::Attempts, ctx, async move {
+        async move {
             let due = store
                 .query(move |conn| boxed(due::due_attempts(conn, until, limit)))
                 .await?;
             let count = due.len();
             wheel.schedule_attempts(due);
             Ok(count)
-        });
+        }
     }
 
-    /// Runs claimed by a process whose heartbeat expired are due again at once: nothing waits
-    /// on a dead process.
-    fn orphans(&mut self, ctx: &mut Context<Self>) {
-        let Some(cluster) = self.cluster.clone() else {
-            return;
-        };
-        let (store, now) = (self.store.clone(), self.clock.now());
-        self.run(Job::Orphans, ctx, async move {
-            let live: Vec<String> = match cluster.members().await {
-                Ok(members) if !members.is_empty() => {
-                    members.into_iter().map(|m| m.instance_id).collect()
-                }
-                // Without a membership list, every claim might be a live one's.
-                _ => return Ok(0),
-            };
-            let count = store
+    /// Fences the processes whose promise went stale: the runs they fired ahead and never
+    /// sent are due again at once; nothing waits on a dead or paused process.
+    fn fences(&mut self, ctx: &mut Context<Self>) {
+        let (store, me, now) = (
+            self.store.clone(),
+            self.instance_id.clone(),
+            self.clock.now(),
+        );
+        let offer = self.offer_due_attempts();
+        self.run(Job::Fences, ctx, async move {
+            let taken = store
                 .query(move |conn| {
-                    boxed(async move { recovery::recover_orphans(conn, &live, now).await })
+                    boxed(async move { recovery::fence_stale(conn, &me, now).await })
                 })
                 .await?;
-            if count > 0 {
-                log::warn!("{count} runs claimed by processes that are gone are due again");
+            // What was taken goes out now, not at the next scan for due attempts.
+            if taken > 0 {
+                offer.await?;
             }
-            Ok(count)
+            Ok(taken)
         });
     }
 
@@ -481,7 +483,7 @@ impl Actor for SupervisorActor {
         ctx.run_interval(RECONCILE_INTERVAL, |act, ctx| act.reconcile(ctx));
         ctx.run_interval(self.settings.preload_interval, |act, ctx| act.preload(ctx));
         ctx.run_interval(OVERDUE_INTERVAL, |act, ctx| act.overdue(ctx));
-        ctx.run_interval(ORPHAN_INTERVAL, |act, ctx| act.orphans(ctx));
+        ctx.run_interval(FENCE_INTERVAL, |act, ctx| act.fences(ctx));
         ctx.run_interval(RETENTION_INTERVAL, |act, ctx| act.retention(ctx));
         ctx.run_interval(SCAN_INTERVAL, |act, ctx| {
             act.dependencies(ctx);

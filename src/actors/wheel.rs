@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use super::fire::{
     claim_attempts, commit_fires, Committed, FireContext, PlannedFire, Release, Reschedule,
 };
+use super::store::boxed;
 use super::InFlight;
 use crate::clock::rfc3339;
 use crate::clock::SharedClock;
@@ -25,6 +26,8 @@ use crate::plan::{
 };
 use crate::run::{RequestId, TaskId};
 use crate::store::queries::due::DueAttempt;
+use crate::store::queries::processes;
+use crate::store::StoreError;
 use crate::wheel::pace::{self, LagLog, LagNote, PipelineLimits, PipelineLoad};
 use crate::wheel::{Due, TimeWheel};
 
@@ -63,8 +66,10 @@ pub struct WheelActor {
     fire: FireContext,
     ticking: bool,
     in_flight: InFlight,
-    /// The second the wheel has reached: runs committed ahead wait for it to be dispatched.
+    /// The second of the last tick (for `/healthz`).
     reached: watch::Sender<i64>,
+    /// This process's promises of what it may send (see `crate::fencing`).
+    promises: Promises,
     /// Batches planned from the seconds taken, waiting for room in the pipeline.
     backlog: VecDeque<Batch>,
     /// Tasks in a batch not yet committed: a task's next run waits for its commit, since its
@@ -105,8 +110,21 @@ impl Batch {
     }
 }
 
+/// The promise being written, and the next to write.
+struct Promises {
+    /// The epoch this process holds.
+    epoch: i64,
+    /// The latest second asked for: a tick within a second promises nothing new.
+    asked: i64,
+    writing: bool,
+    /// The second to promise once the write under way is done: one at a time, so that a
+    /// promise never goes back.
+    next: Option<i64>,
+}
+
 impl WheelActor {
-    pub fn new(settings: WheelSettings, clock: SharedClock, fire: FireContext) -> Self {
+    /// The wheel of a process that took `epoch` at start (see `crate::fencing`).
+    pub fn new(settings: WheelSettings, clock: SharedClock, fire: FireContext, epoch: i64) -> Self {
         let now = clock.now().timestamp();
         WheelActor {
             // Start one second back so that a run due this very second still fires.
@@ -117,6 +135,12 @@ impl WheelActor {
             ticking: true,
             in_flight: InFlight::default(),
             reached: watch::Sender::new(now - 1),
+            promises: Promises {
+                epoch,
+                asked: i64::MIN,
+                writing: false,
+                next: None,
+            },
             backlog: VecDeque::new(),
             busy: HashSet::new(),
             deferred: HashMap::new(),
@@ -152,6 +176,7 @@ impl WheelActor {
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         self.reached.send_replace(now.timestamp());
+        self.promise(now.timestamp(), ctx);
         // A skewed clock fires nothing: the other processes carry its tasks meanwhile, and the
         // seconds it leaves are caught up (and found fired) once its clock is right.
         if !self.ticking || self.fire.clock_check.is_skewed() {
@@ -169,6 +194,62 @@ impl WheelActor {
             Some(LagNote::CaughtUp) => log::info!("the wheel has caught up with the clock"),
             None => {}
         }
+    }
+
+    /// Promises in the store that this process may send the runs of `second`; they go out once
+    /// it is written. A fenced process takes a new epoch first, and its claims from before are
+    /// checked again before they are sent (see `crate::fencing`).
+    fn promise(&mut self, second: i64, ctx: &mut Context<Self>) {
+        if second <= self.promises.asked {
+            return;
+        }
+        self.promises.asked = second;
+        if self.promises.writing {
+            self.promises.next = Some(second);
+            return;
+        }
+        self.promises.writing = true;
+        let (store, me) = (self.fire.store.clone(), self.fire.instance_id.clone());
+        let (epoch, now) = (self.promises.epoch, self.clock.now());
+        let write = async move {
+            let me2 = me.clone();
+            let made = store
+                .query(move |conn| {
+                    boxed(async move { processes::promise(conn, &me2, epoch, second, now).await })
+                })
+                .await?;
+            if made {
+                return Ok((epoch, false));
+            }
+            let epoch = store
+                .query(move |conn| {
+                    boxed(async move { processes::begin_epoch(conn, &me, second, now).await })
+                })
+                .await?;
+            Ok::<_, StoreError>((epoch, true))
+        };
+        ctx.spawn(write.into_actor(self).map(move |written, act, ctx| {
+            act.promises.writing = false;
+            match written {
+                Ok((epoch, fenced)) => {
+                    if fenced {
+                        log::warn!(
+                            "this process was fenced by another (its promises were late: paused, \
+                             or its store slow); the claims it holds are checked again before \
+                             they are sent"
+                        );
+                    }
+                    act.promises.epoch = epoch;
+                    act.fire.gate.promised(second, fenced);
+                }
+                // The store's outage is told elsewhere; nothing goes out until it is back.
+                Err(err) => log::debug!("the promise for {second} was not written: {err}"),
+            }
+            if let Some(next) = act.promises.next.take() {
+                act.promises.asked = next - 1;
+                act.promise(next, ctx);
+            }
+        }));
     }
 
     /// Feeds the pipeline from the backlog, and takes the next seconds from the wheel while
@@ -363,7 +444,7 @@ impl WheelActor {
     }
 
     fn release(&self) -> Release {
-        Release(self.reached.subscribe())
+        Release(self.fire.gate.clone())
     }
 
     /// Puts an entry in the wheel if it is due within the window; otherwise takes the key out

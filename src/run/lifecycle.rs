@@ -101,9 +101,12 @@ pub enum Event {
     DependencyTimedOut { at: DateTime<Utc> },
     /// `claimant` restarted: nothing of its previous life is in flight, its claims lapse now.
     Recovered { claimant: String, at: DateTime<Utc> },
-    /// The claimant is not among the `live` processes: its claims lapse now.
-    Orphaned {
-        live: Vec<String>,
+    /// The claimant was fenced (its promise went stale, see `crate::fencing`) having sent
+    /// no run fired for `unsent_from` or later: its claims on such runs lapse now. A run it
+    /// may have sent keeps its claim until the claim expires.
+    Fenced {
+        claimant: String,
+        unsent_from: DateTime<Utc>,
         at: DateTime<Utc>,
     },
     /// The run's task was deleted: nothing will dispatch it any more.
@@ -365,8 +368,12 @@ pub fn on_event(run: &RunState, event: &Event) -> Result<Write, Refusal> {
             ),
         }),
         Event::Recovered { claimant, at } if run.claimant == *claimant => lapse(run, *at),
-        Event::Orphaned { live, at } if !live.contains(&run.claimant) => lapse(run, *at),
-        Event::Recovered { .. } | Event::Orphaned { .. } => Err(Refusal::NotApplicable),
+        Event::Fenced {
+            claimant,
+            unsent_from,
+            at,
+        } if run.claimant == *claimant && run.scheduled_at >= *unsent_from => lapse(run, *at),
+        Event::Recovered { .. } | Event::Fenced { .. } => Err(Refusal::NotApplicable),
         Event::TaskDeleted { at } => Ok(Write {
             expect: Expect::seen(run),
             change: deleted(*at),

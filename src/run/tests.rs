@@ -145,9 +145,10 @@ fn recovered(claimant: &str, now: i64) -> Event {
     }
 }
 
-fn orphaned(live: &[&str], now: i64) -> Event {
-    Event::Orphaned {
-        live: live.iter().map(|c| c.to_string()).collect(),
+fn fenced(claimant: &str, unsent_from: i64, now: i64) -> Event {
+    Event::Fenced {
+        claimant: claimant.to_string(),
+        unsent_from: at(unsent_from),
         at: at(now),
     }
 }
@@ -785,7 +786,7 @@ fn table_dependencies() {
 }
 
 #[test]
-fn table_recovered_and_orphaned() {
+fn table_recovered_and_fenced() {
     use Refusal::NotApplicable;
     check(&[
         row(
@@ -837,33 +838,39 @@ fn table_recovered_and_orphaned() {
             Err(Refusal::Final(Success)),
         ),
         row(
-            "orphaned: the claimant is not live",
+            "fenced before the run's second: due now",
             state(Ready, 1, 1),
-            orphaned(&["B", "C"], 110),
+            fenced("A", SCHEDULED, 110),
             Ok(lapsed_to(110)),
         ),
         row(
-            "orphaned, a run committed ahead of its second",
+            "fenced, a run committed ahead of its second: due at its second",
             state(Ready, 1, 1),
-            orphaned(&[], 90),
+            fenced("A", SCHEDULED, 90),
             Ok(lapsed_to(SCHEDULED)),
         ),
         row(
-            "orphaned, but the claimant is live",
+            "fenced having maybe sent it: the claim stands until it expires",
             state(Ready, 1, 1),
-            orphaned(&["B", "A"], 110),
+            fenced("A", SCHEDULED + 1, 110),
             Err(NotApplicable),
         ),
         row(
-            "orphaned, not claimed",
+            "another claimant fenced",
+            state(Ready, 1, 1),
+            fenced("B", SCHEDULED, 110),
+            Err(NotApplicable),
+        ),
+        row(
+            "fenced, not claimed",
             state(Running, 1, 1),
-            orphaned(&["B"], 110),
+            fenced("A", SCHEDULED + 1, 110),
             Err(NotApplicable),
         ),
         row(
-            "orphaned, final",
+            "fenced, final",
             state(Failed, 1, 1),
-            orphaned(&["B"], 110),
+            fenced("A", SCHEDULED, 110),
             Err(Refusal::Final(Failed)),
         ),
     ]);
@@ -1370,9 +1377,9 @@ enum Gen {
         claimant: usize,
         now: i64,
     },
-    /// `live`: a bit per claimant.
-    Orphaned {
-        live: u8,
+    Fenced {
+        claimant: usize,
+        unsent_from: i64,
         now: i64,
     },
     TaskDeleted(i64),
@@ -1422,13 +1429,11 @@ impl Gen {
             Gen::UpstreamFailed(now) => upstream_failed(now),
             Gen::DependencyTimedOut(now) => dependency_timed_out(now),
             Gen::Recovered { claimant, now } => recovered(CLAIMANTS[claimant], now),
-            Gen::Orphaned { live, now } => {
-                let live: Vec<&str> = (0..CLAIMANTS.len())
-                    .filter(|i| live & (1 << i) != 0)
-                    .map(|i| CLAIMANTS[i])
-                    .collect();
-                orphaned(&live, now)
-            }
+            Gen::Fenced {
+                claimant,
+                unsent_from,
+                now,
+            } => fenced(CLAIMANTS[claimant], unsent_from, now),
             Gen::TaskDeleted(now) => task_deleted(now),
             Gen::Cancelled(now) => Event::Cancelled { at: at(now) },
             Gen::Replaced(now) => Event::Replaced { at: at(now) },
@@ -1485,7 +1490,9 @@ fn gen() -> impl Strategy<Value = Gen> {
         2 => now().prop_map(Gen::DependencyTimedOut),
         6 => (0..CLAIMANTS.len(), now())
             .prop_map(|(claimant, now)| Gen::Recovered { claimant, now }),
-        6 => (0..8u8, now()).prop_map(|(live, now)| Gen::Orphaned { live, now }),
+        6 => (0..CLAIMANTS.len(), now(), now()).prop_map(|(claimant, unsent_from, now)| {
+            Gen::Fenced { claimant, unsent_from, now }
+        }),
         1 => now().prop_map(Gen::TaskDeleted),
         1 => now().prop_map(Gen::Cancelled),
         1 => now().prop_map(Gen::Replaced),

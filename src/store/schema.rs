@@ -256,3 +256,13 @@ diesel::table! {
         updated_at -> Timestamp,
     }
 }
+
+diesel::table! {
+    ax_process (instance_id) {
+        instance_id -> Text,
+        epoch -> BigInt,
+        sent_through -> BigInt,
+        renewed_at -> Timestamp,
+        fenced_at -> Nullable<Timestamp>,
+    }
+}

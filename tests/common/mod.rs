@@ -704,6 +704,15 @@ impl AxProcess {
         None
     }
 
+    /// Sends the process `signal` (`STOP`, `CONT`, …) by name.
+    pub fn signal(&self, signal: &str) {
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill -{signal}");
+    }
+
     /// How the process ended, if it has (a signal shows as `signal: N`); `None` while it runs.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()

@@ -1,10 +1,10 @@
 //! `src/store/queries/runs.rs`, attempts: the due attempts (`due_attempts`, `attempts_of`),
-//! dispatch claims (`claim`), recovery of claims (`recover_own`, `recover_orphans`), and the
+//! dispatch claims (`claim`), recovery of claims (`recover_own`, `fence_stale`), and the
 //! params of manual runs.
 
 use ax::run::{claim_until, Event, NewRun, RequestId, RunStatus, TaskId, TriggerType};
 use ax::store::models::{NewInstance, TaskStatus};
-use ax::store::queries::{due, recovery};
+use ax::store::queries::{due, processes, recovery};
 use ax::store::Db;
 use chrono::NaiveDateTime;
 
@@ -225,27 +225,81 @@ async fn due_attempts_and_claims(db: &Db) {
         Some(t + secs(42))
     );
 
-    // Claims of a live process stay; those of a process that is gone are due at once.
-    let live: Vec<String> = ["node-test", "node-b", "node-c"].map(String::from).to_vec();
-    let recovered = recovery::recover_orphans(&mut conn(db).await, &live, at(now))
+    // A process whose promise went stale is fenced: its claims on runs fired for a second
+    // after its promise lapse (they were never sent); one it may have sent keeps its claim.
+    let sent = request_id();
+    insert_instance(db, &held(task.id, &sent, t + secs(2), t + secs(60))).await;
+    let mut c = conn(db).await;
+    processes::begin_epoch(&mut c, "node-c", now.and_utc().timestamp(), at(now))
         .await
-        .expect("recover_orphans");
-    assert_eq!(recovered, 0);
+        .expect("begin_epoch");
+    let through = (t + secs(2)).and_utc().timestamp();
+    let epoch = processes::begin_epoch(&mut c, "node-test", through, at(now - secs(5)))
+        .await
+        .expect("begin_epoch");
+    let fenced = recovery::fence_stale(&mut c, "node-b", at(now - secs(4)))
+        .await
+        .expect("fence_stale");
+    assert_eq!(fenced, 0, "a promise 1 s old stands");
+    // A promise made between another's look and its fence makes the fence miss.
+    let seen = processes::stale(&mut c, "node-b", at(now))
+        .await
+        .expect("stale");
     assert_eq!(
-        instance(db, &not_yet).await.claimed_until,
-        Some(t + secs(60))
+        seen.iter()
+            .map(|p| p.instance_id.as_str())
+            .collect::<Vec<_>>(),
+        ["node-test"]
     );
-    let live: Vec<String> = ["node-b", "node-c"].map(String::from).to_vec();
-    let recovered = recovery::recover_orphans(&mut conn(db).await, &live, at(now))
+    assert!(processes::promise(
+        &mut c,
+        "node-test",
+        epoch,
+        through,
+        at(now - secs(5)) + chrono::TimeDelta::milliseconds(1)
+    )
+    .await
+    .expect("promise"));
+    assert!(!processes::fence(&mut c, &seen[0], at(now))
         .await
-        .expect("recover_orphans");
-    assert_eq!(recovered, 1, "only node-test's claim that holds");
+        .expect("fence"));
+    let taken = recovery::fence_stale(&mut c, "node-b", at(now))
+        .await
+        .expect("fence_stale");
+    assert_eq!(taken, 1, "only the run fired for after the promise");
     assert_eq!(instance(db, &not_yet).await.claimed_until, Some(now));
+    assert_eq!(
+        instance(db, &sent).await.claimed_until,
+        Some(t + secs(60)),
+        "a run it may have sent waits for its claim to expire"
+    );
     assert_eq!(
         instance(db, &lapsed).await.claimed_until,
         Some(t + secs(42)),
-        "node-c is alive"
+        "node-c's promise stands"
     );
+    assert_eq!(
+        recovery::fence_stale(&mut c, "node-b", at(now))
+            .await
+            .expect("fence_stale"),
+        0,
+        "fenced once"
+    );
+    // The fenced process's next promise fails; it takes a new epoch and promises under it.
+    assert!(
+        !processes::promise(&mut c, "node-test", epoch, through + 1, at(now))
+            .await
+            .expect("promise")
+    );
+    let epoch = processes::begin_epoch(&mut c, "node-test", through + 1, at(now))
+        .await
+        .expect("begin_epoch");
+    assert!(
+        processes::promise(&mut c, "node-test", epoch, through + 2, at(now))
+            .await
+            .expect("promise")
+    );
+    drop(c);
     // Due now: the waiting attempt first, then the two claims that lapsed now.
     let mut due_now = due(db, now, 100).await;
     assert_eq!(due_now.first(), Some(&later));
@@ -259,10 +313,20 @@ async fn due_attempts_and_claims(db: &Db) {
     let mut row = held(task.id, &ahead, now + millis(400), now + secs(40));
     row.fired_by = "node-gone".into();
     insert_instance(db, &row).await;
-    let recovered = recovery::recover_orphans(&mut conn(db).await, &live, at(now))
+    let mut c = conn(db).await;
+    processes::begin_epoch(
+        &mut c,
+        "node-gone",
+        now.and_utc().timestamp() - 1,
+        at(now - secs(10)),
+    )
+    .await
+    .expect("begin_epoch");
+    let taken = recovery::fence_stale(&mut c, "node-b", at(now))
         .await
-        .expect("recover_orphans");
-    assert_eq!(recovered, 1);
+        .expect("fence_stale");
+    drop(c);
+    assert_eq!(taken, 1);
     assert_eq!(
         instance(db, &ahead).await.claimed_until,
         Some(now + millis(400))

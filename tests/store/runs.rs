@@ -377,8 +377,9 @@ async fn sql_writes_match_the_model(db: &Db) {
                 claimant: "A".into(),
                 at: t(5),
             },
-            Event::Orphaned {
-                live: vec!["B".into()],
+            Event::Fenced {
+                claimant: "A".into(),
+                unsent_from: t(0),
                 at: t(6),
             },
         ),
@@ -397,12 +398,13 @@ async fn sql_writes_match_the_model(db: &Db) {
             claim(1, "C", t(95), t(41)),
         ),
         case(
-            "orphaned",
+            "fenced",
             &three,
             &held(&three),
             None,
-            Event::Orphaned {
-                live: vec!["B".into()],
+            Event::Fenced {
+                claimant: "A".into(),
+                unsent_from: t(0),
                 at: t(5),
             },
             claim(1, "C", t(95), t(41)),

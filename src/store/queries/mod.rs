@@ -11,6 +11,7 @@ pub mod named_locks;
 pub mod overlap;
 pub mod overview;
 pub mod pending;
+pub mod processes;
 pub mod recovery;
 pub mod run_feed;
 pub mod run_history;

@@ -1,18 +1,21 @@
-//! Runs whose holder is gone: claims of this process before a restart, and of processes no
-//! longer alive, made to lapse; running runs whose deadline passed, found.
+//! Runs whose holder is gone: claims of this process before a restart, and the unsent runs of
+//! processes fenced for a stale promise, made to lapse; running runs whose deadline passed,
+//! found.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::processes::{self, Seen};
 use super::run_writes::{apply, Target};
 use super::runs::states;
+use crate::fencing::STALE_AFTER;
 use crate::run::{on_event, Event, RequestId, RetryPolicy, RunStatus, TaskId, Write};
 use crate::store::schema::ax_instance::dsl as i;
 use crate::store::{to_db, Conn, StoreError};
 use crate::with_conn;
 
-/// Applies a lapse event (`Recovered`, `Orphaned`) to these runs. Returns how many changed.
+/// Applies a lapse event (`Recovered`, `Fenced`) to these runs. Returns how many changed.
 async fn lapse_claims(
     conn: &mut Conn,
     ids: Vec<RequestId>,
@@ -60,26 +63,58 @@ pub async fn recover_own(
     Ok(changed)
 }
 
-/// Makes the claims of processes that are no longer alive lapse now, instead of waiting for
-/// them (one page of up to 1000).
-pub async fn recover_orphans(
+/// Fences the processes whose promise went stale (see `crate::fencing`), each in one
+/// transaction with taking its claims on runs fired for a later second than it promised: those
+/// were never sent, and are due again at once (or at their second). Answers how many runs it
+/// took.
+pub async fn fence_stale(
     conn: &mut Conn,
-    live: &[String],
+    me: &str,
     now: DateTime<Utc>,
 ) -> Result<usize, StoreError> {
+    let before = now - TimeDelta::from_std(STALE_AFTER).unwrap_or_default();
+    let mut taken = 0;
+    for seen in processes::stale(conn, me, before).await? {
+        taken += conn
+            .transaction(move |conn| Box::pin(fence_one(conn, seen, now)))
+            .await?;
+    }
+    Ok(taken)
+}
+
+async fn fence_one(conn: &mut Conn, seen: Seen, now: DateTime<Utc>) -> Result<usize, StoreError> {
+    if !processes::fence(conn, &seen, now).await? {
+        return Ok(0);
+    }
+    // Whatever was fired for a later second than the promise was never sent.
+    let unsent_from = DateTime::from_timestamp(seen.sent_through + 1, 0).unwrap_or_default();
     let ids: Vec<RequestId> = with_conn!(conn, |c| i::ax_instance
         .filter(i::status.eq(RunStatus::Ready))
+        .filter(i::fired_by.eq(&seen.instance_id))
         .filter(i::claimed_until.gt(to_db(now)))
-        .filter(i::fired_by.ne_all(live))
+        .filter(i::scheduled_at.ge(to_db(unsent_from)))
         .select(i::request_id)
-        .limit(1000)
         .load(c)
         .await)?;
-    let event = Event::Orphaned {
-        live: live.to_vec(),
+    let event = Event::Fenced {
+        claimant: seen.instance_id.clone(),
+        unsent_from,
         at: now,
     };
-    lapse_claims(conn, ids, &event).await
+    let mut taken = 0;
+    for chunk in ids.chunks(1000) {
+        taken += lapse_claims(conn, chunk.to_vec(), &event).await?;
+    }
+    if taken > 0 {
+        log::warn!(
+            "ax process {} was fenced (its last promise was at {}): {taken} runs it fired for \
+             {} or later and never sent are due again",
+            seen.instance_id,
+            crate::clock::rfc3339(seen.renewed_at),
+            crate::clock::rfc3339(unsent_from),
+        );
+    }
+    Ok(taken)
 }
 
 /// RUNNING runs whose deadline passed with no result: (request id, attempt).
