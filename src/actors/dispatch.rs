@@ -601,7 +601,8 @@ impl Sender {
     async fn take(self: Rc<Self>, jobs: Vec<DispatchJob>) {
         let admitted = self.shared.admit(jobs);
         for (job, why) in admitted.unroutable {
-            let event = not_sent(&job, failed(NO_EXECUTOR_CODE, why), None);
+            let at = self.shared.clock.now();
+            let event = not_sent(&job, failed(NO_EXECUTOR_CODE, why), (None, at));
             metrics().dispatch_result(DispatchResult::Failed);
             self.record_later(job, event, None, None).await;
         }
@@ -643,8 +644,12 @@ impl Sender {
             Some(permit) => permit,
             None => self.permits.clone().acquire_owned().await.ok()?,
         };
-        let (request, abort) =
-            abortable(deliver(&self.client, &self.secret, &self.allowlist, &job));
+        let (request, abort) = abortable(deliver(
+            &self.client,
+            (&self.secret, &self.allowlist),
+            &job,
+            &self.shared.clock,
+        ));
         if !self.shared.in_flight(&job.request_id, abort) {
             return None;
         }
@@ -684,7 +689,8 @@ impl Sender {
                 return Some(job);
             }
             (Delivered::NotSent { why, tried_at }, None) => {
-                let event = not_sent(&job, failed(CONNECT_ERROR_CODE, why), Some(tried_at));
+                let at = self.shared.clock.now();
+                let event = not_sent(&job, failed(CONNECT_ERROR_CODE, why), (Some(tried_at), at));
                 metrics().dispatch_result(DispatchResult::Failed);
                 event
             }
@@ -752,15 +758,19 @@ enum Delivered {
 }
 
 /// The event of an attempt that failed with `outcome` before it was sent (`tried_at`: when a
-/// connection was tried).
-fn not_sent(job: &DispatchJob, outcome: Outcome, tried_at: Option<DateTime<Utc>>) -> RunEvent {
+/// connection was tried), `at` the cluster's clock.
+fn not_sent(
+    job: &DispatchJob,
+    outcome: Outcome,
+    (tried_at, at): (Option<DateTime<Utc>>, DateTime<Utc>),
+) -> RunEvent {
     RunEvent {
         request_id: job.request_id.clone(),
         task_id: Some(job.task_id),
         event: Event::Report(Report {
             attempt: Some(job.attempt),
             outcome,
-            at: Utc::now(),
+            at,
             sent_at: tried_at,
             member: None,
         }),
@@ -768,14 +778,15 @@ fn not_sent(job: &DispatchJob, outcome: Outcome, tried_at: Option<DateTime<Utc>>
     }
 }
 
-/// POSTs one attempt and turns the reply into the event to record.
+/// POSTs one attempt and turns the reply into the event to record, timed by the cluster's
+/// clock (another process compares its deadline).
 async fn deliver(
     client: &awc::Client,
-    secret: &[u8],
-    allowlist: &Allowlist,
+    (secret, allowlist): (&[u8], &Allowlist),
     job: &DispatchJob,
+    clock: &SharedClock,
 ) -> Delivered {
-    let started = Utc::now();
+    let started = clock.now();
     // An attempt gone to another member counted its lag when it was first sent.
     if job.attempt == 1 && job.tried.is_empty() {
         let lag = (started - job.due_at)
@@ -817,7 +828,7 @@ async fn deliver(
             event: Event::Report(Report {
                 attempt: Some(job.attempt),
                 outcome,
-                at: Utc::now(),
+                at: clock.now(),
                 sent_at: Some(started),
                 member: job.member.as_deref().map(str::to_string),
             }),
