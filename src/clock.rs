@@ -93,6 +93,18 @@ impl Reading {
         }
     }
 
+    /// The part of the offset that is sure: the offset brought towards 0 by the uncertainty.
+    /// A clock is moved by this much only, so that a reading's noise never moves a run's
+    /// second earlier than the reference's (on one host, the sure part is 0).
+    pub fn sure_offset_ms(&self) -> i64 {
+        let sure = self
+            .offset_ms
+            .abs()
+            .saturating_sub(self.uncertainty_ms)
+            .max(0);
+        sure * self.offset_ms.signum()
+    }
+
     /// Whether this clock is surely more than `max_ms` from the reference.
     pub fn beyond(&self, max_ms: u64) -> bool {
         let surely = self
@@ -113,7 +125,7 @@ pub struct ReferenceClock {
 
 impl Clock for ReferenceClock {
     fn now(&self) -> DateTime<Utc> {
-        self.local.now() + Duration::milliseconds(self.check.offset_ms())
+        self.local.now() + Duration::milliseconds(self.check.shift_ms())
     }
 }
 
@@ -122,6 +134,8 @@ impl Clock for ReferenceClock {
 #[derive(Debug, Default)]
 pub struct ClockCheck {
     offset_ms: std::sync::atomic::AtomicI64,
+    /// The sure part of the offset (see [`Reading::sure_offset_ms`]).
+    shift_ms: std::sync::atomic::AtomicI64,
     skewed: std::sync::atomic::AtomicBool,
 }
 
@@ -135,6 +149,8 @@ impl ClockCheck {
             return None;
         }
         self.offset_ms.store(reading.offset_ms, Ordering::Relaxed);
+        self.shift_ms
+            .store(reading.sure_offset_ms(), Ordering::Relaxed);
         let skewed = reading.beyond(max_ms);
         (self.skewed.swap(skewed, Ordering::Relaxed) != skewed).then_some(skewed)
     }
@@ -142,6 +158,11 @@ impl ClockCheck {
     /// How far the reference clock was ahead of this one at the last reading, in ms.
     pub fn offset_ms(&self) -> i64 {
         self.offset_ms.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How far this process's clock is moved to the reference's.
+    pub fn shift_ms(&self) -> i64 {
+        self.shift_ms.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the last reading was past the allowed skew: nothing is fired or claimed then.
@@ -216,6 +237,26 @@ mod tests {
         check.record(behind, 0);
         assert_eq!(clock.now(), at(0), "0: not checked, the local clock stands");
         check.record(behind, 500);
-        assert_eq!(clock.now(), at(30_000));
+        assert_eq!(clock.now(), at(29_999), "by the sure part of the offset");
+        check.record(
+            Reading {
+                offset_ms: -3,
+                uncertainty_ms: 4,
+            },
+            500,
+        );
+        assert_eq!(clock.now(), at(0), "noise moves nothing");
+    }
+
+    #[test]
+    fn only_the_sure_part_of_an_offset_counts() {
+        let reading = |offset_ms, uncertainty_ms| Reading {
+            offset_ms,
+            uncertainty_ms,
+        };
+        assert_eq!(reading(30_000, 11).sure_offset_ms(), 29_989);
+        assert_eq!(reading(-30_000, 11).sure_offset_ms(), -29_989);
+        assert_eq!(reading(2, 3).sure_offset_ms(), 0);
+        assert_eq!(reading(-3, 3).sure_offset_ms(), 0);
     }
 }

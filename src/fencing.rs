@@ -23,6 +23,11 @@ use tokio::sync::watch;
 /// one-second pace with room for a slow write and the clocks' allowed difference.
 pub const STALE_AFTER: Duration = Duration::from_secs(3);
 
+/// How long before its second a second is promised, so that its runs need not wait for the
+/// write. A process killed in between leaves that second's runs to their claims' expiry (they
+/// may have been sent, as far as the others can tell).
+pub const PROMISE_AHEAD: Duration = Duration::from_millis(10);
+
 /// A process whose own last promise is older than this was paused (or its store stalled): the
 /// claims it holds are checked again before they are sent.
 pub const LEASE: Duration = Duration::from_secs(2);

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use tokio::sync::watch;
 
 use super::dispatch::{DispatchHandle, DispatchJob};
 use super::lock::LockHandle;
@@ -52,8 +53,12 @@ pub struct PlannedFire {
     pub planned_at: DateTime<Utc>,
 }
 
-/// Holds committed runs back until this process has promised their second.
-pub struct Release(pub SendGate);
+/// Holds committed runs back until the wheel reaches their second and this process has
+/// promised it.
+pub struct Release {
+    pub reached: watch::Receiver<i64>,
+    pub gate: SendGate,
+}
 
 /// A committed run's first (or next) attempt and the time it goes out.
 pub type ReadyJob = (DateTime<Utc>, DispatchJob);
@@ -68,13 +73,16 @@ pub struct Committed {
 }
 
 impl Release {
-    /// Hands the runs to the dispatchers, each once this process has promised its second.
-    pub async fn dispatch_in_time(self, dispatch: &DispatchHandle, mut jobs: Vec<ReadyJob>) {
+    /// Hands the runs to the dispatchers, each once the wheel has reached its second and this
+    /// process has promised it.
+    pub async fn dispatch_in_time(mut self, dispatch: &DispatchHandle, mut jobs: Vec<ReadyJob>) {
         jobs.sort_by_key(|(fire_at, _)| fire_at.timestamp());
         let mut jobs = jobs.into_iter().peekable();
         while let Some((fire_at, _)) = jobs.peek() {
             let second = fire_at.timestamp();
-            self.0.reached(second).await;
+            // A wheel gone (shutdown) releases everything: the runs are committed and due.
+            let _ = self.reached.wait_for(|reached| *reached >= second).await;
+            self.gate.reached(second).await;
             let now: Vec<DispatchJob> =
                 std::iter::from_fn(|| jobs.next_if(|(at, _)| at.timestamp() == second))
                     .map(|(_, job)| job)

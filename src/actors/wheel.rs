@@ -19,6 +19,7 @@ use super::store::boxed;
 use super::InFlight;
 use crate::clock::rfc3339;
 use crate::clock::SharedClock;
+use crate::fencing::PROMISE_AHEAD;
 use crate::metrics::WheelStats;
 use crate::plan::sync::Held;
 use crate::plan::{
@@ -162,7 +163,8 @@ impl WheelActor {
             .settings
             .tick_interval
             .min(to_next(now))
-            .min(to_next(now + self.commit_ahead()));
+            .min(to_next(now + self.commit_ahead()))
+            .min(to_next(now + PROMISE_AHEAD));
         // Ticks go on after `StopTicking`: runs committed ahead still wait for their second.
         ctx.run_later(delay, |act, ctx| {
             act.tick(ctx);
@@ -176,7 +178,7 @@ impl WheelActor {
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         self.reached.send_replace(now.timestamp());
-        self.promise(now.timestamp(), ctx);
+        self.promise((now + PROMISE_AHEAD).timestamp(), ctx);
         // A skewed clock fires nothing: the other processes carry its tasks meanwhile, and the
         // seconds it leaves are caught up (and found fired) once its clock is right.
         if !self.ticking || self.fire.clock_check.is_skewed() {
@@ -444,7 +446,10 @@ impl WheelActor {
     }
 
     fn release(&self) -> Release {
-        Release(self.fire.gate.clone())
+        Release {
+            reached: self.reached.subscribe(),
+            gate: self.fire.gate.clone(),
+        }
     }
 
     /// Puts an entry in the wheel if it is due within the window; otherwise takes the key out
