@@ -29,8 +29,10 @@ pub const STALE_AFTER: Duration = Duration::from_secs(3);
 pub const PROMISE_AHEAD: Duration = Duration::from_millis(10);
 
 /// A process whose own last promise is older than this was paused (or its store stalled): the
-/// claims it holds are checked again before they are sent.
-pub const LEASE: Duration = Duration::from_secs(2);
+/// claims it holds are checked again before they are sent. Shorter than the part of a claim
+/// the dispatchers keep ahead (over 5 s), so a pause long enough for a claim to expire is
+/// always seen.
+pub const LEASE: Duration = Duration::from_secs(3);
 
 /// The last promise this process made: the second it may send through, and the generation of
 /// its claims (raised when it was fenced or paused: claims from before are checked again).

@@ -23,6 +23,8 @@ use crate::store::queries::alerts;
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 /// A process whose heartbeat is older than this is gone.
 pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
+/// How often the cluster list is looked through for processes whose heartbeat expired.
+const MEMBERS_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 /// How often this process's clock is checked against the reference clock.
 pub const CLOCK_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 /// How often a skewed clock is logged at ERROR while it stays skewed.
@@ -149,6 +151,26 @@ impl ClusterActor {
         );
     }
 
+    /// Forgets the processes whose heartbeat expired without a leave, and tells it
+    /// (`PROCESS_LEFT`); of processes looking at once, one tells each.
+    fn look_for_gone(&mut self, ctx: &mut Context<Self>) {
+        let (Some(link), Some(_)) = (&self.redis, &self.me) else {
+            return;
+        };
+        let (link, store) = (link.clone(), self.store.clone());
+        ctx.spawn(
+            async move {
+                // Redis out of reach is told elsewhere; the next look tries again.
+                if let Ok((_, gone)) = redis_members(link).await {
+                    for id in gone {
+                        record_left(&store, id).await;
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
     fn beat(&mut self, ctx: &mut Context<Self>) {
         let (Some(link), Some(me)) = (&self.redis, &mut self.me) else {
             return;
@@ -186,6 +208,7 @@ impl Actor for ClusterActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.run_interval(CLOCK_CHECK_INTERVAL, |act, ctx| act.check_clock(ctx));
+        ctx.run_interval(MEMBERS_CHECK_INTERVAL, |act, ctx| act.look_for_gone(ctx));
     }
 }
 
