@@ -16,9 +16,9 @@ The report: one JSON line on stdout, with these keys.
   fires_per_sec           delivered / window_secs
   received_per_sec        distinct runs the executor first received during the window, whatever
                           their scheduled time: the throughput, also when ax runs late
-  lag_ms                  {p50, p99, max, min}: executor receive time minus scheduledAt, in ms
+  lag_ms                  {p50, p99, p999, max, min}: executor receive time minus scheduledAt, in ms
                           (negative: before its time)
-  callback_ms             {p50, p99, max, min}: callback mode, the executor's round trip of its
+  callback_ms             {p50, p99, p999, max, min}: callback mode, the executor's round trip of its
                           callbacks, from sending to ax's answer (sent once the result is committed)
   lost                    runs scheduled in the window never delivered
   duplicate_deliveries    deliveries beyond the first of a run
@@ -138,6 +138,7 @@ pub struct PerFire {
 pub struct Lag {
     pub p50: Option<f64>,
     pub p99: Option<f64>,
+    pub p999: Option<f64>,
     pub max: Option<f64>,
     /// Negative means a run reached the executor before its time.
     pub min: Option<f64>,
@@ -149,6 +150,7 @@ impl Lag {
         Lag {
             p50: percentile(lags, 50.0).map(round1),
             p99: percentile(lags, 99.0).map(round1),
+            p999: percentile(lags, 99.9).map(round1),
             max: lags.last().copied().map(round1),
             min: lags.first().copied().map(round1),
         }
@@ -194,6 +196,7 @@ mod tests {
             Lag {
                 p50: Some(1.0),
                 p99: Some(250.6),
+                p999: Some(250.6),
                 max: Some(250.6),
                 min: Some(-3.0),
             }
@@ -201,7 +204,7 @@ mod tests {
         let empty = Lag::of(&[]);
         assert_eq!(
             serde_json::to_string(&empty).expect("json"),
-            r#"{"p50":null,"p99":null,"max":null,"min":null}"#
+            r#"{"p50":null,"p99":null,"p999":null,"max":null,"min":null}"#
         );
     }
 }
