@@ -2,7 +2,7 @@
 //! on a fresh SQLite file and on a fresh MariaDB database.
 //!
 //! The modules follow the code they test: `connect` the store itself (`src/store/mod.rs`),
-//! `tasks`, `task_changes`, `meta` and `executors` their query modules, `fires` and `history`
+//! `tasks`, `task_changes`, `meta`, `executors` and `overview` their query modules, `fires` and `history`
 //! the parts of
 //! `queries/instances.rs`, `runs` (the writes themselves), `results`, `attempts` and `pending`
 //! the parts of `queries/runs.rs`, and `store_actor` the StoreActor (`src/actors/store.rs`).
@@ -18,6 +18,7 @@ mod executors;
 mod fires;
 mod history;
 mod meta;
+mod overview;
 mod pending;
 mod results;
 mod runs;
