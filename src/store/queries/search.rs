@@ -4,7 +4,8 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::run::RequestIdPrefix;
+use super::tasks;
+use crate::run::{RequestIdPrefix, TaskId};
 use crate::search::TaskMatch;
 use crate::store::models::{Instance, Task};
 use crate::store::schema::ax_instance::dsl as i;
@@ -40,9 +41,10 @@ pub async fn runs_by_prefix(
         .collect())
 }
 
-/// Up to `limit` tasks whose `scene/name` the patterns match, by scene and name: a read of
-/// every task's scene and name at worst (no index serves "contains"), in the order of the
-/// `(scene, name)` index, which stops at `limit`.
+/// Up to `limit` tasks whose `scene/name` the patterns match, by scene and name. No index
+/// serves "contains": the ids are read from the `(scene, name)` index alone (a read of every
+/// task's scene and name at worst, in that index's order, which stops at `limit`; 60 ms for
+/// 100,000 tasks on MariaDB where reading the rows takes 300), then the tasks by id.
 pub async fn tasks_matching(
     conn: &mut Conn,
     text: &TaskMatch,
@@ -50,7 +52,7 @@ pub async fn tasks_matching(
 ) -> Result<Vec<Task>, StoreError> {
     let within = &text.within;
     let (scene_end, name_start) = text.across.clone().unzip();
-    Ok(with_conn!(conn, |c| {
+    let ids: Vec<TaskId> = with_conn!(conn, |c| {
         let mut query = t::ax_task
             .filter(
                 lower(t::scene)
@@ -70,8 +72,11 @@ pub async fn tasks_matching(
         query
             .order((t::scene, t::name))
             .limit(limit)
-            .select(Task::as_select())
+            .select(t::id)
             .load(c)
             .await
-    })?)
+    })?;
+    let mut tasks = tasks::find_many(conn, ids).await?;
+    tasks.sort_by(|a, b| (&a.scene, &a.name).cmp(&(&b.scene, &b.name)));
+    Ok(tasks)
 }
