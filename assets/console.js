@@ -193,8 +193,9 @@
     events.onerror = polling;
   }
 
-  // Keys, as in mail and code-review tools: `/` search, `g` then a letter to go to a section,
-  // `j`/`k` through a table's rows, Enter to open the current one, `?` to list them.
+  // Keys, as in mail and code-review tools: `/` the page's filter or the search box, `g` then a
+  // letter to go to a section, `j`/`k` through a table's rows, Enter to open the current one,
+  // `?` to list them.
   var SECTIONS = { d: "/console", t: "/console/tasks", r: "/console/runs", a: "/console/alerts",
     s: "/console/schedule" };
 
@@ -234,8 +235,10 @@
       }
       var handled = true;
       if (e.key === "/") {
+        // The page's own filter first (its name search); the search box of every page else.
         var search = document.querySelector("main form.filters input[type=search]") ||
-          document.querySelector("main form.filters input:not([type=hidden])");
+          document.querySelector("main form.filters input:not([type=hidden])") ||
+          document.getElementById("search-q");
         if (search) search.focus(); else handled = false;
       } else if (e.key === "g") {
         go = true;

@@ -24,15 +24,61 @@ pub struct FailingTask {
     pub since: DateTime<Utc>,
     /// The latest failure: its error and link.
     pub latest: Instance,
-    /// Whether the task's latest run failed too (not recovered since).
-    pub still_failing: bool,
+    /// What the task is doing now, by its latest run.
+    pub now: TaskNow,
 }
 
-/// Folds failed runs by task: still failing first, then the most failures, then the latest.
-/// `latest_status`: each task's latest run's status, when known.
+/// What a task with failures is doing now, told by its latest run: it has recovered only once
+/// a run succeeded; a run under way or waiting for its next attempt is not a recovery yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskNow {
+    /// Its latest run failed (or it has none any more).
+    Failing,
+    /// Its latest run is being run: sent, and no result yet.
+    Running,
+    /// Its latest run failed an attempt; the next one is due then.
+    Retrying { due: DateTime<Utc> },
+    /// Its latest run is in this status, neither under way nor ended in success or failure:
+    /// due and not sent yet, waiting, missed, skipped or cancelled.
+    Latest(RunStatus),
+    /// Its latest run succeeded.
+    Recovered,
+}
+
+impl TaskNow {
+    /// What `latest`, a task's latest run, says of it.
+    pub fn of(latest: Option<&Instance>) -> TaskNow {
+        let Some(run) = latest else {
+            return TaskNow::Failing;
+        };
+        match run.status {
+            RunStatus::Success => TaskNow::Recovered,
+            RunStatus::Failed => TaskNow::Failing,
+            RunStatus::Running => TaskNow::Running,
+            RunStatus::Ready if run.dispatched_attempt >= run.attempt => TaskNow::Running,
+            RunStatus::Ready => match run.next_attempt_at {
+                Some(due) if run.attempt > 1 => TaskNow::Retrying { due: from_db(due) },
+                _ => TaskNow::Latest(run.status),
+            },
+            status => TaskNow::Latest(status),
+        }
+    }
+
+    /// Failing first, recovered last, the rest between.
+    fn rank(self) -> u8 {
+        match self {
+            TaskNow::Failing => 0,
+            TaskNow::Running | TaskNow::Retrying { .. } | TaskNow::Latest(_) => 1,
+            TaskNow::Recovered => 2,
+        }
+    }
+}
+
+/// Folds failed runs by task: still failing first, recovered last, then the most failures,
+/// then the latest. `latest`: each task's latest run, when known.
 pub fn failing_tasks(
     failures: Vec<Instance>,
-    latest_status: &HashMap<TaskId, RunStatus>,
+    latest: &HashMap<TaskId, Instance>,
 ) -> Vec<FailingTask> {
     let mut by_task: HashMap<TaskId, FailingTask> = HashMap::new();
     for run in failures {
@@ -46,9 +92,7 @@ pub fn failing_tasks(
                 }
             }
             None => {
-                let still_failing = latest_status
-                    .get(&run.task_id)
-                    .is_none_or(|status| *status == RunStatus::Failed);
+                let now = TaskNow::of(latest.get(&run.task_id));
                 by_task.insert(
                     run.task_id,
                     FailingTask {
@@ -56,7 +100,7 @@ pub fn failing_tasks(
                         failures: 1,
                         since: at,
                         latest: run,
-                        still_failing,
+                        now,
                     },
                 );
             }
@@ -64,18 +108,12 @@ pub fn failing_tasks(
     }
     let mut tasks: Vec<FailingTask> = by_task.into_values().collect();
     tasks.sort_by(|a, b| {
-        (
-            b.still_failing,
-            b.failures,
-            b.latest.scheduled_at,
-            a.task_id.0,
-        )
-            .cmp(&(
-                a.still_failing,
-                a.failures,
-                a.latest.scheduled_at,
-                b.task_id.0,
-            ))
+        (a.now.rank(), b.failures, b.latest.scheduled_at, a.task_id.0).cmp(&(
+            b.now.rank(),
+            a.failures,
+            a.latest.scheduled_at,
+            b.task_id.0,
+        ))
     });
     tasks
 }
@@ -207,19 +245,67 @@ mod tests {
             failed(4, 8, 40),
         ];
         let latest = HashMap::from([
-            (TaskId(7), RunStatus::Success),
-            (TaskId(8), RunStatus::Failed),
+            (TaskId(7), run(9, 7, RunStatus::Success, 50)),
+            (TaskId(8), run(10, 8, RunStatus::Failed, 40)),
         ]);
         let tasks = failing_tasks(runs, &latest);
         assert_eq!(tasks.len(), 2);
         assert_eq!(
-            (tasks[0].task_id, tasks[0].failures, tasks[0].still_failing),
-            (TaskId(8), 1, true)
+            (tasks[0].task_id, tasks[0].failures, tasks[0].now),
+            (TaskId(8), 1, TaskNow::Failing)
         );
         let recovered = &tasks[1];
         assert_eq!((recovered.failures, recovered.since), (3, at(10)));
         assert_eq!(recovered.latest.callback_code.as_deref(), Some("HTTP_2"));
-        assert!(!recovered.still_failing);
+        assert_eq!(recovered.now, TaskNow::Recovered);
+    }
+
+    #[test]
+    fn only_a_success_is_a_recovery() {
+        let of = |run: &Instance| TaskNow::of(Some(run));
+        assert_eq!(TaskNow::of(None), TaskNow::Failing, "no latest run known");
+        assert_eq!(of(&run(1, 1, RunStatus::Failed, 0)), TaskNow::Failing);
+        assert_eq!(of(&run(1, 1, RunStatus::Success, 0)), TaskNow::Recovered);
+        // Answered 202: under way until its callback.
+        assert_eq!(of(&run(1, 1, RunStatus::Running, 0)), TaskNow::Running);
+        // Sent, no reply yet.
+        let mut sent = run(1, 1, RunStatus::Ready, 0);
+        sent.dispatched_attempt = 1;
+        assert_eq!(of(&sent), TaskNow::Running);
+        // Its first attempt failed; the second is due at 4.
+        let mut retrying = run(1, 1, RunStatus::Ready, 0);
+        retrying.attempt = 2;
+        retrying.dispatched_attempt = 1;
+        retrying.next_attempt_at = Some(to_db(at(4)));
+        assert_eq!(of(&retrying), TaskNow::Retrying { due: at(4) });
+        // Due and not sent yet; waiting; ended neither way.
+        for status in [
+            RunStatus::Ready,
+            RunStatus::Pending,
+            RunStatus::Missed,
+            RunStatus::Skipped,
+            RunStatus::Cancelled,
+        ] {
+            assert_eq!(of(&run(1, 1, status, 0)), TaskNow::Latest(status));
+        }
+    }
+
+    #[test]
+    fn failing_tasks_come_first_and_recovered_ones_last() {
+        let failed = |id, task| run(id, task, RunStatus::Failed, 10);
+        let mut running = run(13, 2, RunStatus::Running, 20);
+        running.dispatched_attempt = 1;
+        let latest = HashMap::from([
+            (TaskId(1), run(11, 1, RunStatus::Success, 20)),
+            (TaskId(2), running),
+            (TaskId(3), run(12, 3, RunStatus::Failed, 20)),
+        ]);
+        let order: Vec<TaskId> =
+            failing_tasks(vec![failed(1, 1), failed(2, 2), failed(3, 3)], &latest)
+                .iter()
+                .map(|task| task.task_id)
+                .collect();
+        assert_eq!(order, vec![TaskId(3), TaskId(2), TaskId(1)]);
     }
 
     #[test]

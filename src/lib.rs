@@ -37,6 +37,7 @@ pub mod run_feed;
 pub mod run_history;
 pub mod run_log;
 pub mod schedule_load;
+pub mod search;
 pub mod security;
 pub mod service;
 pub mod site;

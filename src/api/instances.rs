@@ -10,11 +10,19 @@ use super::{Actor, ApiState};
 use crate::error::ApiError;
 
 /// `GET /api/instances?taskId=&scene=&status=&from=&to=&limit=&cursor=`: newest scheduled
-/// first; `nextCursor` fetches the next page.
+/// first; `nextCursor` fetches the next page. `?requestIdPrefix=&limit=`: the runs whose
+/// request id starts with it, the latest made first, in one page.
 pub async fn history(
     state: web::Data<ApiState>,
     query: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, ApiError> {
+    if let Some((prefix, limit)) = validate::prefix_query(&query)? {
+        let runs = state.service.runs_by_prefix(prefix, limit).await?;
+        return Ok(HttpResponse::Ok().json(HistoryView {
+            items: runs.into_iter().map(InstanceView::from).collect(),
+            next_cursor: None,
+        }));
+    }
     let (filter, cursor, limit) = validate::history_query(&query)?;
     let (runs, next) = state.service.history(filter, cursor, limit).await?;
     Ok(HttpResponse::Ok().json(HistoryView {

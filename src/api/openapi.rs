@@ -295,6 +295,13 @@ fn query_parameters(method: &str, path: &str) -> Vec<Value> {
             query("to", "string", "scheduled before (RFC3339)"),
             query("limit", "integer", "1-500, default 50"),
             query("cursor", "string", "nextCursor of the previous page"),
+            query(
+                "requestIdPrefix",
+                "string",
+                "only runs whose requestId starts with this (6-32 hex digits, dashes optional), \
+                 the latest made first, at most limit, no next page; alone, without the other \
+                 filters or a cursor",
+            ),
         ],
         _ => Vec::new(),
     }

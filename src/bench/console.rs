@@ -77,6 +77,8 @@ pub const DEFAULT_PAGES: &[&str] = &[
     "alerts=/console/alerts",
     "executors=/console/executors",
     "schedule=/console/schedule",
+    "search-run-prefix=/console/search?q={request_start}",
+    "search-tasks=/console/search?q={name}",
     "schedule-load=/api/schedule/load?hours=24",
     "audit=/console/audit",
 ];
@@ -88,6 +90,7 @@ Pages: --page NAME=PATH, repeated, replaces the default list (below). PATH may h
   {scene}        the largest scene; {small_scene} the smallest
   {name}         a task name to search for (q=)
   {request}      the request id of the latest failed run
+  {request_start} its first 8 characters (the runs made in the same 65 s)
   {from} {to}    an hour of ten days ago (UTC, YYYY-MM-DDTHH:MM)
   {last_after}   the task id after which the last page of tasks starts
   {middle}       the id of the task in the middle
@@ -423,6 +426,7 @@ async fn placeholders(args: &Args, seeded: &Seeded) -> anyhow::Result<Vec<(&'sta
         ("scene", scene.clone()),
         ("small_scene", small_scene.clone()),
         ("name", seed::task_name(u64::from(args.tasks) / 2)),
+        ("request_start", request.chars().take(8).collect()),
         ("request", request),
         ("from", minute(from)),
         ("to", minute(from + chrono::Duration::hours(1))),

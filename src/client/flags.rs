@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::run::{RequestId, RunStatus};
+use crate::run::{RequestId, RequestIdPrefix, RunStatus};
 use crate::store::models::TaskStatus;
 
 /// An RFC 3339 time, passed on in UTC.
@@ -21,6 +21,19 @@ pub fn request_id(text: &str) -> Result<String, String> {
     RequestId::parse(text)
         .map(|id| id.as_str().to_string())
         .ok_or_else(|| "expected a UUID like 0b6f1c52-8a47-4cf5-9d3e-2f7c1a9e4b10".into())
+}
+
+/// A run's request id, or its start: 6 hex digits or more, with or without its dashes (which
+/// run it names is asked of the server).
+pub fn request_id_or_prefix(text: &str) -> Result<String, String> {
+    match (RequestId::parse(text), RequestIdPrefix::parse(text)) {
+        (Some(id), _) => Ok(id.as_str().to_string()),
+        (None, Some(prefix)) => Ok(prefix.as_str().to_string()),
+        (None, None) => Err(format!(
+            "expected a request id, or its first {} hex digits or more",
+            RequestIdPrefix::MIN_HEX
+        )),
+    }
 }
 
 /// A task's status, as the API names it.

@@ -11,6 +11,7 @@ use super::output::one_line;
 use super::output::{self, Column};
 use super::task_ref::TaskRef;
 use super::{flags, logs, watch, Connection};
+use crate::run::RequestId;
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum RunsCommand {
@@ -36,9 +37,10 @@ pub enum RunsCommand {
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=500))]
         limit: u32,
     },
-    /// One run, by its request id.
+    /// One run, by its request id or the start of it (6 hex digits or more) that no other
+    /// run's shares.
     Get {
-        #[arg(value_parser = flags::request_id)]
+        #[arg(value_parser = flags::request_id_or_prefix)]
         request_id: String,
         /// Print it again as it changes, until it ends.
         #[arg(long)]
@@ -129,6 +131,7 @@ async fn run(conn: Connection, command: RunsCommand) -> Result<(), ClientError> 
 
 /// Prints the run; with `watch`, again each time it changes, until it is final.
 async fn get(conn: &Connection, request_id: &str, watch: bool) -> Result<(), ClientError> {
+    let request_id = whole_request_id(conn, request_id).await?;
     let call = Call::new("GET", format!("/api/instances/{request_id}"));
     let mut shown: Option<Value> = None;
     loop {
@@ -142,5 +145,41 @@ async fn get(conn: &Connection, request_id: &str, watch: bool) -> Result<(), Cli
         }
         shown = Some(run);
         actix_rt::time::sleep(logs::FOLLOW_EVERY).await;
+    }
+}
+
+/// Most runs a prefix that names several is told with.
+const MATCHES_TOLD: usize = 5;
+
+/// The request id `given` names: itself when it is whole, else the one run's whose request id
+/// starts with it; a usage error naming it when no run's or several runs' do.
+async fn whole_request_id(conn: &Connection, given: &str) -> Result<String, ClientError> {
+    if RequestId::parse(given).is_some() {
+        return Ok(given.to_string());
+    }
+    let call = Call::new("GET", "/api/instances".into())
+        .with("requestIdPrefix", Some(given.to_string()))
+        .with("limit", Some((MATCHES_TOLD + 1).to_string()));
+    let page = request(conn, &call).await?.body;
+    let ids: Vec<&str> = output::items(&page)
+        .iter()
+        .filter_map(|run| run["requestId"].as_str())
+        .collect();
+    match ids.as_slice() {
+        [] => Err(ClientError::usage(format!(
+            "no run's request id starts with {given}"
+        ))),
+        [id] => Ok(id.to_string()),
+        several => {
+            let shown = several[..several.len().min(MATCHES_TOLD)].join(", ");
+            let more = if several.len() > MATCHES_TOLD {
+                ", …"
+            } else {
+                ""
+            };
+            Err(ClientError::usage(format!(
+                "{given} starts the request ids of several runs ({shown}{more}): give more of it"
+            )))
+        }
     }
 }

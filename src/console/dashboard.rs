@@ -1,6 +1,7 @@
 //! The dashboard (`/console`): what needs attention first (failing tasks folded by task, late
-//! or stuck runs, unhealthy executors and ax processes), the next runs, health and cluster in
-//! one line, then runs of the last hour and day by status.
+//! or stuck runs, paused scenes and tasks, executor members unhealthy or gone in the last
+//! hour, ax processes), the next runs, health and cluster in one line, then runs of the last
+//! hour and day by status.
 
 use std::collections::HashMap;
 
@@ -12,21 +13,20 @@ use super::chart::{self, Minute};
 use super::filters::link;
 use super::layout::{self, health_badge, millis, page, run_badge, scrolling, stored_time, Section};
 use super::live;
-use super::paths::task_href;
+use super::paths::{scene_href, task_href, EXECUTORS};
 use super::runs::{run_href, task_ids, task_link};
 use super::session::Visitor;
 use super::{ok, ConsoleError};
 use crate::actors::cluster::{Member, HEARTBEAT_INTERVAL};
 use crate::actors::redis_link::LockError;
-use crate::attention::{self, FailingTask, Trouble};
+use crate::attention::{self, FailingTask, TaskNow, Trouble};
 use crate::health::Report;
 use crate::routing::HealthState;
 use crate::run::{RunStatus, TaskId};
-use crate::service::console_reads::DAY_COUNTS_SECS;
+use crate::service::console_reads::{Pauses, RunCounts, DAY_COUNTS_SECS};
 use crate::service::executors::MemberState;
-use crate::service::Counted;
 use crate::store::models::Instance;
-use crate::store::queries::executors::GoneRow;
+use crate::store::queries::executors::{GoneRow, HealthRow};
 use crate::store::queries::instances::InstanceFilter;
 use crate::store::to_db;
 use crate::web::ApiState;
@@ -46,12 +46,13 @@ const CHART_RUNS: i64 = 20_000;
 
 /// What the dashboard shows.
 struct Dashboard {
-    last_hour: HashMap<RunStatus, i64>,
-    /// When the last day's counts were counted, and the counts.
-    last_day: Counted,
+    counts: RunCounts,
     failing: Vec<FailingTask>,
     troubled: Vec<(Instance, Trouble)>,
+    pauses: Pauses,
     unhealthy: Vec<(String, MemberState)>,
+    /// Members healthy again after being set aside within the last hour.
+    recovered: Vec<HealthRow>,
     /// Members gone from their groups in the last hour.
     gone: Vec<GoneRow>,
     next_runs: Vec<(TaskId, String, DateTime<Utc>)>,
@@ -76,26 +77,23 @@ pub async fn show(
         from: Some(to_db(now - Duration::days(1))),
         ..InstanceFilter::default()
     };
-    let (last_hour, day_counts, failures, missed, open, next_runs) = futures_util::join!(
-        service.run_counts_since(now - Duration::hours(1)),
-        service.day_counts(),
+    let (counts, failures, missed, open, next_runs) = futures_util::join!(
+        service.run_counts(),
         service.history(last_day(RunStatus::Failed), None, FAILURES_READ),
         service.history(last_day(RunStatus::Missed), None, MISSED_READ),
         service.oldest_open(OPEN_READ),
         service.next_runs(NEXT_RUNS),
     );
-    let (dispatches, cluster, health, gone) = futures_util::join!(
+    let (dispatches, cluster, health, gone, pauses, recovered) = futures_util::join!(
         service.dispatch_times_since(now - Duration::minutes(chart::MINUTES), CHART_RUNS),
         service.cluster(),
         state.health.check(),
         service.gone_members(),
+        service.pauses(SHOWN as i64),
+        service.members_recovered_since(now - Duration::hours(1)),
     );
     let (failures, _) = failures?;
     let latest = service.last_runs(task_ids(&failures)).await?;
-    let latest = latest
-        .into_iter()
-        .map(|(id, run)| (id, run.status))
-        .collect();
     let mut failing = attention::failing_tasks(failures, &latest);
     failing.truncate(SHOWN);
     let (mut runs, _) = missed?;
@@ -111,15 +109,19 @@ pub async fn show(
         .filter(|(_, state)| state.state != HealthState::Healthy)
         .collect();
     unhealthy.sort_by(|a, b| a.0.cmp(&b.0));
+    // A member set aside again since it recovered is listed as it is now.
+    let mut recovered = recovered?;
+    recovered.retain(|member| !unhealthy.iter().any(|(url, _)| *url == member.url));
     let dispatches = dispatches?;
     let dashboard = Dashboard {
         chart: chart::per_minute(now, &dispatches),
         chart_cut: dispatches.len() as i64 == CHART_RUNS,
-        last_hour: last_hour?,
-        last_day: day_counts?,
+        counts: counts?,
         failing,
         troubled,
+        pauses: pauses?,
         unhealthy,
+        recovered,
         gone: gone?,
         next_runs: next_runs?,
         now,
@@ -150,8 +152,11 @@ fn dashboard_page(visitor: &Visitor, dashboard: &Dashboard) -> Markup {
             div.cards {
                 section.card aria-labelledby="runs-heading" {
                     h2 #runs-heading { "Runs by status" }
-                    (counts(&dashboard.last_hour, &dashboard.last_day.1))
-                    p.hint { "The last day as counted at " (layout::time(dashboard.last_day.0)) " (again every " (DAY_COUNTS_SECS) " s)." }
+                    (counts(&dashboard.counts.last_hour, &dashboard.counts.last_day))
+                    p.hint {
+                        "Runs scheduled in the last hour and day, up to now; the day's runs older than an hour as counted at "
+                        (layout::time(dashboard.counts.older_counted_at)) " (again every " (DAY_COUNTS_SECS) " s)."
+                    }
                 }
             }
             section aria-labelledby="activity-heading" {
@@ -231,13 +236,16 @@ fn late_heartbeat() -> Duration {
 }
 
 fn attention_list(dashboard: &Dashboard) -> Markup {
-    let quiet = dashboard.failing.is_empty()
-        && dashboard.troubled.is_empty()
-        && dashboard.unhealthy.is_empty()
-        && dashboard.gone.is_empty();
+    let pauses = &dashboard.pauses;
+    let paused = !pauses.scenes.is_empty() || pauses.task_count > 0;
+    let members = !dashboard.unhealthy.is_empty()
+        || !dashboard.recovered.is_empty()
+        || !dashboard.gone.is_empty();
+    let quiet =
+        dashboard.failing.is_empty() && dashboard.troubled.is_empty() && !paused && !members;
     html! {
         @if quiet {
-            p #attention-none.muted { "Nothing needs attention: no failures in the last day, no late or stuck runs, every executor healthy." }
+            p #attention-none.muted { "Nothing needs attention: no failures in the last day, no late or stuck runs, nothing paused, every executor healthy for the last hour." }
         }
         @if !dashboard.failing.is_empty() {
             h3 { "Failing tasks (last day)" }
@@ -247,14 +255,30 @@ fn attention_list(dashboard: &Dashboard) -> Markup {
             h3 { "Late, stuck or waiting runs" }
             (troubled(&dashboard.troubled, &dashboard.names, dashboard.now))
         }
-        @if !dashboard.unhealthy.is_empty() || !dashboard.gone.is_empty() {
-            h3 { "Executors" }
+        @if paused {
+            h3 { "Paused: " (count_of(pauses.scenes.len() as i64, "scene")) ", " (count_of(pauses.task_count, "task")) }
+            (paused_list(pauses))
+        }
+        @if members {
+            h3 { "Executors (last hour)" }
             ul #unhealthy-members {
                 @for (url, state) in &dashboard.unhealthy {
                     li {
                         (health_badge(state.state)) " " code { (url) }
                         @if let Some(error) = &state.last_error { span.muted { " — " (error) } }
-                        " " a href="/console/executors" { "executors" }
+                        " " a href=(EXECUTORS) { "executors" }
+                    }
+                }
+                @for member in &dashboard.recovered {
+                    li.recovered {
+                        (health_badge(HealthState::Healthy)) " " code { (member.url) }
+                        span.muted {
+                            " — healthy again since " (stored_time(member.changed_at)) ", after it was set aside"
+                            @if let (Some(at), Some(error)) = (member.last_failure_at, &member.last_error) {
+                                "; its last failure " (stored_time(at)) ": " (error)
+                            }
+                        }
+                        " " a href=(EXECUTORS) { "executors" }
                     }
                 }
                 @for member in &dashboard.gone {
@@ -264,10 +288,54 @@ fn attention_list(dashboard: &Dashboard) -> Markup {
                             " — " (member.group_name) ": " (member.reason) ", "
                             (stored_time(member.gone_at))
                         }
-                        " " a href="/console/executors" { "executors" }
+                        " " a href=(EXECUTORS) { "executors" }
                     }
                 }
             }
+        }
+    }
+}
+
+/// `1 task`, `3 tasks`.
+fn count_of(count: i64, thing: &str) -> String {
+    match count {
+        1 => format!("1 {thing}"),
+        _ => format!("{count} {thing}s"),
+    }
+}
+
+/// The paused scenes, then the tasks paused last on their own, each with since when and by
+/// whom, linking to it; a link to every paused task when not all are listed.
+fn paused_list(pauses: &Pauses) -> Markup {
+    let since = |at: Option<chrono::NaiveDateTime>, by: &Option<String>| {
+        html! {
+            span.muted {
+                " — paused "
+                @match at { Some(at) => { "since " (stored_time(at)) }, None => "since before ax noted it" }
+                " by " (by.as_deref().unwrap_or("someone ax did not note"))
+            }
+        }
+    };
+    let all = link("/console/tasks", &[("status", Some("PAUSED"))]);
+    html! {
+        ul #paused {
+            @for scene in &pauses.scenes {
+                li {
+                    span.badge.idle { "SCENE PAUSED" } " "
+                    a href=(scene_href(&scene.scene)) { "scene " (scene.scene) }
+                    (since(scene.paused_at, &scene.paused_by))
+                }
+            }
+            @for task in &pauses.tasks {
+                li {
+                    span.badge.idle { "PAUSED" } " "
+                    a href=(task_href(task.id)) { (task.scene) "/" (task.name) }
+                    (since(task.paused_at, &task.paused_by))
+                }
+            }
+        }
+        @if pauses.task_count > pauses.tasks.len() as i64 {
+            p { a href=(all) { "All " (pauses.task_count) " paused tasks" } }
         }
     }
 }
@@ -298,13 +366,26 @@ fn failing(tasks: &[FailingTask], names: &HashMap<TaskId, String>) -> Markup {
                                 @if let Some(message) = &task.latest.callback_message { " " span.muted { (message) } }
                             }
                             td { (layout::time(task.since)) }
-                            td { @if task.still_failing { span.badge.bad { "FAILING" } } @else { span.badge.good { "RECOVERED" } } }
+                            td { (task_now(task.now)) }
                         }
                     }
                 }
             }
         },
     )
+}
+
+/// What a failing task is doing now, as a badge: `RECOVERED` only once a run succeeded.
+fn task_now(now: TaskNow) -> Markup {
+    match now {
+        TaskNow::Failing => html! { span.badge.bad { "FAILING" } },
+        TaskNow::Recovered => html! { span.badge.good { "RECOVERED" } },
+        TaskNow::Running => html! { span.badge.busy { "RUNNING" } },
+        TaskNow::Retrying { due } => {
+            html! { span.badge.busy { "RETRYING" } " " (layout::time(due)) }
+        }
+        TaskNow::Latest(status) => run_badge(status),
+    }
 }
 
 fn troubled(

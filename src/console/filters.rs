@@ -102,7 +102,7 @@ pub fn task_filter(params: &Params) -> Result<TaskFilter, FilterError> {
                 "q",
                 format!("a name has at most {MAX_NAME_CHARS} characters"),
             )),
-            false => Ok(contains(q)),
+            false => Ok(crate::search::like_contains(q)),
         })
         .transpose()?;
     let label = params
@@ -243,20 +243,6 @@ fn task_cursor(text: &str, column: SortColumn) -> Option<TaskCursor> {
         _ => return None,
     };
     Some(TaskCursor { key, id })
-}
-
-/// A `LIKE` pattern matching names that contain `text` as it is: its wildcards escaped.
-fn contains(text: &str) -> String {
-    let mut pattern = String::with_capacity(text.len() + 2);
-    pattern.push('%');
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            pattern.push('\\');
-        }
-        pattern.push(c);
-    }
-    pattern.push('%');
-    pattern
 }
 
 /// What the runs page lists.

@@ -6,7 +6,7 @@ use maud::{html, Markup, DOCTYPE};
 
 use super::filters::{Around, Params};
 pub use super::notice::Notice;
-use super::paths::{asset_href, ALERTS, EXECUTORS, SCENES};
+use super::paths::{asset_href, ALERTS, EXECUTORS, SCENES, SEARCH};
 use super::visitor::{csrf_field, sign_out_form, Visitor};
 use crate::alerting::{AlertEvent, AlertStatus};
 use crate::routing::HealthState;
@@ -77,6 +77,7 @@ fn frame(visitor: Option<&Visitor>, title: &str, section: Option<Section>, body:
                             }
                         }
                     }
+                    (search_box())
                     // Shown by the script, which is what it needs.
                     button #zone-switch type="button" hidden aria-pressed="false" {
                         "Times: UTC"
@@ -98,10 +99,23 @@ fn frame(visitor: Option<&Visitor>, title: &str, section: Option<Section>, body:
     }
 }
 
+/// The search that heads every page (`/` reaches it where no filter field is nearer): a
+/// request id, its start, or text in a task's `scene/name`.
+fn search_box() -> Markup {
+    html! {
+        form.search method="get" action=(SEARCH) role="search" {
+            label.hidden-label for="search-q" { "Search runs by request id, tasks by scene/name" }
+            input #search-q name="q" type="search" placeholder="Request id or task"
+                autocomplete="off" spellcheck="false";
+            button type="submit" { "Search" }
+        }
+    }
+}
+
 /// The keyboard shortcuts, shown by the script on `?` (they need it).
 fn keys_help() -> Markup {
     const KEYS: &[(&str, &str)] = &[
-        ("/", "search or filter"),
+        ("/", "the page's filter, else the search"),
         (
             "g d · g t · g r · g a · g s",
             "dashboard, tasks, runs, alerts, schedule",

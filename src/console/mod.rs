@@ -24,6 +24,7 @@ mod run_log;
 mod runs;
 mod scenes;
 mod schedule;
+mod search;
 mod session;
 mod tasks;
 mod timeline;
@@ -81,6 +82,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/scenes/{scene}", web::get().to(scenes::detail))
                 .route("/executors", web::get().to(executors::list))
                 .route("/schedule", web::get().to(schedule::show))
+                .route("/search", web::get().to(search::show))
                 .route("/audit", web::get().to(audit::list))
                 .default_service(web::to(not_found)),
         );

@@ -23,6 +23,9 @@ pub fn run_href(request_id: &str) -> String {
     format!("/console/runs/{request_id}")
 }
 
+/// The search, whose box heads every page.
+pub const SEARCH: &str = "/console/search";
+
 /// The scenes page.
 pub const SCENES: &str = "/console/scenes";
 

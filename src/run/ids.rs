@@ -155,10 +155,110 @@ where
     }
 }
 
+/// The start of request ids, as one is copied from a log or a page: at least
+/// [`RequestIdPrefix::MIN_HEX`] hex digits, with or without the dashes a request id has (a dash
+/// only where one stands in a request id), any case. Held as request ids are stored: lower
+/// case, dashes in their places.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestIdPrefix(String);
+
+impl RequestIdPrefix {
+    /// The fewest hex digits taken: 6 name 16.7 million ids, and the first 12 of an id are its
+    /// time (a second's runs share 9), so fewer would name nearly every run.
+    pub const MIN_HEX: usize = 6;
+    /// Where a request id's dashes stand, counted in hex digits before them.
+    const DASHES_AFTER: [usize; 4] = [8, 12, 16, 20];
+    /// A request id's hex digits.
+    const HEX: usize = 32;
+
+    /// `text` as the start of request ids; `None` unless it is one (shorter than
+    /// [`Self::MIN_HEX`], longer than an id, another character, a dash out of place).
+    pub fn parse(text: &str) -> Option<RequestIdPrefix> {
+        let mut prefix = String::with_capacity(36);
+        let mut digits = 0;
+        let mut dash_allowed = false;
+        for c in text.chars() {
+            if c == '-' {
+                if !dash_allowed {
+                    return None;
+                }
+                dash_allowed = false;
+                continue;
+            }
+            if !c.is_ascii_hexdigit() || digits == Self::HEX {
+                return None;
+            }
+            if Self::DASHES_AFTER.contains(&digits) {
+                prefix.push('-');
+            }
+            prefix.push(c.to_ascii_lowercase());
+            digits += 1;
+            dash_allowed = Self::DASHES_AFTER.contains(&digits);
+        }
+        (digits >= Self::MIN_HEX).then_some(RequestIdPrefix(prefix))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The least text above every request id that starts with it: the ids it names are the
+    /// range `[prefix, end)` of the request-id index (a `g` sorts after every hex digit and
+    /// the dash).
+    pub fn end(&self) -> String {
+        format!("{}g", self.0)
+    }
+
+    /// Whether `id` starts with it.
+    pub fn matches(&self, id: &RequestId) -> bool {
+        id.as_str().starts_with(&self.0)
+    }
+}
+
+impl std::fmt::Display for RequestIdPrefix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn a_prefix_is_six_hex_digits_or_more_with_the_dashes_of_an_id_or_none() {
+        let id = RequestId::manual();
+        let text = id.as_str();
+        let parsed = |text: &str| RequestIdPrefix::parse(text).map(|p| p.as_str().to_string());
+        // As copied, with its dashes or without, in any case: stored as ids are.
+        assert_eq!(parsed(&text[..6]).as_deref(), Some(&text[..6]));
+        assert_eq!(parsed(&text[..13]).as_deref(), Some(&text[..13]));
+        assert_eq!(parsed(&text[..8]), parsed(&text[..9]), "a dash at the end");
+        let bare: String = text[..20].replace('-', "").to_uppercase();
+        assert_eq!(parsed(&bare).as_deref(), Some(&text[..20]));
+        assert_eq!(parsed(&text[..35]).as_deref(), Some(&text[..35]));
+        let prefix = RequestIdPrefix::parse(&text[..10]).expect("a prefix");
+        assert!(prefix.matches(&id));
+        assert!(!prefix.matches(&RequestId::from(Uuid::from_u128(0))));
+        // The range of the index it names.
+        assert!(prefix.as_str() <= text && text < prefix.end().as_str());
+        assert_eq!(parsed("0123456789").as_deref(), Some("01234567-89"));
+        for refused in [
+            "",
+            "abcde",
+            "abc-def01",
+            "-abcdef",
+            "abcdef0g",
+            "01234567--89ab",
+            "01234567 89ab",
+            "reports",
+        ] {
+            assert_eq!(RequestIdPrefix::parse(refused), None, "{refused:?}");
+        }
+        let too_long = format!("{}0", text.replace('-', ""));
+        assert_eq!(RequestIdPrefix::parse(&too_long), None, "longer than an id");
+    }
 
     fn at(secs: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(secs, 0).single().expect("valid time")

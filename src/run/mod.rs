@@ -18,7 +18,7 @@ mod tests;
 
 pub use codes::*;
 pub use decided::Decided;
-pub use ids::{RequestId, TaskId};
+pub use ids::{RequestId, RequestIdPrefix, TaskId};
 pub use jitter::{jitter_offset, jittered};
 pub use lifecycle::{
     blind, dependency_deadline, ended_attempt, on_event, rejected_result, supersede,

@@ -11,42 +11,123 @@ use crate::actors::store::boxed;
 use crate::run::{RequestId, RunStatus, TaskId};
 use crate::store::models::{Instance, Task};
 use crate::store::queries::attempts::{self, AttemptRow};
+use crate::store::queries::executors::HealthRow;
 use crate::store::queries::instances;
-use crate::store::queries::overview;
+use crate::store::queries::overview::{self, PausedScene, PausedTask};
 use crate::store::queries::tasks;
 use crate::store::to_db;
 
-/// How long the last day's run counts are shown before they are counted again.
+/// How long the counts of the last day's runs older than an hour are used before they are
+/// counted again.
 pub const DAY_COUNTS_SECS: i64 = 15;
+
+/// Runs of the last hour and of the last day by status, read so that the hour's count of a
+/// status is never more than the day's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCounts {
+    pub last_hour: HashMap<RunStatus, i64>,
+    pub last_day: HashMap<RunStatus, i64>,
+    /// When the day's runs older than an hour were counted: at most [`DAY_COUNTS_SECS`] ago.
+    pub older_counted_at: DateTime<Utc>,
+}
+
+/// What the dashboard's attention list shows of pauses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pauses {
+    /// Every paused scene, the latest paused first.
+    pub scenes: Vec<PausedScene>,
+    /// How many tasks are paused on their own.
+    pub task_count: i64,
+    /// The latest paused of them.
+    pub tasks: Vec<PausedTask>,
+}
 
 /// Reads of the web console (`crate::console`): the pages call these and the service's other
 /// methods, never the database directly.
 impl Service {
-    /// How many runs scheduled from `since` until now are in each status.
-    pub async fn run_counts_since(&self, since: DateTime<Utc>) -> Result<HashMap<RunStatus, i64>> {
-        let (since, until) = (to_db(since), to_db(self.clock.now()));
-        Ok(self
+    /// Runs scheduled in the last hour and in the last day, up to now, by status. The day's
+    /// runs older than an hour are counted every [`DAY_COUNTS_SECS`] at most (a third of a
+    /// million at 1,000 fires a second … of a busy hour, too many for every view of a
+    /// dashboard); the rest, in one statement with the hour's, on every call. The hour is part
+    /// of the day in that one statement, so it can never count more than the day, whatever
+    /// ends or starts in between.
+    pub async fn run_counts(&self) -> Result<RunCounts> {
+        let now = self.clock.now();
+        let hour = Duration::hours(1);
+        let (counted_at, older) = self.older_counts(now).await?;
+        let (since, recent, until) = (to_db(counted_at - hour), to_db(now - hour), to_db(now));
+        let newer = self
             .store
-            .query(move |conn| boxed(overview::run_counts(conn, since, until)))
-            .await?)
+            .query(move |conn| boxed(overview::run_counts(conn, since, recent, until)))
+            .await?;
+        let last_hour = newer
+            .iter()
+            .map(|(status, count)| (*status, count.recent))
+            .collect();
+        let mut last_day = older;
+        for (status, count) in newer {
+            *last_day.entry(status).or_insert(0) += count.all;
+        }
+        Ok(RunCounts {
+            last_hour,
+            last_day,
+            older_counted_at: counted_at,
+        })
     }
 
-    /// The runs of the last day by status, with when they were counted: at most
-    /// [`DAY_COUNTS_SECS`] ago. The day's count reads an index entry per run of the day (a
-    /// third of a million at 1,000 fires a second … of a busy hour), too many for every view
-    /// of a dashboard.
-    pub async fn day_counts(&self) -> Result<Counted> {
-        let now = self.clock.now();
+    /// The runs scheduled from a day to an hour before `counted_at` by status, with
+    /// `counted_at`: counted at `now`, or up to [`DAY_COUNTS_SECS`] before.
+    async fn older_counts(&self, now: DateTime<Utc>) -> Result<Counted> {
         let fresh = |at: DateTime<Utc>| at <= now && now - at < Duration::seconds(DAY_COUNTS_SECS);
         let cached = self.day_counts.lock().ok().and_then(|cache| cache.clone());
         if let Some((at, counts)) = cached.filter(|(at, _)| fresh(*at)) {
             return Ok((at, counts));
         }
-        let counts = self.run_counts_since(now - Duration::days(1)).await?;
+        let (since, hour_ago) = (
+            to_db(now - Duration::days(1)),
+            to_db(now - Duration::hours(1)),
+        );
+        let counts = self
+            .store
+            .query(move |conn| boxed(overview::run_counts(conn, since, hour_ago, hour_ago)))
+            .await?;
+        // Those scheduled exactly an hour ago are the newer part's.
+        let counts: HashMap<RunStatus, i64> = counts
+            .into_iter()
+            .map(|(status, count)| (status, count.all - count.recent))
+            .collect();
         if let Ok(mut cache) = self.day_counts.lock() {
             *cache = Some((now, counts.clone()));
         }
         Ok((now, counts))
+    }
+
+    /// The paused scenes, how many tasks are paused on their own and the `limit` paused last,
+    /// each with since when and by whom.
+    pub async fn pauses(&self, limit: i64) -> Result<Pauses> {
+        Ok(self
+            .store
+            .query(move |conn| {
+                boxed(async move {
+                    let scenes = overview::paused_scenes(conn).await?;
+                    let (task_count, tasks) = overview::paused_tasks(conn, limit).await?;
+                    Ok(Pauses {
+                        scenes,
+                        task_count,
+                        tasks,
+                    })
+                })
+            })
+            .await?)
+    }
+
+    /// The executor members healthy again after being set aside, recovered since `since`.
+    pub async fn members_recovered_since(&self, since: DateTime<Utc>) -> Result<Vec<HealthRow>> {
+        let since = to_db(since);
+        Ok(self
+            .store
+            .query(move |conn| boxed(overview::members_recovered_since(conn, since)))
+            .await?)
     }
 
     /// The names of these tasks; a deleted task has none.

@@ -32,6 +32,7 @@ pub mod run_logs;
 mod runs;
 pub mod scenes;
 mod schedule_load;
+mod search;
 mod sessions;
 pub mod stats;
 pub mod task_details;
@@ -50,7 +51,8 @@ pub struct Service {
     /// Most backfilled runs of a task due per second.
     backfill_per_sec: i64,
     executors: ExecutorsConfig,
-    /// The last day's run counts and when they were counted (see [`Service::day_counts`]).
+    /// The counts of the last day's runs older than an hour, and when they were counted (see
+    /// [`Service::run_counts`]).
     day_counts: Arc<Mutex<Option<Counted>>>,
     alerts: Addr<AlertActor>,
     /// The channels and the default rule (`alerts.*`).

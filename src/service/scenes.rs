@@ -25,10 +25,12 @@ impl Service {
     /// own state stays. Returns how many of its tasks stop firing (0 if it was paused already).
     pub async fn pause_scene(&self, scene: String, actor: &Principal) -> Result<usize> {
         let now = to_db(self.clock.now());
-        let name = scene.clone();
+        let (name, by) = (scene.clone(), actor.name.clone());
         let count = self
             .store
-            .query(move |conn| boxed(async move { tasks::pause_scene(conn, &name, now).await }))
+            .query(move |conn| {
+                boxed(async move { tasks::pause_scene(conn, &name, now, &by).await })
+            })
             .await?;
         // Wheel entries of these tasks (here and on other processes) fail their
         // compare-and-set on `next_run_at` and leave the wheel when they come due.

@@ -65,6 +65,7 @@ impl Service {
             .await
             .map_err(|err| ServiceError::naming(err, &fields))?
             .map_err(ServiceError::from)?;
+        self.note_pauses(vec![task.id], actor).await;
         let summary = audit::task_created(&task);
         self.audit(actor, AuditAction::TaskCreate, task_target(&task), summary)
             .await;
@@ -90,6 +91,7 @@ impl Service {
             .await
             .map_err(|err| ServiceError::naming(err, &fields))?;
         let task = self.found(id, updated).await?.map_err(ServiceError::from)?;
+        self.note_pauses(vec![id], actor).await;
         let mut summary = audit::task_changes(&before.task, &task);
         if before.depends_on != depends_on {
             summary = format!(
@@ -172,8 +174,24 @@ impl Service {
             .await;
         let mut changed = outcome.created;
         changed.extend(outcome.updated);
+        self.note_pauses(changed.iter().map(|task| task.id).collect(), actor)
+            .await;
         self.reschedule(changed).await?;
         Ok(registered)
+    }
+
+    /// Notes since when and by whom these tasks are paused, as their status now says (see
+    /// [`tasks::note_pauses`]). Like the audit log, a note the store refuses is logged and
+    /// the change it follows stands.
+    async fn note_pauses(&self, ids: Vec<TaskId>, actor: &Principal) {
+        let (at, by) = (to_db(self.clock.now()), actor.name.clone());
+        let noted = self
+            .store
+            .query(move |conn| boxed(async move { tasks::note_pauses(conn, &ids, at, &by).await }))
+            .await;
+        if let Err(err) = noted {
+            log::error!("when and by whom tasks were paused, not noted: {err}");
+        }
     }
 
     /// A task just stored: logged, and its next run in the wheel at once.
@@ -292,6 +310,7 @@ impl Service {
             .query(move |conn| boxed(tasks::pause(conn, id, now)))
             .await?;
         self.wheel.unschedule(id);
+        self.note_pauses(vec![id], actor).await;
         log::info!("task {id} paused");
         let after = self.task(id).await?;
         let summary = audit::task_changes(&before, &after.task);
@@ -313,6 +332,7 @@ impl Service {
             log::info!("task {id} resumed");
             self.reschedule(vec![task]).await?;
         }
+        self.note_pauses(vec![id], actor).await;
         let after = self.task(id).await?;
         let summary = audit::task_changes(&before, &after.task);
         self.audit(

@@ -27,6 +27,8 @@ diesel::table! {
         executor -> Nullable<Text>,
         alerts -> Nullable<Text>,
         alert_lag_ms -> Nullable<BigInt>,
+        paused_at -> Nullable<Timestamp>,
+        paused_by -> Nullable<Text>,
     }
 }
 
@@ -111,6 +113,7 @@ diesel::table! {
         scene -> Text,
         paused_at -> Nullable<Timestamp>,
         alerts -> Nullable<Text>,
+        paused_by -> Nullable<Text>,
     }
 }
 

@@ -3,6 +3,7 @@
 //! Chromium driven through WebDriver ([`webdriver`]), and an SMTP sink for alert mail ([`smtp`]).
 #![allow(dead_code)]
 
+pub mod attention;
 pub mod events;
 pub mod smtp;
 pub mod webdriver;

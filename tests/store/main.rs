@@ -2,8 +2,8 @@
 //! on a fresh SQLite file and on a fresh MariaDB database.
 //!
 //! The modules follow the code they test: `connect` the store itself (`src/store/mod.rs`),
-//! `tasks`, `task_changes`, `meta` and `executors` their query modules, `fires` and `history`
-//! the parts of
+//! `tasks`, `task_changes`, `meta`, `executors`, `overview` and `search` their query modules,
+//! `fires` and `history` the parts of
 //! `queries/instances.rs`, `runs` (the writes themselves), `results`, `attempts` and `pending`
 //! the parts of `queries/runs.rs`, and `store_actor` the StoreActor (`src/actors/store.rs`).
 //! `support` holds the helpers and `on_both_backends!`.
@@ -18,9 +18,11 @@ mod executors;
 mod fires;
 mod history;
 mod meta;
+mod overview;
 mod pending;
 mod results;
 mod runs;
+mod search;
 mod shards;
 mod store_actor;
 mod success_watch;

@@ -57,7 +57,7 @@ async fn every_change_of_a_task_is_in_the_feed(db: &Db) {
     tasks::resume(&mut conn(db).await, a.id, from_db(now))
         .await
         .expect("resume");
-    tasks::pause_scene(&mut conn(db).await, "s1", now)
+    tasks::pause_scene(&mut conn(db).await, "s1", now, "ops")
         .await
         .expect("pause scene");
     tasks::resume_scene(&mut conn(db).await, "s1", from_db(now))

@@ -394,7 +394,7 @@ async fn pause_tasks_and_scenes(db: &Db) {
     // The scene: its own state. Its enabled tasks (b and e) stop firing, and keep their own
     // state, version and time of change; the others are not touched.
     let pause_scene = |scene: &'static str, at: NaiveDateTime| async move {
-        tasks::pause_scene(&mut conn(db).await, scene, at)
+        tasks::pause_scene(&mut conn(db).await, scene, at, "ops")
             .await
             .expect("pause_scene")
     };
@@ -528,7 +528,7 @@ async fn resume_tasks_and_scenes(db: &Db) {
     // A paused scene: a task resumed in it is enabled but has no next run until the scene is
     // resumed; then its enabled tasks fire again, each from then, and the task paused one by
     // one (q) stays paused.
-    tasks::pause_scene(&mut conn(db).await, "s2", again)
+    tasks::pause_scene(&mut conn(db).await, "s2", again, "ops")
         .await
         .expect("pause_scene");
     let p3 = insert_task(db, fields("p3", "s2", Paused, None)).await;
@@ -878,7 +878,7 @@ async fn registrations_of_a_scene_go_on_together_and_hold_its_pause(db: &Db) {
             let (mut a, mut b) = (conn(db).await, conn(db).await);
             futures_util::join!(
                 tasks::register(&mut a, items(&scene, &names, "* * * * * *"), false),
-                tasks::pause_scene(&mut b, &scene, now_db()),
+                tasks::pause_scene(&mut b, &scene, now_db(), "ops"),
             )
         };
         registered.expect("register").expect("nothing refused");

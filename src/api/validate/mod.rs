@@ -17,7 +17,7 @@ pub use body::object;
 pub use ids::{request_id, task_id};
 pub use query::{
     alerts_query, audit_query, cron_preview, encode_cursor, events_query, exact_like,
-    history_query, next_alert_cursor, page, schedule_hours, stats_window,
+    history_query, next_alert_cursor, page, prefix_query, schedule_hours, stats_window,
 };
 pub use run_report::{attempt, log_lines, output, progress};
 pub use runs::{backfill_range, trigger_params};

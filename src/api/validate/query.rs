@@ -10,7 +10,7 @@ use crate::alerting::AlertStatus;
 use crate::clock::{rfc3339, LAST_TIME};
 use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
-use crate::run::RunStatus;
+use crate::run::{RequestIdPrefix, RunStatus};
 use crate::run_feed::Interest;
 use crate::store::queries::alerts::{AlertFilter, AlertRow};
 use crate::store::queries::instances::{Cursor, InstanceFilter};
@@ -131,6 +131,36 @@ pub fn history_query(
     let cursor = query.get("cursor").map(|c| decode_cursor(c)).transpose()?;
     let limit = query_int(query, "limit", (1, MAX_PAGE_LIMIT))?.unwrap_or(DEFAULT_PAGE_LIMIT);
     Ok((filter, cursor, limit))
+}
+
+/// `requestIdPrefix` of `GET /api/instances` and its page size, when it is given: it names
+/// runs alone, so a filter or cursor beside it is refused, naming it.
+pub fn prefix_query(
+    query: &HashMap<String, String>,
+) -> Result<Option<(RequestIdPrefix, i64)>, ApiError> {
+    const NAME: &str = "requestIdPrefix";
+    let Some(text) = query.get(NAME) else {
+        return Ok(None);
+    };
+    let prefix = RequestIdPrefix::parse(text).ok_or_else(|| {
+        ApiError::invalid(
+            NAME,
+            format!(
+                "{NAME} must be the start of a request id: {} to 32 hex digits, with or \
+                 without its dashes",
+                RequestIdPrefix::MIN_HEX
+            ),
+        )
+    })?;
+    let beside = ["taskId", "scene", "status", "from", "to", "cursor"];
+    if let Some(other) = beside.into_iter().find(|name| query.contains_key(*name)) {
+        return Err(ApiError::invalid(
+            other,
+            format!("{other} cannot be given with {NAME}, which names runs alone"),
+        ));
+    }
+    let limit = query_int(query, "limit", (1, MAX_PAGE_LIMIT))?.unwrap_or(DEFAULT_PAGE_LIMIT);
+    Ok(Some((prefix, limit)))
 }
 
 fn query_time(

@@ -18,6 +18,7 @@ pub mod run_history;
 pub mod run_log;
 pub mod run_writes;
 pub mod runs;
+pub mod search;
 pub mod sessions;
 pub mod success_watch;
 pub mod task_changes;

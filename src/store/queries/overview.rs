@@ -8,30 +8,116 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Timestamp};
 use diesel_async::RunQueryDsl;
 
+use super::executors::HealthRow;
 use crate::run::{RunStatus, TaskId, TriggerType};
 use crate::store::models::{Instance, TaskStatus};
 use crate::store::schema::ax_instance::dsl as i;
+use crate::store::schema::ax_member_health::dsl as h;
+use crate::store::schema::ax_scene::dsl as sc;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{from_db, Conn, StoreError};
 use crate::with_conn;
 
-/// How many runs scheduled in `[since, until]` are in each status. Read from the index
+/// How many runs scheduled in `[since, until]` are in each status, and how many of them were
+/// scheduled at or after `recent` (within the range): one statement, so one snapshot, and the
+/// recent count is never more than the whole. Read from the index
 /// `idx_ax_instance_status_scheduled (status, scheduled_at)` alone, one range a status (the
 /// condition on every status lets the database use it): a day of runs at size is hundreds of
 /// thousands of rows, and reading each of them would take seconds.
 pub async fn run_counts(
     conn: &mut Conn,
     since: NaiveDateTime,
+    recent: NaiveDateTime,
     until: NaiveDateTime,
-) -> Result<HashMap<RunStatus, i64>, StoreError> {
-    let rows: Vec<(RunStatus, i64)> = with_conn!(conn, |c| i::ax_instance
+) -> Result<HashMap<RunStatus, RunCount>, StoreError> {
+    let rows: Vec<(RunStatus, i64, i64)> = with_conn!(conn, |c| i::ax_instance
         .filter(i::status.eq_any(RunStatus::ALL))
         .filter(i::scheduled_at.ge(since).and(i::scheduled_at.le(until)))
         .group_by(i::status)
-        .select((i::status, diesel::dsl::count_star()))
+        .select((
+            i::status,
+            diesel::dsl::count_star(),
+            diesel::dsl::count(diesel::dsl::case_when(i::scheduled_at.ge(recent), i::id)),
+        ))
         .load(c)
         .await)?;
-    Ok(rows.into_iter().collect())
+    Ok(rows
+        .into_iter()
+        .map(|(status, all, recent)| (status, RunCount { all, recent }))
+        .collect())
+}
+
+/// A status's count of [`run_counts`]: all the runs of the range, and the recent ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunCount {
+    pub all: i64,
+    pub recent: i64,
+}
+
+/// A task paused on its own, with since when and by whom (`None`: not known, paused before ax
+/// noted it).
+#[derive(Debug, Clone, PartialEq, Eq, Queryable)]
+pub struct PausedTask {
+    pub id: TaskId,
+    pub scene: String,
+    pub name: String,
+    pub paused_at: Option<NaiveDateTime>,
+    pub paused_by: Option<String>,
+}
+
+/// How many tasks are paused on their own, and the `limit` paused last, latest first: one
+/// range of `idx_ax_task_paused (status, paused_at)` each.
+pub async fn paused_tasks(
+    conn: &mut Conn,
+    limit: i64,
+) -> Result<(i64, Vec<PausedTask>), StoreError> {
+    let paused = t::status.eq(TaskStatus::Paused);
+    let count: i64 = with_conn!(conn, |c| t::ax_task
+        .filter(paused)
+        .count()
+        .get_result(c)
+        .await)?;
+    let latest: Vec<PausedTask> = with_conn!(conn, |c| t::ax_task
+        .filter(paused)
+        .order((t::paused_at.desc(), t::id.desc()))
+        .limit(limit)
+        .select((t::id, t::scene, t::name, t::paused_at, t::paused_by))
+        .load(c)
+        .await)?;
+    Ok((count, latest))
+}
+
+/// A paused scene, with since when and by whom (`None`: paused before ax noted who).
+#[derive(Debug, Clone, PartialEq, Eq, Queryable)]
+pub struct PausedScene {
+    pub scene: String,
+    pub paused_at: Option<NaiveDateTime>,
+    pub paused_by: Option<String>,
+}
+
+/// Every paused scene, the latest paused first (a row a scene: a few).
+pub async fn paused_scenes(conn: &mut Conn) -> Result<Vec<PausedScene>, StoreError> {
+    Ok(with_conn!(conn, |c| sc::ax_scene
+        .filter(sc::paused_at.is_not_null())
+        .order((sc::paused_at.desc(), sc::scene))
+        .select((sc::scene, sc::paused_at, sc::paused_by))
+        .load(c)
+        .await)?)
+}
+
+/// The executor members healthy again after being set aside, whose state changed at or after
+/// `since`: recovered then (a row a member URL: a few).
+pub async fn members_recovered_since(
+    conn: &mut Conn,
+    since: NaiveDateTime,
+) -> Result<Vec<HealthRow>, StoreError> {
+    Ok(with_conn!(conn, |c| h::ax_member_health
+        .filter(h::unhealthy_until.is_null())
+        .filter(h::changed_at.ge(since))
+        .order(h::url)
+        .select(HealthRow::as_select())
+        .load(c)
+        .await)?)
 }
 
 /// The names of these tasks; a deleted task has none.

@@ -611,8 +611,9 @@ pub async fn pause_scene(
     conn: &mut Conn,
     scene: &str,
     now: NaiveDateTime,
+    by: &str,
 ) -> Result<usize, StoreError> {
-    let scene = scene.to_string();
+    let (scene, by) = (scene.to_string(), author(by));
     conn.transaction(|conn| {
         Box::pin(async move {
             if !lock_scenes(conn, &[scene.as_str()], SceneLock::Exclusive)
@@ -621,7 +622,7 @@ pub async fn pause_scene(
             {
                 return Ok(0);
             }
-            set_scene_pause(conn, &scene, Some(now)).await?;
+            set_scene_pause(conn, &scene, Some((now, by))).await?;
             Ok(with_conn!(conn, |c| diesel::update(
                 t::ax_task
                     .filter(t::scene.eq(&scene))
@@ -681,24 +682,76 @@ pub async fn resume_scene(
     .await
 }
 
-/// Sets a scene's pause (`None`: not paused), keeping the rest of its row (its alert rule).
+/// Sets a scene's pause, when and by whom (`None`: not paused), keeping the rest of its row
+/// (its alert rule).
 async fn set_scene_pause(
     conn: &mut Conn,
     scene: &str,
-    paused_at: Option<NaiveDateTime>,
+    pause: Option<(NaiveDateTime, String)>,
 ) -> Result<(), StoreError> {
+    let (paused_at, paused_by) = pause.unzip();
     let updated = with_conn!(conn, |c| diesel::update(
         sc::ax_scene.filter(sc::scene.eq(scene))
     )
-    .set(sc::paused_at.eq(paused_at))
+    .set((sc::paused_at.eq(paused_at), sc::paused_by.eq(&paused_by)))
     .execute(c)
     .await)?;
     if updated == 0 {
         with_conn!(conn, |c| diesel::insert_into(sc::ax_scene)
-            .values((sc::scene.eq(scene), sc::paused_at.eq(paused_at)))
+            .values((
+                sc::scene.eq(scene),
+                sc::paused_at.eq(paused_at),
+                sc::paused_by.eq(&paused_by),
+            ))
             .execute(c)
             .await)?;
     }
+    Ok(())
+}
+
+/// Who paused something, as its column holds it: the token's name, as the audit log has it.
+fn author(name: &str) -> String {
+    crate::store::models::cut(name.to_string(), MAX_AUTHOR_CHARS)
+}
+
+/// The longest name `paused_by` holds.
+const MAX_AUTHOR_CHARS: usize = 64;
+
+/// Notes since when and by whom these tasks are paused: each one paused and not noted yet is
+/// paused since `at` by `by` (a task paused again keeps when it was first paused); each one
+/// enabled forgets it. Called after any write that may change a task's status (create,
+/// update, register, pause, resume), it holds whatever the status is now.
+pub async fn note_pauses(
+    conn: &mut Conn,
+    ids: &[TaskId],
+    at: NaiveDateTime,
+    by: &str,
+) -> Result<(), StoreError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let by = author(by);
+    with_conn!(conn, |c| diesel::update(
+        t::ax_task
+            .filter(t::id.eq_any(ids))
+            .filter(t::status.eq(TaskStatus::Paused))
+            .filter(t::paused_at.is_null())
+    )
+    .set((t::paused_at.eq(at), t::paused_by.eq(&by)))
+    .execute(c)
+    .await)?;
+    with_conn!(conn, |c| diesel::update(
+        t::ax_task
+            .filter(t::id.eq_any(ids))
+            .filter(t::status.ne(TaskStatus::Paused))
+            .filter(t::paused_at.is_not_null())
+    )
+    .set((
+        t::paused_at.eq(None::<NaiveDateTime>),
+        t::paused_by.eq(None::<String>),
+    ))
+    .execute(c)
+    .await)?;
     Ok(())
 }
 
