@@ -194,6 +194,26 @@ fn cron_next_rejects_invalid_expressions() {
     }
 }
 
+/// A step larger than its field's range is refused wherever a cron is taken, exit 2 naming
+/// it: by `ax cron next`, and in a task file before any request.
+#[test]
+fn a_step_larger_than_its_fields_range_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("tasks.yaml");
+    for (expr, field) in [("*/99 * * * * *", "second"), ("25 */61 * * * *", "minute")] {
+        let output = cron_next(&[expr, "--from", "2027-02-03T04:05:06Z"]);
+        assert_usage_error_naming(&output, expr, &format!("{field} field: the step in"));
+        let file =
+            format!("- name: fast\n  cron: '{expr}'\n  handlerUrl: http://127.0.0.1:9/run\n");
+        std::fs::write(&path, file).expect("write");
+        let output = run(ax(dir.path())
+            .args(["apply", "-f"])
+            .arg(&path)
+            .args(["--url", "http://127.0.0.1:9"]));
+        assert_usage_error_naming(&output, expr, "items[0].cron");
+    }
+}
+
 #[test]
 fn cron_next_rejects_an_invalid_from() {
     for from in [
