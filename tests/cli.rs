@@ -802,7 +802,8 @@ async fn executor_groups_as_code() {
 }
 
 /// `ax runs logs`: a run's lines by attempt; with `--follow`, each new line once, as it comes,
-/// until the run ends; a request id that is no UUID is a usage error.
+/// until the run ends, then the run's final status; a request id that is no UUID is a usage
+/// error.
 #[actix_rt::test]
 async fn runs_logs_follows_a_run_to_its_end() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -861,12 +862,24 @@ async fn runs_logs_follows_a_run_to_its_end() {
         ["one", "two", "three"],
         "each line once, as it came"
     );
+    // It ends with how the run ended.
+    let last = stdout(&followed).lines().last().map(str::to_string);
+    assert!(
+        last.as_deref()
+            .is_some_and(|line| line.starts_with("--- run SUCCESS (attempt 1")),
+        "{}",
+        stdout(&followed)
+    );
 
     let once = run(ax(dir.path()).args(["runs", "logs", &delivery.request_id, "--url", &url]));
     assert_eq!(once.status.code(), Some(0), "{}", stderr(&once));
     let text = stdout(&once);
     assert_eq!(log_texts(&text), ["one", "two", "three"], "{text}");
     assert!(text.contains("--- attempt 1: 80 %"), "{text}");
+    assert!(
+        !text.contains("--- run "),
+        "only --follow waits for the end: {text}"
+    );
 
     assert_usage_error_naming(
         &run(ax(dir.path()).args(["runs", "logs", "not-a-uuid", "--url", &url])),
