@@ -470,6 +470,28 @@ mod tests {
         }
     }
 
+    /// Every step of the second and minute fields: "every n" exactly when n divides 60, the
+    /// values it fires at otherwise ("Seconds 0, 7, … and 56").
+    #[test]
+    fn a_step_reads_as_an_interval_only_when_it_divides_its_range() {
+        for n in 2..=59 {
+            let fired: Vec<String> = (0..60).step_by(n).map(|v| v.to_string()).collect();
+            let (init, last) = fired.split_at(fired.len() - 1);
+            let list = format!("{} and {}", init.join(", "), last[0]);
+            for (expr, unit, plural) in [
+                (format!("*/{n} * * * * *"), "second", "Seconds"),
+                (format!("0 */{n} * * * *"), "minute", "Minutes"),
+            ] {
+                let text = CronSchedule::parse(&expr).expect("valid").describe();
+                let expected = match 60 % n {
+                    0 => format!("Every {n} {unit}s"),
+                    _ => format!("{plural} {list}"),
+                };
+                assert!(text.starts_with(&expected), "{expr}: {text}");
+            }
+        }
+    }
+
     #[test]
     fn zone_is_named_unless_utc() {
         let s = CronSchedule::parse("0 30 9 * * *").expect("valid");
