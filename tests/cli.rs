@@ -194,6 +194,26 @@ fn cron_next_rejects_invalid_expressions() {
     }
 }
 
+/// A step larger than its field's range is refused wherever a cron is taken, exit 2 naming
+/// it: by `ax cron next`, and in a task file before any request.
+#[test]
+fn a_step_larger_than_its_fields_range_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("tasks.yaml");
+    for (expr, field) in [("*/99 * * * * *", "second"), ("25 */61 * * * *", "minute")] {
+        let output = cron_next(&[expr, "--from", "2027-02-03T04:05:06Z"]);
+        assert_usage_error_naming(&output, expr, &format!("{field} field: the step in"));
+        let file =
+            format!("- name: fast\n  cron: '{expr}'\n  handlerUrl: http://127.0.0.1:9/run\n");
+        std::fs::write(&path, file).expect("write");
+        let output = run(ax(dir.path())
+            .args(["apply", "-f"])
+            .arg(&path)
+            .args(["--url", "http://127.0.0.1:9"]));
+        assert_usage_error_naming(&output, expr, "items[0].cron");
+    }
+}
+
 #[test]
 fn cron_next_rejects_an_invalid_from() {
     for from in [
@@ -782,7 +802,8 @@ async fn executor_groups_as_code() {
 }
 
 /// `ax runs logs`: a run's lines by attempt; with `--follow`, each new line once, as it comes,
-/// until the run ends; a request id that is no UUID is a usage error.
+/// until the run ends, then the run's final status; a request id that is no UUID is a usage
+/// error.
 #[actix_rt::test]
 async fn runs_logs_follows_a_run_to_its_end() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -841,12 +862,24 @@ async fn runs_logs_follows_a_run_to_its_end() {
         ["one", "two", "three"],
         "each line once, as it came"
     );
+    // It ends with how the run ended.
+    let last = stdout(&followed).lines().last().map(str::to_string);
+    assert!(
+        last.as_deref()
+            .is_some_and(|line| line.starts_with("--- run SUCCESS (attempt 1")),
+        "{}",
+        stdout(&followed)
+    );
 
     let once = run(ax(dir.path()).args(["runs", "logs", &delivery.request_id, "--url", &url]));
     assert_eq!(once.status.code(), Some(0), "{}", stderr(&once));
     let text = stdout(&once);
     assert_eq!(log_texts(&text), ["one", "two", "three"], "{text}");
     assert!(text.contains("--- attempt 1: 80 %"), "{text}");
+    assert!(
+        !text.contains("--- run "),
+        "only --follow waits for the end: {text}"
+    );
 
     assert_usage_error_naming(
         &run(ax(dir.path()).args(["runs", "logs", "not-a-uuid", "--url", &url])),

@@ -349,6 +349,121 @@ async fn every_command_against_a_running_ax() {
     executor.stop().await;
 }
 
+/// The line of a listing that holds `text`.
+fn line_with<'a>(listing: &'a str, text: &str) -> &'a str {
+    listing
+        .lines()
+        .find(|line| line.contains(text))
+        .unwrap_or_else(|| panic!("no line with {text} in {listing}"))
+}
+
+/// What the first hour's commands say: `tasks create --executor GROUP[:PATH]`; `tasks list`
+/// shows a task its paused scene stops as `PAUSED (scene)`, not `ENABLED`; `runs list` names
+/// a run's task by `scene/name`.
+#[actix_rt::test]
+async fn tasks_and_runs_say_what_is_so() {
+    let server = Server::start("first-hour").await;
+    let executor = Executor::start(Reply::Success).await;
+
+    // --executor GROUP:PATH and GROUP: the task's executor field, no handler URL.
+    let create = |name: &str, executor: &str| {
+        server.ok(&[
+            "tasks",
+            "create",
+            "--name",
+            name,
+            "--scene",
+            "billing",
+            "--cron",
+            "0 0 3 * * *",
+            "--executor",
+            executor,
+        ])
+    };
+    one_line(
+        &create("charge", "payments:/jobs/charge"),
+        "created task billing/charge (id ",
+    );
+    one_line(&create("settle", "payments"), "created task billing/settle");
+    for (name, executor) in [
+        (
+            "charge",
+            json!({"group": "payments", "path": "/jobs/charge"}),
+        ),
+        ("settle", json!({"group": "payments", "path": ""})),
+    ] {
+        let task = server.ok(&["tasks", "get", &format!("billing/{name}"), "-o", "json"]);
+        let task: Value = serde_json::from_str(&task).expect("JSON");
+        assert_eq!(task["executor"], executor, "{task}");
+        assert_eq!(task["handlerUrl"], Value::Null, "{task}");
+    }
+    let flags = ["tasks", "create", "--name", "x", "--cron", "0 0 3 * * *"];
+    for (more, says) in [
+        (&["--executor", "Payments:/x"][..], "--executor"),
+        (&["--executor", "http://127.0.0.1:9/run"], "--handler"),
+        (
+            &["--executor", "payments", "--handler", "http://127.0.0.1:9/"],
+            "--handler",
+        ),
+        (&[], "--handler"),
+    ] {
+        let refused = server.run(&[&flags[..], more].concat());
+        let text = stderr(&refused);
+        assert_eq!(refused.status.code(), Some(2), "{more:?}: {text}");
+        assert!(text.contains(says), "{more:?} should name {says}: {text}");
+    }
+
+    // A task stopped by its scene's pause says so, and which pause stops it.
+    let report = server.ok(&[
+        "tasks",
+        "create",
+        "--name",
+        "report",
+        "--scene",
+        "ops",
+        "--cron",
+        "0 0 3 * * *",
+        "--handler",
+        &executor.url,
+    ]);
+    one_line(&report, "created task ops/report");
+    let status = || line_with(&server.ok(&["tasks", "list"]), " report ").to_string();
+    assert!(status().contains("  ENABLED  "), "{}", status());
+    server.ok(&["scenes", "pause", "ops"]);
+    assert!(status().contains("  PAUSED (scene)  "), "{}", status());
+    server.ok(&["tasks", "pause", "ops/report"]);
+    assert!(
+        status().contains("  PAUSED (task, scene)  "),
+        "{}",
+        status()
+    );
+    server.ok(&["scenes", "resume", "ops"]);
+    assert!(status().contains("  PAUSED  "), "{}", status());
+    // Data stays the API's: the task's own status, and its scene's pause beside it.
+    server.ok(&["scenes", "pause", "ops"]);
+    let listed: Value =
+        serde_json::from_str(&server.ok(&["tasks", "list", "--scene", "ops", "-o", "json"]))
+            .expect("JSON");
+    assert_eq!(listed["items"][0]["status"], "PAUSED", "{listed}");
+    assert_eq!(listed["items"][0]["scenePaused"], true, "{listed}");
+    server.ok(&["scenes", "resume", "ops"]);
+    server.ok(&["tasks", "resume", "ops/report"]);
+
+    // runs list: the task's scene/name.
+    let triggered = server.ok(&["tasks", "trigger", "ops/report"]);
+    let request_id = triggered.trim().rsplit(' ').next().expect("request id");
+    executor.wait_for(1, Duration::from_secs(30)).await;
+    let runs = server.ok(&["runs", "list"]);
+    let line = line_with(&runs, request_id);
+    assert!(line.contains("  ops/report  "), "{runs}");
+    let header: Vec<&str> = runs.lines().next().unwrap_or("").split("  ").collect();
+    assert!(header.contains(&"TASK"), "{runs}");
+    let runs: Value =
+        serde_json::from_str(&server.ok(&["runs", "list", "-o", "json"])).expect("JSON");
+    assert!(runs["items"][0]["taskId"].is_i64(), "the API's own: {runs}");
+    executor.stop().await;
+}
+
 /// Exit codes, one rule for every command: 2 for bad usage or input (the message names the
 /// flag or argument), 1 when the server said no or could not be reached, 0 otherwise.
 #[actix_rt::test]

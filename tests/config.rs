@@ -126,14 +126,36 @@ fn an_empty_variable_is_unset_for_every_key() {
     assert!(dir.path().join("data/ax.db").is_file());
 }
 
-/// The design document's configuration file, its DSN on a database of the test's own.
-fn design_file(database: &str) -> String {
+/// The design document's configuration file, its DSN on a database of the test's own, its
+/// instance id and Redis address those given.
+fn design_file(database: &str, instance_id: &str, redis_addr: &str) -> String {
     format!(
-        "server:\n  port: 8901\n  instance_id: ax-scheduler-01\nstore:\n  \
+        "server:\n  port: 8901\n  instance_id: {instance_id}\nstore:\n  \
          mysql_dsn: \"root@tcp(127.0.0.1:3306)/{database}?charset=utf8mb4&parseTime=true\"\n  \
-         redis_addr: \"127.0.0.1:6379\"\nscheduler:\n  tick_interval: 1s\n  wheel_size: 600\n  \
+         redis_addr: \"{redis_addr}\"\nscheduler:\n  tick_interval: 1s\n  wheel_size: 600\n  \
          max_grab_batch: 500\n"
     )
+}
+
+/// Whether `instance_id`'s heartbeat is in Redis database `db`.
+fn beating(db: u32, instance_id: &str) -> bool {
+    let url = format!("{}/{db}", common::redis_server());
+    let mut redis = redis::Client::open(url)
+        .and_then(|client| client.get_connection())
+        .expect("Redis");
+    redis::cmd("EXISTS")
+        .arg(format!("ax:instance:{instance_id}"))
+        .query::<bool>(&mut redis)
+        .expect("EXISTS")
+}
+
+/// Waits up to 10 s for `instance_id`'s heartbeat in Redis database `db`.
+async fn wait_for_heartbeat(db: u32, instance_id: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !beating(db, instance_id) && Instant::now() < deadline {
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    beating(db, instance_id)
 }
 
 #[actix_rt::test]
@@ -144,7 +166,8 @@ async fn the_design_documents_file_runs_ax_on_mysql_and_redis() {
     };
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::create_dir(dir.path().join("config")).expect("config dir");
-    std::fs::write(dir.path().join("config/ax.yaml"), design_file(database)).expect("file");
+    let file = design_file(database, "ax-scheduler-01", "127.0.0.1:6379");
+    std::fs::write(dir.path().join("config/ax.yaml"), file).expect("file");
 
     let migrated = output(ax(dir.path()).arg("migrate"));
     let stdout = String::from_utf8_lossy(&migrated.stdout);
@@ -160,21 +183,38 @@ async fn the_design_documents_file_runs_ax_on_mysql_and_redis() {
     assert_eq!(health["instanceId"], "ax-scheduler-01", "{health}");
     assert_eq!(health["store"], "mysql", "{health}");
     // Its heartbeat is in the file's Redis: `redis_addr` is the cluster's Redis.
-    let redis = redis::Client::open(common::redis_server()).expect("Redis URL");
-    let mut redis = redis.get_connection().expect("Redis");
-    let beating = |redis: &mut redis::Connection| {
-        redis::cmd("EXISTS")
-            .arg("ax:instance:ax-scheduler-01")
-            .query::<bool>(redis)
-            .expect("EXISTS")
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !beating(&mut redis) && Instant::now() < deadline {
-        actix_rt::time::sleep(Duration::from_millis(100)).await;
-    }
     assert!(
-        beating(&mut redis),
+        wait_for_heartbeat(0, "ax-scheduler-01").await,
         "no heartbeat of ax-scheduler-01 in Redis"
     );
+    assert_eq!(node.stop().await, Some(0));
+}
+
+/// `redis_addr` with a database index (one per deployment, as production.md advises): ax
+/// keeps its keys in that database, none in database 0.
+#[actix_rt::test]
+async fn the_design_documents_redis_addr_takes_a_database_index() {
+    let store = TestStore::mysql();
+    let TestStore::Mysql(database) = &store else {
+        unreachable!("a MariaDB store")
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("config")).expect("config dir");
+    // An instance id of this test's own: database 0 is shared with other tests.
+    let instance = format!("ax-{}", database.replace('_', "-"));
+    let file = design_file(database, &instance, "127.0.0.1:6379/9");
+    std::fs::write(dir.path().join("config/ax.yaml"), file).expect("file");
+    let migrated = output(ax(dir.path()).arg("migrate"));
+    assert_eq!(migrated.status.code(), Some(0), "{migrated:?}");
+
+    let mut node = AxProcess::start_with_host_identity(dir.path(), "design-db", Vec::new()).await;
+    let (status, health) = Api::at(node.base()).get("/healthz").await;
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["instanceId"], instance.as_str(), "{health}");
+    assert!(
+        wait_for_heartbeat(9, &instance).await,
+        "no heartbeat of {instance} in Redis database 9"
+    );
+    assert!(!beating(0, &instance), "a heartbeat in database 0");
     assert_eq!(node.stop().await, Some(0));
 }

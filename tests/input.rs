@@ -129,6 +129,46 @@ async fn every_bad_field_of_a_task_is_named_at_once() {
     ax.shutdown().await;
 }
 
+/// A step larger than its field's range (`*/99` seconds would fire once a minute) is a 400
+/// naming `cron` on create, replace, change and bulk, and `expr` in a preview; nothing stored.
+#[actix_rt::test]
+async fn a_step_larger_than_its_fields_range_is_refused() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "input-steps")).await;
+    let api = Api::new(&ax);
+    let handler = "http://127.0.0.1:9/run";
+    let kept = api.create_task(task("0 0 0 1 1 *", handler)).await;
+    let id = kept["id"].as_i64().expect("id");
+    let before = task_total(&api).await;
+    for cron in ["*/99 * * * * *", "25 */61 * * * *", "0 0 */25 * * *"] {
+        let what = |how: &str| format!("{cron} ({how})");
+        let answer = api.post("/api/tasks", task(cron, handler)).await;
+        assert!(answer.1["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("larger than the field's range")));
+        assert_refused(answer, "cron", &what("create"));
+        let mut replaced = task(cron, handler);
+        replaced["name"] = kept["name"].clone();
+        let path = format!("/api/tasks/{id}");
+        let answer = api.call("PUT", &path, Some(replaced)).await;
+        assert_refused(answer, "cron", &what("replace"));
+        let answer = api.call("PATCH", &path, Some(json!({"cron": cron}))).await;
+        assert_refused(answer, "cron", &what("change"));
+        let bulk = json!({"items": [task(cron, handler)]});
+        let answer = api.post("/api/tasks/bulk", bulk).await;
+        assert_refused(answer, "items[0].cron", &what("bulk"));
+        let query = format!(
+            "/api/cron/next?expr={}",
+            cron.replace(' ', "%20").replace('/', "%2F")
+        );
+        assert_refused(api.get(&query).await, "expr", &what("preview"));
+    }
+    assert_eq!(task_total(&api).await, before, "a refused task was stored");
+    let (_, read) = api.get(&format!("/api/tasks/{id}")).await;
+    assert_eq!(read["cron"], "0 0 0 1 1 *", "unchanged: {read}");
+    ax.shutdown().await;
+}
+
 /// A cron longer than its column and times outside what a store holds, on `store`.
 async fn input_beyond_the_store_is_refused(store: TestStore) {
     let ax = start_ax(&config(&store, false, "input")).await;

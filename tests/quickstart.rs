@@ -1,7 +1,9 @@
 //! The README's quick start runs as written: every ```sh block of its section, in order, in one
 //! bash, against a fresh ax it starts itself (on free ports, in an empty folder, with the built
 //! `ax` first on the PATH); the ```text block right after a ```sh block is what that block
-//! prints, `…` standing for any text. Everything the blocks start is stopped at the end.
+//! prints, `…` standing for any text. Everything the blocks start is stopped at the end. Then
+//! it runs again in the same folder, on the same ports, as a user trying it twice would: the
+//! same blocks print the same (nothing the first run paused stays paused).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -166,8 +168,33 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// Runs every block in one shell in `dir`, checking each one's status and output; `pass`
+/// (1 or 2) names the run in failures.
+fn run_blocks(blocks: &[Block], dir: &Path, env: &[(&str, String)], pass: u32) {
+    let mut shell = Shell::start(dir, env);
+    for (n, block) in blocks.iter().enumerate() {
+        let (output, status) = shell.run(&block.script);
+        let log = std::fs::read_to_string(dir.join("ax.log")).unwrap_or_default();
+        assert_eq!(
+            status,
+            0,
+            "run {pass}, block {} exited {status}:\n{}\noutput:\n{output}\nax.log:\n{log}",
+            n + 1,
+            block.script
+        );
+        if let Some(expected) = &block.expected {
+            assert!(
+                matches(expected, &output),
+                "run {pass}, block {} printed what the README does not say:\n{}\nREADME:\n{expected}\nprinted:\n{output}\nax.log:\n{log}",
+                n + 1,
+                block.script
+            );
+        }
+    }
+}
+
 #[test]
-fn the_readmes_quick_start_runs_as_written() {
+fn the_readmes_quick_start_runs_as_written_twice_in_one_folder() {
     let readme = include_str!("../README.md");
     let blocks = blocks(readme);
     assert!(blocks.len() >= 4, "too few blocks in {SECTION}");
@@ -181,33 +208,18 @@ fn the_readmes_quick_start_runs_as_written() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut shell = Shell::start(
-        dir.path(),
-        &[
-            ("PATH", path),
-            ("AX_PORT", free_port().to_string()),
-            ("EXECUTOR_PORT", free_port().to_string()),
-        ],
+    // The same ports both times: a second run in the folder is the same commands again.
+    let env = [
+        ("PATH", path),
+        ("AX_PORT", free_port().to_string()),
+        ("EXECUTOR_PORT", free_port().to_string()),
+    ];
+    run_blocks(&blocks, dir.path(), &env, 1);
+    assert!(
+        dir.path().join("data/ax.db").is_file(),
+        "the first run's store is kept"
     );
-    for (n, block) in blocks.iter().enumerate() {
-        let (output, status) = shell.run(&block.script);
-        let log = std::fs::read_to_string(dir.path().join("ax.log")).unwrap_or_default();
-        assert_eq!(
-            status,
-            0,
-            "block {} exited {status}:\n{}\noutput:\n{output}\nax.log:\n{log}",
-            n + 1,
-            block.script
-        );
-        if let Some(expected) = &block.expected {
-            assert!(
-                matches(expected, &output),
-                "block {} printed what the README does not say:\n{}\nREADME:\n{expected}\nprinted:\n{output}",
-                n + 1,
-                block.script
-            );
-        }
-    }
+    run_blocks(&blocks, dir.path(), &env, 2);
 }
 
 #[test]

@@ -64,6 +64,27 @@ pub fn json_object(text: &str) -> Result<serde_json::Value, String> {
     }
 }
 
+/// An executor group and the path on its members, `GROUP` or `GROUP:PATH`, as a task's
+/// `executor` field (the server checks the path as it checks the field's).
+pub fn executor(text: &str) -> Result<serde_json::Value, String> {
+    let (group, path) = text.split_once(':').unwrap_or((text, ""));
+    if path.starts_with("//") {
+        return Err(format!(
+            "expected GROUP or GROUP:PATH, like billing:/jobs/charge; `{}` is a URL: give it \
+             with --handler",
+            text.escape_debug()
+        ));
+    }
+    if !crate::routing::valid_group_name(group) {
+        return Err(format!(
+            "expected GROUP or GROUP:PATH, like billing:/jobs/charge, GROUP 1-64 of a-z 0-9 _ . - \
+             (got `{}`)",
+            group.escape_debug()
+        ));
+    }
+    Ok(serde_json::json!({"group": group, "path": path}))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +109,29 @@ mod tests {
         assert!(request_id("not-a-uuid").is_err());
         assert!(json_object("[1]").is_err());
         assert!(json_object("{\"a\": 1}").is_ok());
+    }
+
+    #[test]
+    fn an_executor_is_a_group_and_a_path() {
+        assert_eq!(
+            executor("billing:/jobs/charge"),
+            Ok(serde_json::json!({"group": "billing", "path": "/jobs/charge"}))
+        );
+        assert_eq!(
+            executor("billing"),
+            Ok(serde_json::json!({"group": "billing", "path": ""}))
+        );
+        // The path is all after the first colon.
+        assert_eq!(
+            executor("etl.eu:/run:now"),
+            Ok(serde_json::json!({"group": "etl.eu", "path": "/run:now"}))
+        );
+        for bad in ["", ":/run", "Billing:/x", "a b", "http://host/run"] {
+            let err = executor(bad).expect_err(bad);
+            assert!(
+                err.starts_with("expected GROUP or GROUP:PATH"),
+                "{bad}: {err}"
+            );
+        }
     }
 }

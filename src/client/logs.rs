@@ -1,5 +1,5 @@
 //! `ax runs logs REQUEST_ID [--follow]`: a run's log lines, by attempt; with `--follow`, the
-//! new ones as they come, until the run ends.
+//! new ones as they come, until the run ends, then the run's final status line.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use crate::run::RunStatus;
 pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
 
 /// Prints the run's log; with `follow`, keeps printing until the run is final and its last
-/// lines are out.
+/// lines are out, then how it ended (so the one who waited learns it without another command).
 pub async fn print_log(
     conn: &Connection,
     request_id: &str,
@@ -26,7 +26,10 @@ pub async fn print_log(
     let mut seen = Seen::default();
     loop {
         // The run's state first: lines sent before it ended are in the log read after.
-        let ended = !follow || is_final(&request(conn, &run).await?.body);
+        let ended = match follow {
+            true => Some(request(conn, &run).await?.body).filter(is_final),
+            false => None,
+        };
         let body = request(conn, &log).await?.body;
         if conn.format.is_data() && !follow {
             return super::output::print(conn.format, &body, |_, _| String::new());
@@ -34,11 +37,36 @@ pub async fn print_log(
         for line in seen.new_lines(&body, conn.json) {
             println!("{line}");
         }
-        if ended {
-            return Ok(());
+        match ended {
+            Some(run) => {
+                println!("{}", final_status(&run, conn.json));
+                return Ok(());
+            }
+            None if !follow => return Ok(()),
+            None => actix_rt::time::sleep(FOLLOW_EVERY).await,
         }
-        actix_rt::time::sleep(FOLLOW_EVERY).await;
     }
+}
+
+/// The line `--follow` ends with: `--- run FAILED (attempt 3, code E_UPSTREAM): refused`, or
+/// with `--json` `{"status": …, "attempt": …, "code": …, "message": …}`.
+fn final_status(run: &Value, json: bool) -> String {
+    let (status, attempt) = (run["status"].as_str().unwrap_or("?"), &run["attempt"]);
+    let (code, message) = (run["code"].as_str(), run["message"].as_str());
+    if json {
+        return serde_json::json!({"status": status, "attempt": attempt, "code": code,
+            "message": message})
+        .to_string();
+    }
+    let mut line = format!("--- run {status} (attempt {attempt}");
+    if let Some(code) = code {
+        line.push_str(&format!(", code {code}"));
+    }
+    line.push(')');
+    if let Some(message) = message.filter(|message| !message.is_empty()) {
+        line.push_str(&format!(": {message}"));
+    }
+    line
 }
 
 /// What was printed of each attempt: how many of its lines ever sent (dropped ones included),
@@ -113,6 +141,25 @@ mod logs_tests {
             .map(|t| json!({"at": "2027-01-01T00:00:00.000Z", "text": t}))
             .collect();
         json!({"attempts": [{"attempt": 1, "progress": progress, "droppedLines": dropped, "lines": lines}]})
+    }
+
+    #[test]
+    fn following_ends_with_how_the_run_ended() {
+        let failed = json!({"status": "FAILED", "attempt": 3, "code": "E_UPSTREAM",
+            "message": "connection refused"});
+        assert_eq!(
+            final_status(&failed, false),
+            "--- run FAILED (attempt 3, code E_UPSTREAM): connection refused"
+        );
+        let succeeded = json!({"status": "SUCCESS", "attempt": 1, "code": null, "message": null});
+        assert_eq!(
+            final_status(&succeeded, false),
+            "--- run SUCCESS (attempt 1)"
+        );
+        assert_eq!(
+            final_status(&succeeded, true),
+            r#"{"attempt":1,"code":null,"message":null,"status":"SUCCESS"}"#
+        );
     }
 
     #[test]

@@ -1,15 +1,16 @@
 //! `ax runs list|get|cancel|logs`.
 
+use std::collections::HashMap;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::error::ClientError;
 use super::http::{request, Call};
 use super::output::one_line;
 use super::output::{self, Column};
-use super::task_ref::TaskRef;
+use super::task_ref::{scene_name, TaskRef};
 use super::{flags, logs, watch, Connection};
 use crate::run::RequestId;
 
@@ -55,7 +56,8 @@ pub enum RunsCommand {
     Logs {
         #[arg(value_parser = flags::request_id)]
         request_id: String,
-        /// Keep printing new lines until the run ends.
+        /// Keep printing new lines until the run ends, then how it ended (its status, attempt,
+        /// code and message).
         #[arg(long, short = 'f')]
         follow: bool,
     },
@@ -63,7 +65,7 @@ pub enum RunsCommand {
 
 const RUN_COLUMNS: &[Column] = &[
     ("REQUEST ID", "requestId"),
-    ("TASK", "taskId"),
+    ("TASK", "task"),
     ("STATUS", "status"),
     ("ATTEMPT", "attempt"),
     ("SCHEDULED", "scheduledAt"),
@@ -108,9 +110,17 @@ async fn run(conn: Connection, command: RunsCommand) -> Result<(), ClientError> 
                 .with("to", to)
                 .with("limit", Some(limit.to_string()));
             let page = request(&conn, &call).await?.body;
+            let names = match conn.format.is_data() {
+                true => HashMap::new(),
+                false => task_names(&conn, output::items(&page)).await?,
+            };
             output::print(conn.format, &page, |page, wide| {
                 let columns = output::columns(RUN_COLUMNS, WIDE_RUN_COLUMNS, wide);
-                output::table(&columns, output::items(page))
+                let rows: Vec<Value> = output::items(page)
+                    .iter()
+                    .map(|run| with_task(run, &names))
+                    .collect();
+                output::table(&columns, &rows)
             })?;
             if !page["nextCursor"].is_null() {
                 eprintln!("… more: raise --limit (up to 500) or narrow with --from and --to");
@@ -127,6 +137,37 @@ async fn run(conn: Connection, command: RunsCommand) -> Result<(), ClientError> 
             logs::print_log(&conn, &request_id, follow).await
         }
     }
+}
+
+/// `scene/name` of each task the runs belong to, by id; a deleted task has none.
+async fn task_names(
+    conn: &Connection,
+    runs: &[Value],
+) -> Result<HashMap<i64, String>, ClientError> {
+    let mut names = HashMap::new();
+    for id in runs.iter().filter_map(|run| run["taskId"].as_i64()) {
+        if names.contains_key(&id) {
+            continue;
+        }
+        match request(conn, &Call::new("GET", format!("/api/tasks/{id}"))).await {
+            Ok(task) => names.insert(id, scene_name(&task.body)),
+            Err(err) if err.is_not_found() => continue,
+            Err(err) => return Err(err),
+        };
+    }
+    Ok(names)
+}
+
+/// A run with the `task` cell of its line: its task's `scene/name`, or the id of a task
+/// deleted since.
+fn with_task(run: &Value, names: &HashMap<i64, String>) -> Value {
+    let mut row = run.clone();
+    let id = run["taskId"].as_i64().unwrap_or(0);
+    row["task"] = match names.get(&id) {
+        Some(name) => json!(name),
+        None => json!(format!("{id} (deleted)")),
+    };
+    row
 }
 
 /// Prints the run; with `watch`, again each time it changes, until it is final.
@@ -181,5 +222,27 @@ async fn whole_request_id(conn: &Connection, given: &str) -> Result<String, Clie
                 "{given} starts the request ids of several runs ({shown}{more}): give more of it"
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_listed_with_its_tasks_scene_and_name() {
+        let names = HashMap::from([(2, "reports/slow-export".to_string())]);
+        let runs = [
+            json!({"requestId": "r1", "taskId": 2, "status": "SUCCESS", "attempt": 1}),
+            json!({"requestId": "r2", "taskId": 9, "status": "FAILED", "attempt": 3}),
+        ];
+        let rows: Vec<Value> = runs.iter().map(|run| with_task(run, &names)).collect();
+        let table = output::table(&RUN_COLUMNS[..4], &rows);
+        assert_eq!(
+            table,
+            "REQUEST ID  TASK                 STATUS   ATTEMPT\n\
+             r1          reports/slow-export  SUCCESS  1\n\
+             r2          9 (deleted)          FAILED   3\n"
+        );
     }
 }

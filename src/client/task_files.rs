@@ -18,7 +18,7 @@ use super::Connection;
 #[derive(Debug, Clone, Args)]
 pub struct CreateArgs {
     /// A YAML or JSON file holding one task (a mapping, or a list of one).
-    #[arg(short = 'f', long = "file", conflicts_with_all = ["name", "scene", "cron", "handler", "tz", "params"])]
+    #[arg(short = 'f', long = "file", conflicts_with_all = ["name", "scene", "cron", "handler", "executor", "tz", "params"])]
     pub file: Option<PathBuf>,
     #[arg(long, required_unless_present = "file")]
     pub name: Option<String>,
@@ -29,8 +29,12 @@ pub struct CreateArgs {
     #[arg(long, required_unless_present = "file")]
     pub cron: Option<String>,
     /// The URL its runs are sent to.
-    #[arg(long, required_unless_present = "file")]
+    #[arg(long, required_unless_present_any = ["file", "executor"], conflicts_with = "executor")]
     pub handler: Option<String>,
+    /// The executor group its runs are sent to instead, and the path on the group's members:
+    /// GROUP or GROUP:PATH (billing:/jobs/charge).
+    #[arg(long, value_name = "GROUP[:PATH]", value_parser = flags::executor)]
+    pub executor: Option<Value>,
     /// The IANA time zone its cron fields match in (default UTC).
     #[arg(long)]
     pub tz: Option<String>,
@@ -72,14 +76,15 @@ fn one_task(path: &Path) -> Result<Value, ClientError> {
     }
 }
 
-/// A task body from `--name --scene --cron --handler --tz --params`.
+/// A task body from `--name --scene --cron --handler|--executor --tz --params`.
 fn from_flags(args: CreateArgs) -> Value {
     let mut body = json!({
         "name": args.name,
         "cron": args.cron,
-        "handlerUrl": args.handler,
     });
     for (key, value) in [
+        ("handlerUrl", args.handler.map(Value::from)),
+        ("executor", args.executor),
         ("scene", args.scene.map(Value::from)),
         ("timeZone", args.tz.map(Value::from)),
         ("params", args.params),

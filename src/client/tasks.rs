@@ -162,7 +162,7 @@ async fn print_list(
     let (tasks, total) = list(conn, filter, limit).await?;
     let page = json!({"items": tasks, "total": total});
     let text = output::render(conn.format, &page, |page, wide| {
-        let rows: Vec<Value> = output::items(page).iter().map(wide_row).collect();
+        let rows: Vec<Value> = output::items(page).iter().map(row).collect();
         output::table(
             &output::columns(TASK_COLUMNS, WIDE_TASK_COLUMNS, wide),
             &rows,
@@ -216,9 +216,12 @@ async fn list(
     }
 }
 
-/// A task with the `handler` cell of a wide line: its URL, or its executor group and path.
-fn wide_row(task: &Value) -> Value {
+/// A task as a line of the list: its status cell says whether it fires (its own status, and
+/// `PAUSED (scene)` while its scene is paused, which stops it whatever its own), and the
+/// `handler` cell of a wide line is its URL, or its executor group and path.
+fn row(task: &Value) -> Value {
     let mut row = task.clone();
+    row["status"] = json!(status_cell(task));
     let executor = &task["executor"];
     row["handler"] = match executor["group"].as_str() {
         Some(group) => json!(format!(
@@ -228,6 +231,17 @@ fn wide_row(task: &Value) -> Value {
         None => task["handlerUrl"].clone(),
     };
     row
+}
+
+/// `ENABLED` or `PAUSED`, the task's own status, unless its scene is paused: `PAUSED (scene)`,
+/// or `PAUSED (task, scene)` when both are (resuming one leaves it paused by the other).
+fn status_cell(task: &Value) -> String {
+    let own = output::text(&task["status"]);
+    match (task["scenePaused"] == true, own.as_str()) {
+        (false, _) => own,
+        (true, "PAUSED") => "PAUSED (task, scene)".into(),
+        (true, _) => "PAUSED (scene)".into(),
+    }
 }
 
 /// Pauses or resumes a task: one line.
@@ -326,12 +340,28 @@ mod tests {
              1   nightly-report  default  ENABLED  0 0 2 * * *  Europe/Berlin  2027-01-01T01:00:00.000Z\n\
              12  x               b        PAUSED   * * * * * *  UTC            -\n"
         );
-        let rows: Vec<Value> = items.iter().map(wide_row).collect();
+        let rows: Vec<Value> = items.iter().map(row).collect();
         let wide = output::table(
             &output::columns(TASK_COLUMNS, WIDE_TASK_COLUMNS, true),
             &rows,
         );
         assert!(wide.contains("http://x/run"), "{wide}");
         assert!(wide.contains("billing:/jobs/x"), "{wide}");
+    }
+
+    #[test]
+    fn a_task_in_a_paused_scene_is_listed_as_paused() {
+        let task = |status: &str, scene_paused: bool| {
+            json!({"id": 1, "name": "n", "scene": "s", "status": status,
+             "scenePaused": scene_paused, "cron": "* * * * * *", "timeZone": "UTC",
+             "nextRunAt": null, "handlerUrl": "http://x/run"})
+        };
+        let status = |task: Value| row(&task)["status"].clone();
+        assert_eq!(status(task("ENABLED", false)), "ENABLED");
+        assert_eq!(status(task("PAUSED", false)), "PAUSED");
+        assert_eq!(status(task("ENABLED", true)), "PAUSED (scene)");
+        assert_eq!(status(task("PAUSED", true)), "PAUSED (task, scene)");
+        let table = output::table(TASK_COLUMNS, &[row(&task("ENABLED", true))]);
+        assert!(table.contains("  PAUSED (scene)  "), "{table}");
     }
 }

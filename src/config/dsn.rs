@@ -1,5 +1,6 @@
 //! The design document's store keys, as ax's URLs: `store.mysql_dsn`, a DSN of Go's MySQL
-//! driver (`user:pass@tcp(host:port)/db?params`), and `store.redis_addr`, a Redis `host:port`.
+//! driver (`user:pass@tcp(host:port)/db?params`), and `store.redis_addr`, a Redis `host:port`
+//! with an optional `/DB` index.
 
 /// The form of a Go MySQL DSN, as refusals name it.
 const DSN_FORM: &str = "user:pass@tcp(host:port)/db";
@@ -82,11 +83,32 @@ pub fn mysql_url(dsn: &str) -> Result<String, String> {
     Ok(url.to_string())
 }
 
-/// `host:port` as `redis://host:port`; no port is Redis's own, 6379.
+/// `host:port` as `redis://host:port`, and `host:port/DB` (a database index, one per
+/// deployment as production.md advises) as `redis://host:port/DB`; no port is Redis's own,
+/// 6379.
 pub fn redis_url(addr: &str) -> Result<String, String> {
-    let (host, port) = host_port(addr.trim(), REDIS_PORT)
-        .map_err(|why| format!("must be host:port, as in 127.0.0.1:6379 ({why})"))?;
-    Ok(format!("redis://{host}:{port}"))
+    let refuse = |why: String| {
+        format!(
+            "must be host:port or host:port/DB, as in 127.0.0.1:6379 or 127.0.0.1:6379/9 ({why})"
+        )
+    };
+    let addr = addr.trim();
+    let (address, database) = match addr.rsplit_once('/') {
+        Some((address, db)) if !db.is_empty() && db.bytes().all(|b| b.is_ascii_digit()) => {
+            (address, Some(db))
+        }
+        _ => (addr, None),
+    };
+    let (host, port) = host_port(address, REDIS_PORT).map_err(refuse)?;
+    match database {
+        None => Ok(format!("redis://{host}:{port}")),
+        Some(db) => {
+            let db: u32 = db
+                .parse()
+                .map_err(|_| refuse(format!("the database index `{db}` is too large")))?;
+            Ok(format!("redis://{host}:{port}/{db}"))
+        }
+    }
 }
 
 /// A DSN as an error shows it: the password masked.
@@ -211,12 +233,35 @@ mod tests {
             ("127.0.0.1:6379", "redis://127.0.0.1:6379"),
             ("redis.internal", "redis://redis.internal:6379"),
             ("[::1]:6380", "redis://[::1]:6380"),
+            // A database index, one per deployment.
+            ("127.0.0.1:6379/9", "redis://127.0.0.1:6379/9"),
+            ("h:1/2", "redis://h:1/2"),
+            ("redis.internal/0", "redis://redis.internal:6379/0"),
+            ("[::1]:6380/15", "redis://[::1]:6380/15"),
+            ("h:1/007", "redis://h:1/7"),
         ] {
             assert_eq!(redis_url(addr).as_deref(), Ok(url), "{addr}");
+            // What redis.url takes.
+            let info = redis::IntoConnectionInfo::into_connection_info(url);
+            assert!(info.is_ok(), "{url}");
         }
-        for bad in ["redis://127.0.0.1:6379", "h:port", "", "a b:1", "h:1/2"] {
+        for bad in [
+            "redis://127.0.0.1:6379",
+            "h:port",
+            "",
+            "a b:1",
+            "h:1/",
+            "h:1/x",
+            "h:1/-1",
+            "h:1/2/3",
+            "/2",
+            "h:1/99999999999",
+        ] {
             let err = redis_url(bad).expect_err(bad);
-            assert!(err.starts_with("must be host:port"), "{err}");
+            assert!(
+                err.starts_with("must be host:port or host:port/DB"),
+                "{err}"
+            );
         }
     }
 

@@ -602,6 +602,17 @@ mod tests {
     }
 
     #[test]
+    fn the_design_documents_redis_addr_takes_a_database_index() {
+        let design = "store:\n  redis_addr: \"127.0.0.1:6379/9\"\n";
+        let config = from_yaml(design).expect("redis_addr with a database");
+        config.validate().expect("valid");
+        assert_eq!(
+            config.redis.url.as_deref(),
+            Some("redis://127.0.0.1:6379/9")
+        );
+    }
+
+    #[test]
     fn an_alias_and_its_key_together_are_refused_naming_both() {
         for (yaml, first, second) in [
             (
@@ -641,8 +652,9 @@ mod tests {
             ),
             (
                 "store:\n  redis_addr: redis://h:1\n",
-                "ax.yaml: store.redis_addr=redis://h:1: store.redis_addr must be host:port, as \
-                 in 127.0.0.1:6379 (`redis://h:1` is no host:port)",
+                "ax.yaml: store.redis_addr=redis://h:1: store.redis_addr must be host:port or \
+                 host:port/DB, as in 127.0.0.1:6379 or 127.0.0.1:6379/9 (`redis://h:1` is no \
+                 host:port)",
             ),
             (
                 "scheduler:\n  tick_interval: 1000\n",

@@ -434,7 +434,7 @@ pub const ALIASES: &[Alias] = &[
         sets: "redis.url",
         convert: dsn::redis_url,
         shown: str::to_string,
-        doc: "`host:port` is `redis://host:port` (no port: 6379)",
+        doc: "`host:port` is `redis://host:port` (no port: 6379); `host:port/DB` is `redis://host:port/DB`, the Redis database DB (one per deployment)",
     },
     Alias {
         key: "scheduler.tick_interval",

@@ -248,6 +248,11 @@ pub fn task_state(status: TaskStatus, scene_paused: bool) -> Markup {
     }
 }
 
+/// A paused scene's badge: none of its tasks fires until it is resumed.
+pub fn scene_paused_badge() -> Markup {
+    html! { span class=(Tone::Idle.class()) title="none of its tasks fires until it is resumed" { "PAUSED" } }
+}
+
 /// A UTC instant, which the script shows in the browser's zone when asked to.
 pub fn time(at: DateTime<Utc>) -> Markup {
     html! {

@@ -7,7 +7,9 @@ use maud::{html, Markup};
 
 use super::alerts::{alert_section, rule_in_force, LATEST_ALERTS};
 use super::filters::link;
-use super::layout::{maybe_time, notice_link, page, scrolling, task_badge, Notice, Section};
+use super::layout::{
+    maybe_time, notice_link, page, scene_paused_badge, scrolling, task_badge, Notice, Section,
+};
 use super::paths::{scene_href, SCENES};
 use super::session::{csrf_field, Submitted, Visitor};
 use super::timeline;
@@ -102,6 +104,9 @@ fn scene_page(visitor: &Visitor, counts: &SceneCounts, alerts: Markup) -> Markup
         &format!("Scene {scene}"),
         Some(Section::Scenes),
         html! {
+            @if counts.paused_at.is_some() {
+                p.scene-state { (scene_paused_badge()) " None of its tasks fires until the scene is resumed." }
+            }
             dl.fields {
                 dt { "Paused since" } dd { (maybe_time(counts.paused_at.map(|at| at.naive_utc()))) }
                 dt { "Tasks" }
@@ -273,7 +278,10 @@ fn scene_table(visitor: &Visitor, scenes: &[SceneCounts]) -> Markup {
                 tbody {
                     @for scene in scenes {
                         tr {
-                            td { a href=(scene_href(&scene.scene)) { (scene.scene) } }
+                            td {
+                                a href=(scene_href(&scene.scene)) { (scene.scene) }
+                                @if scene.paused_at.is_some() { " " (scene_paused_badge()) }
+                            }
                             td { (maybe_time(scene.paused_at.map(|at| at.naive_utc()))) }
                             td.num { a href=(link("/console/tasks", &[("scene", Some(&scene.scene))])) { (total(scene)) } }
                             @for status in TaskStatus::ALL {

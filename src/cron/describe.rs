@@ -104,9 +104,24 @@ fn shape(values: &[u32], lo: u32, hi: u32) -> Shape {
     }
 }
 
+/// The shape of a second, minute or hour field, whose values come round again each minute,
+/// hour or day. A step that runs to the field's end is an interval ("every 15 seconds") only
+/// if it also spans the turn: `*/15` fires at :45 and 15 s later at :00; `*/45` fires at :00
+/// and :45, 45 s then 15 s apart, so it is the list it is.
+fn time_shape(values: &[u32], lo: u32, hi: u32) -> Shape {
+    match shape(values, lo, hi) {
+        Shape::Step { start, step, last }
+            if last + step > hi && hi + 1 + start - last - lo != step =>
+        {
+            Shape::List
+        }
+        shape => shape,
+    }
+}
+
 /// The time-of-day parts, e.g. `["at 09:30"]` or `["every 15 minutes", "between 09:00 and 17:59"]`.
 fn time_parts(secs: &[u32], mins: &[u32], hours: &[u32]) -> Vec<String> {
-    let hour_shape = shape(hours, 0, 23);
+    let hour_shape = time_shape(hours, 0, 23);
     let once_an_hour = secs.len() == 1 && mins.len() == 1;
     // Parsed fields always hold at least one value.
     let (s, m) = (
@@ -129,11 +144,11 @@ fn time_parts(secs: &[u32], mins: &[u32], hours: &[u32]) -> Vec<String> {
             parts.push(format!("at {} past the hour", minutes_seconds(m, s)));
         }
     } else {
-        let sec_part = match shape(secs, 0, 59) {
+        let sec_part = match time_shape(secs, 0, 59) {
             Shape::Single(0) => None,
             shape => Some(field_phrase(&shape, secs, (0, 59), "second")),
         };
-        let min_part = match shape(mins, 0, 59) {
+        let min_part = match time_shape(mins, 0, 59) {
             // "Every second" and "every 15 seconds" already cover each minute.
             Shape::All if sec_part.as_deref().is_some_and(|p| p.starts_with("every")) => None,
             shape => Some(field_phrase(&shape, mins, (0, 59), "minute")),
@@ -342,6 +357,24 @@ mod tests {
             ("0 30 * * * *", "At 30 minutes past the hour"),
             ("15 1 * * * *", "At 1 minute and 15 seconds past the hour"),
             ("0 0 */2 * * *", "Every 2 hours"),
+            // A step that does not divide its field's range is the list it fires at.
+            ("*/45 * * * * *", "Seconds 0 and 45, every minute"),
+            (
+                "*/7 * * * * *",
+                "Seconds 0, 7, 14, 21, 28, 35, 42, 49 and 56, every minute",
+            ),
+            ("0 */25 * * * *", "Minutes 0, 25 and 50"),
+            ("50/4 * * * * *", "Seconds 50, 54 and 58, every minute"),
+            ("0 0-50/25 * * * *", "Minutes 0, 25 and 50"),
+            (
+                "0 */15 */5 * * *",
+                "Every 15 minutes, during hours 0, 5, 10, 15 and 20",
+            ),
+            ("*/30 * * * * *", "Every 30 seconds"),
+            ("*/60 * * * * *", "Every minute"),
+            ("0 */20 * * * *", "Every 20 minutes"),
+            ("0 0 */3 * * *", "Every 3 hours"),
+            ("0 0 1/3 * * *", "Every 3 hours from hour 1"),
             (
                 "0 30 */2 * * *",
                 "At 30 minutes past the hour, every 2 hours",
@@ -434,6 +467,28 @@ mod tests {
         ] {
             let s = CronSchedule::parse(expr).expect("valid");
             assert_eq!(s.describe(), text, "{expr}");
+        }
+    }
+
+    /// Every step of the second and minute fields: "every n" exactly when n divides 60, the
+    /// values it fires at otherwise ("Seconds 0, 7, … and 56").
+    #[test]
+    fn a_step_reads_as_an_interval_only_when_it_divides_its_range() {
+        for n in 2..=59 {
+            let fired: Vec<String> = (0..60).step_by(n).map(|v| v.to_string()).collect();
+            let (init, last) = fired.split_at(fired.len() - 1);
+            let list = format!("{} and {}", init.join(", "), last[0]);
+            for (expr, unit, plural) in [
+                (format!("*/{n} * * * * *"), "second", "Seconds"),
+                (format!("0 */{n} * * * *"), "minute", "Minutes"),
+            ] {
+                let text = CronSchedule::parse(&expr).expect("valid").describe();
+                let expected = match 60 % n {
+                    0 => format!("Every {n} {unit}s"),
+                    _ => format!("{plural} {list}"),
+                };
+                assert!(text.starts_with(&expected), "{expr}: {text}");
+            }
         }
     }
 

@@ -46,6 +46,18 @@ pub enum CronError {
         token: String,
     },
 
+    /// A step larger than the field's range (`*/99` seconds, `*/61` minutes): it never
+    /// repeats, so it would fire once a minute (an hour, …) rather than as it reads.
+    #[error("{field} field: the step in `{token}` is larger than the field's range of {values} values (a step of at most {values})")]
+    StepTooLarge {
+        /// Field name.
+        field: &'static str,
+        /// The list item containing the step.
+        token: String,
+        /// How many values the field's `*` holds: the largest step.
+        values: u32,
+    },
+
     /// A `/` with nothing or a non-number after it.
     #[error("{field} field: missing or non-numeric step in `{token}` (expected a positive integer after `/`)")]
     InvalidStep {
@@ -149,6 +161,7 @@ impl CronError {
             | CronError::NeverFires(_) => None,
             CronError::OutOfRange { field, .. }
             | CronError::ZeroStep { field, .. }
+            | CronError::StepTooLarge { field, .. }
             | CronError::InvalidStep { field, .. }
             | CronError::ReversedRange { field, .. }
             | CronError::EmptyListItem { field, .. }

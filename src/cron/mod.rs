@@ -4,7 +4,8 @@
 //! or 5 (seconds omitted, meaning second 0), or are one of the macros
 //! `@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`, `@midnight`,
 //! `@hourly`. Each field accepts `*`, values, ranges `a-b`, steps `*/n`,
-//! `a-b/n`, `a/n`, and comma lists of these; months and weekdays also accept
+//! `a-b/n`, `a/n` (a step at most the number of values the field's `*` holds:
+//! `*/60` seconds, not `*/61`), and comma lists of these; months and weekdays also accept
 //! three-letter English names in any case, and `?` means `*` in the two day
 //! fields. Day-of-week runs 0-7, Sunday being both 0 and 7.
 //!
@@ -73,9 +74,18 @@ pub use schedule::{CronSchedule, Fire};
 pub use zone::{Zone, TZDATA_RELEASE};
 
 impl CronSchedule {
-    /// Parses and validates; rejects expressions that never fire.
+    /// Parses and validates; rejects expressions that never fire, and steps larger than
+    /// their field's range (`*/99` seconds).
     pub fn parse(expr: &str) -> Result<CronSchedule, CronError> {
-        parse::parse(expr)
+        parse::parse(expr, parse::Steps::Bounded)
+    }
+
+    /// Parses an expression stored by an earlier ax, which took a step larger than its
+    /// field's range as the item's first value (`*/99` seconds fired at second 0): such a
+    /// stored task keeps firing as it did. Anything else is parsed as [`CronSchedule::parse`]
+    /// does; every expression taken from a user goes through that one.
+    pub fn parse_stored(expr: &str) -> Result<CronSchedule, CronError> {
+        parse::parse(expr, parse::Steps::AsStored)
     }
 
     /// The same schedule, matched against wall-clock time in `zone`.

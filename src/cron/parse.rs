@@ -88,10 +88,21 @@ pub(super) struct Masks {
     pub interval: bool,
 }
 
+/// Whether a step may be larger than its field's range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Steps {
+    /// As an expression is taken: a step larger than its field's range (`*/99` seconds) is
+    /// refused, since it never repeats and so fires once a minute (an hour, …), not as it reads.
+    Bounded,
+    /// As an earlier ax stored it, when such steps were taken: the item's first value only,
+    /// so a stored task keeps firing as it did.
+    AsStored,
+}
+
 /// Parses a whole expression (see [`CronSchedule::parse`]).
-pub(super) fn parse(expr: &str) -> Result<CronSchedule, CronError> {
+pub(super) fn parse(expr: &str, steps: Steps) -> Result<CronSchedule, CronError> {
     let trimmed = expr.trim();
-    let m = parse_masks(trimmed)?;
+    let m = parse_masks(trimmed, steps)?;
     let schedule = CronSchedule {
         expr: trimmed.to_string(),
         seconds: m.seconds,
@@ -113,7 +124,7 @@ pub(super) fn parse(expr: &str) -> Result<CronSchedule, CronError> {
 }
 
 /// Parses a trimmed expression into field masks (no never-fires check).
-pub(super) fn parse_masks(trimmed: &str) -> Result<Masks, CronError> {
+pub(super) fn parse_masks(trimmed: &str, steps: Steps) -> Result<Masks, CronError> {
     if trimmed.is_empty() {
         return Err(CronError::Empty);
     }
@@ -143,12 +154,12 @@ pub(super) fn parse_masks(trimmed: &str) -> Result<Masks, CronError> {
 
     // Struct fields evaluate in order, so errors report the leftmost field.
     Ok(Masks {
-        seconds: parse_field(&SECOND, sec)?,
-        minutes: parse_field(&MINUTE, rest[0])?,
-        hours: parse_field(&HOUR, rest[1])? as u32,
-        dom: parse_dom(rest[2])?,
-        months: parse_field(&MONTH, rest[3])? as u16,
-        dow: parse_dow(rest[4])?,
+        seconds: parse_field(&SECOND, sec, steps)?,
+        minutes: parse_field(&MINUTE, rest[0], steps)?,
+        hours: parse_field(&HOUR, rest[1], steps)? as u32,
+        dom: parse_dom(rest[2], steps)?,
+        months: parse_field(&MONTH, rest[3], steps)? as u16,
+        dow: parse_dow(rest[4], steps)?,
         // Time fields hold no names, so `-` only ever means a range.
         interval: [sec, rest[0], rest[1]]
             .iter()
@@ -197,27 +208,27 @@ enum DowForm {
 }
 
 /// Parses the day-of-month field: plain items and Quartz forms, unioned.
-fn parse_dom(text: &str) -> Result<DomSpec, CronError> {
+fn parse_dom(text: &str, steps: Steps) -> Result<DomSpec, CronError> {
     let mut spec = DomSpec::default();
     for item in list_items(&DAY_OF_MONTH, text)? {
         match dom_form(item)? {
             Some(DomForm::BeforeLast(n)) => spec.before_last |= 1 << n,
             Some(DomForm::NearestWeekday(n)) => spec.nearest_weekday |= 1 << n,
             Some(DomForm::LastWeekday) => spec.last_weekday = true,
-            None => spec.days |= parse_item(&DAY_OF_MONTH, item)? as u32,
+            None => spec.days |= parse_item(&DAY_OF_MONTH, item, steps)? as u32,
         }
     }
     Ok(spec)
 }
 
 /// Parses the day-of-week field: plain items and Quartz forms, unioned.
-fn parse_dow(text: &str) -> Result<DowSpec, CronError> {
+fn parse_dow(text: &str, steps: Steps) -> Result<DowSpec, CronError> {
     let mut spec = DowSpec::default();
     for item in list_items(&DAY_OF_WEEK, text)? {
         match dow_form(item)? {
             Some(DowForm::Last(wd)) => spec.last |= 1 << wd,
             Some(DowForm::Nth(wd, k)) => spec.nth[k as usize - 1] |= 1 << wd,
-            None => spec.days |= fold_sunday(parse_item(&DAY_OF_WEEK, item)?),
+            None => spec.days |= fold_sunday(parse_item(&DAY_OF_WEEK, item, steps)?),
         }
     }
     Ok(spec)
@@ -317,16 +328,16 @@ fn list_items<'a>(
 }
 
 /// Parses one field into a bitmask (bit `v` set when value `v` matches).
-fn parse_field(spec: &FieldSpec, text: &str) -> Result<u64, CronError> {
+fn parse_field(spec: &FieldSpec, text: &str, steps: Steps) -> Result<u64, CronError> {
     let mut mask = 0u64;
     for item in list_items(spec, text)? {
-        mask |= parse_item(spec, item)?;
+        mask |= parse_item(spec, item, steps)?;
     }
     Ok(mask)
 }
 
 /// Parses one comma-list item: `*`, `?`, `v`, `a-b`, optionally with `/n`.
-fn parse_item(spec: &FieldSpec, item: &str) -> Result<u64, CronError> {
+fn parse_item(spec: &FieldSpec, item: &str, steps: Steps) -> Result<u64, CronError> {
     let err_token = |make: fn(&'static str, String) -> CronError| make(spec.name, item.to_string());
     // `#` (nth weekday) can't be caught per atom since `5#3` splits oddly.
     if item.contains('#') {
@@ -382,6 +393,14 @@ fn parse_item(spec: &FieldSpec, item: &str) -> Result<u64, CronError> {
                     field,
                     token,
                 }));
+            }
+            let values = spec.star_max - spec.min + 1;
+            if n > values && steps == Steps::Bounded {
+                return Err(CronError::StepTooLarge {
+                    field: spec.name,
+                    token: item.to_string(),
+                    values,
+                });
             }
             n
         }
@@ -453,7 +472,7 @@ fn is_quartz_atom(tok: &str) -> bool {
 }
 
 /// Decimal digits to u32, saturating (huge numbers are then reported as out
-/// of range, or as a step that simply never repeats, instead of overflowing).
+/// of range, as a value or as a step, instead of overflowing).
 fn saturating_number(digits: &str) -> u32 {
     digits.bytes().fold(0u32, |acc, b| {
         acc.saturating_mul(10).saturating_add(u32::from(b - b'0'))
@@ -465,7 +484,7 @@ mod tests {
     use super::*;
 
     fn field_mask(spec: &FieldSpec, text: &str) -> u64 {
-        parse_field(spec, text).expect("valid field")
+        parse_field(spec, text, Steps::Bounded).expect("valid field")
     }
 
     fn bits(values: &[u32]) -> u64 {
@@ -492,11 +511,47 @@ mod tests {
         assert_eq!(field_mask(&MINUTE, "50/4"), bits(&[50, 54, 58]));
         assert_eq!(field_mask(&DAY_OF_MONTH, "*/10"), bits(&[1, 11, 21, 31]));
         assert_eq!(field_mask(&MONTH, "*/4"), bits(&[1, 5, 9]));
-        assert_eq!(field_mask(&HOUR, "*/100"), bits(&[0]));
-        assert_eq!(field_mask(&SECOND, "*/99999999999999999999"), bits(&[0]));
+        // A step as large as the field's range fires once per cycle: `*/60` is every 60 s.
+        assert_eq!(field_mask(&SECOND, "*/60"), bits(&[0]));
+        assert_eq!(field_mask(&HOUR, "3/24"), bits(&[3]));
+        assert_eq!(field_mask(&DAY_OF_WEEK, "*/7"), bits(&[0]));
         assert_eq!(
             field_mask(&SECOND, "1-10/3,*/30"),
             bits(&[1, 4, 7, 10, 0, 30])
+        );
+    }
+
+    #[test]
+    fn a_step_larger_than_its_fields_range_is_refused_unless_stored() {
+        for (spec, text, values) in [
+            (&SECOND, "*/99", 60),
+            (&SECOND, "*/61", 60),
+            (&MINUTE, "*/61", 60),
+            (&HOUR, "*/100", 24),
+            (&HOUR, "1-5/25", 24),
+            (&DAY_OF_MONTH, "*/32", 31),
+            (&MONTH, "JAN/13", 12),
+            (&DAY_OF_WEEK, "*/8", 7),
+            (&SECOND, "*/99999999999999999999", 60),
+        ] {
+            let e = parse_field(spec, text, Steps::Bounded).unwrap_err();
+            assert_eq!(
+                e,
+                CronError::StepTooLarge {
+                    field: spec.name,
+                    token: text.to_string(),
+                    values
+                },
+                "{text}"
+            );
+            assert_eq!(e.field(), Some(spec.name));
+            // As an earlier ax stored it: the item's first value, as that ax fired it.
+            let stored = parse_field(spec, text, Steps::AsStored).expect(text);
+            assert_eq!(stored.count_ones(), 1, "{text}");
+        }
+        assert_eq!(
+            parse_field(&HOUR, "1-5/25", Steps::AsStored),
+            Ok(bits(&[1]))
         );
     }
 
@@ -518,9 +573,9 @@ mod tests {
         assert_eq!(field_mask(&DAY_OF_WEEK, "7"), bits(&[7]));
         assert_eq!(field_mask(&DAY_OF_WEEK, "5-7"), bits(&[5, 6, 7]));
         // Names only where they belong.
-        assert!(parse_field(&MONTH, "MON").is_err());
-        assert!(parse_field(&DAY_OF_WEEK, "JAN").is_err());
-        assert!(parse_field(&HOUR, "JAN").is_err());
+        assert!(parse_field(&MONTH, "MON", Steps::Bounded).is_err());
+        assert!(parse_field(&DAY_OF_WEEK, "JAN", Steps::Bounded).is_err());
+        assert!(parse_field(&HOUR, "JAN", Steps::Bounded).is_err());
     }
 
     #[test]
@@ -531,7 +586,7 @@ mod tests {
         );
         assert_eq!(field_mask(&DAY_OF_WEEK, "?"), field_mask(&DAY_OF_WEEK, "*"));
         for spec in [&SECOND, &MINUTE, &HOUR, &MONTH] {
-            let e = parse_field(spec, "?").unwrap_err();
+            let e = parse_field(spec, "?", Steps::Bounded).unwrap_err();
             assert!(matches!(e, CronError::QuestionMarkNotAllowed { .. }), "{e}");
             assert_eq!(e.field(), Some(spec.name));
         }
@@ -540,7 +595,7 @@ mod tests {
     #[test]
     fn quartz_atoms() {
         for t in ["L", "W", "LW", "15W", "6L", "H", "h", "l", "H(0-29)", "5#3"] {
-            let e = parse_field(&DAY_OF_MONTH, t).unwrap_err();
+            let e = parse_field(&DAY_OF_MONTH, t, Steps::Bounded).unwrap_err();
             assert!(matches!(e, CronError::QuartzExtension { .. }), "{t}: {e}");
         }
         // Names containing L/W/H are not Quartz.

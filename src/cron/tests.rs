@@ -538,6 +538,58 @@ fn error_steps() {
         let er = assert_field_err(e, field, tok);
         assert!(matches!(er, CronError::InvalidStep { .. }), "{e}: {er}");
     }
+    // Larger than the field's range: such a step never repeats within it.
+    for (e, field, tok) in [
+        ("*/99 * * * * *", "second", "*/99"),
+        ("25 */61 * * * *", "minute", "*/61"),
+        ("0 0 0-23/25 * * *", "hour", "0-23/25"),
+        ("0 0 0 1/32 * *", "dayOfMonth", "1/32"),
+        ("0 0 0 * */13 *", "month", "*/13"),
+        ("0 0 0 * * MON/8", "dayOfWeek", "MON/8"),
+        ("0 1,2/99 * * * *", "minute", "2/99"),
+    ] {
+        let er = assert_field_err(e, field, tok);
+        assert!(matches!(er, CronError::StepTooLarge { .. }), "{e}: {er}");
+        assert!(
+            er.to_string().contains("larger than the field's range"),
+            "{er}"
+        );
+    }
+    // As large as the range: once per cycle, which is what it says.
+    assert_eq!(
+        chain("*/60 * * * * *", at(2027, 1, 1, 0, 0, 0), 2),
+        [at(2027, 1, 1, 0, 1, 0), at(2027, 1, 1, 0, 2, 0)]
+    );
+}
+
+/// A task stored by an earlier ax with a step larger than its field's range keeps firing as
+/// it did: at the item's first value.
+#[test]
+fn a_stored_step_larger_than_its_range_fires_as_before() {
+    let fires = |expr: &str| {
+        let s = CronSchedule::parse_stored(expr).expect("stored");
+        s.upcoming(at(2027, 1, 1, 0, 0, 30), 2)
+            .into_iter()
+            .map(|fire| fire.utc)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        fires("*/99 * * * * *"),
+        [at(2027, 1, 1, 0, 1, 0), at(2027, 1, 1, 0, 2, 0)]
+    );
+    assert_eq!(
+        fires("25 */61 * * * *"),
+        [at(2027, 1, 1, 1, 0, 25), at(2027, 1, 1, 2, 0, 25)]
+    );
+    // Anything else stored is read as any expression is.
+    assert_eq!(
+        CronSchedule::parse_stored("0 0 0 31 2 *"),
+        CronSchedule::parse("0 0 0 31 2 *")
+    );
+    assert_eq!(
+        CronSchedule::parse_stored("*/15 * * * * *"),
+        CronSchedule::parse("*/15 * * * * *")
+    );
 }
 
 #[test]
@@ -701,7 +753,7 @@ fn no_panic_on_junk() {
 /// calendar, then hours/minutes/seconds, collecting fire times in order.
 fn brute_force(expr: &str, after: DateTime<Utc>, days: i64, limit: usize) -> Vec<DateTime<Utc>> {
     // Raw field masks (the engine itself only keeps combined day masks).
-    let m = super::parse::parse_masks(expr.trim()).expect("valid");
+    let m = super::parse::parse_masks(expr.trim(), super::parse::Steps::Bounded).expect("valid");
     let bit = |mask: u64, v: u32| mask & (1u64 << v) != 0;
     let mut out = Vec::new();
     let start_day = after.date_naive();

@@ -52,8 +52,8 @@ impl Service {
 }
 
 /// The firing tasks' schedules, each distinct expression and zone parsed once (most tasks
-/// share a few). A stored task's cron and zone were validated; one that no longer parses (an
-/// older version's) has no fires to count.
+/// share a few), as stored (see [`CronSchedule::parse_stored`]). A stored task's cron and zone
+/// were validated; one that no longer parses (an older version's) has no fires to count.
 fn planned(rows: Vec<(TaskId, String, String, i32)>) -> Vec<Planned> {
     let mut parsed: HashMap<(String, String), Option<CronSchedule>> = HashMap::new();
     rows.into_iter()
@@ -62,7 +62,7 @@ fn planned(rows: Vec<(TaskId, String, String, i32)>) -> Vec<Planned> {
                 .entry((cron, zone))
                 .or_insert_with_key(|(cron, zone)| {
                     Some(
-                        CronSchedule::parse(cron)
+                        CronSchedule::parse_stored(cron)
                             .ok()?
                             .in_zone(Zone::parse(zone).ok()?),
                     )

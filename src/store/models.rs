@@ -70,9 +70,10 @@ pub struct Task {
 }
 
 impl Task {
-    /// Its schedule: the cron expression, matched in its time zone.
+    /// Its schedule: the cron expression (as stored, perhaps by an earlier ax), matched in its
+    /// time zone.
     pub fn schedule(&self) -> Result<CronSchedule, CronError> {
-        Ok(CronSchedule::parse(&self.cron)?.in_zone(Zone::parse(&self.time_zone)?))
+        Ok(CronSchedule::parse_stored(&self.cron)?.in_zone(Zone::parse(&self.time_zone)?))
     }
 }
 

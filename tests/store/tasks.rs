@@ -26,6 +26,7 @@ on_both_backends!(
     versions_guard_concurrent_changes,
     registrations_of_a_scene_go_on_together_and_hold_its_pause,
     registrations_at_once_each_get_their_own_tasks,
+    a_stored_step_larger_than_its_range_fires_as_before,
 );
 
 async fn task_crud(db: &Db) {
@@ -569,6 +570,30 @@ async fn resume_tasks_and_scenes(db: &Db) {
         (Paused, None),
         "another scene"
     );
+}
+
+/// A task an earlier ax stored with a step larger than its field's range (`*/99` seconds,
+/// refused as input now) keeps firing as it did, at the item's first value: resumed, it gets
+/// its next run, and is not left enabled with none.
+async fn a_stored_step_larger_than_its_range_fires_as_before(db: &Db) {
+    let mut legacy = fields("legacy", "old", TaskStatus::Paused, None);
+    legacy.cron = "*/99 * * * * *".into();
+    let legacy = insert_task(db, legacy).await;
+    let taken = ax::cron::CronSchedule::parse(&legacy.cron);
+    assert!(taken.is_err(), "refused as input now: {taken:?}");
+    assert!(legacy.schedule().is_ok(), "read as stored");
+    // 05:06:07.123 → second 0 of the next minute, as `*/99` fired before.
+    let now = at_hms(5, 6, 7, 123);
+    let resumed = tasks::resume(&mut conn(db).await, legacy.id, from_db(now))
+        .await
+        .expect("resume")
+        .expect("resumed");
+    assert_eq!(
+        (resumed.status, resumed.next_run_at),
+        (TaskStatus::Enabled, Some(at_hms(5, 7, 0, 0)))
+    );
+    let row = find_task(db, legacy.id).await.expect("stored");
+    assert_eq!(row.next_run_at, Some(at_hms(5, 7, 0, 0)), "as stored");
 }
 
 /// Two changes made from one version: one is stored, the other finds the task changed, round

@@ -1,5 +1,6 @@
-//! A task's page (`/console/tasks/{id}`): its definition, its next fire times, its latest
-//! runs, its alert rule and last alerts, and the forms of its actions.
+//! A task's page (`/console/tasks/{id}`): first its scene, status and actions (above the
+//! fold), then its latest runs, history, alert rule and last alerts, the forms of its actions,
+//! its definition and its next fire times.
 
 use std::collections::HashMap;
 
@@ -157,6 +158,10 @@ fn detail_page(
             @if let Some((_, message)) = forms.error.as_ref().filter(|(field, _)| field.is_empty()) {
                 p.error role="alert" { (message) }
             }
+            // What an operator opens the page for comes first, above the fold: where the task
+            // belongs, whether it fires, and what can be done to it.
+            (summary(details))
+            @if visitor.may_change() { (task_buttons(visitor, task)) }
             h2 { "Latest runs" }
             (live::feed(Some(&task.id.to_string()), None, None))
             (live::region("task-runs-live", html! {
@@ -170,7 +175,7 @@ fn detail_page(
                 (history)
                 (alerts)
             }))
-            @if visitor.may_change() { (task_actions(visitor, details, forms)) }
+            @if visitor.may_change() { (task_forms(visitor, details, forms)) }
             h2 { "Definition" }
             (definition(details, relations))
             h2 #dependencies-heading { "Dependencies" }
@@ -184,8 +189,45 @@ fn detail_page(
     )
 }
 
-/// The task's actions: edit, pause or resume, delete, trigger with params, backfill.
-fn task_actions(visitor: &Visitor, details: &TaskDetails, forms: &Forms) -> Markup {
+/// The task at a glance: its scene, whether it fires, its schedule and next run.
+fn summary(details: &TaskDetails) -> Markup {
+    let task = &details.task;
+    html! {
+        dl.fields.summary {
+            dt { "Scene" } dd.scene { a href=(scene_href(&task.scene)) { (task.scene) } }
+            dt { "Status" }
+            dd.status {
+                (task_state(task.status, details.scene_paused))
+                @if details.scene_paused {
+                    " Its scene is paused: it fires again when "
+                    a href=(scene_href(&task.scene)) { "the scene" }
+                    " is resumed (and it is enabled)."
+                }
+            }
+            dt { "Cron" } dd { (schedule(task)) }
+            dt { "Next run" } dd { (maybe_time(task.next_run_at)) }
+        }
+    }
+}
+
+/// The task's actions: edit, pause or resume, trigger now (with its own params), delete.
+fn task_buttons(visitor: &Visitor, task: &Task) -> Markup {
+    let href = task_href(task.id);
+    html! {
+        div.actions.task-actions {
+            a.button href=(format!("{href}/edit")) { "Edit" }
+            @match task.status {
+                TaskStatus::Enabled => (action_button(visitor, &format!("{href}/pause"), "Pause")),
+                TaskStatus::Paused => (action_button(visitor, &format!("{href}/resume"), "Resume")),
+            }
+            (action_button(visitor, &format!("{href}/trigger"), "Trigger now"))
+            a.button.danger href=(format!("{href}/delete")) { "Delete…" }
+        }
+    }
+}
+
+/// The forms of the actions that take values: trigger with other params, backfill.
+fn task_forms(visitor: &Visitor, details: &TaskDetails, forms: &Forms) -> Markup {
     let task = &details.task;
     let href = task_href(task.id);
     let params = forms
@@ -193,17 +235,9 @@ fn task_actions(visitor: &Visitor, details: &TaskDetails, forms: &Forms) -> Mark
         .clone()
         .unwrap_or_else(|| pretty_json(&task.params));
     html! {
-        div.actions {
-            a.button href=(format!("{href}/edit")) { "Edit" }
-            @match task.status {
-                TaskStatus::Enabled => (action_button(visitor, &format!("{href}/pause"), "Pause")),
-                TaskStatus::Paused => (action_button(visitor, &format!("{href}/resume"), "Resume")),
-            }
-            a.button.danger href=(format!("{href}/delete")) { "Delete…" }
-        }
         div.cards {
             section.card aria-labelledby="trigger-heading" {
-                h2 #trigger-heading { "Trigger now" }
+                h2 #trigger-heading { "Trigger with params" }
                 form.stacked method="post" action=(format!("{href}/trigger")) {
                     (csrf_field(visitor))
                     (layout::textarea("params", "Params for this run (JSON)", &params, 4, forms.error_for("params")))
@@ -234,17 +268,6 @@ fn definition(details: &TaskDetails, relations: &Relations) -> Markup {
         dl.fields {
             dt { "Id" } dd { (task.id) }
             dt { "Name" } dd { (task.name) }
-            dt { "Scene" } dd { a href=(scene_href(&task.scene)) { (task.scene) } }
-            dt { "Status" }
-            dd {
-                (task_state(task.status, details.scene_paused))
-                @if details.scene_paused {
-                    " Its scene is paused: it fires again when "
-                    a href=(scene_href(&task.scene)) { "the scene" }
-                    " is resumed (and it is enabled)."
-                }
-            }
-            dt { "Cron" } dd { (schedule(task)) }
             dt { "Time zone" } dd { (task.time_zone) }
             (destination(task))
             dt { "Params" } dd { pre { (pretty_json(&task.params)) } }
@@ -272,7 +295,6 @@ fn definition(details: &TaskDetails, relations: &Relations) -> Markup {
                     " "
                 }
             }
-            dt { "Next run" } dd { (maybe_time(task.next_run_at)) }
             dt { "Created" } dd { (stored_time(task.created_at)) }
             dt { "Updated" } dd { (stored_time(task.updated_at)) }
         }

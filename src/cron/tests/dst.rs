@@ -224,7 +224,8 @@ fn brute_force(
     to: DateTime<Utc>,
 ) -> Vec<DateTime<Utc>> {
     let tz = TimeZoneDatabase::bundled().get(zone).expect("zone");
-    let m = crate::cron::parse::parse_masks(expr).expect("valid");
+    let m =
+        crate::cron::parse::parse_masks(expr, crate::cron::parse::Steps::Bounded).expect("valid");
     let body = if expr == "@hourly" {
         "0 0 * * * *"
     } else {
