@@ -1,5 +1,6 @@
 //! Text from outside ax (clients, executors): the invisible characters a name may not hold,
-//! what a run's result code and message become, and how such text is quoted in a log line.
+//! what a run's result code and message become, how such text is quoted in a log line, and
+//! put on one line.
 
 use std::fmt;
 
@@ -89,6 +90,28 @@ pub fn clean_message(text: &str) -> String {
     text.chars()
         .filter(|&c| !c.is_control() || c == '\n' || c == '\t')
         .collect()
+}
+
+/// `text` on one line of at most `max_chars` characters (and a `…` when cut): every run of
+/// blanks, newlines, control and format characters becomes one space, none at either end.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let words = text
+        .split(|c: char| c.is_whitespace() || c.is_control() || is_format(c))
+        .filter(|word| !word.is_empty());
+    let mut line = String::new();
+    for word in words {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+        if line.chars().count() > max_chars {
+            break;
+        }
+    }
+    match line.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line,
+    }
 }
 
 /// Text from a client or an executor as a log line quotes it: control and format characters
@@ -196,6 +219,16 @@ mod tests {
         assert_eq!(result_message(&Value::Null), Ok(None));
         assert_eq!(result_message(&json!(7)), Err(Unfit::MessageType));
         assert_eq!(clean_message("ünïcode ✓"), "ünïcode ✓");
+    }
+
+    #[test]
+    fn one_line_flattens_and_cuts() {
+        assert_eq!(one_line("  a\n\tb\r\n c\u{1b}d  ", 200), "a b c d");
+        assert_eq!(one_line("abc def", 5), "abc d…");
+        assert_eq!(one_line("é".repeat(300).as_str(), 200).chars().count(), 201);
+        assert_eq!(one_line("\n\n", 200), "");
+        // A text of many short words is not copied whole before it is cut.
+        assert_eq!(one_line(&"x ".repeat(100_000), 3), "x x…");
     }
 
     #[test]
