@@ -149,16 +149,22 @@ impl ClusterActor {
         );
     }
 
+    /// Renews this process's heartbeat, then looks for processes whose heartbeat expired, so
+    /// that one is told (`PROCESS_LEFT`) within a beat of its expiry whether or not anyone
+    /// lists the cluster.
     fn beat(&mut self, ctx: &mut Context<Self>) {
         let (Some(link), Some(me)) = (&self.redis, &mut self.me) else {
             return;
         };
         me.last_seen = Utc::now();
-        let (link, me) = (link.clone(), me.clone());
+        let (link, me, store) = (link.clone(), me.clone(), self.store.clone());
         ctx.spawn(
             async move {
-                if let Err(err) = redis_heartbeat(link, me).await {
+                if let Err(err) = redis_heartbeat(link.clone(), me).await {
                     log::warn!("heartbeat not sent: {err}");
+                }
+                if let Err(err) = live_members(link, &store).await {
+                    log::debug!("the cluster's members were not read: {err}");
                 }
             }
             .into_actor(self),
@@ -247,6 +253,16 @@ async fn redis_members(link: RedisLink) -> Result<(Vec<Member>, Vec<String>), Lo
     .await
 }
 
+/// The live members; each process found gone is recorded (`PROCESS_LEFT`) by the one process
+/// whose `SREM` removed it.
+async fn live_members(link: RedisLink, store: &StoreHandle) -> Result<Vec<Member>, LockError> {
+    let (members, gone) = redis_members(link).await?;
+    for id in gone {
+        record_left(store, id).await;
+    }
+    Ok(members)
+}
+
 /// A `PROCESS_LEFT` alert event about process `id`.
 async fn record_left(store: &StoreHandle, id: String) {
     log::warn!("ax process {id} left the cluster without a word: its heartbeat expired");
@@ -321,13 +337,7 @@ impl Handler<Members> for ClusterActor {
         match &self.redis {
             Some(link) => {
                 let (link, store) = (link.clone(), self.store.clone());
-                Box::pin(async move {
-                    let (members, gone) = redis_members(link).await?;
-                    for id in gone {
-                        record_left(&store, id).await;
-                    }
-                    Ok(members)
-                })
+                Box::pin(async move { live_members(link, &store).await })
             }
             None => {
                 let me = self.me.clone().map(|mut me| {
