@@ -100,7 +100,7 @@ pub struct Ax {
 /// Everything that can fail is done before the first actor starts: an actor that never ran
 /// when the runtime is dropped (a start-up that failed after starting it) panics in actix.
 pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError> {
-    let listener = listen(config)?;
+    let (listener, addr) = listen(config)?;
     let url = StoreUrl::parse(&config.store.url)?;
     // Before the store is touched: a second process on a SQLite file migrates nothing.
     let claim = StoreClaim::take(&url).await?;
@@ -135,7 +135,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         db,
         redis,
         &security,
-        (&instance_id, epoch),
+        (&instance_id, epoch, addr),
         (&clock, &local, &clock_check),
     );
     // The first runs must see the executor groups, not wait a second for their refresh.
@@ -160,7 +160,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         security,
         auth_failures: Default::default(),
     };
-    let (server, addr) = match serve(listener, state, config) {
+    let server = match serve((listener, addr), state, config) {
         Ok(served) => served,
         Err(err) => {
             actors.halt().await;
@@ -188,8 +188,9 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     })
 }
 
-/// Takes the HTTP port, first of all: a port in use fails the start before anything else.
-fn listen(config: &Config) -> Result<std::net::TcpListener, StartError> {
+/// Takes the HTTP port, first of all: a port in use fails the start before anything else. The
+/// listener, and the address it took (its port, when `server.port` is 0).
+fn listen(config: &Config) -> Result<(std::net::TcpListener, SocketAddr), StartError> {
     let bind = format!("{}:{}", config.bind_address(), config.server.port);
     let bind_error = |source| StartError::Bind {
         addr: bind.clone(),
@@ -207,22 +208,23 @@ fn listen(config: &Config) -> Result<std::net::TcpListener, StartError> {
     socket.set_nonblocking(true).map_err(bind_error)?;
     socket.bind(&addr.into()).map_err(bind_error)?;
     socket.listen(LISTEN_BACKLOG).map_err(bind_error)?;
-    Ok(socket.into())
+    let listener: std::net::TcpListener = socket.into();
+    let bound = listener.local_addr().map_err(bind_error)?;
+    Ok((listener, bound))
 }
 
-/// The HTTP API on `listener`, not yet running. Served as actix-web's `HttpServer` serves it,
-/// with each connection wrapped so that the errors actix-http answers by itself are in ax's
-/// JSON shape too (`crate::http_errors`).
+/// The HTTP API on `listener` (bound to `addr`), not yet running. Served as actix-web's
+/// `HttpServer` serves it, with each connection wrapped so that the errors actix-http answers
+/// by itself are in ax's JSON shape too (`crate::http_errors`).
 fn serve(
-    listener: std::net::TcpListener,
+    (listener, addr): (std::net::TcpListener, SocketAddr),
     state: ApiState,
     config: &Config,
-) -> Result<(Server, SocketAddr), StartError> {
+) -> Result<Server, StartError> {
     let bind_error = |source| StartError::Bind {
         addr: format!("{}:{}", config.bind_address(), config.server.port),
         source,
     };
-    let addr = listener.local_addr().map_err(bind_error)?;
     let builder = actix_server::Server::build();
     let shutdown = builder.graceful_shutdown_signal();
     let server = builder
@@ -264,7 +266,7 @@ fn serve(
             .and_then(http)
         })
         .map_err(bind_error)?;
-    Ok((server.run(), addr))
+    Ok(server.run())
 }
 
 /// The actors of one ax process.
@@ -291,7 +293,7 @@ impl Actors {
         db: Db,
         redis: Option<RedisLink>,
         security: &Security,
-        (instance_id, epoch): (&str, i64),
+        (instance_id, epoch, served_on): (&str, i64, SocketAddr),
         (clock, local, clock_check): (&SharedClock, &SharedClock, &Arc<ClockCheck>),
     ) -> Actors {
         let gate = SendGate::default();
@@ -383,7 +385,7 @@ impl Actors {
         )
         .start();
         let alerts = AlertActor::new(
-            alert_settings(config, instance_id),
+            alert_settings(config, instance_id, served_on),
             (store.clone(), redis.clone()),
             security.secret.clone(),
             security.allowlist.clone(),
@@ -446,13 +448,15 @@ impl Actors {
     }
 }
 
-/// How alerts are folded and sent, from `alerts.*`.
-fn alert_settings(config: &Config, instance_id: &str) -> AlertSettings {
+/// How alerts are folded and sent, from `alerts.*`; their links lead to the console where
+/// this process serves it (`served_on`) unless `alerts.console_url` says where people reach it.
+fn alert_settings(config: &Config, instance_id: &str, served_on: SocketAddr) -> AlertSettings {
     let alerts = &config.alerts;
-    let console_url = alerts
-        .console_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}:{}", config.bind_address(), config.server.port));
+    let console_url = crate::console::paths::console_base(
+        alerts.console_url.as_deref(),
+        served_on,
+        crate::identity::system_host_name(),
+    );
     AlertSettings {
         channels: alerts.channels.clone(),
         rule: alerts.default_rule.clone(),

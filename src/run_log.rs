@@ -4,9 +4,11 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::text::clean_line;
+
 /// Longest line kept, in characters; a longer one is cut and ends with `…`.
 pub const MAX_LINE_CHARS: usize = 4096;
-/// Most lines one call may send.
+/// Most lines one call may send, counted once split on newlines.
 pub const MAX_LINES_PER_CALL: usize = 1000;
 /// Most bytes of `output` kept per attempt: the last ones.
 pub const MAX_OUTPUT_BYTES: usize = 64 * 1024;
@@ -21,13 +23,27 @@ pub struct Limits {
     pub bytes: usize,
 }
 
-/// The lines to store of what an executor sent: one per `\n` (a `\r` before it dropped), each
-/// cut to [`MAX_LINE_CHARS`].
-pub fn lines_of(sent: &[String]) -> Vec<String> {
-    sent.iter()
+/// A call that sends more than [`MAX_LINES_PER_CALL`] lines, newlines inside its strings
+/// counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "lines holds at most {MAX_LINES_PER_CALL} lines a call, a line per newline ({0} were sent)"
+)]
+pub struct TooManyLines(pub usize);
+
+/// The lines to store of what an executor sent: one per `\n`, counted before any is made (a
+/// string of newlines costs no more than the lines it may hold), each with its control
+/// characters dropped but tabs (`text::clean_line`) and cut to [`MAX_LINE_CHARS`].
+pub fn lines_of(sent: &[String]) -> Result<Vec<String>, TooManyLines> {
+    let count: usize = sent.iter().map(|text| text.split('\n').count()).sum();
+    if count > MAX_LINES_PER_CALL {
+        return Err(TooManyLines(count));
+    }
+    Ok(sent
+        .iter()
         .flat_map(|text| text.split('\n'))
-        .map(|line| cut_line(line.strip_suffix('\r').unwrap_or(line)))
-        .collect()
+        .map(|line| cut_line(&clean_line(line)))
+        .collect())
 }
 
 fn cut_line(line: &str) -> String {
@@ -117,13 +133,38 @@ mod tests {
     };
 
     #[test]
-    fn lines_are_split_and_cut() {
+    fn lines_are_split_cleaned_and_cut() {
         let long = "x".repeat(MAX_LINE_CHARS + 5);
-        let lines = lines_of(&["a\r\nb".into(), long, "".into()]);
+        let sent = [
+            "a\r\nb".into(),
+            long,
+            "".into(),
+            "\u{1b}[31mRED\u{0}\tok\rover".into(),
+        ];
+        let lines = lines_of(&sent).expect("within the limit");
         assert_eq!(lines[..2], ["a", "b"]);
         assert_eq!(lines[2].chars().count(), MAX_LINE_CHARS + 1);
         assert!(lines[2].ends_with('…'));
         assert_eq!(lines[3], "");
+        assert_eq!(lines[4], "[31mRED\tokover");
+    }
+
+    #[test]
+    fn the_limit_counts_lines_split_on_newlines() {
+        let at_limit = "\n".repeat(MAX_LINES_PER_CALL - 1);
+        assert_eq!(
+            lines_of(std::slice::from_ref(&at_limit)).map(|l| l.len()),
+            Ok(1000)
+        );
+        assert_eq!(
+            lines_of(&[at_limit, "one more".into()]),
+            Err(TooManyLines(MAX_LINES_PER_CALL + 1))
+        );
+        // A megabyte of newlines: refused, counted without a line made.
+        let flood = "\n".repeat(1 << 20);
+        assert_eq!(lines_of(&[flood]), Err(TooManyLines((1 << 20) + 1)));
+        let items = vec![String::new(); MAX_LINES_PER_CALL + 1];
+        assert!(lines_of(&items).is_err());
     }
 
     #[test]

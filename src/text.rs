@@ -1,5 +1,6 @@
 //! Text from outside ax (clients, executors): the invisible characters a name may not hold,
-//! what a run's result code and message become, and how such text is quoted in a log line.
+//! what a run's result code and message and its log lines become, how such text is quoted in
+//! a log line or shown on a terminal, and put on one line.
 
 use std::fmt;
 
@@ -91,6 +92,37 @@ pub fn clean_message(text: &str) -> String {
         .collect()
 }
 
+/// A log line as an executor sent it, to keep: its control characters dropped but for tabs (a
+/// line has no newline, and a NUL, a `\r` or an escape sequence is no text), as
+/// [`clean_message`] does for a message.
+pub fn clean_line(line: &str) -> String {
+    line.chars()
+        .filter(|&c| !c.is_control() || c == '\t')
+        .collect()
+}
+
+/// `text` on one line of at most `max_chars` characters (and a `…` when cut): every run of
+/// blanks, newlines, control and format characters becomes one space, none at either end.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let words = text
+        .split(|c: char| c.is_whitespace() || c.is_control() || is_format(c))
+        .filter(|word| !word.is_empty());
+    let mut line = String::new();
+    for word in words {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+        if line.chars().count() > max_chars {
+            break;
+        }
+    }
+    match line.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line,
+    }
+}
+
 /// Text from a client or an executor as a log line quotes it: control and format characters
 /// escaped (`\n`, `\u{1b}`, `\u{202e}`), so it cannot end the line, forge another, or move
 /// the terminal's cursor. The rest is written as it is.
@@ -98,15 +130,30 @@ pub struct Escaped<'a>(pub &'a str);
 
 impl fmt::Display for Escaped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut rest = self.0;
-        while let Some(at) = rest.find(|c: char| c.is_control() || is_format(c)) {
-            f.write_str(&rest[..at])?;
-            let c = rest[at..].chars().next().unwrap_or_default();
-            write!(f, "{}", c.escape_debug())?;
-            rest = &rest[at + c.len_utf8()..];
-        }
-        f.write_str(rest)
+        escape_where(f, self.0, |c| c.is_control() || is_format(c))
     }
+}
+
+/// An executor's line as a terminal shows it (`ax runs logs`): as [`Escaped`], but a tab stays
+/// a tab, the one control character a kept line may hold.
+pub struct OnTerminal<'a>(pub &'a str);
+
+impl fmt::Display for OnTerminal<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        escape_where(f, self.0, |c| (c.is_control() && c != '\t') || is_format(c))
+    }
+}
+
+/// Writes `text` with each character `escaped` picks as Rust writes it in a string (`\u{1b}`).
+fn escape_where(f: &mut fmt::Formatter<'_>, text: &str, escaped: fn(char) -> bool) -> fmt::Result {
+    let mut rest = text;
+    while let Some(at) = rest.find(escaped) {
+        f.write_str(&rest[..at])?;
+        let c = rest[at..].chars().next().unwrap_or_default();
+        write!(f, "{}", c.escape_debug())?;
+        rest = &rest[at + c.len_utf8()..];
+    }
+    f.write_str(rest)
 }
 
 #[cfg(test)]
@@ -196,6 +243,34 @@ mod tests {
         assert_eq!(result_message(&Value::Null), Ok(None));
         assert_eq!(result_message(&json!(7)), Err(Unfit::MessageType));
         assert_eq!(clean_message("ünïcode ✓"), "ünïcode ✓");
+    }
+
+    #[test]
+    fn a_kept_log_line_loses_its_controls_but_tabs() {
+        assert_eq!(
+            clean_line("\u{1b}[31mRED\u{0}\r\tdone\u{7f}\u{9b}2J"),
+            "[31mRED\tdone2J"
+        );
+        assert_eq!(clean_line("ünïcode ✓ \u{202e}"), "ünïcode ✓ \u{202e}");
+    }
+
+    #[test]
+    fn one_line_flattens_and_cuts() {
+        assert_eq!(one_line("  a\n\tb\r\n c\u{1b}d  ", 200), "a b c d");
+        assert_eq!(one_line("abc def", 5), "abc d…");
+        assert_eq!(one_line("é".repeat(300).as_str(), 200).chars().count(), 201);
+        assert_eq!(one_line("\n\n", 200), "");
+        // A text of many short words is not copied whole before it is cut.
+        assert_eq!(one_line(&"x ".repeat(100_000), 3), "x x…");
+    }
+
+    #[test]
+    fn a_terminal_sees_escapes_as_text_and_tabs_as_tabs() {
+        let shown = OnTerminal("\u{1b}[31mRED\tx\u{202e}\r").to_string();
+        assert_eq!(shown, "\\u{1b}[31mRED\tx\\u{202e}\\r");
+        assert!(!shown
+            .chars()
+            .any(|c| c != '\t' && (c.is_control() || is_format(c))));
     }
 
     #[test]

@@ -689,6 +689,44 @@ async fn tasks_list_pages_through_everything() {
     assert!(headers >= 2, "{}", stdout(&watched));
 }
 
+/// `ax runs logs` prints what an executor sent as text, never as terminal control: the
+/// control characters of a line are dropped when ax keeps it (its escape sequences, NUL and
+/// `\r` never reach the terminal), what is left that could move the terminal (a bidi
+/// override) is printed escaped, and a tab stays a tab.
+#[actix_rt::test]
+async fn runs_logs_prints_executor_text_as_data() {
+    let server = Server::start("log-text").await;
+    let executor = Executor::start(Reply::Accepted).await;
+    server
+        .bulk(vec![json!({"name": "painted", "cron": "* * * * * *",
+            "handlerUrl": executor.url, "maxRetry": 0})])
+        .await;
+    let delivery = executor.wait_for(1, Duration::from_secs(10)).await[0].clone();
+    let lines = ["\u{1b}[31mRED\u{1b}[0m", "a\u{0}b\rc\td", "\u{202e}gnp.exe"];
+    let body = json!({"callbackToken": delivery.body["callbackToken"], "lines": lines});
+    let (status, reply) = common::Api::at(server.url())
+        .post(&format!("/api/instances/{}/log", delivery.request_id), body)
+        .await;
+    assert_eq!(status, 200, "{reply}");
+
+    let printed = server.ok(&["runs", "logs", &delivery.request_id]);
+    let texts: Vec<&str> = printed
+        .lines()
+        .filter(|line| !line.starts_with("---"))
+        .filter_map(|line| line.split_once("  ").map(|(_, text)| text))
+        .collect();
+    assert_eq!(
+        texts,
+        ["[31mRED[0m", "abc\td", "\\u{202e}gnp.exe"],
+        "{printed:?}"
+    );
+    assert!(
+        !printed.contains(['\u{1b}', '\u{0}', '\r', '\u{202e}']),
+        "{printed:?}"
+    );
+    executor.stop().await;
+}
+
 /// `ax completion SHELL` prints a script; `ax --version` says the commit.
 #[test]
 fn completions_and_version() {

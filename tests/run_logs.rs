@@ -1,13 +1,14 @@
 //! Executors' log lines, progress and output, against a real ax and executor on both stores:
 //! lines and progress of an open run, proven by the run's callback token (or an admin's
 //! token), bounded per attempt with a marker, the output of a reply and of a callback, and
-//! refused after the run ended and its grace passed.
+//! refused after the run ended and its grace passed; lines kept without control characters,
+//! and counted once split on newlines before any is made.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use common::{config, start_ax, unique_name, Api, AxProcess, Executor, Reply, TestStore};
 use serde_json::{json, Value};
 
 fn every_second(handler: &str) -> Value {
@@ -231,5 +232,80 @@ async fn without_its_callback_token_a_call_needs_a_token_that_may_report() {
     assert_eq!(status(Some("admin-token-long-enough")).await, 200);
     let _ = created.body().await;
     ax.shutdown().await;
+    executor.stop().await;
+}
+
+/// A line keeps no control character but tabs: an escape sequence, a NUL or a carriage return
+/// from an executor is taken (200) and stored as text without it.
+#[actix_rt::test]
+async fn lines_are_kept_without_control_characters() {
+    let store = TestStore::sqlite();
+    let ax = start_ax(&config(&store, false, "log-controls")).await;
+    let api = Api::new(&ax);
+    let executor = Executor::start(Reply::Accepted).await;
+    let task = api.create_task(every_second(&executor.url)).await;
+    let delivery = executor.wait_for(1, Duration::from_secs(5)).await[0].clone();
+    api.post(&format!("/api/tasks/{}/pause", task["id"]), json!({}))
+        .await;
+    let path = format!("/api/instances/{}/log", delivery.request_id);
+    let sent =
+        json!({"lines": ["\u{1b}[31mRED\u{1b}[0m", "a\u{0}b\rc\td", "x\u{7f}\u{9b}2J\r\nnext"]});
+    let (status, reply) = api.post(&path, sent).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["lines"], 4, "{reply}");
+    let (_, log) = api.get(&path).await;
+    assert_eq!(
+        texts(&log["attempts"][0]),
+        ["[31mRED[0m", "abc\td", "x2J", "next"]
+    );
+    ax.shutdown().await;
+    executor.stop().await;
+}
+
+/// `lines` is bounded once split on newlines: 1,000 lines in all are taken, one more is a 400
+/// naming `lines`. A megabyte of newlines in one string (520,000 lines) is refused before any
+/// line is made: twelve such calls at once cost ax a few megabytes, not the 178 MB they cost
+/// when each newline became a line first.
+#[actix_rt::test]
+async fn newlines_are_counted_as_lines_before_any_is_made() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = TestStore::sqlite();
+    let env = vec![("AX_STORE_URL".to_string(), store.url())];
+    let process = AxProcess::start(dir.path(), "log-flood", env).await;
+    let api = Api::at(process.base());
+    let executor = Executor::start(Reply::Accepted).await;
+    let task = api.create_task(every_second(&executor.url)).await;
+    let delivery = executor.wait_for(1, Duration::from_secs(5)).await[0].clone();
+    api.post(&format!("/api/tasks/{}/pause", task["id"]), json!({}))
+        .await;
+    let path = format!("/api/instances/{}/log", delivery.request_id);
+
+    let thousand = "\n".repeat(999);
+    let (status, reply) = api.post(&path, json!({"lines": [thousand]})).await;
+    assert_eq!((status, &reply["lines"]), (200, &json!(1000)), "{reply}");
+    let (status, reply) = api
+        .post(&path, json!({"lines": ["one more", thousand]}))
+        .await;
+    assert_eq!(status, 400, "{reply}");
+    assert_eq!(reply["error"]["field"], "lines", "{reply}");
+
+    let before = process.peak_memory_kib();
+    let flood = json!({"lines": ["\n".repeat(520_000)]});
+    let calls = (0..12).map(|_| api.post(&path, flood.clone()));
+    for (status, reply) in futures_util::future::join_all(calls).await {
+        assert_eq!(status, 400, "{reply}");
+        assert_eq!(reply["error"]["field"], "lines", "{reply}");
+    }
+    let grew = process.peak_memory_kib().saturating_sub(before);
+    assert!(
+        grew < 48 * 1024,
+        "twelve floods of newlines took {grew} KiB more"
+    );
+    let (_, log) = api.get(&path).await;
+    assert_eq!(
+        log["attempts"][0]["lines"].as_array().map(Vec::len),
+        Some(1000)
+    );
+    process.terminate().await;
     executor.stop().await;
 }

@@ -21,6 +21,7 @@ use crate::alerting::{
     expand, retry_at, Alert, AlertEvent, AlertLane, AlertRule, Channel, ChannelKind, Outage,
     OutageVerdict,
 };
+use crate::console::paths::run_url;
 use crate::metrics::metrics;
 use crate::notify::email::{self, Mail};
 use crate::security::{sign_dispatch, Allowlist, SIGNATURE_HEADER, TIMESTAMP_HEADER};
@@ -38,7 +39,7 @@ const FOLDS_PER_ROUND: usize = 20;
 pub struct AlertSettings {
     pub channels: Vec<Channel>,
     pub rule: AlertRule,
-    /// The console's address, for the links in alerts.
+    /// The console's address, for the links in alerts (`console::paths::console_base`).
     pub console_url: String,
     pub retry_for: chrono::Duration,
     pub send_timeout: Duration,
@@ -455,12 +456,9 @@ fn test_alert(channel: &str) -> Alert {
     }
 }
 
-/// The alert a row tells.
+/// The alert a row tells, linked to its run's page under the console's address.
 pub fn alert_of(row: &AlertRow, console_url: &str) -> Alert {
-    let link = row
-        .request_id
-        .as_ref()
-        .map(|id| format!("{}/runs/{id}", console_url.trim_end_matches('/')));
+    let link = row.request_id.as_ref().map(|id| run_url(console_url, id));
     Alert {
         id: row.id.clone(),
         event: row.event,

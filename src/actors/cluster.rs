@@ -23,8 +23,6 @@ use crate::store::queries::alerts;
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 /// A process whose heartbeat is older than this is gone.
 pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
-/// How often the cluster list is looked through for processes whose heartbeat expired.
-const MEMBERS_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 /// How often this process's clock is checked against the reference clock.
 pub const CLOCK_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 /// How often a skewed clock is logged at ERROR while it stays skewed.
@@ -151,36 +149,22 @@ impl ClusterActor {
         );
     }
 
-    /// Forgets the processes whose heartbeat expired without a leave, and tells it
-    /// (`PROCESS_LEFT`); of processes looking at once, one tells each.
-    fn look_for_gone(&mut self, ctx: &mut Context<Self>) {
-        let (Some(link), Some(_)) = (&self.redis, &self.me) else {
-            return;
-        };
-        let (link, store) = (link.clone(), self.store.clone());
-        ctx.spawn(
-            async move {
-                // Redis out of reach is told elsewhere; the next look tries again.
-                if let Ok((_, gone)) = redis_members(link).await {
-                    for id in gone {
-                        record_left(&store, id).await;
-                    }
-                }
-            }
-            .into_actor(self),
-        );
-    }
-
+    /// Renews this process's heartbeat, then looks for processes whose heartbeat expired, so
+    /// that one is told (`PROCESS_LEFT`) within a beat of its expiry whether or not anyone
+    /// lists the cluster.
     fn beat(&mut self, ctx: &mut Context<Self>) {
         let (Some(link), Some(me)) = (&self.redis, &mut self.me) else {
             return;
         };
         me.last_seen = Utc::now();
-        let (link, me) = (link.clone(), me.clone());
+        let (link, me, store) = (link.clone(), me.clone(), self.store.clone());
         ctx.spawn(
             async move {
-                if let Err(err) = redis_heartbeat(link, me).await {
+                if let Err(err) = redis_heartbeat(link.clone(), me).await {
                     log::warn!("heartbeat not sent: {err}");
+                }
+                if let Err(err) = live_members(link, &store).await {
+                    log::debug!("the cluster's members were not read: {err}");
                 }
             }
             .into_actor(self),
@@ -208,7 +192,6 @@ impl Actor for ClusterActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.run_interval(CLOCK_CHECK_INTERVAL, |act, ctx| act.check_clock(ctx));
-        ctx.run_interval(MEMBERS_CHECK_INTERVAL, |act, ctx| act.look_for_gone(ctx));
     }
 }
 
@@ -268,6 +251,16 @@ async fn redis_members(link: RedisLink) -> Result<(Vec<Member>, Vec<String>), Lo
         Ok((members, gone))
     })
     .await
+}
+
+/// The live members; each process found gone is recorded (`PROCESS_LEFT`) by the one process
+/// whose `SREM` removed it.
+async fn live_members(link: RedisLink, store: &StoreHandle) -> Result<Vec<Member>, LockError> {
+    let (members, gone) = redis_members(link).await?;
+    for id in gone {
+        record_left(store, id).await;
+    }
+    Ok(members)
 }
 
 /// A `PROCESS_LEFT` alert event about process `id`.
@@ -344,13 +337,7 @@ impl Handler<Members> for ClusterActor {
         match &self.redis {
             Some(link) => {
                 let (link, store) = (link.clone(), self.store.clone());
-                Box::pin(async move {
-                    let (members, gone) = redis_members(link).await?;
-                    for id in gone {
-                        record_left(&store, id).await;
-                    }
-                    Ok(members)
-                })
+                Box::pin(async move { live_members(link, &store).await })
             }
             None => {
                 let me = self.me.clone().map(|mut me| {

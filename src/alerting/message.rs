@@ -9,6 +9,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::rule::AlertEvent;
+use crate::text::one_line;
+
+/// Most characters of the message an alert's one line (`text`, an email's subject) carries.
+const MESSAGE_CHARS: usize = 200;
 
 /// One alert, as every channel is told it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -61,8 +65,8 @@ impl Alert {
     /// several members or processes, its message: `MEMBER_UNHEALTHY 37 members of billing
     /// unhealthy: m1, m2, …`.
     pub fn headline(&self) -> String {
-        let mut line = match (&self.message, self.task_id) {
-            (Some(message), None) if self.count > 1 => format!("{} {message}", self.event),
+        let mut line = match (&self.message, self.tells_group()) {
+            (Some(message), true) => format!("{} {message}", self.event),
             _ => format!("{} {}", self.event, self.subject),
         };
         if let Some(code) = &self.code {
@@ -77,37 +81,77 @@ impl Alert {
         line
     }
 
-    /// The webhook's default body: the alert as JSON, with its headline.
+    /// Whether it tells of several members or processes at once: its message names them, and
+    /// is its headline.
+    fn tells_group(&self) -> bool {
+        self.task_id.is_none() && self.count > 1 && self.message.is_some()
+    }
+
+    /// The alert in one line, enough to act on from a phone's notification: the headline,
+    /// the message's first 200 characters (on one line) and the run's link, apart by ` | `:
+    /// `FAILED billing/charge-cards: E_UPSTREAM | upstream answered 503 |
+    /// https://ax.example.com/console/runs/…`. The webhook's and Slack's `text`; the email's
+    /// subject.
+    pub fn text(&self) -> String {
+        let mut parts = vec![self.headline()];
+        let message = self.message.as_deref().filter(|_| !self.tells_group());
+        parts.extend(
+            message
+                .map(|message| one_line(message, MESSAGE_CHARS))
+                .filter(|message| !message.is_empty()),
+        );
+        parts.extend(self.link.clone());
+        parts.join(" | ")
+    }
+
+    /// The webhook's default body: the alert as JSON, with its one line as `text`.
     pub fn webhook_body(&self) -> Value {
         let mut body = serde_json::to_value(self).unwrap_or(Value::Null);
-        body["text"] = json!(self.headline());
+        body["text"] = json!(self.text());
         body
     }
 
     /// The webhook's body from `template` (minijinja, over the default body's fields; an
-    /// unknown field is an error, not an empty string).
+    /// unknown field is an error, not an empty string). Every value is written JSON-escaped,
+    /// as inside a JSON string: a task's name or an executor's message cannot end the string
+    /// it is put in and add keys of its own. Only `| safe` writes a value as it is (and
+    /// `| tojson` a whole JSON value, quotes included).
     pub fn templated(&self, template: &str) -> Result<String, TemplateError> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_formatter(|out, _, value| {
+            if value.is_safe() {
+                return write!(out, "{value}").map_err(minijinja::Error::from);
+            }
+            let quoted = serde_json::to_string(&value.to_string()).unwrap_or_default();
+            let inside = quoted
+                .strip_prefix('"')
+                .and_then(|q| q.strip_suffix('"'))
+                .unwrap_or_default();
+            out.write_str(inside).map_err(minijinja::Error::from)
+        });
         env.render_str(template, self.webhook_body())
             .map_err(|err| TemplateError(err.to_string()))
     }
 
-    /// A Slack incoming-webhook message: coloured by the event, linked to the run.
+    /// A Slack incoming-webhook message: coloured by the event, linked to the run. Text from
+    /// tasks and executors is escaped as Slack asks (`&`, `<`, `>`), so a message cannot
+    /// mention `<!channel>` or forge a link.
     pub fn slack_body(&self) -> Value {
         let title = match &self.link {
-            Some(link) => format!("<{link}|{}>", self.headline()),
-            None => self.headline(),
+            Some(link) => format!("<{link}|{}>", slack_escape(&self.headline())),
+            None => slack_escape(&self.headline()),
         };
         let mut fields = vec![json!({"title": "Event", "value": self.event, "short": true})];
         if let Some(scene) = &self.scene {
-            fields.push(json!({"title": "Scene", "value": scene, "short": true}));
+            fields.push(json!({"title": "Scene", "value": slack_escape(scene), "short": true}));
         }
         if let Some(message) = &self.message {
+            let message = slack_escape(message);
             fields.push(json!({"title": "Message", "value": message, "short": false}));
         }
         json!({
-            "text": self.headline(),
+            "text": slack_escape(&self.text()),
             "attachments": [{
                 "color": colour(self.event),
                 "title": title,
@@ -118,9 +162,9 @@ impl Alert {
         })
     }
 
-    /// An email's subject, plain text and HTML.
+    /// An email's subject (the alert's one line), plain text and HTML.
     pub fn email(&self) -> (String, String, String) {
-        let subject = format!("[ax] {}", self.headline());
+        let subject = format!("[ax] {}", self.text());
         let lines = self.lines();
         let text = lines
             .iter()
@@ -174,12 +218,17 @@ fn colour(event: AlertEvent) -> &'static str {
     }
 }
 
-/// HTML text: `&`, `<`, `>` and quotes escaped.
-fn escape(text: &str) -> String {
+/// Text in a Slack message: `&`, `<` and `>` escaped, the only characters Slack reads as
+/// markup (links, mentions).
+fn slack_escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-        .replace('"', "&quot;")
+}
+
+/// HTML text: Slack's three and quotes escaped.
+fn escape(text: &str) -> String {
+    slack_escape(text).replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -282,6 +331,75 @@ mod tests {
             .expect_err("strict");
         assert!(err.to_string().contains("template"), "{err}");
         assert!(alert(AlertEvent::Failed).templated("{{ unclosed").is_err());
+    }
+
+    #[test]
+    fn the_one_line_carries_the_code_the_message_and_the_link() {
+        let failed = Alert {
+            folded: 0,
+            ..alert(AlertEvent::Failed)
+        };
+        let line =
+            "FAILED etl/report: HTTP_500 | boom <b> | http://127.0.0.1:8901/console/runs/abc";
+        assert_eq!(failed.text(), line);
+        assert_eq!(failed.webhook_body()["text"], line);
+        assert_eq!(failed.email().0, format!("[ax] {line}"));
+        assert_eq!(
+            failed.slack_body()["text"],
+            line.replace("<b>", "&lt;b&gt;")
+        );
+        // A long message on several lines: one line, its first 200 characters.
+        let long = Alert {
+            message: Some(format!("upstream said:\n\t{}", "x".repeat(300))),
+            ..failed.clone()
+        };
+        let text = long.text();
+        let message = text.split(" | ").nth(1).expect("the message");
+        assert!(message.starts_with("upstream said: xxx"), "{text}");
+        assert_eq!(message.chars().count(), MESSAGE_CHARS + 1);
+        assert!(message.ends_with('…') && !text.contains('\n'), "{text}");
+        // Without a message or a run, the headline alone; a group's message is told once.
+        let bare = Alert {
+            message: None,
+            link: None,
+            ..failed.clone()
+        };
+        assert_eq!(bare.text(), bare.headline());
+        let members = Alert {
+            task_id: None,
+            link: None,
+            count: 2,
+            message: Some("2 members of billing unhealthy: m1, m2".into()),
+            ..failed
+        };
+        assert_eq!(members.text(), members.headline());
+    }
+
+    #[test]
+    fn template_values_are_json_escaped_unless_marked_safe() {
+        let hostile = Alert {
+            subject: r#"x", "injected": "yes"#.into(),
+            message: Some("\"}, \"evil\": \"1\nline two \\".into()),
+            ..alert(AlertEvent::Failed)
+        };
+        let naive =
+            r#"{"subject": "{{ subject }}", "message": "{{ message }}", "count": {{ count }}}"#;
+        let rendered = hostile.templated(naive).expect("renders");
+        let body: Value = serde_json::from_str(&rendered).expect("still JSON");
+        let keys: Vec<&String> = body.as_object().expect("object").keys().collect();
+        assert_eq!(keys, ["count", "message", "subject"], "{rendered}");
+        assert_eq!(body["subject"], hostile.subject);
+        assert_eq!(body["message"].as_str(), hostile.message.as_deref());
+        assert_eq!(body["count"], 1);
+        // `tojson` writes a whole value, quotes included, not escaped twice.
+        let whole = hostile
+            .templated(r#"{"text": {{ text | tojson }}}"#)
+            .expect("renders");
+        let body: Value = serde_json::from_str(&whole).expect("JSON");
+        assert_eq!(body["text"], hostile.text());
+        // `safe` writes a value as it is: the one way to insert raw text.
+        let raw = hostile.templated("{{ subject | safe }}").expect("renders");
+        assert_eq!(raw, hostile.subject);
     }
 
     #[test]

@@ -321,7 +321,9 @@ fn request_body(method: &str, path: &str) -> Option<Value> {
                 or send an admin's or executor's token"},
             "attempt": {"type": "integer", "minimum": 1, "description": "default: the one dispatched last"},
             "lines": {"type": "array", "maxItems": 1000, "items": {"type": "string"},
-                "description": "one line per newline, each cut to 4,096 characters"},
+                "description": "one line per newline, at most 1,000 lines in all once split \
+                (more: 400 naming lines); each line kept without control characters but tabs, \
+                cut to 4,096 characters"},
             "progress": {"type": "integer", "minimum": 0, "maximum": 100}}}))
         }
         ("put", "/api/executors/{group}") => Some(json!({"type": "object", "properties": {

@@ -10,6 +10,7 @@ use super::error::ClientError;
 use super::http::{request, Call};
 use super::Connection;
 use crate::run::RunStatus;
+use crate::text::OnTerminal;
 
 /// How often `--follow` asks for new lines.
 pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
@@ -107,7 +108,8 @@ impl Seen {
                     true => {
                         serde_json::json!({"attempt": number, "at": at, "text": text}).to_string()
                     }
-                    false => format!("{at}  {}", text.unwrap_or("")),
+                    // Executor text is data: what could move the terminal is shown escaped.
+                    false => format!("{at}  {}", OnTerminal(text.unwrap_or(""))),
                 });
             }
             *printed = total.max(*printed);
@@ -185,6 +187,11 @@ mod logs_tests {
                 "2027-01-01T00:00:00.000Z  d",
                 "--- attempt 1: 60 %"
             ]
+        );
+        let escaped = Seen::default().new_lines(&log(0, &["\u{1b}[2Jgone\tcol"], 0), false);
+        assert_eq!(
+            escaped[1], "2027-01-01T00:00:00.000Z  \\u{1b}[2Jgone\tcol",
+            "stored before ax cleaned lines: escaped, tabs kept"
         );
         let json = Seen::default().new_lines(&log(0, &["x"], 0), true);
         assert_eq!(

@@ -350,12 +350,12 @@ settings! {
         console_url: Option<String> {
             env: "AX_CONSOLE_URL",
             default: None,
-            shown: "`http://` and `server.bind`:`server.port`",
+            shown: "the address ax serves on, `http://{server.bind}:{port}` (this machine's name for `0.0.0.0`)",
             kind: Kind::Checked {
                 rule: "must be an http:// or https:// URL",
                 accepts: |url| url.starts_with("http://") || url.starts_with("https://"),
             },
-            doc: "the console's address as people reach it, for the links in alerts",
+            doc: "the console's address as people reach it (a proxy's path included: `https://ops.example.com/ax`), for the links in alerts: `{console_url}/console/runs/{requestId}`",
         }
         retry_for_secs: i64 {
             env: "AX_ALERT_RETRY_FOR_SECS",

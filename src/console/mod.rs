@@ -18,7 +18,7 @@ mod headers;
 mod layout;
 mod live;
 mod notice;
-mod paths;
+pub(crate) mod paths;
 mod respond;
 mod run_log;
 mod runs;

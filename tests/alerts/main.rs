@@ -7,4 +7,5 @@ mod crash;
 mod email;
 mod events;
 mod groups;
+mod links;
 mod webhook;

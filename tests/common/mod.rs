@@ -677,6 +677,17 @@ impl AxProcess {
         self.dir.join(format!("{}.log", self.instance_id))
     }
 
+    /// The most memory the process has held so far (`VmHWM`), in KiB.
+    pub fn peak_memory_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("the process's status");
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|value| value.split_whitespace().next()?.parse().ok())
+            .expect("VmHWM")
+    }
+
     /// `kill -9`: no shutdown path runs.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::run_log::{lines_of, MAX_LINES_PER_CALL, MAX_OUTPUT_BYTES, PROGRESS};
+use crate::run_log::{lines_of, MAX_OUTPUT_BYTES, PROGRESS};
 
 /// `attempt`: a positive integer, or absent (the attempt dispatched last).
 pub fn attempt(value: Option<Value>) -> Result<Option<i32>, ApiError> {
@@ -21,7 +21,8 @@ pub fn attempt(value: Option<Value>) -> Result<Option<i32>, ApiError> {
     }
 }
 
-/// `lines`: up to [`MAX_LINES_PER_CALL`] strings, as the log keeps them.
+/// `lines`: strings of up to [`crate::run_log::MAX_LINES_PER_CALL`] lines in all (a line per newline), as
+/// the log keeps them.
 pub fn log_lines(value: Option<Value>) -> Result<Vec<String>, ApiError> {
     let sent = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
@@ -33,12 +34,6 @@ pub fn log_lines(value: Option<Value>) -> Result<Vec<String>, ApiError> {
             ))
         }
     };
-    if sent.len() > MAX_LINES_PER_CALL {
-        return Err(ApiError::invalid(
-            "lines",
-            format!("lines holds at most {MAX_LINES_PER_CALL} lines a call"),
-        ));
-    }
     let texts = sent
         .into_iter()
         .map(|item| match item {
@@ -49,7 +44,7 @@ pub fn log_lines(value: Option<Value>) -> Result<Vec<String>, ApiError> {
             )),
         })
         .collect::<Result<Vec<String>, ApiError>>()?;
-    Ok(lines_of(&texts))
+    lines_of(&texts).map_err(|too_many| ApiError::invalid("lines", too_many.to_string()))
 }
 
 /// `progress`: an integer 0-100, or absent.
@@ -85,6 +80,7 @@ pub fn output(value: Option<Value>) -> Result<Option<String>, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run_log::MAX_LINES_PER_CALL;
     use serde_json::json;
 
     #[test]
@@ -94,6 +90,7 @@ mod tests {
         assert_eq!(progress(Some(json!(100))).unwrap(), Some(100));
         assert_eq!(log_lines(Some(json!(["a\nb"]))).unwrap(), ["a", "b"]);
         let too_many = Value::Array(vec![json!("x"); MAX_LINES_PER_CALL + 1]);
+        let newlines = json!(["\n".repeat(MAX_LINES_PER_CALL)]);
         let long = "x".repeat(MAX_OUTPUT_BYTES + 1);
         for (field, refused) in [
             ("attempt", attempt(Some(json!(0))).err()),
@@ -104,6 +101,7 @@ mod tests {
             ("lines", log_lines(Some(json!("one"))).err()),
             ("lines", log_lines(Some(json!([1]))).err()),
             ("lines", log_lines(Some(too_many)).err()),
+            ("lines", log_lines(Some(newlines)).err()),
             ("output", output(Some(json!(long))).err()),
             ("output", output(Some(json!(["x"]))).err()),
         ] {
