@@ -457,10 +457,11 @@ fn alert_settings(config: &Config, instance_id: &str, served_on: SocketAddr) -> 
         served_on,
         crate::identity::system_host_name(),
     );
+    let run_links = crate::console::paths::run_url(&console_url, "");
     AlertSettings {
         channels: alerts.channels.clone(),
         rule: alerts.default_rule.clone(),
-        console_url,
+        run_links,
         retry_for: chrono::Duration::seconds(alerts.retry_for_secs),
         send_timeout: Duration::from_millis(alerts.send_timeout_ms),
         claimant: instance_id.to_string(),

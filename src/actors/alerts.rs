@@ -21,7 +21,6 @@ use crate::alerting::{
     expand, retry_at, Alert, AlertEvent, AlertLane, AlertRule, Channel, ChannelKind, Outage,
     OutageVerdict,
 };
-use crate::console::paths::run_url;
 use crate::metrics::metrics;
 use crate::notify::email::{self, Mail};
 use crate::security::{sign_dispatch, Allowlist, SIGNATURE_HEADER, TIMESTAMP_HEADER};
@@ -39,8 +38,9 @@ const FOLDS_PER_ROUND: usize = 20;
 pub struct AlertSettings {
     pub channels: Vec<Channel>,
     pub rule: AlertRule,
-    /// The console's address, for the links in alerts (`console::paths::console_base`).
-    pub console_url: String,
+    /// Where runs' console pages are: a run's page is this and its request id (the console's
+    /// address, see `console::paths::console_base`, made by the app: actors know no pages).
+    pub run_links: String,
     pub retry_for: chrono::Duration,
     pub send_timeout: Duration,
     pub claimant: String,
@@ -456,9 +456,9 @@ fn test_alert(channel: &str) -> Alert {
     }
 }
 
-/// The alert a row tells, linked to its run's page under the console's address.
-pub fn alert_of(row: &AlertRow, console_url: &str) -> Alert {
-    let link = row.request_id.as_ref().map(|id| run_url(console_url, id));
+/// The alert a row tells, linked to its run's page (`run_links` and its request id).
+pub fn alert_of(row: &AlertRow, run_links: &str) -> Alert {
+    let link = row.request_id.as_ref().map(|id| format!("{run_links}{id}"));
     Alert {
         id: row.id.clone(),
         event: row.event,
@@ -489,7 +489,7 @@ async fn send(
             row.channel
         ));
     };
-    let alert = alert_of(row, &settings.console_url);
+    let alert = alert_of(row, &settings.run_links);
     send_to(channel, (client, settings.send_timeout), secret, &alert).await
 }
 
