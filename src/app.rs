@@ -312,6 +312,7 @@ impl Actors {
                 workers: config.dispatch.workers,
                 max_in_flight: config.dispatch.max_in_flight,
                 host_caps: config.dispatch.host_caps(),
+                lanes: config.dispatch.lanes(),
                 fleet: FleetSettings {
                     failures_to_cool: config.executors.failures_to_cool,
                     cool_down_secs: config.executors.cool_down_secs,

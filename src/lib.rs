@@ -41,6 +41,7 @@ pub mod search;
 pub mod security;
 pub mod service;
 pub mod site;
+pub mod slow_handlers;
 pub mod store;
 pub mod task_executor;
 pub mod task_fields;

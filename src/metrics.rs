@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
+use crate::host_slots::HostLoad;
 use crate::run::Overlap;
 
 /// The wheel's gauges, for `/metrics`.
@@ -111,8 +112,10 @@ pub struct Metrics {
     startup_preload_ms: AtomicU64,
     /// How far the database's clock was ahead of this process's at the last check, in ms.
     clock_offset_ms: AtomicI64,
-    /// Runs waiting for a slot of their executor host, by host (as last looked at).
-    dispatch_queued: Mutex<BTreeMap<Arc<str>, usize>>,
+    /// Each executor host's load, by host (as last looked at).
+    dispatch_hosts: Mutex<BTreeMap<Arc<str>, HostLoad>>,
+    /// Handlers in the slow lane of their hosts (as last looked at).
+    dispatch_slow_handlers: AtomicU64,
     /// How long attempts waited for a slot of their executor host or member.
     pub slot_wait_seconds: Histogram,
     /// By the fleet showing them: several ax apps in one process (tests) each keep their own.
@@ -147,7 +150,8 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     callback_seconds: Histogram::new(SECONDS),
     startup_preload_ms: AtomicU64::new(u64::MAX),
     clock_offset_ms: AtomicI64::new(0),
-    dispatch_queued: Mutex::default(),
+    dispatch_hosts: Mutex::default(),
+    dispatch_slow_handlers: AtomicU64::new(0),
     slot_wait_seconds: Histogram::new(SECONDS),
     executor_members: Mutex::default(),
 });
@@ -174,15 +178,17 @@ impl Metrics {
 
     /// The runs waiting for each executor host now; `gone`: hosts shown before that have no
     /// work any more, left out from now on.
-    pub fn dispatch_queued(&self, gone: &[Arc<str>], hosts: &[(Arc<str>, usize)]) {
-        let mut queued = self
-            .dispatch_queued
+    pub fn dispatch_hosts(&self, gone: &[Arc<str>], hosts: &[HostLoad], slow_handlers: usize) {
+        let mut shown = self
+            .dispatch_hosts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for host in gone {
-            queued.remove(host);
+            shown.remove(host);
         }
-        queued.extend(hosts.iter().cloned());
+        shown.extend(hosts.iter().map(|load| (load.host.clone(), load.clone())));
+        self.dispatch_slow_handlers
+            .store(slow_handlers as u64, Ordering::Relaxed);
     }
 
     /// The executor group members a fleet routes over now, replacing those it showed before;
@@ -344,14 +350,30 @@ impl Metrics {
             "# HELP {name} Runs waiting for a slot of their executor host (host:port), which is \
              at dispatch.max_in_flight_per_host.\n# TYPE {name} gauge"
         );
-        let queued = self
-            .dispatch_queued
+        let hosts = self
+            .dispatch_hosts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        for (host, waiting) in queued {
-            let _ = writeln!(out, "{name}{{host=\"{host}\"}} {waiting}");
+        for (host, load) in &hosts {
+            let _ = writeln!(out, "{name}{{host=\"{host}\"}} {}", load.waiting);
         }
+        let name = "ax_dispatch_slow_in_flight";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Requests in flight to an executor host's slow handlers (their share \
+             of its slots is dispatch.slow_share_percent).\n# TYPE {name} gauge"
+        );
+        for (host, load) in &hosts {
+            let _ = writeln!(out, "{name}{{host=\"{host}\"}} {}", load.slow_in_flight);
+        }
+        gauge(
+            &mut out,
+            "ax_dispatch_slow_handlers",
+            "Handlers whose attempt held their executor host's slot for dispatch.slow_after_ms \
+             or longer, in their host's slow lane until their attempts are quick again.",
+            i64::try_from(self.dispatch_slow_handlers.load(Ordering::Relaxed)).unwrap_or(i64::MAX),
+        );
         self.render_executor_members(&mut out);
         self.slot_wait_seconds.render(
             &mut out,
@@ -400,12 +422,6 @@ impl Metrics {
             self.clock_offset_ms.load(Ordering::Relaxed) as f64 / 1000.0
         );
         if let Some(wheel) = wheel {
-            let gauge = |out: &mut String, name: &str, help: &str, value: i64| {
-                let _ = writeln!(
-                    out,
-                    "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
-                );
-            };
             let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
             gauge(
                 &mut out,
@@ -428,6 +444,14 @@ impl Metrics {
         }
         out
     }
+}
+
+/// Writes one gauge without labels.
+fn gauge(out: &mut String, name: &str, help: &str, value: i64) {
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+    );
 }
 
 #[cfg(test)]
@@ -474,6 +498,7 @@ mod tests {
             "ax_clock_skew_seconds",
             "ax_wheel_behind_seconds 3",
             "ax_fire_queued_runs 120",
+            "ax_dispatch_slow_handlers",
         ] {
             assert!(text.contains(name), "{name} missing");
         }

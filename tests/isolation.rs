@@ -1,8 +1,10 @@
 //! Isolation between executors: an executor that accepts connections and never answers holds
 //! only its own host's slots (`dispatch.max_in_flight_per_host`); a healthy executor's runs
-//! keep their lag; runs waiting for the hung host's slots are neither claimed again nor sent
-//! twice, even by a second ax process on the same store; deleting a task ends its waiting and
-//! in-flight dispatches at once. MariaDB + Redis, real HTTP on both sides.
+//! keep their lag; on one host, a hung handler holds only the slow lane's share of its slots,
+//! so the host's other handlers keep theirs; runs waiting for the hung host's slots are
+//! neither claimed again nor sent twice, even by a second ax process on the same store;
+//! deleting a task ends its waiting and in-flight dispatches at once. MariaDB + Redis, real
+//! HTTP on both sides.
 
 mod common;
 
@@ -16,14 +18,25 @@ use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
-/// An executor that accepts every connection, reads the request and never answers.
+/// An executor that accepts every connection, reads the request and never answers; on a path
+/// starting `/ok` it answers at once (a healthy handler of the same host).
 struct Hung {
     url: String,
     host: String,
     open: Arc<AtomicUsize>,
     most_open: Arc<AtomicUsize>,
-    /// The request id of every request received, in order.
+    /// The request id of every request received on a hung path, in order.
     received: Arc<Mutex<Vec<String>>>,
+    /// Each request answered on `/ok`: its request id, scheduled time and when it came.
+    answered: Arc<Mutex<Vec<Answered>>>,
+}
+
+/// A request the healthy handler answered.
+#[derive(Debug, Clone)]
+struct Answered {
+    request_id: String,
+    scheduled_at: DateTime<Utc>,
+    wall: DateTime<Utc>,
 }
 
 impl Hung {
@@ -39,11 +52,13 @@ impl Hung {
             open: Arc::default(),
             most_open: Arc::default(),
             received: Arc::default(),
+            answered: Arc::default(),
         };
-        let (open, most, received) = (
+        let (open, most, received, answered) = (
             hung.open.clone(),
             hung.most_open.clone(),
             hung.received.clone(),
+            hung.answered.clone(),
         );
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -55,9 +70,10 @@ impl Hung {
                 while let Ok((stream, _)) = listener.accept().await {
                     let now = open.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
-                    let (open, received) = (open.clone(), received.clone());
+                    let (open, received, answered) =
+                        (open.clone(), received.clone(), answered.clone());
                     tokio::spawn(async move {
-                        hold(stream, received).await;
+                        serve(stream, received, answered).await;
                         open.fetch_sub(1, Ordering::SeqCst);
                     });
                 }
@@ -75,31 +91,80 @@ impl Hung {
     }
 }
 
-/// Reads a request's head, notes its request id, then reads until the peer closes.
-async fn hold(mut stream: tokio::net::TcpStream, received: Arc<Mutex<Vec<String>>>) {
-    let mut head = Vec::new();
-    let mut buf = [0u8; 4096];
-    let mut noted = false;
+/// Serves one connection: a request on `/ok` is answered at once (and the next one read), any
+/// other is noted by its request id and held until the peer closes.
+async fn serve(
+    mut stream: tokio::net::TcpStream,
+    received: Arc<Mutex<Vec<String>>>,
+    answered: Arc<Mutex<Vec<Answered>>>,
+) {
+    let mut buf = Vec::new();
     loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) if !noted => {
-                head.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&head);
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let id = text[..end]
-                        .lines()
-                        .find_map(|line| {
-                            let (name, value) = line.split_once(':')?;
-                            name.eq_ignore_ascii_case("x-ax-request-id")
-                                .then(|| value.trim().to_string())
-                        })
-                        .unwrap_or_default();
-                    received.lock().expect("lock").push(id);
-                    noted = true;
-                }
+        let Some((head, body)) = read_request(&mut stream, &mut buf).await else {
+            return;
+        };
+        let header = |name: &str| {
+            head.lines().find_map(|line| {
+                let (key, value) = line.split_once(':')?;
+                key.eq_ignore_ascii_case(name)
+                    .then(|| value.trim().to_string())
+            })
+        };
+        let request_id = header("x-ax-request-id").unwrap_or_default();
+        if !head.starts_with("POST /ok") {
+            received.lock().expect("lock").push(request_id);
+            // Held: read until the peer closes.
+            let mut sink = [0u8; 4096];
+            while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+            return;
+        }
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let scheduled_at = body["scheduledAt"]
+            .as_str()
+            .and_then(|at| at.parse().ok())
+            .expect("scheduledAt");
+        answered.lock().expect("lock").push(Answered {
+            request_id,
+            scheduled_at,
+            wall: Utc::now(),
+        });
+        let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+        if tokio::io::AsyncWriteExt::write_all(&mut stream, reply)
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Reads one request (head and body by its content-length) from `stream`, `buf` holding what
+/// was read past the last one; `None` once the peer closes.
+async fn read_request(
+    stream: &mut tokio::net::TcpStream,
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<u8>)> {
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+            let length: usize = head
+                .lines()
+                .find_map(|line| {
+                    let (key, value) = line.split_once(':')?;
+                    key.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + length {
+                let body = buf[end + 4..end + 4 + length].to_vec();
+                buf.drain(..end + 4 + length);
+                return Some((head, body));
             }
-            Ok(_) => {}
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
 }
@@ -241,6 +306,102 @@ async fn a_hung_executor_holds_only_its_own_slots() {
     sleep(1.5).await;
     assert_eq!(queued(&ax, &hung.host).await, 0, "nothing waits for it");
     assert!(hung.received().len() <= cap, "no waiting run was sent");
+    ax.shutdown().await;
+}
+
+/// The gauge `ax_dispatch_slow_in_flight` of `host`, 0 when not shown.
+async fn slow_in_flight(ax: &ax::app::Ax, host: &str) -> usize {
+    let metrics = awc::Client::default()
+        .get(format!("http://{}/metrics", ax.addr()))
+        .send()
+        .await
+        .expect("metrics")
+        .body()
+        .await
+        .expect("body");
+    let line = format!("ax_dispatch_slow_in_flight{{host=\"{host}\"}} ");
+    String::from_utf8_lossy(&metrics)
+        .lines()
+        .find_map(|l| l.strip_prefix(&line).and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// A hot handler: 150 every-second tasks whose handler hangs (`timeoutMs` 10 s) beside a
+/// healthy every-second task on the same host and port, another path, defaults otherwise.
+/// Once the hung handler's first attempts have timed out, the healthy task is delivered in at
+/// least 27 of the next 30 s with its usual lag, and no run is sent twice.
+#[actix_rt::test]
+async fn a_hung_handler_cannot_starve_the_other_handlers_of_its_host() {
+    let store = TestStore::mysql();
+    let config = config(&store, true, "lanes");
+    let ax = start_ax(&config).await;
+    let api = Api::new(&ax);
+    let host = Hung::start().await;
+    let (hung_url, ok_url) = (
+        format!("http://{}/hung", host.host),
+        format!("http://{}/ok", host.host),
+    );
+    let first_created = Utc::now();
+    let mut tasks = Vec::new();
+    for _ in 0..150 {
+        let task = api
+            .create_task(every_second("hung", &hung_url, 10_000))
+            .await;
+        tasks.push(task["id"].as_i64().expect("id"));
+    }
+    let healthy = api
+        .create_task(every_second("healthy", &ok_url, 5_000))
+        .await;
+    tasks.push(healthy["id"].as_i64().expect("id"));
+
+    // The first hung attempts go out at the first second after their task's creation and
+    // time out 10 s later; the window starts once they have.
+    let from = first_created + chrono::Duration::seconds(12);
+    let to = from + chrono::Duration::seconds(30);
+    let until_end = (to - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(2);
+    actix_rt::time::sleep(until_end).await;
+
+    let share = config.dispatch.max_in_flight_per_host * config.dispatch.slow_share_percent / 100;
+    assert_eq!(
+        slow_in_flight(&ax, &host.host).await,
+        share,
+        "the hung handler holds the slow lane's share of the host"
+    );
+    let answered = host.answered.lock().expect("lock").clone();
+    let in_window: Vec<&Answered> = answered
+        .iter()
+        .filter(|a| a.scheduled_at >= from && a.scheduled_at < to)
+        .collect();
+    let seconds: std::collections::BTreeSet<i64> = in_window
+        .iter()
+        .map(|a| a.scheduled_at.timestamp())
+        .collect();
+    assert!(
+        seconds.len() >= 27,
+        "the healthy task is delivered in at least 27 of the 30 s: {} ({:?})",
+        seconds.len(),
+        seconds
+    );
+    let mut lags: Vec<i64> = in_window
+        .iter()
+        .map(|a| (a.wall - a.scheduled_at).num_milliseconds())
+        .collect();
+    lags.sort();
+    assert!(
+        p99(&lags) <= 1_500,
+        "the healthy task keeps its lag: {lags:?}"
+    );
+    let ids: Vec<String> = answered.iter().map(|a| a.request_id.clone()).collect();
+    assert_eq!(duplicates(&ids), vec![], "no healthy run delivered twice");
+    assert_eq!(
+        duplicates(&host.received()),
+        vec![],
+        "no hung run sent twice"
+    );
+
+    for id in tasks {
+        api.call("DELETE", &format!("/api/tasks/{id}"), None).await;
+    }
     ax.shutdown().await;
 }
 

@@ -19,7 +19,7 @@ use super::store::{boxed, RunEvent, StoreHandle};
 use super::InFlight;
 use crate::clock::{rfc3339, SharedClock};
 use crate::fencing::SendGate;
-use crate::host_slots::{host_key, HostCaps, HostSlots};
+use crate::host_slots::{host_key, HostCaps, HostLoad, HostSlots, Lane, LaneSettings};
 use crate::metrics::{metrics, DispatchResult};
 use crate::routing::{member_url, Exchange};
 use crate::run::{
@@ -196,11 +196,10 @@ struct Shared {
 /// Jobs taken in: those with a slot now, by slot, and those no member can take, with why.
 #[derive(Default)]
 struct Admitted {
-    now: Vec<(Arc<str>, DispatchJob)>,
+    now: Vec<(Arc<str>, DispatchJob, Lane)>,
     unroutable: Vec<(DispatchJob, String)>,
 }
 
-#[derive(Default)]
 struct Held {
     slots: HostSlots<DispatchJob>,
     attempts: HashMap<RequestId, HeldAttempt>,
@@ -285,8 +284,9 @@ impl Shared {
                 }
             };
             job.queued_at = Some(std::time::Instant::now());
-            if let Some(job) = held.slots.admit(&slot, cap, job) {
-                admitted.now.push((slot, job));
+            let handler = job.handler_url.clone();
+            if let Some((job, lane)) = held.slots.admit(&slot, cap, &handler, job) {
+                admitted.now.push((slot, job, lane));
             }
         }
         admitted
@@ -443,25 +443,13 @@ impl Shared {
                 .warnings(Utc::now().timestamp(), HOST_WARNING_SECS);
             (due, held.slots.loads(), warnings)
         };
-        self.show_queued(&loads);
+        self.show_hosts(&loads);
         {
             let held = self.held();
             self.fleet.show(|member| held.slots.in_flight(member));
         }
         for load in warnings {
-            // A group member's slots are keyed by its URL, a handler host's by host:port.
-            let cap_from = if load.host.contains("://") {
-                "its group's maxInFlight or its registered capacity"
-            } else {
-                "dispatch.max_in_flight_per_host, dispatch.hosts"
-            };
-            log::warn!(
-                "executor {} is at its cap of {} requests in flight; {} runs wait for a slot \
-                 ({cap_from})",
-                load.host,
-                load.in_flight,
-                load.waiting
-            );
+            warn_waiting(&load);
         }
         let renewed =
             futures_util::future::join_all(due.iter().map(|renewal| self.renew(renewal))).await;
@@ -476,16 +464,14 @@ impl Shared {
         }
     }
 
-    /// Shows each host's waiting attempts in `ax_dispatch_queued`, and clears the hosts gone.
-    fn show_queued(&self, loads: &[crate::host_slots::HostLoad]) {
-        let shown: Vec<(Arc<str>, usize)> =
-            loads.iter().map(|l| (l.host.clone(), l.waiting)).collect();
+    /// Shows each host's load in the dispatch metrics, and clears the hosts gone.
+    fn show_hosts(&self, loads: &[HostLoad]) {
         let gone = {
             let mut shown_before = self
                 .shown
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let now: Vec<Arc<str>> = shown.iter().map(|(host, _)| host.clone()).collect();
+            let now: Vec<Arc<str>> = loads.iter().map(|load| load.host.clone()).collect();
             let gone: Vec<Arc<str>> = shown_before
                 .iter()
                 .filter(|host| !now.contains(host))
@@ -494,8 +480,38 @@ impl Shared {
             *shown_before = now;
             gone
         };
-        metrics().dispatch_queued(&gone, &shown);
+        let slow_handlers = self.held().slots.slow_handlers();
+        metrics().dispatch_hosts(&gone, loads, slow_handlers);
     }
+}
+
+/// Warns that runs wait for a slot of `load`'s host: it is at its cap, or its slow tasks hold
+/// their share of it.
+fn warn_waiting(load: &HostLoad) {
+    if load.in_flight < load.cap {
+        log::warn!(
+            "executor {}: its slow handlers hold {} of its {} slots, their share \
+             (dispatch.slow_share_percent); {} of their runs wait for a slot",
+            load.host,
+            load.slow_in_flight,
+            load.cap,
+            load.slow_waiting
+        );
+        return;
+    }
+    // A group member's slots are keyed by its URL, a handler host's by host:port.
+    let cap_from = if load.host.contains("://") {
+        "its group's maxInFlight or its registered capacity"
+    } else {
+        "dispatch.max_in_flight_per_host, dispatch.hosts"
+    };
+    log::warn!(
+        "executor {} is at its cap of {} requests in flight; {} runs wait for a slot \
+         ({cap_from})",
+        load.host,
+        load.in_flight,
+        load.waiting
+    );
 }
 
 /// A host at its cap is warned about at most this often.
@@ -573,26 +589,51 @@ struct Sender {
 }
 
 impl Sender {
-    /// Serves one slot of `host`: sends `first`, then the host's waiting attempts in order,
-    /// until none waits.
+    /// Serves one slot of `host`, taken in `lane`: sends `first`, then the host's waiting
+    /// attempts the slot goes to, until none waits.
     async fn serve(
         self: Rc<Self>,
         host: Arc<str>,
-        first: DispatchJob,
+        (first, lane): (DispatchJob, Lane),
         permit: OwnedSemaphorePermit,
     ) {
-        let mut next = Some((first, Some(permit)));
-        while let Some((job, permit)) = next.take() {
+        let mut next = Some((first, lane, Some(permit)));
+        while let Some((job, lane, permit)) = next.take() {
             if let Some(queued_at) = job.queued_at {
                 metrics()
                     .slot_wait_seconds
                     .observe_duration(queued_at.elapsed());
             }
-            let failover = self.send(job, permit).await;
-            next = self.shared.held().slots.release(&host).map(|w| (w, None));
+            let handler = job.handler_url.clone();
+            let Sent { took, failover } = self.send(job, permit).await;
+            let released = self
+                .shared
+                .held()
+                .slots
+                .release(&host, lane, (&handler, took));
+            next = released.next.map(|(job, lane)| (job, lane, None));
+            if !released.moved.is_empty() {
+                // Not awaited: a request slot for them must not wait on this one.
+                let moved = Box::pin(self.clone().serve_all(released.moved));
+                actix::spawn(self.serving.track(moved));
+            }
             if let Some(job) = failover {
                 self.clone().take(vec![job]).await;
             }
+        }
+    }
+
+    /// Serves each of `slots` (a host's slot given to a job, in its lane) once it has a request
+    /// slot here.
+    async fn serve_all(self: Rc<Self>, slots: Vec<(Arc<str>, DispatchJob, Lane)>) {
+        for (host, job, lane) in slots {
+            let Ok(permit) = self.permits.clone().acquire_owned().await else {
+                return;
+            };
+            // Boxed: the task spawned stays small (the request's future is kilobytes, and a
+            // large task was copied in and faulted fresh pages at every spawn).
+            let serve = Box::pin(self.clone().serve(host, (job, lane), permit));
+            actix::spawn(self.serving.track(serve));
         }
     }
 
@@ -606,25 +647,50 @@ impl Sender {
             metrics().dispatch_result(DispatchResult::Failed);
             self.record_later(job, event, None, None).await;
         }
-        for (slot, job) in admitted.now {
-            let Ok(permit) = self.permits.clone().acquire_owned().await else {
-                return;
-            };
-            // Boxed: the task spawned stays small (the request's future is kilobytes, and a
-            // large task was copied in and faulted fresh pages at every spawn).
-            let serve = Box::pin(self.clone().serve(slot, job, permit));
-            actix::spawn(self.serving.track(serve));
-        }
+        self.serve_all(admitted.now).await;
     }
 
-    /// Sends one attempt and hands its outcome to the store; returns once the request ended,
-    /// with the attempt again when its group member could not be connected to (to go to
-    /// another member, as the same attempt).
-    async fn send(
+    /// Sends one attempt and hands its outcome to the store; returns once the request ended.
+    async fn send(&self, job: DispatchJob, permit: Option<OwnedSemaphorePermit>) -> Sent {
+        let mut sent = Sent {
+            took: None,
+            failover: None,
+        };
+        let Some((job, permit)) = self.cleared(job, permit).await else {
+            return sent;
+        };
+        let started = std::time::Instant::now();
+        let (request, abort) = abortable(deliver(
+            &self.client,
+            (&self.secret, &self.allowlist),
+            &job,
+            &self.shared.clock,
+        ));
+        if !self.shared.in_flight(&job.request_id, abort) {
+            return sent;
+        }
+        let delivered = request.await;
+        sent.took = Some(started.elapsed());
+        let Ok(delivered) = delivered else {
+            log::info!(
+                "task {} request {}: attempt {} ended, its task was deleted",
+                job.task_id,
+                job.request_id,
+                job.attempt
+            );
+            return sent;
+        };
+        sent.failover = self.settle(job, delivered, permit).await;
+        sent
+    }
+
+    /// The attempt with a request slot, once it may be sent as its claim stands; `None` when
+    /// it is no longer this process's to send.
+    async fn cleared(
         &self,
-        mut job: DispatchJob,
+        job: DispatchJob,
         permit: Option<OwnedSemaphorePermit>,
-    ) -> Option<DispatchJob> {
+    ) -> Option<(DispatchJob, OwnedSemaphorePermit)> {
         // The background renewals keep a held attempt's claim covered; one whose claim lapsed
         // before it was renewed (ax itself far behind), or was taken before this process was
         // fenced or paused, is renewed first (a compare-and-set), and not sent if its run moved
@@ -644,24 +710,17 @@ impl Sender {
             Some(permit) => permit,
             None => self.permits.clone().acquire_owned().await.ok()?,
         };
-        let (request, abort) = abortable(deliver(
-            &self.client,
-            (&self.secret, &self.allowlist),
-            &job,
-            &self.shared.clock,
-        ));
-        if !self.shared.in_flight(&job.request_id, abort) {
-            return None;
-        }
-        let Ok(delivered) = request.await else {
-            log::info!(
-                "task {} request {}: attempt {} ended, its task was deleted",
-                job.task_id,
-                job.request_id,
-                job.attempt
-            );
-            return None;
-        };
+        Some((job, permit))
+    }
+
+    /// Hands what sending an attempt came to to the store; answers the attempt again when its
+    /// group member could not be connected to (to go to another member, as the same attempt).
+    async fn settle(
+        &self,
+        mut job: DispatchJob,
+        delivered: Delivered,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<DispatchJob> {
         let mut output = None;
         let event = match (delivered, job.member.clone()) {
             (Delivered::Event(event, said, exchange), member) => {
@@ -723,6 +782,14 @@ impl Sender {
             drop(recording_permit);
         })));
     }
+}
+
+/// What sending an attempt came to, for its slot.
+struct Sent {
+    /// How long its request held the slot; `None` when nothing was sent.
+    took: Option<Duration>,
+    /// The attempt again, when its group member could not be connected to.
+    failover: Option<DispatchJob>,
 }
 
 /// Delivers runs: each goes to a slot of its executor's host, or waits in that host's queue.
@@ -1109,6 +1176,8 @@ pub struct DispatchSettings {
     /// Requests in flight per worker.
     pub max_in_flight: usize,
     pub host_caps: HostCaps,
+    /// How each host's slots are shared between quick and slow tasks.
+    pub lanes: LaneSettings,
     /// How executor group members are kept.
     pub fleet: FleetSettings,
     /// This process, as its claims name it.
@@ -1123,7 +1192,10 @@ impl DispatchHandle {
     /// Starts the dispatchers, each on its own arbiter.
     pub fn start(settings: DispatchSettings, store: StoreHandle, security: &Security) -> Self {
         let shared = Arc::new(Shared {
-            state: Mutex::default(),
+            state: Mutex::new(Held {
+                slots: HostSlots::new(settings.lanes),
+                attempts: HashMap::new(),
+            }),
             caps: settings.host_caps,
             fleet: Arc::new(Fleet::new(settings.fleet)),
             claimant: settings.claimant,
@@ -1218,6 +1290,13 @@ impl DispatchHandle {
         self.shared
             .fleet
             .states(|member| held.slots.in_flight(member))
+    }
+
+    /// Each executor host's load in this process (its slots in both lanes), by name, and how
+    /// many handlers are slow.
+    pub fn host_loads(&self) -> (Vec<HostLoad>, usize) {
+        let held = self.shared.held();
+        (held.slots.loads(), held.slots.slow_handlers())
     }
 
     /// The dispatchers, for health checks and for stopping them after a failed start-up.

@@ -34,6 +34,14 @@ pub use values::{is_instance_id, HostConfig, NamedToken, MIN_SECRET_CHARS};
 pub const DEFAULT_CONFIG_PATH: &str = "config/ax.yaml";
 
 impl DispatchConfig {
+    /// How each host's slots are shared between quick and slow tasks.
+    pub fn lanes(&self) -> crate::host_slots::LaneSettings {
+        crate::host_slots::LaneSettings {
+            slow_after: std::time::Duration::from_millis(self.slow_after_ms),
+            slow_share_percent: self.slow_share_percent,
+        }
+    }
+
     /// Each executor host's cap.
     pub fn host_caps(&self) -> crate::host_slots::HostCaps {
         crate::host_slots::HostCaps {

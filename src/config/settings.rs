@@ -271,6 +271,18 @@ settings! {
             kind: count(1, MAX_IN_FLIGHT_PER_HOST, ""),
             doc: "most HTTP calls in flight to one executor host (a handler URL's host and port), over all dispatchers; runs over it wait in that host's queue, in order, holding nothing another host could use (see [Delivery guarantees](delivery.md))",
         }
+        slow_after_ms: u64 {
+            env: "AX_DISPATCH_SLOW_AFTER_MS",
+            default: 1_000,
+            kind: millis(1, 24 * 60 * 60 * 1000),
+            doc: "a handler (URL) whose attempt held its executor host's slot this long or longer (a timed-out one too) is slow: the attempts of every task sent to it take the host's slow lane, until 3 of its attempts in a row are quicker",
+        }
+        slow_share_percent: usize {
+            env: "AX_DISPATCH_SLOW_SHARE_PERCENT",
+            default: 50,
+            kind: count(1, 100, "%"),
+            doc: "the share of each executor host's slots (and each group member's) its slow handlers may hold, at least one; the rest always serve its other handlers, in order (100: no lane of their own)",
+        }
         hosts: BTreeMap<String, HostConfig> {
             default: BTreeMap::new(),
             kind: Kind::Hosts,

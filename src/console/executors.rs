@@ -11,6 +11,7 @@ use super::layout::{health_badge, maybe_time, none, page, scrolling, stored_time
 use super::paths::group_anchor;
 use super::session::Visitor;
 use super::{ok, ConsoleError};
+use crate::host_slots::HostLoad;
 use crate::routing::HealthState;
 use crate::service::executors::{GroupDetails, MemberState};
 use crate::store::queries::executors::{GoneRow, MemberRow};
@@ -23,13 +24,15 @@ pub async fn list(
 ) -> Result<HttpResponse, ConsoleError> {
     let groups = state.service.executor_groups().await?;
     let states = state.service.member_states();
-    Ok(ok(executors_page(&visitor, &groups, &states)))
+    let hosts = state.service.host_loads();
+    Ok(ok(executors_page(&visitor, &groups, &states, &hosts)))
 }
 
 fn executors_page(
     visitor: &Visitor,
     groups: &[GroupDetails],
     states: &HashMap<String, MemberState>,
+    hosts: &(Vec<HostLoad>, usize),
 ) -> Markup {
     page(
         visitor,
@@ -48,8 +51,54 @@ fn executors_page(
                 p.hint { "Health is the cluster's: only transport failures (refused, reset, DNS, connect timeout) count against a member. In flight, successes and failures are this ax process's." }
                 @for details in groups { (group_section(details, states)) }
             }
+            (hosts_section(&hosts.0, hosts.1))
         },
     )
+}
+
+/// Each host's and group member's slots in this process, in both lanes.
+fn hosts_section(loads: &[HostLoad], slow_handlers: usize) -> Markup {
+    html! {
+        section #hosts aria-labelledby="hosts-heading" {
+            h2 #hosts-heading { "Hosts" }
+            p.hint {
+                "Requests in flight from this ax process to each executor host (and group member), up to its cap. A handler whose attempt held its slot for "
+                code { "dispatch.slow_after_ms" }
+                " or longer is slow: its attempts take the host's slow lane, which holds at most "
+                code { "dispatch.slow_share_percent" }
+                " of the slots, and the rest always serve the host's other handlers. "
+                (slow_handlers) @if slow_handlers == 1 { " handler is" } @else { " handlers are" } " slow now."
+            }
+            @if loads.is_empty() {
+                p.muted { "No requests in flight now." }
+            } @else {
+                (scrolling("Hosts", html! {
+                    table.hosts {
+                        thead {
+                            tr {
+                                th scope="col" { "Host" }
+                                th.num scope="col" { "In flight" }
+                                th.num scope="col" { "Waiting" }
+                                th.num scope="col" { "Slow lane in flight" }
+                                th.num scope="col" { "Slow lane waiting" }
+                            }
+                        }
+                        tbody {
+                            @for load in loads {
+                                tr {
+                                    td { code { (load.host) } }
+                                    td.num { (load.in_flight) " of " (load.cap) }
+                                    td.num { (load.waiting) }
+                                    td.num { (load.slow_in_flight) " of " (load.slow_cap) }
+                                    td.num { (load.slow_waiting) }
+                                }
+                            }
+                        }
+                    }
+                }))
+            }
+        }
+    }
 }
 
 fn group_section(details: &GroupDetails, states: &HashMap<String, MemberState>) -> Markup {
@@ -244,7 +293,7 @@ mod tests {
                 last_error: Some("connection <refused>".into()),
             },
         )]);
-        let html = executors_page(&visitor(), &groups, &states).into_string();
+        let html = executors_page(&visitor(), &groups, &states, &(Vec::new(), 0)).into_string();
         assert!(html.contains(r#"<section id="group-billing""#), "{html}");
         assert!(html.contains("FAILOVER") && html.contains("16 per member"));
         assert!(html.contains(r#"<span class="badge bad">UNHEALTHY</span>"#));
@@ -260,11 +309,33 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("http://10.0.0.9:9000") && html.contains("expired: not heard"));
+        assert!(html.contains("No requests in flight now."), "{html}");
+    }
+
+    #[test]
+    fn hosts_show_their_slots_in_both_lanes() {
+        let hosts = vec![HostLoad {
+            host: "127.0.0.1:9000".into(),
+            cap: 64,
+            in_flight: 64,
+            waiting: 300,
+            slow_in_flight: 32,
+            slow_waiting: 290,
+            slow_cap: 32,
+        }];
+        let html = executors_page(&visitor(), &[], &HashMap::new(), &(hosts, 3)).into_string();
+        assert!(html.contains(r#"<section id="hosts""#), "{html}");
+        assert!(html.contains("<code>127.0.0.1:9000</code>"));
+        assert!(
+            html.contains("64 of 64") && html.contains("32 of 32"),
+            "{html}"
+        );
+        assert!(html.contains("3 handlers are slow now."), "{html}");
     }
 
     #[test]
     fn without_groups_the_page_says_how_to_make_one() {
-        let html = executors_page(&visitor(), &[], &HashMap::new()).into_string();
+        let html = executors_page(&visitor(), &[], &HashMap::new(), &(Vec::new(), 0)).into_string();
         assert!(html.contains("No executor groups yet"), "{html}");
         assert!(html.contains("PUT /api/executors/{group}"));
         assert!(html.contains("POST /api/executors/{group}/members"));

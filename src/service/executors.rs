@@ -302,6 +302,12 @@ impl Service {
         self.dispatch.member_states()
     }
 
+    /// Each executor host's load in this process (its slots, in both lanes), and how many
+    /// tasks are in the slow lane.
+    pub fn host_loads(&self) -> (Vec<crate::host_slots::HostLoad>, usize) {
+        self.dispatch.host_loads()
+    }
+
     /// How often a registered member is to heartbeat, in seconds.
     pub fn heartbeat_secs(&self) -> i64 {
         self.executors.heartbeat_secs
