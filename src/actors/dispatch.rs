@@ -485,7 +485,7 @@ impl Shared {
     }
 }
 
-/// Warns that runs wait for a slot of `load`'s host: it is at its cap, or its slow tasks hold
+/// Warns that runs wait for a slot of `load`'s host: it is at its cap, or its slow handlers hold
 /// their share of it.
 fn warn_waiting(load: &HostLoad) {
     if load.in_flight < load.cap {
