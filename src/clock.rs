@@ -5,13 +5,6 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
 
-/// The last time ax keeps or shows: the end of the year 9999, where a MySQL DATETIME ends (and
-/// the tz rules of every zone but UTC).
-pub const LAST_TIME: DateTime<Utc> = match DateTime::from_timestamp(253_402_300_799, 0) {
-    Some(at) => at,
-    None => panic!("9999-12-31T23:59:59Z"),
-};
-
 /// A time as ax shows it to people, in logs and the API: RFC 3339, UTC, milliseconds, `Z`.
 pub fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)

@@ -15,7 +15,6 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod console;
-pub mod cron;
 pub mod dependencies;
 pub mod error;
 pub mod etag;

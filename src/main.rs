@@ -13,8 +13,8 @@ use ax::client::{
 };
 use ax::clock::SystemClock;
 use ax::config::Config;
-use ax::cron::{CronSchedule, Zone};
 use ax::EXIT_USAGE;
+use ax_cron::{CronSchedule, Zone};
 
 /// A fast allocator: firing and dispatching allocate many small, short-lived buffers.
 #[global_allocator]

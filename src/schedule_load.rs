@@ -6,8 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Duration, Timelike, Utc};
 
-use crate::cron::CronSchedule;
 use crate::run::{jittered, TaskId};
+use ax_cron::CronSchedule;
 
 /// Busiest seconds named.
 pub const BUSIEST: usize = 10;
@@ -327,7 +327,7 @@ mod tests {
         let mut berlin = task(1, "0 0 9 * * *", 0);
         berlin.schedule = berlin
             .schedule
-            .in_zone(crate::cron::Zone::parse("Europe/Berlin").expect("a zone"));
+            .in_zone(ax_cron::Zone::parse("Europe/Berlin").expect("a zone"));
         let load = load(&[berlin], at("2027-01-01T00:00:00Z"), 24);
         assert_eq!(load.busiest[0].at, at("2027-01-01T08:00:00Z"));
     }

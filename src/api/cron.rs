@@ -10,8 +10,8 @@ use serde::Serialize;
 use super::validate;
 use super::ApiState;
 use crate::clock::rfc3339;
-use crate::cron::Fire;
 use crate::error::ApiError;
+use ax_cron::Fire;
 
 #[derive(Serialize)]
 struct Preview {

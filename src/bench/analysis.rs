@@ -6,8 +6,8 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
-use crate::cron::CronSchedule;
 use crate::run::{RequestId, TaskId};
+use ax_cron::CronSchedule;
 
 /// One run: (task id, scheduled second as a Unix timestamp).
 pub type RunKey = (i64, i64);

@@ -32,9 +32,9 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 
 use crate::config::StoreConfig;
-use crate::cron::CronSchedule;
 use crate::EXIT_USAGE;
 use analysis::{cpu_percent, expected_fires, match_deliveries, received_within, task_cron};
+use ax_cron::CronSchedule;
 use cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
 use db::BenchStore;
 use event_streams::EventStreams;

@@ -17,7 +17,6 @@ use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsy
 use serde::{Deserialize, Serialize};
 
 use super::db::MYSQL_SERVER;
-use crate::cron::{CronSchedule, Zone};
 use crate::run::{
     OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType, OVERLAP_CODE, REPLACED_CODE,
     TIMEOUT_CODE,
@@ -27,6 +26,7 @@ use crate::store::models::{TaskFields, TaskStatus};
 use crate::store::schema::ax_meta::dsl as m;
 use crate::store::schema::ax_task::dsl as t;
 use crate::store::{to_db, Db};
+use ax_cron::{CronSchedule, Zone};
 
 /// How far back the runs go.
 pub const WINDOW_DAYS: i64 = 30;

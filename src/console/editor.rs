@@ -675,7 +675,7 @@ fn editor_form(
 ) -> Markup {
     let refusals = unsaved.map_or(&[][..], Unsaved::refusals);
     let error = |field: &str| Refusal::for_field(refusals, field);
-    let zones = crate::cron::Zone::names();
+    let zones = ax_cron::Zone::names();
     let overlaps: Vec<&str> = OverlapPolicy::ALL.iter().map(|p| p.as_str()).collect();
     let (back, version) = match target {
         Target::New => ("/console/tasks".to_string(), None),
@@ -919,14 +919,14 @@ mod tests {
     fn the_time_zone_is_a_choice_of_every_zone_the_api_takes() {
         let form = form(&Draft::new(None), None);
         assert!(form.contains(r#"list="timeZone-choices""#), "{form}");
-        let names = crate::cron::Zone::names();
+        let names = ax_cron::Zone::names();
         assert!(names.len() > 300, "{}", names.len());
         for name in &names {
             assert!(
                 form.contains(&format!(r#"<option value="{name}">"#)),
                 "{name}"
             );
-            assert!(crate::cron::Zone::parse(name).is_ok(), "{name}");
+            assert!(ax_cron::Zone::parse(name).is_ok(), "{name}");
         }
         for zone in ["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires"] {
             assert!(names.iter().any(|name| name == zone), "{zone}");

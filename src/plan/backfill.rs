@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::cron::CronSchedule;
+use ax_cron::CronSchedule;
 
 /// Most fire times one backfill covers.
 pub const MAX_BACKFILL_RUNS: usize = 10_000;

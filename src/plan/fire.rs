@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::cron::{CronError, CronSchedule};
 use crate::run::{OverlapPolicy, TaskId};
 use crate::store::models::{Task, TaskStatus};
 use crate::task_executor::TaskExecutor;
+use ax_cron::{CronError, CronSchedule};
 
 /// What the scheduler needs to fire a task, parsed once when the task enters the wheel.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,13 +7,13 @@ use chrono::{DateTime, Duration, Utc};
 use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
-use crate::cron::CronSchedule;
 use crate::run::{RequestId, RunStatus, TaskId, UPSTREAM_FAILED_CODE};
 use crate::run_history::{MissedReason, Span};
 use crate::store::models::Instance;
 use crate::store::queries::run_history as queries;
 use crate::store::queries::tasks;
 use crate::store::{from_db, to_db};
+use ax_cron::CronSchedule;
 
 /// The runs a task's stats are taken over: those scheduled in the last 7 days, at most 1,000.
 pub const STATS_DAYS: i64 = 7;

@@ -7,10 +7,10 @@ use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use super::error::{Result, ServiceError};
 use super::Service;
 use crate::actors::store::boxed;
-use crate::cron::{CronSchedule, Zone};
 use crate::run::TaskId;
 use crate::schedule_load::{load, Load, Planned};
 use crate::store::queries::overview;
+use ax_cron::{CronSchedule, Zone};
 
 /// How long a computed schedule ahead is shown again.
 pub const LOAD_FRESH_SECS: i64 = 15;

@@ -3,13 +3,13 @@
 use chrono::{DateTime, Utc};
 
 use crate::alerting::AlertRule;
-use crate::cron::CronSchedule;
 use crate::labels::Labels;
 use crate::run::{OverlapPolicy, TaskId};
 use crate::store::models::{TaskFields, TaskStatus};
 use crate::store::to_db;
 use crate::task_executor::TaskExecutor;
 use crate::task_fields;
+use ax_cron::CronSchedule;
 
 /// A task as the user defines it, validated. Serialized, it is the definition by field name
 /// (`crate::task_fields`), as a body gives it (`ax apply` compares two).

@@ -6,10 +6,10 @@ use diesel::prelude::*;
 use super::schema::{ax_instance, ax_task};
 use super::time::{from_db, to_db};
 use crate::alerting::AlertRule;
-use crate::cron::{CronError, CronSchedule, Zone};
 use crate::labels::Labels;
 use crate::run::{NewRun, OverlapPolicy, RequestId, RunStatus, Shard, TaskId, TriggerType};
 use crate::task_executor::TaskExecutor;
+use ax_cron::{CronError, CronSchedule, Zone};
 
 /// Longest task name (`name VARCHAR(128)`: characters).
 pub const MAX_NAME_CHARS: usize = crate::task_fields::NAME.max();

@@ -579,7 +579,7 @@ async fn a_stored_step_larger_than_its_range_fires_as_before(db: &Db) {
     let mut legacy = fields("legacy", "old", TaskStatus::Paused, None);
     legacy.cron = "*/99 * * * * *".into();
     let legacy = insert_task(db, legacy).await;
-    let taken = ax::cron::CronSchedule::parse(&legacy.cron);
+    let taken = ax_cron::CronSchedule::parse(&legacy.cron);
     assert!(taken.is_err(), "refused as input now: {taken:?}");
     assert!(legacy.schedule().is_ok(), "read as stored");
     // 05:06:07.123 → second 0 of the next minute, as `*/99` fired before.

@@ -7,8 +7,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use super::ids::task_id;
 use super::task::{scene, zone};
 use crate::alerting::AlertStatus;
-use crate::clock::{rfc3339, LAST_TIME};
-use crate::cron::{CronSchedule, Zone};
+use crate::clock::rfc3339;
 use crate::error::ApiError;
 use crate::run::{RequestIdPrefix, RunStatus};
 use crate::run_feed::Interest;
@@ -16,6 +15,8 @@ use crate::store::queries::alerts::{AlertFilter, AlertRow};
 use crate::store::queries::instances::{Cursor, InstanceFilter};
 use crate::store::queries::Page;
 use crate::store::to_db;
+use ax_cron::LAST_TIME;
+use ax_cron::{CronSchedule, Zone};
 
 /// Stats windows: one minute to 31 days; one day by default.
 pub const STATS_WINDOW_SECS: (i64, i64) = (60, 31 * 24 * 60 * 60);

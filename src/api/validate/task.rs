@@ -8,7 +8,6 @@ use super::alert_rule::alert_rule;
 use super::body::{integer, object, optional_string, required_string, small, text};
 use super::executor::task_executor;
 use super::handler_url::handler_url;
-use crate::cron::{CronSchedule, Zone};
 use crate::error::ApiError;
 use crate::labels::Labels;
 use crate::run::{OverlapPolicy, TaskId};
@@ -16,6 +15,7 @@ use crate::security::Allowlist;
 use crate::service::task_input::TaskInput;
 use crate::store::models::MAX_NAME_CHARS;
 use crate::task_fields as fields;
+use ax_cron::{CronSchedule, Zone};
 
 // A task's bounds and defaults are its fields' (`crate::task_fields`); text limits are those
 // of the MySQL columns (VARCHAR counts characters; SQLite has no limit).

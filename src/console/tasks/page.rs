@@ -23,7 +23,6 @@ use crate::console::paths::{group_href, scene_href, task_href};
 use crate::console::session::{csrf_field, Visitor};
 use crate::console::timeline;
 use crate::console::{html as respond, runs, ConsoleError};
-use crate::cron::{CronSchedule, Fire};
 use crate::run::TaskId;
 use crate::run_history::{stats, Percentiles};
 use crate::service::run_history::{
@@ -34,6 +33,7 @@ use crate::store::models::{Instance, Task, TaskStatus};
 use crate::store::queries::alerts::AlertFilter;
 use crate::store::queries::Page;
 use crate::web::ApiState;
+use ax_cron::{CronSchedule, Fire};
 
 /// Runs a task's page lists.
 const LATEST_RUNS: i64 = 20;

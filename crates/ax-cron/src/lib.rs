@@ -40,7 +40,7 @@
 //! instant yields exactly these fires in order.
 //!
 //! ```
-//! use ax::cron::{CronSchedule, Zone};
+//! use ax_cron::{CronSchedule, Zone};
 //! use chrono::{TimeZone, Utc};
 //!
 //! let s: CronSchedule = "0 30 9 * * MON-FRI".parse().unwrap();
@@ -67,7 +67,12 @@ use std::str::FromStr;
 
 use chrono::{DateTime, FixedOffset, Utc};
 
-use crate::clock::LAST_TIME;
+/// The last time ax keeps or shows: the end of the year 9999, where a MySQL DATETIME ends (and
+/// the tz rules of every zone but UTC).
+pub const LAST_TIME: DateTime<Utc> = match DateTime::from_timestamp(253_402_300_799, 0) {
+    Some(at) => at,
+    None => panic!("9999-12-31T23:59:59Z"),
+};
 
 pub use error::CronError;
 pub use schedule::{CronSchedule, Fire};

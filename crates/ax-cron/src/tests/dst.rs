@@ -5,7 +5,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, TimeZone, T
 use jiff::tz::{AmbiguousOffset, TimeZone as JiffZone, TimeZoneDatabase};
 
 use super::{at, sched};
-use crate::cron::{CronSchedule, Fire, Zone};
+use crate::{CronSchedule, Fire, Zone};
 
 fn zoned(expr: &str, zone: &str) -> CronSchedule {
     sched(expr).in_zone(Zone::parse(zone).expect("known zone"))
@@ -224,8 +224,7 @@ fn brute_force(
     to: DateTime<Utc>,
 ) -> Vec<DateTime<Utc>> {
     let tz = TimeZoneDatabase::bundled().get(zone).expect("zone");
-    let m =
-        crate::cron::parse::parse_masks(expr, crate::cron::parse::Steps::Bounded).expect("valid");
+    let m = crate::parse::parse_masks(expr, crate::parse::Steps::Bounded).expect("valid");
     let body = if expr == "@hourly" {
         "0 0 * * * *"
     } else {

@@ -4,7 +4,7 @@
 use chrono::{Datelike, Duration, NaiveDate, Weekday};
 
 use super::{assert_field_err, at, chain, err, sched};
-use crate::cron::CronError;
+use crate::CronError;
 
 /// The fire dates (midnight UTC) of `expr` from 2024-01-01, `n` of them.
 fn dates(expr: &str, n: usize) -> Vec<(i32, u32, u32)> {
@@ -295,7 +295,7 @@ fn quartz_forms_match_their_definitions() {
             _ => "*".to_string(),
         };
         let expr = format!("0 0 0 {dom_item} * {dow_item}");
-        let Ok(s) = crate::cron::CronSchedule::parse(&expr) else {
+        let Ok(s) = crate::CronSchedule::parse(&expr) else {
             continue;
         };
         let start = NaiveDate::from_ymd_opt(2020 + rnd(30) as i32, 1 + rnd(12), 1).expect("date");

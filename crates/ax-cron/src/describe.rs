@@ -323,7 +323,7 @@ fn capitalize(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::cron::{CronSchedule, Zone};
+    use crate::{CronSchedule, Zone};
 
     #[test]
     fn examples() {

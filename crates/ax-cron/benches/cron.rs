@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::str::FromStr;
 use std::time::Duration;
 
-use ax::cron::{CronSchedule, Zone};
+use ax_cron::{CronSchedule, Zone};
 use chrono::{DateTime, TimeZone, Utc};
 use criterion::{criterion_group, criterion_main, Criterion};
 use croner::parser::{CronParser, Seconds};
