@@ -34,11 +34,11 @@ use crate::config::Config;
 use crate::fencing::SendGate;
 use crate::health::Health;
 use crate::http_errors::JsonProtocolErrors;
-use crate::identity::{Identity, IdentityError, StoreClaim};
+use crate::cluster::identity::{Identity, IdentityError, StoreClaim};
 use crate::metrics::metrics;
 use crate::security::{Allowlist, Groups, Principal, Security};
 use crate::service::{Service, ServiceActors};
-use crate::site::AllowedHosts;
+use crate::security::site::AllowedHosts;
 use crate::store::queries::{meta, processes, recovery};
 use crate::store::{Db, StoreError, StoreUrl};
 use crate::web::ApiState;
@@ -456,7 +456,7 @@ fn alert_settings(config: &Config, instance_id: &str, served_on: SocketAddr) -> 
     let console_url = crate::console::paths::console_base(
         alerts.console_url.as_deref(),
         served_on,
-        crate::identity::system_host_name(),
+        crate::cluster::identity::system_host_name(),
     );
     let run_links = crate::console::paths::run_url(&console_url, "");
     AlertSettings {
@@ -509,7 +509,7 @@ async fn security(config: &Config, db: &Db) -> Result<Security, StartError> {
 fn allowed_hosts(config: &Config) -> Option<AllowedHosts> {
     let checked = !config.has_tokens() || !config.server.allowed_hosts.is_empty();
     checked.then(|| {
-        let names: Vec<String> = crate::identity::system_host_name().into_iter().collect();
+        let names: Vec<String> = crate::cluster::identity::system_host_name().into_iter().collect();
         AllowedHosts::new(config.bind_address(), &names, &config.server.allowed_hosts)
     })
 }

@@ -57,7 +57,7 @@ pub enum ApiError {
     /// A body whose `Content-Type` is not JSON: the type it names, if any.
     #[error("a body must be sent with Content-Type: application/json{}", .0.as_ref().map(|t| format!(", not `{t}`")).unwrap_or_default())]
     NotJson(Option<String>),
-    /// A `Host` this ax does not answer to (see `crate::site`).
+    /// A `Host` this ax does not answer to (see `crate::security::site`).
     #[error("this ax does not answer to the host `{0}`; list it in server.allowed_hosts")]
     MisdirectedHost(String),
     #[error("the store is unavailable")]

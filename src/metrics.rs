@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use crate::host_slots::HostLoad;
+use crate::dispatch::host_slots::HostLoad;
 use crate::run::Overlap;
 
 /// The wheel's gauges, for `/metrics`.

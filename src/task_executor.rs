@@ -5,7 +5,7 @@
 use diesel::sql_types::Text;
 use serde::{Deserialize, Serialize};
 
-use crate::routing::Routing;
+use crate::dispatch::routing::Routing;
 
 #[derive(
     Debug,
@@ -21,7 +21,7 @@ use crate::routing::Routing;
 #[serde(deny_unknown_fields)]
 pub struct TaskExecutor {
     pub group: String,
-    /// Joined to a member's base URL (`crate::routing::member_url`).
+    /// Joined to a member's base URL (`crate::dispatch::routing::member_url`).
     #[serde(default)]
     pub path: String,
     /// Overrides the group's routing.

@@ -486,7 +486,7 @@ impl Field {
                 "additionalProperties": false, "properties": {
                     "group": {"type": "string", "maxLength": max, "pattern": "^[a-z0-9_.-]+$"},
                     "path": {"type": "string"},
-                    "routing": {"type": "string", "enum": crate::routing::Routing::NAMES}}}),
+                    "routing": {"type": "string", "enum": crate::dispatch::routing::Routing::NAMES}}}),
             Kind::AlertRule => json!({"type": "object", "additionalProperties": false,
                 "properties": {
                     "events": {"type": "array",

@@ -2,7 +2,7 @@
 //! member's health, read from the store each second (so every ax process of a cluster routes
 //! over the same registrations and sets aside the same members), with the changes of health
 //! seen here written in the same round trip. A dispatch reads only this cache. Which member an
-//! attempt goes to is `crate::routing`'s decision; this shell holds the state it decides on.
+//! attempt goes to is `crate::dispatch::routing`'s decision; this shell holds the state it decides on.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +12,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::store::{boxed, StoreHandle};
 use crate::metrics::{metrics, MemberGauge};
-use crate::routing::{
+use crate::dispatch::routing::{
     pick, pick_shard, Candidate, Exchange, Health, HealthRule, HealthState, Routing, Share,
     SharedHealth, Transition,
 };

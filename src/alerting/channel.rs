@@ -51,7 +51,7 @@ pub fn check_channels(channels: &[Channel]) -> Result<(), ChannelError> {
                 message,
             })
         };
-        if !crate::routing::valid_group_name(&channel.name) {
+        if !crate::dispatch::routing::valid_group_name(&channel.name) {
             return refuse("name", "must be 1-64 of a-z 0-9 _ . -".into());
         }
         if channels[..n].iter().any(|c| c.name == channel.name) {

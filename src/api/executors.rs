@@ -13,7 +13,7 @@ use super::{Actor, ApiState};
 
 use crate::clock::rfc3339;
 use crate::error::ApiError;
-use crate::routing::HealthState;
+use crate::dispatch::routing::HealthState;
 use crate::service::executors::{GroupDetails, MemberState};
 use crate::store::from_db;
 

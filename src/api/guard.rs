@@ -1,4 +1,4 @@
-//! The guards in front of every route: the rules of [`crate::site`] applied to a request's
+//! The guards in front of every route: the rules of [`crate::security::site`] applied to a request's
 //! headers, where it comes from before anything else looks at it, whether its body is JSON
 //! once it is known who sent it.
 
@@ -9,7 +9,7 @@ use actix_web::{middleware, web};
 
 use super::ApiState;
 use crate::error::ApiError;
-use crate::site;
+use crate::security::site;
 
 /// Refuses a request for a host ax does not answer to (421) and a change sent by a page of
 /// another site (403), on the API and the console alike.

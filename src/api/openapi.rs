@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::endpoint::Endpoint;
 use crate::alerting::AlertStatus;
-use crate::routing::Routing;
+use crate::dispatch::routing::Routing;
 use crate::run::{ReportedStatus, RunStatus, TriggerType};
 use crate::service::executors::DEFAULT_MAX_IN_FLIGHT;
 use crate::store::models::AuditAction;

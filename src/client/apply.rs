@@ -33,7 +33,7 @@ use super::Connection;
 use crate::api::validate::executor::{group_input, group_name};
 use crate::api::{task_body, task_input};
 use crate::error::ApiError;
-use crate::routing::Routing;
+use crate::dispatch::routing::Routing;
 use crate::security::Allowlist;
 use crate::service::executors::{GroupInput, DEFAULT_MAX_IN_FLIGHT};
 use crate::service::task_input::TaskInput;

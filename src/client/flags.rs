@@ -75,7 +75,7 @@ pub fn executor(text: &str) -> Result<serde_json::Value, String> {
             text.escape_debug()
         ));
     }
-    if !crate::routing::valid_group_name(group) {
+    if !crate::dispatch::routing::valid_group_name(group) {
         return Err(format!(
             "expected GROUP or GROUP:PATH, like billing:/jobs/charge, GROUP 1-64 of a-z 0-9 _ . - \
              (got `{}`)",

@@ -8,7 +8,7 @@ use serde_yaml::Value as Yaml;
 use super::duration::{self, TimeUnit};
 use super::{HostConfig, NamedToken, MIN_SECRET_CHARS};
 use crate::alerting::{check_channels, AlertRule, Channel};
-use crate::routing::valid_group_name;
+use crate::dispatch::routing::valid_group_name;
 use crate::security::{Groups, Role, ANONYMOUS};
 
 /// The kinds of value a setting takes.
@@ -317,7 +317,7 @@ fn listed(value: &str) -> Vec<String> {
 fn check_hosts(hosts: &BTreeMap<String, HostConfig>) -> Result<(), Refusal> {
     for (host, config) in hosts {
         let plain = !host.contains(['/', '@', '?', '#', ' '])
-            && crate::host_slots::host_key(&format!("http://{host}/")).is_some();
+            && crate::dispatch::host_slots::host_key(&format!("http://{host}/")).is_some();
         if !plain {
             return Err(Refusal::Rule(format!(
                 "must name each host as in a handler URL, host or host:port (`{host}` is not one)"

@@ -35,16 +35,16 @@ pub const DEFAULT_CONFIG_PATH: &str = "config/ax.yaml";
 
 impl DispatchConfig {
     /// How each host's slots are shared between quick and slow tasks.
-    pub fn lanes(&self) -> crate::host_slots::LaneSettings {
-        crate::host_slots::LaneSettings {
+    pub fn lanes(&self) -> crate::dispatch::host_slots::LaneSettings {
+        crate::dispatch::host_slots::LaneSettings {
             slow_after: std::time::Duration::from_millis(self.slow_after_ms),
             slow_share_percent: self.slow_share_percent,
         }
     }
 
     /// Each executor host's cap.
-    pub fn host_caps(&self) -> crate::host_slots::HostCaps {
-        crate::host_slots::HostCaps {
+    pub fn host_caps(&self) -> crate::dispatch::host_slots::HostCaps {
+        crate::dispatch::host_slots::HostCaps {
             default: self.max_in_flight_per_host,
             hosts: self
                 .hosts

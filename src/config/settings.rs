@@ -53,7 +53,7 @@ settings! {
             shown: "`127.0.0.1` without an admin token, `0.0.0.0` with one",
             kind: Kind::Checked {
                 rule: "must be an IP address or a host name",
-                accepts: crate::site::is_bind_address,
+                accepts: crate::security::site::is_bind_address,
             },
             doc: "listen address",
         }
@@ -73,7 +73,7 @@ settings! {
             default: Vec::new(),
             kind: Kind::List {
                 rule: "must list names requests may give as their Host",
-                check: crate::site::check_allowed_hosts,
+                check: crate::security::site::check_allowed_hosts,
             },
             doc: "more names requests may give as their `Host` (`name` or `name:port`, e.g. the public name behind a proxy), added to the defaults; checked without a token, and with one when set (see [Security](security.md))",
         }
@@ -306,7 +306,7 @@ settings! {
         }
         max_registered_members: usize {
             env: "AX_EXECUTOR_MAX_REGISTERED_MEMBERS",
-            default: crate::routing::MAX_DEFINED_MEMBERS,
+            default: crate::dispatch::routing::MAX_DEFINED_MEMBERS,
             kind: count(1, 100_000, ""),
             doc: "most members that registered themselves one group holds (as `PUT` defines at most 1,000); one more registration is refused with 409",
         }

@@ -21,7 +21,7 @@ use crate::actors::cluster::{Member, HEARTBEAT_INTERVAL};
 use crate::actors::redis_link::LockError;
 use crate::attention::{self, FailingTask, TaskNow, Trouble};
 use crate::health::Report;
-use crate::routing::HealthState;
+use crate::dispatch::routing::HealthState;
 use crate::run::{RunStatus, TaskId};
 use crate::service::console_reads::{Pauses, RunCounts, DAY_COUNTS_SECS};
 use crate::service::executors::MemberState;

@@ -11,8 +11,8 @@ use super::layout::{health_badge, maybe_time, none, page, scrolling, stored_time
 use super::paths::group_anchor;
 use super::session::Visitor;
 use super::{ok, ConsoleError};
-use crate::host_slots::HostLoad;
-use crate::routing::HealthState;
+use crate::dispatch::host_slots::HostLoad;
+use crate::dispatch::routing::HealthState;
 use crate::service::executors::{GroupDetails, MemberState};
 use crate::store::queries::executors::{GoneRow, MemberRow};
 use crate::web::ApiState;

@@ -9,7 +9,7 @@ pub use super::notice::Notice;
 use super::paths::{asset_href, ALERTS, EXECUTORS, SCENES, SEARCH};
 use super::visitor::{csrf_field, sign_out_form, Visitor};
 use crate::alerting::{AlertEvent, AlertStatus};
-use crate::routing::HealthState;
+use crate::dispatch::routing::HealthState;
 use crate::run::RunStatus;
 use crate::store::from_db;
 use crate::store::models::TaskStatus;

@@ -9,7 +9,7 @@ use super::error::{Result, ServiceError};
 use super::Service;
 pub use crate::actors::fleet::MemberState;
 use crate::actors::store::boxed;
-use crate::routing::Routing;
+use crate::dispatch::routing::Routing;
 use crate::security::Principal;
 use crate::store::models::AuditAction;
 use crate::store::queries::executors::{
@@ -304,7 +304,7 @@ impl Service {
 
     /// Each executor host's load in this process (its slots, in both lanes), and how many
     /// tasks are in the slow lane.
-    pub fn host_loads(&self) -> (Vec<crate::host_slots::HostLoad>, usize) {
+    pub fn host_loads(&self) -> (Vec<crate::dispatch::host_slots::HostLoad>, usize) {
         self.dispatch.host_loads()
     }
 

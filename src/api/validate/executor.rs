@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use super::body::object;
 use super::handler_url::callable_url;
 use crate::error::ApiError;
-use crate::routing::{valid_group_name, Routing};
+use crate::dispatch::routing::{valid_group_name, Routing};
 use crate::security::Allowlist;
 use crate::service::executors::{GroupInput, Registration, DEFAULT_MAX_IN_FLIGHT};
 use crate::task_executor::TaskExecutor;
@@ -18,7 +18,7 @@ const MAX_PATH_CHARS: usize = 1024;
 /// Most requests in flight to one member.
 const MAX_IN_FLIGHT: i64 = crate::config::MAX_IN_FLIGHT_PER_HOST;
 /// Most members a group's definition lists.
-const MAX_MEMBERS: usize = crate::routing::MAX_DEFINED_MEMBERS;
+const MAX_MEMBERS: usize = crate::dispatch::routing::MAX_DEFINED_MEMBERS;
 
 /// A group's name, as a path gives it.
 pub fn group_name(name: String, field: &str) -> Result<String, ApiError> {

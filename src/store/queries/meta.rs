@@ -25,7 +25,7 @@ pub async fn signing_secret(conn: &mut Conn, generated: String) -> Result<String
 
 /// The default instance id of the host `host`: the stored one, or `generated` stored now.
 /// A host name too long for the key is cut; two hosts that then share a key share an id, and
-/// the second to start is refused while the first runs (see `crate::identity`).
+/// the second to start is refused while the first runs (see `crate::cluster::identity`).
 pub async fn instance_id_of(
     conn: &mut Conn,
     host: &str,

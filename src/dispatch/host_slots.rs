@@ -8,7 +8,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::slow_handlers::SlowHandlers;
+use crate::dispatch::slow_handlers::SlowHandlers;
 
 /// The host an attempt is sent to, as its slots are counted: the handler URL's host and port
 /// (the scheme's default port when it names none), lower-cased. `None` for a URL without a
@@ -492,7 +492,7 @@ mod tests {
         assert_eq!(slots.admit(&a, 2, was_slow, 6), None);
         assert_eq!(slots.admit(&a, 2, other, 7), None);
         // Quick attempts of the slow handler, one short of bringing it back.
-        for n in 1..crate::slow_handlers::QUICK_AGAIN_AFTER {
+        for n in 1..crate::dispatch::slow_handlers::QUICK_AGAIN_AFTER {
             slots.release("a:1", Lane::Slow, (was_slow, QUICK));
             slots.admit(&a, 2, was_slow, 100 + n);
         }

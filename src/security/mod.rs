@@ -1,6 +1,8 @@
 //! Security rules as pure functions: dispatch signatures, per-run callback tokens, the admin
 //! token check and the handler allowlist.
 
+pub mod site;
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -125,7 +127,7 @@ pub struct Security {
     pub allowlist: Allowlist,
     /// The names requests may give as their `Host`, when they are checked: without tokens,
     /// or with `server.allowed_hosts` set.
-    pub hosts: Option<crate::site::AllowedHosts>,
+    pub hosts: Option<crate::security::site::AllowedHosts>,
 }
 
 /// The header carrying the dispatch signature (`v1=<hex>`), and the one carrying its time.
