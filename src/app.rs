@@ -30,15 +30,15 @@ use crate::actors::Halt;
 use crate::api;
 use crate::api::require_token;
 use crate::clock::{ClockCheck, Reading, ReferenceClock, SharedClock};
+use crate::cluster::identity::{Identity, IdentityError, StoreClaim};
 use crate::config::Config;
 use crate::fencing::SendGate;
 use crate::health::Health;
 use crate::http_errors::JsonProtocolErrors;
-use crate::cluster::identity::{Identity, IdentityError, StoreClaim};
 use crate::metrics::metrics;
+use crate::security::site::AllowedHosts;
 use crate::security::{Allowlist, Groups, Principal, Security};
 use crate::service::{Service, ServiceActors};
-use crate::security::site::AllowedHosts;
 use crate::store::queries::{meta, processes, recovery};
 use crate::store::{Db, StoreError, StoreUrl};
 use crate::web::ApiState;
@@ -509,7 +509,9 @@ async fn security(config: &Config, db: &Db) -> Result<Security, StartError> {
 fn allowed_hosts(config: &Config) -> Option<AllowedHosts> {
     let checked = !config.has_tokens() || !config.server.allowed_hosts.is_empty();
     checked.then(|| {
-        let names: Vec<String> = crate::cluster::identity::system_host_name().into_iter().collect();
+        let names: Vec<String> = crate::cluster::identity::system_host_name()
+            .into_iter()
+            .collect();
         AllowedHosts::new(config.bind_address(), &names, &config.server.allowed_hosts)
     })
 }

@@ -18,10 +18,10 @@ use super::resolver::{guarded_client, NotAllowed};
 use super::store::{boxed, RunEvent, StoreHandle};
 use super::InFlight;
 use crate::clock::{rfc3339, SharedClock};
-use crate::fencing::SendGate;
 use crate::dispatch::host_slots::{host_key, HostCaps, HostLoad, HostSlots, Lane, LaneSettings};
-use crate::metrics::{metrics, DispatchResult};
 use crate::dispatch::routing::{member_url, Exchange};
+use crate::fencing::SendGate;
+use crate::metrics::{metrics, DispatchResult};
 use crate::run::{
     claim_covers, failed_attempt, http_code, renewed_claim, Decided, Event, Outcome, Report,
     ReportedStatus, RequestId, Shard, TaskId, BAD_PARAMS_CODE, BAD_REPLY_CODE, BAD_URI_MESSAGE,

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::store::{boxed, StoreHandle};
-use crate::metrics::{metrics, MemberGauge};
 use crate::dispatch::routing::{
     pick, pick_shard, Candidate, Exchange, Health, HealthRule, HealthState, Routing, Share,
     SharedHealth, Transition,
 };
+use crate::metrics::{metrics, MemberGauge};
 use crate::run::TaskId;
 use crate::store::models::{cut, MAX_MESSAGE_CHARS};
 use crate::store::queries::executors::{self, GroupRow, HealthRow, MemberRow};

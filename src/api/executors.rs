@@ -12,8 +12,8 @@ use super::validate::executor as validate;
 use super::{Actor, ApiState};
 
 use crate::clock::rfc3339;
-use crate::error::ApiError;
 use crate::dispatch::routing::HealthState;
+use crate::error::ApiError;
 use crate::service::executors::{GroupDetails, MemberState};
 use crate::store::from_db;
 

@@ -4,8 +4,8 @@ use serde_json::{Map, Value};
 
 use super::body::object;
 use super::handler_url::callable_url;
-use crate::error::ApiError;
 use crate::dispatch::routing::{valid_group_name, Routing};
+use crate::error::ApiError;
 use crate::security::Allowlist;
 use crate::service::executors::{GroupInput, Registration, DEFAULT_MAX_IN_FLIGHT};
 use crate::task_executor::TaskExecutor;
