@@ -226,8 +226,8 @@ fn p99(sorted: &[i64]) -> i64 {
     sorted[(sorted.len() * 99).div_ceil(100).saturating_sub(1)]
 }
 
-/// The gauge `ax_dispatch_queued` of `host`, 0 when not shown.
-async fn queued(ax: &ax::app::Ax, host: &str) -> usize {
+/// The gauge `name` of `host` in ax's `/metrics`, 0 when not shown.
+async fn host_gauge(ax: &ax::app::Ax, name: &str, host: &str) -> usize {
     let metrics = awc::Client::default()
         .get(format!("http://{}/metrics", ax.addr()))
         .send()
@@ -236,11 +236,16 @@ async fn queued(ax: &ax::app::Ax, host: &str) -> usize {
         .body()
         .await
         .expect("body");
-    let line = format!("ax_dispatch_queued{{host=\"{host}\"}} ");
+    let line = format!("{name}{{host=\"{host}\"}} ");
     String::from_utf8_lossy(&metrics)
         .lines()
         .find_map(|l| l.strip_prefix(&line).and_then(|n| n.parse().ok()))
         .unwrap_or(0)
+}
+
+/// Runs waiting for a slot of `host` (`ax_dispatch_queued`).
+async fn queued(ax: &ax::app::Ax, host: &str) -> usize {
+    host_gauge(ax, "ax_dispatch_queued", host).await
 }
 
 fn sleep(secs: f64) -> actix_rt::time::Sleep {
@@ -309,23 +314,6 @@ async fn a_hung_executor_holds_only_its_own_slots() {
     ax.shutdown().await;
 }
 
-/// The gauge `ax_dispatch_slow_in_flight` of `host`, 0 when not shown.
-async fn slow_in_flight(ax: &ax::app::Ax, host: &str) -> usize {
-    let metrics = awc::Client::default()
-        .get(format!("http://{}/metrics", ax.addr()))
-        .send()
-        .await
-        .expect("metrics")
-        .body()
-        .await
-        .expect("body");
-    let line = format!("ax_dispatch_slow_in_flight{{host=\"{host}\"}} ");
-    String::from_utf8_lossy(&metrics)
-        .lines()
-        .find_map(|l| l.strip_prefix(&line).and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
-}
-
 /// A hot handler: 150 every-second tasks whose handler hangs (`timeoutMs` 10 s) beside a
 /// healthy every-second task on the same host and port, another path, defaults otherwise.
 /// Once the hung handler's first attempts have timed out, the healthy task is delivered in at
@@ -363,7 +351,7 @@ async fn a_hung_handler_cannot_starve_the_other_handlers_of_its_host() {
 
     let share = config.dispatch.max_in_flight_per_host * config.dispatch.slow_share_percent / 100;
     assert_eq!(
-        slow_in_flight(&ax, &host.host).await,
+        host_gauge(&ax, "ax_dispatch_slow_in_flight", &host.host).await,
         share,
         "the hung handler holds the slow lane's share of the host"
     );
