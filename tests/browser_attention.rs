@@ -7,7 +7,7 @@ mod common;
 
 use common::attention::{failing_states, Answering};
 use common::webdriver::{keys, Browser, LAPTOP};
-use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use common::{config, start_ax, unique_name, Api, TestStore};
 use serde_json::json;
 
 #[actix_rt::test]
@@ -15,27 +15,14 @@ async fn attention_list_and_search_box() {
     let store = TestStore::sqlite();
     let ax = start_ax(&config(&store, false, "browser-attention")).await;
     let api = Api::new(&ax);
-    let (failed, accepted, succeeded) = (
-        Executor::start(Reply::Failed).await,
-        Executor::start(Reply::Accepted).await,
-        Executor::start(Reply::Success).await,
-    );
+    let answering = Answering::start().await;
     let scene = unique_name("billing");
-    let states = failing_states(
-        &api,
-        &scene,
-        Answering {
-            failed: &failed,
-            accepted: &accepted,
-            succeeded: &succeeded,
-        },
-    )
-    .await;
+    let states = failing_states(&api, &scene, &answering).await;
     let paused_scene = unique_name("reports");
     let held = api
         .create_task(
             json!({"name": unique_name("nightly-report"), "scene": paused_scene,
-            "cron": "0 0 3 * * *", "handlerUrl": succeeded.url}),
+            "cron": "0 0 3 * * *", "handlerUrl": answering.succeeded.url}),
         )
         .await;
     let (status, body) = api
@@ -160,7 +147,5 @@ async fn attention_list_and_search_box() {
 
     drop(browser);
     ax.shutdown().await;
-    for executor in [failed, accepted, succeeded] {
-        executor.stop().await;
-    }
+    answering.stop().await;
 }

@@ -82,22 +82,9 @@ async fn tells_the_truth(store: TestStore) {
     config.executors.cool_down_secs = 1;
     let ax = start_ax(&config).await;
     let api = Api::new(&ax);
-    let (failed, accepted, succeeded) = (
-        Executor::start(Reply::Failed).await,
-        Executor::start(Reply::Accepted).await,
-        Executor::start(Reply::Success).await,
-    );
+    let answering = Answering::start().await;
     let scene = unique_name("billing");
-    let states = failing_states(
-        &api,
-        &scene,
-        Answering {
-            failed: &failed,
-            accepted: &accepted,
-            succeeded: &succeeded,
-        },
-    )
-    .await;
+    let states = failing_states(&api, &scene, &answering).await;
 
     // Failing tasks: "Now" by each task's latest run.
     let dashboard = page(&ax, "/console").await;
@@ -126,7 +113,7 @@ async fn tells_the_truth(store: TestStore) {
     let created = api
         .create_task(
             json!({"name": unique_name("held"), "scene": quiet_scene, "cron": "0 0 3 1 1 *",
-            "handlerUrl": succeeded.url, "enabled": false}),
+            "handlerUrl": answering.succeeded.url, "enabled": false}),
         )
         .await;
     let (status, body) = api
@@ -263,7 +250,6 @@ async fn tells_the_truth(store: TestStore) {
     }
 
     ax.shutdown().await;
-    for executor in [failed, accepted, succeeded, back] {
-        executor.stop().await;
-    }
+    answering.stop().await;
+    back.stop().await;
 }

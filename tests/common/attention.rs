@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{unique_name, Api, Executor};
+use super::{unique_name, Api, Executor, Reply};
 
 /// The tasks, by what their latest run is doing.
 pub struct FailingStates {
@@ -16,15 +16,31 @@ pub struct FailingStates {
 }
 
 /// Executors answering every way the states need.
-pub struct Answering<'a> {
-    pub failed: &'a Executor,
-    pub accepted: &'a Executor,
-    pub succeeded: &'a Executor,
+pub struct Answering {
+    pub failed: Executor,
+    pub accepted: Executor,
+    pub succeeded: Executor,
+}
+
+impl Answering {
+    pub async fn start() -> Answering {
+        Answering {
+            failed: Executor::start(Reply::Failed).await,
+            accepted: Executor::start(Reply::Accepted).await,
+            succeeded: Executor::start(Reply::Success).await,
+        }
+    }
+
+    pub async fn stop(self) {
+        for executor in [self.failed, self.accepted, self.succeeded] {
+            executor.stop().await;
+        }
+    }
 }
 
 /// Makes the four tasks in `scene`: each fails a manual run, then is changed by `change` and
 /// run again (the failing one is not run again).
-pub async fn failing_states(api: &Api, scene: &str, answering: Answering<'_>) -> FailingStates {
+pub async fn failing_states(api: &Api, scene: &str, answering: &Answering) -> FailingStates {
     let retry_later = json!({"maxRetry": 2, "retryBackoffSecs": 600});
     let states = [
         ("failing", None),

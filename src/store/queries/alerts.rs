@@ -524,7 +524,8 @@ async fn queue_first_successes(
         let since = vec!["(task_id = ? AND finished_at > ?)"; chunk.len()].join(" OR ");
         let sql = format!(
             "SELECT request_id, task_id, callback_code, callback_message, finished_at \
-             FROM ax_instance WHERE status = 'SUCCESS' AND ({since}) ORDER BY finished_at"
+             FROM ax_instance WHERE status = '{}' AND ({since}) ORDER BY finished_at",
+            RunStatus::Success.as_str()
         );
         let found: Vec<FoundSuccess> = with_conn!(conn, |c| {
             let mut query = diesel::sql_query(sql.as_str()).into_boxed();
