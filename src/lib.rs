@@ -1,50 +1,18 @@
 //! ax (Action eXecutor): a distributed cron scheduler that calls HTTP handlers.
+//!
+//! The `ax` binary's crate; the code lives in the workspace's crates (see docs/architecture.md),
+//! re-exported here under the paths the integration tests name.
 
-#[macro_use]
-mod text_enum;
-
-pub mod actors;
-pub mod alerting;
-pub mod api;
-pub mod app;
-pub mod attention;
-pub mod audit;
-pub mod auth_throttle;
-pub mod bench;
-pub mod client;
-pub mod clock;
-pub mod cluster;
-pub mod config;
-pub mod console;
-pub mod dependencies;
-pub mod dispatch;
-pub mod error;
-pub mod etag;
-pub mod fencing;
-pub mod group_commit;
-pub mod health;
-pub mod http_errors;
-pub mod labels;
-pub mod metrics;
-pub mod nesting;
-pub mod notify;
-pub mod percentile;
-pub mod plan;
-pub mod run;
-pub mod run_feed;
-pub mod run_history;
-pub mod run_log;
-pub mod schedule_load;
-pub mod search;
-pub mod security;
-pub mod service;
-pub mod store;
-pub mod task_executor;
-pub mod task_fields;
-pub mod text;
-pub mod web;
-pub mod wheel;
-
-/// The exit status of every `ax` command for bad input (an invalid expression, option, config
-/// or file), with a message on stderr.
-pub const EXIT_USAGE: u8 = 2;
+pub use ax_bench as bench;
+pub use ax_client as client;
+pub use ax_core::{
+    alerting, clock, dependencies, dispatch, fencing, group_commit, labels, metrics, nesting,
+    percentile, plan, run, run_feed, run_history, run_log, schedule_load, search, security,
+    task_executor, task_fields, text, wheel, EXIT_USAGE,
+};
+pub use ax_server::{
+    actors, api, app, attention, audit, auth_throttle, cluster, config, console, error, etag,
+    health, http_errors, notify, service, web,
+};
+pub use ax_store as store;
+pub use ax_store::with_conn;

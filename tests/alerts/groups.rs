@@ -1,4 +1,4 @@
-//! `src/alerting/group.rs` and the outbox's lanes, end to end: hundreds of registered members
+//! `crates/ax-core/src/alerting/group.rs` and the outbox's lanes, end to end: hundreds of registered members
 //! whose heartbeats stop make a few alerts per group naming how many and the first of them,
 //! not one per member; and meanwhile every run that fails is told within 5 s of its end.
 

@@ -1,4 +1,4 @@
-//! `src/store/queries/runs.rs`, attempts: the due attempts (`due_attempts`, `attempts_of`),
+//! `crates/ax-store/src/queries/runs.rs`, attempts: the due attempts (`due_attempts`, `attempts_of`),
 //! dispatch claims (`claim`), recovery of claims (`recover_own`, `fence_stale`), and the
 //! params of manual runs.
 

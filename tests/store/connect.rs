@@ -1,4 +1,4 @@
-//! `src/store/mod.rs`: connecting (migrations, the folders of a SQLite file, bad store URLs)
+//! `crates/ax-store/src/lib.rs`: connecting (migrations, the folders of a SQLite file, bad store URLs)
 //! and the conversion of times to and from the database (`to_db`, `from_db`).
 
 use std::time::{Duration, Instant};

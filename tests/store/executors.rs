@@ -1,4 +1,4 @@
-//! `src/store/queries/executors.rs`: a registered member stays with the token that registered
+//! `crates/ax-store/src/queries/executors.rs`: a registered member stays with the token that registered
 //! it, a defined one with the admins, and a group takes a capped number of registered members.
 
 use ax::store::queries::executors::{

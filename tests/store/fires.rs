@@ -1,4 +1,4 @@
-//! `src/store/queries/instances.rs`, fires: `record_fires`' compare-and-set, duplicate request
+//! `crates/ax-store/src/queries/instances.rs`, fires: `record_fires`' compare-and-set, duplicate request
 //! ids, many fires and fire chains per statement, and fire batches committing side by side.
 
 use ax::run::{

@@ -1,4 +1,4 @@
-//! `src/store/queries/instances.rs`, reading and pruning runs: history, stats, retention.
+//! `crates/ax-store/src/queries/instances.rs`, reading and pruning runs: history, stats, retention.
 
 use ax::run::{RunStatus, TaskId};
 use ax::store::models::TaskStatus;

@@ -1,11 +1,11 @@
 //! The query layer on both real backends: every scenario is written once against `Db` and run
 //! on a fresh SQLite file and on a fresh MariaDB database.
 //!
-//! The modules follow the code they test: `connect` the store itself (`src/store/mod.rs`),
+//! The modules follow the code they test: `connect` the store itself (`crates/ax-store/src/lib.rs`),
 //! `tasks`, `task_changes`, `meta`, `executors`, `overview` and `search` their query modules,
 //! `fires` and `history` the parts of
 //! `queries/instances.rs`, `runs` (the writes themselves), `results`, `attempts` and `pending`
-//! the parts of `queries/runs.rs`, and `store_actor` the StoreActor (`src/actors/store.rs`).
+//! the parts of `queries/runs.rs`, and `store_actor` the StoreActor (`crates/ax-server/src/actors/store.rs`).
 //! `support` holds the helpers and `on_both_backends!`.
 
 #[path = "../common/mod.rs"]

@@ -1,4 +1,4 @@
-//! `src/store/queries/meta.rs`: the signing secret.
+//! `crates/ax-store/src/queries/meta.rs`: the signing secret.
 
 use ax::store::Db;
 

@@ -1,4 +1,4 @@
-//! `src/store/queries/overview.rs`, the dashboard's reads: runs by status over the hour and
+//! `crates/ax-store/src/queries/overview.rs`, the dashboard's reads: runs by status over the hour and
 //! the day in one statement, the pauses with since when and by whom, the members recovered.
 
 use ax::run::{RunStatus, TaskId};

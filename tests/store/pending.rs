@@ -1,4 +1,4 @@
-//! `src/store/queries/runs.rs`, `check_pending`: runs waiting on their upstreams.
+//! `crates/ax-store/src/queries/runs.rs`, `check_pending`: runs waiting on their upstreams.
 
 use ax::run::{NewRun, RunStatus};
 use ax::store::models::TaskStatus;

@@ -1,4 +1,4 @@
-//! `src/store/queries/runs.rs`, results: `decide` of reports and their retries, blind writes
+//! `crates/ax-store/src/queries/runs.rs`, results: `decide` of reports and their retries, blind writes
 //! many to a statement (`apply`, `apply_all`), a result counted once per attempt, and RUNNING
 //! runs past their deadline (`expired_running`).
 

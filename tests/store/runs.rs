@@ -1,4 +1,4 @@
-//! `src/store/queries/runs.rs`, the write machinery: the SQL that `apply` makes of a write
+//! `crates/ax-store/src/queries/runs.rs`, the write machinery: the SQL that `apply` makes of a write
 //! does what the lifecycle's model says (`RunState::apply`), under the same condition
 //! (`Expect::holds`), for one run and many to a statement; and `decide_many` decides several
 //! events in order, each on what the previous left, as one-by-one `decide` would.

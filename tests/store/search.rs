@@ -1,4 +1,4 @@
-//! `src/store/queries/search.rs`: runs by the start of their request id (one range of the
+//! `crates/ax-store/src/queries/search.rs`: runs by the start of their request id (one range of the
 //! request-id index, read from its end), tasks by text in their `scene/name`.
 
 use ax::run::{RequestId, RequestIdPrefix, RunStatus};

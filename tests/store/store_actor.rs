@@ -1,4 +1,4 @@
-//! `src/actors/store.rs`: the StoreActor committing the results of many callers, and claims.
+//! `crates/ax-server/src/actors/store.rs`: the StoreActor committing the results of many callers, and claims.
 
 use std::time::Duration;
 

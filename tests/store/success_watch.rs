@@ -1,4 +1,4 @@
-//! `src/store/queries/success_watch.rs` with the folder (`alerts::fold`): a writer of runs
+//! `crates/ax-store/src/queries/success_watch.rs` with the folder (`alerts::fold`): a writer of runs
 //! queues only the successes of watched tasks, reads the set again when the folder moves it,
 //! and a success its writer did not queue (the task was alerted meanwhile) is found by the
 //! folder, so the alert still resolves.

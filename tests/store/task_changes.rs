@@ -1,4 +1,4 @@
-//! `src/store/queries/task_changes.rs`: the change feed the database writes for every change of
+//! `crates/ax-store/src/queries/task_changes.rs`: the change feed the database writes for every change of
 //! a task, and the fire's compare-and-set on the task's version.
 
 use ax::run::TaskId;

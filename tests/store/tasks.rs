@@ -1,4 +1,4 @@
-//! `src/store/queries/tasks.rs`: task CRUD, the due scan (`due_until`), pause and resume of
+//! `crates/ax-store/src/queries/tasks.rs`: task CRUD, the due scan (`due_until`), pause and resume of
 //! tasks and scenes, scene counts, and dependencies.
 
 use ax::run::TaskId;

@@ -1,0 +1,396 @@
+//! ClusterActor: keeps this process's heartbeat in Redis and lists the live processes, so the
+//! supervisor can tell a dead process's claims from a live one's (without Redis the cluster is
+//! this process alone), and checks this process's clock against the cluster's reference clock,
+//! the database's: past the allowed skew the process fires and claims nothing.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use ax_core::clock::{rfc3339_serde, ClockCheck, Reading, SharedClock};
+use ax_core::metrics::metrics;
+use ax_store::queries::meta;
+
+use super::redis_link::{unavailable, LockError, RedisLink, CALL_WAIT};
+use super::store::{boxed, StoreHandle};
+use ax_core::alerting::AlertEvent;
+use ax_store::queries::alerts;
+
+/// How often a process renews its heartbeat.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
+/// A process whose heartbeat is older than this is gone.
+pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
+/// How often this process's clock is checked against the reference clock.
+pub const CLOCK_CHECK_INTERVAL: Duration = Duration::from_secs(5);
+/// How often a skewed clock is logged at ERROR while it stays skewed.
+const SKEW_LOG_INTERVAL: Duration = Duration::from_secs(60);
+/// The set of instance ids that have announced themselves.
+const MEMBERS_KEY: &str = "ax:instances";
+
+fn heartbeat_key(instance_id: &str) -> String {
+    format!("ax:instance:{instance_id}")
+}
+
+/// A live ax process, as its heartbeat says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    pub instance_id: String,
+    pub addr: String,
+    #[serde(serialize_with = "rfc3339_serde")]
+    pub started_at: DateTime<Utc>,
+    #[serde(serialize_with = "rfc3339_serde")]
+    pub last_seen: DateTime<Utc>,
+}
+
+/// The actor holding this process's membership.
+pub struct ClusterActor {
+    redis: Option<RedisLink>,
+    /// Where a process found gone is recorded for alerts.
+    store: StoreHandle,
+    instance_id: String,
+    /// This process, once its HTTP address is known (see `Announce`).
+    me: Option<Member>,
+    clock: ClockWatch,
+}
+
+/// What the clock check needs: the clock checked, where its verdict goes, the allowed skew.
+pub struct ClockWatch {
+    pub clock: SharedClock,
+    pub check: Arc<ClockCheck>,
+    pub max_skew_ms: u64,
+    /// When a skewed clock was last logged.
+    pub logged: Option<Instant>,
+}
+
+impl ClusterActor {
+    /// A member of the cluster whose heartbeats are in `redis` (`None`: a cluster of one).
+    pub fn new(
+        instance_id: String,
+        redis: Option<RedisLink>,
+        store: StoreHandle,
+        clock: ClockWatch,
+    ) -> Self {
+        ClusterActor {
+            redis,
+            store,
+            instance_id,
+            me: None,
+            clock,
+        }
+    }
+
+    /// Reads the reference clock and records how far this one is from it; a change of verdict
+    /// is logged and alerted (`CLOCK_SKEW`, resolved when it is back), a skew that stays is
+    /// logged at ERROR once a minute.
+    fn check_clock(&mut self, ctx: &mut Context<Self>) {
+        let (store, clock) = (self.store.clone(), self.clock.clock.clone());
+        let read = async move {
+            let before = clock.now();
+            let reference = store.query(|conn| boxed(meta::reference_time(conn))).await;
+            reference.map(|reference| Reading::of(before, reference, clock.now()))
+        };
+        ctx.spawn(read.into_actor(self).map(|reading, act, ctx| {
+            let reading = match reading {
+                Ok(reading) => reading,
+                // The store's own outage is told elsewhere; the last verdict stands.
+                Err(err) => return log::debug!("clock check: the reference was not read: {err}"),
+            };
+            let watch = &mut act.clock;
+            metrics().set_clock_offset_ms(reading.offset_ms);
+            let changed = watch.check.record(reading, watch.max_skew_ms);
+            let due = watch
+                .logged
+                .is_none_or(|at| at.elapsed() >= SKEW_LOG_INTERVAL);
+            if watch.check.is_skewed() && (due || changed.is_some()) {
+                watch.logged = Some(Instant::now());
+                log::error!("{}", skew_message(reading, watch.max_skew_ms));
+            }
+            if let Some(skewed) = changed {
+                act.record_skew(skewed, reading, ctx);
+            }
+        }));
+    }
+
+    /// A `CLOCK_SKEW` alert event about this process, or its resolution.
+    fn record_skew(&self, skewed: bool, reading: Reading, ctx: &mut Context<Self>) {
+        if !skewed {
+            log::info!(
+                "this process's clock is back within {} ms of the database's ({} ms)",
+                self.clock.max_skew_ms,
+                reading.offset_ms
+            );
+        }
+        let (event, message) = if skewed {
+            let message = skew_message(reading, self.clock.max_skew_ms);
+            (AlertEvent::ClockSkew, Some(message))
+        } else {
+            (AlertEvent::Resolved, None)
+        };
+        let (store, subject) = (self.store.clone(), format!("clock of {}", self.instance_id));
+        let at = self.clock.clock.now();
+        ctx.spawn(
+            async move {
+                let recorded = store
+                    .query(move |conn| {
+                        boxed(
+                            async move { alerts::record(conn, &subject, event, message, at).await },
+                        )
+                    })
+                    .await;
+                if let Err(err) = recorded {
+                    log::warn!("the alert about this process's clock was not recorded: {err}");
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
+    /// Renews this process's heartbeat, then looks for processes whose heartbeat expired, so
+    /// that one is told (`PROCESS_LEFT`) within a beat of its expiry whether or not anyone
+    /// lists the cluster.
+    fn beat(&mut self, ctx: &mut Context<Self>) {
+        let (Some(link), Some(me)) = (&self.redis, &mut self.me) else {
+            return;
+        };
+        me.last_seen = Utc::now();
+        let (link, me, store) = (link.clone(), me.clone(), self.store.clone());
+        ctx.spawn(
+            async move {
+                if let Err(err) = redis_heartbeat(link.clone(), me).await {
+                    log::warn!("heartbeat not sent: {err}");
+                }
+                if let Err(err) = live_members(link, &store).await {
+                    log::debug!("the cluster's members were not read: {err}");
+                }
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+/// What a skewed clock is told with: by how much, and what the process does about it.
+fn skew_message(reading: Reading, max_skew_ms: u64) -> String {
+    format!(
+        "this process's clock is {} ms {} the database's (±{} ms; at most {max_skew_ms} ms \
+         allowed): it fires and claims nothing until it is set right (NTP)",
+        reading.offset_ms.unsigned_abs(),
+        if reading.offset_ms > 0 {
+            "behind"
+        } else {
+            "ahead of"
+        },
+        reading.uncertainty_ms
+    )
+}
+
+impl Actor for ClusterActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(CLOCK_CHECK_INTERVAL, |act, ctx| act.check_clock(ctx));
+    }
+}
+
+async fn redis_heartbeat(link: RedisLink, me: Member) -> Result<(), LockError> {
+    let value = serde_json::to_string(&me).map_err(unavailable)?;
+    let mut pipe = redis::pipe();
+    pipe.cmd("SET")
+        .arg(heartbeat_key(&me.instance_id))
+        .arg(value)
+        .arg("PX")
+        .arg(HEARTBEAT_TTL.as_millis() as u64)
+        .ignore()
+        .cmd("SADD")
+        .arg(MEMBERS_KEY)
+        .arg(&me.instance_id)
+        .ignore();
+    link.call(CALL_WAIT, async |conn| {
+        pipe.query_async::<()>(&mut *conn).await
+    })
+    .await
+}
+
+/// The processes whose heartbeats are live, and those this call found gone: their heartbeat
+/// expired without a leave, and this call is the one that forgot them (of processes looking
+/// at once, one removes each from the set).
+async fn redis_members(link: RedisLink) -> Result<(Vec<Member>, Vec<String>), LockError> {
+    link.call(CALL_WAIT, async |conn| {
+        let ids: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(MEMBERS_KEY)
+            .query_async(&mut *conn)
+            .await?;
+        if ids.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let keys: Vec<String> = ids.iter().map(|id| heartbeat_key(id)).collect();
+        let beats: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut *conn)
+            .await?;
+        let (mut members, mut gone) = (Vec::new(), Vec::new());
+        for (id, beat) in ids.into_iter().zip(beats) {
+            match beat.and_then(|b| serde_json::from_str::<Member>(&b).ok()) {
+                Some(member) => members.push(member),
+                None => {
+                    let removed: Result<i64, _> = redis::cmd("SREM")
+                        .arg(MEMBERS_KEY)
+                        .arg(&id)
+                        .query_async(&mut *conn)
+                        .await;
+                    if removed == Ok(1) {
+                        gone.push(id);
+                    }
+                }
+            }
+        }
+        members.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+        Ok((members, gone))
+    })
+    .await
+}
+
+/// The live members; each process found gone is recorded (`PROCESS_LEFT`) by the one process
+/// whose `SREM` removed it.
+async fn live_members(link: RedisLink, store: &StoreHandle) -> Result<Vec<Member>, LockError> {
+    let (members, gone) = redis_members(link).await?;
+    for id in gone {
+        record_left(store, id).await;
+    }
+    Ok(members)
+}
+
+/// A `PROCESS_LEFT` alert event about process `id`.
+async fn record_left(store: &StoreHandle, id: String) {
+    log::warn!("ax process {id} left the cluster without a word: its heartbeat expired");
+    let recorded = store
+        .query(move |conn| {
+            boxed(async move {
+                let why = "its heartbeat expired; its claimed runs are recovered by the others";
+                let subject = ax_core::alerting::process_subject(&id);
+                alerts::record(
+                    conn,
+                    &subject,
+                    AlertEvent::ProcessLeft,
+                    Some(why.into()),
+                    Utc::now(),
+                )
+                .await
+            })
+        })
+        .await;
+    if let Err(err) = recorded {
+        log::warn!("the alert about process leaving was not recorded: {err}");
+    }
+}
+
+async fn redis_leave(link: RedisLink, instance_id: String) {
+    let mut pipe = redis::pipe();
+    pipe.cmd("DEL")
+        .arg(heartbeat_key(&instance_id))
+        .ignore()
+        .cmd("SREM")
+        .arg(MEMBERS_KEY)
+        .arg(&instance_id)
+        .ignore();
+    // Leaving is a courtesy: a heartbeat left behind expires by itself.
+    let _ = link
+        .call(CALL_WAIT, async |conn| {
+            pipe.query_async::<()>(&mut *conn).await
+        })
+        .await;
+}
+
+/// Starts this process's heartbeat, now that its HTTP address is known.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Announce(pub String);
+
+impl Handler<Announce> for ClusterActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Announce, ctx: &mut Context<Self>) {
+        let now = Utc::now();
+        self.me = Some(Member {
+            instance_id: self.instance_id.clone(),
+            addr: msg.0,
+            started_at: now,
+            last_seen: now,
+        });
+        self.beat(ctx);
+        ctx.run_interval(HEARTBEAT_INTERVAL, |act, ctx| act.beat(ctx));
+    }
+}
+
+/// The live processes of the cluster (just this one without Redis).
+#[derive(Message)]
+#[rtype(result = "Result<Vec<Member>, LockError>")]
+pub struct Members;
+
+impl Handler<Members> for ClusterActor {
+    type Result = ResponseFuture<Result<Vec<Member>, LockError>>;
+
+    fn handle(&mut self, _: Members, _: &mut Context<Self>) -> Self::Result {
+        match &self.redis {
+            Some(link) => {
+                let (link, store) = (link.clone(), self.store.clone());
+                Box::pin(async move { live_members(link, &store).await })
+            }
+            None => {
+                let me = self.me.clone().map(|mut me| {
+                    me.last_seen = Utc::now();
+                    me
+                });
+                Box::pin(async move { Ok(me.into_iter().collect()) })
+            }
+        }
+    }
+}
+
+/// Stops the heartbeat and removes this process from the cluster list (shutdown).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Leave;
+
+impl Handler<Leave> for ClusterActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Leave, ctx: &mut Context<Self>) -> Self::Result {
+        self.me = None;
+        ctx.stop();
+        match &self.redis {
+            Some(link) => Box::pin(redis_leave(link.clone(), self.instance_id.clone())),
+            None => Box::pin(async {}),
+        }
+    }
+}
+
+/// A handle to the ClusterActor.
+#[derive(Clone)]
+pub struct ClusterHandle {
+    addr: Addr<ClusterActor>,
+}
+
+impl ClusterHandle {
+    pub fn new(addr: Addr<ClusterActor>) -> Self {
+        ClusterHandle { addr }
+    }
+
+    /// Starts the heartbeat of this process, reachable at `addr`.
+    pub fn announce(&self, addr: String) {
+        self.addr.do_send(Announce(addr));
+    }
+
+    /// The live processes of the cluster.
+    pub async fn members(&self) -> Result<Vec<Member>, LockError> {
+        self.addr.send(Members).await.map_err(unavailable)?
+    }
+
+    /// Leaves the cluster (shutdown).
+    pub async fn leave(&self) {
+        let _ = self.addr.send(Leave).await;
+    }
+}

@@ -1,0 +1,320 @@
+//! This process's identity in a cluster (`server.instance_id`): the configured one, or the one
+//! its host keeps in the store, so that a restarted node is the same node and recovers its own
+//! runs at once. No two live processes share one: the identity is locked for the process's
+//! lifetime, with a lock the system frees when the process dies, even by `kill -9`. On SQLite
+//! the lock is the database file's own: one ax process per file, whatever its id.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use diesel_async::AsyncMysqlConnection;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use ax_store::queries::meta;
+use ax_store::queries::named_locks::{self, Taken};
+use ax_store::{Db, StoreError, StoreUrl};
+
+/// How long start-up waits for the identity's previous holder to be gone (a process still
+/// shutting down, or one just killed whose connection the server has not yet closed).
+const CLAIM_WAIT: Duration = Duration::from_secs(5);
+/// How often the MySQL lock's connection is used, so that it never idles out
+/// (`wait_timeout`), and the lock is checked and taken again if the connection was lost.
+const KEEP_INTERVAL: Duration = Duration::from_secs(30);
+/// How many characters of the host name a generated id keeps, with `-` and 8 hex digits.
+const HOST_CHARS: usize = 55;
+
+/// Why this process cannot have its identity.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error("instance id {0} is in use by another running ax process")]
+    InUse(String),
+    #[error(
+        "the SQLite file {0} is in use by another running ax process (one ax serve per SQLite \
+         file; several share a MySQL/MariaDB store)"
+    )]
+    FileInUse(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot lock the instance id: {0}")]
+    Lock(String),
+}
+
+/// The identity of this process, held until [`Identity::release`] or the process ends.
+pub struct Identity {
+    id: String,
+    /// Whether the lock is still this process's (a MySQL lock goes with a lost connection).
+    held: Arc<AtomicBool>,
+    lock: Lock,
+}
+
+/// How an identity is locked: the one backend-specific part of it.
+enum Lock {
+    /// A named lock (`GET_LOCK`) on a connection of its own, kept by a background task; the
+    /// server frees it when the connection dies.
+    Mysql(Keeper),
+    /// The SQLite file's own lock (see [`StoreClaim`]).
+    Sqlite(std::fs::File),
+}
+
+/// A process's claim on its store, taken before it touches the store (migrations included):
+/// on SQLite, an exclusive lock on `<database file>.lock` beside it, so that no second ax
+/// process uses the file, whatever its instance id. The kernel frees the lock when the process
+/// dies. The file stays: removing it would let a process lock a file nobody else sees.
+pub enum StoreClaim {
+    /// MySQL/MariaDB, shared by several processes: their ids are locked one by one.
+    Shared(String),
+    Sqlite(std::fs::File),
+}
+
+impl StoreClaim {
+    /// Claims the store at `url`; fails when another live ax process uses its SQLite file.
+    pub async fn take(url: &StoreUrl) -> Result<StoreClaim, IdentityError> {
+        Ok(match url {
+            StoreUrl::Mysql(url) => StoreClaim::Shared(url.clone()),
+            StoreUrl::Sqlite(path) => {
+                let in_use = || IdentityError::FileInUse(path.clone());
+                StoreClaim::Sqlite(lock_file(&format!("{path}.lock"), in_use).await?)
+            }
+        })
+    }
+}
+
+/// The task keeping a MySQL lock. Dropped (a start-up that failed later), it is aborted, and
+/// its connection closes, freeing the lock.
+struct Keeper {
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Identity {
+    /// Takes this process's identity on the store it has claimed: `configured`, or this
+    /// host's default (generated once, kept in the store). Fails when a live process holds it.
+    pub async fn claim(
+        db: &Db,
+        store: StoreClaim,
+        configured: Option<&str>,
+    ) -> Result<Identity, IdentityError> {
+        let id = match configured {
+            Some(id) => id.to_string(),
+            None => host_default(db).await?,
+        };
+        let held = Arc::new(AtomicBool::new(true));
+        let lock = match store {
+            StoreClaim::Shared(url) => lock_mysql(&url, &id, held.clone()).await?,
+            // The process has the file to itself: no other can hold its id.
+            StoreClaim::Sqlite(file) => Lock::Sqlite(file),
+        };
+        let origin = match configured {
+            Some(_) => "configured",
+            None => "this host's default, kept in the store",
+        };
+        log::info!("instance id: {id} ({origin})");
+        Ok(Identity { id, held, lock })
+    }
+
+    /// The instance id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether the identity is still this process's alone; `false` after the MySQL lock was
+    /// lost with its connection and another process took it meanwhile.
+    pub fn held(&self) -> Arc<AtomicBool> {
+        self.held.clone()
+    }
+
+    /// Frees the identity for the next process (shutdown).
+    pub async fn release(self) {
+        match self.lock {
+            Lock::Mysql(mut keeper) => {
+                if let Some(stop) = keeper.stop.take() {
+                    let _ = stop.send(());
+                }
+                // It releases the lock, then ends.
+                let _ = (&mut keeper.task).await;
+            }
+            Lock::Sqlite(file) => drop(file),
+        }
+    }
+}
+
+/// This host's default id: the one stored for it, or `<host>-<8 hex digits>` stored now.
+async fn host_default(db: &Db) -> Result<String, StoreError> {
+    let host = host_name();
+    let mut conn = db.conn().await?;
+    meta::instance_id_of(&mut conn, &host, generate(&host)).await
+}
+
+/// A new id for `host`: `<host>-<8 hex digits>`.
+fn generate(host: &str) -> String {
+    let short: String = host.chars().take(HOST_CHARS).collect();
+    format!("{short}-{}", &Uuid::new_v4().simple().to_string()[..8])
+}
+
+/// The kernel's host name (`ax` if none is known), in the characters of an id.
+fn host_name() -> String {
+    in_id_characters(&system_host_name().unwrap_or_else(|| "ax".into()))
+}
+
+/// The kernel's host name, if one is known.
+pub fn system_host_name() -> Option<String> {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|path| {
+            let name = std::fs::read_to_string(path).ok()?;
+            Some(name.trim().to_string()).filter(|name| !name.is_empty())
+        })
+}
+
+/// `name` in the characters an instance id allows, any other one replaced by `-`.
+fn in_id_characters(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '-',
+        })
+        .collect()
+}
+
+/// Locks the file at `path` exclusively, waiting up to [`CLAIM_WAIT`] for a holder (a
+/// process still shutting down); `in_use` if it is still held then.
+async fn lock_file(
+    path: &str,
+    in_use: impl Fn() -> IdentityError,
+) -> Result<std::fs::File, IdentityError> {
+    // The lock comes before the store, which would make its folder: a first start in an
+    // empty folder makes it here.
+    let folder = std::path::Path::new(path).parent();
+    if let Some(folder) = folder.filter(|folder| !folder.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)
+            .map_err(|err| IdentityError::Lock(format!("{}: {err}", folder.display())))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|err| IdentityError::Lock(format!("{path}: {err}")))?;
+    let deadline = Instant::now() + CLAIM_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Err(in_use()),
+            Err(std::fs::TryLockError::Error(err)) => {
+                return Err(IdentityError::Lock(format!("{path}: {err}")))
+            }
+        }
+    }
+}
+
+/// Takes the named lock of `id` on a connection of its own and starts the task that keeps it.
+async fn lock_mysql(url: &str, id: &str, held: Arc<AtomicBool>) -> Result<Lock, IdentityError> {
+    let mut conn = named_locks::connect(url).await?;
+    let name = named_locks::name_of(&mut conn, id).await?;
+    match named_locks::take(&mut conn, &name, CLAIM_WAIT).await? {
+        Taken::Yes => {}
+        Taken::InUse => return Err(IdentityError::InUse(id.to_string())),
+        Taken::Failed => return Err(IdentityError::Lock(format!("GET_LOCK({name}) failed"))),
+    }
+    let (stop, stopped) = oneshot::channel();
+    let task = actix_rt::spawn(keep_mysql(
+        Some(conn),
+        Keep {
+            url: url.to_string(),
+            id: id.to_string(),
+            name,
+            held,
+        },
+        stopped,
+    ));
+    Ok(Lock::Mysql(Keeper {
+        stop: Some(stop),
+        task,
+    }))
+}
+
+/// What the keeper of a MySQL lock needs.
+struct Keep {
+    url: String,
+    id: String,
+    name: String,
+    held: Arc<AtomicBool>,
+}
+
+/// Uses the lock's connection every [`KEEP_INTERVAL`] until `stop`, taking the lock again on a
+/// new connection if the old one died; then releases it.
+async fn keep_mysql(
+    mut conn: Option<AsyncMysqlConnection>,
+    keep: Keep,
+    mut stop: oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = tokio::time::sleep(KEEP_INTERVAL) => {}
+        }
+        let held = match conn.as_mut() {
+            Some(c) => named_locks::still_held(c, &keep.name).await,
+            None => match named_locks::connect(&keep.url).await {
+                Ok(c) => named_locks::still_held(conn.insert(c), &keep.name).await,
+                Err(err) => Err(err),
+            },
+        };
+        match held {
+            Ok(held) => {
+                if keep.held.swap(held, Ordering::Relaxed) != held {
+                    match held {
+                        true => log::info!("instance id {}: lock taken again", keep.id),
+                        false => log::error!(
+                            "instance id {}: another ax process took it while the lock's \
+                             connection was down",
+                            keep.id
+                        ),
+                    }
+                }
+            }
+            Err(err) => {
+                log::warn!("instance id {}: lock connection lost: {err}", keep.id);
+                conn = None;
+            }
+        }
+    }
+    if let Some(mut conn) = conn {
+        if let Err(err) = named_locks::release(&mut conn, &keep.name).await {
+            log::warn!(
+                "instance id {}: not released ({err}); the server frees it with the connection",
+                keep.id
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_host_name_makes_a_valid_instance_id() {
+        for host in [
+            host_name(),
+            "h".repeat(200),
+            in_id_characters("my host/ü.example"),
+        ] {
+            let id = generate(&host);
+            assert!(crate::config::is_instance_id(&id), "{id}");
+            assert_ne!(generate(&host), id, "each generated id is new");
+        }
+        assert_eq!(in_id_characters("a b/c.d"), "a-b-c.d");
+    }
+}

@@ -1,0 +1,18 @@
+//! The state every HTTP handler is given, the API's and the console's alike.
+
+use crate::auth_throttle::AuthThrottle;
+use crate::health::Health;
+use crate::service::Service;
+use ax_core::security::Security;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct ApiState {
+    pub service: Service,
+    pub health: Health,
+    pub instance_id: String,
+    pub backend: &'static str,
+    pub security: Security,
+    /// Failed authentications by client address: they slow down past a few a minute.
+    pub auth_failures: AuthThrottle,
+}

@@ -1,0 +1,206 @@
+//! Durable state: one source of queries for SQLite (embedded default) and MySQL/MariaDB.
+//!
+//! `Db` is an enum of pools; `with_conn!` expands one query body per backend, so every query
+//! is written once and type-checked against both real backends.
+
+mod backend;
+mod error;
+mod migrate;
+pub mod models;
+pub mod prepared;
+pub mod queries;
+pub mod schema;
+mod time;
+mod write_turns;
+
+pub use backend::{redacted, StoreUrl};
+use backend::{sqlite_pragmas, BUSY_TIMEOUT};
+pub use error::StoreError;
+pub use migrate::run_migrations;
+pub use time::{from_db, to_db};
+pub use write_turns::WriteTurns;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use diesel::SqliteConnection;
+use diesel_async::pooled_connection::bb8::{Pool, PooledConnection};
+use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
+use futures_util::FutureExt;
+
+/// The async SQLite connection: diesel's sync connection run on blocking threads.
+pub type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+
+/// A pool of connections to one backend; SQLite's with the turns of its one writer.
+#[derive(Clone)]
+pub enum Db {
+    Mysql(Pool<AsyncMysqlConnection>),
+    Sqlite(Pool<SqliteConn>, WriteTurns),
+}
+
+/// One connection taken from a `Db` pool.
+pub enum Conn {
+    Mysql(PooledConnection<'static, AsyncMysqlConnection>),
+    Sqlite(PooledConnection<'static, SqliteConn>, WriteTurns),
+}
+
+/// Runs one query body against whichever backend `conn` is, binding `$c` to the concrete
+/// connection so the body is type-checked for each backend.
+#[macro_export]
+macro_rules! with_conn {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::Conn::Mysql(pooled) => {
+                let $c: &mut diesel_async::AsyncMysqlConnection = &mut *pooled;
+                $body
+            }
+            $crate::Conn::Sqlite(pooled, _) => {
+                let $c: &mut $crate::SqliteConn = &mut *pooled;
+                $body
+            }
+        }
+    };
+}
+
+/// A boxed future borrowing a connection, as taken by [`Conn::transaction`].
+pub type ConnFuture<'c, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'c>>;
+
+impl Conn {
+    /// Runs `body` in one transaction: committed if it returns `Ok`, rolled back otherwise.
+    /// SQLite takes the write lock up front (`BEGIN IMMEDIATE`) so that a transaction never
+    /// fails half-way for want of it, once it is this process's turn to write (see
+    /// [`WriteTurns`]).
+    pub async fn transaction<T, F>(&mut self, body: F) -> Result<T, StoreError>
+    where
+        F: for<'c> FnOnce(&'c mut Conn) -> ConnFuture<'c, T>,
+    {
+        let _turn = match self {
+            Conn::Mysql(_) => None,
+            Conn::Sqlite(_, turns) => Some(turns.take(BUSY_TIMEOUT).await?),
+        };
+        self.begin().await?;
+        match body(self).await {
+            Ok(value) => {
+                self.commit().await?;
+                Ok(value)
+            }
+            Err(err) => {
+                if let Err(rollback) = self.rollback().await {
+                    log::warn!("rollback failed after `{err}`: {rollback}");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    async fn begin(&mut self) -> Result<(), StoreError> {
+        let sql = match self {
+            Conn::Mysql(_) => "BEGIN",
+            Conn::Sqlite(..) => "BEGIN IMMEDIATE",
+        };
+        self.execute(sql).await
+    }
+
+    async fn commit(&mut self) -> Result<(), StoreError> {
+        self.execute("COMMIT").await
+    }
+
+    async fn rollback(&mut self) -> Result<(), StoreError> {
+        self.execute("ROLLBACK").await
+    }
+
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        with_conn!(self, |c| c.batch_execute(sql).await)?;
+        Ok(())
+    }
+}
+
+impl Db {
+    /// Connects to the store named by `url`, creating the SQLite file (and its folder) or the
+    /// MySQL database when missing, and applies pending migrations.
+    pub async fn connect(url: &str, pool_size: u32) -> Result<Db, StoreError> {
+        let parsed = StoreUrl::parse(url)?;
+        run_migrations(parsed.clone()).await?;
+        let db = match parsed {
+            StoreUrl::Mysql(url) => {
+                let mut config = ManagerConfig::default();
+                config.custom_setup = Box::new(|url| establish_mysql(url.to_string()).boxed());
+                let manager = AsyncDieselConnectionManager::<AsyncMysqlConnection>::new_with_config(
+                    url, config,
+                );
+                Db::Mysql(
+                    pool_builder(pool_size)
+                        .build(manager)
+                        .await
+                        .map_err(connect_error)?,
+                )
+            }
+            StoreUrl::Sqlite(path) => {
+                let mut config = ManagerConfig::default();
+                config.custom_setup = Box::new(|path| establish_sqlite(path.to_string()).boxed());
+                let manager =
+                    AsyncDieselConnectionManager::<SqliteConn>::new_with_config(path, config);
+                Db::Sqlite(
+                    pool_builder(pool_size)
+                        // The connection used last is the one whose page cache is still valid:
+                        // SQLite empties a connection's cache when another one has written.
+                        .queue_strategy(bb8::QueueStrategy::Lifo)
+                        .build(manager)
+                        .await
+                        .map_err(connect_error)?,
+                    WriteTurns::default(),
+                )
+            }
+        };
+        // Fail at start-up, not at the first request, when the store is unreachable.
+        db.conn().await?;
+        Ok(db)
+    }
+
+    /// Takes a connection from the pool.
+    pub async fn conn(&self) -> Result<Conn, StoreError> {
+        Ok(match self {
+            Db::Mysql(pool) => Conn::Mysql(pool.get_owned().await?),
+            Db::Sqlite(pool, turns) => Conn::Sqlite(pool.get_owned().await?, turns.clone()),
+        })
+    }
+
+    /// The backend's name, for logs.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Db::Mysql(_) => "mysql",
+            Db::Sqlite(..) => "sqlite",
+        }
+    }
+}
+
+fn pool_builder<M: bb8::ManageConnection>(size: u32) -> bb8::Builder<M> {
+    bb8::Pool::builder()
+        .max_size(size.max(1))
+        .connection_timeout(std::time::Duration::from_secs(10))
+}
+
+fn connect_error(err: impl std::fmt::Display) -> StoreError {
+    StoreError::Connect(err.to_string())
+}
+
+/// MySQL sessions read committed data: ax's writes are guarded by row locks and
+/// compare-and-set, so REPEATABLE READ's gap locks would only add deadlocks between
+/// concurrent batches.
+async fn establish_mysql(url: String) -> diesel::ConnectionResult<AsyncMysqlConnection> {
+    let mut conn = AsyncMysqlConnection::establish(&url).await?;
+    conn.batch_execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        .await
+        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+    Ok(conn)
+}
+
+async fn establish_sqlite(path: String) -> diesel::ConnectionResult<SqliteConn> {
+    let mut conn = SqliteConn::establish(&path).await?;
+    conn.batch_execute(&sqlite_pragmas())
+        .await
+        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+    Ok(conn)
+}
