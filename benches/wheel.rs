@@ -1,6 +1,6 @@
 //! Time wheel benchmarks (virtual time, 600 slots).
 
-use ax::wheel::TimeWheel;
+use ax_core::wheel::TimeWheel;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use std::hint::black_box;
 

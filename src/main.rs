@@ -7,14 +7,14 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 
-use ax::client::{
+use ax_client::{
     AlertsCommand, AuditCommand, ClientError, Connection, ExecutorsCommand, GlobalArgs,
     RunsCommand, ScenesCommand, TasksCommand,
 };
-use ax::clock::SystemClock;
-use ax::config::Config;
-use ax::EXIT_USAGE;
+use ax_core::time::clock::SystemClock;
+use ax_core::EXIT_USAGE;
 use ax_cron::{CronSchedule, Zone};
+use ax_server::config::Config;
 
 /// A fast allocator: firing and dispatching allocate many small, short-lived buffers.
 #[global_allocator]
@@ -72,8 +72,8 @@ enum Command {
     },
     /// Load-test ax: a mock executor, ax child processes, tasks, one JSON line of figures;
     /// `ax bench console` times the web console's pages on a seeded database.
-    #[command(after_long_help = ax::bench::FIELDS_HELP)]
-    Bench(ax::bench::Command),
+    #[command(after_long_help = ax_bench::FIELDS_HELP)]
+    Bench(ax_bench::Command),
     /// Tasks through the HTTP API: list, get, create, edit, delete, pause, resume, trigger,
     /// backfill; a task is named by its id or SCENE/NAME.
     Tasks {
@@ -220,39 +220,37 @@ fn main() -> ExitCode {
         Command::Migrate { config, store } => {
             with_config(config, [("--store", "store.url", store)], migrate)
         }
-        Command::Bench(command) => ax::bench::main(command),
-        Command::Tasks { command } => api(global, |conn| ax::client::tasks(conn, command)),
-        Command::Runs { command } => api(global, |conn| ax::client::runs(conn, command)),
-        Command::Scenes { command } => api(global, |conn| ax::client::scenes(conn, command)),
-        Command::Audit { command } => api(global, |conn| ax::client::audit(conn, command)),
-        Command::Cluster => api(global, ax::client::cluster),
-        Command::Alerts { command } => api(global, |conn| ax::client::alerts(conn, command)),
+        Command::Bench(command) => ax_bench::main(command),
+        Command::Tasks { command } => api(global, |conn| ax_client::tasks(conn, command)),
+        Command::Runs { command } => api(global, |conn| ax_client::runs(conn, command)),
+        Command::Scenes { command } => api(global, |conn| ax_client::scenes(conn, command)),
+        Command::Audit { command } => api(global, |conn| ax_client::audit(conn, command)),
+        Command::Cluster => api(global, ax_client::cluster),
+        Command::Alerts { command } => api(global, |conn| ax_client::alerts(conn, command)),
         Command::Executors {
             command: ExecutorsAction::Show(command),
-        } => api(global, |conn| ax::client::executors(conn, command)),
+        } => api(global, |conn| ax_client::executors(conn, command)),
         Command::Executors {
             command: ExecutorsAction::Apply { file },
-        } => api(global, |conn| ax::client::apply::apply_groups(conn, &file)),
+        } => api(global, |conn| ax_client::apply::apply_groups(conn, &file)),
         Command::Apply {
             file,
             dry_run,
             prune,
             yes,
         } => {
-            let options = ax::client::apply::ApplyOptions {
+            let options = ax_client::apply::ApplyOptions {
                 dry_run,
                 prune,
                 yes,
             };
-            api(global, |conn| {
-                ax::client::apply::apply(conn, &file, options)
-            })
+            api(global, |conn| ax_client::apply::apply(conn, &file, options))
         }
         Command::Diff { file, prune } => {
-            api(global, |conn| ax::client::apply::diff(conn, &file, prune))
+            api(global, |conn| ax_client::apply::diff(conn, &file, prune))
         }
-        Command::Export { scene } => api(global, |conn| ax::client::apply::export(conn, scene)),
-        Command::Plan { hours } => api(global, |conn| ax::client::plan(conn, hours)),
+        Command::Export { scene } => api(global, |conn| ax_client::apply::export(conn, scene)),
+        Command::Plan { hours } => api(global, |conn| ax_client::plan(conn, hours)),
         Command::Completion { shell } => {
             clap_complete::generate(shell, &mut definition(), "ax", &mut std::io::stdout());
             ExitCode::SUCCESS
@@ -274,7 +272,7 @@ fn main() -> ExitCode {
 fn api(global: GlobalArgs, run: impl FnOnce(Connection) -> ExitCode) -> ExitCode {
     match global.connection() {
         Ok(conn) => run(conn),
-        Err(err) => ax::client::error::exit_with(Err::<(), ClientError>(err)),
+        Err(err) => ax_client::exit_with(Err::<(), ClientError>(err)),
     }
 }
 
@@ -319,7 +317,7 @@ fn serve(config: Config) -> ExitCode {
         // Watched before anything starts: the port is taken first, and a SIGTERM that comes
         // while ax starts must stop it cleanly once it has, not kill it half-way.
         let stop = stop_signal();
-        let ax = match ax::app::start(&config, Arc::new(SystemClock)).await {
+        let ax = match ax_server::app::start(&config, Arc::new(SystemClock)).await {
             Ok(ax) => ax,
             Err(err) => {
                 // The one line that says why: not logged as well, so it is not said twice.
@@ -361,12 +359,12 @@ fn stop_signal() -> impl std::future::Future<Output = ()> {
 
 fn migrate(config: Config) -> ExitCode {
     let result = actix_rt::System::new().block_on(async {
-        let url = ax::store::StoreUrl::parse(&config.store.url)?;
-        ax::store::run_migrations(url).await
+        let url = ax_store::StoreUrl::parse(&config.store.url)?;
+        ax_store::run_migrations(url).await
     });
     match result {
         Ok(applied) => {
-            let store = ax::store::redacted(&config.store.url);
+            let store = ax_store::redacted(&config.store.url);
             for name in &applied {
                 println!("applied migration {name}");
             }

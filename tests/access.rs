@@ -6,8 +6,8 @@ mod common;
 
 use std::time::Duration;
 
-use ax::config::NamedToken;
-use ax::security::Role;
+use ax_core::security::Role;
+use ax_server::config::NamedToken;
 use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
 use serde_json::{json, Value};
 

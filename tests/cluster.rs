@@ -7,7 +7,7 @@ mod common;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use ax::store::Db;
+use ax_store::Db;
 use chrono::Utc;
 use common::{redis_server, Api, AxProcess, Executor, Reply, TestStore};
 use serde_json::json;
@@ -611,7 +611,7 @@ async fn skewed_clocks_fire_nothing_and_say_so() {
     let db = Db::connect(&store.url(), 2).await.expect("store");
     for task in &tasks {
         for row in common::rows_of(&db, *task).await {
-            let manual = row.trigger_type == ax::run::TriggerType::Manual;
+            let manual = row.trigger_type == ax_core::run::TriggerType::Manual;
             assert!(manual || row.fired_by.starts_with("right-"), "{row:?}");
         }
     }
@@ -718,7 +718,7 @@ async fn a_paused_process_never_sends_twice() {
         assert_eq!(rows.len(), 1, "task {task}: {rows:?}");
         assert_eq!(
             rows[0].status,
-            ax::run::RunStatus::Success,
+            ax_core::run::RunStatus::Success,
             "the reply reached the woken process: {rows:?}"
         );
     }

@@ -117,7 +117,7 @@ fn an_empty_variable_is_unset_for_every_key() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut command = ax(dir.path());
     command.arg("migrate");
-    for name in ax::config::env_vars() {
+    for name in ax_server::config::env_vars() {
         command.env(name, "");
     }
     let migrated = output(&mut command);

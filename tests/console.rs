@@ -18,7 +18,7 @@ struct Fetched {
     body: String,
 }
 
-async fn fetch(ax: &ax::app::Ax, path: &str, header: &str) -> Fetched {
+async fn fetch(ax: &ax_server::app::Ax, path: &str, header: &str) -> Fetched {
     let client = awc::Client::builder()
         .timeout(Duration::from_secs(10))
         .disable_redirects()
@@ -46,7 +46,7 @@ async fn fetch(ax: &ax::app::Ax, path: &str, header: &str) -> Fetched {
 }
 
 /// A page's HTML; fails the test unless it is a 200 HTML page.
-async fn page(ax: &ax::app::Ax, path: &str) -> String {
+async fn page(ax: &ax_server::app::Ax, path: &str) -> String {
     let fetched = fetch(ax, path, "cache-control").await;
     assert_eq!(fetched.status, 200, "GET {path}: {}", fetched.body);
     assert!(
@@ -389,7 +389,7 @@ struct Visitor {
 }
 
 impl Visitor {
-    fn new(ax: &ax::app::Ax) -> Visitor {
+    fn new(ax: &ax_server::app::Ax) -> Visitor {
         Visitor {
             base: format!("http://{}", ax.addr()),
             cookies: Default::default(),
@@ -527,10 +527,10 @@ const VIEWER_TOKEN: &str = "viewer-token-for-the-console";
 async fn signing_in_sessions_and_csrf(store: TestStore) {
     let mut settings = config(&store, false, "console-token");
     settings.server.admin_token = Some(ADMIN_TOKEN.into());
-    settings.server.tokens = vec![ax::config::NamedToken {
+    settings.server.tokens = vec![ax_server::config::NamedToken {
         name: "ops-viewer".into(),
         token: VIEWER_TOKEN.into(),
-        role: ax::security::Role::Viewer,
+        role: ax_core::security::Role::Viewer,
         groups: None,
     }];
     let ax = start_ax(&settings).await;
@@ -878,7 +878,7 @@ async fn answers_carry_the_console_headers_and_errors_its_page() {
 }
 
 /// `GET path` with `Authorization: Bearer token`: the status and how long it took.
-async fn timed_bearer_get(ax: &ax::app::Ax, path: &str, token: &str) -> (u16, Duration) {
+async fn timed_bearer_get(ax: &ax_server::app::Ax, path: &str, token: &str) -> (u16, Duration) {
     let started = std::time::Instant::now();
     let response = awc::Client::builder()
         .disable_redirects()
@@ -945,10 +945,10 @@ async fn failed_sign_ins_slow_down() {
 async fn a_viewer_is_offered_no_change(store: TestStore) {
     let mut settings = config(&store, false, "console-viewer");
     settings.server.admin_token = Some(ADMIN_TOKEN.into());
-    settings.server.tokens = vec![ax::config::NamedToken {
+    settings.server.tokens = vec![ax_server::config::NamedToken {
         name: "wallboard".into(),
         token: VIEWER_TOKEN.into(),
-        role: ax::security::Role::Viewer,
+        role: ax_core::security::Role::Viewer,
         groups: None,
     }];
     let ax = start_ax(&settings).await;
@@ -1827,7 +1827,7 @@ async fn labels_in_the_console_on_mysql() {
 
 /// The executors page while `wanted` is not on it yet (the dispatchers' counts settle as runs
 /// end), for up to 10 s; then the page as it is.
-async fn executors_page_showing(ax: &ax::app::Ax, wanted: &[&str]) -> String {
+async fn executors_page_showing(ax: &ax_server::app::Ax, wanted: &[&str]) -> String {
     let mut html = String::new();
     for _ in 0..100 {
         html = page(ax, "/console/executors").await;

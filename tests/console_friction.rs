@@ -10,7 +10,7 @@ use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
 use serde_json::json;
 
 /// A page's HTML; fails the test unless it is a 200.
-async fn page(ax: &ax::app::Ax, path: &str) -> String {
+async fn page(ax: &ax_server::app::Ax, path: &str) -> String {
     let (status, body) = fetch(ax, path).await;
     assert_eq!(status, 200, "GET {path}: {body}");
     body
@@ -172,7 +172,7 @@ async fn runs_filters_on_mysql() {
 }
 
 /// A page's status and body (no redirect followed).
-async fn fetch(ax: &ax::app::Ax, path: &str) -> (u16, String) {
+async fn fetch(ax: &ax_server::app::Ax, path: &str) -> (u16, String) {
     let client = awc::Client::builder()
         .timeout(Duration::from_secs(10))
         .disable_redirects()
@@ -205,7 +205,7 @@ fn task_names(html: &str) -> Vec<String> {
 
 /// Opens a confirmation page (keeping its CSRF cookie) and posts its form: the status and the
 /// `Location` of the answer.
-async fn confirm(ax: &ax::app::Ax, path: &str) -> (u16, Option<String>) {
+async fn confirm(ax: &ax_server::app::Ax, path: &str) -> (u16, Option<String>) {
     let client = awc::Client::builder()
         .timeout(Duration::from_secs(10))
         .disable_redirects()
@@ -381,7 +381,7 @@ async fn tasks_sort_paging_and_confirmation(store: TestStore) {
 }
 
 /// A page's status and `Location` (no redirect followed).
-async fn fetch_location(ax: &ax::app::Ax, path: &str) -> (u16, Option<String>) {
+async fn fetch_location(ax: &ax_server::app::Ax, path: &str) -> (u16, Option<String>) {
     let client = awc::Client::builder()
         .timeout(Duration::from_secs(10))
         .disable_redirects()

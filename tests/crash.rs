@@ -10,8 +10,8 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use ax::run::RunStatus;
-use ax::store::{from_db, Db};
+use ax_core::run::RunStatus;
+use ax_store::{from_db, Db};
 use chrono::{DateTime, Utc};
 use common::{
     one_row_per_second, redis_server, Api, AxProcess, Executor, Reply, TestStore, XorShift,

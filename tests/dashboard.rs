@@ -23,7 +23,7 @@ async fn dashboard_on_mysql() {
     tells_the_truth(TestStore::mysql()).await;
 }
 
-async fn page(ax: &ax::app::Ax, path: &str) -> String {
+async fn page(ax: &ax_server::app::Ax, path: &str) -> String {
     let mut response = awc::Client::builder()
         .timeout(Duration::from_secs(10))
         .finish()

@@ -52,8 +52,16 @@ fn check_generated(page: &str, name: &str, body: &str) {
 #[test]
 fn the_configuration_reference_is_the_declarations() {
     let page = "docs/configuration.md";
-    check_generated(page, "settings", &ax::config::reference::settings_table());
-    check_generated(page, "aliases", &ax::config::reference::aliases_table());
+    check_generated(
+        page,
+        "settings",
+        &ax_server::config::reference::settings_table(),
+    );
+    check_generated(
+        page,
+        "aliases",
+        &ax_server::config::reference::aliases_table(),
+    );
 }
 
 #[test]

@@ -169,7 +169,7 @@ async fn callback_completes_a_run(store: TestStore) {
     assert_eq!(again["message"], "done\n\tall [2Jrows");
 
     let unknown = uuid::Uuid::new_v4().to_string();
-    let token = ax::security::callback_token(common::SECRET.as_bytes(), &unknown);
+    let token = ax_core::security::callback_token(common::SECRET.as_bytes(), &unknown);
     let (status, reply) = api
         .post(
             "/api/callback",
@@ -194,7 +194,7 @@ async fn callback_completes_a_run(store: TestStore) {
         .post(
             "/api/callback",
             json!({"requestId": delivery.request_id, "status": "FAILED",
-                   "callbackToken": ax::security::callback_token(common::SECRET.as_bytes(), &other)}),
+                   "callbackToken": ax_core::security::callback_token(common::SECRET.as_bytes(), &other)}),
         )
         .await;
     assert_eq!(status, 403, "a token of another run");
@@ -1099,7 +1099,7 @@ async fn a_connection_closed_as_it_is_reused_is_not_a_failed_attempt() {
 
 /// A request with an optional `If-Match`; the status, the `ETag` and the JSON body.
 async fn conditional(
-    ax: &ax::app::Ax,
+    ax: &ax_server::app::Ax,
     method: &str,
     path: &str,
     if_match: Option<&str>,

@@ -25,7 +25,7 @@ async fn member_of(api: &Api, group: &str, url: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-async fn metrics(ax: &ax::app::Ax) -> String {
+async fn metrics(ax: &ax_server::app::Ax) -> String {
     let body = awc::Client::default()
         .get(format!("http://{}/metrics", ax.addr()))
         .send()
@@ -37,7 +37,7 @@ async fn metrics(ax: &ax::app::Ax) -> String {
     String::from_utf8_lossy(&body).into_owned()
 }
 
-async fn console_page(ax: &ax::app::Ax, path: &str) -> String {
+async fn console_page(ax: &ax_server::app::Ax, path: &str) -> String {
     page_at(&format!("http://{}", ax.addr()), path).await
 }
 

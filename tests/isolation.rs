@@ -227,7 +227,7 @@ fn p99(sorted: &[i64]) -> i64 {
 }
 
 /// The gauge `name` of `host` in ax's `/metrics`, 0 when not shown.
-async fn host_gauge(ax: &ax::app::Ax, name: &str, host: &str) -> usize {
+async fn host_gauge(ax: &ax_server::app::Ax, name: &str, host: &str) -> usize {
     let metrics = awc::Client::default()
         .get(format!("http://{}/metrics", ax.addr()))
         .send()
@@ -244,7 +244,7 @@ async fn host_gauge(ax: &ax::app::Ax, name: &str, host: &str) -> usize {
 }
 
 /// Runs waiting for a slot of `host` (`ax_dispatch_queued`).
-async fn queued(ax: &ax::app::Ax, host: &str) -> usize {
+async fn queued(ax: &ax_server::app::Ax, host: &str) -> usize {
     host_gauge(ax, "ax_dispatch_queued", host).await
 }
 

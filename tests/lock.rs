@@ -5,9 +5,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use actix::Actor;
-use ax::actors::lock::{lock_key, LockActor, LockHandle, LOCK_TTL};
-use ax::actors::redis_link::{LockError, RedisLink};
-use ax::run::TaskId;
+use ax_core::run::TaskId;
+use ax_server::actors::lock::{lock_key, LockActor, LockHandle, LOCK_TTL};
+use ax_server::actors::redis_link::{LockError, RedisLink};
 use common::{free_port, redis_server, RedisProcess};
 
 /// Task ids no other test run uses: a random base with room for a few ids above it.

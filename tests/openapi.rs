@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use ax::api::ENDPOINTS;
+use ax_server::api::ENDPOINTS;
 use common::events::Events;
 use common::{config, start_ax, Api, Executor, Reply, TestStore};
 use serde_json::json;

@@ -10,13 +10,13 @@
 
 mod common;
 
-use ax::run::RunStatus;
+use ax_core::run::RunStatus;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ax::store::models::Instance;
-use ax::store::{Conn, Db};
+use ax_store::rows::models::Instance;
+use ax_store::{Conn, Db};
 use chrono::{DateTime, Utc};
 use common::{
     free_port, host_port, mysql_server, one_row_per_second, redis_server, rows_of, Api, AxProcess,
@@ -97,7 +97,7 @@ impl Scene {
             // Debug for the wheel: lock conflicts and stale fires, to explain a lost run.
             (
                 "RUST_LOG".to_string(),
-                "warn,ax=info,ax::actors::wheel=debug".to_string(),
+                "warn,ax=info,ax_server::actors::wheel=debug".to_string(),
             ),
         ];
         let executor = Executor::start(Reply::Success).await;

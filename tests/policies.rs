@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use ax::run::{jitter_offset, RequestId, TaskId};
+use ax_core::run::{jitter_offset, RequestId, TaskId};
 use chrono::{DateTime, Utc};
 use common::{config, start_ax, unique_name, Api, Executor, Received, Reply, TestStore};
 use serde_json::{json, Value};
@@ -110,7 +110,7 @@ async fn skip_records_overlapping_runs_skipped(store: TestStore, redis: bool) {
     executor.stop().await;
 }
 
-async fn metrics_text(ax: &ax::app::Ax) -> String {
+async fn metrics_text(ax: &ax_server::app::Ax) -> String {
     let mut response = awc::Client::default()
         .get(format!("http://{}/metrics", ax.addr()))
         .send()

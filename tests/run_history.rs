@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
 use serde_json::{json, Value};
 
-async fn page(ax: &ax::app::Ax, path: &str) -> String {
+async fn page(ax: &ax_server::app::Ax, path: &str) -> String {
     let client = awc::Client::builder()
         .timeout(Duration::from_secs(10))
         .finish();

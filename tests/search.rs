@@ -22,7 +22,7 @@ async fn search_on_mysql() {
 }
 
 /// A GET without following redirects: its status, `Location` and body.
-async fn get(ax: &ax::app::Ax, path: &str) -> (u16, Option<String>, String) {
+async fn get(ax: &ax_server::app::Ax, path: &str) -> (u16, Option<String>, String) {
     let client = awc::Client::builder()
         .timeout(Duration::from_secs(10))
         .disable_redirects()
@@ -46,7 +46,7 @@ async fn get(ax: &ax::app::Ax, path: &str) -> (u16, Option<String>, String) {
 }
 
 /// `ax ARGS… --url` against `ax`, run off the runtime (which serves it meanwhile).
-async fn ax_cli(ax: &ax::app::Ax, args: &[&str]) -> Output {
+async fn ax_cli(ax: &ax_server::app::Ax, args: &[&str]) -> Output {
     let mut command = common::ax_command();
     command
         .args(args)

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ax::actors::Halt;
+use ax_server::actors::Halt;
 use common::{
     config, free_port, host_port, mysql_server, start_ax, Api, AxProcess, RedisProcess, TestStore,
 };

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use ax::run::RunStatus;
-use ax::store::Db;
+use ax_core::run::RunStatus;
+use ax_store::Db;
 use chrono::Utc;
 use serde_json::json;
 

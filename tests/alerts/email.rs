@@ -1,10 +1,10 @@
-//! The email channel (`ax::notify::email`) against the SMTP sink: what arrives, and that it
+//! The email channel (`ax_server::notify::email`) against the SMTP sink: what arrives, and that it
 //! goes only over STARTTLS, to a certificate it trusts, within its timeout, with the password
 //! in no error.
 
 use std::time::{Duration, Instant};
 
-use ax::notify::email::{send, EmailError, Mail};
+use ax_server::notify::email::{send, EmailError, Mail};
 
 use crate::common::smtp::{self, Options, SmtpSink};
 

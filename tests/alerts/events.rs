@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use ax::alerting::ChannelKind;
+use ax_core::alerting::ChannelKind;
 use serde_json::{json, Value};
 
 use crate::common::{
@@ -174,11 +174,7 @@ async fn redis_and_store_outages_alert_and_resolve() {
     let redis = Proxy::start(&host_port(&redis_url())).await;
     let mysql = Proxy::start(&host_port(mysql_server())).await;
     // The database exists before ax reaches it through the proxy.
-    drop(
-        ax::store::Db::connect(&store.url(), 1)
-            .await
-            .expect("store"),
-    );
+    drop(ax_store::Db::connect(&store.url(), 1).await.expect("store"));
     let mut config = with_channels(
         &store,
         vec![channel(

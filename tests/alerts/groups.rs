@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use ax::alerting::ChannelKind;
+use ax_core::alerting::ChannelKind;
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 use serde_json::{json, Value};
@@ -131,7 +131,7 @@ async fn members_gone_fold_and_runs_are_told_at_once(store: TestStore) {
             .and_then(|named| named.strip_suffix(", …"))
             .unwrap_or_else(|| panic!("names the count and the first members: {alert}"));
         let named: Vec<&str> = named.split(", ").collect();
-        assert_eq!(named.len(), ax::alerting::FIRST_NAMED, "{alert}");
+        assert_eq!(named.len(), ax_core::alerting::FIRST_NAMED, "{alert}");
         assert!(
             named.iter().all(|url| urls.iter().any(|u| u == url)),
             "{alert}"

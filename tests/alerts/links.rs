@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use ax::alerting::ChannelKind;
+use ax_core::alerting::ChannelKind;
 use serde_json::{json, Value};
 
 use super::webhook::{channel, with_channels};
@@ -45,7 +45,7 @@ impl Receivers {
         }
     }
 
-    fn channels(&self) -> Vec<ax::alerting::Channel> {
+    fn channels(&self) -> Vec<ax_core::alerting::Channel> {
         let hook = channel("hook", ChannelKind::Webhook, self.hook.url.clone());
         let mut templated = channel(
             "templated",

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use ax::alerting::{AlertRule, Channel, ChannelKind};
-use ax::config::Config;
+use ax_core::alerting::{AlertRule, Channel, ChannelKind};
+use ax_server::config::Config;
 use serde_json::{json, Value};
 
 use crate::common::{

@@ -13,9 +13,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use actix_web::{web, App, HttpResponse, HttpServer};
-use ax::app::Ax;
-use ax::clock::SystemClock;
-use ax::config::Config;
+use ax_core::time::clock::SystemClock;
+use ax_server::app::Ax;
+use ax_server::config::Config;
 use futures_util::StreamExt;
 use serde_json::Value;
 
@@ -137,10 +137,10 @@ pub fn config(store: &TestStore, redis: bool, instance_id: &str) -> Config {
 /// An alert channel of `kind` named `name`, posting to `url`.
 pub fn alert_channel(
     name: &str,
-    kind: ax::alerting::ChannelKind,
+    kind: ax_core::alerting::ChannelKind,
     url: String,
-) -> ax::alerting::Channel {
-    ax::alerting::Channel {
+) -> ax_core::alerting::Channel {
+    ax_core::alerting::Channel {
         name: name.into(),
         kind,
         url: Some(url),
@@ -155,11 +155,11 @@ pub fn alert_channel(
 /// `config` with one webhook channel, `ops-hook`, posting to `url`, the channel of the
 /// default rule: failing tasks alert for real.
 pub fn with_webhook(mut config: Config, url: String) -> Config {
-    let hook = alert_channel("ops-hook", ax::alerting::ChannelKind::Webhook, url);
+    let hook = alert_channel("ops-hook", ax_core::alerting::ChannelKind::Webhook, url);
     config.alerts.channels = vec![hook];
-    config.alerts.default_rule = ax::alerting::AlertRule {
+    config.alerts.default_rule = ax_core::alerting::AlertRule {
         channels: vec!["ops-hook".into()],
-        ..ax::alerting::AlertRule::default()
+        ..ax_core::alerting::AlertRule::default()
     };
     config
 }
@@ -173,7 +173,7 @@ pub fn unique_name(prefix: &str) -> String {
 
 /// Starts ax on the wall clock.
 pub async fn start_ax(config: &Config) -> Ax {
-    ax::app::start(config, Arc::new(SystemClock))
+    ax_server::app::start(config, Arc::new(SystemClock))
         .await
         .expect("ax starts")
 }
@@ -212,7 +212,7 @@ impl Received {
     /// Whether the signature is valid for `secret`.
     pub fn signed_with(&self, secret: &str) -> bool {
         let timestamp: i64 = self.timestamp.parse().unwrap_or(-1);
-        self.signature == ax::security::sign_dispatch(secret.as_bytes(), timestamp, &self.raw)
+        self.signature == ax_core::security::sign_dispatch(secret.as_bytes(), timestamp, &self.raw)
     }
 }
 
@@ -963,8 +963,8 @@ impl XorShift {
 /// A task's rows by scheduled second; fails on two rows for one second.
 pub fn one_row_per_second(
     task_id: i64,
-    rows: &[ax::store::models::Instance],
-) -> std::collections::BTreeMap<i64, &ax::store::models::Instance> {
+    rows: &[ax_store::rows::models::Instance],
+) -> std::collections::BTreeMap<i64, &ax_store::rows::models::Instance> {
     let mut by_second = std::collections::BTreeMap::new();
     for row in rows {
         let second = row.scheduled_at.and_utc().timestamp();
@@ -977,14 +977,14 @@ pub fn one_row_per_second(
 }
 
 /// Every run of a task, newest scheduled first.
-pub async fn rows_of(db: &ax::store::Db, task_id: i64) -> Vec<ax::store::models::Instance> {
+pub async fn rows_of(db: &ax_store::Db, task_id: i64) -> Vec<ax_store::rows::models::Instance> {
     let mut conn = db.conn().await.expect("conn");
-    let page = ax::store::queries::Page {
+    let page = ax_store::queries::Page {
         limit: 100_000,
         offset: 0,
     };
     let (rows, _) =
-        ax::store::queries::instances::list_for_task(&mut conn, ax::run::TaskId(task_id), page)
+        ax_store::queries::instances::list_for_task(&mut conn, ax_core::run::TaskId(task_id), page)
             .await
             .expect("rows");
     rows

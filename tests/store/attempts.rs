@@ -2,10 +2,10 @@
 //! dispatch claims (`claim`), recovery of claims (`recover_own`, `fence_stale`), and the
 //! params of manual runs.
 
-use ax::run::{claim_until, Event, NewRun, RequestId, RunStatus, TaskId, TriggerType};
-use ax::store::models::{NewInstance, TaskStatus};
-use ax::store::queries::{due, processes, recovery};
-use ax::store::Db;
+use ax_core::run::{claim_until, Event, NewRun, RequestId, RunStatus, TaskId, TriggerType};
+use ax_store::queries::{due, processes, recovery};
+use ax_store::rows::models::{NewInstance, TaskStatus};
+use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
@@ -23,8 +23,8 @@ on_both_backends!(
 
 /// An attempt ended by a callback or a timeout carries no member: its row takes the run's.
 async fn an_ended_attempt_names_the_member_it_was_sent_to(db: &Db) {
-    use ax::run::EndedAttempt;
-    use ax::store::queries::attempts;
+    use ax_core::run::EndedAttempt;
+    use ax_store::queries::attempts;
     let task = insert_task(db, fields("member", "s", TaskStatus::Enabled, None)).await;
     let rid = request_id();
     let mut row = new_instance(task.id, &rid, base(), RunStatus::Ready);

@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use ax::run::{Event, RunStatus};
-use ax::store::models::TaskStatus;
-use ax::store::queries::instances::FireOutcome;
-use ax::store::queries::tasks::{self, TaskFilter};
-use ax::store::{from_db, to_db, Db, StoreError};
+use ax_core::run::{Event, RunStatus};
+use ax_store::queries::instances::FireOutcome;
+use ax_store::queries::tasks::{self, TaskFilter};
+use ax_store::rows::models::TaskStatus;
+use ax_store::{from_db, to_db, Db, StoreError};
 use chrono::{DateTime, Timelike, Utc};
 
 use crate::common::TestStore;
@@ -32,7 +32,7 @@ async fn migrations_are_idempotent(store: &TestStore) {
         .await
         .expect("the task survives a second connect");
     assert_eq!(found.name, "kept");
-    let applied = ax::store::run_migrations(ax::store::StoreUrl::parse(&store.url()).expect("url"))
+    let applied = ax_store::run_migrations(ax_store::StoreUrl::parse(&store.url()).expect("url"))
         .await
         .expect("running migrations a third time is a no-op");
     assert!(applied.is_empty(), "{applied:?}");
@@ -279,8 +279,8 @@ async fn the_unique_names_migration_renames_clashes(store: &TestStore) {
     let undo =
         format!("{down}\nDELETE FROM __diesel_schema_migrations WHERE version = '20261201000001';");
     match &mut conn(&db).await {
-        ax::store::Conn::Mysql(c) => c.batch_execute(&undo).await,
-        ax::store::Conn::Sqlite(c, _) => c.batch_execute(&undo).await,
+        ax_store::Conn::Mysql(c) => c.batch_execute(&undo).await,
+        ax_store::Conn::Sqlite(c, _) => c.batch_execute(&undo).await,
     }
     .expect("undo the migration");
     let name = |n: &str, scene: &str| fields(n, scene, TaskStatus::Enabled, Some(base()));
@@ -296,7 +296,7 @@ async fn the_unique_names_migration_renames_clashes(store: &TestStore) {
     }
     drop(db);
 
-    ax::store::run_migrations(ax::store::StoreUrl::parse(&store.url()).expect("url"))
+    ax_store::run_migrations(ax_store::StoreUrl::parse(&store.url()).expect("url"))
         .await
         .expect("the migration runs on clashing names");
     let db = connect(store).await;

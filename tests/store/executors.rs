@@ -1,11 +1,11 @@
 //! `crates/ax-store/src/queries/executors.rs`: a registered member stays with the token that registered
 //! it, a defined one with the admins, and a group takes a capped number of registered members.
 
-use ax::store::queries::executors::{
+use ax_store::queries::executors::{
     self, GroupSettings, Holder, Joining, MemberCap, Registered, Registrant, Unregistered,
 };
-use ax::store::schema::ax_executor_member::dsl as m;
-use ax::store::Db;
+use ax_store::rows::schema::ax_executor_member::dsl as m;
+use ax_store::Db;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
@@ -119,7 +119,7 @@ async fn members_stay_with_their_token(db: &Db) {
         Registered::Joined { .. }
     ));
     let mut c = conn(db).await;
-    let forgotten = ax::with_conn!(&mut c, |c| diesel::update(m::ax_executor_member)
+    let forgotten = ax_store::with_conn!(&mut c, |c| diesel::update(m::ax_executor_member)
         .set(m::registered_by.eq(None::<String>))
         .execute(c)
         .await)

@@ -1,13 +1,13 @@
 //! `crates/ax-store/src/queries/instances.rs`, fires: `record_fires`' compare-and-set, duplicate request
 //! ids, many fires and fire chains per statement, and fire batches committing side by side.
 
-use ax::run::{
+use ax_core::run::{
     dependency_deadline, NewRun, OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType,
 };
-use ax::store::models::{Instance, NewInstance, TaskStatus};
-use ax::store::queries::instances::{self, FireOutcome, FireRecord};
-use ax::store::queries::tasks;
-use ax::store::{Db, StoreError};
+use ax_store::queries::instances::{self, FireOutcome, FireRecord};
+use ax_store::queries::tasks;
+use ax_store::rows::models::{Instance, NewInstance, TaskStatus};
+use ax_store::{Db, StoreError};
 use chrono::NaiveDateTime;
 
 use crate::common::TestStore;

@@ -1,9 +1,9 @@
 //! `crates/ax-store/src/queries/instances.rs`, reading and pruning runs: history, stats, retention.
 
-use ax::run::{RunStatus, TaskId};
-use ax::store::models::TaskStatus;
-use ax::store::queries::instances;
-use ax::store::Db;
+use ax_core::run::{RunStatus, TaskId};
+use ax_store::queries::instances;
+use ax_store::rows::models::TaskStatus;
+use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
@@ -18,7 +18,7 @@ on_both_backends!(
 );
 
 async fn history_filters_and_pages(db: &Db) {
-    use ax::store::queries::instances::{Cursor, InstanceFilter};
+    use ax_store::queries::instances::{Cursor, InstanceFilter};
     use RunStatus::*;
     let t = base();
     let x = insert_task(db, fields("x", "s1", TaskStatus::Enabled, None)).await;

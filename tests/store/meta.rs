@@ -1,13 +1,13 @@
 //! `crates/ax-store/src/queries/meta.rs`: the signing secret.
 
-use ax::store::Db;
+use ax_store::Db;
 
 use crate::support::{conn, on_both_backends};
 
 on_both_backends!(signing_secret_is_shared);
 
 async fn signing_secret_is_shared(db: &Db) {
-    use ax::store::queries::meta;
+    use ax_store::queries::meta;
     let first = meta::signing_secret(&mut conn(db).await, "first-secret".into())
         .await
         .expect("signing_secret");

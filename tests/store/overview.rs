@@ -1,12 +1,12 @@
 //! `crates/ax-store/src/queries/overview.rs`, the dashboard's reads: runs by status over the hour and
 //! the day in one statement, the pauses with since when and by whom, the members recovered.
 
-use ax::run::{RunStatus, TaskId};
-use ax::store::models::TaskStatus;
-use ax::store::queries::executors::{self, HealthRow};
-use ax::store::queries::overview::{self, RunCount};
-use ax::store::queries::tasks;
-use ax::store::Db;
+use ax_core::run::{RunStatus, TaskId};
+use ax_store::queries::executors::{self, HealthRow};
+use ax_store::queries::overview::{self, RunCount};
+use ax_store::queries::tasks;
+use ax_store::rows::models::TaskStatus;
+use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
@@ -116,7 +116,7 @@ async fn pauses_note_since_when_and_by_whom(db: &Db) {
         ]
     );
     // Resumed: forgotten; paused again later, since then.
-    let resumed = tasks::resume(&mut conn(db).await, b.id, ax::store::from_db(at(4)))
+    let resumed = tasks::resume(&mut conn(db).await, b.id, ax_store::from_db(at(4)))
         .await
         .expect("resume");
     assert!(resumed.is_some());
@@ -140,7 +140,7 @@ async fn pauses_note_since_when_and_by_whom(db: &Db) {
             paused_by: Some("bob".into()),
         }]
     );
-    tasks::resume_scene(&mut conn(db).await, "s2", ax::store::from_db(at(6)))
+    tasks::resume_scene(&mut conn(db).await, "s2", ax_store::from_db(at(6)))
         .await
         .expect("resume scene");
     let scenes = overview::paused_scenes(&mut conn(db).await)

@@ -1,10 +1,10 @@
 //! `crates/ax-store/src/queries/runs.rs`, `check_pending`: runs waiting on their upstreams.
 
-use ax::run::{NewRun, RunStatus};
-use ax::store::models::TaskStatus;
-use ax::store::queries::instances::FireOutcome;
-use ax::store::queries::{due, pending, tasks};
-use ax::store::Db;
+use ax_core::run::{NewRun, RunStatus};
+use ax_store::queries::instances::FireOutcome;
+use ax_store::queries::{due, pending, tasks};
+use ax_store::rows::models::TaskStatus;
+use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{

@@ -2,13 +2,13 @@
 //! many to a statement (`apply`, `apply_all`), a result counted once per attempt, and RUNNING
 //! runs past their deadline (`expired_running`).
 
-use ax::run::{blind, Decided, Event, Refusal, RequestId, RetryPolicy, RunStatus, Write};
-use ax::store::models::TaskStatus;
-use ax::store::queries::run_writes::Target;
-use ax::store::queries::tasks::{Conditional, Versions};
-use ax::store::queries::{instances, tasks};
-use ax::store::queries::{recovery, run_writes, runs};
-use ax::store::Db;
+use ax_core::run::{blind, Decided, Event, Refusal, RequestId, RetryPolicy, RunStatus, Write};
+use ax_store::queries::run_writes::Target;
+use ax_store::queries::tasks::{Conditional, Versions};
+use ax_store::queries::{instances, tasks};
+use ax_store::queries::{recovery, run_writes, runs};
+use ax_store::rows::models::TaskStatus;
+use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
@@ -284,7 +284,7 @@ async fn apply_result_schedules_retries(db: &Db) {
     );
 }
 
-/// Dispatcher replies written blind (`ax::run::blind`), many to a statement.
+/// Dispatcher replies written blind (`ax_core::run::blind`), many to a statement.
 async fn results_applied_at_once(db: &Db) {
     use RunStatus::*;
     let t = base();

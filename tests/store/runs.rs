@@ -3,15 +3,15 @@
 //! (`Expect::holds`), for one run and many to a statement; and `decide_many` decides several
 //! events in order, each on what the previous left, as one-by-one `decide` would.
 
-use ax::run::{
+use ax_core::run::{
     blind, on_event, Change, Decided, Event, NewRun, Outcome, Refusal, Report, RequestId,
     RetryLimits, RetryPolicy, RunState, RunStatus, TaskId, Write,
 };
-use ax::store::models::{Instance, NewInstance, Task, TaskStatus};
-use ax::store::queries::run_writes::Target;
-use ax::store::queries::{run_writes, runs};
-use ax::store::schema::ax_instance::dsl as i;
-use ax::store::{to_db, Db};
+use ax_store::queries::run_writes::Target;
+use ax_store::queries::{run_writes, runs};
+use ax_store::rows::models::{Instance, NewInstance, Task, TaskStatus};
+use ax_store::rows::schema::ax_instance::dsl as i;
+use ax_store::{to_db, Db};
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -101,7 +101,7 @@ async fn insert_state(
     // No birth has a later attempt: set it as it would be after retries.
     let (attempt, retries) = (run.attempt, run.retries_used);
     let mut c = conn(db).await;
-    let changed = ax::with_conn!(&mut c, |c| diesel::update(
+    let changed = ax_store::with_conn!(&mut c, |c| diesel::update(
         i::ax_instance.filter(i::request_id.eq(&rid))
     )
     .set((i::attempt.eq(attempt), i::retry_count.eq(retries)))

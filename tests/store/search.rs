@@ -1,11 +1,11 @@
 //! `crates/ax-store/src/queries/search.rs`: runs by the start of their request id (one range of the
 //! request-id index, read from its end), tasks by text in their `scene/name`.
 
-use ax::run::{RequestId, RequestIdPrefix, RunStatus};
-use ax::search::TaskMatch;
-use ax::store::models::TaskStatus;
-use ax::store::queries::search;
-use ax::store::{Conn, Db};
+use ax_core::run::{RequestId, RequestIdPrefix, RunStatus};
+use ax_core::task::search::TaskMatch;
+use ax_store::queries::search;
+use ax_store::rows::models::TaskStatus;
+use ax_store::{Conn, Db};
 
 use crate::support::{
     base, conn, fields, insert_instance, insert_task, new_instance, on_both_backends, secs,
@@ -23,7 +23,7 @@ async fn runs_by_the_start_of_their_request_id(db: &Db) {
     let mut ids = Vec::new();
     for n in 0..600 {
         let at = base() + secs(60 * n);
-        let id = RequestId::scheduled(task.id, ax::store::from_db(at));
+        let id = RequestId::scheduled(task.id, ax_store::from_db(at));
         insert_instance(db, &new_instance(task.id, &id, at, RunStatus::Success)).await;
         ids.push(id);
     }

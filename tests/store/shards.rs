@@ -1,11 +1,11 @@
 //! Broadcast fires (`queries/instances.rs`, `queries/pending.rs`): a fire's shards are
 //! recorded, left by the overlap policy and waited for by dependants as one run.
 
-use ax::run::{shards, NewRun, OverlapPolicy, RequestId, RunStatus, Shard};
-use ax::store::models::{NewInstance, TaskStatus};
-use ax::store::queries::instances::{FireOutcome, FireRecord};
-use ax::store::queries::{pending, tasks};
-use ax::store::Db;
+use ax_core::run::{shards, NewRun, OverlapPolicy, RequestId, RunStatus, Shard};
+use ax_store::queries::instances::{FireOutcome, FireRecord};
+use ax_store::queries::{pending, tasks};
+use ax_store::rows::models::{NewInstance, TaskStatus};
+use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
@@ -181,11 +181,11 @@ async fn a_broadcast_upstream_succeeded_when_every_shard_did(db: &Db) {
 }
 
 async fn set_status(db: &Db, request_id: &RequestId, status: RunStatus) {
-    use ax::store::schema::ax_instance::dsl as i;
+    use ax_store::rows::schema::ax_instance::dsl as i;
     use diesel::prelude::*;
     use diesel_async::RunQueryDsl;
     let mut c = conn(db).await;
-    let updated = ax::with_conn!(&mut c, |c| diesel::update(
+    let updated = ax_store::with_conn!(&mut c, |c| diesel::update(
         i::ax_instance.filter(i::request_id.eq(request_id))
     )
     .set(i::status.eq(status))

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use ax::actors::store::{LaneCommits, RunEvent, StoreActor, StoreHandle};
-use ax::run::{Decided, NewRun, RetryPolicy, RunStatus};
-use ax::store::models::TaskStatus;
-use ax::store::Db;
+use ax_core::run::{Decided, NewRun, RetryPolicy, RunStatus};
+use ax_server::actors::store::{LaneCommits, RunEvent, StoreActor, StoreHandle};
+use ax_store::rows::models::TaskStatus;
+use ax_store::Db;
 
 use crate::support::{
     accepted, applied, at, base, born, claim_event, due_attempt, fields, fired, insert_instance,

@@ -3,13 +3,13 @@
 //! and a success its writer did not queue (the task was alerted meanwhile) is found by the
 //! folder, so the alert still resolves.
 
-use ax::alerting::{AlertEvent, AlertRule};
-use ax::run::{blind, RequestId, TaskId};
-use ax::store::models::TaskStatus;
-use ax::store::queries::alerts::{self, AlertFilter};
-use ax::store::queries::run_writes::{self, Target};
-use ax::store::queries::success_watch::SuccessWatch;
-use ax::store::Db;
+use ax_core::alerting::{AlertEvent, AlertRule};
+use ax_core::run::{blind, RequestId, TaskId};
+use ax_store::queries::alerts::{self, AlertFilter};
+use ax_store::queries::run_writes::{self, Target};
+use ax_store::queries::success_watch::SuccessWatch;
+use ax_store::rows::models::TaskStatus;
+use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{

@@ -1,17 +1,17 @@
 //! What every module of the store tests shares: connections, fixed times, task and run
 //! fixtures, events and short forms of the queries, and `on_both_backends!`.
 
-use ax::run::{
+use ax_core::run::{
     claim_until, Decided, Event, NewRun, Outcome, OverlapPolicy, Refusal, Report, RequestId,
     RetryPolicy, RunState, RunStatus, TaskId, TriggerType,
 };
-use ax::store::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
-use ax::store::queries::due::{self, DueAttempt};
-use ax::store::queries::instances::{self, FireOutcome, FireRecord};
-use ax::store::queries::runs;
-use ax::store::queries::tasks;
-use ax::store::queries::Page;
-use ax::store::{from_db, to_db, Conn, Db};
+use ax_store::queries::due::{self, DueAttempt};
+use ax_store::queries::instances::{self, FireOutcome, FireRecord};
+use ax_store::queries::runs;
+use ax_store::queries::tasks;
+use ax_store::queries::Page;
+use ax_store::rows::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
+use ax_store::{from_db, to_db, Conn, Db};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeDelta, Utc};
 
 use crate::common::TestStore;
@@ -81,7 +81,7 @@ pub(crate) fn fields(
         time_zone: "UTC".into(),
         overlap: OverlapPolicy::Allow,
         jitter_secs: 0,
-        labels: ax::labels::Labels::default(),
+        labels: ax_core::task::labels::Labels::default(),
         executor: None,
         alerts: None,
         alert_lag_ms: None,
@@ -420,11 +420,11 @@ pub(crate) use on_both_backends;
 
 /// Sets when a run's first attempt was sent, as its reply would.
 pub(crate) async fn set_dispatched_at(db: &Db, request_id: &RequestId, at: NaiveDateTime) {
-    use ax::store::schema::ax_instance::dsl as i;
+    use ax_store::rows::schema::ax_instance::dsl as i;
     use diesel::prelude::*;
     use diesel_async::RunQueryDsl;
     let mut c = conn(db).await;
-    let changed = ax::with_conn!(&mut c, |c| diesel::update(
+    let changed = ax_store::with_conn!(&mut c, |c| diesel::update(
         i::ax_instance.filter(i::request_id.eq(request_id))
     )
     .set(i::dispatched_at.eq(Some(at)))

@@ -1,12 +1,12 @@
 //! `crates/ax-store/src/queries/task_changes.rs`: the change feed the database writes for every change of
 //! a task, and the fire's compare-and-set on the task's version.
 
-use ax::run::TaskId;
-use ax::store::models::TaskStatus;
-use ax::store::queries::instances::FireOutcome;
-use ax::store::queries::task_changes;
-use ax::store::queries::tasks::{self, Versions};
-use ax::store::{from_db, Db};
+use ax_core::run::TaskId;
+use ax_store::queries::instances::FireOutcome;
+use ax_store::queries::task_changes;
+use ax_store::queries::tasks::{self, Versions};
+use ax_store::rows::models::TaskStatus;
+use ax_store::{from_db, Db};
 
 use crate::support::{
     base, conn, fields, fire_record, insert_task, on_both_backends, record, request_id, secs,

@@ -1,14 +1,14 @@
 //! `crates/ax-store/src/queries/tasks.rs`: task CRUD, the due scan (`due_until`), pause and resume of
 //! tasks and scenes, scene counts, and dependencies.
 
-use ax::run::TaskId;
-use ax::store::models::{Task, TaskStatus};
-use ax::store::queries::task_pages::{self, Cursor, Keyset, Position, SortColumn, TaskSort};
-use ax::store::queries::tasks::{
+use ax_core::run::TaskId;
+use ax_store::queries::task_pages::{self, Cursor, Keyset, Position, SortColumn, TaskSort};
+use ax_store::queries::tasks::{
     self, BulkItem, Conditional, TaskFilter, UpstreamProblem, Versions,
 };
-use ax::store::queries::Page;
-use ax::store::{from_db, Db};
+use ax_store::queries::Page;
+use ax_store::rows::models::{Task, TaskStatus};
+use ax_store::{from_db, Db};
 use chrono::{NaiveDate, NaiveDateTime};
 
 use crate::support::{

@@ -9,18 +9,10 @@
 //! `ax bench console` measures the web console's pages on a seeded database instead (see
 //! [`console`]).
 
-mod analysis;
-mod cluster;
-pub mod console;
-mod counters;
-mod db;
-mod event_streams;
-mod executor;
-mod kinds;
-mod profile;
-mod report;
-mod seed;
-mod usage;
+mod load;
+mod measure;
+
+pub use load::console;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,18 +23,20 @@ use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 use serde_json::{json, Value};
 
-use analysis::{cpu_percent, expected_fires, match_deliveries, received_within, task_cron};
 use ax_core::EXIT_USAGE;
 use ax_cron::CronSchedule;
 use ax_server::config::StoreConfig;
-use cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
-use db::BenchStore;
-use event_streams::EventStreams;
-use executor::{Behaviour, MockExecutor};
-pub use kinds::{Mode, StoreKind};
-pub use report::FIELDS_HELP;
-use report::{round1, Lag, Report};
-use usage::Window;
+use load::cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
+use load::db::BenchStore;
+use load::event_streams::EventStreams;
+use load::executor::{Behaviour, MockExecutor};
+pub use load::kinds::{Mode, StoreKind};
+use load::usage::Window;
+use measure::analysis::{
+    cpu_percent, expected_fires, match_deliveries, received_within, task_cron,
+};
+pub use measure::report::FIELDS_HELP;
+use measure::report::{round1, Lag, Report};
 
 const REDIS_URL: &str = "redis://127.0.0.1:6379";
 /// Bulk registration calls in flight at once.
@@ -331,7 +325,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     log::info!("bench: tasks registered; measuring [{start}, {end})");
     let streams = EventStreams::open(&cluster.base_urls(), args.event_streams).await?;
     sleep_until(start).await;
-    let peers = usage::Peers {
+    let peers = load::usage::Peers {
         cluster: &cluster,
         store: &store,
         executor: &executor,
@@ -339,7 +333,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     };
     let window = Window::open(&peers).await?;
     let recording = match &args.profile {
-        Some(file) => Some(profile::Recording::start(
+        Some(file) => Some(measure::profile::Recording::start(
             &cluster.pids(),
             args.duration,
             file,
@@ -399,9 +393,9 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         unexpected: matching.unexpected,
         mismatched_request_ids: matching.mismatched_request_ids,
         duplicate_rows: store.duplicate_rows().await?,
-        not_final: db::not_final(&statuses),
+        not_final: load::db::not_final(&statuses),
         statuses,
-        open_after_stop: db::open_only(all_statuses),
+        open_after_stop: load::db::open_only(all_statuses),
         ax_cpu_percent: cpu_percent(window.ax_cpu_ticks, CLOCK_TICKS_PER_SEC, window.wall_secs)
             .map(round1),
         ax_peak_rss_mb: round1(ax_peak_rss_mb),

@@ -4,41 +4,27 @@
 //! `-o table|wide|json|yaml`. Errors are [`ClientError`]s, mapped to exit codes in one place:
 //! 2 for bad usage or input, 1 when the server said no or could not be reached.
 
-mod alerts;
+mod api;
 pub mod apply;
-mod audit;
-mod cluster;
-pub mod error;
-mod executors;
-mod flags;
-mod http;
-mod logs;
-pub mod output;
-mod plan;
-mod runs;
-mod scenes;
-mod task_files;
-mod task_ref;
-mod tasks;
-mod watch;
+mod commands;
 
 use std::future::Future;
 use std::process::ExitCode;
 
 use clap::Args;
 
-pub use alerts::{alerts, AlertsCommand};
-pub use audit::{audit, AuditCommand};
-pub use cluster::cluster;
-pub use error::ClientError;
-pub use executors::{executors, ExecutorsCommand};
-pub use http::{request, send, Call, Reply};
-pub use output::Format;
-pub use plan::plan;
-pub use runs::{runs, RunsCommand};
-pub use scenes::{scenes, ScenesCommand};
-pub use task_ref::TaskRef;
-pub use tasks::{tasks, TasksCommand};
+pub use api::error::{exit_with, ClientError};
+pub use api::http::{request, send, Call, Reply};
+pub use api::output::Format;
+pub use commands::alerts::{alerts, AlertsCommand};
+pub use commands::audit::{audit, AuditCommand};
+pub use commands::cluster::cluster;
+pub use commands::executors::{executors, ExecutorsCommand};
+pub use commands::plan::plan;
+pub use commands::runs::{runs, RunsCommand};
+pub use commands::scenes::{scenes, ScenesCommand};
+pub use commands::task_ref::TaskRef;
+pub use commands::tasks::{tasks, TasksCommand};
 
 /// The flags every API command takes, before or after its subcommand.
 #[derive(Debug, Clone, Args)]
@@ -105,6 +91,6 @@ pub struct Connection {
 }
 
 /// Runs a client command to its end: its error printed, its exit code.
-fn finish(command: impl Future<Output = Result<(), ClientError>>) -> ExitCode {
-    error::exit_with(actix_rt::System::new().block_on(command))
+pub(crate) fn finish(command: impl Future<Output = Result<(), ClientError>>) -> ExitCode {
+    api::error::exit_with(actix_rt::System::new().block_on(command))
 }

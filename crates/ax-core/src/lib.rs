@@ -2,30 +2,16 @@
 //! I/O. No actor, HTTP client, Redis or database connection lives here; the `diesel` dependency
 //! only maps ids and stored vocabularies to their SQL types.
 
-#[macro_use]
-mod text_enum;
-
 pub mod alerting;
-pub mod clock;
-pub mod dependencies;
+pub mod cluster;
 pub mod dispatch;
-pub mod fencing;
-pub mod group_commit;
-pub mod labels;
 pub mod metrics;
-pub mod nesting;
-pub mod percentile;
 pub mod plan;
 pub mod run;
-pub mod run_feed;
-pub mod run_history;
-pub mod run_log;
-pub mod schedule_load;
-pub mod search;
 pub mod security;
-pub mod task_executor;
-pub mod task_fields;
+pub mod task;
 pub mod text;
+pub mod time;
 pub mod wheel;
 
 /// The exit status of every `ax` command for bad input (an invalid expression, option, config

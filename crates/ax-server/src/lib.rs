@@ -4,16 +4,10 @@
 pub mod actors;
 pub mod api;
 pub mod app;
-pub mod attention;
-pub mod audit;
-pub mod auth_throttle;
 pub mod cluster;
 pub mod config;
 pub mod console;
 pub mod error;
-pub mod etag;
-pub mod health;
-pub mod http_errors;
 pub mod notify;
 pub mod service;
 pub mod web;

@@ -3,22 +3,16 @@
 //! `Db` is an enum of pools; `with_conn!` expands one query body per backend, so every query
 //! is written once and type-checked against both real backends.
 
-mod backend;
-mod error;
-mod migrate;
-pub mod models;
-pub mod prepared;
+pub mod pool;
 pub mod queries;
-pub mod schema;
-mod time;
-mod write_turns;
+pub mod rows;
 
-pub use backend::{redacted, StoreUrl};
-use backend::{sqlite_pragmas, BUSY_TIMEOUT};
-pub use error::StoreError;
-pub use migrate::run_migrations;
-pub use time::{from_db, to_db};
-pub use write_turns::WriteTurns;
+pub use pool::backend::{redacted, StoreUrl};
+use pool::backend::{sqlite_pragmas, BUSY_TIMEOUT};
+pub use pool::error::StoreError;
+pub use pool::migrate::run_migrations;
+pub use pool::write_turns::WriteTurns;
+pub use rows::time::{from_db, to_db};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::upstreams::Upstream;
-use ax_core::task_fields::{self, Default, Field, Kind};
+use ax_core::task::fields::{self, Default, Field, Kind};
 use ax_server::service::task_input::TaskInput;
 
 /// Longest value a change shows, in characters; a longer one is cut, with `…`.
@@ -38,7 +38,7 @@ pub fn definition(input: &TaskInput, upstreams: Option<&[Upstream]>) -> Value {
     if let Some(upstreams) = upstreams {
         let mut labels: Vec<String> = upstreams.iter().map(Upstream::label).collect();
         labels.sort();
-        definition[task_fields::DEPENDS_ON.name] = Value::from(labels);
+        definition[fields::DEPENDS_ON.name] = Value::from(labels);
     }
     definition
 }
@@ -46,8 +46,8 @@ pub fn definition(input: &TaskInput, upstreams: Option<&[Upstream]>) -> Value {
 /// The fields in which two definitions differ, in their declared order; not `name` and
 /// `scene`, by which the two were matched.
 pub fn differences(want: &Value, have: &Value) -> Vec<Difference> {
-    let key = [task_fields::NAME.name, task_fields::SCENE.name];
-    task_fields::ALL
+    let key = [fields::NAME.name, fields::SCENE.name];
+    fields::ALL
         .into_iter()
         .filter(|field| !key.contains(&field.name))
         .filter(|field| want.get(field.name) != have.get(field.name))
@@ -129,11 +129,11 @@ mod tests {
             line.chars().count(),
             "params {} → ".chars().count() + SHOWN_CHARS
         );
-        let factor = task_fields::RETRY_FACTOR;
+        let factor = fields::RETRY_FACTOR;
         assert_eq!(shown(&factor, Some(&Value::Null)), "(default)");
-        assert_eq!(shown(&task_fields::HANDLER_URL, None), "(none)");
+        assert_eq!(shown(&fields::HANDLER_URL, None), "(none)");
         assert_eq!(
-            shown(&task_fields::CRON, Some(&json!("0 0 1 * * *"))),
+            shown(&fields::CRON, Some(&json!("0 0 1 * * *"))),
             r#""0 0 1 * * *""#
         );
         assert_eq!(cut("ééé", 3), "ééé");

@@ -1,6 +1,6 @@
 //! Every task field reaches `ax apply`'s plan, the audit diff and the stored definition.
 
-use ax_core::task_fields::{Default, ALL, NAME, SCENE};
+use ax_core::task::fields::{Default, ALL, NAME, SCENE};
 use ax_server::api::validate::task_examples::{details, input, required, stored, with_example};
 
 #[test]
@@ -36,7 +36,7 @@ fn every_field_is_in_the_audit_diff_the_apply_plan_and_the_stored_definition() {
             field.name
         );
         let (before, after) = (details(&plain).task, details(&changed).task);
-        let summary = ax_server::audit::task_changes(&before, &after);
+        let summary = ax_server::service::audit_diff::task_changes(&before, &after);
         let audited = match field.name {
             "enabled" => "status",
             name => name,

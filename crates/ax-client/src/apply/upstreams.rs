@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use ax_core::run::TaskId;
-use ax_core::task_fields;
+use ax_core::task::fields;
 
 /// A task, by `(scene, name)`.
 pub type Key = (String, String);
@@ -45,7 +45,7 @@ impl Upstream {
 
 /// A file task's `dependsOn`: a list of task ids and names. The message is the field's.
 pub fn written(value: Option<Value>) -> Result<Vec<Written>, String> {
-    let max = task_fields::DEPENDS_ON.max();
+    let max = fields::DEPENDS_ON.max();
     let invalid = || {
         format!(
             "dependsOn must be a list of at most {max} upstream tasks, each an id or a name \

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::run::{OverlapPolicy, TaskId};
-use crate::task_executor::TaskExecutor;
+use crate::task::executor::TaskExecutor;
 use ax_cron::CronSchedule;
 
 /// What the scheduler needs to fire a task, parsed once when the task enters the wheel.

@@ -101,7 +101,7 @@ pub enum Event {
     DependencyTimedOut { at: DateTime<Utc> },
     /// `claimant` restarted: nothing of its previous life is in flight, its claims lapse now.
     Recovered { claimant: String, at: DateTime<Utc> },
-    /// The claimant was fenced (its promise went stale, see `crate::fencing`) having sent
+    /// The claimant was fenced (its promise went stale, see `crate::cluster::fencing`) having sent
     /// no run fired for `unsent_from` or later: its claims on such runs lapse now. A run it
     /// may have sent keeps its claim until the claim expires.
     Fenced {

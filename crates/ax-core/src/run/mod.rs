@@ -5,11 +5,16 @@
 
 mod codes;
 mod decided;
+pub mod feed;
+pub mod group_commit;
+pub mod history;
 mod ids;
 mod jitter;
 mod lifecycle;
+pub mod logs;
 mod notes;
 mod overlap;
+pub mod percentile;
 mod retry;
 mod shard;
 mod status;

@@ -4,8 +4,8 @@
 use super::ids::RequestId;
 use super::lifecycle::RunState;
 use super::status::RunStatus;
-use crate::clock::rfc3339;
 use crate::text::Escaped;
+use crate::time::clock::rfc3339;
 
 /// The line of a failed attempt, once its failure is recorded (`after`: the run then): the
 /// handler's code and message, and whether a retry follows or the failure is final.

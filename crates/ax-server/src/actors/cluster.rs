@@ -10,8 +10,8 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use ax_core::clock::{rfc3339_serde, ClockCheck, Reading, SharedClock};
 use ax_core::metrics::metrics;
+use ax_core::time::clock::{rfc3339_serde, ClockCheck, Reading, SharedClock};
 use ax_store::queries::meta;
 
 use super::redis_link::{unavailable, LockError, RedisLink, CALL_WAIT};

@@ -17,25 +17,25 @@ use super::fleet::{Fleet, FleetSettings, MemberState, Route};
 use super::resolver::{guarded_client, NotAllowed};
 use super::store::{boxed, RunEvent, StoreHandle};
 use super::InFlight;
-use ax_core::clock::{rfc3339, SharedClock};
+use ax_core::cluster::fencing::SendGate;
 use ax_core::dispatch::host_slots::{host_key, HostCaps, HostLoad, HostSlots, Lane, LaneSettings};
 use ax_core::dispatch::routing::{member_url, Exchange};
-use ax_core::fencing::SendGate;
 use ax_core::metrics::{metrics, DispatchResult};
+use ax_core::run::logs::cut_output;
 use ax_core::run::{
     claim_covers, failed_attempt, http_code, renewed_claim, Decided, Event, Outcome, Report,
     ReportedStatus, RequestId, Shard, TaskId, BAD_PARAMS_CODE, BAD_REPLY_CODE, BAD_URI_MESSAGE,
     BODY_NOT_ENCODED_MESSAGE, CONNECT_ERROR_CODE, HANDLER_NOT_ALLOWED_CODE, NO_EXECUTOR_CODE,
     NO_REPLY_MESSAGE, PARAMS_NOT_JSON_MESSAGE, TIMEOUT_CODE,
 };
-use ax_core::run_log::cut_output;
 use ax_core::security::{
     callback_token, sign_dispatch, Allowlist, Security, SIGNATURE_HEADER, TIMESTAMP_HEADER,
 };
-use ax_core::task_executor::TaskExecutor;
+use ax_core::task::executor::TaskExecutor;
 use ax_core::text::{clean_message, result_code, result_message};
-use ax_store::models::{cut, MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
+use ax_core::time::clock::{rfc3339, SharedClock};
 use ax_store::queries::run_log;
+use ax_store::rows::models::{cut, MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
 
 /// Longest reply body read from a handler.
 const MAX_REPLY_BYTES: usize = 64 * 1024;
@@ -70,7 +70,7 @@ pub struct DispatchJob {
     /// it while they hold the attempt).
     pub claimed_until: DateTime<Utc>,
     /// The fencing generation its claim was taken in: a claim from before this process was
-    /// fenced or paused is checked again before it is sent (see `ax_core::fencing`).
+    /// fenced or paused is checked again before it is sent (see `ax_core::cluster::fencing`).
     pub generation: u64,
 }
 
@@ -1182,9 +1182,9 @@ pub struct DispatchSettings {
     pub fleet: FleetSettings,
     /// This process, as its claims name it.
     pub claimant: String,
-    /// The cluster's clock (see `ax_core::clock::ReferenceClock`).
+    /// The cluster's clock (see `ax_core::time::clock::ReferenceClock`).
     pub clock: SharedClock,
-    /// This process's promises (see `ax_core::fencing`).
+    /// This process's promises (see `ax_core::cluster::fencing`).
     pub gate: SendGate,
 }
 
@@ -1328,14 +1328,14 @@ mod tests {
 
     #[test]
     fn a_reply_may_carry_an_output_kept_to_its_end() {
-        let long = format!("{}end", "x".repeat(ax_core::run_log::MAX_OUTPUT_BYTES));
+        let long = format!("{}end", "x".repeat(ax_core::run::logs::MAX_OUTPUT_BYTES));
         let said = classify_reply(
             200,
             &reply(json!({"status": "SUCCESS", "output": long})),
             deadline(),
         );
         let output = said.output.unwrap();
-        assert_eq!(output.len(), ax_core::run_log::MAX_OUTPUT_BYTES);
+        assert_eq!(output.len(), ax_core::run::logs::MAX_OUTPUT_BYTES);
         assert!(output.ends_with("end"));
         assert_eq!(classify_reply(200, b"{}", deadline()).output, None);
     }

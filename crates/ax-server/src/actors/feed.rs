@@ -1,5 +1,5 @@
 //! FeedActor: serves `GET /api/events`. While anyone listens it looks at the store once a
-//! second (see `ax_core::run_feed`) and hands each listener the changes it wants; with no
+//! second (see `ax_core::run::feed`) and hands each listener the changes it wants; with no
 //! listener it reads nothing. Each listener has a bounded queue: one that falls that far
 //! behind is let go (its stream ends; an `EventSource` reconnects by itself) rather than
 //! holding the others up or growing without end.
@@ -11,8 +11,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 use super::store::{boxed, StoreHandle};
-use ax_core::clock::SharedClock;
-use ax_core::run_feed::{Feed, Interest};
+use ax_core::run::feed::{Feed, Interest};
+use ax_core::time::clock::SharedClock;
 use ax_store::queries::run_feed;
 use ax_store::to_db;
 
@@ -100,7 +100,7 @@ impl FeedActor {
         );
     }
 
-    fn tell(&mut self, changes: Vec<ax_core::run_feed::Change>) {
+    fn tell(&mut self, changes: Vec<ax_core::run::feed::Change>) {
         for change in changes {
             let frame = Frame::from(change.frame());
             // A full queue lets its listener go: dropping its sender ends its stream.

@@ -13,18 +13,18 @@ use tokio::sync::watch;
 use super::dispatch::{DispatchHandle, DispatchJob};
 use super::lock::LockHandle;
 use super::store::{boxed, StoreHandle};
-use ax_core::clock::{rfc3339, ClockCheck};
-use ax_core::fencing::SendGate;
+use ax_core::cluster::fencing::SendGate;
 use ax_core::metrics::{add, metrics};
 use ax_core::plan::{FirePlan, RunDecision, TaskSpec};
 use ax_core::run::{
     claim_until, dependency_deadline, jittered, shards, Event, NewRun, RequestId, RunStatus, Shard,
     TaskId, TriggerType,
 };
-use ax_store::models::{self, NewInstance, RunOrigin};
+use ax_core::time::clock::{rfc3339, ClockCheck};
 use ax_store::queries::due::DueAttempt;
 use ax_store::queries::instances::{FireOutcome, FireRecord};
 use ax_store::queries::tasks;
+use ax_store::rows::models::{self, NewInstance, RunOrigin};
 use ax_store::{from_db, to_db, StoreError};
 
 /// What the fire pipeline needs, shared by every batch.
@@ -41,7 +41,7 @@ pub struct FireContext {
     /// This process's clock against the cluster's: nothing is fired or claimed while skewed.
     pub clock_check: Arc<ClockCheck>,
     /// This process's promises: a run goes out once its second is promised (see
-    /// `ax_core::fencing`).
+    /// `ax_core::cluster::fencing`).
     pub gate: SendGate,
 }
 

@@ -17,9 +17,9 @@ use ax_core::dispatch::routing::{
 };
 use ax_core::metrics::{metrics, MemberGauge};
 use ax_core::run::TaskId;
-use ax_core::task_executor::TaskExecutor;
-use ax_store::models::{cut, MAX_MESSAGE_CHARS};
+use ax_core::task::executor::TaskExecutor;
 use ax_store::queries::executors::{self, GroupRow, HealthRow, MemberRow};
+use ax_store::rows::models::{cut, MAX_MESSAGE_CHARS};
 use ax_store::{from_db, to_db};
 
 /// A group as routed over now.

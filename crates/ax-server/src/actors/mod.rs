@@ -7,6 +7,7 @@ pub mod dispatch;
 pub mod feed;
 pub mod fire;
 pub mod fleet;
+pub mod health;
 mod in_flight;
 pub mod lock;
 pub mod redis_link;

@@ -13,18 +13,18 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use ax_core::group_commit::{Lane, Policy, Queued};
 use ax_core::metrics::{add, metrics};
+use ax_core::run::group_commit::{Lane, Policy, Queued};
 use ax_core::run::{
     blind, rejected_result, supersede, Decided, Event, RequestId, RetryPolicy, RunStatus, TaskId,
     Write as RunWrite, RESULT_REJECTED_MESSAGE,
 };
-use ax_store::models::{cut, MAX_MESSAGE_CHARS};
 use ax_store::queries::due::{self, DueAttempt};
 use ax_store::queries::instances::{self, FireOutcome, FireRecord};
 use ax_store::queries::run_writes::{self, Target};
 use ax_store::queries::runs;
 use ax_store::queries::success_watch::SuccessWatch;
+use ax_store::rows::models::{cut, MAX_MESSAGE_CHARS};
 use ax_store::{Conn, Db, StoreError};
 
 /// An event for a run, to record (see `ax_core::run::Event`).

@@ -15,15 +15,15 @@ use futures_util::future::join_all;
 use super::fire::reload;
 use super::store::{boxed, StoreHandle};
 use super::wheel::{ScheduleMode, WheelHandle};
-use ax_core::clock::{ClockCheck, SharedClock};
 use ax_core::metrics::metrics;
 use ax_core::plan::sync::{self, ChangeCursor};
 use ax_core::run::TaskId;
 use ax_core::run::{failed_attempt, Decided, Event, TIMEOUT_CODE, TIMEOUT_MESSAGE};
-use ax_store::models;
+use ax_core::time::clock::{ClockCheck, SharedClock};
 use ax_store::queries::instances;
 use ax_store::queries::tasks::{self, DueCursor};
 use ax_store::queries::{due, pending, recovery, task_changes};
+use ax_store::rows::models;
 use ax_store::{to_db, StoreError};
 
 /// How often due attempts and expired runs are looked for.
@@ -39,7 +39,7 @@ const SETTLING_SECS: i64 = 3;
 const CHANGES_KEPT: chrono::Duration = chrono::Duration::hours(1);
 /// How often tasks that nobody fired are looked for.
 const OVERDUE_INTERVAL: Duration = Duration::from_secs(3);
-/// How often processes whose promise went stale are looked for (see `ax_core::fencing`): a
+/// How often processes whose promise went stale are looked for (see `ax_core::cluster::fencing`): a
 /// run a dead process fired ahead goes out within a few seconds of its time.
 const FENCE_INTERVAL: Duration = Duration::from_secs(1);
 /// How often old finished runs are deleted, and how many per statement.

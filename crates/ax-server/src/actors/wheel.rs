@@ -17,15 +17,15 @@ use super::fire::{
 };
 use super::store::boxed;
 use super::InFlight;
-use ax_core::clock::rfc3339;
-use ax_core::clock::SharedClock;
-use ax_core::fencing::PROMISE_AHEAD;
+use ax_core::cluster::fencing::PROMISE_AHEAD;
 use ax_core::metrics::WheelStats;
 use ax_core::plan::sync::Held;
 use ax_core::plan::{
     plan_each, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec, MAX_COUNTED_PERIODS,
 };
 use ax_core::run::{RequestId, TaskId};
+use ax_core::time::clock::rfc3339;
+use ax_core::time::clock::SharedClock;
 use ax_core::wheel::pace::{self, LagLog, LagNote, PipelineLimits, PipelineLoad};
 use ax_core::wheel::{Due, TimeWheel};
 use ax_store::queries::due::DueAttempt;
@@ -69,7 +69,7 @@ pub struct WheelActor {
     in_flight: InFlight,
     /// The second of the last tick (for `/healthz`).
     reached: watch::Sender<i64>,
-    /// This process's promises of what it may send (see `ax_core::fencing`).
+    /// This process's promises of what it may send (see `ax_core::cluster::fencing`).
     promises: Promises,
     /// Batches planned from the seconds taken, waiting for room in the pipeline.
     backlog: VecDeque<Batch>,
@@ -124,7 +124,7 @@ struct Promises {
 }
 
 impl WheelActor {
-    /// The wheel of a process that took `epoch` at start (see `ax_core::fencing`).
+    /// The wheel of a process that took `epoch` at start (see `ax_core::cluster::fencing`).
     pub fn new(settings: WheelSettings, clock: SharedClock, fire: FireContext, epoch: i64) -> Self {
         let now = clock.now().timestamp();
         WheelActor {
@@ -200,7 +200,7 @@ impl WheelActor {
 
     /// Promises in the store that this process may send the runs of `second`; they go out once
     /// it is written. A fenced process takes a new epoch first, and its claims from before are
-    /// checked again before they are sent (see `ax_core::fencing`).
+    /// checked again before they are sent (see `ax_core::cluster::fencing`).
     fn promise(&mut self, second: i64, ctx: &mut Context<Self>) {
         if second <= self.promises.asked {
             return;

@@ -12,7 +12,7 @@ use super::validate;
 use super::ApiState;
 use crate::error::ApiError;
 use ax_core::alerting::{AlertEvent, AlertStatus};
-use ax_core::clock::rfc3339;
+use ax_core::time::clock::rfc3339;
 use ax_store::from_db;
 use ax_store::queries::alerts::AlertRow;
 

@@ -8,10 +8,10 @@ use serde::Serialize;
 use super::validate;
 use super::ApiState;
 use crate::error::ApiError;
-use ax_core::clock::rfc3339;
+use ax_core::time::clock::rfc3339;
 use ax_store::from_db;
-use ax_store::models::AuditAction;
 use ax_store::queries::audit::AuditRow;
+use ax_store::rows::models::AuditAction;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -10,7 +10,7 @@ use ax_core::metrics::metrics;
 use ax_core::run::{failed_attempt, Decided, Outcome, Refusal, Report, ReportedStatus, RequestId};
 use ax_core::security::{callback_token, same_secret};
 use ax_core::text::{result_code, result_message, Unfit};
-use ax_store::models::{MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
+use ax_store::rows::models::{MAX_CODE_CHARS, MAX_MESSAGE_CHARS};
 
 const FIELDS: &[&str] = &[
     "requestId",

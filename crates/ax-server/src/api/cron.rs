@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::validate;
 use super::ApiState;
 use crate::error::ApiError;
-use ax_core::clock::rfc3339;
+use ax_core::time::clock::rfc3339;
 use ax_cron::Fire;
 
 #[derive(Serialize)]

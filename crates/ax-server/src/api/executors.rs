@@ -13,8 +13,8 @@ use super::{Actor, ApiState};
 
 use crate::error::ApiError;
 use crate::service::executors::{GroupDetails, MemberState};
-use ax_core::clock::rfc3339;
 use ax_core::dispatch::routing::HealthState;
+use ax_core::time::clock::rfc3339;
 use ax_store::from_db;
 
 /// A group as the API shows it.

@@ -8,9 +8,9 @@ use crate::service::executors::DEFAULT_MAX_IN_FLIGHT;
 use ax_core::alerting::AlertStatus;
 use ax_core::dispatch::routing::Routing;
 use ax_core::run::{ReportedStatus, RunStatus, TriggerType};
-use ax_core::task_fields;
-use ax_store::models::AuditAction;
-use ax_store::models::TaskStatus;
+use ax_core::task::fields;
+use ax_store::rows::models::AuditAction;
+use ax_store::rows::models::TaskStatus;
 
 /// The document: every endpoint of `endpoints`, with its parameters, body and replies.
 pub fn openapi(endpoints: &[Endpoint]) -> Value {
@@ -491,7 +491,7 @@ fn schemas() -> Value {
                 body lists each bad field at once (`items[i].field` in a bulk registration)",
                 "items": {"type": "object", "required": ["field", "message"],
                     "properties": {"field": string, "message": string}}}}}}},
-        "TaskInput": task_fields::input_schema(),
+        "TaskInput": fields::input_schema(),
         "Task": {"allOf": [{"$ref": "#/components/schemas/TaskInput"}, {"type": "object", "properties": {
             "id": int,
             "status": {"type": "string", "enum": TaskStatus::ALL,

@@ -8,9 +8,9 @@ use serde::Serialize;
 use super::validate;
 use crate::error::ApiError;
 use crate::web::ApiState;
-use ax_core::clock::rfc3339_serde;
 use ax_core::run::TaskId;
-use ax_core::schedule_load::{Busy, Load};
+use ax_core::task::schedule_load::{Busy, Load};
+use ax_core::time::clock::rfc3339_serde;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

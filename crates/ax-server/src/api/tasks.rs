@@ -10,12 +10,12 @@ use super::validate;
 use super::views::{InstanceView, PageView, StatsView, TaskView};
 use super::{Actor, ApiState};
 use crate::error::ApiError;
-use crate::etag::{self, etag};
 use crate::service::error::ServiceError;
+use crate::service::etag::{self, etag};
 use crate::service::task_details::TaskDetails;
-use ax_core::labels;
-use ax_store::models::TaskStatus;
+use ax_core::task::labels;
 use ax_store::queries::tasks::{TaskFilter, Versions};
+use ax_store::rows::models::TaskStatus;
 
 /// How often a `PATCH` without `If-Match` is merged again onto a task that changed meanwhile.
 const PATCH_TRIES: usize = 5;

@@ -9,15 +9,15 @@ use crate::service::scenes::SceneCounts;
 use crate::service::stats::{OverlapCounts, TaskStats};
 use crate::service::task_details::TaskDetails;
 use ax_core::alerting::AlertRule;
-use ax_core::clock::rfc3339;
-use ax_core::labels::Labels;
+use ax_core::run::logs::{dropped_marker, Limits};
 use ax_core::run::{OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
-use ax_core::run_log::{dropped_marker, Limits};
-use ax_core::task_executor::TaskExecutor;
+use ax_core::task::executor::TaskExecutor;
+use ax_core::task::labels::Labels;
+use ax_core::time::clock::rfc3339;
 use ax_store::from_db;
-use ax_store::models::{Instance, TaskStatus};
 use ax_store::queries::attempts::AttemptRow;
 use ax_store::queries::run_log::AttemptLog;
+use ax_store::rows::models::{Instance, TaskStatus};
 
 fn time(at: NaiveDateTime) -> String {
     rfc3339(from_db(at))
@@ -313,7 +313,7 @@ mod tests {
     use crate::api::validate::task_body;
     use crate::api::validate::task_examples::{as_json, details, input, required, with_example};
     use crate::service::task_input::TaskInput;
-    use ax_core::task_fields::{Default, Field, ALL, DEPENDS_ON, EXECUTOR, HANDLER_URL};
+    use ax_core::task::fields::{Default, Field, ALL, DEPENDS_ON, EXECUTOR, HANDLER_URL};
     use serde_json::Value;
 
     fn view(input: &TaskInput) -> Value {

@@ -82,7 +82,7 @@ fn audit_table(rows: &[AuditRow]) -> Markup {
 mod tests {
     use super::*;
     use crate::console::session::tests::visitor;
-    use ax_store::models::AuditAction;
+    use ax_store::rows::models::AuditAction;
 
     #[test]
     fn entries_are_escaped_and_paged() {

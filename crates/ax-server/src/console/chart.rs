@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, DurationRound, Utc};
 use maud::{html, Markup};
 
 use super::layout::millis;
-use ax_core::percentile::percentile;
+use ax_core::run::percentile::percentile;
 
 /// Minutes the chart covers.
 pub const MINUTES: i64 = 60;

@@ -18,17 +18,17 @@ use super::runs::{run_href, task_ids, task_link};
 use super::session::Visitor;
 use super::{ok, ConsoleError};
 use crate::actors::cluster::{Member, HEARTBEAT_INTERVAL};
+use crate::actors::health::Report;
 use crate::actors::redis_link::LockError;
-use crate::attention::{self, FailingTask, TaskNow, Trouble};
-use crate::health::Report;
+use crate::console::attention::{self, FailingTask, TaskNow, Trouble};
 use crate::service::console_reads::{Pauses, RunCounts, DAY_COUNTS_SECS};
 use crate::service::executors::MemberState;
 use crate::web::ApiState;
 use ax_core::dispatch::routing::HealthState;
 use ax_core::run::{RunStatus, TaskId};
-use ax_store::models::Instance;
 use ax_store::queries::executors::{GoneRow, HealthRow};
 use ax_store::queries::instances::InstanceFilter;
+use ax_store::rows::models::Instance;
 use ax_store::to_db;
 
 /// Failures of the last day the attention list folds by task.

@@ -23,14 +23,14 @@ use crate::service::error::ServiceError;
 use crate::service::task_details::TaskDetails;
 use crate::service::Service;
 use crate::web::ApiState;
-use ax_core::labels::{Labels, MAX_KEY_CHARS, MAX_VALUE_CHARS};
 use ax_core::run::{OverlapPolicy, TaskId};
-use ax_core::task_fields::{
+use ax_core::task::fields::{
     self, Field, Kind, ALERTS, CRON, DEPENDS_ON, ENABLED, EXECUTOR, HANDLER_URL, LABELS, NAME,
     OVERLAP, PARAMS, SCENE, TIME_ZONE,
 };
-use ax_store::models::{Task, TaskStatus};
+use ax_core::task::labels::{Labels, MAX_KEY_CHARS, MAX_VALUE_CHARS};
 use ax_store::queries::tasks::Versions;
+use ax_store::rows::models::{Task, TaskStatus};
 
 /// Names of a scene's tasks the dependency field lists.
 const SUGGESTED_NAMES: i64 = 200;
@@ -67,7 +67,7 @@ struct Draft {
 
 /// The numeric fields, as declared: their form (and API) names, labels and bounds.
 fn numbers() -> impl Iterator<Item = &'static Field> {
-    task_fields::ALL
+    fields::ALL
         .into_iter()
         .filter(|field| matches!(field.kind, Kind::Integer { .. }))
 }
@@ -402,10 +402,10 @@ fn every_refusal(own: Vec<ApiError>, api: Option<ApiError>) -> ApiError {
     refusals.extend(own);
     let position = |err: &ApiError| {
         let field = err.field().map(form_field);
-        task_fields::ALL
+        fields::ALL
             .iter()
             .position(|declared| Some(declared.name) == field)
-            .unwrap_or(task_fields::ALL.len())
+            .unwrap_or(fields::ALL.len())
     };
     refusals.sort_by_key(position);
     ApiError::all(refusals)
@@ -467,7 +467,7 @@ impl Refusal {
 
     /// How the summary names its field: the input's label.
     fn label(&self) -> Option<&'static str> {
-        task_fields::named(form_field(self.field.as_deref()?)).map(|declared| declared.label)
+        fields::named(form_field(self.field.as_deref()?)).map(|declared| declared.label)
     }
 }
 
@@ -943,7 +943,7 @@ mod tests {
         let draft = Draft::new(None);
         let form = form(&draft, None);
         let texts: Vec<&str> = draft.texts().into_iter().map(|(name, _)| name).collect();
-        for field in task_fields::ALL {
+        for field in fields::ALL {
             assert!(
                 form.contains(&format!(r#"name="{}""#, field.name)),
                 "no input for {}",
@@ -956,7 +956,7 @@ mod tests {
     #[test]
     fn every_field_of_a_task_is_shown_and_sent_back_as_it_is() {
         use crate::api::validate::task_examples::{as_json, details, input, with_example};
-        for field in task_fields::ALL {
+        for field in fields::ALL {
             let stored = input(with_example(field));
             let draft = Draft::of(&details(&stored).task, &[]);
             let (body, unread) = draft.body(&stored.depends_on);

@@ -7,15 +7,15 @@ use actix_web::HttpRequest;
 use chrono::{DateTime, NaiveDateTime, Utc};
 
 use crate::api::validate;
-use ax_core::labels;
 use ax_core::run::{RunStatus, TaskId};
-use ax_store::models::{TaskStatus, MAX_NAME_CHARS};
+use ax_core::task::labels;
 use ax_store::queries::alerts::AlertFilter;
 use ax_store::queries::instances::{Cursor, InstanceFilter};
 use ax_store::queries::task_pages::{
     Cursor as TaskCursor, Keyset, Position, SortColumn, SortKey, TaskSort,
 };
 use ax_store::queries::tasks::TaskFilter;
+use ax_store::rows::models::{TaskStatus, MAX_NAME_CHARS};
 
 /// A page's query: its parameters, those left empty (a GET form sends every field) dropped.
 pub type Params = HashMap<String, String>;
@@ -102,7 +102,7 @@ pub fn task_filter(params: &Params) -> Result<TaskFilter, FilterError> {
                 "q",
                 format!("a name has at most {MAX_NAME_CHARS} characters"),
             )),
-            false => Ok(ax_core::search::like_contains(q)),
+            false => Ok(ax_core::task::search::like_contains(q)),
         })
         .transpose()?;
     let label = params

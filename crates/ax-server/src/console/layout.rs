@@ -12,7 +12,7 @@ use ax_core::alerting::{AlertEvent, AlertStatus};
 use ax_core::dispatch::routing::HealthState;
 use ax_core::run::RunStatus;
 use ax_store::from_db;
-use ax_store::models::TaskStatus;
+use ax_store::rows::models::TaskStatus;
 
 /// The pages the navigation names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,7 +256,7 @@ pub fn scene_paused_badge() -> Markup {
 /// A UTC instant, which the script shows in the browser's zone when asked to.
 pub fn time(at: DateTime<Utc>) -> Markup {
     html! {
-        time datetime=(ax_core::clock::rfc3339(at)) {
+        time datetime=(ax_core::time::clock::rfc3339(at)) {
             (at.format("%Y-%m-%d %H:%M:%S")) " UTC"
         }
     }
@@ -266,7 +266,7 @@ pub fn time(at: DateTime<Utc>) -> Markup {
 /// instant in another zone).
 pub fn fixed_utc(at: DateTime<Utc>) -> Markup {
     html! {
-        time.fixed datetime=(ax_core::clock::rfc3339(at)) {
+        time.fixed datetime=(ax_core::time::clock::rfc3339(at)) {
             (at.format("%Y-%m-%d %H:%M:%S")) " UTC"
         }
     }

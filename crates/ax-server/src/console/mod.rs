@@ -7,6 +7,7 @@
 
 mod alerts;
 mod assets;
+pub mod attention;
 mod audit;
 mod chart;
 mod dashboard;

@@ -3,7 +3,7 @@
 
 use maud::{html, Markup};
 
-use ax_core::run_log::{dropped_marker, Limits};
+use ax_core::run::logs::{dropped_marker, Limits};
 use ax_store::from_db;
 use ax_store::queries::run_log::AttemptLog;
 
@@ -42,7 +42,7 @@ fn attempt(log: &AttemptLog, limits: Limits) -> Markup {
                         span.marker { (dropped_marker(log.dropped, limits)) } "\n"
                     }
                     @for (at, text) in &log.lines {
-                        time.at.fixed datetime=(ax_core::clock::rfc3339(from_db(*at))) { (at.format("%H:%M:%S%.3f")) }
+                        time.at.fixed datetime=(ax_core::time::clock::rfc3339(from_db(*at))) { (at.format("%H:%M:%S%.3f")) }
                         " " (text) "\n"
                     }
                 }

@@ -19,13 +19,13 @@ use super::{html as respond, ok, see_other, ConsoleError};
 use super::{live, run_log};
 use crate::service::run_history::FailedUpstream;
 use crate::web::ApiState;
+use ax_core::run::history::MissedReason;
+use ax_core::run::logs::Limits;
 use ax_core::run::{RequestId, RunStatus, TaskId};
-use ax_core::run_history::MissedReason;
-use ax_core::run_log::Limits;
-use ax_store::models::Instance;
 use ax_store::queries::attempts::AttemptRow;
 use ax_store::queries::instances::Cursor;
 use ax_store::queries::run_log::AttemptLog;
+use ax_store::rows::models::Instance;
 
 /// The filters the runs page keeps in its links, in their order in the URL.
 const KEPT: &[&str] = &["task", "scene", "status", "from", "to"];

@@ -21,8 +21,8 @@ use crate::service::run_history::{
 use crate::service::scenes::SceneCounts;
 use crate::web::ApiState;
 use ax_core::run::TaskId;
-use ax_store::models::TaskStatus;
 use ax_store::queries::alerts::AlertFilter;
+use ax_store::rows::models::TaskStatus;
 
 /// `GET /console/scenes`.
 pub async fn list(

@@ -12,7 +12,7 @@ use super::session::Visitor;
 use super::{ok, ConsoleError};
 use crate::web::ApiState;
 use ax_core::run::TaskId;
-use ax_core::schedule_load::{clock, thousands, Busy, Load};
+use ax_core::task::schedule_load::{clock, thousands, Busy, Load};
 
 /// The hours the page shows.
 const HOURS: i64 = 24;

@@ -1,6 +1,6 @@
 //! The search (`/console/search?q=`), whose box heads every page: a whole request id opens its
 //! run, the start of one (six hex digits or more) lists the runs it names, and any text lists
-//! the tasks whose `scene/name` contains it (see `ax_core::search`).
+//! the tasks whose `scene/name` contains it (see `ax_core::task::search`).
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -15,8 +15,8 @@ use super::{html as respond, ok, see_other, ConsoleError};
 use crate::service::task_details::TaskDetails;
 use crate::web::ApiState;
 use ax_core::run::RequestIdPrefix;
-use ax_core::search::{Search, MAX_QUERY_CHARS};
-use ax_store::models::Instance;
+use ax_core::task::search::{Search, MAX_QUERY_CHARS};
+use ax_store::rows::models::Instance;
 
 /// What a search found.
 enum Found {

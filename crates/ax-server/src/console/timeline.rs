@@ -9,8 +9,8 @@ use maud::{html, Markup};
 
 use super::layout::millis;
 use super::paths::run_href;
+use ax_core::run::history::{by_day, by_hour, Span};
 use ax_core::run::{RunStatus, TaskId};
-use ax_core::run_history::{by_day, by_hour, Span};
 
 const WIDTH: f64 = 720.0;
 const LANE: f64 = 18.0;

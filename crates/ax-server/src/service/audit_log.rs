@@ -4,8 +4,8 @@ use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
 use ax_core::security::Principal;
-use ax_store::models::{AuditAction, Entry};
 use ax_store::queries::audit::{self as audit_log, AuditRow};
+use ax_store::rows::models::{AuditAction, Entry};
 
 impl Service {
     /// Records a change in the audit log. The change is made already: a store that refuses the

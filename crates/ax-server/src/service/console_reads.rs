@@ -9,12 +9,12 @@ use super::Counted;
 use super::Service;
 use crate::actors::store::boxed;
 use ax_core::run::{RequestId, RunStatus, TaskId};
-use ax_store::models::{Instance, Task};
 use ax_store::queries::attempts::{self, AttemptRow};
 use ax_store::queries::executors::HealthRow;
 use ax_store::queries::instances;
 use ax_store::queries::overview::{self, PausedScene, PausedTask};
 use ax_store::queries::tasks;
+use ax_store::rows::models::{Instance, Task};
 use ax_store::to_db;
 
 /// How long the counts of the last day's runs older than an hour are used before they are

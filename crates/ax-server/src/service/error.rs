@@ -2,9 +2,9 @@
 
 use super::task_details::TaskDetails;
 use ax_core::run::{RequestId, RunStatus, TaskId};
-use ax_store::models::TaskFields;
 use ax_store::queries::executors::Holder;
 use ax_store::queries::tasks::UpstreamProblem;
+use ax_store::rows::models::TaskFields;
 use ax_store::StoreError;
 
 /// Errors of scheduler operations.
@@ -41,7 +41,7 @@ pub enum ServiceError {
     RunFinal { id: RequestId, status: RunStatus },
     /// A run's log that takes no more lines.
     #[error(transparent)]
-    LogClosed(#[from] ax_core::run_log::Closed),
+    LogClosed(#[from] ax_core::run::logs::Closed),
     #[error("this ax process serves {0} event streams already; try another process or later")]
     TooManyListeners(usize),
     /// The blocking pool a long computation runs on is gone: the process is stopping.

@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 use super::error::{Result, ServiceError};
 use super::Service;
 use crate::actors::feed::{Frame, Listen, MAX_LISTENERS};
-use ax_core::run_feed::Interest;
+use ax_core::run::feed::Interest;
 use ax_store::StoreError;
 
 impl Service {

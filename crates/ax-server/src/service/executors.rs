@@ -11,11 +11,11 @@ pub use crate::actors::fleet::MemberState;
 use crate::actors::store::boxed;
 use ax_core::dispatch::routing::Routing;
 use ax_core::security::Principal;
-use ax_store::models::AuditAction;
 use ax_store::queries::executors::{
     self, GoneRow, GroupRow, GroupSettings, Holder, Joining, MemberCap, MemberRow, Registered,
     Registrant, Unregistered, GONE_SHOWN_SECS,
 };
+use ax_store::rows::models::AuditAction;
 use ax_store::to_db;
 
 /// A group's definition, validated.

@@ -7,12 +7,12 @@ use chrono::{DateTime, Duration, Utc};
 use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
+use ax_core::run::history::{MissedReason, Span};
 use ax_core::run::{RequestId, RunStatus, TaskId, UPSTREAM_FAILED_CODE};
-use ax_core::run_history::{MissedReason, Span};
 use ax_cron::CronSchedule;
-use ax_store::models::Instance;
 use ax_store::queries::run_history as queries;
 use ax_store::queries::tasks;
+use ax_store::rows::models::Instance;
 use ax_store::{from_db, to_db};
 
 /// The runs a task's stats are taken over: those scheduled in the last 7 days, at most 1,000.

@@ -6,17 +6,17 @@ use chrono::{DateTime, Duration, Utc};
 use super::error::{Result, ServiceError};
 use super::Service;
 use crate::actors::store::boxed;
-use crate::audit::task_target;
+use crate::service::audit_diff::task_target;
 use ax_core::metrics::{add, metrics};
 use ax_core::plan;
 use ax_core::run::Decided;
 use ax_core::run::{Event, NewRun, Report, RequestId, TaskId, TriggerType};
 use ax_core::security::Principal;
-use ax_store::models::AuditAction;
-use ax_store::models::{Instance, NewInstance, RunOrigin};
 use ax_store::queries::due;
 use ax_store::queries::instances::{self, Cursor, InstanceFilter};
 use ax_store::queries::Page;
+use ax_store::rows::models::AuditAction;
+use ax_store::rows::models::{Instance, NewInstance, RunOrigin};
 use ax_store::{from_db, StoreError};
 
 impl Service {
@@ -107,7 +107,7 @@ impl Service {
         if to > now {
             return Err(ServiceError::Backfill(format!(
                 "to must not be later than now ({}): a backfill covers past fire times",
-                ax_core::clock::rfc3339(now)
+                ax_core::time::clock::rfc3339(now)
             )));
         }
         let cron = task
@@ -156,8 +156,8 @@ impl Service {
             .await?;
         let summary = format!(
             "[{}, {}): {} runs recorded, {} existed",
-            ax_core::clock::rfc3339(from),
-            ax_core::clock::rfc3339(to),
+            ax_core::time::clock::rfc3339(from),
+            ax_core::time::clock::rfc3339(to),
             done.runs,
             done.existing
         );

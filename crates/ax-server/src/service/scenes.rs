@@ -8,8 +8,8 @@ use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
 use ax_core::security::Principal;
-use ax_store::models::AuditAction;
 use ax_store::queries::tasks;
+use ax_store::rows::models::AuditAction;
 use ax_store::{from_db, to_db};
 
 /// A scene, its task counts by status, and since when it is paused, if it is.

@@ -1,4 +1,4 @@
-//! The schedule ahead across all tasks (`ax_core::schedule_load` decides; this reads the tasks).
+//! The schedule ahead across all tasks (`ax_core::task::schedule_load` decides; this reads the tasks).
 
 use std::collections::HashMap;
 
@@ -8,7 +8,7 @@ use super::error::{Result, ServiceError};
 use super::Service;
 use crate::actors::store::boxed;
 use ax_core::run::TaskId;
-use ax_core::schedule_load::{load, Load, Planned};
+use ax_core::task::schedule_load::{load, Load, Planned};
 use ax_cron::{CronSchedule, Zone};
 use ax_store::queries::overview;
 

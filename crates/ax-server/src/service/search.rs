@@ -5,9 +5,9 @@ use super::task_details::{with_details, TaskDetails};
 use super::Service;
 use crate::actors::store::boxed;
 use ax_core::run::RequestIdPrefix;
-use ax_core::search::TaskMatch;
-use ax_store::models::Instance;
+use ax_core::task::search::TaskMatch;
 use ax_store::queries::search;
+use ax_store::rows::models::Instance;
 
 impl Service {
     /// Up to `limit` runs whose request id starts with `prefix`, the latest made first.

@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
-use ax_core::percentile::percentile;
+use ax_core::run::percentile::percentile;
 use ax_core::run::{jittered, RunStatus, TaskId, TriggerType, OVERLAP_CODE, REPLACED_CODE};
 use ax_store::queries::instances;
 use ax_store::{from_db, to_db};

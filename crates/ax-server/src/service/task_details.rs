@@ -1,8 +1,8 @@
 //! A stored task with its upstreams and its scene's pause.
 
 use ax_core::run::TaskId;
-use ax_store::models::Task;
 use ax_store::queries::tasks;
+use ax_store::rows::models::Task;
 use ax_store::{Conn, StoreError};
 
 /// A task with its upstreams, and whether its scene is paused (a task fires when neither it

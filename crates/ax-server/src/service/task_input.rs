@@ -3,16 +3,16 @@
 use chrono::{DateTime, Utc};
 
 use ax_core::alerting::AlertRule;
-use ax_core::labels::Labels;
 use ax_core::run::{OverlapPolicy, TaskId};
-use ax_core::task_executor::TaskExecutor;
-use ax_core::task_fields;
+use ax_core::task::executor::TaskExecutor;
+use ax_core::task::fields;
+use ax_core::task::labels::Labels;
 use ax_cron::CronSchedule;
-use ax_store::models::{TaskFields, TaskStatus};
+use ax_store::rows::models::{TaskFields, TaskStatus};
 use ax_store::to_db;
 
 /// A task as the user defines it, validated. Serialized, it is the definition by field name
-/// (`ax_core::task_fields`), as a body gives it (`ax apply` compares two).
+/// (`ax_core::task::fields`), as a body gives it (`ax apply` compares two).
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInput {
@@ -55,8 +55,8 @@ fn schedule_fields<S: serde::Serializer>(
 ) -> std::result::Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let mut fields = serializer.serialize_map(Some(2))?;
-    fields.serialize_entry(task_fields::CRON.name, cron.expression())?;
-    fields.serialize_entry(task_fields::TIME_ZONE.name, cron.zone().name())?;
+    fields.serialize_entry(fields::CRON.name, cron.expression())?;
+    fields.serialize_entry(fields::TIME_ZONE.name, cron.zone().name())?;
     fields.end()
 }
 

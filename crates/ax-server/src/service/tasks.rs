@@ -5,15 +5,15 @@ use super::task_details::{with_details, TaskDetails};
 use super::task_input::TaskInput;
 use super::Service;
 use crate::actors::store::boxed;
-use crate::audit::{self, task_target};
+use crate::service::audit_diff::{self, task_target};
 use ax_core::run::TaskId;
 use ax_core::security::Principal;
 use ax_core::text::Escaped;
-use ax_store::models::{self, AuditAction};
-use ax_store::models::{Task, TaskFields};
 use ax_store::queries::task_pages::{self, Keyset, TaskPage};
 use ax_store::queries::tasks::{self, BulkItem, BulkProblem, Conditional, TaskFilter, Versions};
 use ax_store::queries::Page;
+use ax_store::rows::models::{self, AuditAction};
+use ax_store::rows::models::{Task, TaskFields};
 use ax_store::{to_db, StoreError};
 
 /// How many tasks a bulk registration created, changed and found as they were (the JSON reply
@@ -63,7 +63,7 @@ impl Service {
             .map_err(|err| ServiceError::naming(err, &fields))?
             .map_err(ServiceError::from)?;
         self.note_pauses(vec![task.id], actor).await;
-        let summary = audit::task_created(&task);
+        let summary = audit_diff::task_created(&task);
         self.audit(actor, AuditAction::TaskCreate, task_target(&task), summary)
             .await;
         self.saved("created", task).await
@@ -89,7 +89,7 @@ impl Service {
             .map_err(|err| ServiceError::naming(err, &fields))?;
         let task = self.found(id, updated).await?.map_err(ServiceError::from)?;
         self.note_pauses(vec![id], actor).await;
-        let mut summary = audit::task_changes(&before.task, &task);
+        let mut summary = audit_diff::task_changes(&before.task, &task);
         if before.depends_on != depends_on {
             summary = format!(
                 "{summary}; dependsOn: {:?} → {depends_on:?}",
@@ -310,7 +310,7 @@ impl Service {
         self.note_pauses(vec![id], actor).await;
         log::info!("task {id} paused");
         let after = self.task(id).await?;
-        let summary = audit::task_changes(&before, &after.task);
+        let summary = audit_diff::task_changes(&before, &after.task);
         self.audit(actor, AuditAction::TaskPause, task_target(&before), summary)
             .await;
         Ok(after)
@@ -331,7 +331,7 @@ impl Service {
         }
         self.note_pauses(vec![id], actor).await;
         let after = self.task(id).await?;
-        let summary = audit::task_changes(&before, &after.task);
+        let summary = audit_diff::task_changes(&before, &after.task);
         self.audit(
             actor,
             AuditAction::TaskResume,

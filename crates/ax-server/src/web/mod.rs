@@ -2,6 +2,7 @@
 //! is from, where the console lives and what its session cookie is.
 
 mod actor;
+pub mod auth_throttle;
 pub mod console_home;
 pub mod session;
 mod state;

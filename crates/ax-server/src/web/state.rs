@@ -1,8 +1,8 @@
 //! The state every HTTP handler is given, the API's and the console's alike.
 
-use crate::auth_throttle::AuthThrottle;
-use crate::health::Health;
+use crate::actors::health::Health;
 use crate::service::Service;
+use crate::web::auth_throttle::AuthThrottle;
 use ax_core::security::Security;
 
 /// What every handler shares.

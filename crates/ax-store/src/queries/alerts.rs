@@ -9,12 +9,12 @@ use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::schema::ax_alert::dsl as a;
-use crate::schema::ax_alert_event::dsl as e;
-use crate::schema::ax_alert_fold::dsl as f;
-use crate::schema::ax_alert_state::dsl as s;
-use crate::schema::ax_scene::dsl as sc;
-use crate::schema::ax_task::dsl as t;
+use crate::rows::schema::ax_alert::dsl as a;
+use crate::rows::schema::ax_alert_event::dsl as e;
+use crate::rows::schema::ax_alert_fold::dsl as f;
+use crate::rows::schema::ax_alert_state::dsl as s;
+use crate::rows::schema::ax_scene::dsl as sc;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{from_db, to_db, Conn, StoreError};
 use ax_core::alerting::{
@@ -37,7 +37,7 @@ const INSERT_CHUNK: usize = 100;
 
 /// An outbox row: one alert on one channel.
 #[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable, Insertable)]
-#[diesel(table_name = crate::schema::ax_alert)]
+#[diesel(table_name = crate::rows::schema::ax_alert)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct AlertRow {
     pub id: String,
@@ -78,7 +78,7 @@ pub async fn set_enabled(conn: &mut Conn, enabled: bool) -> Result<(), StoreErro
 /// A queued event: a run's end (its task, status and code, recorded by the triggers), or an
 /// event about no run (`event` and `subject` set, task 0).
 #[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = crate::schema::ax_alert_event)]
+#[diesel(table_name = crate::rows::schema::ax_alert_event)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 struct Queued {
     id: i64,
@@ -737,7 +737,7 @@ async fn load_states(conn: &mut Conn, subjects: &[&str]) -> Result<FoldStates, S
 
 /// A fold state as written.
 #[derive(Insertable)]
-#[diesel(table_name = crate::schema::ax_alert_fold)]
+#[diesel(table_name = crate::rows::schema::ax_alert_fold)]
 struct FoldStateRow<'s> {
     subject: &'s str,
     event: AlertEvent,

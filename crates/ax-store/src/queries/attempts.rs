@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Integer, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
-use crate::schema::ax_attempt::dsl as a;
+use crate::rows::schema::ax_attempt::dsl as a;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
 use ax_core::run::{EndedAttempt, RequestId};

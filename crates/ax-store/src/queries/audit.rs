@@ -4,8 +4,8 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::models::{AuditAction, Entry};
-use crate::schema::ax_audit::dsl as a;
+use crate::rows::models::{AuditAction, Entry};
+use crate::rows::schema::ax_audit::dsl as a;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
 

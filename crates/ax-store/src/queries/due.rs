@@ -10,15 +10,15 @@ use super::overlap;
 use super::run_writes::{apply, Target};
 use super::runs::{state_columns, state_of, StateRow};
 use super::task_locks::lock_task_schedules;
-use crate::schema::ax_instance::dsl as i;
-use crate::schema::ax_task::dsl as t;
+use crate::rows::schema::ax_instance::dsl as i;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
 use ax_core::run::{
     claim_asks_overlap, jittered, on_event, sharded, DueRun, Event, OverlapPolicy, RequestId,
     RetryPolicy, RunState, RunStatus, Shard, TaskId, TriggerType, Write,
 };
-use ax_core::task_executor::TaskExecutor;
+use ax_core::task::executor::TaskExecutor;
 
 /// A run whose attempt is due: waiting for it, or held by a claim that lapsed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,19 +6,19 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::alerts;
-use crate::schema::ax_executor_group::dsl as g;
-use crate::schema::ax_executor_member::dsl as m;
-use crate::schema::ax_member_gone::dsl as x;
-use crate::schema::ax_member_health::dsl as h;
-use crate::schema::ax_task::dsl as t;
+use crate::rows::schema::ax_executor_group::dsl as g;
+use crate::rows::schema::ax_executor_member::dsl as m;
+use crate::rows::schema::ax_member_gone::dsl as x;
+use crate::rows::schema::ax_member_health::dsl as h;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
 use ax_core::alerting::{member_subject, AlertEvent};
-use ax_core::task_executor::TaskExecutor;
+use ax_core::task::executor::TaskExecutor;
 
 /// A group's row.
 #[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable)]
-#[diesel(table_name = crate::schema::ax_executor_group)]
+#[diesel(table_name = crate::rows::schema::ax_executor_group)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct GroupRow {
     pub name: String,
@@ -29,7 +29,7 @@ pub struct GroupRow {
 
 /// A member's row.
 #[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable)]
-#[diesel(table_name = crate::schema::ax_executor_member)]
+#[diesel(table_name = crate::rows::schema::ax_executor_member)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct MemberRow {
     pub group_name: String,
@@ -439,7 +439,7 @@ impl Gone {
 
 /// A member gone from its group, listed as GONE for [`GONE_SHOWN_SECS`].
 #[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable)]
-#[diesel(table_name = crate::schema::ax_member_gone)]
+#[diesel(table_name = crate::rows::schema::ax_member_gone)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct GoneRow {
     pub group_name: String,
@@ -652,7 +652,7 @@ pub async fn tasks_using(conn: &mut Conn, name: &str) -> Result<Vec<String>, Sto
 
 /// A member's shared health, as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable, Insertable)]
-#[diesel(table_name = crate::schema::ax_member_health)]
+#[diesel(table_name = crate::rows::schema::ax_member_health)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct HealthRow {
     pub url: String,

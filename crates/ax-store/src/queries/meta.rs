@@ -7,7 +7,7 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sql_types::Timestamp;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
 
-use crate::schema::ax_meta::dsl as m;
+use crate::rows::schema::ax_meta::dsl as m;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
 

@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::run_writes::{apply, Target};
-use crate::schema::ax_instance::dsl as i;
+use crate::rows::schema::ax_instance::dsl as i;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
 use ax_core::metrics::metrics;

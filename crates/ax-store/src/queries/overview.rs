@@ -9,11 +9,11 @@ use diesel::sql_types::{BigInt, Nullable, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use super::executors::HealthRow;
-use crate::models::{Instance, TaskStatus};
-use crate::schema::ax_instance::dsl as i;
-use crate::schema::ax_member_health::dsl as h;
-use crate::schema::ax_scene::dsl as sc;
-use crate::schema::ax_task::dsl as t;
+use crate::rows::models::{Instance, TaskStatus};
+use crate::rows::schema::ax_instance::dsl as i;
+use crate::rows::schema::ax_member_health::dsl as h;
+use crate::rows::schema::ax_scene::dsl as sc;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
 use ax_core::run::{RunStatus, TaskId, TriggerType};

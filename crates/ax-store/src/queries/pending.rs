@@ -8,7 +8,7 @@ use diesel_async::RunQueryDsl;
 use super::instances;
 use super::runs::decide;
 use super::tasks::dependencies_of;
-use crate::schema::ax_instance::dsl as i;
+use crate::rows::schema::ax_instance::dsl as i;
 use crate::with_conn;
 use crate::{from_db, to_db, Conn, StoreError};
 use ax_core::run::{

@@ -1,11 +1,11 @@
-//! Each ax process's promise of what it may have sent (`ax_process`; see `ax_core::fencing`):
+//! Each ax process's promise of what it may have sent (`ax_process`; see `ax_core::cluster::fencing`):
 //! the epoch it holds, the second it may have sent fired runs through, when it last said so.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::schema::ax_process::dsl as p;
+use crate::rows::schema::ax_process::dsl as p;
 use crate::with_conn;
 use crate::{from_db, to_db, Conn, StoreError};
 

@@ -9,10 +9,10 @@ use diesel_async::RunQueryDsl;
 use super::processes::{self, Seen};
 use super::run_writes::{apply, Target};
 use super::runs::states;
-use crate::schema::ax_instance::dsl as i;
+use crate::rows::schema::ax_instance::dsl as i;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
-use ax_core::fencing::STALE_AFTER;
+use ax_core::cluster::fencing::STALE_AFTER;
 use ax_core::run::{on_event, Event, RequestId, RetryPolicy, RunStatus, TaskId, Write};
 
 /// Applies a lapse event (`Recovered`, `Fenced`) to these runs. Returns how many changed.
@@ -63,7 +63,7 @@ pub async fn recover_own(
     Ok(changed)
 }
 
-/// Fences the processes whose promise went stale (see `ax_core::fencing`), each in one
+/// Fences the processes whose promise went stale (see `ax_core::cluster::fencing`), each in one
 /// transaction with taking its claims on runs fired for a later second than it promised: those
 /// were never sent, and are due again at once (or at their second). Answers how many runs it
 /// took.
@@ -110,8 +110,8 @@ async fn fence_one(conn: &mut Conn, seen: Seen, now: DateTime<Utc>) -> Result<us
             "ax process {} was fenced (its last promise was at {}): {taken} runs it fired for \
              {} or later and never sent are due again",
             seen.instance_id,
-            ax_core::clock::rfc3339(seen.renewed_at),
-            ax_core::clock::rfc3339(unsent_from),
+            ax_core::time::clock::rfc3339(seen.renewed_at),
+            ax_core::time::clock::rfc3339(unsent_from),
         );
     }
     Ok(taken)

@@ -1,17 +1,17 @@
-//! The reads of a look for the run feed (see `ax_core::run_feed`): open runs, and the runs
+//! The reads of a look for the run feed (see `ax_core::run::feed`): open runs, and the runs
 //! ended and the attempt logs updated since a time, each with its task's scene.
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::schema::ax_instance::dsl as i;
-use crate::schema::ax_run_log_attempt::dsl as s;
-use crate::schema::ax_task::dsl as t;
+use crate::rows::schema::ax_instance::dsl as i;
+use crate::rows::schema::ax_run_log_attempt::dsl as s;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{Conn, StoreError};
+use ax_core::run::feed::{Look, SeenLog, SeenRun};
 use ax_core::run::{RunStatus, TaskId, OPEN};
-use ax_core::run_feed::{Look, SeenLog, SeenRun};
 
 /// Most rows of each kind one look reads: past it, a look tells the newest and drops the rest.
 pub const MAX_ROWS: i64 = 20_000;

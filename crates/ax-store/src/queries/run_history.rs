@@ -5,13 +5,13 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::schema::ax_instance::dsl as i;
-use crate::schema::ax_task::dsl as t;
-use crate::schema::ax_task_dependency::dsl as d;
+use crate::rows::schema::ax_instance::dsl as i;
+use crate::rows::schema::ax_task::dsl as t;
+use crate::rows::schema::ax_task_dependency::dsl as d;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
+use ax_core::run::history::{Span, FAILURES};
 use ax_core::run::{RequestId, RunStatus, TaskId, TriggerType};
-use ax_core::run_history::{Span, FAILURES};
 
 type SpanRow = (
     RequestId,

@@ -1,16 +1,16 @@
-//! Executors' log lines, progress and output per attempt (see `ax_core::run_log`): lines
+//! Executors' log lines, progress and output per attempt (see `ax_core::run::logs`): lines
 //! appended within the attempt's bounds, read for a run's page, deleted with their runs.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::schema::ax_run_log::dsl as l;
-use crate::schema::ax_run_log_attempt::dsl as s;
+use crate::rows::schema::ax_run_log::dsl as l;
+use crate::rows::schema::ax_run_log_attempt::dsl as s;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
+use ax_core::run::logs::{cut_output, overflow, Limits};
 use ax_core::run::RequestId;
-use ax_core::run_log::{cut_output, overflow, Limits};
 
 /// What one call adds to an attempt's log.
 #[derive(Debug, Clone)]
@@ -43,7 +43,7 @@ pub struct AttemptLog {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = crate::schema::ax_run_log)]
+#[diesel(table_name = crate::rows::schema::ax_run_log)]
 struct NewLine<'a> {
     request_id: &'a str,
     attempt: i32,

@@ -9,7 +9,7 @@ use diesel_async::RunQueryDsl;
 use super::alerts;
 use super::success_watch::{self, SuccessWatch};
 
-use crate::prepared::{padded, Kept};
+use crate::pool::prepared::{padded, Kept};
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
 use ax_core::run::{Change, Expect, RequestId, RunStatus, TaskId, Write};

@@ -11,9 +11,9 @@ use diesel_async::RunQueryDsl;
 use super::attempts;
 use super::run_writes::{apply, by_shape, Target};
 use super::success_watch::SuccessWatch;
-use crate::prepared::{padded, Kept};
-use crate::schema::ax_instance::dsl as i;
-use crate::schema::ax_task::dsl as t;
+use crate::pool::prepared::{padded, Kept};
+use crate::rows::schema::ax_instance::dsl as i;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
 use ax_core::run::{

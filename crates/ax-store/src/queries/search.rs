@@ -1,17 +1,17 @@
 //! The console's search: runs by the start of their request id, tasks by text in their
-//! `scene/name` (what is searched for is decided in `ax_core::search`).
+//! `scene/name` (what is searched for is decided in `ax_core::task::search`).
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::tasks;
-use crate::models::{Instance, Task};
-use crate::schema::ax_instance::dsl as i;
-use crate::schema::ax_task::dsl as t;
+use crate::rows::models::{Instance, Task};
+use crate::rows::schema::ax_instance::dsl as i;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{Conn, StoreError};
 use ax_core::run::{RequestIdPrefix, TaskId};
-use ax_core::search::TaskMatch;
+use ax_core::task::search::TaskMatch;
 
 diesel::define_sql_function! {
     /// `text` with its letters in lower case.

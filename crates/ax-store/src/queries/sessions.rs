@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::schema::ax_session::dsl as s;
+use crate::rows::schema::ax_session::dsl as s;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
 

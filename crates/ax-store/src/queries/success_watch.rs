@@ -16,9 +16,9 @@ use diesel::sql_types::{BigInt, Integer};
 use diesel::QueryableByName;
 use diesel_async::RunQueryDsl;
 
-use crate::schema::ax_alert_fold::dsl as f;
-use crate::schema::ax_alert_state::dsl as s;
-use crate::schema::ax_task::dsl as t;
+use crate::rows::schema::ax_alert_fold::dsl as f;
+use crate::rows::schema::ax_alert_state::dsl as s;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{Conn, StoreError};
 use ax_core::run::TaskId;

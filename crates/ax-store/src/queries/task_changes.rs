@@ -7,9 +7,9 @@ use diesel::dsl::max;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::models::TaskStatus;
-use crate::schema::ax_task::dsl as t;
-use crate::schema::ax_task_change::dsl as c;
+use crate::rows::models::TaskStatus;
+use crate::rows::schema::ax_task::dsl as t;
+use crate::rows::schema::ax_task_change::dsl as c;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
 use ax_core::run::TaskId;

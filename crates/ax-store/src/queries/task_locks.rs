@@ -7,9 +7,9 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::models::TaskStatus;
-use crate::prepared::{padded, Kept};
-use crate::schema::ax_task::dsl as t;
+use crate::pool::prepared::{padded, Kept};
+use crate::rows::models::TaskStatus;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::{Conn, StoreError};
 use ax_core::run::TaskId;
 

@@ -11,8 +11,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::tasks::{filtered, TaskFilter};
-use crate::models::Task;
-use crate::schema::ax_task::dsl as t;
+use crate::rows::models::Task;
+use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{Conn, StoreError};
 use ax_core::run::TaskId;

@@ -11,15 +11,15 @@ use diesel::sql_types::{BigInt, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use super::{meta, runs, success_watch, Page};
-use crate::models::{Task, TaskFields, TaskStatus};
-use crate::prepared::{chunks, padded, Kept};
-use crate::schema::ax_scene::dsl as sc;
-use crate::schema::ax_task::dsl as t;
-use crate::schema::ax_task_dependency::dsl as d;
+use crate::pool::prepared::{chunks, padded, Kept};
+use crate::rows::models::{Task, TaskFields, TaskStatus};
+use crate::rows::schema::ax_scene::dsl as sc;
+use crate::rows::schema::ax_task::dsl as t;
+use crate::rows::schema::ax_task_dependency::dsl as d;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
-use ax_core::dependencies::dependency_cycle;
 use ax_core::run::TaskId;
+use ax_core::task::dependencies::dependency_cycle;
 
 diesel::define_sql_function! {
     /// Where `needle` starts in `haystack` (1-based), 0 if it is not in it; on both stores
@@ -58,7 +58,7 @@ macro_rules! filtered {
             query = query.filter(
                 $crate::queries::tasks::instr(
                     t::labels,
-                    ax_core::labels::Labels::needle(key, value),
+                    ax_core::task::labels::Labels::needle(key, value),
                 )
                 .gt(0),
             );
@@ -711,7 +711,7 @@ async fn set_scene_pause(
 
 /// Who paused something, as its column holds it: the token's name, as the audit log has it.
 fn author(name: &str) -> String {
-    crate::models::cut(name.to_string(), MAX_AUTHOR_CHARS)
+    crate::rows::models::cut(name.to_string(), MAX_AUTHOR_CHARS)
 }
 
 /// The longest name `paused_by` holds.

@@ -8,8 +8,8 @@ use crate::error::ApiError;
 use crate::service::executors::{GroupInput, Registration, DEFAULT_MAX_IN_FLIGHT};
 use ax_core::dispatch::routing::{valid_group_name, Routing};
 use ax_core::security::Allowlist;
-use ax_core::task_executor::TaskExecutor;
-use ax_core::task_fields as fields;
+use ax_core::task::executor::TaskExecutor;
+use ax_core::task::fields;
 
 /// Longest member base URL (the column's limit).
 pub const MAX_MEMBER_URL_CHARS: usize = 512;

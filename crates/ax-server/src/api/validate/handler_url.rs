@@ -2,7 +2,7 @@
 
 use crate::error::ApiError;
 use ax_core::security::Allowlist;
-use ax_core::task_fields as fields;
+use ax_core::task::fields;
 
 /// The column's limit (VARCHAR counts characters; SQLite has no limit).
 pub const MAX_URL_CHARS: usize = fields::HANDLER_URL.max();

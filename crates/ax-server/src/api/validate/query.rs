@@ -8,9 +8,9 @@ use super::ids::task_id;
 use super::task::{scene, zone};
 use crate::error::ApiError;
 use ax_core::alerting::AlertStatus;
-use ax_core::clock::rfc3339;
+use ax_core::run::feed::Interest;
 use ax_core::run::{RequestIdPrefix, RunStatus};
-use ax_core::run_feed::Interest;
+use ax_core::time::clock::rfc3339;
 use ax_cron::LAST_TIME;
 use ax_cron::{CronSchedule, Zone};
 use ax_store::queries::alerts::{AlertFilter, AlertRow};
@@ -98,7 +98,7 @@ pub fn stats_window(query: &HashMap<String, String>) -> Result<chrono::Duration,
 
 /// `hours` of `GET /api/schedule/load`: the window, default a day.
 pub fn schedule_hours(query: &HashMap<String, String>) -> Result<i64, ApiError> {
-    Ok(query_int(query, "hours", ax_core::schedule_load::HOURS)?.unwrap_or(24))
+    Ok(query_int(query, "hours", ax_core::task::schedule_load::HOURS)?.unwrap_or(24))
 }
 
 /// The filters, cursor and page size of `GET /api/instances`.

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::error::ApiError;
-use ax_core::run_log::{lines_of, MAX_OUTPUT_BYTES, PROGRESS};
+use ax_core::run::logs::{lines_of, MAX_OUTPUT_BYTES, PROGRESS};
 
 /// `attempt`: a positive integer, or absent (the attempt dispatched last).
 pub fn attempt(value: Option<Value>) -> Result<Option<i32>, ApiError> {
@@ -21,7 +21,7 @@ pub fn attempt(value: Option<Value>) -> Result<Option<i32>, ApiError> {
     }
 }
 
-/// `lines`: strings of up to [`ax_core::run_log::MAX_LINES_PER_CALL`] lines in all (a line per newline), as
+/// `lines`: strings of up to [`ax_core::run::logs::MAX_LINES_PER_CALL`] lines in all (a line per newline), as
 /// the log keeps them.
 pub fn log_lines(value: Option<Value>) -> Result<Vec<String>, ApiError> {
     let sent = match value {
@@ -80,7 +80,7 @@ pub fn output(value: Option<Value>) -> Result<Option<String>, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ax_core::run_log::MAX_LINES_PER_CALL;
+    use ax_core::run::logs::MAX_LINES_PER_CALL;
     use serde_json::json;
 
     #[test]

@@ -10,14 +10,14 @@ use super::executor::task_executor;
 use super::handler_url::handler_url;
 use crate::error::ApiError;
 use crate::service::task_input::TaskInput;
-use ax_core::labels::Labels;
 use ax_core::run::{OverlapPolicy, TaskId};
 use ax_core::security::Allowlist;
-use ax_core::task_fields as fields;
+use ax_core::task::fields;
+use ax_core::task::labels::Labels;
 use ax_cron::{CronSchedule, Zone};
-use ax_store::models::MAX_NAME_CHARS;
+use ax_store::rows::models::MAX_NAME_CHARS;
 
-// A task's bounds and defaults are its fields' (`ax_core::task_fields`); text limits are those
+// A task's bounds and defaults are its fields' (`ax_core::task::fields`); text limits are those
 // of the MySQL columns (VARCHAR counts characters; SQLite has no limit).
 pub const MAX_SCENE_CHARS: usize = fields::SCENE.max();
 pub const MAX_CRON_CHARS: usize = fields::CRON.max();

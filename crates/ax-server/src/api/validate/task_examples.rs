@@ -6,8 +6,8 @@ use super::task_input;
 use crate::service::task_details::TaskDetails;
 use crate::service::task_input::TaskInput;
 use ax_core::security::Allowlist;
-use ax_core::task_fields::{Default, Field, ALL, CRON, HANDLER_URL, NAME};
-use ax_store::models::{Task, TaskFields};
+use ax_core::task::fields::{Default, Field, ALL, CRON, HANDLER_URL, NAME};
+use ax_store::rows::models::{Task, TaskFields};
 use serde_json::{json, Value};
 
 /// The smallest valid body: each required field at a value other than its example (a
@@ -121,7 +121,7 @@ pub fn as_json(input: &TaskInput) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ax_core::task_fields::{named, JITTER_SECS};
+    use ax_core::task::fields::{named, JITTER_SECS};
 
     #[test]
     fn every_example_is_valid_and_not_the_default() {

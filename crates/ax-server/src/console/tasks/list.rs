@@ -17,8 +17,8 @@ use crate::console::{html as respond, ok, runs, ConsoleError};
 use crate::service::task_details::TaskDetails;
 use crate::web::ApiState;
 use ax_core::run::TaskId;
-use ax_store::models::{Instance, Task, TaskStatus};
 use ax_store::queries::task_pages::{key_of, Cursor, SortColumn, TaskPage, TaskSort};
+use ax_store::rows::models::{Instance, Task, TaskStatus};
 
 /// One page of the task listing.
 struct Listing {

@@ -28,12 +28,12 @@ use crate::service::run_history::{
 };
 use crate::service::task_details::TaskDetails;
 use crate::web::ApiState;
+use ax_core::run::history::{stats, Percentiles};
 use ax_core::run::TaskId;
-use ax_core::run_history::{stats, Percentiles};
 use ax_cron::{CronSchedule, Fire};
-use ax_store::models::{Instance, Task, TaskStatus};
 use ax_store::queries::alerts::AlertFilter;
 use ax_store::queries::Page;
+use ax_store::rows::models::{Instance, Task, TaskStatus};
 
 /// Runs a task's page lists.
 const LATEST_RUNS: i64 = 20;

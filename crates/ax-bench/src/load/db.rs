@@ -1,0 +1,223 @@
+//! The bench's store: a fresh SQLite file or a fresh MariaDB database, prepared with ax's own
+//! store layer (so migrations are applied once, before any ax process races to apply them),
+//! read back after the run, and dropped at the end.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use diesel::dsl::count_star;
+use diesel::prelude::*;
+use diesel::sql_types::Text;
+use diesel_async::RunQueryDsl;
+
+use crate::load::counters::{find_process, ServerCounters, Traffic};
+use crate::StoreKind;
+use ax_core::run::{RunStatus, TaskId};
+use ax_store::rows::schema::ax_instance::dsl as i;
+use ax_store::rows::schema::ax_task::dsl as t;
+use ax_store::with_conn;
+use ax_store::{to_db, Db};
+
+/// The MariaDB server of the bench (root, no password, loopback only).
+pub const MYSQL_SERVER: &str = "mysql://root@127.0.0.1:3306";
+
+/// A store made for one bench run.
+pub struct BenchStore {
+    pub url: String,
+    db: Db,
+    /// Dropped with the store.
+    _database: Option<MysqlDatabase>,
+}
+
+impl BenchStore {
+    /// Creates the store and applies ax's migrations to it.
+    pub async fn create(kind: StoreKind, dir: &Path) -> anyhow::Result<BenchStore> {
+        let (url, database) = match kind {
+            StoreKind::Sqlite => (format!("sqlite://{}/ax.db", dir.display()), None),
+            StoreKind::Mysql => {
+                let name = format!("ax_bench_{}", uuid::Uuid::new_v4().simple());
+                (
+                    format!("{MYSQL_SERVER}/{name}"),
+                    Some(MysqlDatabase { name }),
+                )
+            }
+        };
+        let db = Db::connect(&url, 2)
+            .await
+            .with_context(|| format!("cannot prepare the store {url}"))?;
+        Ok(BenchStore {
+            url,
+            db,
+            _database: database,
+        })
+    }
+
+    /// The server's statement and row counters (all clients); `None` on SQLite.
+    pub async fn server_counters(&self) -> anyhow::Result<Option<ServerCounters>> {
+        let Db::Mysql(pool) = &self.db else {
+            return Ok(None);
+        };
+        let mut conn = pool.get().await.context("no MariaDB connection")?;
+        let rows: Vec<StatusRow> = diesel::sql_query(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Handler_write', 'Handler_update', \
+             'Handler_delete', 'Bytes_received', 'Bytes_sent')",
+        )
+        .load(&mut *conn)
+        .await
+        .context("cannot read the server's status counters")?;
+        let value = |name: &str| -> anyhow::Result<u64> {
+            let row = rows
+                .iter()
+                .find(|row| row.name == name)
+                .with_context(|| format!("no {name} in the server's status"))?;
+            row.value
+                .parse()
+                .with_context(|| format!("{name} is not a number: {}", row.value))
+        };
+        Ok(Some(ServerCounters {
+            statements: value("Questions")?,
+            rows_written: value("Handler_write")?
+                + value("Handler_update")?
+                + value("Handler_delete")?,
+            traffic: Traffic {
+                sent: value("Bytes_received")?,
+                received: value("Bytes_sent")?,
+            },
+        }))
+    }
+
+    /// The database server's process on this machine; `None` on SQLite.
+    pub fn server_pid(&self) -> Option<u32> {
+        match self.db {
+            Db::Mysql(_) => find_process(&["mariadbd", "mysqld"]),
+            Db::Sqlite(..) => None,
+        }
+    }
+
+    /// Every task's id and name.
+    pub async fn task_names(&self) -> anyhow::Result<Vec<(i64, String)>> {
+        let mut conn = self.db.conn().await?;
+        let rows: Vec<(TaskId, String)> = with_conn!(&mut conn, |c| t::ax_task
+            .select((t::id, t::name))
+            .load(c)
+            .await)?;
+        Ok(rows.into_iter().map(|(id, name)| (id.0, name)).collect())
+    }
+
+    /// Instance rows beyond the first of a (task, scheduled second): what the compare-and-set
+    /// and the unique request id must prevent.
+    pub async fn duplicate_rows(&self) -> anyhow::Result<u64> {
+        let mut conn = self.db.conn().await?;
+        let counts: Vec<i64> = with_conn!(&mut conn, |c| i::ax_instance
+            .group_by((i::task_id, i::scheduled_at))
+            .having(count_star().gt(1))
+            .select(count_star())
+            .load(c)
+            .await)
+        .context("cannot count duplicate rows")?;
+        Ok(counts.iter().map(|n| n.unsigned_abs() - 1).sum())
+    }
+
+    /// How many runs scheduled in `[start, end)` are in each status.
+    pub async fn statuses_in(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> anyhow::Result<BTreeMap<String, u64>> {
+        let (start, end) = (to_db(start), to_db(end));
+        let mut conn = self.db.conn().await?;
+        let rows: Vec<(String, i64)> = with_conn!(&mut conn, |c| i::ax_instance
+            .filter(i::scheduled_at.ge(start))
+            .filter(i::scheduled_at.lt(end))
+            .group_by(i::status)
+            .select((i::status, count_star()))
+            .load(c)
+            .await)
+        .context("cannot count runs by status")?;
+        Ok(rows
+            .into_iter()
+            .map(|(status, n)| (status, n.unsigned_abs()))
+            .collect())
+    }
+}
+
+/// Runs not in a final state, from [`BenchStore::statuses_in`].
+pub fn not_final(statuses: &BTreeMap<String, u64>) -> u64 {
+    statuses
+        .iter()
+        .filter(|(status, _)| !is_final(status))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// The statuses that are not final, with their counts.
+pub fn open_only(mut statuses: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    statuses.retain(|status, _| !is_final(status));
+    statuses
+}
+
+fn is_final(status: &str) -> bool {
+    RunStatus::parse(status).is_some_and(RunStatus::is_final)
+}
+
+#[derive(QueryableByName)]
+struct StatusRow {
+    #[diesel(sql_type = Text, column_name = Variable_name)]
+    name: String,
+    #[diesel(sql_type = Text, column_name = Value)]
+    value: String,
+}
+
+/// A MariaDB database of the bench, dropped when this is.
+struct MysqlDatabase {
+    name: String,
+}
+
+impl Drop for MysqlDatabase {
+    fn drop(&mut self) {
+        use diesel::connection::SimpleConnection;
+        type SyncMysql = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<
+            diesel_async::AsyncMysqlConnection,
+        >;
+        let sql = format!("DROP DATABASE IF EXISTS `{}`", self.name);
+        let name = self.name.clone();
+        // A thread of its own: the blocking wrapper must not run on the bench's runtime.
+        let dropped = std::thread::spawn(move || {
+            let mut conn =
+                <SyncMysql as diesel::Connection>::establish(&format!("{MYSQL_SERVER}/"))
+                    .map_err(|err| err.to_string())?;
+            conn.batch_execute(&sql).map_err(|err| err.to_string())
+        })
+        .join();
+        match dropped {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => eprintln!("ax bench: could not drop database `{name}`: {err}"),
+            Err(_) => eprintln!("ax bench: could not drop database `{name}`"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_states_are_not_final() {
+        use RunStatus::*;
+        let name = |status: RunStatus| status.to_string();
+        let statuses = BTreeMap::from([
+            (name(Success), 10),
+            (name(Failed), 2),
+            (name(Missed), 1),
+            (name(Running), 3),
+            (name(Ready), 4),
+        ]);
+        assert_eq!(not_final(&statuses), 7);
+        assert_eq!(
+            open_only(statuses).into_iter().collect::<Vec<_>>(),
+            vec![(name(Ready), 4), (name(Running), 3)]
+        );
+    }
+}
