@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ax_store::rows::models::Instance;
+use ax_store::rows::models::Run;
 use ax_store::{Conn, Db};
 use chrono::{DateTime, Utc};
 use common::{
@@ -158,15 +158,15 @@ impl Scene {
     }
 }
 
-fn lateness_secs(row: &Instance) -> i64 {
+fn lateness_secs(row: &Run) -> i64 {
     (row.trigger_at - row.scheduled_at).num_seconds()
 }
 
 /// Checks deliveries against rows: each delivered request id is one row of the same task and
 /// second, each run was delivered under one request id, and every row was delivered. Returns
 /// the deliveries per request id.
-fn deliveries_match_rows(rows: &[&Instance], received: &[Received]) -> HashMap<String, usize> {
-    let by_request: HashMap<&str, &Instance> =
+fn deliveries_match_rows(rows: &[&Run], received: &[Received]) -> HashMap<String, usize> {
+    let by_request: HashMap<&str, &Run> =
         rows.iter().map(|r| (r.request_id.as_str(), *r)).collect();
     assert_eq!(by_request.len(), rows.len(), "request ids are unique");
     let mut delivered: HashMap<String, usize> = HashMap::new();
@@ -285,7 +285,7 @@ async fn redis_down_for_60_s_loses_no_run_and_duplicates_none() {
             .filter(|&&s| cut.timestamp() < s && s < restored.timestamp())
             .count();
     }
-    let rows: Vec<&Instance> = all.iter().flatten().collect();
+    let rows: Vec<&Run> = all.iter().flatten().collect();
     let delivered = deliveries_match_rows(&rows, &received);
     let twice: Vec<_> = delivered.iter().filter(|(_, &n)| n > 1).collect();
     assert!(twice.is_empty(), "runs delivered twice: {twice:?}");
@@ -415,7 +415,7 @@ async fn ax_started_while_redis_is_down_fires_and_takes_redis_up_when_it_answers
         }
         all.extend(rows);
     }
-    let rows: Vec<&Instance> = all.iter().collect();
+    let rows: Vec<&Run> = all.iter().collect();
     let delivered = deliveries_match_rows(&rows, &received);
     let twice: Vec<_> = delivered.iter().filter(|(_, &n)| n > 1).collect();
     assert!(twice.is_empty(), "runs delivered twice: {twice:?}");
@@ -567,10 +567,10 @@ async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
             (caught_at - restored).num_milliseconds() as f64 / 1000.0,
         ));
     }
-    let rows: Vec<&Instance> = all.iter().flatten().collect();
+    let rows: Vec<&Run> = all.iter().flatten().collect();
     let delivered = deliveries_match_rows(&rows, &received);
     let again: usize = delivered.values().map(|n| n - 1).sum();
-    let before: Vec<&Instance> = committed_before.iter().flatten().collect();
+    let before: Vec<&Run> = committed_before.iter().flatten().collect();
     let open_at_cut = before
         .iter()
         .filter(|r| r.status != RunStatus::Success)

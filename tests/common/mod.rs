@@ -963,8 +963,8 @@ impl XorShift {
 /// A task's rows by scheduled second; fails on two rows for one second.
 pub fn one_row_per_second(
     task_id: i64,
-    rows: &[ax_store::rows::models::Instance],
-) -> std::collections::BTreeMap<i64, &ax_store::rows::models::Instance> {
+    rows: &[ax_store::rows::models::Run],
+) -> std::collections::BTreeMap<i64, &ax_store::rows::models::Run> {
     let mut by_second = std::collections::BTreeMap::new();
     for row in rows {
         let second = row.scheduled_at.and_utc().timestamp();
@@ -977,14 +977,14 @@ pub fn one_row_per_second(
 }
 
 /// Every run of a task, newest scheduled first.
-pub async fn rows_of(db: &ax_store::Db, task_id: i64) -> Vec<ax_store::rows::models::Instance> {
+pub async fn rows_of(db: &ax_store::Db, task_id: i64) -> Vec<ax_store::rows::models::Run> {
     let mut conn = db.conn().await.expect("conn");
     let page = ax_store::queries::Page {
         limit: 100_000,
         offset: 0,
     };
     let (rows, _) =
-        ax_store::queries::instances::list_for_task(&mut conn, ax_core::run::TaskId(task_id), page)
+        ax_store::queries::runs::list_for_task(&mut conn, ax_core::run::TaskId(task_id), page)
             .await
             .expect("rows");
     rows

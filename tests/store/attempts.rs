@@ -1,17 +1,17 @@
-//! `crates/ax-store/src/queries/runs.rs`, attempts: the due attempts (`due_attempts`, `attempts_of`),
+//! `crates/ax-store/src/queries/transitions.rs`, attempts: the due attempts (`due_attempts`, `attempts_of`),
 //! dispatch claims (`claim`), recovery of claims (`recover_own`, `fence_stale`), and the
 //! params of manual runs.
 
 use ax_core::run::{claim_until, Event, NewRun, RequestId, RunStatus, TaskId, TriggerType};
 use ax_store::queries::{due, processes, recovery};
-use ax_store::rows::models::{NewInstance, TaskStatus};
+use ax_store::rows::models::{NewRunRow, TaskStatus};
 use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
     accepted, applied, at, base, born, claim_event, conn, decide, due_attempt, failed, fields,
-    fired, fired_claim, insert_instance, insert_task, instance, millis, new_instance,
-    on_both_backends, origin, report, request_id, secs,
+    fired, fired_claim, insert_run, insert_task, instance, millis, new_instance, on_both_backends,
+    origin, report, request_id, secs,
 };
 
 on_both_backends!(
@@ -29,7 +29,7 @@ async fn an_ended_attempt_names_the_member_it_was_sent_to(db: &Db) {
     let rid = request_id();
     let mut row = new_instance(task.id, &rid, base(), RunStatus::Ready);
     row.member = Some("http://127.0.0.1:7/".into());
-    insert_instance(db, &row).await;
+    insert_run(db, &row).await;
     let ended = |attempt: i32, member: Option<&str>| EndedAttempt {
         attempt,
         at: at(base() + secs(attempt.into())),
@@ -67,7 +67,7 @@ fn waiting(
     rid: &RequestId,
     scheduled: NaiveDateTime,
     due: NaiveDateTime,
-) -> NewInstance {
+) -> NewRunRow {
     born(task_id, rid, scheduled, &NewRun::due(at(due)))
 }
 
@@ -77,7 +77,7 @@ fn held(
     rid: &RequestId,
     scheduled: NaiveDateTime,
     until: NaiveDateTime,
-) -> NewInstance {
+) -> NewRunRow {
     born(task_id, rid, scheduled, &NewRun::fired(at(until)))
 }
 
@@ -93,17 +93,17 @@ async fn due_attempts_and_claims(db: &Db) {
         request_id(),
         request_id(),
     );
-    insert_instance(db, &waiting(task.id, &later, t, t + secs(2))).await;
-    insert_instance(db, &waiting(task.id, &sooner, t + secs(1), t + secs(1))).await;
+    insert_run(db, &waiting(task.id, &later, t, t + secs(2))).await;
+    insert_run(db, &waiting(task.id, &sooner, t + secs(1), t + secs(1))).await;
     // A dispatcher's claim that lapsed: the attempt is due again.
-    insert_instance(db, &held(task.id, &lapsed, t, t + millis(1500))).await;
+    insert_run(db, &held(task.id, &lapsed, t, t + millis(1500))).await;
     // A claim that holds.
-    insert_instance(db, &held(task.id, &not_yet, t + secs(3), t + secs(60))).await;
+    insert_run(db, &held(task.id, &not_yet, t + secs(3), t + secs(60))).await;
     // Neither a RUNNING nor a PENDING run is an attempt to dispatch.
-    insert_instance(db, &fired(task.id, &running, t - secs(60))).await;
+    insert_run(db, &fired(task.id, &running, t - secs(60))).await;
     let outcome = decide(db, &running, &report(Some(1), accepted(t - secs(1)), t)).await;
     assert_eq!(applied(outcome).status, Running);
-    insert_instance(db, &new_instance(task.id, &pending, t, Pending)).await;
+    insert_run(db, &new_instance(task.id, &pending, t, Pending)).await;
 
     let found = due::due_attempts(&mut conn(db).await, at(t + secs(2)), 100)
         .await
@@ -228,7 +228,7 @@ async fn due_attempts_and_claims(db: &Db) {
     // A process whose promise went stale is fenced: its claims on runs fired for a second
     // after its promise lapse (they were never sent); one it may have sent keeps its claim.
     let sent = request_id();
-    insert_instance(db, &held(task.id, &sent, t + secs(2), t + secs(60))).await;
+    insert_run(db, &held(task.id, &sent, t + secs(2), t + secs(60))).await;
     let mut c = conn(db).await;
     processes::begin_epoch(&mut c, "node-c", now.and_utc().timestamp(), at(now))
         .await
@@ -312,7 +312,7 @@ async fn due_attempts_and_claims(db: &Db) {
     let ahead = request_id();
     let mut row = held(task.id, &ahead, now + millis(400), now + secs(40));
     row.fired_by = "node-gone".into();
-    insert_instance(db, &row).await;
+    insert_run(db, &row).await;
     let mut c = conn(db).await;
     processes::begin_epoch(
         &mut c,
@@ -334,7 +334,7 @@ async fn due_attempts_and_claims(db: &Db) {
     let own = request_id();
     let mut row = held(task.id, &own, now + millis(300), now + secs(40));
     row.fired_by = "node-b".into();
-    insert_instance(db, &row).await;
+    insert_run(db, &row).await;
     let recovered = recovery::recover_own(&mut conn(db).await, "node-b", at(now))
         .await
         .expect("recover_own");
@@ -359,10 +359,10 @@ async fn due_attempts_use_manual_params(db: &Db) {
     let mut manual_origin = origin(task.id, &manual, t);
     manual_origin.trigger_type = TriggerType::Manual;
     manual_origin.params = Some(r#"{"o":1}"#.into());
-    let row = NewInstance::new(manual_origin, &NewRun::due(at(t)));
-    insert_instance(db, &row).await;
+    let row = NewRunRow::new(manual_origin, &NewRun::due(at(t)));
+    insert_run(db, &row).await;
     // A scheduled run whose dispatcher's claim lapsed.
-    insert_instance(db, &held(task.id, &scheduled, t, t + secs(1))).await;
+    insert_run(db, &held(task.id, &scheduled, t, t + secs(1))).await;
 
     let due = due::due_attempts(&mut conn(db).await, at(t + secs(1)), 100)
         .await
@@ -405,12 +405,12 @@ async fn recovery_makes_own_claims_due_at_once(db: &Db) {
         request_id(),
         request_id(),
     );
-    insert_instance(db, &fired_by(&a_due, now - secs(5), "a")).await;
-    insert_instance(db, &fired_by(&a_ahead, now + millis(400), "a")).await;
-    insert_instance(db, &fired_by(&b_due, now - secs(5), "b")).await;
+    insert_run(db, &fired_by(&a_due, now - secs(5), "a")).await;
+    insert_run(db, &fired_by(&a_ahead, now + millis(400), "a")).await;
+    insert_run(db, &fired_by(&b_due, now - secs(5), "b")).await;
     // a's run the handler took, and a's run waiting for its retry (due after `now`): no
     // claim to lapse.
-    insert_instance(db, &fired_by(&a_running, now - secs(6), "a")).await;
+    insert_run(db, &fired_by(&a_running, now - secs(6), "a")).await;
     let outcome = decide(
         db,
         &a_running,
@@ -418,7 +418,7 @@ async fn recovery_makes_own_claims_due_at_once(db: &Db) {
     )
     .await;
     assert_eq!(applied(outcome).status, Running);
-    insert_instance(db, &fired_by(&a_retry, now - secs(7), "a")).await;
+    insert_run(db, &fired_by(&a_retry, now - secs(7), "a")).await;
     let outcome = decide(db, &a_retry, &report(None, failed(None, None), now)).await;
     assert_eq!(applied(outcome).next_attempt_at, Some(at(now + secs(5))));
     let before = |rid: &RequestId| {

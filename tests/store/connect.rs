@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use ax_core::run::{Event, RunStatus};
-use ax_store::queries::instances::FireOutcome;
+use ax_store::queries::runs::FireOutcome;
 use ax_store::queries::tasks::{self, TaskFilter};
 use ax_store::rows::models::TaskStatus;
 use ax_store::{from_db, to_db, Db, StoreError};
@@ -12,7 +12,7 @@ use chrono::{DateTime, Timelike, Utc};
 
 use crate::common::TestStore;
 use crate::support::{
-    applied, base, conn, connect, decide, fields, find_task, fire_record, ids, insert_instance,
+    applied, base, conn, connect, decide, fields, find_task, fire_record, ids, insert_run,
     insert_task, instance, new_instance, on_both_backends, page, record, request_id,
 };
 
@@ -207,7 +207,7 @@ async fn times_round_trip_exactly(db: &Db) {
         row.deadline_at = Some(stored);
         row.dispatched_attempt = 1;
         row.claimed_until = Some(stored);
-        assert_eq!(insert_instance(db, &row).await, FireOutcome::Fired);
+        assert_eq!(insert_run(db, &row).await, FireOutcome::Fired);
         let read = instance(db, &rid).await;
         assert_eq!(from_db(read.scheduled_at), expected, "{text}: scheduled_at");
         assert_eq!(from_db(read.trigger_at), expected, "{text}: trigger_at");

@@ -1,18 +1,18 @@
-//! `crates/ax-store/src/queries/instances.rs`, fires: `record_fires`' compare-and-set, duplicate request
+//! `crates/ax-store/src/queries/runs.rs`, fires: `record_fires`' compare-and-set, duplicate request
 //! ids, many fires and fire chains per statement, and fire batches committing side by side.
 
 use ax_core::run::{
     dependency_deadline, NewRun, OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType,
 };
-use ax_store::queries::instances::{self, FireOutcome, FireRecord};
+use ax_store::queries::runs::{self, FireOutcome, FireRecord};
 use ax_store::queries::tasks;
-use ax_store::rows::models::{Instance, NewInstance, TaskStatus};
+use ax_store::rows::models::{NewRunRow, Run, TaskStatus};
 use ax_store::{Db, StoreError};
 use chrono::NaiveDateTime;
 
 use crate::common::TestStore;
 use crate::support::{
-    at, base, born, conn, connect, fields, find_task, fire_record, fired_claim, insert_instance,
+    at, base, born, conn, connect, fields, find_task, fire_record, fired_claim, insert_run,
     insert_task, instance, millis, new_instance, now_db, on_both_backends, origin, record,
     request_id, runs_of, secs,
 };
@@ -157,7 +157,7 @@ async fn record_fires_rolls_back_with_its_transaction(db: &Db) {
     let failed: Result<(), StoreError> = conn
         .transaction(move |c| {
             Box::pin(async move {
-                let outcomes = instances::record_fires(c, &fires).await?;
+                let outcomes = runs::record_fires(c, &fires).await?;
                 assert_eq!(outcomes, vec![FireOutcome::Fired]);
                 Err(StoreError::Pool("abort on purpose".into()))
             })
@@ -180,10 +180,10 @@ async fn duplicate_request_id(db: &Db) {
     let task = insert_task(db, fields("dup", "s", TaskStatus::Enabled, None)).await;
     let rid = request_id();
     let first = new_instance(task.id, &rid, base(), RunStatus::Ready);
-    assert_eq!(insert_instance(db, &first).await, FireOutcome::Fired);
+    assert_eq!(insert_run(db, &first).await, FireOutcome::Fired);
     let mut second = new_instance(task.id, &rid, base() + secs(5), RunStatus::Ready);
     second.trigger_type = TriggerType::Manual;
-    assert_eq!(insert_instance(db, &second).await, FireOutcome::Duplicate);
+    assert_eq!(insert_run(db, &second).await, FireOutcome::Duplicate);
     let (rows, total) = runs_of(db, task.id).await;
     assert_eq!(total, 1);
     assert_eq!(rows.len(), 1);
@@ -198,8 +198,8 @@ async fn duplicate_request_id(db: &Db) {
         .transaction(move |c| {
             Box::pin(async move {
                 Ok(vec![
-                    instances::insert_instance(c, &again).await?,
-                    instances::insert_instance(c, &other).await?,
+                    runs::insert_run(c, &again).await?,
+                    runs::insert_run(c, &other).await?,
                 ])
             })
         })
@@ -231,7 +231,7 @@ async fn fires_recorded_at_once(db: &Db) {
         .await
         .expect("pause");
     let existing = records[3].instance.clone();
-    insert_instance(db, &existing).await;
+    insert_run(db, &existing).await;
     let outcomes = record(db, records.clone()).await;
     assert_eq!(
         outcomes,
@@ -277,7 +277,7 @@ async fn a_duplicate_in_a_later_statement_leaves_the_others_fired(db: &Db) {
         .await;
         records.push(fire_record(task.id, &request_id(), t, Some(t + secs(1))));
     }
-    insert_instance(db, &records[4].instance.clone()).await;
+    insert_run(db, &records[4].instance.clone()).await;
     let outcomes = record(db, records.clone()).await;
     let mut expected = vec![FireOutcome::Fired; 4];
     expected.push(FireOutcome::Duplicate);
@@ -392,10 +392,8 @@ async fn concurrent_fire_batches_do_not_deadlock_mysql() {
             .collect();
         async move {
             let mut conn = conn(&db).await;
-            conn.transaction(move |c| {
-                Box::pin(async move { instances::record_fires(c, &fires).await })
-            })
-            .await
+            conn.transaction(move |c| Box::pin(async move { runs::record_fires(c, &fires).await }))
+                .await
         }
     };
     for round in 0..10i64 {
@@ -443,7 +441,7 @@ async fn concurrent_fire_batches_do_not_deadlock_mysql() {
 /// A run as the fire pipeline commits it: READY, its first attempt dispatched and claimed by
 /// the firing process until the task's timeout and the claim margin have passed.
 #[track_caller]
-fn assert_fired(row: &Instance, scheduled_at: NaiveDateTime) {
+fn assert_fired(row: &Run, scheduled_at: NaiveDateTime) {
     assert_eq!(row.status, RunStatus::Ready);
     assert_eq!(row.scheduled_at, scheduled_at);
     assert_eq!(row.fired_by, "node-test");
@@ -460,22 +458,22 @@ async fn a_backfill_finds_runs_by_their_second_whatever_their_id(db: &Db) {
     let t0 = base();
     let task = insert_task(db, fields("backfill-ids", "s", TaskStatus::Paused, None)).await;
     let older = RequestId::parse("6f1e0ac4-3b1f-5c43-9d0e-2a7b41c09e55").expect("uuid");
-    insert_instance(db, &new_instance(task.id, &older, t0, RunStatus::Success)).await;
+    insert_run(db, &new_instance(task.id, &older, t0, RunStatus::Success)).await;
     let mut manual = origin(task.id, &request_id(), t0 + secs(1));
     manual.trigger_type = TriggerType::Manual;
-    insert_instance(db, &NewInstance::new(manual, &NewRun::due(at(t0)))).await;
+    insert_run(db, &NewRunRow::new(manual, &NewRun::due(at(t0)))).await;
 
-    let runs: Vec<NewInstance> = (0..3)
+    let runs: Vec<NewRunRow> = (0..3)
         .map(|k| {
             let second = t0 + secs(k);
             let id = RequestId::scheduled(task.id, at(second));
             let mut backfilled = origin(task.id, &id, second);
             backfilled.trigger_type = TriggerType::Backfill;
-            NewInstance::new(backfilled, &NewRun::due(at(t0)))
+            NewRunRow::new(backfilled, &NewRun::due(at(t0)))
         })
         .collect();
     let mut c = conn(db).await;
-    let done = instances::backfill(&mut c, runs, |_| NewRun::due(at(t0)))
+    let done = runs::backfill(&mut c, runs, |_| NewRun::due(at(t0)))
         .await
         .expect("backfill");
     assert_eq!((done.runs, done.existing), (2, 1));

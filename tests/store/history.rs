@@ -1,13 +1,13 @@
-//! `crates/ax-store/src/queries/instances.rs`, reading and pruning runs: history, stats, retention.
+//! `crates/ax-store/src/queries/runs.rs`, reading and pruning runs: history, stats, retention.
 
 use ax_core::run::{RunStatus, TaskId};
-use ax_store::queries::instances;
+use ax_store::queries::runs;
 use ax_store::rows::models::TaskStatus;
 use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
-    base, conn, fields, insert_instance, insert_task, millis, new_instance, on_both_backends,
+    base, conn, fields, insert_run, insert_task, millis, new_instance, on_both_backends,
     request_id, runs_of, secs, set_dispatched_at,
 };
 
@@ -18,7 +18,7 @@ on_both_backends!(
 );
 
 async fn history_filters_and_pages(db: &Db) {
-    use ax_store::queries::instances::{Cursor, InstanceFilter};
+    use ax_store::queries::runs::{Cursor, RunFilter};
     use RunStatus::*;
     let t = base();
     let x = insert_task(db, fields("x", "s1", TaskStatus::Enabled, None)).await;
@@ -36,32 +36,32 @@ async fn history_filters_and_pages(db: &Db) {
     let mut rid_of = std::collections::HashMap::new();
     for (name, task, at, status) in plan {
         let rid = request_id();
-        insert_instance(db, &new_instance(task, &rid, at, status)).await;
+        insert_run(db, &new_instance(task, &rid, at, status)).await;
         rid_of.insert(rid, name);
     }
 
-    let history = |filter: InstanceFilter, cursor: Option<Cursor>, limit: i64| {
+    let history = |filter: RunFilter, cursor: Option<Cursor>, limit: i64| {
         let rid_of = rid_of.clone();
         async move {
-            let rows = instances::history(&mut conn(db).await, &filter, cursor, limit)
+            let rows = runs::history(&mut conn(db).await, &filter, cursor, limit)
                 .await
                 .expect("history");
             let names: Vec<&str> = rows.iter().map(|r| rid_of[&r.request_id]).collect();
             (names, rows)
         }
     };
-    let names = |filter: InstanceFilter| {
+    let names = |filter: RunFilter| {
         let history = &history;
         async move { history(filter, None, 100).await.0 }
     };
-    let all = InstanceFilter::default;
+    let all = RunFilter::default;
 
     // Newest scheduled first; the same time by id, newest first.
     assert_eq!(
         names(all()).await,
         vec!["y2", "r5", "r4", "y1", "r3", "r2", "r1"]
     );
-    let by_task = InstanceFilter {
+    let by_task = RunFilter {
         task_id: Some(x.id),
         ..all()
     };
@@ -69,7 +69,7 @@ async fn history_filters_and_pages(db: &Db) {
         names(by_task.clone()).await,
         vec!["r5", "r4", "r3", "r2", "r1"]
     );
-    let by_scene = |scene: &str| InstanceFilter {
+    let by_scene = |scene: &str| RunFilter {
         scene: Some(scene.into()),
         ..all()
     };
@@ -79,7 +79,7 @@ async fn history_filters_and_pages(db: &Db) {
         vec!["r5", "r4", "r3", "r2", "r1"]
     );
     assert!(names(by_scene("nope")).await.is_empty());
-    let by_status = |status: RunStatus| InstanceFilter {
+    let by_status = |status: RunStatus| RunFilter {
         statuses: vec![status],
         ..all()
     };
@@ -89,7 +89,7 @@ async fn history_filters_and_pages(db: &Db) {
     );
     assert_eq!(names(by_status(Failed)).await, vec!["y2", "r2"]);
     assert!(names(by_status(Running)).await.is_empty());
-    let either = InstanceFilter {
+    let either = RunFilter {
         statuses: vec![Failed, Running],
         ..all()
     };
@@ -98,18 +98,18 @@ async fn history_filters_and_pages(db: &Db) {
         vec!["y2", "r2"],
         "any of several statuses"
     );
-    let of_tasks = InstanceFilter {
+    let of_tasks = RunFilter {
         task_ids: Some(vec![x.id]),
         statuses: vec![Success, Failed],
         ..all()
     };
     assert_eq!(names(of_tasks).await, vec!["r5", "r3", "r2", "r1"]);
-    let of_no_task = InstanceFilter {
+    let of_no_task = RunFilter {
         task_ids: Some(Vec::new()),
         ..all()
     };
     assert!(names(of_no_task).await.is_empty(), "a name naming no task");
-    let from = InstanceFilter {
+    let from = RunFilter {
         from: Some(t + secs(10)),
         ..all()
     };
@@ -118,7 +118,7 @@ async fn history_filters_and_pages(db: &Db) {
         vec!["y2", "r5", "r4", "y1", "r3", "r2"],
         "from is inclusive"
     );
-    let to = InstanceFilter {
+    let to = RunFilter {
         to: Some(t + secs(30)),
         ..all()
     };
@@ -127,7 +127,7 @@ async fn history_filters_and_pages(db: &Db) {
         vec!["r4", "y1", "r3", "r2", "r1"],
         "to is exclusive"
     );
-    let combined = InstanceFilter {
+    let combined = RunFilter {
         task_id: Some(x.id),
         task_ids: None,
         scene: Some("s1".into()),
@@ -136,7 +136,7 @@ async fn history_filters_and_pages(db: &Db) {
         to: Some(t + secs(30)),
     };
     assert_eq!(names(combined).await, vec!["r3"]);
-    let mismatch = InstanceFilter {
+    let mismatch = RunFilter {
         task_id: Some(x.id),
         scene: Some("s2".into()),
         ..all()
@@ -146,7 +146,7 @@ async fn history_filters_and_pages(db: &Db) {
     assert_eq!(limited, vec!["y2", "r5", "r4"]);
 
     // Cursor pages of 2: every row exactly once, across the tie at t+10.
-    let pages_of = |filter: InstanceFilter| {
+    let pages_of = |filter: RunFilter| {
         let history = &history;
         async move {
             let mut pages: Vec<Vec<&str>> = Vec::new();
@@ -198,7 +198,7 @@ async fn stats_rows_in_range(db: &Db) {
         (y.id, t + secs(5), Success, false),
     ] {
         let id = request_id();
-        insert_instance(db, &new_instance(task, &id, at, status)).await;
+        insert_run(db, &new_instance(task, &id, at, status)).await;
         // The first attempt's reply records when it was sent (a MISSED run never was).
         let dispatched = (status != Missed).then(|| at + millis(250));
         if let Some(sent) = dispatched {
@@ -208,7 +208,7 @@ async fn stats_rows_in_range(db: &Db) {
             expected.push((status, at, dispatched));
         }
     }
-    let mut rows = instances::for_stats(&mut conn(db).await, x.id, t, t + secs(10))
+    let mut rows = runs::for_stats(&mut conn(db).await, x.id, t, t + secs(10))
         .await
         .expect("for_stats");
     rows.sort();
@@ -218,11 +218,11 @@ async fn stats_rows_in_range(db: &Db) {
         .map(|(status, _, _, scheduled, dispatched)| (status, scheduled, dispatched))
         .collect();
     assert_eq!(rows, expected);
-    let none = instances::for_stats(&mut conn(db).await, x.id, t + secs(20), t + secs(30))
+    let none = runs::for_stats(&mut conn(db).await, x.id, t + secs(20), t + secs(30))
         .await
         .expect("for_stats");
     assert!(none.is_empty());
-    let missing = instances::for_stats(&mut conn(db).await, TaskId(y.id.0 + 1000), t, t + secs(10))
+    let missing = runs::for_stats(&mut conn(db).await, TaskId(y.id.0 + 1000), t, t + secs(10))
         .await
         .expect("for_stats");
     assert!(missing.is_empty());
@@ -249,7 +249,7 @@ async fn retention_deletes_in_batches(db: &Db) {
         // Scheduled long ago, so only finished_at decides.
         let mut row = new_instance(task.id, &rid, t - secs(86_400), status);
         row.finished_at = finished;
-        insert_instance(db, &row).await;
+        insert_run(db, &row).await;
         rids.insert(name, rid);
     }
     let remaining = || {
@@ -266,7 +266,7 @@ async fn retention_deletes_in_batches(db: &Db) {
         }
     };
     let delete = |before: NaiveDateTime, limit: i64| async move {
-        instances::delete_finished_before(&mut conn(db).await, before, limit)
+        runs::delete_finished_before(&mut conn(db).await, before, limit)
             .await
             .expect("delete_finished_before")
     };

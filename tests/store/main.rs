@@ -5,7 +5,7 @@
 //! `tasks`, `task_changes`, `meta`, `executors`, `overview` and `search` their query modules,
 //! `fires` and `history` the parts of
 //! `queries/instances.rs`, `runs` (the writes themselves), `results`, `attempts` and `pending`
-//! the parts of `queries/runs.rs`, and `store_actor` the StoreActor (`crates/ax-server/src/actors/store.rs`).
+//! the parts of `queries/transitions.rs`, and `store_actor` the StoreActor (`crates/ax-server/src/actors/store.rs`).
 //! `support` holds the helpers and `on_both_backends!`.
 
 #[path = "../common/mod.rs"]

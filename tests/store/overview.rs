@@ -10,7 +10,7 @@ use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
-    base, conn, fields, insert_instance, insert_task, millis, new_instance, on_both_backends,
+    base, conn, fields, insert_run, insert_task, millis, new_instance, on_both_backends,
     request_id, secs,
 };
 
@@ -34,7 +34,7 @@ async fn runs_by_status_over_a_range_and_its_recent_end(db: &Db) {
         (secs(0), Running), // the last instant
         (millis(1), Ready), // after it
     ] {
-        insert_instance(
+        insert_run(
             db,
             &new_instance(task.id, &request_id(), until + offset, status),
         )

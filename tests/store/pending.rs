@@ -1,14 +1,14 @@
-//! `crates/ax-store/src/queries/runs.rs`, `check_pending`: runs waiting on their upstreams.
+//! `crates/ax-store/src/queries/transitions.rs`, `check_pending`: runs waiting on their upstreams.
 
 use ax_core::run::{NewRun, RunStatus};
-use ax_store::queries::instances::FireOutcome;
+use ax_store::queries::runs::FireOutcome;
 use ax_store::queries::{due, pending, tasks};
 use ax_store::rows::models::TaskStatus;
 use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
-    applied, at, base, born, conn, decide, fields, insert_instance, insert_task, instance, millis,
+    applied, at, base, born, conn, decide, fields, insert_run, insert_task, instance, millis,
     new_instance, on_both_backends, report, request_id, secs, succeeded,
 };
 
@@ -41,7 +41,7 @@ async fn check_pending_follows_upstreams(db: &Db) {
     let (_, a_missed) = upstream(t + secs(20), Missed);
     let (a_running, a_running_row) = upstream(t + secs(30), Running);
     for row in [&a_ok, &a_failed, &a_missed, &a_running_row] {
-        assert_eq!(insert_instance(db, row).await, FireOutcome::Fired);
+        assert_eq!(insert_run(db, row).await, FireOutcome::Fired);
     }
 
     let now1 = t + secs(100);
@@ -67,11 +67,11 @@ async fn check_pending_follows_upstreams(db: &Db) {
     // The upstream still runs: waits.
     let (waiting, waiting_row) = pending(t + secs(30), deadline);
     for row in [&early_row, &ok_row, &failed_row, &missed_row, &waiting_row] {
-        assert_eq!(insert_instance(db, row).await, FireOutcome::Fired);
+        assert_eq!(insert_run(db, row).await, FireOutcome::Fired);
     }
     // A run that is not PENDING is not looked at.
     let ready = request_id();
-    insert_instance(db, &new_instance(b.id, &ready, t + secs(7), Ready)).await;
+    insert_run(db, &new_instance(b.id, &ready, t + secs(7), Ready)).await;
 
     let check = |now: NaiveDateTime, limit: i64| async move {
         pending::check_pending(&mut conn(db).await, at(now), limit)
@@ -148,9 +148,9 @@ async fn check_pending_follows_upstreams(db: &Db) {
 
     // A PENDING run that is past its deadline while its upstream still runs times out too.
     let (_, late_running) = upstream(t + secs(300), Running);
-    insert_instance(db, &late_running).await;
+    insert_run(db, &late_running).await;
     let (late, late_row) = pending(t + secs(300), t + secs(310));
-    insert_instance(db, &late_row).await;
+    insert_run(db, &late_row).await;
     assert_eq!(check(t + secs(305), 100).await, (0, 0));
     assert_eq!(check(t + secs(310), 100).await, (0, 1));
     assert_eq!(

@@ -1,20 +1,20 @@
-//! `crates/ax-store/src/queries/runs.rs`, results: `decide` of reports and their retries, blind writes
+//! `crates/ax-store/src/queries/transitions.rs`, results: `decide` of reports and their retries, blind writes
 //! many to a statement (`apply`, `apply_all`), a result counted once per attempt, and RUNNING
 //! runs past their deadline (`expired_running`).
 
 use ax_core::run::{blind, Decided, Event, Refusal, RequestId, RetryPolicy, RunStatus, Write};
 use ax_store::queries::run_writes::Target;
 use ax_store::queries::tasks::{Conditional, Versions};
-use ax_store::queries::{instances, tasks};
-use ax_store::queries::{recovery, run_writes, runs};
+use ax_store::queries::{recovery, run_writes, transitions};
+use ax_store::queries::{runs, tasks};
 use ax_store::rows::models::TaskStatus;
 use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
     accepted, applied, at, base, claim, columns_of, conn, decide, failed, failed_for_good, fields,
-    fired, fired_claim, insert_instance, insert_task, instance, millis, new_instance,
-    on_both_backends, refused, report, request_id, runs_of, secs, succeeded, with_retry,
+    fired, fired_claim, insert_run, insert_task, instance, millis, new_instance, on_both_backends,
+    refused, report, request_id, runs_of, secs, succeeded, with_retry,
 };
 
 on_both_backends!(
@@ -34,7 +34,7 @@ async fn apply_result_transitions(db: &Db) {
 
     // READY → RUNNING sets the deadline; the dispatcher's claim is done with.
     let r1 = request_id();
-    insert_instance(db, &fired(task.id, &r1, t)).await;
+    insert_run(db, &fired(task.id, &r1, t)).await;
     let run = applied(decide(db, &r1, &report(Some(1), accepted(deadline), t)).await);
     assert_eq!((run.status, run.attempt, run.dispatched), (Running, 1, 1));
     let row = instance(db, &r1).await;
@@ -75,7 +75,7 @@ async fn apply_result_transitions(db: &Db) {
 
     // A PENDING run was never dispatched: no result applies to it, not even a final one.
     let r3 = request_id();
-    insert_instance(db, &new_instance(task.id, &r3, t + secs(2), Pending)).await;
+    insert_run(db, &new_instance(task.id, &r3, t + secs(2), Pending)).await;
     let never = Refusal::NotDispatched {
         attempt: 0,
         dispatched: 0,
@@ -92,7 +92,7 @@ async fn apply_result_transitions(db: &Db) {
     let r4 = request_id();
     let mut missed = new_instance(task.id, &r4, t + secs(3), Missed);
     missed.finished_at = Some(t);
-    insert_instance(db, &missed).await;
+    insert_run(db, &missed).await;
     let outcome = decide(db, &r4, &report(None, succeeded(None, None), done_at)).await;
     assert_eq!(refused(outcome), Refusal::Final(Missed));
     assert_eq!(instance(db, &r4).await.status, Missed);
@@ -104,7 +104,7 @@ async fn apply_result_transitions(db: &Db) {
     let outcome = decide(db, &unknown, &report(Some(1), accepted(deadline), t)).await;
     assert_eq!(outcome, Decided::Unknown);
     assert!(
-        instances::find_by_request_id(&mut conn(db).await, &unknown)
+        runs::find_by_request_id(&mut conn(db).await, &unknown)
             .await
             .expect("find")
             .is_none(),
@@ -118,7 +118,7 @@ async fn apply_result_transitions(db: &Db) {
     )
     .await;
     let r2 = request_id();
-    insert_instance(db, &fired(no_retry.id, &r2, t + secs(1))).await;
+    insert_run(db, &fired(no_retry.id, &r2, t + secs(1))).await;
     let outcome = decide(db, &r2, &report(None, failed(Some("E2"), None), done_at)).await;
     assert_eq!(applied(outcome).status, Failed);
     let row = instance(db, &r2).await;
@@ -140,7 +140,7 @@ async fn apply_result_schedules_retries(db: &Db) {
     // max_retry 3 with the default back-off (5 s, ×5).
     let task = insert_task(db, fields("retries", "s", TaskStatus::Enabled, None)).await;
     let rid = request_id();
-    insert_instance(db, &fired(task.id, &rid, t)).await;
+    insert_run(db, &fired(task.id, &rid, t)).await;
     let run = applied(decide(db, &rid, &report(Some(1), accepted(t + secs(30)), t)).await);
     assert_eq!(run.status, Running);
     let failed_at = t + secs(1);
@@ -216,7 +216,7 @@ async fn apply_result_schedules_retries(db: &Db) {
         (Some(2), Some(3))
     );
     let rid = request_id();
-    insert_instance(db, &fired(custom.id, &rid, t)).await;
+    insert_run(db, &fired(custom.id, &rid, t)).await;
     let run = applied(decide(db, &rid, &report(None, failed(None, None), t)).await);
     assert_eq!(
         (run.status, run.attempt, run.next_attempt_at),
@@ -240,10 +240,10 @@ async fn apply_result_schedules_retries(db: &Db) {
     // Deleting a task ends its open runs (`cancel_open`); a later result is not applied.
     let gone = insert_task(db, fields("gone", "s", TaskStatus::Enabled, None)).await;
     let (open, running, done, waiting) = (request_id(), request_id(), request_id(), request_id());
-    insert_instance(db, &fired(gone.id, &open, t)).await;
-    insert_instance(db, &fired(gone.id, &running, t + secs(1))).await;
-    insert_instance(db, &fired(gone.id, &done, t + secs(2))).await;
-    insert_instance(db, &fired(gone.id, &waiting, t + secs(3))).await;
+    insert_run(db, &fired(gone.id, &open, t)).await;
+    insert_run(db, &fired(gone.id, &running, t + secs(1))).await;
+    insert_run(db, &fired(gone.id, &done, t + secs(2))).await;
+    insert_run(db, &fired(gone.id, &waiting, t + secs(3))).await;
     let outcome = decide(db, &running, &report(Some(1), accepted(t + secs(30)), t)).await;
     assert_eq!(applied(outcome).status, Running);
     let outcome = decide(db, &done, &report(Some(1), succeeded(Some("OK"), None), t)).await;
@@ -291,7 +291,7 @@ async fn results_applied_at_once(db: &Db) {
     let task = insert_task(db, fields("bulk", "s", TaskStatus::Enabled, None)).await;
     let rids: Vec<RequestId> = (0..6).map(|_| request_id()).collect();
     for (k, rid) in rids.iter().enumerate() {
-        insert_instance(db, &fired(task.id, rid, t + secs(k as i64))).await;
+        insert_run(db, &fired(task.id, rid, t + secs(k as i64))).await;
     }
     let blind_write = |event: &Event| blind(event).expect("a blind write");
     // RUNNING applies to READY runs of the reported attempt only: one statement.
@@ -401,7 +401,7 @@ async fn results_count_once_per_attempt(db: &Db) {
     let mut rids = Vec::new();
     for (n, reports) in orders.iter().enumerate() {
         let rid = request_id();
-        insert_instance(db, &fired(task.id, &rid, t)).await;
+        insert_run(db, &fired(task.id, &rid, t)).await;
         let outcomes = [
             decide(db, &rid, &reports[0]).await,
             decide(db, &rid, &reports[1]).await,
@@ -419,14 +419,15 @@ async fn results_count_once_per_attempt(db: &Db) {
         rids.push(rid);
     }
     let batched = request_id();
-    insert_instance(db, &fired(task.id, &batched, t)).await;
+    insert_run(db, &fired(task.id, &batched, t)).await;
     let events: Vec<(RequestId, Event)> = orders[0]
         .iter()
         .map(|event| (batched.clone(), event.clone()))
         .collect();
-    let outcomes = runs::decide_many(&mut conn(db).await, &events, RetryPolicy::default(), None)
-        .await
-        .expect("decide_many");
+    let outcomes =
+        transitions::decide_many(&mut conn(db).await, &events, RetryPolicy::default(), None)
+            .await
+            .expect("decide_many");
     let mut outcomes = outcomes.into_iter();
     let run = applied(outcomes.next().expect("three outcomes"));
     assert_eq!((run.status, run.attempt, run.retries_used), (Ready, 2, 1));
@@ -484,7 +485,7 @@ async fn expired_running_runs_time_out(db: &Db) {
         let rid = request_id();
         let scheduled = t + secs(n);
         async move {
-            insert_instance(db, &fired(task.id, &rid, scheduled)).await;
+            insert_run(db, &fired(task.id, &rid, scheduled)).await;
             let outcome = decide(db, &rid, &report(Some(1), accepted(deadline), t)).await;
             assert_eq!(applied(outcome).status, Running);
             rid
@@ -496,7 +497,7 @@ async fn expired_running_runs_time_out(db: &Db) {
     let future = running(now + secs(10)).await;
     let finished = running(now - secs(20)).await;
     let ready = request_id();
-    insert_instance(db, &fired(task.id, &ready, t + secs(50))).await;
+    insert_run(db, &fired(task.id, &ready, t + secs(50))).await;
     let outcome = decide(db, &finished, &report(None, succeeded(Some("OK"), None), t)).await;
     assert_eq!(applied(outcome).status, Success);
 

@@ -1,4 +1,4 @@
-//! `crates/ax-store/src/queries/runs.rs`, the write machinery: the SQL that `apply` makes of a write
+//! `crates/ax-store/src/queries/transitions.rs`, the write machinery: the SQL that `apply` makes of a write
 //! does what the lifecycle's model says (`RunState::apply`), under the same condition
 //! (`Expect::holds`), for one run and many to a statement; and `decide_many` decides several
 //! events in order, each on what the previous left, as one-by-one `decide` would.
@@ -8,8 +8,8 @@ use ax_core::run::{
     RetryLimits, RetryPolicy, RunState, RunStatus, TaskId, Write,
 };
 use ax_store::queries::run_writes::Target;
-use ax_store::queries::{run_writes, runs};
-use ax_store::rows::models::{Instance, NewInstance, Task, TaskStatus};
+use ax_store::queries::{run_writes, transitions};
+use ax_store::rows::models::{NewRunRow, Run, Task, TaskStatus};
 use ax_store::rows::schema::ax_instance::dsl as i;
 use ax_store::{to_db, Db};
 use chrono::{DateTime, Utc};
@@ -17,7 +17,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use crate::support::{
-    applied, at, base, born, columns, columns_of, conn, decide, fields, fired, insert_instance,
+    applied, at, base, born, columns, columns_of, conn, decide, fields, fired, insert_run,
     insert_task, instance, new_instance, on_both_backends, origin, request_id, state, with_retry,
 };
 
@@ -77,7 +77,7 @@ fn claim(attempt: i32, claimant: &str, until: DateTime<Utc>, now: DateTime<Utc>)
 }
 
 /// Inserts a run of `task` in `run`'s state (with `deadline`, which the state leaves out),
-/// and checks that `runs::states` reads it back as it is.
+/// and checks that `transitions::states` reads it back as it is.
 async fn insert_state(
     db: &Db,
     task: &Task,
@@ -97,7 +97,7 @@ async fn insert_state(
     };
     let mut who = origin(task.id, &rid, to_db(run.scheduled_at));
     who.fired_by = run.claimant.clone();
-    insert_instance(db, &NewInstance::new(who, &birth)).await;
+    insert_run(db, &NewRunRow::new(who, &birth)).await;
     // No birth has a later attempt: set it as it would be after retries.
     let (attempt, retries) = (run.attempt, run.retries_used);
     let mut c = conn(db).await;
@@ -123,7 +123,7 @@ async fn apply(db: &Db, writes: &[(&RequestId, &Write)]) -> usize {
 
 /// The columns a change sets hold its values; the others are as they were.
 #[track_caller]
-fn assert_change(name: &str, row: &Instance, change: &Change, before: &Instance) {
+fn assert_change(name: &str, row: &Run, change: &Change, before: &Run) {
     let pick = |set: Option<Option<String>>, was: &Option<String>| set.unwrap_or(was.clone());
     let time = |set: Option<Option<DateTime<Utc>>>, was: Option<chrono::NaiveDateTime>| {
         set.map_or(was, |time| time.map(to_db))
@@ -516,7 +516,7 @@ async fn check_write(db: &Db, case: &Case, name: &str, write: &Write, invalidate
 }
 
 async fn decide_many(db: &Db, events: &[(RequestId, Event)]) -> Vec<Decided> {
-    runs::decide_many(&mut conn(db).await, events, RetryPolicy::default(), None)
+    transitions::decide_many(&mut conn(db).await, events, RetryPolicy::default(), None)
         .await
         .expect("decide_many")
 }
@@ -537,8 +537,8 @@ async fn decide_many_orders_events_of_one_run(db: &Db) {
 
     // Three results for one run and others between them, in one call.
     let (r, x, unknown) = (request_id(), request_id(), request_id());
-    insert_instance(db, &fired(task.id, &r, base())).await;
-    insert_instance(db, &fired(task.id, &x, base())).await;
+    insert_run(db, &fired(task.id, &r, base())).await;
+    insert_run(db, &fired(task.id, &x, base())).await;
     let start = state(db, &r).await;
     let events = vec![
         (r.clone(), report(Some(1), boom(true), t(1))),
@@ -719,7 +719,7 @@ async fn born_as(db: &Db, task: &Task, birth: Birth, n: i64) -> RequestId {
             row
         }
     };
-    insert_instance(db, &row).await;
+    insert_run(db, &row).await;
     if let Birth::Running = birth {
         let outcome = decide(db, &rid, &report(Some(1), accepted(t(30)), t(0))).await;
         assert_eq!(applied(outcome).status, RunStatus::Running);

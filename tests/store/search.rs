@@ -8,7 +8,7 @@ use ax_store::rows::models::TaskStatus;
 use ax_store::{Conn, Db};
 
 use crate::support::{
-    base, conn, fields, insert_instance, insert_task, new_instance, on_both_backends, secs,
+    base, conn, fields, insert_run, insert_task, new_instance, on_both_backends, secs,
 };
 
 on_both_backends!(
@@ -24,7 +24,7 @@ async fn runs_by_the_start_of_their_request_id(db: &Db) {
     for n in 0..600 {
         let at = base() + secs(60 * n);
         let id = RequestId::scheduled(task.id, ax_store::from_db(at));
-        insert_instance(db, &new_instance(task.id, &id, at, RunStatus::Success)).await;
+        insert_run(db, &new_instance(task.id, &id, at, RunStatus::Success)).await;
         ids.push(id);
     }
     let target = &ids[321];

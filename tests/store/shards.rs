@@ -2,14 +2,14 @@
 //! recorded, left by the overlap policy and waited for by dependants as one run.
 
 use ax_core::run::{shards, NewRun, OverlapPolicy, RequestId, RunStatus, Shard};
-use ax_store::queries::instances::{FireOutcome, FireRecord};
+use ax_store::queries::runs::{FireOutcome, FireRecord};
 use ax_store::queries::{pending, tasks};
-use ax_store::rows::models::{NewInstance, TaskStatus};
+use ax_store::rows::models::{NewRunRow, TaskStatus};
 use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
-    at, base, born, conn, fields, fire_record, fired, insert_instance, insert_task, instance,
+    at, base, born, conn, fields, fire_record, fired, insert_run, insert_task, instance,
     new_instance, on_both_backends, record, request_id, runs_of, secs,
 };
 
@@ -25,8 +25,8 @@ const MEMBERS: [&str; 3] = [
 ];
 
 /// `run` as a fire over the three members: shard 0 and its siblings.
-fn broadcast(run: NewInstance, scheduled_at: NaiveDateTime, policy: OverlapPolicy) -> FireRecord {
-    let mut runs: Vec<NewInstance> = shards(MEMBERS.len())
+fn broadcast(run: NewRunRow, scheduled_at: NaiveDateTime, policy: OverlapPolicy) -> FireRecord {
+    let mut runs: Vec<NewRunRow> = shards(MEMBERS.len())
         .map(|shard| run.shard(shard, Some(MEMBERS[shard.index as usize])))
         .collect();
     let instance = runs.remove(0);
@@ -75,7 +75,7 @@ async fn a_broadcast_fire_is_recorded_as_one(db: &Db) {
     // Its shard 0 exists already: a duplicate, and none of its siblings is added.
     let t2 = t + secs(1);
     let id2 = RequestId::scheduled(task.id, at(t2));
-    insert_instance(db, &fired(task.id, &id2, t2)).await;
+    insert_run(db, &fired(task.id, &id2, t2)).await;
     let again = broadcast(fired(task.id, &id2, t2), t2, OverlapPolicy::Allow);
     let outcomes = record(db, vec![again]).await;
     assert_eq!(outcomes, vec![FireOutcome::Duplicate]);
@@ -130,7 +130,7 @@ async fn a_broadcast_upstream_succeeded_when_every_shard_did(db: &Db) {
         let mut row = base_row.shard(shard, Some(MEMBERS[shard.index as usize]));
         row.status = status;
         shard_ids.push(row.request_id.clone());
-        assert_eq!(insert_instance(db, &row).await, FireOutcome::Fired);
+        assert_eq!(insert_run(db, &row).await, FireOutcome::Fired);
     }
     let waiting = request_id();
     let deadline = at(t + secs(600));
@@ -140,7 +140,7 @@ async fn a_broadcast_upstream_succeeded_when_every_shard_did(db: &Db) {
         t + secs(1),
         &NewRun::waiting_for_upstreams(deadline),
     );
-    insert_instance(db, &row).await;
+    insert_run(db, &row).await;
 
     let check = |now: NaiveDateTime| async move {
         pending::check_pending(&mut conn(db).await, at(now), 100)
@@ -166,7 +166,7 @@ async fn a_broadcast_upstream_succeeded_when_every_shard_did(db: &Db) {
     for (shard, status) in shards(3).zip([Success, Failed, Success]) {
         let mut row = base_row.shard(shard, None);
         row.status = status;
-        insert_instance(db, &row).await;
+        insert_run(db, &row).await;
     }
     let failing = request_id();
     let row = born(
@@ -175,7 +175,7 @@ async fn a_broadcast_upstream_succeeded_when_every_shard_did(db: &Db) {
         t2 + secs(1),
         &NewRun::waiting_for_upstreams(deadline),
     );
-    insert_instance(db, &row).await;
+    insert_run(db, &row).await;
     assert_eq!(check(t2 + secs(5)).await, (0, 1));
     assert_eq!(instance(db, &failing).await.status, Failed);
 }

@@ -8,7 +8,7 @@ use ax_store::rows::models::TaskStatus;
 use ax_store::Db;
 
 use crate::support::{
-    accepted, applied, at, base, born, claim_event, due_attempt, fields, fired, insert_instance,
+    accepted, applied, at, base, born, claim_event, due_attempt, fields, fired, insert_run,
     insert_task, instance, now_db, on_both_backends, report, request_id, secs, succeeded,
 };
 
@@ -33,7 +33,7 @@ async fn a_lone_result_commits_at_once(db: &Db) {
     let store = start_store(db, Duration::from_secs(600));
     let task = insert_task(db, fields("lone", "s", TaskStatus::Enabled, None)).await;
     let id = request_id();
-    insert_instance(db, &fired(task.id, &id, base())).await;
+    insert_run(db, &fired(task.id, &id, base())).await;
     let event = report(Some(1), succeeded(None, None), now_db());
     let decided = actix_rt::time::timeout(Duration::from_secs(30), store.decide(id.clone(), event))
         .await
@@ -55,7 +55,7 @@ async fn store_actor_commits_a_backlog_of_results(db: &Db) {
     let mut ids = Vec::new();
     for k in 0..RUNS as i64 {
         let id = request_id();
-        insert_instance(db, &fired(task.id, &id, t + secs(k))).await;
+        insert_run(db, &fired(task.id, &id, t + secs(k))).await;
         ids.push(id);
     }
     let results = ids.iter().enumerate().map(|(k, id)| {
@@ -97,7 +97,7 @@ async fn store_actor_records_claims(db: &Db) {
     let (first, second) = (request_id(), request_id());
     for id in [&first, &second] {
         let run = NewRun::due(at(t));
-        insert_instance(db, &born(task.id, id, t, &run)).await;
+        insert_run(db, &born(task.id, id, t, &run)).await;
     }
     let due = |id| async move { due_attempt(db, id).await };
     let (a, b) = (due(&first).await, due(&second).await);
@@ -137,7 +137,7 @@ async fn one_refused_write_fails_alone_mysql() {
     let mut ids = Vec::new();
     for k in 0..RUNS as i64 {
         let id = request_id();
-        insert_instance(&db, &fired(task.id, &id, t + secs(k))).await;
+        insert_run(&db, &fired(task.id, &id, t + secs(k))).await;
         ids.push(id);
     }
     let too_long = "x".repeat(100);

@@ -13,7 +13,7 @@ use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::support::{
-    at, base, conn, decide, failed_for_good, fields, fired, insert_instance, insert_task,
+    at, base, conn, decide, failed_for_good, fields, fired, insert_run, insert_task,
     on_both_backends, report, request_id, secs, succeeded, with_retry,
 };
 
@@ -32,7 +32,7 @@ fn rule() -> AlertRule {
 /// A new run of `task`, scheduled at `t`, ended by its writer as a success at `t + 1 s`.
 async fn succeed(db: &Db, task: TaskId, t: NaiveDateTime, watch: &SuccessWatch) -> RequestId {
     let rid = request_id();
-    insert_instance(db, &fired(task, &rid, t)).await;
+    insert_run(db, &fired(task, &rid, t)).await;
     let event = report(Some(1), succeeded(None, None), t + secs(1));
     let write = blind(&event).expect("a blind success");
     let target = Target {
@@ -48,7 +48,7 @@ async fn succeed(db: &Db, task: TaskId, t: NaiveDateTime, watch: &SuccessWatch) 
 
 async fn fail(db: &Db, task: TaskId, t: NaiveDateTime) {
     let rid = request_id();
-    insert_instance(db, &fired(task, &rid, t)).await;
+    insert_run(db, &fired(task, &rid, t)).await;
     decide(
         db,
         &rid,

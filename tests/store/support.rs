@@ -6,11 +6,11 @@ use ax_core::run::{
     RetryPolicy, RunState, RunStatus, TaskId, TriggerType,
 };
 use ax_store::queries::due::{self, DueAttempt};
-use ax_store::queries::instances::{self, FireOutcome, FireRecord};
-use ax_store::queries::runs;
+use ax_store::queries::runs::{self, FireOutcome, FireRecord};
 use ax_store::queries::tasks;
+use ax_store::queries::transitions;
 use ax_store::queries::Page;
-use ax_store::rows::models::{Instance, NewInstance, RunOrigin, Task, TaskFields, TaskStatus};
+use ax_store::rows::models::{NewRunRow, Run, RunOrigin, Task, TaskFields, TaskStatus};
 use ax_store::{from_db, to_db, Conn, Db};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeDelta, Utc};
 
@@ -134,8 +134,8 @@ pub(crate) fn born(
     request_id: &RequestId,
     scheduled_at: NaiveDateTime,
     run: &NewRun,
-) -> NewInstance {
-    NewInstance::new(origin(task_id, request_id, scheduled_at), run)
+) -> NewRunRow {
+    NewRunRow::new(origin(task_id, request_id, scheduled_at), run)
 }
 
 /// A row in `status` with nothing else set: not due, not claimed, no deadline; its first
@@ -145,7 +145,7 @@ pub(crate) fn new_instance(
     request_id: &RequestId,
     scheduled_at: NaiveDateTime,
     status: RunStatus,
-) -> NewInstance {
+) -> NewRunRow {
     let dispatched = matches!(
         status,
         RunStatus::Running | RunStatus::Success | RunStatus::Failed
@@ -174,7 +174,7 @@ pub(crate) fn fired(
     task_id: TaskId,
     request_id: &RequestId,
     scheduled_at: NaiveDateTime,
-) -> NewInstance {
+) -> NewRunRow {
     let run = NewRun::fired(at(fired_claim(scheduled_at)));
     born(task_id, request_id, scheduled_at, &run)
 }
@@ -198,19 +198,19 @@ pub(crate) fn fire_record(
 /// Records fires in one transaction, as the StoreActor does.
 pub(crate) async fn record(db: &Db, fires: Vec<FireRecord>) -> Vec<FireOutcome> {
     let mut conn = conn(db).await;
-    conn.transaction(move |c| Box::pin(async move { instances::record_fires(c, &fires).await }))
+    conn.transaction(move |c| Box::pin(async move { runs::record_fires(c, &fires).await }))
         .await
         .expect("record fires")
 }
 
-pub(crate) async fn insert_instance(db: &Db, instance: &NewInstance) -> FireOutcome {
-    instances::insert_instance(&mut conn(db).await, instance)
+pub(crate) async fn insert_run(db: &Db, instance: &NewRunRow) -> FireOutcome {
+    runs::insert_run(&mut conn(db).await, instance)
         .await
         .expect("insert instance")
 }
 
-pub(crate) async fn runs_of(db: &Db, task_id: TaskId) -> (Vec<Instance>, i64) {
-    instances::list_for_task(
+pub(crate) async fn runs_of(db: &Db, task_id: TaskId) -> (Vec<Run>, i64) {
+    runs::list_for_task(
         &mut conn(db).await,
         task_id,
         Page {
@@ -222,8 +222,8 @@ pub(crate) async fn runs_of(db: &Db, task_id: TaskId) -> (Vec<Instance>, i64) {
     .expect("list instances")
 }
 
-pub(crate) async fn instance(db: &Db, request_id: &RequestId) -> Instance {
-    instances::find_by_request_id(&mut conn(db).await, request_id)
+pub(crate) async fn instance(db: &Db, request_id: &RequestId) -> Run {
+    runs::find_by_request_id(&mut conn(db).await, request_id)
         .await
         .expect("find instance")
         .unwrap_or_else(|| panic!("no instance {request_id}"))
@@ -246,7 +246,7 @@ pub(crate) type Columns = (
 
 /// (status, attempt, dispatched, retries, code, message, next attempt, claimed until,
 /// deadline, finished, claimant) of a row.
-pub(crate) fn columns(row: &Instance) -> Columns {
+pub(crate) fn columns(row: &Run) -> Columns {
     (
         row.status,
         row.attempt,
@@ -268,7 +268,7 @@ pub(crate) async fn columns_of(db: &Db, request_id: &RequestId) -> Columns {
 
 /// The run's state as the lifecycle sees it (default back-off).
 pub(crate) async fn state(db: &Db, request_id: &RequestId) -> RunState {
-    runs::states(
+    transitions::states(
         &mut conn(db).await,
         std::slice::from_ref(request_id),
         RetryPolicy::default(),
@@ -320,9 +320,9 @@ pub(crate) fn accepted(deadline: NaiveDateTime) -> Outcome {
     }
 }
 
-/// Decides `event` for a run and writes it (`runs::decide`, default back-off).
+/// Decides `event` for a run and writes it (`transitions::decide`, default back-off).
 pub(crate) async fn decide(db: &Db, request_id: &RequestId, event: &Event) -> Decided {
-    runs::decide(
+    transitions::decide(
         &mut conn(db).await,
         request_id,
         event,

@@ -2,7 +2,7 @@
 //! a task, and the fire's compare-and-set on the task's version.
 
 use ax_core::run::TaskId;
-use ax_store::queries::instances::FireOutcome;
+use ax_store::queries::runs::FireOutcome;
 use ax_store::queries::task_changes;
 use ax_store::queries::tasks::{self, Versions};
 use ax_store::rows::models::TaskStatus;

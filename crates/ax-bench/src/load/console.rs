@@ -26,7 +26,7 @@ use ax_core::run::RunStatus;
 use ax_core::time::clock::Clock;
 use ax_core::EXIT_USAGE;
 use ax_server::config::Config;
-use ax_store::queries::instances::{self, InstanceFilter};
+use ax_store::queries::runs::{self, RunFilter};
 use ax_store::queries::tasks as task_queries;
 use ax_store::rows::schema::ax_task::dsl as t;
 
@@ -407,11 +407,11 @@ async fn placeholders(args: &Args, seeded: &Seeded) -> anyhow::Result<Vec<(&'sta
     let (Some((scene, _)), Some((small_scene, _))) = (largest, smallest) else {
         bail!("the seeded database has no tasks");
     };
-    let failed = InstanceFilter {
+    let failed = RunFilter {
         statuses: vec![RunStatus::Failed],
-        ..InstanceFilter::default()
+        ..RunFilter::default()
     };
-    let request = instances::history(&mut conn, &failed, None, 1)
+    let request = runs::history(&mut conn, &failed, None, 1)
         .await?
         .into_iter()
         .next()

@@ -106,7 +106,7 @@ impl BenchStore {
         Ok(rows.into_iter().map(|(id, name)| (id.0, name)).collect())
     }
 
-    /// Instance rows beyond the first of a (task, scheduled second): what the compare-and-set
+    /// Run rows beyond the first of a (task, scheduled second): what the compare-and-set
     /// and the unique request id must prevent.
     pub async fn duplicate_rows(&self) -> anyhow::Result<u64> {
         let mut conn = self.db.conn().await?;

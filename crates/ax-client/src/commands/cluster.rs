@@ -22,12 +22,12 @@ pub fn cluster(conn: Connection) -> ExitCode {
         let body = request(&conn, &Call::new("GET", "/api/cluster".into()))
             .await?
             .body;
-        output::print(conn.format, &body, |body, _| instances_table(body))
+        output::print(conn.format, &body, |body, _| runs_table(body))
     })
 }
 
 /// A line per process; the one that answered is marked.
-fn instances_table(body: &Value) -> String {
+fn runs_table(body: &Value) -> String {
     let rows: Vec<Value> = body["instances"]
         .as_array()
         .into_iter()
@@ -51,7 +51,7 @@ mod tests {
         let body = json!({"self": "b", "instances": [
             {"instanceId": "a", "addr": "10.0.0.1:8901", "startedAt": "s", "lastSeen": "l"},
             {"instanceId": "b", "addr": "10.0.0.2:8901", "startedAt": "s", "lastSeen": "l"}]});
-        let text = instances_table(&body);
+        let text = runs_table(&body);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[2].ends_with("(answered)"), "{text}");
         assert!(!lines[1].contains("answered"), "{text}");

@@ -22,9 +22,9 @@ use ax_core::run::{
 };
 use ax_core::time::clock::{rfc3339, ClockCheck};
 use ax_store::queries::due::DueAttempt;
-use ax_store::queries::instances::{FireOutcome, FireRecord};
+use ax_store::queries::runs::{FireOutcome, FireRecord};
 use ax_store::queries::tasks;
-use ax_store::rows::models::{self, NewInstance, RunOrigin};
+use ax_store::rows::models::{self, NewRunRow, RunOrigin};
 use ax_store::{from_db, to_db, StoreError};
 
 /// What the fire pipeline needs, shared by every batch.
@@ -150,7 +150,7 @@ fn fire_records(
             fired_by: fire.instance_id.clone(),
             params: None,
         };
-        let run = NewInstance::new(origin, &run);
+        let run = NewRunRow::new(origin, &run);
         let (instance, siblings) = match (&members, decision) {
             (Some(members), RunDecision::Fire(_)) => sharded(&run, members),
             _ => (run, Vec::new()),
@@ -168,7 +168,7 @@ fn fire_records(
 }
 
 /// A broadcast fire's shards: shard 0 and its siblings, one per member.
-fn sharded(run: &NewInstance, members: &[Arc<str>]) -> (NewInstance, Vec<NewInstance>) {
+fn sharded(run: &NewRunRow, members: &[Arc<str>]) -> (NewRunRow, Vec<NewRunRow>) {
     let mut runs = shards(members.len())
         .map(|shard| run.shard(shard, members.get(shard.index as usize).map(|m| &**m)));
     let first = runs.next().unwrap_or_else(|| run.clone());
@@ -322,7 +322,7 @@ struct FiredShard {
 }
 
 impl FiredShard {
-    fn of(run: &NewInstance) -> FiredShard {
+    fn of(run: &NewRunRow) -> FiredShard {
         FiredShard {
             request_id: run.request_id.clone(),
             shard: Shard::of_row(run.shard_index, run.shard_total),

@@ -20,10 +20,10 @@ use ax_core::run::{
     Write as RunWrite, RESULT_REJECTED_MESSAGE,
 };
 use ax_store::queries::due::{self, DueAttempt};
-use ax_store::queries::instances::{self, FireOutcome, FireRecord};
 use ax_store::queries::run_writes::{self, Target};
-use ax_store::queries::runs;
+use ax_store::queries::runs::{self, FireOutcome, FireRecord};
 use ax_store::queries::success_watch::SuccessWatch;
+use ax_store::queries::transitions;
 use ax_store::rows::models::{cut, MAX_MESSAGE_CHARS};
 use ax_store::{Conn, Db, StoreError};
 
@@ -429,7 +429,7 @@ async fn run_batch(writer: &Writer, batch: Arc<Vec<Write>>) -> Result<Vec<Done>,
             let mut done = Vec::with_capacity(batch.len());
             for write in batch.iter() {
                 done.push(match write {
-                    Write::Fires(fires) => Done::Fires(instances::record_fires(conn, fires).await?),
+                    Write::Fires(fires) => Done::Fires(runs::record_fires(conn, fires).await?),
                     Write::Event(_) => Done::Event(events.next().flatten()),
                     Write::Claims(claims) => {
                         let mut won = Vec::with_capacity(claims.len());
@@ -484,7 +484,7 @@ async fn record_events(
         .filter(|(_, write)| write.is_none())
         .map(|(e, _)| (e.request_id.clone(), e.event.clone()))
         .collect();
-    let mut decided = runs::decide_many(conn, &exact, retry_defaults, Some(watch))
+    let mut decided = transitions::decide_many(conn, &exact, retry_defaults, Some(watch))
         .await?
         .into_iter();
     Ok(blind_writes

@@ -20,7 +20,7 @@ use ax_core::plan::sync::{self, ChangeCursor};
 use ax_core::run::TaskId;
 use ax_core::run::{failed_attempt, Decided, Event, TIMEOUT_CODE, TIMEOUT_MESSAGE};
 use ax_core::time::clock::{ClockCheck, SharedClock};
-use ax_store::queries::instances;
+use ax_store::queries::runs;
 use ax_store::queries::tasks::{self, DueCursor};
 use ax_store::queries::{due, pending, recovery, task_changes};
 use ax_store::rows::models;
@@ -378,11 +378,7 @@ impl SupervisorActor {
             for _ in 0..RETENTION_BATCHES {
                 let batch = store
                     .query(move |conn| {
-                        boxed(instances::delete_finished_before(
-                            conn,
-                            before,
-                            RETENTION_BATCH,
-                        ))
+                        boxed(runs::delete_finished_before(conn, before, RETENTION_BATCH))
                     })
                     .await?;
                 deleted += batch;

@@ -10,10 +10,10 @@ mod events;
 mod executors;
 mod guard;
 mod health;
-mod instances;
 pub(crate) mod json;
 mod openapi;
 mod run_log;
+mod runs;
 mod scenes;
 mod schedule;
 mod tasks;
@@ -59,7 +59,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(put "/api/tasks/{id}", tasks::update, true, "Replace a task's definition"),
     endpoint!(patch "/api/tasks/{id}", tasks::patch, true, "Merge fields into a task (JSON merge patch; null resets a field to its default)"),
     endpoint!(delete "/api/tasks/{id}", tasks::delete, true, "Delete a task; its history stays"),
-    endpoint!(get "/api/tasks/{id}/instances", instances::for_task, true, "A task's runs, newest first"),
+    endpoint!(get "/api/tasks/{id}/instances", runs::for_task, true, "A task's runs, newest first"),
     endpoint!(post "/api/tasks/{id}/pause", tasks::pause, true, "Pause a task"),
     endpoint!(post "/api/tasks/{id}/resume", tasks::resume, true, "Resume a task from now"),
     endpoint!(post "/api/tasks/{id}/trigger", tasks::trigger, true, "Fire one run now, outside the schedule"),
@@ -70,9 +70,9 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(post "/api/scenes/{scene}/resume", scenes::resume, true, "Resume a scene: its tasks fire again, but those paused one by one"),
     endpoint!(get "/api/scenes/{scene}/alerts", scenes::alerts, true, "A scene's alert rule (null: none) and the rule its tasks follow"),
     endpoint!(put "/api/scenes/{scene}/alerts", scenes::put_alerts, true, "Set a scene's alert rule (events, channels, threshold, windowSecs, silenceSecs), or null to follow alerts.default"),
-    endpoint!(get "/api/instances", instances::history, true, "Run history with filters and a cursor"),
-    endpoint!(get "/api/instances/{requestId}", instances::get, true, "One run by request id"),
-    endpoint!(post "/api/instances/{requestId}/cancel", instances::cancel, true, "Cancel an open run: no further attempt, later results change nothing (409 if final)"),
+    endpoint!(get "/api/instances", runs::history, true, "Run history with filters and a cursor"),
+    endpoint!(get "/api/instances/{requestId}", runs::get, true, "One run by request id"),
+    endpoint!(post "/api/instances/{requestId}/cancel", runs::cancel, true, "Cancel an open run: no further attempt, later results change nothing (409 if final)"),
     endpoint!(post "/api/instances/{requestId}/log", run_log::append, false, "An executor adds log lines and progress to an attempt of an open run (its callbackToken, or an admin's or executor's token)"),
     endpoint!(get "/api/instances/{requestId}/log", run_log::get, true, "A run's log lines, progress and output, by attempt"),
     endpoint!(get "/api/events", events::stream, true, "Run changes as server-sent events (text/event-stream): event run {requestId, taskId, scene, status} and event log {requestId, taskId, scene, attempt, progress, lines}; ?task=&scene="),

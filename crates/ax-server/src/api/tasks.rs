@@ -7,7 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
 
 use super::json::JsonBody;
 use super::validate;
-use super::views::{InstanceView, PageView, StatsView, TaskView};
+use super::views::{PageView, RunView, StatsView, TaskView};
 use super::{Actor, ApiState};
 use crate::error::ApiError;
 use crate::service::error::ServiceError;
@@ -236,7 +236,7 @@ pub async fn trigger(
     let body = super::body_within_limit(body, super::MAX_BODY_BYTES).await?;
     let params = validate::trigger_params(&body)?;
     let run = state.service.trigger(id, params, &actor.0).await?;
-    Ok(HttpResponse::Created().json(InstanceView::from(run)))
+    Ok(HttpResponse::Created().json(RunView::from(run)))
 }
 
 /// `POST /api/tasks/{id}/backfill` with `{"from", "to"}`: 202 `{"runs": n, "existing": k}`.

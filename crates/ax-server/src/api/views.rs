@@ -17,7 +17,7 @@ use ax_core::time::clock::rfc3339;
 use ax_store::from_db;
 use ax_store::queries::attempts::AttemptRow;
 use ax_store::queries::run_log::AttemptLog;
-use ax_store::rows::models::{Instance, TaskStatus};
+use ax_store::rows::models::{Run, TaskStatus};
 
 fn time(at: NaiveDateTime) -> String {
     rfc3339(from_db(at))
@@ -96,9 +96,9 @@ impl From<TaskDetails> for TaskView {
 
 /// One run with its earlier attempts (`GET /api/instances/{requestId}`).
 #[derive(Serialize)]
-pub struct RunView {
+pub struct RunDetailView {
     #[serde(flatten)]
-    run: InstanceView,
+    run: RunView,
     /// Attempts that failed and were retried, in order; the last attempt's outcome is the run's.
     attempts: Vec<AttemptView>,
     /// A broadcast shard's fire: every shard, in order (itself among them).
@@ -106,9 +106,9 @@ pub struct RunView {
     shards: Vec<ShardView>,
 }
 
-impl RunView {
-    pub fn new(run: Instance, attempts: Vec<AttemptRow>, shards: Vec<Instance>) -> RunView {
-        RunView {
+impl RunDetailView {
+    pub fn new(run: Run, attempts: Vec<AttemptRow>, shards: Vec<Run>) -> RunDetailView {
+        RunDetailView {
             run: run.into(),
             attempts: attempts.into_iter().map(AttemptView::from).collect(),
             shards: shards.into_iter().map(ShardView::from).collect(),
@@ -126,8 +126,8 @@ struct ShardView {
     member: Option<String>,
 }
 
-impl From<Instance> for ShardView {
-    fn from(run: Instance) -> Self {
+impl From<Run> for ShardView {
+    fn from(run: Run) -> Self {
         ShardView {
             request_id: run.request_id,
             shard_index: run.shard_index,
@@ -166,7 +166,7 @@ impl From<AttemptRow> for AttemptView {
 /// A run as the API shows it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InstanceView {
+pub struct RunView {
     id: i64,
     task_id: TaskId,
     request_id: RequestId,
@@ -198,9 +198,9 @@ pub struct InstanceView {
     shard_total: Option<i32>,
 }
 
-impl From<Instance> for InstanceView {
-    fn from(run: Instance) -> Self {
-        InstanceView {
+impl From<Run> for RunView {
+    fn from(run: Run) -> Self {
+        RunView {
             id: run.id,
             task_id: run.task_id,
             request_id: run.request_id,
@@ -303,7 +303,7 @@ impl StatsView {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryView {
-    pub items: Vec<InstanceView>,
+    pub items: Vec<RunView>,
     pub next_cursor: Option<String>,
 }
 

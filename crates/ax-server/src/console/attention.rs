@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use ax_core::run::{held_by_overlap, RunStatus, TaskId};
 use ax_store::from_db;
-use ax_store::rows::models::Instance;
+use ax_store::rows::models::Run;
 
 /// A PENDING run waiting this long on its upstreams or the overlap policy is shown.
 pub const LONG_WAIT: Duration = Duration::minutes(1);
@@ -23,7 +23,7 @@ pub struct FailingTask {
     /// The earliest failure read.
     pub since: DateTime<Utc>,
     /// The latest failure: its error and link.
-    pub latest: Instance,
+    pub latest: Run,
     /// What the task is doing now, by its latest run.
     pub now: TaskNow,
 }
@@ -47,7 +47,7 @@ pub enum TaskNow {
 
 impl TaskNow {
     /// What `latest`, a task's latest run, says of it.
-    pub fn of(latest: Option<&Instance>) -> TaskNow {
+    pub fn of(latest: Option<&Run>) -> TaskNow {
         let Some(run) = latest else {
             return TaskNow::Failing;
         };
@@ -76,10 +76,7 @@ impl TaskNow {
 
 /// Folds failed runs by task: still failing first, recovered last, then the most failures,
 /// then the latest. `latest`: each task's latest run, when known.
-pub fn failing_tasks(
-    failures: Vec<Instance>,
-    latest: &HashMap<TaskId, Instance>,
-) -> Vec<FailingTask> {
+pub fn failing_tasks(failures: Vec<Run>, latest: &HashMap<TaskId, Run>) -> Vec<FailingTask> {
     let mut by_task: HashMap<TaskId, FailingTask> = HashMap::new();
     for run in failures {
         let at = from_db(run.scheduled_at);
@@ -146,7 +143,7 @@ impl Trouble {
 }
 
 /// Why an open run needs attention at `now`, if it does.
-pub fn trouble(run: &Instance, now: DateTime<Utc>) -> Option<Trouble> {
+pub fn trouble(run: &Run, now: DateTime<Utc>) -> Option<Trouble> {
     let scheduled = from_db(run.scheduled_at);
     let due = from_db(run.trigger_at);
     let past = |at: Option<chrono::NaiveDateTime>| at.map(from_db).filter(|at| *at < now);
@@ -184,8 +181,8 @@ pub fn trouble(run: &Instance, now: DateTime<Utc>) -> Option<Trouble> {
 }
 
 /// The runs among `runs` that need attention at `now`, the longest-standing first.
-pub fn troubled(runs: Vec<Instance>, now: DateTime<Utc>) -> Vec<(Instance, Trouble)> {
-    let mut found: Vec<(Instance, Trouble)> = runs
+pub fn troubled(runs: Vec<Run>, now: DateTime<Utc>) -> Vec<(Run, Trouble)> {
+    let mut found: Vec<(Run, Trouble)> = runs
         .into_iter()
         .filter_map(|run| trouble(&run, now).map(|why| (run, why)))
         .collect();
@@ -203,8 +200,8 @@ mod tests {
         DateTime::from_timestamp(1_800_000_000 + secs, 0).expect("a time")
     }
 
-    fn run(id: i64, task: i64, status: RunStatus, scheduled: i64) -> Instance {
-        Instance {
+    fn run(id: i64, task: i64, status: RunStatus, scheduled: i64) -> Run {
+        Run {
             id,
             task_id: TaskId(task),
             request_id: RequestId::scheduled(TaskId(task), at(scheduled)),
@@ -262,7 +259,7 @@ mod tests {
 
     #[test]
     fn only_a_success_is_a_recovery() {
-        let of = |run: &Instance| TaskNow::of(Some(run));
+        let of = |run: &Run| TaskNow::of(Some(run));
         assert_eq!(TaskNow::of(None), TaskNow::Failing, "no latest run known");
         assert_eq!(of(&run(1, 1, RunStatus::Failed, 0)), TaskNow::Failing);
         assert_eq!(of(&run(1, 1, RunStatus::Success, 0)), TaskNow::Recovered);

@@ -27,8 +27,8 @@ use crate::web::ApiState;
 use ax_core::dispatch::routing::HealthState;
 use ax_core::run::{RunStatus, TaskId};
 use ax_store::queries::executors::{GoneRow, HealthRow};
-use ax_store::queries::instances::InstanceFilter;
-use ax_store::rows::models::Instance;
+use ax_store::queries::runs::RunFilter;
+use ax_store::rows::models::Run;
 use ax_store::to_db;
 
 /// Failures of the last day the attention list folds by task.
@@ -48,7 +48,7 @@ const CHART_RUNS: i64 = 20_000;
 struct Dashboard {
     counts: RunCounts,
     failing: Vec<FailingTask>,
-    troubled: Vec<(Instance, Trouble)>,
+    troubled: Vec<(Run, Trouble)>,
     pauses: Pauses,
     unhealthy: Vec<(String, MemberState)>,
     /// Members healthy again after being set aside within the last hour.
@@ -72,10 +72,10 @@ pub async fn show(
 ) -> Result<HttpResponse, ConsoleError> {
     let service = &state.service;
     let now = service.now();
-    let last_day = |status| InstanceFilter {
+    let last_day = |status| RunFilter {
         statuses: vec![status],
         from: Some(to_db(now - Duration::days(1))),
-        ..InstanceFilter::default()
+        ..RunFilter::default()
     };
     let (counts, failures, missed, open, next_runs) = futures_util::join!(
         service.run_counts(),
@@ -389,7 +389,7 @@ fn task_now(now: TaskNow) -> Markup {
 }
 
 fn troubled(
-    runs: &[(Instance, Trouble)],
+    runs: &[(Run, Trouble)],
     names: &HashMap<TaskId, String>,
     now: DateTime<Utc>,
 ) -> Markup {
@@ -420,7 +420,7 @@ fn troubled(
     )
 }
 
-fn trouble_text(run: &Instance, why: Trouble, now: DateTime<Utc>) -> Markup {
+fn trouble_text(run: &Run, why: Trouble, now: DateTime<Utc>) -> Markup {
     let span = |d: Duration| millis(d.num_milliseconds());
     match why {
         Trouble::PastDeadline { by } => {

@@ -10,7 +10,7 @@ use crate::api::validate;
 use ax_core::run::{RunStatus, TaskId};
 use ax_core::task::labels;
 use ax_store::queries::alerts::AlertFilter;
-use ax_store::queries::instances::{Cursor, InstanceFilter};
+use ax_store::queries::runs::{Cursor, RunFilter};
 use ax_store::queries::task_pages::{
     Cursor as TaskCursor, Keyset, Position, SortColumn, SortKey, TaskSort,
 };
@@ -248,7 +248,7 @@ fn task_cursor(text: &str, column: SortColumn) -> Option<TaskCursor> {
 /// What the runs page lists.
 #[derive(Debug, Clone)]
 pub struct RunQuery {
-    pub filter: InstanceFilter,
+    pub filter: RunFilter,
     pub cursor: Option<Cursor>,
     /// The task filter given as a name, for the page to resolve to its tasks' ids.
     pub task_name: Option<String>,
@@ -302,7 +302,7 @@ pub fn runs(params: &Params) -> Result<RunQuery, FilterError> {
     }
     let cursor = params.get("cursor").map(|text| cursor(text)).transpose()?;
     Ok(RunQuery {
-        filter: InstanceFilter {
+        filter: RunFilter {
             task_id,
             task_ids: None,
             scene: params.get("scene").cloned(),

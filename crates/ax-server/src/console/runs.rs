@@ -23,9 +23,9 @@ use ax_core::run::history::MissedReason;
 use ax_core::run::logs::Limits;
 use ax_core::run::{RequestId, RunStatus, TaskId};
 use ax_store::queries::attempts::AttemptRow;
-use ax_store::queries::instances::Cursor;
 use ax_store::queries::run_log::AttemptLog;
-use ax_store::rows::models::Instance;
+use ax_store::queries::runs::Cursor;
+use ax_store::rows::models::Run;
 
 /// The filters the runs page keeps in its links, in their order in the URL.
 const KEPT: &[&str] = &["task", "scene", "status", "from", "to"];
@@ -68,7 +68,7 @@ pub async fn list(
 }
 
 /// The distinct tasks of these runs.
-pub fn task_ids(runs: &[Instance]) -> Vec<TaskId> {
+pub fn task_ids(runs: &[Run]) -> Vec<TaskId> {
     let mut ids: Vec<TaskId> = runs.iter().map(|run| run.task_id).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -77,7 +77,7 @@ pub fn task_ids(runs: &[Instance]) -> Vec<TaskId> {
 
 /// One page of the run history.
 struct Listing {
-    runs: Vec<Instance>,
+    runs: Vec<Run>,
     next: Option<Cursor>,
     names: HashMap<TaskId, String>,
 }
@@ -160,7 +160,7 @@ fn kept_link(params: &Params, cursor: Option<&str>) -> String {
 }
 
 /// Runs as a table, newest first; with `names`, a column names each run's task.
-pub fn run_table(runs: &[Instance], names: Option<&HashMap<TaskId, String>>) -> Markup {
+pub fn run_table(runs: &[Run], names: Option<&HashMap<TaskId, String>>) -> Markup {
     if runs.is_empty() {
         return html! { p.muted { "No runs." } };
     }
@@ -215,7 +215,7 @@ pub fn task_link(id: TaskId, names: &HashMap<TaskId, String>) -> Markup {
 }
 
 /// From scheduled to first dispatched.
-fn lag(run: &Instance) -> Markup {
+fn lag(run: &Run) -> Markup {
     match run.dispatched_at {
         Some(at) => html! { (layout::millis((at - run.scheduled_at).num_milliseconds())) },
         None => none(),
@@ -223,7 +223,7 @@ fn lag(run: &Instance) -> Markup {
 }
 
 /// From first dispatched to finished, for a run that ended after it was dispatched.
-fn duration(run: &Instance) -> Markup {
+fn duration(run: &Run) -> Markup {
     match (run.dispatched_at, run.finished_at) {
         (Some(from), Some(to)) => html! { (layout::millis((to - from).num_milliseconds())) },
         _ => none(),
@@ -246,7 +246,7 @@ fn member(url: Option<&str>) -> Markup {
 }
 
 /// A broadcast shard's place in its fire, after its time: `shard 2/3`.
-fn shard_mark(run: &Instance) -> Markup {
+fn shard_mark(run: &Run) -> Markup {
     match (run.shard_index, run.shard_total) {
         (Some(index), Some(total)) if ax_core::run::sharded(Some(total)) => {
             html! { " " span.muted { "shard " (index + 1) "/" (total) } }
@@ -256,7 +256,7 @@ fn shard_mark(run: &Instance) -> Markup {
 }
 
 /// The link to a run's page.
-pub fn run_href(run: &Instance) -> String {
+pub fn run_href(run: &Run) -> String {
     paths::run_href(&run.request_id.to_string())
 }
 
@@ -387,12 +387,12 @@ struct Reads<'a> {
     names: &'a HashMap<TaskId, String>,
     attempts: &'a [AttemptRow],
     /// Its broadcast fire's shards.
-    shards: &'a [Instance],
+    shards: &'a [Run],
     logs: &'a [AttemptLog],
     limits: Limits,
 }
 
-fn detail_page(visitor: &Visitor, run: &Instance, reads: Reads) -> Markup {
+fn detail_page(visitor: &Visitor, run: &Run, reads: Reads) -> Markup {
     let Reads {
         why,
         names,
@@ -463,7 +463,7 @@ fn detail_page(visitor: &Visitor, run: &Instance, reads: Reads) -> Markup {
 }
 
 /// A broadcast fire's shards, each with its status and member; the run shown is marked.
-fn shard_table(run: &Instance, shards: &[Instance]) -> Markup {
+fn shard_table(run: &Run, shards: &[Run]) -> Markup {
     scrolling(
         "Shards of this fire",
         html! {
@@ -501,7 +501,7 @@ fn shard_table(run: &Instance, shards: &[Instance]) -> Markup {
 
 /// The run's attempts, oldest first: those that failed and were retried, then the current one
 /// (its outcome is the run's own).
-fn timeline(run: &Instance, attempts: &[AttemptRow]) -> Markup {
+fn timeline(run: &Run, attempts: &[AttemptRow]) -> Markup {
     let dispatched = run.dispatched_attempt >= run.attempt;
     let (when, outcome) = current_attempt(run, dispatched);
     let show_result = run.status.is_final();
@@ -550,7 +550,7 @@ fn timeline(run: &Instance, attempts: &[AttemptRow]) -> Markup {
 }
 
 /// When the current attempt ended (or is due), and how it stands.
-fn current_attempt(run: &Instance, dispatched: bool) -> (Markup, Markup) {
+fn current_attempt(run: &Run, dispatched: bool) -> (Markup, Markup) {
     match run.status {
         status if status.is_final() => (maybe_time(run.finished_at), run_badge(status)),
         RunStatus::Running => (

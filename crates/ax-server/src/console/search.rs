@@ -16,7 +16,7 @@ use crate::service::task_details::TaskDetails;
 use crate::web::ApiState;
 use ax_core::run::RequestIdPrefix;
 use ax_core::task::search::{Search, MAX_QUERY_CHARS};
-use ax_store::rows::models::Instance;
+use ax_store::rows::models::Run;
 
 /// What a search found.
 enum Found {
@@ -27,7 +27,7 @@ enum Found {
     /// The runs a prefix names (one more than shown when there are more), and the tasks.
     Runs {
         prefix: RequestIdPrefix,
-        runs: Vec<Instance>,
+        runs: Vec<Run>,
         names: std::collections::HashMap<ax_core::run::TaskId, String>,
         tasks: Vec<TaskDetails>,
     },

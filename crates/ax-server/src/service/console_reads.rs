@@ -11,10 +11,10 @@ use crate::actors::store::boxed;
 use ax_core::run::{RequestId, RunStatus, TaskId};
 use ax_store::queries::attempts::{self, AttemptRow};
 use ax_store::queries::executors::HealthRow;
-use ax_store::queries::instances;
 use ax_store::queries::overview::{self, PausedScene, PausedTask};
+use ax_store::queries::runs;
 use ax_store::queries::tasks;
-use ax_store::rows::models::{Instance, Task};
+use ax_store::rows::models::{Run, Task};
 use ax_store::to_db;
 
 /// How long the counts of the last day's runs older than an hour are used before they are
@@ -184,7 +184,7 @@ impl Service {
     pub async fn open_runs(&self, task_id: TaskId) -> Result<i64> {
         Ok(self
             .store
-            .query(move |conn| boxed(instances::count_open(conn, task_id)))
+            .query(move |conn| boxed(runs::count_open(conn, task_id)))
             .await?)
     }
 
@@ -198,19 +198,19 @@ impl Service {
 
     /// The shards of a broadcast run's fire, in shard order (the run among them); none for a
     /// run without siblings.
-    pub async fn shards(&self, run: &Instance) -> Result<Vec<Instance>> {
+    pub async fn shards(&self, run: &Run) -> Result<Vec<Run>> {
         if !ax_core::run::sharded(run.shard_total) {
             return Ok(Vec::new());
         }
         let (task_id, scheduled_at) = (run.task_id, run.scheduled_at);
         Ok(self
             .store
-            .query(move |conn| boxed(instances::shards_of(conn, task_id, scheduled_at)))
+            .query(move |conn| boxed(runs::shards_of(conn, task_id, scheduled_at)))
             .await?)
     }
 
     /// Each task's latest run that is due (the one scheduled last).
-    pub async fn last_runs(&self, ids: Vec<TaskId>) -> Result<HashMap<TaskId, Instance>> {
+    pub async fn last_runs(&self, ids: Vec<TaskId>) -> Result<HashMap<TaskId, Run>> {
         let now = to_db(self.clock.now());
         Ok(self
             .store
@@ -227,7 +227,7 @@ impl Service {
     }
 
     /// The longest-standing open runs due now, up to `limit` a status.
-    pub async fn oldest_open(&self, limit: i64) -> Result<Vec<Instance>> {
+    pub async fn oldest_open(&self, limit: i64) -> Result<Vec<Run>> {
         let now = to_db(self.clock.now());
         Ok(self
             .store

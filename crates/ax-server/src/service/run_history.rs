@@ -12,7 +12,7 @@ use ax_core::run::{RequestId, RunStatus, TaskId, UPSTREAM_FAILED_CODE};
 use ax_cron::CronSchedule;
 use ax_store::queries::run_history as queries;
 use ax_store::queries::tasks;
-use ax_store::rows::models::Instance;
+use ax_store::rows::models::Run;
 use ax_store::{from_db, to_db};
 
 /// The runs a task's stats are taken over: those scheduled in the last 7 days, at most 1,000.
@@ -134,7 +134,7 @@ impl Service {
     /// The upstream runs that made this run fail `UPSTREAM_FAILED`: of each of its task's
     /// upstreams, the latest run scheduled at or before it, if that run ended without success
     /// (one indexed read per upstream). None for any other run.
-    pub async fn failed_upstreams(&self, run: &Instance) -> Result<Vec<FailedUpstream>> {
+    pub async fn failed_upstreams(&self, run: &Run) -> Result<Vec<FailedUpstream>> {
         if run.status != RunStatus::Failed
             || run.callback_code.as_deref() != Some(UPSTREAM_FAILED_CODE)
         {
@@ -167,7 +167,7 @@ impl Service {
 
     /// Why this run is MISSED: how late ax noticed it, and how many of its task's periods it
     /// stands for. None for any other run, or when its task or cron is gone.
-    pub async fn missed_reason(&self, run: &Instance) -> Result<Option<MissedReason>> {
+    pub async fn missed_reason(&self, run: &Run) -> Result<Option<MissedReason>> {
         let (RunStatus::Missed, Some(noticed)) = (run.status, run.finished_at) else {
             return Ok(None);
         };

@@ -9,8 +9,8 @@ use crate::actors::store::boxed;
 use ax_core::run::logs::{takes_lines, Limits};
 use ax_core::run::RequestId;
 use ax_store::from_db;
-use ax_store::queries::instances;
 use ax_store::queries::run_log::{self, Appended, AttemptLog, LogAppend};
+use ax_store::queries::runs;
 
 /// What an executor sends to a run's log.
 #[derive(Debug, Clone, Default)]
@@ -32,7 +32,7 @@ impl Service {
             .query(move |conn| {
                 boxed(conn.transaction(move |conn| {
                     boxed(async move {
-                        let Some(run) = instances::find_by_request_id(conn, &id).await? else {
+                        let Some(run) = runs::find_by_request_id(conn, &id).await? else {
                             return Ok(Err(ServiceError::RunNotFound(id)));
                         };
                         let attempt = input.attempt.unwrap_or(run.dispatched_attempt.max(1));
@@ -75,7 +75,7 @@ impl Service {
             .store
             .query(move |conn| {
                 boxed(async move {
-                    if instances::find_by_request_id(conn, &id).await?.is_none() {
+                    if runs::find_by_request_id(conn, &id).await?.is_none() {
                         return Ok(Err(ServiceError::RunNotFound(id)));
                     }
                     Ok(Ok(run_log::of_run(conn, &id).await?))

@@ -13,10 +13,10 @@ use ax_core::run::Decided;
 use ax_core::run::{Event, NewRun, Report, RequestId, TaskId, TriggerType};
 use ax_core::security::Principal;
 use ax_store::queries::due;
-use ax_store::queries::instances::{self, Cursor, InstanceFilter};
+use ax_store::queries::runs::{self, Cursor, RunFilter};
 use ax_store::queries::Page;
 use ax_store::rows::models::AuditAction;
-use ax_store::rows::models::{Instance, NewInstance, RunOrigin};
+use ax_store::rows::models::{NewRunRow, Run, RunOrigin};
 use ax_store::{from_db, StoreError};
 
 impl Service {
@@ -28,7 +28,7 @@ impl Service {
         id: TaskId,
         params: Option<String>,
         actor: &Principal,
-    ) -> Result<Instance> {
+    ) -> Result<Run> {
         let task = self.task(id).await?.task;
         let summary = match &params {
             Some(params) => format!("params {params}"),
@@ -46,14 +46,14 @@ impl Service {
             fired_by: self.instance_id.clone(),
             params,
         };
-        let run = NewInstance::new(origin, &NewRun::due(now));
+        let run = NewRunRow::new(origin, &NewRun::due(now));
         let lookup = request_id.clone();
         let (stored, due) = self
             .store
             .query(move |conn| {
                 boxed(async move {
-                    instances::insert_instance(conn, &run).await?;
-                    let stored = instances::find_by_request_id(conn, &lookup).await?;
+                    runs::insert_run(conn, &run).await?;
+                    let stored = runs::find_by_request_id(conn, &lookup).await?;
                     let due = due::attempts_of(conn, std::slice::from_ref(&lookup)).await?;
                     Ok((stored, due))
                 })
@@ -69,24 +69,20 @@ impl Service {
         Ok(stored)
     }
 
-    pub async fn task_instances(
-        &self,
-        task_id: TaskId,
-        page: Page,
-    ) -> Result<(Vec<Instance>, i64)> {
+    pub async fn task_runs(&self, task_id: TaskId, page: Page) -> Result<(Vec<Run>, i64)> {
         // An unknown task is a 404, as on every per-task endpoint, not an empty page.
         self.task(task_id).await?;
         Ok(self
             .store
-            .query(move |conn| boxed(instances::list_for_task(conn, task_id, page)))
+            .query(move |conn| boxed(runs::list_for_task(conn, task_id, page)))
             .await?)
     }
 
-    pub async fn instance(&self, request_id: RequestId) -> Result<Option<Instance>> {
+    pub async fn instance(&self, request_id: RequestId) -> Result<Option<Run>> {
         Ok(self
             .store
             .query(move |conn| {
-                boxed(async move { instances::find_by_request_id(conn, &request_id).await })
+                boxed(async move { runs::find_by_request_id(conn, &request_id).await })
             })
             .await?)
     }
@@ -101,7 +97,7 @@ impl Service {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
         actor: &Principal,
-    ) -> Result<instances::Backfilled> {
+    ) -> Result<runs::Backfilled> {
         let task = self.task(id).await?.task;
         let now = self.clock.now();
         if to > now {
@@ -120,7 +116,7 @@ impl Service {
                     plan::MAX_BACKFILL_RUNS
                 ))
             })?;
-        let runs: Vec<NewInstance> = times
+        let runs: Vec<NewRunRow> = times
             .into_iter()
             .map(|at| {
                 let origin = RunOrigin {
@@ -133,7 +129,7 @@ impl Service {
                     fired_by: self.instance_id.clone(),
                     params: None,
                 };
-                NewInstance::new(origin, &NewRun::due(now))
+                NewRunRow::new(origin, &NewRun::due(now))
             })
             .collect();
         let per_sec = self.backfill_per_sec;
@@ -142,14 +138,12 @@ impl Service {
             .query(move |conn| {
                 boxed(conn.transaction(move |conn| {
                     boxed(async move {
-                        let after = instances::last_backfill_due(conn, id).await?;
+                        let after = runs::last_backfill_due(conn, id).await?;
                         // Paced after the task's backfill still going out, if any.
                         let start = after.map_or(now, |at| from_db(at) + Duration::seconds(1));
                         let start = start.max(now);
-                        instances::backfill(conn, runs, |n| {
-                            NewRun::due(plan::paced(start, n, per_sec))
-                        })
-                        .await
+                        runs::backfill(conn, runs, |n| NewRun::due(plan::paced(start, n, per_sec)))
+                            .await
                     })
                 }))
             })
@@ -174,7 +168,7 @@ impl Service {
 
     /// Cancels an open run: no further attempt, its waiting retry dropped, later results change
     /// nothing. Answers the run as it is now.
-    pub async fn cancel(&self, request_id: RequestId, actor: &Principal) -> Result<Instance> {
+    pub async fn cancel(&self, request_id: RequestId, actor: &Principal) -> Result<Run> {
         let event = Event::Cancelled {
             at: self.clock.now(),
         };
@@ -206,14 +200,14 @@ impl Service {
     /// next page if there may be one.
     pub async fn history(
         &self,
-        filter: InstanceFilter,
+        filter: RunFilter,
         cursor: Option<Cursor>,
         limit: i64,
-    ) -> Result<(Vec<Instance>, Option<Cursor>)> {
+    ) -> Result<(Vec<Run>, Option<Cursor>)> {
         let runs = self
             .store
             .query(move |conn| {
-                boxed(async move { instances::history(conn, &filter, cursor, limit).await })
+                boxed(async move { runs::history(conn, &filter, cursor, limit).await })
             })
             .await?;
         let next = (runs.len() as i64 == limit)

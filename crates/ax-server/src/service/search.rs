@@ -7,15 +7,11 @@ use crate::actors::store::boxed;
 use ax_core::run::RequestIdPrefix;
 use ax_core::task::search::TaskMatch;
 use ax_store::queries::search;
-use ax_store::rows::models::Instance;
+use ax_store::rows::models::Run;
 
 impl Service {
     /// Up to `limit` runs whose request id starts with `prefix`, the latest made first.
-    pub async fn runs_by_prefix(
-        &self,
-        prefix: RequestIdPrefix,
-        limit: i64,
-    ) -> Result<Vec<Instance>> {
+    pub async fn runs_by_prefix(&self, prefix: RequestIdPrefix, limit: i64) -> Result<Vec<Run>> {
         Ok(self
             .store
             .query(move |conn| {

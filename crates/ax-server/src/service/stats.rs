@@ -9,7 +9,7 @@ use super::Service;
 use crate::actors::store::boxed;
 use ax_core::run::percentile::percentile;
 use ax_core::run::{jittered, RunStatus, TaskId, TriggerType, OVERLAP_CODE, REPLACED_CODE};
-use ax_store::queries::instances;
+use ax_store::queries::runs;
 use ax_store::{from_db, to_db};
 
 /// Counts and trigger lags of a task's runs over a window.
@@ -44,7 +44,7 @@ impl Service {
         let (since, until) = (to_db(from), to_db(to));
         let rows = self
             .store
-            .query(move |conn| boxed(instances::for_stats(conn, task_id, since, until)))
+            .query(move |conn| boxed(runs::for_stats(conn, task_id, since, until)))
             .await?;
         let mut by_status: HashMap<String, i64> = HashMap::new();
         let mut overlap = OverlapCounts::default();

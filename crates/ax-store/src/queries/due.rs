@@ -8,8 +8,8 @@ use diesel_async::RunQueryDsl;
 
 use super::overlap;
 use super::run_writes::{apply, Target};
-use super::runs::{state_columns, state_of, StateRow};
 use super::task_locks::lock_task_schedules;
+use super::transitions::{state_columns, state_of, StateRow};
 use crate::rows::schema::ax_instance::dsl as i;
 use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;

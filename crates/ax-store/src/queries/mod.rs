@@ -5,7 +5,7 @@ pub mod attempts;
 pub mod audit;
 pub mod due;
 pub mod executors;
-pub mod instances;
+
 pub mod meta;
 pub mod named_locks;
 pub mod overlap;
@@ -25,6 +25,7 @@ pub mod task_changes;
 mod task_locks;
 pub mod task_pages;
 pub mod tasks;
+pub mod transitions;
 
 /// One page of a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use diesel::sql_types::{BigInt, Nullable, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use super::executors::HealthRow;
-use crate::rows::models::{Instance, TaskStatus};
+use crate::rows::models::{Run, TaskStatus};
 use crate::rows::schema::ax_instance::dsl as i;
 use crate::rows::schema::ax_member_health::dsl as h;
 use crate::rows::schema::ax_scene::dsl as sc;
@@ -141,7 +141,7 @@ pub async fn last_runs(
     conn: &mut Conn,
     ids: Vec<TaskId>,
     now: NaiveDateTime,
-) -> Result<HashMap<TaskId, Instance>, StoreError> {
+) -> Result<HashMap<TaskId, Run>, StoreError> {
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
@@ -163,9 +163,9 @@ pub async fn last_runs(
         query.load(c).await
     })?;
     let latest: Vec<i64> = latest.into_iter().filter_map(|row| row.run_id).collect();
-    let runs: Vec<Instance> = with_conn!(conn, |c| i::ax_instance
+    let runs: Vec<Run> = with_conn!(conn, |c| i::ax_instance
         .filter(i::id.eq_any(&latest))
-        .select(Instance::as_select())
+        .select(Run::as_select())
         .load(c)
         .await)?;
     Ok(runs.into_iter().map(|run| (run.task_id, run)).collect())
@@ -212,15 +212,15 @@ pub async fn oldest_open(
     conn: &mut Conn,
     now: NaiveDateTime,
     limit: i64,
-) -> Result<Vec<Instance>, StoreError> {
+) -> Result<Vec<Run>, StoreError> {
     let mut runs = Vec::new();
     for status in ax_core::run::OPEN {
-        let mut oldest: Vec<Instance> = with_conn!(conn, |c| i::ax_instance
+        let mut oldest: Vec<Run> = with_conn!(conn, |c| i::ax_instance
             .filter(i::status.eq(*status))
             .filter(i::scheduled_at.le(now))
             .order(i::scheduled_at.asc())
             .limit(limit)
-            .select(Instance::as_select())
+            .select(Run::as_select())
             .load(c)
             .await)?;
         runs.append(&mut oldest);

@@ -5,9 +5,9 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use super::instances;
-use super::runs::decide;
+use super::runs;
 use super::tasks::dependencies_of;
+use super::transitions::decide;
 use crate::rows::schema::ax_instance::dsl as i;
 use crate::with_conn;
 use crate::{from_db, to_db, Conn, StoreError};
@@ -137,7 +137,7 @@ async fn upstream_states(
             .optional())?;
         let state = match latest {
             Some((_, fired_at, shards)) if sharded(shards) => {
-                let shards = instances::shards_of(conn, *upstream, fired_at).await?;
+                let shards = runs::shards_of(conn, *upstream, fired_at).await?;
                 fire_status(&shards.iter().map(|run| run.status).collect::<Vec<_>>())
             }
             latest => latest.map(|(status, ..)| status),

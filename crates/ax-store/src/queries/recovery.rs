@@ -8,7 +8,7 @@ use diesel_async::RunQueryDsl;
 
 use super::processes::{self, Seen};
 use super::run_writes::{apply, Target};
-use super::runs::states;
+use super::transitions::states;
 use crate::rows::schema::ax_instance::dsl as i;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};

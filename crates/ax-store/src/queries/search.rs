@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::tasks;
-use crate::rows::models::{Instance, Task};
+use crate::rows::models::{Run, Task};
 use crate::rows::schema::ax_instance::dsl as i;
 use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
@@ -25,13 +25,13 @@ pub async fn runs_by_prefix(
     conn: &mut Conn,
     prefix: &RequestIdPrefix,
     limit: i64,
-) -> Result<Vec<Instance>, StoreError> {
+) -> Result<Vec<Run>, StoreError> {
     let (start, end) = (prefix.as_str().to_string(), prefix.end());
-    let runs: Vec<Instance> = with_conn!(conn, |c| i::ax_instance
+    let runs: Vec<Run> = with_conn!(conn, |c| i::ax_instance
         .filter(i::request_id.ge(&start).and(i::request_id.lt(&end)))
         .order(i::request_id.desc())
         .limit(limit)
-        .select(Instance::as_select())
+        .select(Run::as_select())
         .load(c)
         .await)?;
     // The range is the prefix's in any collation of hex digits and dashes; this keeps it so.

@@ -10,7 +10,7 @@ use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::sql_types::{BigInt, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
-use super::{meta, runs, success_watch, Page};
+use super::{meta, success_watch, transitions, Page};
 use crate::pool::prepared::{chunks, padded, Kept};
 use crate::rows::models::{Task, TaskFields, TaskStatus};
 use crate::rows::schema::ax_scene::dsl as sc;
@@ -522,7 +522,7 @@ pub async fn delete(
             )
             .execute(c)
             .await)?;
-            runs::cancel_open(conn, id, now).await?;
+            transitions::cancel_open(conn, id, now).await?;
             Ok(Conditional::Done(()))
         })
     })

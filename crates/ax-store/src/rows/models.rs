@@ -175,7 +175,7 @@ impl TaskFields {
 #[derive(Debug, Clone, Queryable, Selectable, Identifiable)]
 #[diesel(table_name = ax_instance)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
-pub struct Instance {
+pub struct Run {
     pub id: i64,
     pub task_id: TaskId,
     pub request_id: RequestId,
@@ -211,7 +211,7 @@ pub struct Instance {
 /// A new run, inserted when it fires.
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = ax_instance)]
-pub struct NewInstance {
+pub struct NewRunRow {
     pub task_id: TaskId,
     pub request_id: RequestId,
     pub trigger_type: TriggerType,
@@ -256,10 +256,10 @@ pub struct RunOrigin {
     pub params: Option<String>,
 }
 
-impl NewInstance {
+impl NewRunRow {
     /// The row of a run born as `run` (see `ax_core::run::NewRun`).
-    pub fn new(origin: RunOrigin, run: &NewRun) -> NewInstance {
-        let mut instance = NewInstance {
+    pub fn new(origin: RunOrigin, run: &NewRun) -> NewRunRow {
+        let mut instance = NewRunRow {
             task_id: origin.task_id,
             request_id: origin.request_id,
             trigger_type: origin.trigger_type,
@@ -286,9 +286,9 @@ impl NewInstance {
 
     /// The row of `shard` of this (broadcast) run, for `member`: its own request id, the
     /// fire's state.
-    pub fn shard(&self, shard: Shard, member: Option<&str>) -> NewInstance {
+    pub fn shard(&self, shard: Shard, member: Option<&str>) -> NewRunRow {
         let scheduled_at = from_db(self.scheduled_at);
-        NewInstance {
+        NewRunRow {
             request_id: shard.request_id(self.task_id, scheduled_at),
             member: member.map(str::to_string),
             shard_index: Some(shard.index),

@@ -14,7 +14,7 @@ use ax_core::time::clock::rfc3339;
 use ax_cron::LAST_TIME;
 use ax_cron::{CronSchedule, Zone};
 use ax_store::queries::alerts::{AlertFilter, AlertRow};
-use ax_store::queries::instances::{Cursor, InstanceFilter};
+use ax_store::queries::runs::{Cursor, RunFilter};
 use ax_store::queries::Page;
 use ax_store::to_db;
 
@@ -104,7 +104,7 @@ pub fn schedule_hours(query: &HashMap<String, String>) -> Result<i64, ApiError> 
 /// The filters, cursor and page size of `GET /api/instances`.
 pub fn history_query(
     query: &HashMap<String, String>,
-) -> Result<(InstanceFilter, Option<Cursor>, i64), ApiError> {
+) -> Result<(RunFilter, Option<Cursor>, i64), ApiError> {
     // One status or several, separated by commas.
     let statuses = match query.get("status") {
         None => Vec::new(),
@@ -117,7 +117,7 @@ pub fn history_query(
             })
             .collect::<Result<Vec<_>, _>>()?,
     };
-    let filter = InstanceFilter {
+    let filter = RunFilter {
         task_id: query
             .get("taskId")
             .map(|id| task_id(id))

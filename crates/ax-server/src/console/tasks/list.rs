@@ -18,7 +18,7 @@ use crate::service::task_details::TaskDetails;
 use crate::web::ApiState;
 use ax_core::run::TaskId;
 use ax_store::queries::task_pages::{key_of, Cursor, SortColumn, TaskPage, TaskSort};
-use ax_store::rows::models::{Instance, Task, TaskStatus};
+use ax_store::rows::models::{Run, Task, TaskStatus};
 
 /// One page of the task listing.
 struct Listing {
@@ -29,7 +29,7 @@ struct Listing {
     page: TaskPage<()>,
     sort: TaskSort,
     /// Each task's latest due run.
-    last_runs: HashMap<TaskId, Instance>,
+    last_runs: HashMap<TaskId, Run>,
 }
 
 /// `GET /console/tasks?q=&scene=&status=&label=&sort=&after=|before=`.

@@ -33,7 +33,7 @@ use ax_core::run::TaskId;
 use ax_cron::{CronSchedule, Fire};
 use ax_store::queries::alerts::AlertFilter;
 use ax_store::queries::Page;
-use ax_store::rows::models::{Instance, Task, TaskStatus};
+use ax_store::rows::models::{Run, Task, TaskStatus};
 
 /// Runs a task's page lists.
 const LATEST_RUNS: i64 = 20;
@@ -89,7 +89,7 @@ pub(super) async fn task_page(
         ..AlertFilter::default()
     };
     let (runs, scene_rule, last_alerts, history, downstreams) = futures_util::join!(
-        service.task_instances(id, latest),
+        service.task_runs(id, latest),
         service.scene_alerts(details.task.scene.clone()),
         service.alerts(alerts, LATEST_ALERTS),
         service.task_history(id),
@@ -143,7 +143,7 @@ pub(super) async fn refused(
 fn detail_page(
     visitor: &Visitor,
     details: &TaskDetails,
-    (latest, total): (&[Instance], i64),
+    (latest, total): (&[Run], i64),
     (alerts, history, relations): (Markup, Markup, &Relations),
     now: DateTime<Utc>,
     forms: &Forms,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use actix_web::{web, HttpResponse};
 
 use super::validate;
-use super::views::{HistoryView, InstanceView, PageView, RunView};
+use super::views::{HistoryView, PageView, RunDetailView, RunView};
 use super::{Actor, ApiState};
 use crate::error::ApiError;
 
@@ -19,14 +19,14 @@ pub async fn history(
     if let Some((prefix, limit)) = validate::prefix_query(&query)? {
         let runs = state.service.runs_by_prefix(prefix, limit).await?;
         return Ok(HttpResponse::Ok().json(HistoryView {
-            items: runs.into_iter().map(InstanceView::from).collect(),
+            items: runs.into_iter().map(RunView::from).collect(),
             next_cursor: None,
         }));
     }
     let (filter, cursor, limit) = validate::history_query(&query)?;
     let (runs, next) = state.service.history(filter, cursor, limit).await?;
     Ok(HttpResponse::Ok().json(HistoryView {
-        items: runs.into_iter().map(InstanceView::from).collect(),
+        items: runs.into_iter().map(RunView::from).collect(),
         next_cursor: next.map(validate::encode_cursor),
     }))
 }
@@ -39,9 +39,9 @@ pub async fn for_task(
 ) -> Result<HttpResponse, ApiError> {
     let id = validate::task_id(&path)?;
     let page = validate::page(&query)?;
-    let (runs, total) = state.service.task_instances(id, page).await?;
+    let (runs, total) = state.service.task_runs(id, page).await?;
     Ok(HttpResponse::Ok().json(PageView {
-        items: runs.into_iter().map(InstanceView::from).collect(),
+        items: runs.into_iter().map(RunView::from).collect(),
         total,
         limit: page.limit,
         offset: page.offset,
@@ -63,7 +63,7 @@ pub async fn get(
         state.service.attempts(request_id),
         state.service.shards(&run)
     );
-    Ok(HttpResponse::Ok().json(RunView::new(run, attempts?, shards?)))
+    Ok(HttpResponse::Ok().json(RunDetailView::new(run, attempts?, shards?)))
 }
 
 /// `POST /api/instances/{requestId}/cancel`: the run, CANCELLED; 409 if it is final already.
@@ -74,5 +74,5 @@ pub async fn cancel(
 ) -> Result<HttpResponse, ApiError> {
     let request_id = validate::request_id(&path, "requestId")?;
     let run = state.service.cancel(request_id, &actor.0).await?;
-    Ok(HttpResponse::Ok().json(InstanceView::from(run)))
+    Ok(HttpResponse::Ok().json(RunView::from(run)))
 }
