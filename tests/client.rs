@@ -320,7 +320,7 @@ async fn labels_as_code(store: TestStore) {
     );
     let exported = ok(&ax(&["export", "--url", &url], &[]));
     assert!(
-        exported.contains("  labels:\n    team: billing\n    tier: '1'\n"),
+        exported.contains("  labels:\n    team: billing\n    tier: \"1\"\n"),
         "{exported}"
     );
     assert_eq!(

@@ -47,7 +47,9 @@ pub fn render(
     let unreadable = |err: String| ClientError::Failed(format!("cannot print the reply: {err}"));
     Ok(match format {
         Format::Json => format!("{value:#}\n"),
-        Format::Yaml => serde_yaml::to_string(value).map_err(|err| unreadable(err.to_string()))?,
+        Format::Yaml => {
+            ax_core::text::yaml::to_string(value).map_err(|err| unreadable(err.to_string()))?
+        }
         Format::Table => text(value, false),
         Format::Wide => text(value, true),
     })

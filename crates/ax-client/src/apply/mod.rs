@@ -35,6 +35,7 @@ use crate::Connection;
 use ax_core::dispatch::routing::Routing;
 use ax_core::security::Allowlist;
 use ax_core::task::fields;
+use ax_core::text::yaml;
 use ax_core::EXIT_USAGE;
 use ax_server::api::validate::executor::{group_input, group_name};
 use ax_server::api::{task_body, task_input};
@@ -349,10 +350,6 @@ fn upstreams_error(n: usize, message: &str) -> String {
     refusal_text(&ApiError::invalid(fields::DEPENDS_ON.name, message).in_item(n))
 }
 
-/// Deepest nesting of a file of tasks: far more than a task with its params needs, and far
-/// below the depths whose parsing takes the YAML parser seconds.
-pub const MAX_FILE_DEPTH: usize = 64;
-
 /// The top-level keys of a file that is not a bare list.
 const FILE_KEYS: [&str; 3] = ["executors", "scenes", "tasks"];
 
@@ -407,19 +404,18 @@ pub fn read_groups_file(path: &Path) -> Result<Vec<GroupEntry>, String> {
     }
 }
 
-/// A file's YAML (or JSON), refused past `MAX_FILE_DEPTH` before it is parsed.
+/// A file's YAML (or JSON), refused as soon as it nests deeper than [`yaml::MAX_DEPTH`].
 pub fn read_yaml(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-    if let Some(line) = ax_core::text::nesting::too_deep(&text, MAX_FILE_DEPTH) {
-        return Err(format!(
-            "{}:{line}: nested deeper than {MAX_FILE_DEPTH} levels; a file of tasks is not read \
-             that deep",
-            path.display()
-        ));
-    }
-    serde_yaml::from_str(&text)
-        .map_err(|err| format!("{} is not YAML or JSON: {err}", path.display()))
+    yaml::from_str(&text).map_err(|err| match err {
+        yaml::Error::TooDeep { line } => format!(
+            "{}:{line}: nested deeper than {} levels; a file of tasks is not read that deep",
+            path.display(),
+            yaml::MAX_DEPTH
+        ),
+        invalid => format!("{} is not YAML or JSON: {invalid}", path.display()),
+    })
 }
 
 /// The `executors` of a file, each checked as the API checks it; errors name the group's index
@@ -1024,7 +1020,7 @@ pub fn export(conn: Connection, scene: Option<String>) -> ExitCode {
     let text = if conn.json {
         serde_json::to_string_pretty(&file).map_err(|e| e.to_string())
     } else {
-        serde_yaml::to_string(&file).map_err(|e| e.to_string())
+        yaml::to_string(&file).map_err(|e| e.to_string())
     };
     match text {
         Ok(text) => {
@@ -1353,7 +1349,30 @@ mod tests {
     }
 
     fn yaml(file: &ExportFile) -> String {
-        serde_yaml::to_string(file).expect("YAML")
+        yaml::to_string(file).expect("YAML")
+    }
+
+    #[test]
+    fn a_file_that_is_not_yaml_is_refused_naming_the_file_and_the_line() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("tasks.yaml");
+        for (text, said) in [
+            (
+                "- name: a\n  name: b\n",
+                "duplicate mapping key `name` is not allowed here at line 2, column 3",
+            ),
+            ("- name: a\n   cron: b\n", "at line 2, column 8"),
+            ("- name: a\n  scene: \"ops\n", "unclosed quote at line 2"),
+        ] {
+            std::fs::write(&path, text).expect("write");
+            let err = read_yaml(&path).expect_err(text);
+            let file = path.display().to_string();
+            assert!(
+                err.starts_with(&format!("{file} is not YAML or JSON: ")),
+                "{err}"
+            );
+            assert!(err.contains(said), "{err}");
+        }
     }
 
     #[test]
@@ -1378,7 +1397,7 @@ mod tests {
         );
         let text = yaml(&ExportFile::List(vec![entry.clone()]));
         assert!(
-            text.starts_with("- name: a\n  scene: s\n  cron: '* * * * * *'\n  handlerUrl:"),
+            text.starts_with("- name: a\n  scene: s\n  cron: \"* * * * * *\"\n  handlerUrl:"),
             "{text}"
         );
         let json = serde_json::to_string_pretty(&ExportFile::List(vec![entry])).expect("JSON");
@@ -1429,7 +1448,7 @@ mod tests {
         let file = export_file(vec![task], vec![entry], &BTreeSet::new());
         let text = yaml(&file);
         assert!(text.starts_with("executors:\n- name: billing\n"), "{text}");
-        let file: Value = serde_yaml::from_str(&text).expect("reads back");
+        let file: Value = yaml::from_str(&text).expect("reads back");
         assert_eq!(file["tasks"], json!([{"name": "a", "cron": "* * * * * *"}]));
         let groups = group_entries(Some(file["executors"].clone())).expect("read back");
         assert_eq!(groups.len(), 1);
@@ -1589,7 +1608,7 @@ mod tests {
             let directory = Directory::new(keys.iter().map(|(k, id)| (k, *id)), []);
             let entries = views.into_iter().map(|view| file_entry(view, &directory)).collect();
             let text = yaml(&export_file(entries, Vec::new(), &BTreeSet::new()));
-            let items: Vec<Value> = serde_yaml::from_str(&text).expect("YAML");
+            let items: Vec<Value> = yaml::from_str(&text).expect("YAML");
             let tasks = definitions(&items).expect("valid");
             let (plan, _) = task_plan(&tasks, &stored, true).expect("resolved");
             prop_assert!(plan.is_empty(), "{:?}\n{}", plan.lines(), text);

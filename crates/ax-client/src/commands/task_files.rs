@@ -191,7 +191,7 @@ struct EditFile {
 impl EditFile {
     fn write(id: i64, entry: &impl serde::Serialize) -> Result<EditFile, ClientError> {
         let failed = |err: String| ClientError::Failed(format!("cannot write the task: {err}"));
-        let text = serde_yaml::to_string(entry).map_err(|err| failed(err.to_string()))?;
+        let text = ax_core::text::yaml::to_string(entry).map_err(|err| failed(err.to_string()))?;
         let name = format!("ax-task-{id}-{}.yaml", std::process::id());
         let path = std::env::temp_dir().join(name);
         std::fs::write(&path, text).map_err(|err| failed(format!("{}: {err}", path.display())))?;

@@ -139,7 +139,7 @@ mod tests {
     use super::*;
 
     fn channels(yaml: &str) -> Vec<Channel> {
-        serde_yaml::from_str(yaml).expect("channels")
+        crate::text::yaml::from_str(yaml).expect("channels")
     }
 
     #[test]
@@ -184,8 +184,11 @@ mod tests {
             key("- {name: m, kind: email, smtp: 'smtp://h:25', to: ['not an address']}"),
             Err("alerts.channels[0].to".into())
         );
-        assert!(serde_yaml::from_str::<Vec<Channel>>("- {name: a, kind: pager}").is_err());
-        assert!(serde_yaml::from_str::<Vec<Channel>>("- {name: a, kind: slack, urll: x}").is_err());
+        assert!(crate::text::yaml::from_str::<Vec<Channel>>("- {name: a, kind: pager}").is_err());
+        assert!(
+            crate::text::yaml::from_str::<Vec<Channel>>("- {name: a, kind: slack, urll: x}")
+                .is_err()
+        );
     }
 
     #[test]

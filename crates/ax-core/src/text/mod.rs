@@ -1,9 +1,9 @@
 //! Text from outside ax (clients, executors): the invisible characters a name may not hold,
 //! what a run's result code and message and its log lines become, how such text is quoted in
-//! a log line or shown on a terminal, and put on one line.
+//! a log line or shown on a terminal, and put on one line; and YAML, read under a budget.
 
 mod enums;
-pub mod nesting;
+pub mod yaml;
 
 use std::fmt;
 

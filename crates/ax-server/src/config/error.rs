@@ -16,7 +16,7 @@ pub enum ConfigError {
     #[error("invalid config file {path}: {source}")]
     Parse {
         path: PathBuf,
-        source: serde_yaml::Error,
+        source: ax_core::text::yaml::Error,
     },
     /// A value refused: where it came from, then the key and the rule it breaks
     /// (`AX_PORT=70000: server.port must be 1-65535`).

@@ -2,9 +2,11 @@
 //! design document's aliases ([`ALIASES`]). An empty value (`url:`, `url: ""`) is unset.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::path::Path;
 
-use serde_yaml::Value as Yaml;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
 use super::kind::{scalar, Written};
 use super::{Alias, Config, ConfigError, Origin, Setting, ALIASES, SETTINGS};
@@ -15,10 +17,10 @@ pub fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), ConfigE
         path: path.to_path_buf(),
         source,
     };
-    let sections = match serde_yaml::from_str(text).map_err(parse_error)? {
-        Yaml::Null => return Ok(()),
-        Yaml::Mapping(sections) => sections,
-        _ => {
+    let sections = match ax_core::text::yaml::from_str(text).map_err(parse_error)? {
+        Node::Value(Value::Null) => return Ok(()),
+        Node::Mapping(sections) => sections,
+        Node::Value(_) => {
             return Err(ConfigError::NotAMapping {
                 path: path.to_path_buf(),
                 key: "the file".into(),
@@ -28,15 +30,14 @@ pub fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), ConfigE
     // Each setting given, by the key the file gives it with: a key and its alias are one
     // setting given twice.
     let mut given: HashMap<&'static str, String> = HashMap::new();
-    for (section, keys) in &sections {
-        let section = name(path, section, "")?;
+    for (section, keys) in sections {
         if !is_section(&section) {
             return Err(unknown(path, section));
         }
         let keys = match keys {
-            Yaml::Null => continue,
-            Yaml::Mapping(keys) => keys,
-            _ => {
+            Node::Value(Value::Null) => continue,
+            Node::Mapping(keys) => keys,
+            Node::Value(_) => {
                 return Err(ConfigError::NotAMapping {
                     path: path.to_path_buf(),
                     key: section,
@@ -44,13 +45,14 @@ pub fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), ConfigE
             }
         };
         for (key, value) in keys {
-            let key = name(path, key, &format!("{section}."))?;
+            let key = format!("{section}.{key}");
+            let value = value.into_value();
             let (setting, alias) = resolve(path, &key)?;
-            if is_unset(value) {
+            if is_unset(&value) {
                 continue;
             }
             let converted = match alias {
-                Some(alias) => Some(convert(path, alias, value)?),
+                Some(alias) => Some(convert(path, alias, &value)?),
                 None => None,
             };
             if let Some(first) = given.insert(setting.key, key.clone()) {
@@ -63,12 +65,12 @@ pub fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), ConfigE
             }
             let written = match &converted {
                 Some(text) => Written::Text(text),
-                None => Written::Yaml(value),
+                None => Written::Yaml(&value),
             };
             setting.apply(config, written).map_err(|refusal| {
                 let value = match &converted {
                     Some(text) => setting.shown(text),
-                    None => shown(setting, value),
+                    None => shown(setting, &value),
                 };
                 let origin = Origin::File {
                     path: path.to_path_buf(),
@@ -99,7 +101,7 @@ fn resolve(
 }
 
 /// An alias's value, as the setting it sets takes it.
-fn convert(path: &Path, alias: &Alias, value: &Yaml) -> Result<String, ConfigError> {
+fn convert(path: &Path, alias: &Alias, value: &Value) -> Result<String, ConfigError> {
     let refused = |text: Option<&str>, rule: String| ConfigError::Invalid {
         origin: Origin::File {
             path: path.to_path_buf(),
@@ -113,14 +115,6 @@ fn convert(path: &Path, alias: &Alias, value: &Yaml) -> Result<String, ConfigErr
     (alias.convert)(&text).map_err(|rule| refused(Some(&text), rule))
 }
 
-/// A key of the file, as text, after `prefix`.
-fn name(path: &Path, key: &Yaml, prefix: &str) -> Result<String, ConfigError> {
-    match scalar(key) {
-        Some(key) => Ok(format!("{prefix}{key}")),
-        None => Err(unknown(path, format!("{prefix}{key:?}"))),
-    }
-}
-
 fn is_section(section: &str) -> bool {
     let prefix = format!("{section}.");
     SETTINGS
@@ -128,16 +122,16 @@ fn is_section(section: &str) -> bool {
         .any(|setting| setting.key.starts_with(&prefix))
 }
 
-fn is_unset(value: &Yaml) -> bool {
+fn is_unset(value: &Value) -> bool {
     match value {
-        Yaml::Null => true,
-        Yaml::String(text) => super::is_unset(text),
+        Value::Null => true,
+        Value::String(text) => super::is_unset(text),
         _ => false,
     }
 }
 
 /// A value of the file as a refusal shows it; `None` for a secret.
-fn shown(setting: &Setting, value: &Yaml) -> Option<String> {
+fn shown(setting: &Setting, value: &Value) -> Option<String> {
     match scalar(value) {
         Some(text) => setting.shown(&text),
         None if setting.kind.hides_values() => None,
@@ -149,5 +143,94 @@ fn unknown(path: &Path, key: String) -> ConfigError {
     ConfigError::UnknownKey {
         path: path.to_path_buf(),
         key,
+    }
+}
+
+/// A value of the file, its mappings' keys in the file's order: of two keys refused, the
+/// first the file gives is named.
+enum Node {
+    Mapping(Vec<(String, Node)>),
+    Value(Value),
+}
+
+impl Node {
+    fn into_value(self) -> Value {
+        match self {
+            Node::Mapping(entries) => Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, node)| (key, node.into_value()))
+                    .collect(),
+            ),
+            Node::Value(value) => value,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a YAML value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(entry) = map.next_entry::<String, Node>()? {
+            entries.push(entry);
+        }
+        Ok(Node::Mapping(entries))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Node>()? {
+            items.push(item.into_value());
+        }
+        Ok(Node::Value(Value::Array(items)))
+    }
+
+    fn visit_bool<E>(self, flag: bool) -> Result<Node, E> {
+        Ok(Node::Value(flag.into()))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Node, E> {
+        Ok(Node::Value(n.into()))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Node, E> {
+        Ok(Node::Value(n.into()))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Node, E> {
+        Ok(Node::Value(n.into()))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<Node, E> {
+        Ok(Node::Value(text.into()))
+    }
+
+    fn visit_string<E>(self, text: String) -> Result<Node, E> {
+        Ok(Node::Value(text.into()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Node, E> {
+        Ok(Node::Value(Value::Null))
+    }
+
+    fn visit_none<E>(self) -> Result<Node, E> {
+        Ok(Node::Value(Value::Null))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
+        Node::deserialize(deserializer)
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde_yaml::Value as Yaml;
+use serde_json::Value;
 
 use super::duration::{self, TimeUnit};
 use super::{HostConfig, NamedToken, MIN_SECRET_CHARS};
@@ -75,7 +75,7 @@ pub enum Refusal {
 /// A value as written: text (an environment variable, a flag) or a value of the config file.
 pub enum Written<'a> {
     Text(&'a str),
-    Yaml(&'a Yaml),
+    Yaml(&'a Value),
 }
 
 /// The most requests in flight to one executor host (`dispatch.max_in_flight_per_host` and
@@ -87,23 +87,23 @@ impl Kind {
     pub fn read(&self, written: Written<'_>) -> Result<Parsed, Refusal> {
         let parsed = match (self, written) {
             (_, Written::Text(text)) => self.read_text(text)?,
-            (Kind::List { .. }, Written::Yaml(Yaml::Sequence(items))) => Parsed::List(
+            (Kind::List { .. }, Written::Yaml(Value::Array(items))) => Parsed::List(
                 items
                     .iter()
                     .map(scalar)
                     .collect::<Option<_>>()
                     .ok_or_else(|| self.refusal())?,
             ),
-            (Kind::Tokens, Written::Yaml(value)) => serde_yaml::from_value(value.clone())
+            (Kind::Tokens, Written::Yaml(value)) => serde_json::from_value(value.clone())
                 .map(Parsed::Tokens)
                 .map_err(|err| Refusal::Rule(format!("{} ({err})", self.rule())))?,
-            (Kind::Hosts, Written::Yaml(value)) => serde_yaml::from_value(value.clone())
+            (Kind::Hosts, Written::Yaml(value)) => serde_json::from_value(value.clone())
                 .map(Parsed::Hosts)
                 .map_err(|err| Refusal::Rule(format!("{} ({err})", self.rule())))?,
-            (Kind::Channels, Written::Yaml(value)) => serde_yaml::from_value(value.clone())
+            (Kind::Channels, Written::Yaml(value)) => serde_json::from_value(value.clone())
                 .map(Parsed::Channels)
                 .map_err(|err| Refusal::Rule(format!("{} ({err})", self.rule())))?,
-            (Kind::AlertRule, Written::Yaml(value)) => serde_yaml::from_value(value.clone())
+            (Kind::AlertRule, Written::Yaml(value)) => serde_json::from_value(value.clone())
                 .map(Parsed::AlertRule)
                 .map_err(|err| Refusal::Rule(format!("{} ({err})", self.rule())))?,
             (_, Written::Yaml(value)) => {
@@ -276,12 +276,12 @@ impl Parsed {
 }
 
 /// A value of the config file as text: a scalar as written; `None` for a list or a mapping.
-pub fn scalar(value: &Yaml) -> Option<String> {
+pub fn scalar(value: &Value) -> Option<String> {
     match value {
-        Yaml::String(text) => Some(text.clone()),
-        Yaml::Number(number) => Some(number.to_string()),
-        Yaml::Bool(flag) => Some(flag.to_string()),
-        Yaml::Null | Yaml::Sequence(_) | Yaml::Mapping(_) | Yaml::Tagged(_) => None,
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        Value::Bool(flag) => Some(flag.to_string()),
+        Value::Null | Value::Array(_) | Value::Object(_) => None,
     }
 }
 

@@ -698,6 +698,31 @@ mod tests {
             .to_string();
         assert_eq!(err, "ax.yaml: server must be a mapping of its keys");
         assert_eq!(from_yaml("").expect("an empty file"), Config::default());
+        let err = from_yaml("server:\n  8080: 1\n")
+            .expect_err("a number")
+            .to_string();
+        assert_eq!(err, "ax.yaml: unknown key server.8080");
+    }
+
+    #[test]
+    fn a_file_that_is_not_yaml_or_too_deep_is_refused_naming_the_line() {
+        for (yaml, message) in [
+            (
+                "server:\n  port: 1\n  port: 2\n".to_string(),
+                "duplicate mapping key `port` is not allowed here at line 3, column 3",
+            ),
+            (
+                "server:\n  port: [1\n".into(),
+                "unclosed bracket '[' at line 2, column 9",
+            ),
+            (
+                format!("server:\n  allowed_hosts: {}\n", "[".repeat(100_000)),
+                "nested deeper than 64 levels at line 2",
+            ),
+        ] {
+            let err = from_yaml(&yaml).expect_err(message).to_string();
+            assert_eq!(err, format!("invalid config file ax.yaml: {message}"));
+        }
     }
 
     #[test]
