@@ -1,0 +1,327 @@
+//! `crates/ax-store/src/lib.rs`: connecting (migrations, the folders of a SQLite file, bad store URLs)
+//! and the conversion of times to and from the database (`to_db`, `from_db`).
+
+use std::time::{Duration, Instant};
+
+use ax_core::run::{Event, RunStatus};
+use ax_store::queries::runs::FireOutcome;
+use ax_store::queries::tasks::{self, TaskFilter};
+use ax_store::rows::models::TaskStatus;
+use ax_store::{from_db, to_db, Db, StoreError};
+use chrono::{DateTime, Timelike, Utc};
+
+use crate::common::{on_each_backend, TestStore};
+use crate::store::support::{
+    applied, base, conn, connect, decide, fields, find_task, fire_record, ids, insert_run,
+    insert_task, instance, new_instance, on_both_backends, page, record, request_id,
+};
+
+on_both_backends!(times_round_trip_exactly);
+
+async fn migrations_are_idempotent(store: TestStore) {
+    let first = connect(&store).await;
+    let task = insert_task(
+        &first,
+        fields("kept", "s", TaskStatus::Enabled, Some(base())),
+    )
+    .await;
+    drop(first);
+    // A second start-up finds the schema in place and applies nothing; the data survives.
+    let second = connect(&store).await;
+    let found = find_task(&second, task.id)
+        .await
+        .expect("the task survives a second connect");
+    assert_eq!(found.name, "kept");
+    let applied = ax_store::run_migrations(ax_store::StoreUrl::parse(&store.url()).expect("url"))
+        .await
+        .expect("running migrations a third time is a no-op");
+    assert!(applied.is_empty(), "{applied:?}");
+    let (rows, total) = tasks::list(
+        &mut conn(&second).await,
+        &TaskFilter::default(),
+        page(10, 0),
+    )
+    .await
+    .expect("list");
+    assert_eq!((ids(&rows), total), (vec![task.id], 1));
+    if let TestStore::Sqlite(dir) = &store {
+        assert!(dir.path().join("ax.db").is_file(), "the SQLite file exists");
+    }
+}
+
+on_each_backend!(
+    migrations_are_idempotent,
+    sqlite: migrations_are_idempotent_sqlite,
+    mariadb: migrations_are_idempotent_mysql
+);
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn sqlite_connect_creates_missing_folders() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("a/b/ax.db");
+    let db = Db::connect(&format!("sqlite://{}", path.display()), 2)
+        .await
+        .unwrap_or_else(|err| panic!("connect: {err}"));
+    assert_eq!(db.backend(), "sqlite");
+    assert!(path.is_file());
+}
+
+async fn connect_error(url: &str) -> StoreError {
+    let started = Instant::now();
+    let outcome = Db::connect(url, 2).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{url}: took {:?}",
+        started.elapsed()
+    );
+    match outcome {
+        Ok(db) => panic!("{url}: connected to {}", db.backend()),
+        Err(err) => err,
+    }
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn connect_rejects_unsupported_urls() {
+    for url in [
+        "postgres://x",
+        "bogus://x",
+        "sqlite://",
+        "mysql://127.0.0.1:3306",
+        "mysql://127.0.0.1:3306/",
+        "",
+    ] {
+        let err = connect_error(url).await;
+        assert!(matches!(err, StoreError::BadUrl(_)), "{url}: {err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains("unsupported store URL"),
+            "{url}: {message}"
+        );
+        assert!(message.contains(&format!("`{url}`")), "{url}: {message}");
+        assert!(
+            message.contains("sqlite://"),
+            "names the accepted forms: {message}"
+        );
+    }
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn connect_reports_an_unreachable_mysql() {
+    let err = connect_error("mysql://root@127.0.0.1:1/nope").await;
+    assert!(matches!(err, StoreError::Connect(_)), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("cannot connect to the store"),
+        "{message}"
+    );
+    assert!(
+        message.len() > "cannot connect to the store: ".len(),
+        "{message}"
+    );
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn connect_reports_an_unwritable_sqlite_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"not a folder").expect("write");
+    // The store's folder would have to be created under a regular file.
+    let err = connect_error(&format!("sqlite://{}/ax.db", file.display())).await;
+    assert!(matches!(err, StoreError::Connect(_)), "{err:?}");
+    assert!(err.to_string().contains("plain-file"), "{err}");
+}
+
+fn utc(rfc3339: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(rfc3339)
+        .unwrap_or_else(|err| panic!("{rfc3339}: {err}"))
+        .with_timezone(&Utc)
+}
+
+#[test]
+fn to_db_truncates_to_milliseconds_in_utc() {
+    let t = utc("2027-02-03T04:05:06.123456789Z");
+    let stored = to_db(t);
+    assert_eq!(stored.nanosecond(), 123_000_000);
+    assert_eq!(from_db(stored), utc("2027-02-03T04:05:06.123Z"));
+    // Truncated, never rounded up into the next second.
+    assert_eq!(
+        from_db(to_db(utc("2027-02-03T04:05:06.9999999Z"))),
+        utc("2027-02-03T04:05:06.999Z")
+    );
+    // An offset is converted to UTC.
+    assert_eq!(
+        to_db(utc("2027-02-03T06:05:06.5+02:00")),
+        utc("2027-02-03T04:05:06.5Z").naive_utc()
+    );
+    assert_eq!(from_db(to_db(t)).timezone(), Utc);
+}
+
+async fn times_round_trip_exactly(db: &Db) {
+    let times = [
+        "2027-02-03T04:05:06Z",
+        "2027-02-03T04:05:06.001Z",
+        "2027-02-03T04:05:06.010Z",
+        "2027-02-03T04:05:06.100Z",
+        "2027-02-03T04:05:06.123456789Z",
+        "2027-02-03T04:05:06.999999Z",
+        "2028-02-29T23:59:59.999Z",
+        "2027-02-03T06:05:06.5+02:00",
+        "1970-01-01T00:00:00.001Z",
+        "9999-12-31T23:59:59.999Z",
+    ];
+    for text in times {
+        let time = utc(text);
+        let stored = to_db(time);
+        let expected = from_db(stored);
+        assert_eq!(
+            expected.timestamp_subsec_nanos() % 1_000_000,
+            0,
+            "{text}: to_db keeps whole milliseconds"
+        );
+
+        let task = insert_task(db, fields(text, "times", TaskStatus::Enabled, Some(stored))).await;
+        let read = find_task(db, task.id).await.expect("task");
+        assert_eq!(
+            read.next_run_at.map(from_db),
+            Some(expected),
+            "{text}: task"
+        );
+        assert_eq!(
+            task.next_run_at,
+            Some(stored),
+            "{text}: as returned by insert"
+        );
+
+        let rid = request_id();
+        let mut row = new_instance(task.id, &rid, stored, RunStatus::Ready);
+        row.trigger_at = stored;
+        row.created_at = stored;
+        row.finished_at = Some(stored);
+        row.next_attempt_at = Some(stored);
+        row.deadline_at = Some(stored);
+        row.dispatched_attempt = 1;
+        row.claimed_until = Some(stored);
+        assert_eq!(insert_run(db, &row).await, FireOutcome::Fired);
+        let read = instance(db, &rid).await;
+        assert_eq!(from_db(read.scheduled_at), expected, "{text}: scheduled_at");
+        assert_eq!(from_db(read.trigger_at), expected, "{text}: trigger_at");
+        assert_eq!(
+            read.finished_at.map(from_db),
+            Some(expected),
+            "{text}: finished_at"
+        );
+        assert_eq!(
+            read.next_attempt_at.map(from_db),
+            Some(expected),
+            "{text}: next_attempt_at"
+        );
+        assert_eq!(
+            read.deadline_at.map(from_db),
+            Some(expected),
+            "{text}: deadline_at"
+        );
+        assert_eq!(
+            read.claimed_until.map(from_db),
+            Some(expected),
+            "{text}: claimed_until"
+        );
+
+        // The compare-and-set on claimed_until (a lapsed claim taken over) matches the exact
+        // value read back.
+        let take_over = Event::Claim {
+            attempt: 1,
+            claimant: "node-other".into(),
+            until: expected,
+            at: expected,
+        };
+        let run = applied(decide(db, &rid, &take_over).await);
+        assert_eq!(run.claimed_until, Some(expected), "{text}: claim");
+        let read = instance(db, &rid).await;
+        assert_eq!(read.fired_by, "node-other", "{text}: claimed");
+        assert_eq!(read.claimed_until.map(from_db), Some(expected), "{text}");
+
+        // The compare-and-set on next_run_at matches the exact value read back.
+        let read_next = find_task(db, task.id)
+            .await
+            .and_then(|t| t.next_run_at)
+            .expect("next_run_at");
+        let outcomes = record(
+            db,
+            vec![fire_record(task.id, &request_id(), read_next, None)],
+        )
+        .await;
+        assert_eq!(
+            outcomes,
+            vec![FireOutcome::Fired],
+            "{text}: compare-and-set"
+        );
+    }
+}
+
+/// A database from before names were unique, with clashes: the migration renames the later
+/// tasks of a clash (`name (2)`, …, skipping names in use), then refuses new clashes.
+async fn the_unique_names_migration_renames_clashes(store: TestStore) {
+    use diesel_async::SimpleAsyncConnection;
+    let db = connect(&store).await;
+    // Back to the schema before the migration (its own down.sql), as an older ax left it.
+    let down = match store.is_mysql() {
+        true => {
+            include_str!("../../../migrations/mysql/2026-12-01-000001_task_names_unique/down.sql")
+        }
+        false => {
+            include_str!("../../../migrations/sqlite/2026-12-01-000001_task_names_unique/down.sql")
+        }
+    };
+    let undo =
+        format!("{down}\nDELETE FROM __diesel_schema_migrations WHERE version = '20261201000001';");
+    match &mut conn(&db).await {
+        ax_store::Conn::Mysql(c) => c.batch_execute(&undo).await,
+        ax_store::Conn::Sqlite(c, _) => c.batch_execute(&undo).await,
+    }
+    .expect("undo the migration");
+    let name = |n: &str, scene: &str| fields(n, scene, TaskStatus::Enabled, Some(base()));
+    let mut ids = Vec::new();
+    for (n, scene) in [
+        ("report", "a"),
+        ("report", "a"),
+        ("report (2)", "a"),
+        ("report", "b"),
+        ("report", "a"),
+    ] {
+        ids.push(insert_task(&db, name(n, scene)).await.id);
+    }
+    drop(db);
+
+    ax_store::run_migrations(ax_store::StoreUrl::parse(&store.url()).expect("url"))
+        .await
+        .expect("the migration runs on clashing names");
+    let db = connect(&store).await;
+    let mut names = Vec::new();
+    for id in &ids {
+        let task = find_task(&db, *id).await.expect("task kept");
+        names.push((task.scene, task.name));
+    }
+    let want = [
+        ("a", "report"),
+        ("a", "report (3)"),
+        ("a", "report (2)"),
+        ("b", "report"),
+        ("a", "report (4)"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(s, n)| (s.to_string(), n.to_string()))
+        .collect();
+    assert_eq!(names, want);
+    let clash = tasks::insert(&mut conn(&db).await, name("report", "a"), Vec::new()).await;
+    assert!(
+        clash.as_ref().err().is_some_and(StoreError::is_name_taken),
+        "{clash:?}"
+    );
+}
+
+on_each_backend!(
+    the_unique_names_migration_renames_clashes,
+    sqlite: the_unique_names_migration_renames_clashes_sqlite,
+    mariadb: the_unique_names_migration_renames_clashes_mysql
+);
