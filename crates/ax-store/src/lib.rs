@@ -170,10 +170,29 @@ impl Db {
     }
 }
 
-fn pool_builder<M: bb8::ManageConnection>(size: u32) -> bb8::Builder<M> {
+fn pool_builder<M: bb8::ManageConnection>(size: u32) -> bb8::Builder<M>
+where
+    M::Error: std::fmt::Display,
+{
     bb8::Pool::builder()
         .max_size(size.max(1))
         .connection_timeout(std::time::Duration::from_secs(10))
+        .error_sink(Box::new(LogConnectErrors))
+}
+
+/// Logs why a connection could not be opened: a caller waiting for one is told only that none
+/// came in time, so the cause (refused, too many connections, access denied) is told here.
+#[derive(Debug, Clone, Copy)]
+struct LogConnectErrors;
+
+impl<E: std::fmt::Display> bb8::ErrorSink<E> for LogConnectErrors {
+    fn sink(&self, err: E) {
+        log::warn!("cannot open a database connection: {err}");
+    }
+
+    fn boxed_clone(&self) -> Box<dyn bb8::ErrorSink<E>> {
+        Box::new(*self)
+    }
 }
 
 fn connect_error(err: impl std::fmt::Display) -> StoreError {
