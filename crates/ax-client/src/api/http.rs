@@ -54,13 +54,9 @@ pub struct Reply {
     pub etag: Option<String>,
 }
 
-/// Sends the call; the JSON reply of a 2xx, else the error as text (for `ax apply`, which
-/// reports its errors itself).
-pub async fn send(conn: &Connection, call: &Call) -> Result<Value, String> {
-    request(conn, call)
-        .await
-        .map(|reply| reply.body)
-        .map_err(|err| err.to_string())
+/// Sends the call: the JSON reply of a 2xx, else why not.
+pub async fn send(conn: &Connection, call: &Call) -> Result<Value, ClientError> {
+    request(conn, call).await.map(|reply| reply.body)
 }
 
 /// Sends the call: the reply of a 2xx, else why not.

@@ -43,15 +43,36 @@ impl Upstream {
     }
 }
 
-/// A file task's `dependsOn`: a list of task ids and names. The message is the field's.
-pub fn written(value: Option<Value>) -> Result<Vec<Written>, String> {
+/// Why a file task's `dependsOn` cannot be used, in the words of the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamError {
+    /// Not a list of ids and names, or a longer one than a task may have.
+    #[error(
+        "dependsOn must be a list of at most {max} upstream tasks, each an id or a name \
+         (`name` in the task's scene, `scene/name` in another)"
+    )]
+    NotUpstreams { max: usize },
+    /// A name that is no task of the file or of the store.
+    #[error(
+        "no task is named `{name}` in scene `{scene}`, in the file or stored (another \
+         scene's task: scene/name)"
+    )]
+    Unknown { scene: String, name: String },
+    /// A cycle, as its path (the first task again at its end).
+    #[error("a cycle of upstreams: {}", path_text(path))]
+    Cycle { path: Vec<Key> },
+}
+
+/// `s/x → s/y → s/x`.
+fn path_text(path: &[Key]) -> String {
+    let names: Vec<String> = path.iter().map(|(s, n)| format!("{s}/{n}")).collect();
+    names.join(" → ")
+}
+
+/// A file task's `dependsOn`: a list of task ids and names.
+pub fn written(value: Option<Value>) -> Result<Vec<Written>, UpstreamError> {
     let max = fields::DEPENDS_ON.max();
-    let invalid = || {
-        format!(
-            "dependsOn must be a list of at most {max} upstream tasks, each an id or a name \
-             (`name` in the task's scene, `scene/name` in another)"
-        )
-    };
+    let invalid = || UpstreamError::NotUpstreams { max };
     let items = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(items)) if items.len() <= max => items,
@@ -129,7 +150,11 @@ impl Directory {
 
     /// A file task's upstreams (`scene`: the task's), without duplicates; an unknown name is
     /// an error in the words of the field.
-    pub fn resolve(&self, scene: &str, written: &[Written]) -> Result<Vec<Upstream>, String> {
+    pub fn resolve(
+        &self,
+        scene: &str,
+        written: &[Written],
+    ) -> Result<Vec<Upstream>, UpstreamError> {
         let mut upstreams = Vec::with_capacity(written.len());
         for upstream in written {
             let resolved = match upstream {
@@ -138,11 +163,9 @@ impl Directory {
                     .into_iter()
                     .find(|key| self.keys.contains(key))
                     .map(Upstream::Task)
-                    .ok_or_else(|| {
-                        format!(
-                            "no task is named `{name}` in scene `{scene}`, in the file or \
-                             stored (another scene's task: scene/name)"
-                        )
+                    .ok_or_else(|| UpstreamError::Unknown {
+                        scene: scene.to_string(),
+                        name: name.clone(),
                     })?,
             };
             if !upstreams.contains(&resolved) {
@@ -275,7 +298,7 @@ mod tests {
             json!([{}]),
         ] {
             let err = written(Some(bad.clone())).expect_err(&bad.to_string());
-            assert!(err.starts_with("dependsOn must be"), "{err}");
+            assert!(err.to_string().starts_with("dependsOn must be"), "{err}");
         }
         assert_eq!(written(None), Ok(Vec::new()));
         assert_eq!(
@@ -314,7 +337,7 @@ mod tests {
             "etl/b by name and by id is one upstream"
         );
         let err = resolve(&[Written::Name("b".into())]).expect_err("b is in etl");
-        assert!(err.contains("`b` in scene `s`"), "{err}");
+        assert!(err.to_string().contains("`b` in scene `s`"), "{err}");
         assert!(resolve(&[Written::Name("nope/b".into())]).is_err());
         assert_eq!(
             directory.of_ids(&[TaskId(1), TaskId(7)]),

@@ -62,7 +62,7 @@ pub async fn create(conn: &Connection, args: CreateArgs) -> Result<(), ClientErr
 
 /// The one task of a file: a mapping, or a list of one.
 fn one_task(path: &Path) -> Result<Value, ClientError> {
-    let file = crate::apply::read_yaml(path).map_err(ClientError::Usage)?;
+    let file = crate::apply::read_yaml(path).map_err(|err| ClientError::usage(err.to_string()))?;
     match file {
         Value::Array(mut items) if items.len() == 1 => Ok(items.remove(0)),
         Value::Object(task) if !task.contains_key("tasks") && !task.contains_key("executors") => {
