@@ -8,9 +8,10 @@
 
 use std::time::{Duration, Instant};
 
+use fantoccini::key::Key;
 use serde_json::json;
 
-use crate::common::webdriver::{keys, Browser, LAPTOP, PHONE, WAIT};
+use crate::common::webdriver::{Browser, LAPTOP, PHONE, WAIT};
 use crate::common::{config, start_ax, unique_name, with_webhook, Api, Executor, Reply, TestStore};
 
 /// The browser on one ax's console; each step a user takes is a method or a few calls.
@@ -207,7 +208,7 @@ async fn every_console_page_in_chromium() {
         left.as_f64() >= Some(0.0),
         "the focused skip link is on screen"
     );
-    browser.press(keys::ENTER).await;
+    browser.press(Key::Enter).await;
     assert_eq!(
         browser.active().await.attr("id").await.as_deref(),
         Some("main")

@@ -3,10 +3,11 @@
 //! scenes and tasks with since when and by whom; `/` to the search box of every page, where the
 //! start of a request id lists its runs, a whole one opens its run and other text lists tasks.
 
+use fantoccini::key::Key;
 use serde_json::json;
 
 use crate::common::attention::{failing_states, Answering};
-use crate::common::webdriver::{keys, Browser, LAPTOP};
+use crate::common::webdriver::{Browser, LAPTOP};
 use crate::common::{config, start_ax, unique_name, Api, TestStore};
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
@@ -96,11 +97,11 @@ async fn attention_list_and_search_box() {
     // the runs it names.
     browser.goto(&format!("{base}/console")).await;
     browser.wait_for("#failing-tasks").await;
-    browser.press("/").await;
+    browser.press('/').await;
     let search = browser.active().await;
     assert_eq!(search.attr("id").await.as_deref(), Some("search-q"));
     search.type_text(&request_id[..8]).await;
-    browser.press(keys::ENTER).await;
+    browser.press(Key::Enter).await;
     browser
         .wait_until("return location.pathname === '/console/search'")
         .await;
@@ -112,11 +113,11 @@ async fn attention_list_and_search_box() {
     browser.screenshot("console-search-runs-1280x800").await;
 
     // A whole request id opens its run.
-    browser.press("/").await;
+    browser.press('/').await;
     let field = browser.active().await;
     field.clear().await;
     field.type_text(&request_id).await;
-    browser.press(keys::ENTER).await;
+    browser.press(Key::Enter).await;
     browser
         .wait_until(&format!(
             "return location.pathname === '/console/runs/{request_id}'"
@@ -125,11 +126,11 @@ async fn attention_list_and_search_box() {
     browser.wait_for("h1").await;
 
     // Other text lists the tasks whose scene/name contains it.
-    browser.press("/").await;
+    browser.press('/').await;
     let search = browser.active().await;
     assert_eq!(search.attr("id").await.as_deref(), Some("search-q"));
     search.type_text("nightly-REP").await;
-    browser.press(keys::ENTER).await;
+    browser.press(Key::Enter).await;
     browser.wait_for("#tasks-found-table").await;
     let found = browser.find_all("#tasks-found-table tbody tr").await;
     assert_eq!(found.len(), 1);

@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
+use fantoccini::key::Key;
 use serde_json::json;
 
-use crate::common::webdriver::{keys, Browser, LAPTOP};
+use crate::common::webdriver::{Browser, LAPTOP};
 use crate::common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
@@ -47,25 +48,25 @@ async fn keyboard_shortcuts_and_relative_times() {
     );
 
     // `/` puts the keyboard in the name search; Escape takes it out again.
-    browser.press("/").await;
+    browser.press('/').await;
     assert_eq!(
         browser.active().await.attr("id").await.as_deref(),
         Some("q")
     );
-    browser.press("x").await;
+    browser.press('x').await;
     assert_eq!(
         browser.find("#q").await.value().await,
         "x",
         "typing goes to the field"
     );
-    browser.press(keys::ESCAPE).await;
+    browser.press(Key::Escape).await;
     assert_ne!(
         browser.active().await.attr("id").await.as_deref(),
         Some("q")
     );
 
     // j, j, k: the second row is current; Enter opens its task.
-    for key in ["j", "j", "j", "k"] {
+    for key in ['j', 'j', 'j', 'k'] {
         browser.press(key).await;
     }
     let current = browser.find_all("tbody tr.current").await;
@@ -82,7 +83,7 @@ async fn keyboard_shortcuts_and_relative_times() {
         .await
         .expect("the row's task link");
     browser.screenshot("console-keys-rows-1280x800").await;
-    browser.press(keys::ENTER).await;
+    browser.press(Key::Enter).await;
     browser
         .wait_until(&format!("return location.pathname === '{href}'"))
         .await;
@@ -92,19 +93,19 @@ async fn keyboard_shortcuts_and_relative_times() {
     assert!(!instant.attr("title").await.unwrap_or_default().is_empty());
 
     // `?` lists the keys; `g r` goes to the runs, `g t` back to the tasks.
-    browser.press("?").await;
+    browser.press('?').await;
     assert!(browser.find("#keys-help").await.is_displayed().await);
     browser.screenshot("console-keys-help-1280x800").await;
-    browser.press(keys::ESCAPE).await;
+    browser.press(Key::Escape).await;
     assert!(!browser.find("#keys-help").await.is_displayed().await);
-    browser.press("g").await;
-    browser.press("r").await;
+    browser.press('g').await;
+    browser.press('r').await;
     browser
         .wait_until("return location.pathname === '/console/runs'")
         .await;
     browser.wait_for("h1").await;
-    browser.press("g").await;
-    browser.press("t").await;
+    browser.press('g').await;
+    browser.press('t').await;
     browser
         .wait_until("return location.pathname === '/console/tasks'")
         .await;

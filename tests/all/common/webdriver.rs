@@ -1,8 +1,10 @@
-//! A small W3C WebDriver client for browser tests: Debian's `chromedriver` driving Debian's
-//! Chromium, headless, with a fresh profile each time. Every call is async (over awc), so the ax
-//! running in the same test keeps serving while the browser waits; waits poll, they never
-//! sleep a fixed time. Dropping the [`Browser`] kills chromedriver and Chromium, also when the
-//! test panics.
+//! The browser of the browser tests: Debian's `chromedriver` driving Debian's Chromium,
+//! headless, with a fresh profile each time, through [`fantoccini`]'s WebDriver client. What is
+//! ours is what the tests need on top of it: a step that fails names the page it failed on
+//! and saves a screenshot of it, waits poll (they never sleep a fixed time), screenshots go to
+//! the target dir, and dropping the [`Browser`] kills chromedriver and Chromium, also when the
+//! test panics. Every call is async, so the ax running in the same test keeps serving while
+//! the browser waits.
 //!
 //! ```ignore
 //! let browser = Browser::start().await;
@@ -13,36 +15,35 @@
 //! browser.screenshot("tasks-filtered").await;
 //! ```
 
+use std::fmt::Display;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use awc::http::Method;
-use base64::Engine;
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::elements::{self, ElementRef};
+use fantoccini::error::CmdError;
+use fantoccini::wd::WebDriverCompatibleCommand;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{json, Value};
 
 /// Debian's `chromium` package (`scripts/test.sh` installs it when missing).
-pub const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMIUM: &str = "/usr/bin/chromium";
 /// Debian's `chromium-driver` package, of the same Chromium release.
-pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The browser's time zone: not UTC, so times shown in the browser's zone read differently
 /// (`… UTC+05:30`).
-pub const BROWSER_ZONE: &str = "Asia/Kolkata";
+const BROWSER_ZONE: &str = "Asia/Kolkata";
 /// A laptop's viewport, the size a browser starts with.
 pub const LAPTOP: (u32, u32) = (1280, 800);
 /// A phone's viewport (CSS pixels).
 pub const PHONE: (u32, u32) = (390, 844);
 /// How long the `wait_…` helpers wait.
 pub const WAIT: Duration = Duration::from_secs(10);
-
-/// Keys for [`Browser::press`], as WebDriver spells them.
-pub mod keys {
-    pub const TAB: &str = "\u{E004}";
-    pub const ENTER: &str = "\u{E007}";
-    pub const ESCAPE: &str = "\u{E00C}";
-    pub const SHIFT: &str = "\u{E008}";
-}
+/// How often the `wait_…` helpers look again.
+const POLL: Duration = Duration::from_millis(50);
 
 /// Chromium's flags: headless, and quiet — without the background-networking ones it waits on
 /// connections the closed test network refuses.
@@ -58,7 +59,7 @@ const CHROMIUM_ARGS: &[&str] = &[
     "--lang=en-US",
 ];
 
-/// The key of an element reference in W3C WebDriver JSON.
+/// The key of an element reference in W3C WebDriver JSON, as a script returns one.
 const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// The first element matching `arguments[0]` whose rendered text (whitespace runs as one
@@ -71,22 +72,6 @@ const FIND_TEXT: &str = "
     const hit = all.find(e => shown(e).includes(squeeze(arguments[1])));
     return hit ? {hit} : {seen: all.map(shown)};
 ";
-
-/// How often the `wait_…` helpers look again.
-const POLL: Duration = Duration::from_millis(50);
-
-/// An error WebDriver answered (`no such element`, `stale element reference`, …).
-#[derive(Debug)]
-pub struct WebDriverError {
-    pub error: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for WebDriverError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.error, self.message)
-    }
-}
 
 /// chromedriver in a process group of its own, with Chromium under it, and the temp dir of
 /// the profile and the log: all of it goes on drop.
@@ -194,12 +179,31 @@ fn processes_naming(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// What the pages logged (chromedriver's log endpoint, which W3C WebDriver lacks): the
+/// entries since the last call.
+#[derive(Debug)]
+struct BrowserLog;
+
+impl WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(
+        &self,
+        base: &url::Url,
+        session: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base.join(&format!("session/{}/se/log", session.unwrap_or_default()))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (
+            http::Method::POST,
+            Some(json!({"type": "browser"}).to_string()),
+        )
+    }
+}
+
 /// One headless Chromium, through one WebDriver session.
 pub struct Browser {
-    http: awc::Client,
-    /// `http://127.0.0.1:{port}/session/{id}`.
-    session: String,
-    wait: Duration,
+    client: Client,
     // Last: dropped after the session's client.
     driver: Driver,
 }
@@ -208,107 +212,100 @@ impl Browser {
     /// Starts chromedriver and Chromium (laptop size, [`BROWSER_ZONE`]) with a fresh profile.
     pub async fn start() -> Browser {
         let driver = Driver::spawn();
-        let base = format!("http://127.0.0.1:{}", driver.port().await);
-        let http = awc::Client::builder()
-            .timeout(Duration::from_secs(60))
-            .finish();
+        let url = format!("http://127.0.0.1:{}", driver.port().await);
         let profile = driver.dir.path().join("profile");
         let mut args: Vec<String> = CHROMIUM_ARGS.iter().map(|a| a.to_string()).collect();
         args.push(format!("--user-data-dir={}", profile.display()));
         args.push(format!("--window-size={},{}", LAPTOP.0, LAPTOP.1));
-        let capabilities = json!({"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            "pageLoadStrategy": "normal",
-            "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
-            "goog:loggingPrefs": {"browser": "ALL"},
-        }}});
-        let created = send(
-            &http,
-            Method::POST,
-            &format!("{base}/session"),
-            Some(capabilities),
-        )
-        .await
-        .unwrap_or_else(|err| panic!("no WebDriver session: {err}\n{}", driver.log()));
-        let id = created["sessionId"].as_str().expect("a session id");
-        let browser = Browser {
-            http,
-            session: format!("{base}/session/{id}"),
-            wait: WAIT,
-            driver,
-        };
+        let capabilities = [
+            ("browserName", json!("chrome")),
+            (
+                "goog:chromeOptions",
+                json!({"binary": CHROMIUM, "args": args}),
+            ),
+            ("goog:loggingPrefs", json!({"browser": "ALL"})),
+        ];
+        // Plain HTTP to the local chromedriver: no TLS.
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(
+                capabilities
+                    .map(|(key, value)| (key.to_string(), value))
+                    .into_iter()
+                    .collect(),
+            )
+            .connect(&url)
+            .await
+            .unwrap_or_else(|err| panic!("no WebDriver session: {err}\n{}", driver.log()));
+        let browser = Browser { client, driver };
         browser.set_window_size(LAPTOP.0, LAPTOP.1).await;
         browser
     }
 
-    /// How long the `wait_…` helpers wait from now on ([`WAIT`] at first).
-    pub fn set_wait(&mut self, wait: Duration) {
-        self.wait = wait;
-    }
-
-    /// Sends a command of this session (`path` after `/session/{id}`); its `value`.
-    pub async fn try_command(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> Result<Value, WebDriverError> {
-        send(&self.http, method, &format!("{}{path}", self.session), body).await
-    }
-
-    /// Like [`try_command`](Self::try_command); fails the test, naming the page, on an error.
-    pub async fn command(&self, method: Method, path: &str, body: Option<Value>) -> Value {
-        match self.try_command(method.clone(), path, body).await {
+    /// What `done`, the outcome of `what`, holds; fails the test on an error.
+    async fn must<T>(&self, what: impl Display, done: Result<T, CmdError>) -> T {
+        match done {
             Ok(value) => value,
-            Err(err) => self.fail(&format!("{method} {path}: {err}")).await,
+            Err(err) => self.fail(&format!("{what}: {err}")).await,
         }
     }
 
     /// Fails the test: `what` went wrong, on the page it names; saves a screenshot of the page
     /// as `failed-{test name}.png`.
     pub async fn fail<T>(&self, what: &str) -> T {
-        panic!("{}", self.failure(what).await)
-    }
-
-    async fn failure(&self, what: &str) -> String {
-        let url = self
-            .try_command(Method::GET, "/url", None)
-            .await
-            .map(|url| url.as_str().unwrap_or_default().to_string())
-            .unwrap_or_else(|err| format!("(no URL: {err})"));
+        let url = match self.client.current_url().await {
+            Ok(url) => url.to_string(),
+            Err(err) => format!("(no URL: {err})"),
+        };
         let test = std::thread::current()
             .name()
             .unwrap_or("test")
             .replace("::", "-");
-        let shot = match self.try_command(Method::GET, "/screenshot", None).await {
+        let shot = match self.client.screenshot().await {
             Ok(png) => format!(
                 "; screenshot: {}",
                 save_png(&format!("failed-{test}"), &png).display()
             ),
             Err(_) => String::new(),
         };
-        format!("{what} — at {url}{shot}")
+        panic!("{what} — at {url}{shot}")
+    }
+
+    /// Looks until `look` finds what it looks for; after [`WAIT`], fails the test: no `what`,
+    /// and what `look` saw last.
+    async fn poll<T>(&self, what: &str, mut look: impl AsyncFnMut() -> Result<T, String>) -> T {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            match look().await {
+                Ok(found) => return found,
+                Err(seen) if Instant::now() > deadline => {
+                    return self.fail(&format!("{what} within {WAIT:?}: {seen}")).await
+                }
+                Err(_) => actix_rt::time::sleep(POLL).await,
+            }
+        }
     }
 
     /// Opens `url` and waits until it has loaded.
     pub async fn goto(&self, url: &str) {
-        self.command(Method::POST, "/url", Some(json!({"url": url})))
+        self.must(format!("open {url}"), self.client.goto(url).await)
             .await;
     }
 
     /// The page's URL.
     pub async fn current_url(&self) -> String {
-        string(self.command(Method::GET, "/url", None).await)
+        let url = self.client.current_url().await;
+        self.must("the URL", url).await.to_string()
     }
 
     /// The page's title.
     pub async fn title(&self) -> String {
-        string(self.command(Method::GET, "/title", None).await)
+        self.must("the title", self.client.title().await).await
     }
 
     /// The first element matching `css`, or `None`.
     pub async fn try_find(&self, css: &str) -> Option<Element<'_>> {
-        self.locate("", css).await
+        self.found(css, self.client.find(Locator::Css(css)).await)
+            .await
     }
 
     /// The first element matching `css`; fails the test when there is none.
@@ -321,26 +318,17 @@ impl Browser {
 
     /// Every element matching `css`, in document order.
     pub async fn find_all(&self, css: &str) -> Vec<Element<'_>> {
-        self.locate_all("", css).await
+        let found = self.client.find_all(Locator::Css(css)).await;
+        let found = self.must(format!("find {css:?}"), found).await;
+        found.into_iter().map(|e| self.element(e, css)).collect()
     }
 
     /// Waits until an element matches `css`; returns it.
     pub async fn wait_for(&self, css: &str) -> Element<'_> {
-        let deadline = Instant::now() + self.wait;
-        loop {
-            if let Some(element) = self.try_find(css).await {
-                return element;
-            }
-            if Instant::now() > deadline {
-                return self
-                    .fail(&format!(
-                        "no element matched {css:?} within {:?}",
-                        self.wait
-                    ))
-                    .await;
-            }
-            actix_rt::time::sleep(POLL).await;
-        }
+        let wait = self.client.wait().at_most(WAIT).every(POLL);
+        let found = wait.for_element(Locator::Css(css)).await;
+        let what = format!("no element matched {css:?} within {WAIT:?}");
+        self.element(self.must(what, found).await, css)
     }
 
     /// The first element matching `css` that shows `text` (in its rendered text) now; when
@@ -351,68 +339,52 @@ impl Browser {
         let found = self
             .execute_with(FIND_TEXT, vec![json!(css), json!(text)])
             .await;
-        match &found["hit"] {
-            Value::Null => Err(found["seen"].clone()),
-            hit => Ok(self.element(hit, css)),
+        match found["hit"][ELEMENT_KEY].as_str() {
+            Some(id) => {
+                let hit = elements::Element::from_element_id(
+                    self.client.clone(),
+                    ElementRef::from(id.to_string()),
+                );
+                Ok(self.element(hit, css))
+            }
+            None => Err(found["seen"].clone()),
         }
     }
 
     /// Waits until an element matching `css` shows `text` (in its rendered text); returns it.
     pub async fn wait_for_text(&self, css: &str, text: &str) -> Element<'_> {
-        let deadline = Instant::now() + self.wait;
-        loop {
-            let seen = match self.find_text(css, text).await {
-                Ok(element) => return element,
-                Err(seen) => seen,
-            };
-            if Instant::now() > deadline {
-                return self
-                    .fail(&format!(
-                        "no {css:?} showed {text:?} within {:?}; they showed {seen}",
-                        self.wait
-                    ))
-                    .await;
-            }
-            actix_rt::time::sleep(POLL).await;
-        }
+        let what = format!("no {css:?} showed {text:?}");
+        self.poll(&what, async || {
+            self.find_text(css, text)
+                .await
+                .map_err(|seen| format!("they showed {seen}"))
+        })
+        .await
     }
 
     /// Clicks the first `css` element showing `text`; found again when a live page replaced it
     /// between the look and the click.
     pub async fn click_text(&self, css: &str, text: &str) {
-        let deadline = Instant::now() + self.wait;
-        loop {
+        let what = format!("{css:?} {text:?} clicked");
+        self.poll(&what, async || {
             let element = self.wait_for_text(css, text).await;
-            let path = format!("/element/{}/click", element.id);
-            match self.try_command(Method::POST, &path, Some(json!({}))).await {
-                Ok(_) => return,
-                Err(err) if Instant::now() > deadline => {
-                    return self.fail(&format!("{css:?} {text:?}/click: {err}")).await
-                }
-                Err(_) => actix_rt::time::sleep(POLL).await,
-            }
-        }
+            element.element.click().await.map_err(|err| err.to_string())
+        })
+        .await
     }
 
     /// Waits until the script `js` (a function body: `return …`) returns a truthy value;
     /// returns that value.
     pub async fn wait_until(&self, js: &str) -> Value {
-        let deadline = Instant::now() + self.wait;
-        loop {
+        self.poll(&format!("a truthy {js:?}"), async || {
             let value = self.execute(js).await;
             if truthy(&value) {
-                return value;
+                Ok(value)
+            } else {
+                Err(format!("it returned {value}"))
             }
-            if Instant::now() > deadline {
-                return self
-                    .fail(&format!(
-                        "{js:?} still returned {value} after {:?}",
-                        self.wait
-                    ))
-                    .await;
-            }
-            actix_rt::time::sleep(POLL).await;
-        }
+        })
+        .await
     }
 
     /// Waits until the page whose query string holds `part` has loaded: after a form's submit,
@@ -432,182 +404,163 @@ impl Browser {
 
     /// Runs `js` with `arguments` (an [`Element`] passes as [`Element::as_arg`]).
     pub async fn execute_with(&self, js: &str, arguments: Vec<Value>) -> Value {
-        let body = json!({"script": js, "args": arguments});
-        self.command(Method::POST, "/execute/sync", Some(body))
-            .await
+        let done = self.client.execute(js, arguments).await;
+        self.must(format!("script {js:?}"), done).await
     }
 
     /// Resizes the window so the page's viewport is `width`×`height` CSS pixels.
     pub async fn set_window_size(&self, width: u32, height: u32) {
-        let rect = json!({"width": width, "height": height});
-        self.command(Method::POST, "/window/rect", Some(rect)).await;
+        let done = self.client.set_window_size(width, height).await;
+        self.must("resize", done).await;
         // The window's frame, if any, is not the page's: make the viewport itself that size.
         let inner = self
             .execute("return [window.innerWidth, window.innerHeight]")
             .await;
         let (w, h) = (inner[0].as_u64(), inner[1].as_u64());
         if (w, h) != (Some(width.into()), Some(height.into())) {
-            let (w, h) = (w.unwrap_or(0) as i64, h.unwrap_or(0) as i64);
-            let rect = json!({
-                "width": 2 * i64::from(width) - w, "height": 2 * i64::from(height) - h,
-            });
-            self.command(Method::POST, "/window/rect", Some(rect)).await;
+            // Grown by what the frame takes: twice the size wanted, less the viewport it gave.
+            let grown = |want: u32, got: Option<u64>| {
+                u32::try_from((2 * u64::from(want)).saturating_sub(got.unwrap_or(0)))
+                    .unwrap_or(want)
+            };
+            let done = self
+                .client
+                .set_window_size(grown(width, w), grown(height, h))
+                .await;
+            self.must("resize", done).await;
         }
     }
 
     /// The element that has the keyboard focus.
     pub async fn active(&self) -> Element<'_> {
-        let found = self.command(Method::GET, "/element/active", None).await;
-        self.element(&found, "(the focused element)")
+        let found = self.client.active_element().await;
+        let found = self.must("the focused element", found).await;
+        self.element(found, "(the focused element)")
     }
 
-    /// Presses and releases `key` (a character or one of [`keys`]) where the focus is.
-    pub async fn press(&self, key: &str) {
-        let actions = json!({"actions": [{"type": "key", "id": "keyboard", "actions": [
-            {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key},
-        ]}]});
-        self.command(Method::POST, "/actions", Some(actions)).await;
+    /// Presses and releases `key` (a character or a [`fantoccini::key::Key`]) where the focus
+    /// is.
+    pub async fn press(&self, key: impl Into<char>) {
+        let value = key.into();
+        let keyboard = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down { value })
+            .then(KeyAction::Up { value });
+        let done = self.client.perform_actions(keyboard).await;
+        self.must(format!("press {value:?}"), done).await;
     }
 
     /// Presses Tab; returns the element that has the focus then.
     pub async fn press_tab(&self) -> Element<'_> {
-        self.press(keys::TAB).await;
+        self.press(fantoccini::key::Key::Tab).await;
         self.active().await
     }
 
     /// What the pages logged as errors (script errors, failed loads, refused by a policy)
     /// since the last call.
     pub async fn console_errors(&self) -> Vec<String> {
-        let log = self
-            .command(Method::POST, "/se/log", Some(json!({"type": "browser"})))
-            .await;
+        let log = self.client.issue_cmd(BrowserLog).await;
+        let log = self.must("the browser's log", log).await;
         let entries = log.as_array().cloned().unwrap_or_default();
         entries
             .into_iter()
             .filter(|entry| entry["level"] == "SEVERE")
-            .map(|entry| string(entry["message"].clone()))
+            .map(|entry| entry["message"].as_str().unwrap_or_default().to_string())
             .collect()
     }
 
     /// Saves what the viewport shows as `<target dir>/screenshots/{name}.png`; prints and
     /// returns the path.
     pub async fn screenshot(&self, name: &str) -> PathBuf {
-        let png = self.command(Method::GET, "/screenshot", None).await;
-        let path = save_png(name, &png);
+        let png = self.client.screenshot().await;
+        let path = save_png(name, &self.must("screenshot", png).await);
         println!("screenshot: {}", path.display());
         path
     }
 
-    fn element(&self, found: &Value, css: &str) -> Element<'_> {
-        let id = found[ELEMENT_KEY]
-            .as_str()
-            .unwrap_or_else(|| panic!("not an element reference: {found}"));
+    fn element(&self, element: elements::Element, css: &str) -> Element<'_> {
         Element {
             browser: self,
-            id: id.to_string(),
+            element,
             css: css.to_string(),
         }
     }
 
-    /// The first match of `css` under `parent` (`""` for the document, `/element/{id}`).
-    async fn locate(&self, parent: &str, css: &str) -> Option<Element<'_>> {
-        let query = json!({"using": "css selector", "value": css});
-        match self
-            .try_command(Method::POST, &format!("{parent}/element"), Some(query))
-            .await
-        {
-            Ok(found) => Some(self.element(&found, css)),
-            Err(err) if err.error == "no such element" => None,
+    /// The element `found` by `css`; `None` when there is none.
+    async fn found(
+        &self,
+        css: &str,
+        found: Result<elements::Element, CmdError>,
+    ) -> Option<Element<'_>> {
+        match found {
+            Ok(element) => Some(self.element(element, css)),
+            Err(err) if err.is_no_such_element() => None,
             Err(err) => self.fail(&format!("find {css:?}: {err}")).await,
         }
-    }
-
-    async fn locate_all(&self, parent: &str, css: &str) -> Vec<Element<'_>> {
-        let query = json!({"using": "css selector", "value": css});
-        let found = self
-            .command(Method::POST, &format!("{parent}/elements"), Some(query))
-            .await;
-        found
-            .as_array()
-            .map(|all| all.iter().map(|one| self.element(one, css)).collect())
-            .unwrap_or_default()
     }
 }
 
 /// An element of the page, found by a CSS selector.
 pub struct Element<'b> {
     browser: &'b Browser,
-    id: String,
+    element: elements::Element,
     /// How it was found, for messages.
     css: String,
 }
 
 impl<'b> Element<'b> {
-    async fn call(&self, method: Method, what: &str, body: Option<Value>) -> Value {
-        let path = format!("/element/{}{what}", self.id);
-        match self.browser.try_command(method, &path, body).await {
-            Ok(value) => value,
-            Err(err) => {
-                let css = &self.css;
-                self.browser.fail(&format!("{css:?}{what}: {err}")).await
-            }
-        }
+    /// What `done`, the outcome of `what` on it, holds; fails the test on an error.
+    async fn must<T>(&self, what: &str, done: Result<T, CmdError>) -> T {
+        let css = &self.css;
+        self.browser.must(format!("{css:?} {what}"), done).await
     }
 
     /// Clicks it (scrolled into view first); waits for a navigation it starts.
     pub async fn click(&self) {
-        self.call(Method::POST, "/click", Some(json!({}))).await;
+        self.must("click", self.element.click().await).await;
     }
 
-    /// Types `text` into it (characters or [`keys`]).
+    /// Types `text` into it (characters or [`fantoccini::key::Key`]s).
     pub async fn type_text(&self, text: &str) {
-        self.call(Method::POST, "/value", Some(json!({"text": text})))
-            .await;
+        self.must("type", self.element.send_keys(text).await).await;
     }
 
     /// Empties an input or text area.
     pub async fn clear(&self) {
-        self.call(Method::POST, "/clear", Some(json!({}))).await;
+        self.must("clear", self.element.clear().await).await;
     }
 
     /// Its rendered text.
     pub async fn text(&self) -> String {
-        string(self.call(Method::GET, "/text", None).await)
+        self.must("text", self.element.text().await).await
     }
 
     /// An attribute as written in the HTML (`None` when absent).
     pub async fn attr(&self, name: &str) -> Option<String> {
-        let value = self
-            .call(Method::GET, &format!("/attribute/{name}"), None)
-            .await;
-        value.as_str().map(str::to_string)
+        self.must(name, self.element.attr(name).await).await
     }
 
     /// The current value of an input, select or text area.
     pub async fn value(&self) -> String {
-        string(self.call(Method::GET, "/property/value", None).await)
+        let value = self.element.prop("value").await;
+        self.must("value", value).await.unwrap_or_default()
     }
 
     /// A computed CSS property (`outline-style`, `display`, …).
     pub async fn css_value(&self, property: &str) -> String {
-        string(
-            self.call(Method::GET, &format!("/css/{property}"), None)
-                .await,
-        )
+        let value = self.element.css_value(property).await;
+        self.must(property, value).await
     }
 
     /// Whether it is shown.
     pub async fn is_displayed(&self) -> bool {
-        self.call(Method::GET, "/displayed", None).await == Value::Bool(true)
+        let shown = self.element.is_displayed().await;
+        self.must("displayed", shown).await
     }
 
     /// The first element under it matching `css`; fails the test when there is none.
     pub async fn find(&self, css: &str) -> Element<'b> {
-        match self
-            .browser
-            .locate(&format!("/element/{}", self.id), css)
-            .await
-        {
+        let found = self.element.find(Locator::Css(css)).await;
+        match self.browser.found(css, found).await {
             Some(element) => element,
             None => {
                 let within = &self.css;
@@ -620,60 +573,26 @@ impl<'b> Element<'b> {
 
     /// Every element under it matching `css`.
     pub async fn find_all(&self, css: &str) -> Vec<Element<'b>> {
-        self.browser
-            .locate_all(&format!("/element/{}", self.id), css)
-            .await
+        let found = self.element.find_all(Locator::Css(css)).await;
+        let found = self.must(&format!("find {css:?}"), found).await;
+        let browser = self.browser;
+        found.into_iter().map(|e| browser.element(e, css)).collect()
     }
 
     /// Whether it is the same element of the page as `other`.
     pub fn same_as(&self, other: &Element<'_>) -> bool {
-        self.id == other.id
+        self.element.element_id() == other.element.element_id()
     }
 
     /// It as an argument of [`Browser::execute_with`] (`arguments[i]` in the script).
     pub fn as_arg(&self) -> Value {
-        json!({ ELEMENT_KEY: self.id })
-    }
-}
-
-/// One WebDriver request; its `value`, or the error it answered.
-async fn send(
-    http: &awc::Client,
-    method: Method,
-    url: &str,
-    body: Option<Value>,
-) -> Result<Value, WebDriverError> {
-    let request = http.request(method, url);
-    let sent = match body {
-        Some(body) => request.send_json(&body).await,
-        None => request.send().await,
-    };
-    let mut response = sent.map_err(|err| WebDriverError {
-        error: "no answer".into(),
-        message: err.to_string(),
-    })?;
-    let bytes = response
-        .body()
-        .limit(64 << 20)
-        .await
-        .map_err(|err| WebDriverError {
-            error: "unreadable answer".into(),
-            message: err.to_string(),
-        })?;
-    let mut answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    let value = answer["value"].take();
-    match value["error"].as_str() {
-        Some(error) if !response.status().is_success() => Err(WebDriverError {
-            error: error.to_string(),
-            message: value["message"].as_str().unwrap_or_default().to_string(),
-        }),
-        _ => Ok(value),
+        json!({ ELEMENT_KEY: self.element.element_id().to_string() })
     }
 }
 
 /// Where screenshots go: `$CARGO_TARGET_DIR/screenshots`, else the workspace's
 /// `target/screenshots`.
-pub fn screenshot_dir() -> PathBuf {
+fn screenshot_dir() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(|dir| manifest.join(dir))
@@ -681,24 +600,13 @@ pub fn screenshot_dir() -> PathBuf {
     target.join("screenshots")
 }
 
-/// Writes a base64 PNG as `{name}.png` in the screenshot dir.
-fn save_png(name: &str, base64_png: &Value) -> PathBuf {
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(base64_png.as_str().unwrap_or_default())
-        .expect("a base64 screenshot");
+/// Writes a PNG as `{name}.png` in the screenshot dir.
+fn save_png(name: &str, png: &[u8]) -> PathBuf {
     let dir = screenshot_dir();
     std::fs::create_dir_all(&dir).unwrap_or_else(|err| panic!("{}: {err}", dir.display()));
     let path = dir.join(format!("{name}.png"));
     std::fs::write(&path, png).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
     path
-}
-
-fn string(value: Value) -> String {
-    match value {
-        Value::String(text) => text,
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
 }
 
 /// Whether a script's result counts as true, as JavaScript would count it.
