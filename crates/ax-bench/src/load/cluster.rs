@@ -260,8 +260,8 @@ fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess>
         .env("AX_INSTANCE_ID", &instance_id)
         .env("AX_STORE_URL", &spec.store_url)
         .env("AX_REDIS_URL", spec.redis_url.as_deref().unwrap_or(""))
-        // The mock executor is one host standing for a whole fleet of executors: it is not
-        // capped as one real executor host is (64); the dispatchers' own bound (2 × 512) holds.
+        // The mock executor is one host standing for many executor hosts: it is not capped as
+        // one real executor host is (64); the dispatchers' own bound (2 × 512) holds.
         .env("AX_DISPATCH_MAX_IN_FLIGHT_PER_HOST", "100000")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())

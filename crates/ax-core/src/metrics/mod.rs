@@ -118,7 +118,8 @@ pub struct Metrics {
     dispatch_slow_handlers: AtomicU64,
     /// How long attempts waited for a slot of their executor host or member.
     pub slot_wait_seconds: Histogram,
-    /// By the fleet showing them: several ax apps in one process (tests) each keep their own.
+    /// By the executor groups showing them: several ax apps in one process (tests) each keep
+    /// their own.
     executor_members: Mutex<BTreeMap<u64, Vec<MemberGauge>>>,
 }
 
@@ -191,16 +192,16 @@ impl Metrics {
             .store(slow_handlers as u64, Ordering::Relaxed);
     }
 
-    /// The executor group members a fleet routes over now, replacing those it showed before;
-    /// `None` when the fleet is gone.
-    pub fn executor_members(&self, fleet: u64, members: Option<Vec<MemberGauge>>) {
+    /// The executor group members one process's groups (numbered `shown_as`) route over now,
+    /// replacing those they showed before; `None` when those groups are gone.
+    pub fn executor_members(&self, shown_as: u64, members: Option<Vec<MemberGauge>>) {
         let mut shown = self
             .executor_members
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match members {
-            Some(members) => shown.insert(fleet, members),
-            None => shown.remove(&fleet),
+            Some(members) => shown.insert(shown_as, members),
+            None => shown.remove(&shown_as),
         };
     }
 
@@ -213,7 +214,7 @@ impl Metrics {
             .flatten()
             .cloned()
             .collect();
-        // One series per member even when two fleets of one process route to it.
+        // One series per member even when two ax apps of one process route to it.
         members.sort_by(|a, b| (&a.group, &a.member).cmp(&(&b.group, &b.member)));
         members.dedup_by(|a, b| (&a.group, &a.member) == (&b.group, &b.member));
         type Gauge = (&'static str, &'static str, fn(&MemberGauge) -> u64);

@@ -6,7 +6,7 @@ pub mod cluster;
 pub mod dispatch;
 pub mod feed;
 pub mod fire;
-pub mod fleet;
+pub mod groups;
 pub mod health;
 mod in_flight;
 pub mod lock;

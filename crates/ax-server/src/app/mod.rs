@@ -22,7 +22,7 @@ use crate::actors::cluster::{ClockWatch, ClusterActor, ClusterHandle};
 use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
 use crate::actors::feed::FeedActor;
 use crate::actors::fire::FireContext;
-use crate::actors::fleet::FleetSettings;
+use crate::actors::groups::GroupSettings;
 use crate::actors::health::Health;
 use crate::actors::lock::{LockActor, LockHandle};
 use crate::actors::redis_link::{LockError, RedisLink};
@@ -141,7 +141,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
         (&clock, &local, &clock_check),
     );
     // The first runs must see the executor groups, not wait a second for their refresh.
-    actors.dispatch.refresh_fleet().await;
+    actors.dispatch.refresh_groups().await;
     let state = ApiState {
         service: Service::new(
             ServiceActors {
@@ -317,7 +317,7 @@ impl Actors {
                 max_in_flight: config.dispatch.max_in_flight,
                 host_caps: config.dispatch.host_caps(),
                 lanes: config.dispatch.lanes(),
-                fleet: FleetSettings {
+                groups: GroupSettings {
                     failures_to_cool: config.executors.failures_to_cool,
                     cool_down_secs: config.executors.cool_down_secs,
                     member_ttl_secs: config.executors.member_ttl_secs,

@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::error::{Result, ServiceError};
 use super::Service;
-pub use crate::actors::fleet::MemberState;
+pub use crate::actors::groups::MemberState;
 use crate::actors::store::boxed;
 use ax_core::dispatch::routing::Routing;
 use ax_core::security::Principal;
@@ -90,7 +90,7 @@ impl Service {
             if created { "created:" } else { "replaced:" },
             input.members.len()
         );
-        self.dispatch.refresh_fleet().await;
+        self.dispatch.refresh_groups().await;
         let action = AuditAction::ExecutorGroupPut;
         self.audit(actor, action, format!("executor group {name}"), summary)
             .await;
@@ -175,7 +175,7 @@ impl Service {
             Err(tasks) => Err(ServiceError::GroupInUse { group: name, tasks }),
             Ok(false) => Err(ServiceError::GroupNotFound(name)),
             Ok(true) => {
-                self.dispatch.refresh_fleet().await;
+                self.dispatch.refresh_groups().await;
                 let target = format!("executor group {name}");
                 self.audit(
                     actor,
@@ -235,7 +235,7 @@ impl Service {
             Registered::Renewed => return Ok(false),
             Registered::Joined { group_created } => group_created,
         };
-        self.dispatch.refresh_fleet().await;
+        self.dispatch.refresh_groups().await;
         log::info!(
             "executor group `{group}`: member {url} joined (token `{}`)",
             actor.name
@@ -281,7 +281,7 @@ impl Service {
                 return Err(ServiceError::MemberHeld { group, url, holder })
             }
         }
-        self.dispatch.refresh_fleet().await;
+        self.dispatch.refresh_groups().await;
         log::info!(
             "executor group `{group}`: member {url} left (token `{}`)",
             actor.name

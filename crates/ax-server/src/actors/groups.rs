@@ -71,8 +71,8 @@ pub struct MemberState {
 type Pending = HashMap<Arc<str>, (SharedHealth, bool)>;
 
 /// The groups, their members' health, and the settings they are kept by.
-pub struct Fleet {
-    groups: RwLock<HashMap<String, Group>>,
+pub struct ExecutorGroups {
+    by_name: RwLock<HashMap<String, Group>>,
     /// By member URL (a server in two groups is one member's health).
     health: Mutex<HashMap<Arc<str>, Health>>,
     /// Changes of health seen here, written at the next refresh.
@@ -82,13 +82,13 @@ pub struct Fleet {
     rule: HealthRule,
     /// How long a registered member lives without a heartbeat, in seconds.
     member_ttl_secs: i64,
-    /// Which fleet's members `/metrics` shows.
+    /// Which groups' members `/metrics` shows (see `NEXT_SHOWN_AS`).
     shown_as: u64,
 }
 
-/// How the fleet is kept.
+/// How the executor groups' members are kept.
 #[derive(Debug, Clone, Copy)]
-pub struct FleetSettings {
+pub struct GroupSettings {
     pub failures_to_cool: u32,
     pub cool_down_secs: i64,
     pub member_ttl_secs: i64,
@@ -101,13 +101,14 @@ fn now_ms() -> i64 {
 /// Expired registrations are deleted this often (each process filters them out at once).
 const EXPIRY_EVERY_SECS: u64 = 10;
 
-/// Numbers the fleets of this process for `/metrics`.
-static FLEETS: AtomicU64 = AtomicU64::new(0);
+/// Numbers each `ExecutorGroups` of this process for `/metrics` (tests run several ax apps in
+/// one process).
+static NEXT_SHOWN_AS: AtomicU64 = AtomicU64::new(0);
 
-impl Fleet {
-    pub fn new(settings: FleetSettings) -> Fleet {
-        Fleet {
-            groups: RwLock::default(),
+impl ExecutorGroups {
+    pub fn new(settings: GroupSettings) -> ExecutorGroups {
+        ExecutorGroups {
+            by_name: RwLock::default(),
             health: Mutex::default(),
             pending: Mutex::default(),
             turns: AtomicU64::new(0),
@@ -116,7 +117,7 @@ impl Fleet {
                 cool_down_ms: settings.cool_down_secs * 1000,
             },
             member_ttl_secs: settings.member_ttl_secs,
-            shown_as: FLEETS.fetch_add(1, Ordering::Relaxed),
+            shown_as: NEXT_SHOWN_AS.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -130,7 +131,7 @@ impl Fleet {
     /// group's members not cooling down. `None` when the task's runs are not broadcast.
     pub fn broadcast_members(&self, executor: &TaskExecutor) -> Option<Vec<Arc<str>>> {
         let groups = self
-            .groups
+            .by_name
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let group = groups.get(&executor.group);
@@ -161,7 +162,7 @@ impl Fleet {
         in_flight: impl Fn(&str) -> usize,
     ) -> Route {
         let groups = self
-            .groups
+            .by_name
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(group) = groups.get(&executor.group) else {
@@ -238,7 +239,7 @@ impl Fleet {
     fn members_now(&self, in_flight: impl Fn(&str) -> usize) -> Vec<(String, String, MemberState)> {
         let now = now_ms();
         let groups = self
-            .groups
+            .by_name
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let health = self.health();
@@ -372,7 +373,7 @@ impl Fleet {
             }
         }
         *self
-            .groups
+            .by_name
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = groups;
     }
@@ -415,7 +416,7 @@ fn health_row(url: &str, shared: &SharedHealth) -> HealthRow {
     }
 }
 
-impl Drop for Fleet {
+impl Drop for ExecutorGroups {
     fn drop(&mut self) {
         metrics().executor_members(self.shown_as, None);
     }
