@@ -8,6 +8,7 @@
 
 pub mod attention;
 mod backends;
+mod chromedriver;
 pub mod events;
 mod redis_lease;
 pub mod smtp;
