@@ -21,7 +21,7 @@ async fn redis_node(instance_id: &str) -> LockHandle {
         .await
         .unwrap_or_else(|err| panic!("Redis lock at {}: {err}", redis_server()));
     assert!(link.is_up(), "{} answers", redis_server());
-    LockHandle::new(LockActor::redis(link, instance_id.to_string()).start())
+    LockHandle::new(LockActor::redis(link, instance_id.into()).start())
 }
 
 async fn redis() -> redis::aio::MultiplexedConnection {

@@ -784,7 +784,10 @@ async fn a_killed_process_runs_fired_ahead_go_out_within_5_s() {
         for task in &tasks {
             for row in crate::common::rows_of(&db, *task).await {
                 if row.scheduled_at.and_utc() > now {
-                    ahead.push((row.fired_by.clone(), row.request_id.as_str().to_string()));
+                    ahead.push((
+                        row.fired_by.to_string(),
+                        row.request_id.as_str().to_string(),
+                    ));
                 }
             }
         }

@@ -197,7 +197,7 @@ async fn due_attempts_and_claims(db: &Db) {
 
     // After a restart, node-b makes its own claims due at once; others' stay.
     let now = t + secs(10);
-    let recovered = recovery::recover_own(&mut conn(db).await, "node-b", at(now))
+    let recovered = recovery::recover_own(&mut conn(db).await, &"node-b".into(), at(now))
         .await
         .expect("recover_own");
     assert_eq!(recovered, 1);
@@ -211,7 +211,7 @@ async fn due_attempts_and_claims(db: &Db) {
         (Some(now), None, "node-b")
     );
     assert_eq!(
-        recovery::recover_own(&mut conn(db).await, "node-z", at(now))
+        recovery::recover_own(&mut conn(db).await, &"node-z".into(), at(now))
             .await
             .expect("recover_own"),
         0
@@ -230,19 +230,19 @@ async fn due_attempts_and_claims(db: &Db) {
     let sent = request_id();
     insert_run(db, &held(task.id, &sent, t + secs(2), t + secs(60))).await;
     let mut c = conn(db).await;
-    processes::begin_epoch(&mut c, "node-c", now.and_utc().timestamp(), at(now))
+    processes::begin_epoch(&mut c, &"node-c".into(), now.and_utc().timestamp(), at(now))
         .await
         .expect("begin_epoch");
     let through = (t + secs(2)).and_utc().timestamp();
-    let epoch = processes::begin_epoch(&mut c, "node-test", through, at(now - secs(5)))
+    let epoch = processes::begin_epoch(&mut c, &"node-test".into(), through, at(now - secs(5)))
         .await
         .expect("begin_epoch");
-    let fenced = recovery::fence_stale(&mut c, "node-b", at(now - secs(4)))
+    let fenced = recovery::fence_stale(&mut c, &"node-b".into(), at(now - secs(4)))
         .await
         .expect("fence_stale");
     assert_eq!(fenced, 0, "a promise 1 s old stands");
     // A promise made between another's look and its fence makes the fence miss.
-    let seen = processes::stale(&mut c, "node-b", at(now))
+    let seen = processes::stale(&mut c, &"node-b".into(), at(now))
         .await
         .expect("stale");
     assert_eq!(
@@ -253,7 +253,7 @@ async fn due_attempts_and_claims(db: &Db) {
     );
     assert!(processes::promise(
         &mut c,
-        "node-test",
+        &"node-test".into(),
         epoch,
         through,
         at(now - secs(5)) + chrono::TimeDelta::milliseconds(1)
@@ -263,7 +263,7 @@ async fn due_attempts_and_claims(db: &Db) {
     assert!(!processes::fence(&mut c, &seen[0], at(now))
         .await
         .expect("fence"));
-    let taken = recovery::fence_stale(&mut c, "node-b", at(now))
+    let taken = recovery::fence_stale(&mut c, &"node-b".into(), at(now))
         .await
         .expect("fence_stale");
     assert_eq!(taken, 1, "only the run fired for after the promise");
@@ -279,7 +279,7 @@ async fn due_attempts_and_claims(db: &Db) {
         "node-c's promise stands"
     );
     assert_eq!(
-        recovery::fence_stale(&mut c, "node-b", at(now))
+        recovery::fence_stale(&mut c, &"node-b".into(), at(now))
             .await
             .expect("fence_stale"),
         0,
@@ -287,15 +287,15 @@ async fn due_attempts_and_claims(db: &Db) {
     );
     // The fenced process's next promise fails; it takes a new epoch and promises under it.
     assert!(
-        !processes::promise(&mut c, "node-test", epoch, through + 1, at(now))
+        !processes::promise(&mut c, &"node-test".into(), epoch, through + 1, at(now))
             .await
             .expect("promise")
     );
-    let epoch = processes::begin_epoch(&mut c, "node-test", through + 1, at(now))
+    let epoch = processes::begin_epoch(&mut c, &"node-test".into(), through + 1, at(now))
         .await
         .expect("begin_epoch");
     assert!(
-        processes::promise(&mut c, "node-test", epoch, through + 2, at(now))
+        processes::promise(&mut c, &"node-test".into(), epoch, through + 2, at(now))
             .await
             .expect("promise")
     );
@@ -316,13 +316,13 @@ async fn due_attempts_and_claims(db: &Db) {
     let mut c = conn(db).await;
     processes::begin_epoch(
         &mut c,
-        "node-gone",
+        &"node-gone".into(),
         now.and_utc().timestamp() - 1,
         at(now - secs(10)),
     )
     .await
     .expect("begin_epoch");
-    let taken = recovery::fence_stale(&mut c, "node-b", at(now))
+    let taken = recovery::fence_stale(&mut c, &"node-b".into(), at(now))
         .await
         .expect("fence_stale");
     drop(c);
@@ -335,7 +335,7 @@ async fn due_attempts_and_claims(db: &Db) {
     let mut row = held(task.id, &own, now + millis(300), now + secs(40));
     row.fired_by = "node-b".into();
     insert_run(db, &row).await;
-    let recovered = recovery::recover_own(&mut conn(db).await, "node-b", at(now))
+    let recovered = recovery::recover_own(&mut conn(db).await, &"node-b".into(), at(now))
         .await
         .expect("recover_own");
     assert_eq!(recovered, 1);
@@ -435,7 +435,7 @@ async fn recovery_makes_own_claims_due_at_once(db: &Db) {
         "every fired run is claimed"
     );
 
-    let recovered = recovery::recover_own(&mut conn(db).await, "a", at(now))
+    let recovered = recovery::recover_own(&mut conn(db).await, &"a".into(), at(now))
         .await
         .expect("recover_own");
     assert_eq!(recovered, 2);
@@ -475,7 +475,7 @@ async fn recovery_makes_own_claims_due_at_once(db: &Db) {
     for rid in rows {
         kept.push(before(rid).await);
     }
-    let again = recovery::recover_own(&mut conn(db).await, "a", at(now))
+    let again = recovery::recover_own(&mut conn(db).await, &"a".into(), at(now))
         .await
         .expect("recover_own");
     assert_eq!(again, 0, "nothing left to recover");

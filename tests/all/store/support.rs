@@ -260,7 +260,7 @@ pub(crate) fn columns(row: &Run) -> Columns {
         row.claimed_until,
         row.deadline_at,
         row.finished_at,
-        row.fired_by.clone(),
+        row.fired_by.to_string(),
     )
 }
 

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::ids::TaskId;
+use crate::ids::TaskId;
 
 /// The delay of the run of `task_id` scheduled at `scheduled_at` (whole seconds), in
 /// `[0, jitter_secs]`; 0 without jitter.

@@ -1,4 +1,4 @@
-//! The run's lifecycle, in one home: its ids, its stored states, and every transition of its
+//! The run's lifecycle, in one home: its stored states, and every transition of its
 //! row (`on_event`). Pure logic, no I/O: the fire pipeline, the dispatchers, the callback, the
 //! supervisor and the API all ask this module what a run becomes, and the store applies the
 //! write it returns.
@@ -8,7 +8,6 @@ mod decided;
 pub mod feed;
 pub mod group_commit;
 pub mod history;
-mod ids;
 mod jitter;
 mod lifecycle;
 pub mod logs;
@@ -21,9 +20,9 @@ mod status;
 #[cfg(test)]
 mod tests;
 
+pub use crate::ids::{RequestId, RequestIdPrefix, TaskId};
 pub use codes::*;
 pub use decided::Decided;
-pub use ids::{RequestId, RequestIdPrefix, TaskId};
 pub use jitter::{jitter_offset, jittered};
 pub use lifecycle::{
     blind, dependency_deadline, ended_attempt, on_event, rejected_result, supersede,

@@ -1,9 +1,9 @@
 //! How a run's outcomes read in the log: one wording for a dispatcher's reply, a callback and a
 //! timeout, naming the task and the request.
 
-use super::ids::RequestId;
 use super::lifecycle::RunState;
 use super::status::RunStatus;
+use crate::ids::RequestId;
 use crate::text::Escaped;
 use crate::time::clock::rfc3339;
 

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::codes::{BUFFER_FULL_MESSAGE, OVERLAP_CODE, SKIP_MESSAGE};
-use super::ids::{RequestId, TaskId};
 use super::lifecycle::{Event, NewRun, RunState};
 use super::status::RunStatus;
+use crate::ids::{RequestId, TaskId};
 
 crate::text_enum! {
     /// What a run due while an earlier run of the same task is not final does.

@@ -1,8 +1,8 @@
 //! Broadcast shards: one run per live member of a group at fire time, the fire's shards
 //! counted as one run by its dependants.
 
-use super::ids::{RequestId, TaskId};
 use super::status::RunStatus;
+use crate::ids::{RequestId, TaskId};
 use chrono::{DateTime, Utc};
 
 /// A run's shard of its fire: `index` in `0..total`, sent to the executor as `shardIndex` and

@@ -147,7 +147,7 @@ fn recovered(claimant: &str, now: i64) -> Event {
 
 fn fenced(claimant: &str, unsent_from: i64, now: i64) -> Event {
     Event::Fenced {
-        claimant: claimant.to_string(),
+        claimant: claimant.into(),
         unsent_from: at(unsent_from),
         at: at(now),
     }

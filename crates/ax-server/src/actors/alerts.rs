@@ -5,6 +5,7 @@
 //! alerts about members and processes never delays them. What an alert
 //! says is `ax_core::alerting`'s; which rows are due and how a send settles is the store's.
 
+use ax_core::ids::ProcessId;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -43,7 +44,7 @@ pub struct AlertSettings {
     pub run_links: String,
     pub retry_for: chrono::Duration,
     pub send_timeout: Duration,
-    pub claimant: String,
+    pub claimant: ProcessId,
     /// How long the store or Redis may be out of reach before it alerts.
     pub outage_after: chrono::Duration,
     /// How long events about the members of a group (or about processes) gather before

@@ -3,6 +3,7 @@
 //! this process alone), and checks this process's clock against the cluster's reference clock,
 //! the database's: past the allowed skew the process fires and claims nothing.
 
+use ax_core::ids::ProcessId;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,7 +39,7 @@ fn heartbeat_key(instance_id: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Member {
-    pub instance_id: String,
+    pub instance_id: ProcessId,
     pub addr: String,
     #[serde(serialize_with = "rfc3339_serde")]
     pub started_at: DateTime<Utc>,
@@ -51,7 +52,7 @@ pub struct ClusterActor {
     redis: Option<RedisLink>,
     /// Where a process found gone is recorded for alerts.
     store: StoreHandle,
-    instance_id: String,
+    instance_id: ProcessId,
     /// This process, once its HTTP address is known (see `Announce`).
     me: Option<Member>,
     clock: ClockWatch,
@@ -69,7 +70,7 @@ pub struct ClockWatch {
 impl ClusterActor {
     /// A member of the cluster whose heartbeats are in `redis` (`None`: a cluster of one).
     pub fn new(
-        instance_id: String,
+        instance_id: ProcessId,
         redis: Option<RedisLink>,
         store: StoreHandle,
         clock: ClockWatch,
@@ -206,7 +207,7 @@ async fn redis_heartbeat(link: RedisLink, me: Member) -> Result<(), LockError> {
         .ignore()
         .cmd("SADD")
         .arg(MEMBERS_KEY)
-        .arg(&me.instance_id)
+        .arg(me.instance_id.as_str())
         .ignore();
     link.call(CALL_WAIT, async |conn| {
         pipe.query_async::<()>(&mut *conn).await
@@ -287,14 +288,14 @@ async fn record_left(store: &StoreHandle, id: String) {
     }
 }
 
-async fn redis_leave(link: RedisLink, instance_id: String) {
+async fn redis_leave(link: RedisLink, instance_id: ProcessId) {
     let mut pipe = redis::pipe();
     pipe.cmd("DEL")
         .arg(heartbeat_key(&instance_id))
         .ignore()
         .cmd("SREM")
         .arg(MEMBERS_KEY)
-        .arg(&instance_id)
+        .arg(instance_id.as_str())
         .ignore();
     // Leaving is a courtesy: a heartbeat left behind expires by itself.
     let _ = link

@@ -5,6 +5,7 @@
 //! dispatch; they reach the dispatchers through [`Release::dispatch_in_time`], never before
 //! their rows are committed. The wheel paces both stages (`ax_core::wheel::pace`).
 
+use ax_core::ids::ProcessId;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -33,7 +34,7 @@ pub struct FireContext {
     pub lock: LockHandle,
     pub store: StoreHandle,
     pub dispatch: DispatchHandle,
-    pub instance_id: String,
+    pub instance_id: ProcessId,
     /// Most runs per store transaction.
     pub batch_size: usize,
     /// How long a run waits for its upstreams, unless its task says otherwise.

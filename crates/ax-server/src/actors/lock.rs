@@ -8,6 +8,7 @@
 //! The cluster's heartbeats are `actors::cluster`'s; the connection to Redis, and what is
 //! known of its reach, `actors::redis_link`'s.
 
+use ax_core::ids::ProcessId;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -70,12 +71,12 @@ enum Backend {
 /// The actor holding the lock backend.
 pub struct LockActor {
     backend: Backend,
-    instance_id: String,
+    instance_id: ProcessId,
 }
 
 impl LockActor {
     /// An in-process lock.
-    pub fn local(instance_id: String) -> Self {
+    pub fn local(instance_id: ProcessId) -> Self {
         LockActor {
             backend: Backend::Local(LocalLocks::default()),
             instance_id,
@@ -83,7 +84,7 @@ impl LockActor {
     }
 
     /// A lock in Redis.
-    pub fn redis(link: RedisLink, instance_id: String) -> Self {
+    pub fn redis(link: RedisLink, instance_id: ProcessId) -> Self {
         LockActor {
             backend: Backend::Redis(link),
             instance_id,
@@ -97,7 +98,7 @@ impl Actor for LockActor {
 
 async fn redis_acquire(
     link: RedisLink,
-    instance_id: String,
+    instance_id: ProcessId,
     task_ids: Vec<TaskId>,
 ) -> Result<Vec<bool>, LockError> {
     link.call(LOCK_WAIT, async |conn| {
@@ -105,7 +106,7 @@ async fn redis_acquire(
         for id in &task_ids {
             pipe.cmd("SET")
                 .arg(lock_key(*id))
-                .arg(&instance_id)
+                .arg(instance_id.as_str())
                 .arg("NX")
                 .arg("PX")
                 .arg(LOCK_TTL.as_millis() as u64);
@@ -132,7 +133,7 @@ async fn redis_acquire(
 
 async fn redis_release(
     link: RedisLink,
-    instance_id: String,
+    instance_id: ProcessId,
     task_ids: Vec<TaskId>,
 ) -> Result<(), LockError> {
     // One script call for the whole batch, atomic per key.
@@ -141,7 +142,7 @@ async fn redis_release(
     for id in &task_ids {
         eval.arg(lock_key(*id));
     }
-    eval.arg(&instance_id);
+    eval.arg(instance_id.as_str());
     link.call(LOCK_WAIT, async |conn| {
         eval.query_async::<()>(&mut *conn).await
     })

@@ -5,6 +5,7 @@
 //! offers due attempts (retries, and runs whose dispatcher died) to the wheel, and sends RUNNING
 //! runs past their deadline to the retry path.
 
+use ax_core::ids::ProcessId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,7 +97,7 @@ pub struct SupervisorActor {
     store: StoreHandle,
     wheel: WheelHandle,
     /// This process, which fences the others.
-    instance_id: String,
+    instance_id: ProcessId,
     running: Vec<Job>,
     /// How far the window has been loaded.
     loaded_until: Option<DateTime<Utc>>,
@@ -112,7 +113,7 @@ impl SupervisorActor {
         (clock, clock_check): (SharedClock, Arc<ClockCheck>),
         store: StoreHandle,
         wheel: WheelHandle,
-        instance_id: String,
+        instance_id: ProcessId,
     ) -> Self {
         SupervisorActor {
             settings,

@@ -213,7 +213,7 @@ impl From<Run> for RunView {
             code: run.callback_code,
             message: run.callback_message,
             deadline_at: run.deadline_at.map(time),
-            fired_by: run.fired_by,
+            fired_by: run.fired_by.into(),
             created_at: time(run.created_at),
             finished_at: run.finished_at.map(time),
             next_attempt_at: run.next_attempt_at.map(time),

@@ -2,6 +2,7 @@
 
 pub mod http_errors;
 
+use ax_core::ids::ProcessId;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -109,7 +110,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     let db = Db::connect(&config.store.url, config.store.pool_size).await?;
     log::info!("store: {} ({})", db.backend(), config.store.url);
     let identity = Identity::claim(&db, claim, config.server.instance_id.as_deref()).await?;
-    let instance_id = identity.id().to_string();
+    let instance_id = ProcessId::from(identity.id());
     let clock_check = Arc::new(ClockCheck::default());
     check_clock(&db, &clock, &clock_check, config.cluster.max_clock_skew_ms).await?;
     let local = clock;
@@ -297,7 +298,7 @@ impl Actors {
         db: Db,
         redis: Option<RedisLink>,
         security: &Security,
-        (instance_id, epoch, served_on): (&str, i64, SocketAddr),
+        (instance_id, epoch, served_on): (&ProcessId, i64, SocketAddr),
         (clock, local, clock_check): (&SharedClock, &SharedClock, &Arc<ClockCheck>),
     ) -> Actors {
         let gate = SendGate::default();
@@ -322,7 +323,7 @@ impl Actors {
                     cool_down_secs: config.executors.cool_down_secs,
                     member_ttl_secs: config.executors.member_ttl_secs,
                 },
-                claimant: instance_id.to_string(),
+                claimant: instance_id.clone(),
                 clock: clock.clone(),
                 gate: gate.clone(),
             },
@@ -330,8 +331,8 @@ impl Actors {
             security,
         );
         let lock_actor = match &redis {
-            Some(link) => LockActor::redis(link.clone(), instance_id.to_string()),
-            None => LockActor::local(instance_id.to_string()),
+            Some(link) => LockActor::redis(link.clone(), instance_id.clone()),
+            None => LockActor::local(instance_id.clone()),
         }
         .start();
         let lock = LockHandle::new(lock_actor.clone());
@@ -342,7 +343,7 @@ impl Actors {
             logged: None,
         };
         let cluster_actor = ClusterActor::new(
-            instance_id.to_string(),
+            instance_id.clone(),
             redis.clone(),
             store.clone(),
             clock_watch,
@@ -353,7 +354,7 @@ impl Actors {
             lock: lock.clone(),
             store: store.clone(),
             dispatch: dispatch.clone(),
-            instance_id: instance_id.to_string(),
+            instance_id: instance_id.clone(),
             batch_size: config.store.batch_size,
             dependency_timeout_secs: config.scheduler.dependency_timeout_secs,
             clock_check: clock_check.clone(),
@@ -386,7 +387,7 @@ impl Actors {
             (clock.clone(), clock_check.clone()),
             store.clone(),
             WheelHandle::new(wheel.clone()),
-            instance_id.to_string(),
+            instance_id.clone(),
         )
         .start();
         let alerts = AlertActor::new(
@@ -455,7 +456,11 @@ impl Actors {
 
 /// How alerts are folded and sent, from `alerts.*`; their links lead to the console where
 /// this process serves it (`served_on`) unless `alerts.console_url` says where people reach it.
-fn alert_settings(config: &Config, instance_id: &str, served_on: SocketAddr) -> AlertSettings {
+fn alert_settings(
+    config: &Config,
+    instance_id: &ProcessId,
+    served_on: SocketAddr,
+) -> AlertSettings {
     let alerts = &config.alerts;
     let console_url = crate::console::paths::console_base(
         alerts.console_url.as_deref(),
@@ -469,7 +474,7 @@ fn alert_settings(config: &Config, instance_id: &str, served_on: SocketAddr) -> 
         run_links,
         retry_for: chrono::Duration::seconds(alerts.retry_for_secs),
         send_timeout: Duration::from_millis(alerts.send_timeout_ms),
-        claimant: instance_id.to_string(),
+        claimant: instance_id.clone(),
         outage_after: chrono::Duration::seconds(alerts.outage_secs),
         group_window: chrono::Duration::seconds(alerts.group_window_secs),
     }
@@ -550,7 +555,7 @@ async fn check_clock(
 /// `ax_core::cluster::fencing`): it has sent nothing yet.
 async fn recover_own_runs(
     db: &Db,
-    instance_id: &str,
+    instance_id: &ProcessId,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<i64, StoreError> {
     let mut conn = db.conn().await?;

@@ -5,6 +5,7 @@
 use crate::actors::alerts::AlertActor;
 use crate::actors::feed::FeedActor;
 use actix::Addr;
+use ax_core::ids::ProcessId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -49,7 +50,7 @@ pub struct Service {
     dispatch: DispatchHandle,
     cluster: ClusterHandle,
     clock: SharedClock,
-    instance_id: String,
+    instance_id: ProcessId,
     /// Most backfilled runs of a task due per second.
     backfill_per_sec: i64,
     executors: ExecutorsConfig,
@@ -84,7 +85,7 @@ impl Service {
     pub fn new(
         actors: ServiceActors,
         clock: SharedClock,
-        instance_id: String,
+        instance_id: ProcessId,
         config: &Config,
     ) -> Self {
         let ServiceActors {

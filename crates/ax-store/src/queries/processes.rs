@@ -1,6 +1,7 @@
 //! Each ax process's promise of what it may have sent (`ax_process`; see `ax_core::cluster::fencing`):
 //! the epoch it holds, the second it may have sent fired runs through, when it last said so.
 
+use ax_core::ids::ProcessId;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -12,7 +13,7 @@ use crate::{from_db, to_db, Conn, StoreError};
 /// A process's promise as another process read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seen {
-    pub instance_id: String,
+    pub instance_id: ProcessId,
     pub epoch: i64,
     pub sent_through: i64,
     pub renewed_at: DateTime<Utc>,
@@ -22,7 +23,7 @@ pub struct Seen {
 /// `second` (or stays the later one it had). Answers the epoch.
 pub async fn begin_epoch(
     conn: &mut Conn,
-    instance_id: &str,
+    instance_id: &ProcessId,
     second: i64,
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
@@ -65,7 +66,7 @@ pub async fn begin_epoch(
 /// it was fenced and holds the epoch no longer.
 pub async fn promise(
     conn: &mut Conn,
-    instance_id: &str,
+    instance_id: &ProcessId,
     epoch: i64,
     second: i64,
     now: DateTime<Utc>,
@@ -85,10 +86,10 @@ pub async fn promise(
 /// not fenced since.
 pub async fn stale(
     conn: &mut Conn,
-    me: &str,
+    me: &ProcessId,
     before: DateTime<Utc>,
 ) -> Result<Vec<Seen>, StoreError> {
-    let rows: Vec<(String, i64, i64, chrono::NaiveDateTime)> = with_conn!(conn, |c| {
+    let rows: Vec<(ProcessId, i64, i64, chrono::NaiveDateTime)> = with_conn!(conn, |c| {
         p::ax_process
             .filter(p::instance_id.ne(me))
             .filter(p::renewed_at.lt(to_db(before)))

@@ -13,6 +13,7 @@ use crate::rows::schema::ax_instance::dsl as i;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
 use ax_core::cluster::fencing::STALE_AFTER;
+use ax_core::ids::ProcessId;
 use ax_core::run::{on_event, Event, RequestId, RetryPolicy, RunStatus, TaskId, Write};
 
 /// Applies a lapse event (`Recovered`, `Fenced`) to these runs. Returns how many changed.
@@ -42,7 +43,7 @@ async fn lapse_claims(
 /// the claims would have lapsed.
 pub async fn recover_own(
     conn: &mut Conn,
-    instance_id: &str,
+    instance_id: &ProcessId,
     now: DateTime<Utc>,
 ) -> Result<usize, StoreError> {
     let ids: Vec<RequestId> = with_conn!(conn, |c| i::ax_instance
@@ -53,7 +54,7 @@ pub async fn recover_own(
         .load(c)
         .await)?;
     let event = Event::Recovered {
-        claimant: instance_id.to_string(),
+        claimant: instance_id.clone(),
         at: now,
     };
     let mut changed = 0;
@@ -69,7 +70,7 @@ pub async fn recover_own(
 /// took.
 pub async fn fence_stale(
     conn: &mut Conn,
-    me: &str,
+    me: &ProcessId,
     now: DateTime<Utc>,
 ) -> Result<usize, StoreError> {
     let before = now - TimeDelta::from_std(STALE_AFTER).unwrap_or_default();

@@ -100,7 +100,10 @@ fn set_columns(change: &Change) -> Vec<(&'static str, Value)> {
         "finished_at =",
         change.finished_at.map(|at| Value::Time(to_db(at))),
     );
-    put("fired_by =", change.claimant.clone().map(Value::Text));
+    put(
+        "fired_by =",
+        change.claimant.clone().map(|c| Value::Text(c.into())),
+    );
     put(
         "dispatched_at =",
         change.dispatched_at.map(|at| Value::Time(to_db(at))),
@@ -129,7 +132,7 @@ fn expect_columns(expect: &Expect) -> Vec<(&'static str, Value)> {
         cond.push(("next_attempt_at =", Value::Time(to_db(at))));
     }
     if let Some(claimant) = &expect.claimant {
-        cond.push(("fired_by =", Value::Text(claimant.clone())));
+        cond.push(("fired_by =", Value::Text(claimant.to_string())));
     }
     cond
 }

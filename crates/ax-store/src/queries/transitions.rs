@@ -16,6 +16,7 @@ use crate::rows::schema::ax_instance::dsl as i;
 use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
+use ax_core::ids::ProcessId;
 use ax_core::run::{
     ended_attempt, on_event, Change, Decided, EndedAttempt, Event, RequestId, RetryLimits,
     RetryPolicy, RunState, RunStatus, TaskId, Write,
@@ -214,7 +215,7 @@ pub(super) type StateRow = (
     i32,
     Option<NaiveDateTime>,
     Option<NaiveDateTime>,
-    String,
+    ProcessId,
     NaiveDateTime,
     TaskId,
     Option<i32>,

@@ -8,6 +8,7 @@ use diesel::prelude::*;
 use super::schema::{ax_instance, ax_task};
 use super::time::{from_db, to_db};
 use ax_core::alerting::AlertRule;
+use ax_core::ids::ProcessId;
 use ax_core::plan::TaskSpec;
 use ax_core::run::{NewRun, OverlapPolicy, RequestId, RunStatus, Shard, TaskId, TriggerType};
 use ax_core::task::executor::TaskExecutor;
@@ -188,7 +189,7 @@ pub struct Run {
     pub callback_code: Option<String>,
     pub callback_message: Option<String>,
     pub deadline_at: Option<NaiveDateTime>,
-    pub fired_by: String,
+    pub fired_by: ProcessId,
     pub created_at: NaiveDateTime,
     pub finished_at: Option<NaiveDateTime>,
     /// READY and waiting: when its next attempt is due.
@@ -218,7 +219,7 @@ pub struct NewRunRow {
     pub scheduled_at: NaiveDateTime,
     pub trigger_at: NaiveDateTime,
     pub status: RunStatus,
-    pub fired_by: String,
+    pub fired_by: ProcessId,
     pub created_at: NaiveDateTime,
     /// Set for runs final at birth (`MISSED`).
     pub finished_at: Option<NaiveDateTime>,
@@ -251,7 +252,7 @@ pub struct RunOrigin {
     pub trigger_at: DateTime<Utc>,
     /// When it was planned.
     pub created_at: DateTime<Utc>,
-    pub fired_by: String,
+    pub fired_by: ProcessId,
     /// A manual run's params, when they override the task's.
     pub params: Option<String>,
 }

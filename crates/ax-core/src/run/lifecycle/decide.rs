@@ -1,5 +1,6 @@
 //! `on_event`: what each event does to a run whose row was read.
 
+use crate::ids::ProcessId;
 use chrono::{DateTime, Utc};
 
 use super::changes::{cancelled, deleted, finish, released, replaced};
@@ -135,7 +136,7 @@ fn first_attempt_due(run: &RunState) -> Result<Expect, Refusal> {
 fn claim(
     run: &RunState,
     attempt: i32,
-    claimant: &str,
+    claimant: &ProcessId,
     until: DateTime<Utc>,
     at: DateTime<Utc>,
 ) -> Result<Write, Refusal> {
@@ -158,7 +159,7 @@ fn claim(
             dispatched: Some(attempt),
             next_attempt_at: Some(None),
             claimed_until: Some(Some(until)),
-            claimant: Some(claimant.to_string()),
+            claimant: Some(claimant.clone()),
             ..Change::default()
         },
     })
@@ -170,13 +171,13 @@ fn claim(
 fn renew(
     run: &RunState,
     attempt: i32,
-    claimant: &str,
+    claimant: &ProcessId,
     until: DateTime<Utc>,
 ) -> Result<Write, Refusal> {
     if run.status != RunStatus::Ready || run.attempt != attempt || run.dispatched != attempt {
         return Err(Refusal::Superseded);
     }
-    if run.claimant != claimant {
+    if run.claimant != *claimant {
         return Err(Refusal::NotApplicable);
     }
     Ok(Write {

@@ -1,6 +1,7 @@
 //! What happens to a run: the events the lifecycle decides, and the results reported for an
 //! attempt.
 
+use crate::ids::ProcessId;
 use chrono::{DateTime, Utc};
 
 /// What happened to a run.
@@ -9,7 +10,7 @@ pub enum Event {
     /// A dispatcher takes the current attempt, due or with a lapsed claim, until `until`.
     Claim {
         attempt: i32,
-        claimant: String,
+        claimant: ProcessId,
         until: DateTime<Utc>,
         at: DateTime<Utc>,
     },
@@ -17,7 +18,7 @@ pub enum Event {
     /// its cap): its claim now lasts until `until`.
     Renewed {
         attempt: i32,
-        claimant: String,
+        claimant: ProcessId,
         until: DateTime<Utc>,
     },
     /// A handler's reply, a dispatch failure, or an executor's callback.
@@ -31,12 +32,15 @@ pub enum Event {
     /// The upstreams took longer than the dependency timeout.
     DependencyTimedOut { at: DateTime<Utc> },
     /// `claimant` restarted: nothing of its previous life is in flight, its claims lapse now.
-    Recovered { claimant: String, at: DateTime<Utc> },
+    Recovered {
+        claimant: ProcessId,
+        at: DateTime<Utc>,
+    },
     /// The claimant was fenced (its promise went stale, see `crate::cluster::fencing`) having sent
     /// no run fired for `unsent_from` or later: its claims on such runs lapse now. A run it
     /// may have sent keeps its claim until the claim expires.
     Fenced {
-        claimant: String,
+        claimant: ProcessId,
         unsent_from: DateTime<Utc>,
         at: DateTime<Utc>,
     },

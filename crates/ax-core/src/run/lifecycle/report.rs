@@ -1,6 +1,7 @@
 //! A result reported for an attempt: which attempt it counts for, what it does to the run,
 //! and the attempt it ends without ending the run.
 
+use crate::ids::ProcessId;
 use chrono::{DateTime, Utc};
 
 use super::changes::{finish, running};
@@ -32,7 +33,7 @@ pub struct EndedAttempt {
     pub code: Option<String>,
     pub message: Option<String>,
     /// The ax process that had claimed (and so dispatched) it.
-    pub process: String,
+    pub process: ProcessId,
     /// The executor group member that served it, as its reply said.
     pub member: Option<String>,
 }

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::run::ids::TaskId;
+use crate::ids::{ProcessId, TaskId};
 use crate::run::retry::RetryLimits;
 use crate::run::status::{RunStatus, DISPATCHABLE};
 
@@ -23,7 +23,7 @@ pub struct RunState {
     /// A dispatched READY run: when the dispatcher's claim lapses.
     pub claimed_until: Option<DateTime<Utc>>,
     /// The process that fired the run or last claimed its attempt.
-    pub claimant: String,
+    pub claimant: ProcessId,
     pub scheduled_at: DateTime<Utc>,
     /// The task's retry settings.
     pub retry: RetryLimits,
@@ -74,7 +74,7 @@ pub struct Expect {
     /// The row's attempt is due at exactly this time: a due attempt claimed on a stale read
     /// must not be taken once the run was held back and released again (its due time moved).
     pub next_attempt_at: Option<DateTime<Utc>>,
-    pub claimant: Option<String>,
+    pub claimant: Option<ProcessId>,
 }
 
 impl Expect {
@@ -132,7 +132,7 @@ pub struct Change {
     /// spent waiting (on upstreams or the overlap policy), not ax's lag.
     pub due_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
-    pub claimant: Option<String>,
+    pub claimant: Option<ProcessId>,
     /// Set by the first attempt's reply: when it was sent.
     pub dispatched_at: Option<DateTime<Utc>>,
     /// Set by a reply from an executor group's member: which one.

@@ -2,6 +2,7 @@
 //! its executor host or group member (or waits for one), and is held with this process's
 //! claim on it, kept renewed until its outcome is recorded.
 
+use ax_core::ids::ProcessId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,7 +30,7 @@ pub(super) struct Shared {
     /// The executor groups, routed over by attempts of tasks that name one.
     pub(super) groups: Arc<ExecutorGroups>,
     /// This process, as the claims it holds name it.
-    pub(super) claimant: String,
+    pub(super) claimant: ProcessId,
     /// The cluster's clock, which claims are written and compared by.
     pub(super) clock: SharedClock,
     /// This process's promises: a claim from before it was fenced or paused is checked again.

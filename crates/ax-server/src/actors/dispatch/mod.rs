@@ -10,6 +10,7 @@ mod record;
 mod reply;
 mod send;
 
+use ax_core::ids::ProcessId;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -154,7 +155,7 @@ pub struct DispatchSettings {
     /// How executor group members are kept.
     pub groups: GroupSettings,
     /// This process, as its claims name it.
-    pub claimant: String,
+    pub claimant: ProcessId,
     /// The cluster's clock (see `ax_core::time::clock::ReferenceClock`).
     pub clock: SharedClock,
     /// This process's promises (see `ax_core::cluster::fencing`).

@@ -1,5 +1,10 @@
-//! Ids as types: a function that takes a task id cannot be handed a run's, and each maps to its
-//! column once.
+//! Ids as types, in one place: a function that takes a task id cannot be handed a run's, nor a
+//! group's name a scene's, and each maps to its column once. Runs' and tasks' ids here, the
+//! names that serve as ids in `names`.
+
+mod names;
+
+pub use names::{GroupName, ProcessId, SceneName};
 
 use chrono::{DateTime, Utc};
 use diesel::backend::Backend;
