@@ -1,6 +1,7 @@
 //! `crates/ax-store/src/queries/executors.rs`: a registered member stays with the token that registered
 //! it, a defined one with the admins, and a group takes a capped number of registered members.
 
+use ax_core::ids::GroupName;
 use ax_store::queries::executors::{
     self, GroupSettings, Holder, Joining, MemberCap, Registered, Registrant, Unregistered,
 };
@@ -35,8 +36,9 @@ const ADMIN: Registrant<'static> = Registrant {
 
 /// Registers `url` into `group` with `by`, at most `max` live registered members.
 async fn join(db: &Db, group: &str, url: &str, by: Registrant<'_>, max: usize) -> Registered {
+    let group = GroupName::from(group);
     let joining = Joining {
-        group,
+        group: &group,
         url,
         capacity: None,
         by,
@@ -51,16 +53,22 @@ async fn join(db: &Db, group: &str, url: &str, by: Registrant<'_>, max: usize) -
 }
 
 async fn leave(db: &Db, group: &str, url: &str, by: Registrant<'_>) -> Unregistered {
-    executors::unregister(&mut conn(db).await, group, url, by, base())
+    executors::unregister(&mut conn(db).await, &group.into(), url, by, base())
         .await
         .expect("unregister")
 }
 
 async fn define(db: &Db, group: &str, members: &[&str]) {
     let members: Vec<String> = members.iter().map(|m| m.to_string()).collect();
-    executors::put_group(&mut conn(db).await, group, DEFAULTS, &members, base())
-        .await
-        .expect("put_group");
+    executors::put_group(
+        &mut conn(db).await,
+        &group.into(),
+        DEFAULTS,
+        &members,
+        base(),
+    )
+    .await
+    .expect("put_group");
 }
 
 async fn members_stay_with_their_token(db: &Db) {
@@ -187,7 +195,7 @@ async fn registrations_are_capped_per_group(db: &Db) {
         live_since: base() + secs(1),
     };
     let joining = Joining {
-        group: "payroll",
+        group: &"payroll".into(),
         url: &url(4),
         capacity: None,
         by: token("beta"),

@@ -147,14 +147,14 @@ async fn put_groups(conn: &Connection, groups: &[GroupEntry]) -> Result<Vec<Stri
     let mut lines = Vec::with_capacity(groups.len() + 1);
     for group in groups {
         put_group(conn, group).await?;
-        lines.push(match stored.contains_key(&group.name) {
+        lines.push(match stored.contains_key(group.name.as_str()) {
             true => format!("~ {} (replaced)", group.name),
             false => format!("+ {} (created)", group.name),
         });
     }
     let replaced = groups
         .iter()
-        .filter(|group| stored.contains_key(&group.name))
+        .filter(|group| stored.contains_key(group.name.as_str()))
         .count();
     lines.push(format!(
         "{} created, {replaced} replaced",

@@ -2,6 +2,7 @@
 //! each read as the API reads it, and compared with the stored ones. Pure: the caller reads
 //! the store.
 
+use ax_core::ids::GroupName;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -15,7 +16,7 @@ use ax_server::service::executors::GroupInput;
 /// to `PUT /api/executors/{name}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupEntry {
-    pub name: String,
+    pub name: GroupName,
     pub input: GroupInput,
     pub body: Value,
 }
@@ -87,11 +88,11 @@ pub fn group_keys_changed(want: &GroupInput, have: &GroupInput) -> Vec<&'static 
 pub fn group_changes(
     wanted: &[GroupEntry],
     stored: &BTreeMap<String, GroupInput>,
-) -> Vec<(String, GroupChange)> {
+) -> Vec<(GroupName, GroupChange)> {
     wanted
         .iter()
         .filter_map(|want| {
-            let change = match stored.get(&want.name) {
+            let change = match stored.get(want.name.as_str()) {
                 None => GroupChange::Create,
                 Some(have) => match group_keys_changed(&want.input, have) {
                     keys if keys.is_empty() => return None,

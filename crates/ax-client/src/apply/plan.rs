@@ -2,6 +2,7 @@
 //! pauses or resumes and which executor groups it writes, with how `apply` and `diff` print
 //! it. Pure: the caller reads the store (see `prepare`).
 
+use ax_core::ids::GroupName;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -27,7 +28,7 @@ pub struct Plan {
     /// Scenes to pause (`true`) or resume.
     pub scenes: Vec<(String, bool)>,
     /// Executor groups to create or replace, by name.
-    pub groups: Vec<(String, GroupChange)>,
+    pub groups: Vec<(GroupName, GroupChange)>,
 }
 
 impl Plan {

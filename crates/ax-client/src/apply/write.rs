@@ -21,7 +21,7 @@ const BULK_ITEMS: usize = 1000;
 pub(super) async fn write(conn: &Connection, prepared: &Prepared) -> Result<(), ApplyError> {
     let (plan, file) = (&prepared.plan, &prepared.file);
     for (name, _) in &plan.groups {
-        if let Some(group) = file.groups.iter().find(|group| &group.name == name) {
+        if let Some(group) = file.groups.iter().find(|group| group.name == *name) {
             put_group(conn, group).await?;
         }
     }

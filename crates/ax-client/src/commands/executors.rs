@@ -1,5 +1,6 @@
 //! `ax executors list|get`.
 
+use ax_core::ids::GroupName;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -23,12 +24,12 @@ pub enum ExecutorsCommand {
     /// One group and its members.
     Get {
         #[arg(value_parser = group)]
-        group: String,
+        group: GroupName,
     },
 }
 
 /// A group's name, checked as the API checks it.
-fn group(text: &str) -> Result<String, String> {
+fn group(text: &str) -> Result<GroupName, String> {
     group_name(text.to_string(), "GROUP").map_err(|err| err.to_string())
 }
 

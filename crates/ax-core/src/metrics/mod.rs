@@ -1,6 +1,7 @@
 //! Process metrics in the Prometheus text format: counters and histograms kept in atomics, so
 //! recording on hot paths costs an atomic add.
 
+use crate::ids::GroupName;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -126,7 +127,7 @@ pub struct Metrics {
 /// One executor group member's health and load in this process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberGauge {
-    pub group: String,
+    pub group: GroupName,
     pub member: String,
     pub healthy: bool,
     pub in_flight: usize,

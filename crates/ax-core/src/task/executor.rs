@@ -2,6 +2,7 @@
 //! on its members, and a routing of its own over the group's. Stored as JSON text in the
 //! task's `executor` column (NULL for a task with a handler URL).
 
+use crate::ids::GroupName;
 use diesel::sql_types::Text;
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +21,7 @@ use crate::dispatch::routing::Routing;
 #[diesel(sql_type = Text)]
 #[serde(deny_unknown_fields)]
 pub struct TaskExecutor {
-    pub group: String,
+    pub group: GroupName,
     /// Joined to a member's base URL (`crate::dispatch::routing::member_url`).
     #[serde(default)]
     pub path: String,

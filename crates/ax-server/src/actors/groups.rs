@@ -4,6 +4,7 @@
 //! seen here written in the same round trip. A dispatch reads only this cache. Which member an
 //! attempt goes to is `ax_core::dispatch::routing`'s decision; this shell holds the state it decides on.
 
+use ax_core::ids::GroupName;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -72,7 +73,7 @@ type Pending = HashMap<Arc<str>, (SharedHealth, bool)>;
 
 /// The groups, their members' health, and the settings they are kept by.
 pub struct ExecutorGroups {
-    by_name: RwLock<HashMap<String, Group>>,
+    by_name: RwLock<HashMap<GroupName, Group>>,
     /// By member URL (a server in two groups is one member's health).
     health: Mutex<HashMap<Arc<str>, Health>>,
     /// Changes of health seen here, written at the next refresh.
@@ -236,7 +237,10 @@ impl ExecutorGroups {
     }
 
     /// Each member of each group with its health and load here, as `(group, url, state)`.
-    fn members_now(&self, in_flight: impl Fn(&str) -> usize) -> Vec<(String, String, MemberState)> {
+    fn members_now(
+        &self,
+        in_flight: impl Fn(&str) -> usize,
+    ) -> Vec<(GroupName, String, MemberState)> {
         let now = now_ms();
         let groups = self
             .by_name
@@ -351,7 +355,7 @@ impl ExecutorGroups {
     }
 
     fn replace(&self, rows: Vec<GroupRow>, members: Vec<MemberRow>) {
-        let mut groups: HashMap<String, Group> = rows
+        let mut groups: HashMap<GroupName, Group> = rows
             .into_iter()
             .map(|row| {
                 let group = Group {

@@ -1,6 +1,7 @@
 //! `/api/executors`: executor groups, their members (defined, or registered by the executors
 //! themselves) and each member's health, shared by every ax process of the cluster.
 
+use ax_core::ids::GroupName;
 use std::collections::HashMap;
 
 use actix_web::{web, HttpResponse};
@@ -21,7 +22,7 @@ use ax_store::from_db;
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupView {
-    name: String,
+    name: GroupName,
     routing: String,
     max_in_flight: i32,
     updated_at: String,

@@ -1,6 +1,7 @@
 //! The errors of the service's operations.
 
 use super::task_details::TaskDetails;
+use ax_core::ids::GroupName;
 use ax_core::run::{RequestId, RunStatus, TaskId};
 use ax_store::queries::executors::Holder;
 use ax_store::queries::tasks::UpstreamProblem;
@@ -48,11 +49,14 @@ pub enum ServiceError {
     #[error("this ax process is shutting down; try another process or later")]
     ShuttingDown,
     #[error("no executor group `{0}`")]
-    GroupNotFound(String),
+    GroupNotFound(GroupName),
     #[error("executor group `{group}` is used by {} tasks: {}; give them another executor first", .tasks.len(), .tasks.join(", "))]
-    GroupInUse { group: String, tasks: Vec<String> },
+    GroupInUse {
+        group: GroupName,
+        tasks: Vec<String>,
+    },
     #[error("executor group `{group}` has no member {url}")]
-    MemberNotFound { group: String, url: String },
+    MemberNotFound { group: GroupName, url: String },
     /// An executor's token outside its groups (`server.tokens[N].groups`).
     #[error("the token `{token}` may register members into the executor groups {groups} only, not into `{group}`")]
     NotInGroups {
@@ -64,12 +68,12 @@ pub enum ServiceError {
     /// registered it.
     #[error("{}", held(.group, .url, *.holder))]
     MemberHeld {
-        group: String,
+        group: GroupName,
         url: String,
         holder: Holder,
     },
     #[error("executor group `{group}` holds {max} registered members already, the most executors.max_registered_members allows; another joins once one leaves or expires")]
-    GroupFull { group: String, max: usize },
+    GroupFull { group: GroupName, max: usize },
     /// An alert rule naming a channel that is not configured.
     #[error("{field}: {message}")]
     AlertRule { field: String, message: String },

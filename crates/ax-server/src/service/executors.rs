@@ -1,6 +1,7 @@
 //! Executor groups: their definitions, the members that register themselves, and what this
 //! process's dispatchers know of each member's health.
 
+use ax_core::ids::GroupName;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
@@ -65,7 +66,7 @@ impl Service {
     /// Creates or replaces group `name`; answers whether it was created.
     pub async fn put_executor_group(
         &self,
-        name: String,
+        name: GroupName,
         input: GroupInput,
         actor: &Principal,
     ) -> Result<bool> {
@@ -123,7 +124,7 @@ impl Service {
     }
 
     /// Group `name` with its live members and those gone in the last hour.
-    pub async fn executor_group(&self, name: String) -> Result<GroupDetails> {
+    pub async fn executor_group(&self, name: GroupName) -> Result<GroupDetails> {
         let now = self.clock.now();
         let (live_since, gone_since) = (self.live_since(now), self.gone_since(now));
         let wanted = name.clone();
@@ -157,7 +158,7 @@ impl Service {
     }
 
     /// Deletes group `name`, refused while tasks are dispatched to it.
-    pub async fn delete_executor_group(&self, name: String, actor: &Principal) -> Result<()> {
+    pub async fn delete_executor_group(&self, name: GroupName, actor: &Principal) -> Result<()> {
         let group = name.clone();
         let deleted = self
             .store
@@ -196,7 +197,7 @@ impl Service {
     /// Joining and leaving are audited, heartbeats not.
     pub async fn register_member(
         &self,
-        group: String,
+        group: GroupName,
         member: Registration,
         actor: &Principal,
     ) -> Result<bool> {
@@ -254,7 +255,7 @@ impl Service {
     /// executor's token for a member it did not register.
     pub async fn unregister_member(
         &self,
-        group: String,
+        group: GroupName,
         url: String,
         actor: &Principal,
     ) -> Result<()> {
@@ -328,7 +329,7 @@ fn may_join(actor: &Principal, group: &str) -> Result<()> {
 }
 
 /// Takes the rows of group `name` out of `rows`, keeping their order.
-fn take_group<T>(rows: &mut Vec<T>, name: &str, group_of: impl Fn(&T) -> &String) -> Vec<T> {
+fn take_group<T>(rows: &mut Vec<T>, name: &str, group_of: impl Fn(&T) -> &GroupName) -> Vec<T> {
     let (mine, rest) = std::mem::take(rows)
         .into_iter()
         .partition(|row| group_of(row) == name);

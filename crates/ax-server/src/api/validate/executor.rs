@@ -7,6 +7,7 @@ use super::handler_url::callable_url;
 use crate::error::ApiError;
 use crate::service::executors::{GroupInput, Registration, DEFAULT_MAX_IN_FLIGHT};
 use ax_core::dispatch::routing::{valid_group_name, Routing};
+use ax_core::ids::GroupName;
 use ax_core::security::Allowlist;
 use ax_core::task::executor::TaskExecutor;
 use ax_core::task::fields;
@@ -21,9 +22,9 @@ const MAX_IN_FLIGHT: i64 = crate::config::MAX_IN_FLIGHT_PER_HOST;
 const MAX_MEMBERS: usize = ax_core::dispatch::routing::MAX_DEFINED_MEMBERS;
 
 /// A group's name, as a path gives it.
-pub fn group_name(name: String, field: &str) -> Result<String, ApiError> {
+pub fn group_name(name: String, field: &str) -> Result<GroupName, ApiError> {
     if valid_group_name(&name) {
-        Ok(name)
+        Ok(name.into())
     } else {
         Err(ApiError::invalid(
             field,

@@ -1,6 +1,7 @@
 //! Members gone from their groups: removed with why, listed as gone for a while, and the
 //! registered ones not heard from dropped (with an alert event).
 
+use ax_core::ids::GroupName;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -39,7 +40,7 @@ impl Gone {
 #[diesel(table_name = crate::rows::schema::ax_member_gone)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct GoneRow {
-    pub group_name: String,
+    pub group_name: GroupName,
     pub url: String,
     pub gone_at: NaiveDateTime,
     pub reason: String,
@@ -53,7 +54,7 @@ pub const GONE_SHOWN_SECS: i64 = 3600;
 /// heartbeat may have come meanwhile). Inside the caller's transaction.
 pub(super) async fn remove_member(
     conn: &mut Conn,
-    (group, url): (&str, &str),
+    (group, url): (&GroupName, &str),
     why: Gone,
     now: NaiveDateTime,
     before: NaiveDateTime,
@@ -88,7 +89,7 @@ pub(super) async fn remove_member(
 }
 
 /// Member `url` of `group` is (back) in its group: no longer listed as gone.
-pub(super) async fn back(conn: &mut Conn, group: &str, url: &str) -> Result<(), StoreError> {
+pub(super) async fn back(conn: &mut Conn, group: &GroupName, url: &str) -> Result<(), StoreError> {
     with_conn!(conn, |c| diesel::delete(
         x::ax_member_gone
             .filter(x::group_name.eq(group))
@@ -102,7 +103,7 @@ pub(super) async fn back(conn: &mut Conn, group: &str, url: &str) -> Result<(), 
 /// The members gone from every group or from one since `since`, by group and newest first.
 pub async fn gone(
     conn: &mut Conn,
-    group: Option<&str>,
+    group: Option<&GroupName>,
     since: NaiveDateTime,
 ) -> Result<Vec<GoneRow>, StoreError> {
     Ok(with_conn!(conn, |c| {
@@ -133,7 +134,7 @@ pub async fn expire(
     )
     .execute(c)
     .await)?;
-    let stale: Vec<(String, String)> = with_conn!(conn, |c| m::ax_executor_member
+    let stale: Vec<(GroupName, String)> = with_conn!(conn, |c| m::ax_executor_member
         .filter(m::last_seen_at.lt(before))
         .select((m::group_name, m::url))
         .load(c)
@@ -145,7 +146,7 @@ pub async fn expire(
         Box::pin(async move {
             let mut gone = 0;
             for (group, url) in stale {
-                let member = (group.as_str(), url.as_str());
+                let member = (&group, url.as_str());
                 if remove_member(conn, member, Gone::Expired, now, before).await? {
                     gone += 1;
                     let why = "not heard from within the member TTL; dropped from its group";

@@ -1,5 +1,6 @@
 //! Executor groups as defined, and their members as read by the dispatchers.
 
+use ax_core::ids::GroupName;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -18,7 +19,7 @@ use ax_core::task::executor::TaskExecutor;
 #[diesel(table_name = crate::rows::schema::ax_executor_group)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct GroupRow {
-    pub name: String,
+    pub name: GroupName,
     pub routing: String,
     pub max_in_flight: i32,
     pub updated_at: NaiveDateTime,
@@ -29,7 +30,7 @@ pub struct GroupRow {
 #[diesel(table_name = crate::rows::schema::ax_executor_member)]
 #[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
 pub struct MemberRow {
-    pub group_name: String,
+    pub group_name: GroupName,
     pub url: String,
     pub position: i64,
     pub capacity: Option<i32>,
@@ -49,16 +50,12 @@ pub struct GroupSettings<'a> {
 /// that registered themselves; answers whether it was created. One transaction.
 pub async fn put_group(
     conn: &mut Conn,
-    name: &str,
+    name: &GroupName,
     settings: GroupSettings<'_>,
     members: &[String],
     now: NaiveDateTime,
 ) -> Result<bool, StoreError> {
-    let (name, routing, members) = (
-        name.to_string(),
-        settings.routing.to_string(),
-        members.to_vec(),
-    );
+    let (name, routing, members) = (name.clone(), settings.routing.to_string(), members.to_vec());
     let max_in_flight = settings.max_in_flight;
     conn.transaction(move |conn| {
         Box::pin(async move {
@@ -111,7 +108,7 @@ pub async fn put_group(
 /// `settings`; else it keeps its own.
 pub(super) async fn ensure_group(
     conn: &mut Conn,
-    name: &str,
+    name: &GroupName,
     settings: GroupSettings<'_>,
     now: NaiveDateTime,
     replace: bool,
@@ -161,7 +158,7 @@ pub(super) async fn ensure_group(
 /// registered at `now` with the token named `registered`.
 pub(super) async fn insert_member(
     conn: &mut Conn,
-    group: &str,
+    group: &GroupName,
     url: &str,
     capacity: Option<i32>,
     now: NaiveDateTime,
@@ -197,7 +194,7 @@ pub async fn groups(conn: &mut Conn) -> Result<Vec<GroupRow>, StoreError> {
 }
 
 /// Group `name`, if it exists.
-pub async fn group(conn: &mut Conn, name: &str) -> Result<Option<GroupRow>, StoreError> {
+pub async fn group(conn: &mut Conn, name: &GroupName) -> Result<Option<GroupRow>, StoreError> {
     Ok(with_conn!(conn, |c| g::ax_executor_group
         .filter(g::name.eq(name))
         .select(GroupRow::as_select())
@@ -210,7 +207,7 @@ pub async fn group(conn: &mut Conn, name: &str) -> Result<Option<GroupRow>, Stor
 /// one, by group and registration order.
 pub async fn members(
     conn: &mut Conn,
-    group: Option<&str>,
+    group: Option<&GroupName>,
     live_since: NaiveDateTime,
 ) -> Result<Vec<MemberRow>, StoreError> {
     let live = m::last_seen_at.is_null().or(m::last_seen_at.ge(live_since));
@@ -228,8 +225,8 @@ pub async fn members(
 }
 
 /// Deletes group `name` and its members; answers whether it existed.
-pub async fn delete_group(conn: &mut Conn, name: &str) -> Result<bool, StoreError> {
-    let name = name.to_string();
+pub async fn delete_group(conn: &mut Conn, name: &GroupName) -> Result<bool, StoreError> {
+    let name = name.clone();
     conn.transaction(move |conn| {
         Box::pin(async move {
             with_conn!(conn, |c| diesel::delete(
@@ -254,7 +251,7 @@ pub async fn delete_group(conn: &mut Conn, name: &str) -> Result<bool, StoreErro
 }
 
 /// The tasks dispatched to group `name`, as `scene/name`.
-pub async fn tasks_using(conn: &mut Conn, name: &str) -> Result<Vec<String>, StoreError> {
+pub async fn tasks_using(conn: &mut Conn, name: &GroupName) -> Result<Vec<String>, StoreError> {
     let rows: Vec<(String, String, Option<TaskExecutor>)> = with_conn!(conn, |c| t::ax_task
         .filter(t::executor.is_not_null())
         .order(t::id)
@@ -263,7 +260,7 @@ pub async fn tasks_using(conn: &mut Conn, name: &str) -> Result<Vec<String>, Sto
         .await)?;
     Ok(rows
         .into_iter()
-        .filter(|(_, _, executor)| executor.as_ref().is_some_and(|e| e.group == name))
+        .filter(|(_, _, executor)| executor.as_ref().is_some_and(|e| e.group == *name))
         .map(|(scene, task, _)| format!("{scene}/{task}"))
         .collect())
 }

@@ -1,6 +1,7 @@
 //! Members that register themselves: joining, renewing (a heartbeat), unregistering, and who
 //! may act on which member.
 
+use ax_core::ids::GroupName;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -46,7 +47,7 @@ pub enum Registered {
 /// A member registering itself, as [`register`] writes it.
 #[derive(Debug, Clone, Copy)]
 pub struct Joining<'a> {
-    pub group: &'a str,
+    pub group: &'a GroupName,
     pub url: &'a str,
     pub capacity: Option<i32>,
     pub by: Registrant<'a>,
@@ -80,7 +81,7 @@ pub async fn register(
         return Ok(Registered::Held);
     }
     let (group, url, token, routing) = (
-        joining.group.to_string(),
+        joining.group.clone(),
         joining.url.to_string(),
         joining.by.token.to_string(),
         defaults.routing.to_string(),
@@ -176,7 +177,11 @@ async fn renew(
 }
 
 /// Who holds member `url` of `group`, if it is there: an admin (defined) or a token.
-async fn holder(conn: &mut Conn, group: &str, url: &str) -> Result<Option<Holder>, StoreError> {
+async fn holder(
+    conn: &mut Conn,
+    group: &GroupName,
+    url: &str,
+) -> Result<Option<Holder>, StoreError> {
     let seen: Option<Option<NaiveDateTime>> = with_conn!(conn, |c| m::ax_executor_member
         .filter(m::group_name.eq(group))
         .filter(m::url.eq(url))
@@ -203,12 +208,12 @@ pub enum Unregistered {
 /// for an admin. It is listed as gone (it left).
 pub async fn unregister(
     conn: &mut Conn,
-    group: &str,
+    group: &GroupName,
     url: &str,
     by: Registrant<'_>,
     now: NaiveDateTime,
 ) -> Result<Unregistered, StoreError> {
-    let (group, url, token) = (group.to_string(), url.to_string(), by.token.to_string());
+    let (group, url, token) = (group.clone(), url.to_string(), by.token.to_string());
     let acts_on_any = by.acts_on_any;
     conn.transaction(move |conn| {
         Box::pin(async move {
