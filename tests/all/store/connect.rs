@@ -1,6 +1,7 @@
 //! `crates/ax-store/src/lib.rs`: connecting (migrations, the folders of a SQLite file, bad store URLs)
 //! and the conversion of times to and from the database (`to_db`, `from_db`).
 
+use ax_core::ids::SceneName;
 use std::time::{Duration, Instant};
 
 use ax_core::run::{Event, RunStatus};
@@ -308,9 +309,9 @@ async fn the_unique_names_migration_renames_clashes(store: TestStore) {
         ("b", "report"),
         ("a", "report (4)"),
     ];
-    let want: Vec<(String, String)> = want
+    let want: Vec<(SceneName, String)> = want
         .iter()
-        .map(|(s, n)| (s.to_string(), n.to_string()))
+        .map(|(s, n)| ((*s).into(), n.to_string()))
         .collect();
     assert_eq!(names, want);
     let clash = tasks::insert(&mut conn(&db).await, name("report", "a"), Vec::new()).await;

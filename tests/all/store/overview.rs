@@ -126,7 +126,7 @@ async fn pauses_note_since_when_and_by_whom(db: &Db) {
     assert!(rows.iter().all(|row| row.id != b.id));
 
     // A scene's pause: since when and by whom, until it is resumed.
-    tasks::pause_scene(&mut conn(db).await, "s2", at(5), "bob")
+    tasks::pause_scene(&mut conn(db).await, &"s2".into(), at(5), "bob")
         .await
         .expect("pause scene");
     let scenes = overview::paused_scenes(&mut conn(db).await)
@@ -140,7 +140,7 @@ async fn pauses_note_since_when_and_by_whom(db: &Db) {
             paused_by: Some("bob".into()),
         }]
     );
-    tasks::resume_scene(&mut conn(db).await, "s2", ax_store::from_db(at(6)))
+    tasks::resume_scene(&mut conn(db).await, &"s2".into(), ax_store::from_db(at(6)))
         .await
         .expect("resume scene");
     let scenes = overview::paused_scenes(&mut conn(db).await)

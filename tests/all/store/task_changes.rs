@@ -57,10 +57,10 @@ async fn every_change_of_a_task_is_in_the_feed(db: &Db) {
     tasks::resume(&mut conn(db).await, a.id, from_db(now))
         .await
         .expect("resume");
-    tasks::pause_scene(&mut conn(db).await, "s1", now, "ops")
+    tasks::pause_scene(&mut conn(db).await, &"s1".into(), now, "ops")
         .await
         .expect("pause scene");
-    tasks::resume_scene(&mut conn(db).await, "s1", from_db(now))
+    tasks::resume_scene(&mut conn(db).await, &"s1".into(), from_db(now))
         .await
         .expect("resume scene");
     let mut changed = fields("b", "s1", TaskStatus::Enabled, Some(t + secs(30)));

@@ -1,6 +1,7 @@
 //! `crates/ax-store/src/queries/tasks.rs`: task CRUD, the due scan (`due_until`), pause and resume of
 //! tasks and scenes, scene counts, and dependencies.
 
+use ax_core::ids::SceneName;
 use ax_core::run::TaskId;
 use ax_store::queries::task_pages::{self, Cursor, Keyset, Position, SortColumn, TaskSort};
 use ax_store::queries::tasks::{
@@ -395,7 +396,7 @@ async fn pause_tasks_and_scenes(db: &Db) {
     // The scene: its own state. Its enabled tasks (b and e) stop firing, and keep their own
     // state, version and time of change; the others are not touched.
     let pause_scene = |scene: &'static str, at: NaiveDateTime| async move {
-        tasks::pause_scene(&mut conn(db).await, scene, at, "ops")
+        tasks::pause_scene(&mut conn(db).await, &scene.into(), at, "ops")
             .await
             .expect("pause_scene")
     };
@@ -519,7 +520,7 @@ async fn resume_tasks_and_scenes(db: &Db) {
 
     // A scene not paused resumes nothing.
     let resume_scene = |scene: &'static str, now: NaiveDateTime| async move {
-        tasks::resume_scene(&mut conn(db).await, scene, from_db(now))
+        tasks::resume_scene(&mut conn(db).await, &scene.into(), from_db(now))
             .await
             .expect("resume_scene")
     };
@@ -529,7 +530,7 @@ async fn resume_tasks_and_scenes(db: &Db) {
     // A paused scene: a task resumed in it is enabled but has no next run until the scene is
     // resumed; then its enabled tasks fire again, each from then, and the task paused one by
     // one (q) stays paused.
-    tasks::pause_scene(&mut conn(db).await, "s2", again, "ops")
+    tasks::pause_scene(&mut conn(db).await, &"s2".into(), again, "ops")
         .await
         .expect("pause_scene");
     let p3 = insert_task(db, fields("p3", "s2", Paused, None)).await;
@@ -899,17 +900,18 @@ async fn registrations_of_a_scene_go_on_together_and_hold_its_pause(db: &Db) {
         }
 
         let scene = format!("paused-{round}");
+        let scene_name = SceneName::from(scene.as_str());
         let (registered, paused) = {
             let (mut a, mut b) = (conn(db).await, conn(db).await);
             futures_util::join!(
                 tasks::register(&mut a, items(&scene, &names, "* * * * * *"), false),
-                tasks::pause_scene(&mut b, &scene, now_db(), "ops"),
+                tasks::pause_scene(&mut b, &scene_name, now_db(), "ops"),
             )
         };
         registered.expect("register").expect("nothing refused");
         paused.expect("pause");
         let filter = TaskFilter {
-            scene: Some(scene.clone()),
+            scene: Some(scene.as_str().into()),
             ..TaskFilter::default()
         };
         let (stored, _) = tasks::list(&mut conn(db).await, &filter, page(100, 0))

@@ -332,7 +332,7 @@ async fn seed_tasks(conn: &mut MysqlConn, size: Size, now: DateTime<Utc>) -> any
                 .in_zone(Zone::parse(zone)?);
             let fields = TaskFields {
                 name: task_name(n),
-                scene: scene_of(n, u64::from(size.scenes)),
+                scene: scene_of(n, u64::from(size.scenes)).into(),
                 cron,
                 handler_url: NO_HANDLER.into(),
                 params: format!(r#"{{"shard":{},"batch":500}}"#, n % 16),

@@ -29,7 +29,7 @@ pub(super) async fn prepare(
     (file, tasks): (TaskFile, Vec<FileTask>),
     prune: bool,
 ) -> Result<Prepared, ApplyError> {
-    let mut scenes: BTreeSet<String> = tasks.iter().map(|t| t.input.scene.clone()).collect();
+    let mut scenes: BTreeSet<String> = tasks.iter().map(|t| t.input.scene.to_string()).collect();
     let named = upstreams::named_scenes(tasks.iter().flat_map(|t| &t.upstreams));
     // A name's prefix that is no scene name is a task's name with a `/`.
     scenes.extend(

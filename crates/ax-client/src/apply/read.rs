@@ -39,7 +39,7 @@ pub struct FileTask {
 
 impl FileTask {
     pub(super) fn key(&self) -> Key {
-        (self.input.scene.clone(), self.input.name.clone())
+        (self.input.scene.to_string(), self.input.name.clone())
     }
 }
 
@@ -132,7 +132,7 @@ pub(super) fn scene_pauses(value: Option<Value>) -> Result<BTreeMap<String, bool
         })?;
         match state.get("paused") {
             Some(Value::Bool(paused)) if state.as_object().is_some_and(|s| s.len() == 1) => {
-                pauses.insert(name, *paused);
+                pauses.insert(name.into(), *paused);
             }
             _ => return Err(ApplyError::PauseNotABool { scene }),
         }

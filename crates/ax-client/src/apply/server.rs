@@ -30,7 +30,7 @@ pub(super) async fn stored(
             let id = task["id"].as_i64().unwrap_or_default();
             let input = task_input(task_body(task), &allow_any)
                 .map_err(|source| ApplyError::StoredInvalid { id, source })?;
-            found.insert((input.scene.clone(), input.name.clone()), (id, input));
+            found.insert((input.scene.to_string(), input.name.clone()), (id, input));
         }
     }
     Ok(found)

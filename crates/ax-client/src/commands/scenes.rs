@@ -1,5 +1,6 @@
 //! `ax scenes list|pause|resume`.
 
+use ax_core::ids::SceneName;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -18,17 +19,17 @@ pub enum ScenesCommand {
     /// Pause a scene: none of its tasks fires until it is resumed.
     Pause {
         #[arg(value_parser = scene)]
-        scene: String,
+        scene: SceneName,
     },
     /// Resume a scene: its tasks fire again from now, but those paused one by one.
     Resume {
         #[arg(value_parser = scene)]
-        scene: String,
+        scene: SceneName,
     },
 }
 
 /// A scene's name, checked as the API checks it (it goes in a path as it is).
-fn scene(text: &str) -> Result<String, String> {
+fn scene(text: &str) -> Result<SceneName, String> {
     ax_server::api::validate::scene(text.to_string()).map_err(|err| err.to_string())
 }
 

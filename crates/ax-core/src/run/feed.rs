@@ -4,6 +4,7 @@
 //! changes of all, and nothing is added to the fire path. A run that passes through states
 //! between two looks shows the last one; an ended run is told once.
 
+use crate::ids::SceneName;
 use std::collections::HashMap;
 
 use chrono::NaiveDateTime;
@@ -119,7 +120,7 @@ impl Change {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Interest {
     pub task: Option<TaskId>,
-    pub scene: Option<String>,
+    pub scene: Option<SceneName>,
 }
 
 impl Interest {
@@ -343,7 +344,7 @@ mod tests {
         let wants = |task: Option<i64>, scene: Option<&str>| {
             Interest {
                 task: task.map(TaskId),
-                scene: scene.map(String::from),
+                scene: scene.map(SceneName::from),
             }
             .wants(&change)
         };

@@ -1,5 +1,6 @@
 //! `/api/tasks`: create, list, read, replace, delete, pause, resume and trigger tasks.
 
+use ax_core::ids::SceneName;
 use std::collections::HashMap;
 
 use actix_web::http::header;
@@ -91,7 +92,7 @@ pub async fn list(
         .map_err(|message| ApiError::invalid("label", message))?;
     let name = query.get("name");
     let filter = TaskFilter {
-        scene: query.get("scene").cloned(),
+        scene: query.get("scene").cloned().map(SceneName::from),
         status,
         name_like: name.map(|name| validate::exact_like(name)),
         label,

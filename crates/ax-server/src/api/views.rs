@@ -71,7 +71,7 @@ impl From<TaskDetails> for TaskView {
             version: task.version,
             params: serde_json::from_str(&task.params).unwrap_or(serde_json::Value::Null),
             name: task.name,
-            scene: task.scene,
+            scene: task.scene.into(),
             cron: task.cron,
             handler_url: Some(task.handler_url).filter(|_| task.executor.is_none()),
             executor: task.executor,

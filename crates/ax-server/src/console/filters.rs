@@ -1,6 +1,7 @@
 //! The console's URL queries: filters read from a page's query string (each error naming its
 //! field, to be shown beside it) and links that keep them.
 
+use ax_core::ids::SceneName;
 use std::collections::HashMap;
 
 use actix_web::HttpRequest;
@@ -110,7 +111,7 @@ pub fn task_filter(params: &Params) -> Result<TaskFilter, FilterError> {
         .map(|text| labels::filter(text).map_err(|message| FilterError::new("label", message)))
         .transpose()?;
     Ok(TaskFilter {
-        scene: params.get("scene").cloned(),
+        scene: params.get("scene").cloned().map(SceneName::from),
         status,
         name_like,
         label,
@@ -305,7 +306,7 @@ pub fn runs(params: &Params) -> Result<RunQuery, FilterError> {
         filter: RunFilter {
             task_id,
             task_ids: None,
-            scene: params.get("scene").cloned(),
+            scene: params.get("scene").cloned().map(SceneName::from),
             statuses,
             from,
             to,

@@ -3,6 +3,7 @@
 //! alert rule its tasks follow and its last alerts.
 
 use actix_web::{web, HttpResponse};
+use ax_core::ids::SceneName;
 use maud::{html, Markup};
 
 use super::alerts::{alert_section, rule_in_force, LATEST_ALERTS};
@@ -57,7 +58,7 @@ pub async fn detail(
     let counts = match scenes?.into_iter().find(|counts| counts.scene == scene) {
         Some(counts) => counts,
         None if own_rule.is_some() => SceneCounts {
-            scene,
+            scene: scene.to_string(),
             by_status: Default::default(),
             paused_at: None,
         },
@@ -239,7 +240,7 @@ fn confirm_page(visitor: &Visitor, counts: &SceneCounts, pausing: bool) -> Marku
 }
 
 /// The scene a form names, checked as the API checks it.
-fn scene_of(form: &Submitted) -> Result<String, ConsoleError> {
+fn scene_of(form: &Submitted) -> Result<SceneName, ConsoleError> {
     let scene = form.get("scene").unwrap_or_default().to_string();
     Ok(validate::scene(scene)?)
 }

@@ -5,6 +5,7 @@ use super::Service;
 use crate::actors::alerts::{TestChannel, TestError};
 use crate::actors::store::boxed;
 use ax_core::alerting::AlertRule;
+use ax_core::ids::SceneName;
 use ax_store::queries::alerts::{self, AlertFilter, AlertRow};
 
 impl Service {
@@ -17,7 +18,7 @@ impl Service {
     }
 
     /// A scene's own alert rule.
-    pub async fn scene_alerts(&self, scene: String) -> Result<Option<AlertRule>> {
+    pub async fn scene_alerts(&self, scene: SceneName) -> Result<Option<AlertRule>> {
         let stored = self
             .store
             .query(move |conn| boxed(async move { alerts::scene_rule(conn, &scene).await }))
@@ -27,7 +28,7 @@ impl Service {
     }
 
     /// Sets (or with `None` clears) a scene's own alert rule.
-    pub async fn set_scene_alerts(&self, scene: String, rule: Option<AlertRule>) -> Result<()> {
+    pub async fn set_scene_alerts(&self, scene: SceneName, rule: Option<AlertRule>) -> Result<()> {
         let text = rule.map(|rule| serde_json::to_string(&rule).unwrap_or_default());
         Ok(self
             .store

@@ -1,5 +1,6 @@
 //! Reads of the web console.
 
+use ax_core::ids::SceneName;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
@@ -139,7 +140,7 @@ impl Service {
     }
 
     /// The tasks of these (scene, name) pairs that exist.
-    pub async fn tasks_named(&self, pairs: Vec<(String, String)>) -> Result<Vec<Task>> {
+    pub async fn tasks_named(&self, pairs: Vec<(SceneName, String)>) -> Result<Vec<Task>> {
         Ok(self
             .store
             .query(move |conn| boxed(async move { tasks::find_named(conn, &pairs).await }))
@@ -171,7 +172,7 @@ impl Service {
     }
 
     /// Up to `limit` names of a scene's tasks, in order.
-    pub async fn names_in_scene(&self, scene: String, limit: i64) -> Result<Vec<String>> {
+    pub async fn names_in_scene(&self, scene: SceneName, limit: i64) -> Result<Vec<String>> {
         Ok(self
             .store
             .query(move |conn| {

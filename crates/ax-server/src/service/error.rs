@@ -1,7 +1,7 @@
 //! The errors of the service's operations.
 
 use super::task_details::TaskDetails;
-use ax_core::ids::GroupName;
+use ax_core::ids::{GroupName, SceneName};
 use ax_core::run::{RequestId, RunStatus, TaskId};
 use ax_store::queries::executors::Holder;
 use ax_store::queries::tasks::UpstreamProblem;
@@ -28,7 +28,7 @@ pub enum ServiceError {
     #[error("dependsOn would close a cycle: {0}")]
     Cycle(String),
     #[error("scene `{scene}` has a task named `{name}` already")]
-    NameTaken { scene: String, name: String },
+    NameTaken { scene: SceneName, name: String },
     #[error("another client registered one of these names meanwhile; nothing was written")]
     Raced,
     #[error("this scene and name are task {0}'s (set \"upsert\": true to update it)")]

@@ -2,6 +2,7 @@
 //! and the reasons a run's page gives (the upstream run that failed, how late a missed run
 //! was), each read in a bounded number of indexed queries.
 
+use ax_core::ids::SceneName;
 use chrono::{DateTime, Duration, Utc};
 
 use super::error::Result;
@@ -75,7 +76,7 @@ impl Service {
 
     /// A scene's tasks' runs of the last [`TIMELINE_HOURS`] and failures of the last
     /// [`FAILURE_DAYS`], over its first [`SCENE_TASKS`] tasks.
-    pub async fn scene_history(&self, scene: String) -> Result<SceneHistory> {
+    pub async fn scene_history(&self, scene: SceneName) -> Result<SceneHistory> {
         let mut tasks = self
             .store
             .query(move |conn| {

@@ -1,5 +1,6 @@
 //! Scenes: their pause and their task counts.
 
+use ax_core::ids::SceneName;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -23,7 +24,7 @@ pub struct SceneCounts {
 impl Service {
     /// Pauses a scene: none of its tasks fires, on any ax process, until it is resumed; their
     /// own state stays. Returns how many of its tasks stop firing (0 if it was paused already).
-    pub async fn pause_scene(&self, scene: String, actor: &Principal) -> Result<usize> {
+    pub async fn pause_scene(&self, scene: SceneName, actor: &Principal) -> Result<usize> {
         let now = to_db(self.clock.now());
         let (name, by) = (scene.clone(), actor.name.clone());
         let count = self
@@ -48,7 +49,7 @@ impl Service {
 
     /// Resumes a paused scene: its enabled tasks fire again, each from now; those paused one by
     /// one stay paused. Returns how many fire again.
-    pub async fn resume_scene(&self, scene: String, actor: &Principal) -> Result<usize> {
+    pub async fn resume_scene(&self, scene: SceneName, actor: &Principal) -> Result<usize> {
         let now = self.clock.now();
         let name = scene.clone();
         let resumed = self

@@ -27,7 +27,7 @@ pub(super) async fn with_details(
         .into_iter()
         .map(|task| TaskDetails {
             depends_on: upstreams.remove(&task.id).unwrap_or_default(),
-            scene_paused: paused.contains_key(&task.scene),
+            scene_paused: paused.contains_key(task.scene.as_str()),
             task,
         })
         .collect())

@@ -1,5 +1,6 @@
 //! A task's definition as the user gives it, validated.
 
+use ax_core::ids::SceneName;
 use chrono::{DateTime, Utc};
 
 use ax_core::alerting::AlertRule;
@@ -17,7 +18,7 @@ use ax_store::to_db;
 #[serde(rename_all = "camelCase")]
 pub struct TaskInput {
     pub name: String,
-    pub scene: String,
+    pub scene: SceneName,
     /// The expression and the zone it is matched in: `cron` and `timeZone`.
     #[serde(flatten, serialize_with = "schedule_fields")]
     pub cron: CronSchedule,

@@ -1,6 +1,7 @@
 //! What the timelines, the failure heat-maps and the run page's reasons read: each a bounded
 //! range of one index, whatever the number of runs stored.
 
+use ax_core::ids::SceneName;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -86,7 +87,7 @@ pub async fn failure_times(
 /// Up to `limit` of a scene's tasks, `(id, name)` by name (the `(scene, name)` index).
 pub async fn scene_tasks(
     conn: &mut Conn,
-    scene: &str,
+    scene: &SceneName,
     limit: i64,
 ) -> Result<Vec<(TaskId, String)>, StoreError> {
     Ok(with_conn!(conn, |c| t::ax_task

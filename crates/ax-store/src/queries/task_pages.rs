@@ -111,7 +111,7 @@ pub fn key_of(task: &Task, column: SortColumn) -> SortKey {
     match column {
         SortColumn::Id => SortKey::Id,
         SortColumn::Name => SortKey::Text(task.name.clone()),
-        SortColumn::Scene => SortKey::Text(task.scene.clone()),
+        SortColumn::Scene => SortKey::Text(task.scene.to_string()),
         SortColumn::Status => SortKey::Text(task.status.as_str().to_string()),
         SortColumn::NextRun => SortKey::Time(task.next_run_at),
     }

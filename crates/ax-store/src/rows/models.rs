@@ -8,7 +8,7 @@ use diesel::prelude::*;
 use super::schema::{ax_instance, ax_task};
 use super::time::{from_db, to_db};
 use ax_core::alerting::AlertRule;
-use ax_core::ids::ProcessId;
+use ax_core::ids::{ProcessId, SceneName};
 use ax_core::plan::TaskSpec;
 use ax_core::run::{NewRun, OverlapPolicy, RequestId, RunStatus, Shard, TaskId, TriggerType};
 use ax_core::task::executor::TaskExecutor;
@@ -43,7 +43,7 @@ ax_core::text_enum! {
 pub struct Task {
     pub id: TaskId,
     pub name: String,
-    pub scene: String,
+    pub scene: SceneName,
     pub cron: String,
     pub handler_url: String,
     pub params: String,
@@ -133,7 +133,7 @@ impl Task {
 #[diesel(treat_none_as_null = true)]
 pub struct TaskFields {
     pub name: String,
-    pub scene: String,
+    pub scene: SceneName,
     pub cron: String,
     pub handler_url: String,
     pub params: String,

@@ -194,7 +194,7 @@ proptest! {
                 let input = task_input(task_body(view.clone()), &Allowlist::default())
                     .expect("a valid view");
                 let id = view["id"].as_i64().unwrap_or_default();
-                ((input.scene.clone(), input.name.clone()), (id, input))
+                ((input.scene.to_string(), input.name.clone()), (id, input))
             })
             .collect();
         let keys: Vec<(Key, i64)> = stored.iter().map(|(k, (id, _))| (k.clone(), *id)).collect();

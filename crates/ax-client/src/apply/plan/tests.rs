@@ -21,7 +21,7 @@ fn input(name: &str, cron: &str) -> TaskInput {
 fn stored_as(tasks: &[(i64, TaskInput)]) -> BTreeMap<Key, (i64, TaskInput)> {
     tasks
         .iter()
-        .map(|(id, t)| ((t.scene.clone(), t.name.clone()), (*id, t.clone())))
+        .map(|(id, t)| ((t.scene.to_string(), t.name.clone()), (*id, t.clone())))
         .collect()
 }
 

@@ -1,5 +1,6 @@
 //! Task bodies: every rule of a task's definition, and bulk registrations.
 
+use ax_core::ids::SceneName;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -91,7 +92,7 @@ pub fn bulk(body: &[u8], allowlist: &Allowlist) -> Result<(Vec<TaskInput>, bool)
             ),
         ));
     }
-    let mut seen: HashMap<(String, String), usize> = HashMap::with_capacity(items.len());
+    let mut seen: HashMap<(SceneName, String), usize> = HashMap::with_capacity(items.len());
     let mut inputs = Vec::with_capacity(items.len());
     for (index, item) in items.into_iter().enumerate() {
         let input = task_input(item, allowlist).map_err(|err| err.in_item(index))?;
@@ -289,7 +290,7 @@ fn cron(text: String) -> Result<CronSchedule, ApiError> {
 }
 
 /// A scene name: it appears in URL paths, so letters, digits and `_ . : -` only.
-pub fn scene(value: String) -> Result<String, ApiError> {
+pub fn scene(value: String) -> Result<SceneName, ApiError> {
     let value = text(value, "scene", MAX_SCENE_CHARS)?;
     let allowed = |c: char| c.is_ascii_alphanumeric() || "_.:-".contains(c);
     if !value.chars().all(allowed) {
@@ -298,7 +299,7 @@ pub fn scene(value: String) -> Result<String, ApiError> {
             "scene may hold only letters, digits and _ . : -",
         ));
     }
-    Ok(value)
+    Ok(value.into())
 }
 
 /// Upstream task ids: distinct positive integers, at most `MAX_UPSTREAMS`.

@@ -87,7 +87,7 @@ impl Draft {
             .collect();
         Draft {
             name: task.name.clone(),
-            scene: task.scene.clone(),
+            scene: task.scene.to_string(),
             cron: task.cron.clone(),
             time_zone: task.time_zone.clone(),
             handler_url: task.handler_url.clone(),

@@ -51,7 +51,7 @@ pub(super) async fn editor(
 ) -> Result<HttpResponse, ConsoleError> {
     let suggestions = state
         .service
-        .names_in_scene(draft.scene_or_default().to_string(), SUGGESTED_NAMES)
+        .names_in_scene(draft.scene_or_default().into(), SUGGESTED_NAMES)
         .await?;
     let preview = preview(state, draft);
     let title = match target {

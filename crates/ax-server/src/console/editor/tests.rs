@@ -230,8 +230,8 @@ fn an_upstream_is_read_in_the_task_scene_first() {
     assert_eq!(
         candidates("ops", "reports/daily"),
         [
-            ("ops".to_string(), "reports/daily".to_string()),
-            ("reports".to_string(), "daily".to_string())
+            ("ops".into(), "reports/daily".to_string()),
+            ("reports".into(), "daily".to_string())
         ]
     );
     assert_eq!(candidates("ops", "daily").len(), 1);

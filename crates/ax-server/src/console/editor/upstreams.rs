@@ -1,6 +1,7 @@
 //! Upstream resolution: the dependency field names upstream tasks, one a line, as a task of
 //! its scene sees them; saving reads each name back to its task's id.
 
+use ax_core::ids::SceneName;
 use std::collections::HashMap;
 
 use crate::console::ConsoleError;
@@ -20,10 +21,10 @@ pub(super) fn upstream_name(scene: &str, upstream: &Task) -> String {
 
 /// The (scene, name) pairs a line of the dependency field may mean, in order of preference: a
 /// name in the task's own scene, else `scene/name` (scenes hold no `/`).
-pub(super) fn candidates(scene: &str, line: &str) -> Vec<(String, String)> {
-    let mut pairs = vec![(scene.to_string(), line.to_string())];
+pub(super) fn candidates(scene: &str, line: &str) -> Vec<(SceneName, String)> {
+    let mut pairs = vec![(scene.into(), line.to_string())];
     if let Some((other, name)) = line.split_once('/') {
-        pairs.push((other.to_string(), name.to_string()));
+        pairs.push((other.into(), name.to_string()));
     }
     pairs
 }
@@ -38,7 +39,7 @@ pub(super) async fn resolve_upstreams(
     if lines.is_empty() {
         return Ok(Vec::new());
     }
-    let wanted: Vec<(String, String)> = lines
+    let wanted: Vec<(SceneName, String)> = lines
         .iter()
         .flat_map(|line| candidates(scene, line))
         .collect();

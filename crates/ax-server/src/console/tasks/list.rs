@@ -53,7 +53,7 @@ pub async fn list(
     let paused_scenes = details
         .iter()
         .filter(|details| details.scene_paused)
-        .map(|details| details.task.scene.clone())
+        .map(|details| details.task.scene.to_string())
         .collect();
     let tasks: Vec<_> = details.into_iter().map(|details| details.task).collect();
     let last_runs = service
@@ -196,7 +196,7 @@ fn tasks_link(params: &Params, sort: TaskSort, cursor: Option<(&str, String)>) -
 
 fn task_row(task: &Task, listing: &Listing, selectable: bool) -> Markup {
     let last_run = listing.last_runs.get(&task.id);
-    let scene_paused = listing.paused_scenes.contains(&task.scene);
+    let scene_paused = listing.paused_scenes.contains(task.scene.as_str());
     html! {
         tr {
             @if selectable {

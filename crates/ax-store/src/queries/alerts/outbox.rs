@@ -1,5 +1,6 @@
 //! The outbox: its rows claimed, sent and settled by the senders, and listed.
 
+use ax_core::ids::SceneName;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -189,7 +190,7 @@ pub async fn settle_failed(
 pub struct AlertFilter {
     pub task: Option<TaskId>,
     /// Only alerts about this scene's tasks.
-    pub scene: Option<String>,
+    pub scene: Option<SceneName>,
     pub status: Option<AlertStatus>,
     /// Older than this (the last row of the page before): `(created_at, id, channel)`.
     pub before: Option<(NaiveDateTime, String, String)>,

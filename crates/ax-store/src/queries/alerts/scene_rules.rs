@@ -1,5 +1,6 @@
 //! A scene's own alert rule, kept in its row.
 
+use ax_core::ids::SceneName;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
@@ -8,7 +9,7 @@ use crate::with_conn;
 use crate::{Conn, StoreError};
 
 /// A scene's own rule (`None`: the default applies).
-pub async fn scene_rule(conn: &mut Conn, scene: &str) -> Result<Option<String>, StoreError> {
+pub async fn scene_rule(conn: &mut Conn, scene: &SceneName) -> Result<Option<String>, StoreError> {
     let rule: Option<Option<String>> = with_conn!(conn, |c| sc::ax_scene
         .filter(sc::scene.eq(scene))
         .select(sc::alerts)
@@ -21,7 +22,7 @@ pub async fn scene_rule(conn: &mut Conn, scene: &str) -> Result<Option<String>, 
 /// Sets a scene's own rule, as JSON (`None`: the default applies again).
 pub async fn set_scene_rule(
     conn: &mut Conn,
-    scene: &str,
+    scene: &SceneName,
     rule: Option<String>,
 ) -> Result<(), StoreError> {
     let updated = with_conn!(conn, |c| diesel::update(

@@ -1,6 +1,7 @@
 //! The run history: a run, a task's runs, pages of runs by filter and cursor, the stats' rows,
 //! and the retention that deletes old ones.
 
+use ax_core::ids::SceneName;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -74,7 +75,7 @@ pub struct RunFilter {
     pub task_id: Option<TaskId>,
     /// Runs of any of these tasks (those a name names); none when it is empty.
     pub task_ids: Option<Vec<TaskId>>,
-    pub scene: Option<String>,
+    pub scene: Option<SceneName>,
     /// Runs in any of these statuses; every status when it is empty.
     pub statuses: Vec<RunStatus>,
     /// Scheduled at or after.

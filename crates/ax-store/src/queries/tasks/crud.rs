@@ -1,6 +1,7 @@
 //! A task's CRUD: insert, find, list, update and delete, a change applying only to the
 //! versions it names.
 
+use ax_core::ids::SceneName;
 use chrono::{DateTime, Utc};
 use diesel::dsl::sql;
 use diesel::prelude::*;
@@ -140,7 +141,7 @@ pub async fn find_many(conn: &mut Conn, ids: Vec<TaskId>) -> Result<Vec<Task>, S
 /// The tasks of these (scene, name) pairs that exist.
 pub async fn find_named(
     conn: &mut Conn,
-    pairs: &[(String, String)],
+    pairs: &[(SceneName, String)],
 ) -> Result<Vec<Task>, StoreError> {
     let mut scenes: Vec<&str> = pairs.iter().map(|(scene, _)| scene.as_str()).collect();
     let mut names: Vec<&str> = pairs.iter().map(|(_, name)| name.as_str()).collect();
@@ -207,7 +208,7 @@ pub async fn scene_names(conn: &mut Conn, limit: i64) -> Result<Vec<String>, Sto
 /// Up to `limit` names of a scene's tasks, in order (the `(scene, name)` index reads them).
 pub async fn names_in_scene(
     conn: &mut Conn,
-    scene: &str,
+    scene: &SceneName,
     limit: i64,
 ) -> Result<Vec<String>, StoreError> {
     Ok(with_conn!(conn, |c| t::ax_task

@@ -19,6 +19,7 @@ pub use register::{register, BulkItem, BulkOutcome, BulkProblem, BulkRefusal};
 pub use scene_lock::paused_scenes;
 pub use upstreams::{all_dependencies, dependencies_of, with_upstreams_known, UpstreamProblem};
 
+use ax_core::ids::SceneName;
 use diesel::sql_types::Text;
 
 use crate::rows::models::TaskStatus;
@@ -32,7 +33,7 @@ diesel::define_sql_function! {
 /// Filters of a task listing.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {
-    pub scene: Option<String>,
+    pub scene: Option<SceneName>,
     pub status: Option<TaskStatus>,
     /// Names matching this SQL `LIKE` pattern (`\` escapes).
     pub name_like: Option<String>,

@@ -1,5 +1,6 @@
 //! Pausing and resuming tasks one by one and whole scenes, and who paused them since when.
 
+use ax_core::ids::SceneName;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -93,11 +94,11 @@ fn next_run(task: &Task, now: DateTime<Utc>) -> Option<NaiveDateTime> {
 /// of its tasks stop firing (its enabled ones); 0 if it was paused already.
 pub async fn pause_scene(
     conn: &mut Conn,
-    scene: &str,
+    scene: &SceneName,
     now: NaiveDateTime,
     by: &str,
 ) -> Result<usize, StoreError> {
-    let (scene, by) = (scene.to_string(), author(by));
+    let (scene, by) = (scene.clone(), author(by));
     conn.transaction(|conn| {
         Box::pin(async move {
             if !lock_scenes(conn, &[scene.as_str()], SceneLock::Exclusive)
@@ -125,10 +126,10 @@ pub async fn pause_scene(
 /// was not paused).
 pub async fn resume_scene(
     conn: &mut Conn,
-    scene: &str,
+    scene: &SceneName,
     now: DateTime<Utc>,
 ) -> Result<Vec<Task>, StoreError> {
-    let scene = scene.to_string();
+    let scene = scene.clone();
     conn.transaction(|conn| {
         Box::pin(async move {
             if lock_scenes(conn, &[scene.as_str()], SceneLock::Exclusive)
@@ -170,7 +171,7 @@ pub async fn resume_scene(
 /// (its alert rule).
 async fn set_scene_pause(
     conn: &mut Conn,
-    scene: &str,
+    scene: &SceneName,
     pause: Option<(NaiveDateTime, String)>,
 ) -> Result<(), StoreError> {
     let (paused_at, paused_by) = pause.unzip();

@@ -1,6 +1,7 @@
 //! Bulk registration: many tasks matched by `(scene, name)` and written in one transaction,
 //! all or none.
 
+use ax_core::ids::SceneName;
 use std::collections::HashMap;
 
 use diesel::prelude::*;
@@ -114,7 +115,7 @@ async fn register_once(
         Box::pin(async move {
             let fields = items.iter_mut().map(|item| &mut item.fields).collect();
             hold_if_scene_paused(conn, fields).await?;
-            let pairs: Vec<(String, String)> =
+            let pairs: Vec<(SceneName, String)> =
                 items.iter().map(|item| name_key(&item.fields)).collect();
             let existing = by_scene_and_name(conn, &pairs).await?;
             let ids: Vec<TaskId> = existing.values().map(|task| task.id).collect();
@@ -189,15 +190,15 @@ async fn register_once(
 }
 
 /// The `(scene, name)` that names a task uniquely.
-fn name_key(fields: &TaskFields) -> (String, String) {
+fn name_key(fields: &TaskFields) -> (SceneName, String) {
     (fields.scene.clone(), fields.name.clone())
 }
 
 /// The stored tasks of these `(scene, name)` pairs, by pair.
 async fn by_scene_and_name(
     conn: &mut Conn,
-    pairs: &[(String, String)],
-) -> Result<HashMap<(String, String), Task>, StoreError> {
+    pairs: &[(SceneName, String)],
+) -> Result<HashMap<(SceneName, String), Task>, StoreError> {
     Ok(find_named(conn, pairs)
         .await?
         .into_iter()
@@ -274,7 +275,7 @@ async fn inserted(
     if consecutive {
         return Ok(by_id);
     }
-    let keys: Vec<(String, String)> = fields.iter().map(|f| name_key(f)).collect();
+    let keys: Vec<(SceneName, String)> = fields.iter().map(|f| name_key(f)).collect();
     let mut stored = by_scene_and_name(conn, &keys).await?;
     keys.into_iter()
         .map(|key| {

@@ -102,7 +102,10 @@ pub(super) async fn hold_if_scene_paused(
 ) -> Result<(), StoreError> {
     let scenes: Vec<&str> = fields.iter().map(|f| f.scene.as_str()).collect();
     let paused = lock_scenes(conn, &scenes, SceneLock::Shared).await?;
-    for fields in fields.into_iter().filter(|f| paused.contains(&f.scene)) {
+    for fields in fields
+        .into_iter()
+        .filter(|f| paused.contains(f.scene.as_str()))
+    {
         fields.next_run_at = None;
     }
     Ok(())
