@@ -2,6 +2,40 @@
 //! group's name a scene's, and each maps to its column once. Runs' and tasks' ids here, the
 //! names that serve as ids in `names`.
 
+/// Maps a newtype over a `String` to a text column, both ways: its text as written.
+macro_rules! text_column {
+    ($name:ident) => {
+        impl<DB> diesel::serialize::ToSql<diesel::sql_types::Text, DB> for $name
+        where
+            DB: diesel::backend::Backend,
+            str: diesel::serialize::ToSql<diesel::sql_types::Text, DB>,
+        {
+            fn to_sql<'b>(
+                &'b self,
+                out: &mut diesel::serialize::Output<'b, '_, DB>,
+            ) -> diesel::serialize::Result {
+                diesel::serialize::ToSql::<diesel::sql_types::Text, DB>::to_sql(
+                    self.0.as_str(),
+                    out,
+                )
+            }
+        }
+
+        impl<DB> diesel::deserialize::FromSql<diesel::sql_types::Text, DB> for $name
+        where
+            DB: diesel::backend::Backend,
+            String: diesel::deserialize::FromSql<diesel::sql_types::Text, DB>,
+        {
+            fn from_sql(bytes: DB::RawValue<'_>) -> diesel::deserialize::Result<Self> {
+                <String as diesel::deserialize::FromSql<diesel::sql_types::Text, DB>>::from_sql(
+                    bytes,
+                )
+                .map($name)
+            }
+        }
+    };
+}
+
 mod names;
 
 pub use names::{GroupName, ProcessId, SceneName};
@@ -140,25 +174,7 @@ impl std::fmt::Display for RequestId {
     }
 }
 
-impl<DB> ToSql<Text, DB> for RequestId
-where
-    DB: Backend,
-    str: ToSql<Text, DB>,
-{
-    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> diesel::serialize::Result {
-        self.0.as_str().to_sql(out)
-    }
-}
-
-impl<DB> FromSql<Text, DB> for RequestId
-where
-    DB: Backend,
-    String: FromSql<Text, DB>,
-{
-    fn from_sql(bytes: DB::RawValue<'_>) -> diesel::deserialize::Result<Self> {
-        String::from_sql(bytes).map(RequestId)
-    }
-}
+text_column!(RequestId);
 
 /// The start of request ids, as one is copied from a log or a page: at least
 /// [`RequestIdPrefix::MIN_HEX`] hex digits, with or without the dashes a request id has (a dash

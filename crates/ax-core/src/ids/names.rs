@@ -4,10 +4,8 @@
 //! input's rule (the API's and the config's validation), not the type's: a stored name is
 //! read back as it was written.
 
-use diesel::backend::Backend;
-use diesel::deserialize::{FromSql, FromSqlRow};
+use diesel::deserialize::FromSqlRow;
 use diesel::expression::AsExpression;
-use diesel::serialize::{Output, ToSql};
 use diesel::sql_types::Text;
 use serde::{Deserialize, Serialize};
 
@@ -106,25 +104,7 @@ macro_rules! name_type {
             }
         }
 
-        impl<DB> ToSql<Text, DB> for $name
-        where
-            DB: Backend,
-            str: ToSql<Text, DB>,
-        {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> diesel::serialize::Result {
-                self.0.as_str().to_sql(out)
-            }
-        }
-
-        impl<DB> FromSql<Text, DB> for $name
-        where
-            DB: Backend,
-            String: FromSql<Text, DB>,
-        {
-            fn from_sql(bytes: DB::RawValue<'_>) -> diesel::deserialize::Result<Self> {
-                String::from_sql(bytes).map($name)
-            }
-        }
+        text_column!($name);
     };
 }
 
