@@ -4,10 +4,16 @@ use std::time::{Duration, Instant};
 
 use actix::Actor;
 use ax_core::run::TaskId;
-use ax_server::actors::lock::{lock_key, LockActor, LockHandle, LOCK_TTL};
+use ax_server::actors::lock::{LockActor, LockHandle, LOCK_TTL};
+use ax_server::actors::redis_keys::RedisKeys;
 use ax_server::actors::redis_link::{LockError, RedisLink};
 
-use crate::common::{free_port, redis_server, RedisProcess};
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::common::{
+    config, free_port, redis_server, start_ax, Api, Executor, RedisProcess, Reply, TestStore,
+};
 
 /// Task ids no other test run uses: a random base with room for a few ids above it.
 fn unique_ids<const N: usize>() -> [TaskId; N] {
@@ -21,7 +27,7 @@ async fn redis_node(instance_id: &str) -> LockHandle {
         .await
         .unwrap_or_else(|err| panic!("Redis lock at {}: {err}", redis_server()));
     assert!(link.is_up(), "{} answers", redis_server());
-    LockHandle::new(LockActor::redis(link, instance_id.into()).start())
+    LockHandle::new(LockActor::redis(link, RedisKeys::default(), instance_id.into()).start())
 }
 
 async fn redis() -> redis::aio::MultiplexedConnection {
@@ -34,7 +40,7 @@ async fn redis() -> redis::aio::MultiplexedConnection {
 
 async fn holder(conn: &mut redis::aio::MultiplexedConnection, task_id: TaskId) -> Option<String> {
     redis::cmd("GET")
-        .arg(lock_key(task_id))
+        .arg(RedisKeys::default().lock(task_id))
         .query_async(conn)
         .await
         .expect("GET")
@@ -42,7 +48,7 @@ async fn holder(conn: &mut redis::aio::MultiplexedConnection, task_id: TaskId) -
 
 async fn pttl(conn: &mut redis::aio::MultiplexedConnection, task_id: TaskId) -> i64 {
     redis::cmd("PTTL")
-        .arg(lock_key(task_id))
+        .arg(RedisKeys::default().lock(task_id))
         .query_async(conn)
         .await
         .expect("PTTL")
@@ -53,7 +59,11 @@ struct Cleanup(Vec<TaskId>);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        let keys: Vec<String> = self.0.iter().copied().map(lock_key).collect();
+        let keys: Vec<String> = self
+            .0
+            .iter()
+            .map(|id| RedisKeys::default().lock(*id))
+            .collect();
         let _ = std::thread::spawn(move || {
             if let Ok(mut conn) =
                 redis::Client::open(redis_server()).and_then(|c| c.get_connection())
@@ -128,7 +138,7 @@ async fn an_expired_redis_lock_goes_to_the_next_node() {
     assert_eq!(b.acquire(vec![t1]).await, vec![false]);
     // Shorten a's lock instead of waiting out the 3 s TTL.
     let _: i64 = redis::cmd("PEXPIRE")
-        .arg(lock_key(t1))
+        .arg(RedisKeys::default().lock(t1))
         .arg(1)
         .query_async(&mut conn)
         .await
@@ -172,7 +182,9 @@ async fn a_lock_on_an_unanswering_redis_answers_at_once_and_locks_once_redis_is_
         started.elapsed()
     );
     assert!(!link.is_up(), "nothing listens on port {port}");
-    let lock = LockHandle::new(LockActor::redis(link.clone(), "node-a".into()).start());
+    let lock = LockHandle::new(
+        LockActor::redis(link.clone(), RedisKeys::default(), "node-a".into()).start(),
+    );
     let [t1, t2] = unique_ids::<2>();
     let taking = Instant::now();
     for _ in 0..20 {
@@ -194,7 +206,8 @@ async fn a_lock_on_an_unanswering_redis_answers_at_once_and_locks_once_redis_is_
     assert_eq!(lock.acquire(vec![t1]).await, vec![true]);
     let mut conn = redis.conn().await;
     assert_eq!(holder(&mut conn, t1).await.as_deref(), Some("node-a"));
-    let other = LockHandle::new(LockActor::redis(link, "node-b".into()).start());
+    let other =
+        LockHandle::new(LockActor::redis(link, RedisKeys::default(), "node-b".into()).start());
     assert_eq!(other.acquire(vec![t1, t2]).await, vec![false, true]);
 }
 
@@ -247,4 +260,111 @@ async fn a_clone_of_a_handle_shares_the_lock() {
     assert_eq!(b.acquire(vec![t1]).await, vec![false]);
     a2.release(vec![t1]).await;
     assert_eq!(b.acquire(vec![t1]).await, vec![true]);
+}
+
+/// Two deployments, each with a database of its own, share one Redis database under different
+/// `redis.key_prefix`es: their task ids are the same, and yet neither takes the other's fire
+/// locks (every second of both fires on time) or counts the other's process as its own.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn two_deployments_share_one_redis_under_their_prefixes() {
+    let redis = crate::common::redis_url();
+    let executor = Executor::start(Reply::Success).await;
+    let mut deployments = Vec::new();
+    for (prefix, id) in [("one:", "one-a"), ("two:", "two-a")] {
+        let store = TestStore::sqlite();
+        let mut config = config(&store, true, id);
+        config.redis.url = Some(redis.clone());
+        config.redis.key_prefix = prefix.into();
+        let ax = start_ax(&config).await;
+        deployments.push((store, ax, prefix, id));
+    }
+    let apis: Vec<Api> = deployments.iter().map(|(_, ax, ..)| Api::new(ax)).collect();
+    for api in &apis {
+        for i in 0..3 {
+            let task = api
+                .create_task(
+                    json!({"name": format!("every-second-{i}"), "cron": "* * * * * *",
+                    "handlerUrl": format!("{}/run", executor.base())}),
+                )
+                .await;
+            assert_eq!(
+                task["id"],
+                i + 1,
+                "both deployments number their tasks alike"
+            );
+        }
+    }
+    actix_rt::time::sleep(Duration::from_secs(5)).await;
+
+    // Each deployment sees itself alone, and its heartbeat is under its prefix.
+    let mut conn = redis::Client::open(redis.as_str())
+        .expect("redis url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to redis");
+    for (api, (_, _, prefix, id)) in apis.iter().zip(&deployments) {
+        let (status, cluster) = api.get("/api/cluster").await;
+        assert_eq!(status, 200, "{cluster}");
+        let ids: Vec<&str> = cluster["instances"]
+            .as_array()
+            .expect("instances")
+            .iter()
+            .filter_map(|m| m["instanceId"].as_str())
+            .collect();
+        assert_eq!(ids, [*id], "{prefix}: {cluster}");
+        let beat: Option<String> = redis::cmd("GET")
+            .arg(format!("{prefix}instance:{id}"))
+            .query_async(&mut conn)
+            .await
+            .expect("GET");
+        assert!(beat.is_some(), "{prefix}: heartbeat under the prefix");
+    }
+    let designs: Vec<String> = redis::cmd("KEYS")
+        .arg("ax:*")
+        .query_async(&mut conn)
+        .await
+        .expect("KEYS");
+    assert!(
+        designs.is_empty(),
+        "nothing under the default prefix: {designs:?}"
+    );
+
+    // Every second of each task fired in both deployments, within a second of its time.
+    let received = executor.received();
+    for (api, (_, _, prefix, _)) in apis.iter().zip(&deployments) {
+        for task in 1..=3 {
+            let mut runs: Vec<DateTime<Utc>> = api
+                .instances(task)
+                .await
+                .iter()
+                .filter_map(|run| run["scheduledAt"].as_str()?.parse().ok())
+                .filter(|at: &DateTime<Utc>| *at < Utc::now() - chrono::Duration::seconds(1))
+                .collect();
+            runs.sort();
+            assert!(runs.len() >= 3, "{prefix} task {task}: {runs:?}");
+            for pair in runs.windows(2) {
+                assert_eq!(
+                    (pair[1] - pair[0]).num_seconds(),
+                    1,
+                    "{prefix} task {task}: a second skipped: {runs:?}"
+                );
+            }
+        }
+    }
+    for delivery in &received {
+        let scheduled: DateTime<Utc> = delivery.body["scheduledAt"]
+            .as_str()
+            .and_then(|at| at.parse().ok())
+            .expect("scheduledAt");
+        let late = delivery.wall - scheduled;
+        assert!(
+            late < chrono::Duration::milliseconds(1500),
+            "{} delivered {late} late",
+            delivery.request_id
+        );
+    }
+    for (_, ax, ..) in deployments.drain(..) {
+        ax.shutdown().await;
+    }
+    executor.stop().await;
 }

@@ -15,6 +15,7 @@ use ax_core::metrics::metrics;
 use ax_core::time::clock::{rfc3339_serde, ClockCheck, Reading, SharedClock};
 use ax_store::queries::meta;
 
+use super::redis_keys::RedisKeys;
 use super::redis_link::{unavailable, LockError, RedisLink, CALL_WAIT};
 use super::store::{boxed, StoreHandle};
 use ax_core::alerting::AlertEvent;
@@ -28,12 +29,6 @@ pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
 pub const CLOCK_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 /// How often a skewed clock is logged at ERROR while it stays skewed.
 const SKEW_LOG_INTERVAL: Duration = Duration::from_secs(60);
-/// The set of instance ids that have announced themselves.
-const MEMBERS_KEY: &str = "ax:instances";
-
-fn heartbeat_key(instance_id: &str) -> String {
-    format!("ax:instance:{instance_id}")
-}
 
 /// A live ax process, as its heartbeat says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,13 +44,21 @@ pub struct Member {
 
 /// The actor holding this process's membership.
 pub struct ClusterActor {
-    redis: Option<RedisLink>,
+    /// Where the heartbeats are; `None`: a cluster of one.
+    redis: Option<Heartbeats>,
     /// Where a process found gone is recorded for alerts.
     store: StoreHandle,
     instance_id: ProcessId,
     /// This process, once its HTTP address is known (see `Announce`).
     me: Option<Member>,
     clock: ClockWatch,
+}
+
+/// The Redis that holds the cluster's heartbeats, and their keys.
+#[derive(Clone)]
+pub struct Heartbeats {
+    pub link: RedisLink,
+    pub keys: RedisKeys,
 }
 
 /// What the clock check needs: the clock checked, where its verdict goes, the allowed skew.
@@ -71,7 +74,7 @@ impl ClusterActor {
     /// A member of the cluster whose heartbeats are in `redis` (`None`: a cluster of one).
     pub fn new(
         instance_id: ProcessId,
-        redis: Option<RedisLink>,
+        redis: Option<Heartbeats>,
         store: StoreHandle,
         clock: ClockWatch,
     ) -> Self {
@@ -154,17 +157,17 @@ impl ClusterActor {
     /// that one is told (`PROCESS_LEFT`) within a beat of its expiry whether or not anyone
     /// lists the cluster.
     fn beat(&mut self, ctx: &mut Context<Self>) {
-        let (Some(link), Some(me)) = (&self.redis, &mut self.me) else {
+        let (Some(redis), Some(me)) = (&self.redis, &mut self.me) else {
             return;
         };
         me.last_seen = Utc::now();
-        let (link, me, store) = (link.clone(), me.clone(), self.store.clone());
+        let (redis, me, store) = (redis.clone(), me.clone(), self.store.clone());
         ctx.spawn(
             async move {
-                if let Err(err) = redis_heartbeat(link.clone(), me).await {
+                if let Err(err) = redis_heartbeat(&redis, me).await {
                     log::warn!("heartbeat not sent: {err}");
                 }
-                if let Err(err) = live_members(link, &store).await {
+                if let Err(err) = live_members(&redis, &store).await {
                     log::debug!("the cluster's members were not read: {err}");
                 }
             }
@@ -196,68 +199,73 @@ impl Actor for ClusterActor {
     }
 }
 
-async fn redis_heartbeat(link: RedisLink, me: Member) -> Result<(), LockError> {
+async fn redis_heartbeat(redis: &Heartbeats, me: Member) -> Result<(), LockError> {
     let value = serde_json::to_string(&me).map_err(unavailable)?;
     let mut pipe = redis::pipe();
     pipe.cmd("SET")
-        .arg(heartbeat_key(&me.instance_id))
+        .arg(redis.keys.heartbeat(&me.instance_id))
         .arg(value)
         .arg("PX")
         .arg(HEARTBEAT_TTL.as_millis() as u64)
         .ignore()
         .cmd("SADD")
-        .arg(MEMBERS_KEY)
+        .arg(redis.keys.members())
         .arg(me.instance_id.as_str())
         .ignore();
-    link.call(CALL_WAIT, async |conn| {
-        pipe.query_async::<()>(&mut *conn).await
-    })
-    .await
+    redis
+        .link
+        .call(CALL_WAIT, async |conn| {
+            pipe.query_async::<()>(&mut *conn).await
+        })
+        .await
 }
 
 /// The processes whose heartbeats are live, and those this call found gone: their heartbeat
 /// expired without a leave, and this call is the one that forgot them (of processes looking
 /// at once, one removes each from the set).
-async fn redis_members(link: RedisLink) -> Result<(Vec<Member>, Vec<String>), LockError> {
-    link.call(CALL_WAIT, async |conn| {
-        let ids: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(MEMBERS_KEY)
-            .query_async(&mut *conn)
-            .await?;
-        if ids.is_empty() {
-            return Ok((Vec::new(), Vec::new()));
-        }
-        let keys: Vec<String> = ids.iter().map(|id| heartbeat_key(id)).collect();
-        let beats: Vec<Option<String>> = redis::cmd("MGET")
-            .arg(&keys)
-            .query_async(&mut *conn)
-            .await?;
-        let (mut members, mut gone) = (Vec::new(), Vec::new());
-        for (id, beat) in ids.into_iter().zip(beats) {
-            match beat.and_then(|b| serde_json::from_str::<Member>(&b).ok()) {
-                Some(member) => members.push(member),
-                None => {
-                    let removed: Result<i64, _> = redis::cmd("SREM")
-                        .arg(MEMBERS_KEY)
-                        .arg(&id)
-                        .query_async(&mut *conn)
-                        .await;
-                    if removed == Ok(1) {
-                        gone.push(id);
+async fn redis_members(redis: &Heartbeats) -> Result<(Vec<Member>, Vec<String>), LockError> {
+    let keys = &redis.keys;
+    redis
+        .link
+        .call(CALL_WAIT, async |conn| {
+            let ids: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(keys.members())
+                .query_async(&mut *conn)
+                .await?;
+            if ids.is_empty() {
+                return Ok((Vec::new(), Vec::new()));
+            }
+            let beat_keys: Vec<String> = ids.iter().map(|id| keys.heartbeat(id)).collect();
+            let beats: Vec<Option<String>> = redis::cmd("MGET")
+                .arg(&beat_keys)
+                .query_async(&mut *conn)
+                .await?;
+            let (mut members, mut gone) = (Vec::new(), Vec::new());
+            for (id, beat) in ids.into_iter().zip(beats) {
+                match beat.and_then(|b| serde_json::from_str::<Member>(&b).ok()) {
+                    Some(member) => members.push(member),
+                    None => {
+                        let removed: Result<i64, _> = redis::cmd("SREM")
+                            .arg(keys.members())
+                            .arg(&id)
+                            .query_async(&mut *conn)
+                            .await;
+                        if removed == Ok(1) {
+                            gone.push(id);
+                        }
                     }
                 }
             }
-        }
-        members.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
-        Ok((members, gone))
-    })
-    .await
+            members.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+            Ok((members, gone))
+        })
+        .await
 }
 
 /// The live members; each process found gone is recorded (`PROCESS_LEFT`) by the one process
 /// whose `SREM` removed it.
-async fn live_members(link: RedisLink, store: &StoreHandle) -> Result<Vec<Member>, LockError> {
-    let (members, gone) = redis_members(link).await?;
+async fn live_members(redis: &Heartbeats, store: &StoreHandle) -> Result<Vec<Member>, LockError> {
+    let (members, gone) = redis_members(redis).await?;
     for id in gone {
         record_left(store, id).await;
     }
@@ -288,17 +296,18 @@ async fn record_left(store: &StoreHandle, id: String) {
     }
 }
 
-async fn redis_leave(link: RedisLink, instance_id: ProcessId) {
+async fn redis_leave(redis: Heartbeats, instance_id: ProcessId) {
     let mut pipe = redis::pipe();
     pipe.cmd("DEL")
-        .arg(heartbeat_key(&instance_id))
+        .arg(redis.keys.heartbeat(&instance_id))
         .ignore()
         .cmd("SREM")
-        .arg(MEMBERS_KEY)
+        .arg(redis.keys.members())
         .arg(instance_id.as_str())
         .ignore();
     // Leaving is a courtesy: a heartbeat left behind expires by itself.
-    let _ = link
+    let _ = redis
+        .link
         .call(CALL_WAIT, async |conn| {
             pipe.query_async::<()>(&mut *conn).await
         })
@@ -336,9 +345,9 @@ impl Handler<Members> for ClusterActor {
 
     fn handle(&mut self, _: Members, _: &mut Context<Self>) -> Self::Result {
         match &self.redis {
-            Some(link) => {
-                let (link, store) = (link.clone(), self.store.clone());
-                Box::pin(async move { live_members(link, &store).await })
+            Some(redis) => {
+                let (redis, store) = (redis.clone(), self.store.clone());
+                Box::pin(async move { live_members(&redis, &store).await })
             }
             None => {
                 let me = self.me.clone().map(|mut me| {
@@ -363,7 +372,7 @@ impl Handler<Leave> for ClusterActor {
         self.me = None;
         ctx.stop();
         match &self.redis {
-            Some(link) => Box::pin(redis_leave(link.clone(), self.instance_id.clone())),
+            Some(redis) => Box::pin(redis_leave(redis.clone(), self.instance_id.clone())),
             None => Box::pin(async {}),
         }
     }

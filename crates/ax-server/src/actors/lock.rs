@@ -1,6 +1,6 @@
 //! LockActor: makes sure that of several ax processes only one fires a given run.
 //!
-//! With Redis: `SET ax:lock:{taskId} {instanceId} NX PX 3000`, pipelined for a whole tick, and
+//! With Redis: `SET ax:lock:{taskId} {instanceId} NX PX 3000` (under `redis.key_prefix`), pipelined for a whole tick, and
 //! released after the run is committed. Without Redis: the same rules in process memory.
 //! The lock saves the losers a database round trip; the compare-and-set on `next_run_at` and
 //! the unique request id are what make a second row impossible.
@@ -12,6 +12,7 @@ use ax_core::ids::ProcessId;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::redis_keys::RedisKeys;
 use super::redis_link::{LockError, RedisLink};
 use actix::prelude::*;
 use ax_core::run::TaskId;
@@ -24,11 +25,6 @@ pub const LOCK_TTL: Duration = Duration::from_millis(3000);
 /// one task never pile up behind it to commit out of order. Once a call has waited so in vain,
 /// the link counts Redis out of reach and the next batches fire unlocked without waiting.
 pub const LOCK_WAIT: Duration = Duration::from_millis(250);
-
-/// The Redis key of a task's fire lock.
-pub fn lock_key(task_id: TaskId) -> String {
-    format!("ax:lock:{task_id}")
-}
 
 /// Deletes each lock this process still holds (and only those).
 const RELEASE_SCRIPT: &str = "for _, key in ipairs(KEYS) do \
@@ -64,7 +60,7 @@ impl LocalLocks {
 }
 
 enum Backend {
-    Redis(RedisLink),
+    Redis(RedisLink, RedisKeys),
     Local(LocalLocks),
 }
 
@@ -83,10 +79,10 @@ impl LockActor {
         }
     }
 
-    /// A lock in Redis.
-    pub fn redis(link: RedisLink, instance_id: ProcessId) -> Self {
+    /// A lock in Redis, at `keys`.
+    pub fn redis(link: RedisLink, keys: RedisKeys, instance_id: ProcessId) -> Self {
         LockActor {
-            backend: Backend::Redis(link),
+            backend: Backend::Redis(link, keys),
             instance_id,
         }
     }
@@ -97,7 +93,7 @@ impl Actor for LockActor {
 }
 
 async fn redis_acquire(
-    link: RedisLink,
+    (link, keys): (RedisLink, RedisKeys),
     instance_id: ProcessId,
     task_ids: Vec<TaskId>,
 ) -> Result<Vec<bool>, LockError> {
@@ -105,7 +101,7 @@ async fn redis_acquire(
         let mut pipe = redis::pipe();
         for id in &task_ids {
             pipe.cmd("SET")
-                .arg(lock_key(*id))
+                .arg(keys.lock(*id))
                 .arg(instance_id.as_str())
                 .arg("NX")
                 .arg("PX")
@@ -117,7 +113,7 @@ async fn redis_acquire(
         // is ours: refusing it would leave the run to nobody.
         let refused: Vec<usize> = (0..held.len()).filter(|&i| !held[i]).collect();
         if !refused.is_empty() {
-            let keys: Vec<String> = refused.iter().map(|&i| lock_key(task_ids[i])).collect();
+            let keys: Vec<String> = refused.iter().map(|&i| keys.lock(task_ids[i])).collect();
             let holders: Vec<Option<String>> = redis::cmd("MGET")
                 .arg(&keys)
                 .query_async(&mut *conn)
@@ -132,7 +128,7 @@ async fn redis_acquire(
 }
 
 async fn redis_release(
-    link: RedisLink,
+    (link, keys): (RedisLink, RedisKeys),
     instance_id: ProcessId,
     task_ids: Vec<TaskId>,
 ) -> Result<(), LockError> {
@@ -140,7 +136,7 @@ async fn redis_release(
     let mut eval = redis::cmd("EVAL");
     eval.arg(RELEASE_SCRIPT).arg(task_ids.len());
     for id in &task_ids {
-        eval.arg(lock_key(*id));
+        eval.arg(keys.lock(*id));
     }
     eval.arg(instance_id.as_str());
     link.call(LOCK_WAIT, async |conn| {
@@ -163,11 +159,11 @@ impl Handler<Acquire> for LockActor {
                 let held = locks.acquire(&msg.0, Instant::now());
                 Box::pin(async move { held })
             }
-            Backend::Redis(link) => {
-                let (link, instance_id) = (link.clone(), self.instance_id.clone());
+            Backend::Redis(link, keys) => {
+                let (redis, instance_id) = ((link.clone(), keys.clone()), self.instance_id.clone());
                 Box::pin(async move {
                     let count = msg.0.len();
-                    redis_acquire(link, instance_id, msg.0)
+                    redis_acquire(redis, instance_id, msg.0)
                         .await
                         .unwrap_or_else(|err| {
                             // Firing without the lock risks only a lost compare-and-set in the
@@ -195,11 +191,11 @@ impl Handler<Release> for LockActor {
                 locks.release(&msg.0);
                 Box::pin(async {})
             }
-            Backend::Redis(link) => {
-                let (link, instance_id) = (link.clone(), self.instance_id.clone());
+            Backend::Redis(link, keys) => {
+                let (redis, instance_id) = ((link.clone(), keys.clone()), self.instance_id.clone());
                 // Bounded like a take: the wheel waits for it before the tasks fire again.
                 Box::pin(async move {
-                    if let Err(err) = redis_release(link, instance_id, msg.0).await {
+                    if let Err(err) = redis_release(redis, instance_id, msg.0).await {
                         log::warn!("fire locks not released (they expire in 3 s): {err}")
                     }
                 })
@@ -247,10 +243,5 @@ mod tests {
         locks.release(&[one]);
         assert_eq!(locks.acquire(&[one], t0), vec![true]);
         assert_eq!(locks.acquire(&[two], t0 + LOCK_TTL), vec![true]);
-    }
-
-    #[test]
-    fn keys_follow_the_design() {
-        assert_eq!(lock_key(TaskId(42)), "ax:lock:42");
     }
 }

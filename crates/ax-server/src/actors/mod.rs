@@ -10,6 +10,7 @@ pub mod groups;
 pub mod health;
 mod in_flight;
 pub mod lock;
+pub mod redis_keys;
 pub mod redis_link;
 pub mod resolver;
 pub mod store;

@@ -19,13 +19,14 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
 use crate::actors::alerts::{AlertActor, AlertSettings};
-use crate::actors::cluster::{ClockWatch, ClusterActor, ClusterHandle};
+use crate::actors::cluster::{ClockWatch, ClusterActor, ClusterHandle, Heartbeats};
 use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
 use crate::actors::feed::FeedActor;
 use crate::actors::fire::FireContext;
 use crate::actors::groups::GroupSettings;
 use crate::actors::health::Health;
 use crate::actors::lock::{LockActor, LockHandle};
+use crate::actors::redis_keys::RedisKeys;
 use crate::actors::redis_link::{LockError, RedisLink};
 use crate::actors::store::{LaneCommits, StoreActor, StoreHandle};
 use crate::actors::supervisor::{StopSupervisor, SupervisorActor, SupervisorSettings};
@@ -330,8 +331,9 @@ impl Actors {
             store.clone(),
             security,
         );
+        let redis_keys = RedisKeys::new(&config.redis.key_prefix);
         let lock_actor = match &redis {
-            Some(link) => LockActor::redis(link.clone(), instance_id.clone()),
+            Some(link) => LockActor::redis(link.clone(), redis_keys.clone(), instance_id.clone()),
             None => LockActor::local(instance_id.clone()),
         }
         .start();
@@ -342,13 +344,12 @@ impl Actors {
             max_skew_ms: config.cluster.max_clock_skew_ms,
             logged: None,
         };
-        let cluster_actor = ClusterActor::new(
-            instance_id.clone(),
-            redis.clone(),
-            store.clone(),
-            clock_watch,
-        )
-        .start();
+        let heartbeats = redis.clone().map(|link| Heartbeats {
+            link,
+            keys: redis_keys,
+        });
+        let cluster_actor =
+            ClusterActor::new(instance_id.clone(), heartbeats, store.clone(), clock_watch).start();
         let cluster = ClusterHandle::new(cluster_actor.clone());
         let fire = FireContext {
             lock: lock.clone(),

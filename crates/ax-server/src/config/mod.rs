@@ -28,7 +28,7 @@ pub use settings::{
 
 use kind::{Refusal, Written};
 use values::is_unset;
-pub use values::{is_instance_id, HostConfig, NamedToken, MIN_SECRET_CHARS};
+pub use values::{is_instance_id, is_key_prefix, HostConfig, NamedToken, MIN_SECRET_CHARS};
 
 /// The config file read when no `--config` is given and it exists.
 pub const DEFAULT_CONFIG_PATH: &str = "config/ax.yaml";

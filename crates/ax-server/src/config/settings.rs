@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::declare::settings;
 use super::duration::{self, TimeUnit};
 use super::kind::{Kind, MAX_IN_FLIGHT_PER_HOST};
-use super::{dsn, is_instance_id, HostConfig, NamedToken};
+use super::{dsn, is_instance_id, is_key_prefix, HostConfig, NamedToken};
 use ax_core::alerting::{AlertRule, Channel};
 
 /// Longest a run may be committed ahead of its time, in ms.
@@ -161,6 +161,15 @@ settings! {
                 accepts: |url| redis::IntoConnectionInfo::into_connection_info(url).is_ok(),
             },
             doc: "`redis://host:port`; unset (or empty): in-process lock, for a single ax",
+        }
+        key_prefix: String {
+            env: "AX_REDIS_KEY_PREFIX",
+            default: "ax:".into(),
+            kind: Kind::Checked {
+                rule: "must be 1-64 characters of A-Z a-z 0-9 . _ : -",
+                accepts: is_key_prefix,
+            },
+            doc: "the start of every Redis key ax writes (fire locks `<prefix>lock:<taskId>`, heartbeats `<prefix>instance:<id>`, the process list `<prefix>instances`): two deployments with databases of their own share one Redis under different prefixes",
         }
     }
 

@@ -455,6 +455,25 @@ fn instance_ids_name_files_and_keys_safely() {
 }
 
 #[test]
+fn redis_key_prefixes_are_checked() {
+    assert_eq!(
+        Config::default().redis.key_prefix,
+        "ax:",
+        "the design's keys"
+    );
+    let config = with_env("AX_REDIS_KEY_PREFIX", "billing:ax:").expect("a prefix");
+    assert_eq!(config.redis.key_prefix, "billing:ax:");
+    for bad in ["a b", "ax:*", &"x".repeat(65)] {
+        let err = with_env("AX_REDIS_KEY_PREFIX", bad).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("redis.key_prefix must be 1-64 characters"),
+            "{bad}: {err}"
+        );
+    }
+}
+
+#[test]
 fn bad_values_set_in_the_fields_are_named() {
     let mut config = Config::default();
     config.store.url = "postgres://x".into();

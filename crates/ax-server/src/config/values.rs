@@ -36,8 +36,19 @@ pub(super) fn is_unset(value: &str) -> bool {
 
 /// Whether `id` may name an ax process: it also names a lock file and a Redis key.
 pub fn is_instance_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
+    is_short_name(id)
+}
+
+/// Whether `prefix` may start ax's Redis keys: the characters of an instance id, which never
+/// need quoting in `redis-cli` or a key pattern.
+pub fn is_key_prefix(prefix: &str) -> bool {
+    is_short_name(prefix)
+}
+
+/// 1-64 characters of `A-Z a-z 0-9 . _ : -`.
+fn is_short_name(text: &str) -> bool {
+    (1..=64).contains(&text.len())
+        && text
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
 }
