@@ -5,6 +5,7 @@
 pub mod alerting;
 pub mod cluster;
 pub mod dispatch;
+pub mod hash;
 pub mod ids;
 pub mod metrics;
 pub mod plan;

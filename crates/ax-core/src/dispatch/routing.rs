@@ -2,6 +2,8 @@
 //! what counts against a member (only a transport failure) and when it is set aside. Pure
 //! decisions; the dispatchers hold the state, read the clock and do the sending.
 
+use crate::hash::rendezvous_weight;
+
 /// How a group (or a task overriding it) picks a member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -141,28 +143,6 @@ fn walk_from(start: u64, candidates: &[Candidate], open: impl Fn(&usize) -> bool
     order()
         .find(|&i| !candidates[i].is_full())
         .or_else(|| order().next())
-}
-
-/// The rendezvous weight of `url` for `key`. Hand-written hashes rather than std's, whose
-/// output may change between Rust versions: every ax process must send a task to the same
-/// member.
-fn rendezvous_weight(key: u64, url: &str) -> u64 {
-    splitmix64(fnv1a64(url.as_bytes()) ^ splitmix64(key))
-}
-
-/// FNV-1a, 64 bits.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-/// One step of splitmix64: spreads FNV's weak low bits over the whole word.
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// A member's health as shown.

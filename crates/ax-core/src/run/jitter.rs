@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::hash::splitmix64;
 use crate::ids::TaskId;
 
 /// The delay of the run of `task_id` scheduled at `scheduled_at` (whole seconds), in
@@ -23,15 +24,6 @@ pub fn jittered(task_id: TaskId, scheduled_at: DateTime<Utc>, jitter_secs: i32) 
     scheduled_at
         .checked_add_signed(jitter_offset(task_id, scheduled_at, jitter_secs))
         .unwrap_or(scheduled_at)
-}
-
-/// SplitMix64's finaliser: a fixed, well-mixed hash (not `std`'s, which may change between
-/// Rust releases and would move every offset).
-fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 #[cfg(test)]
