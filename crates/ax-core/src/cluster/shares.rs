@@ -31,12 +31,17 @@ pub fn partition_of(task: TaskId) -> usize {
 
 /// The process of `processes` that owns `partition`; `None` when there is none.
 pub fn owner(partition: usize, processes: &[ProcessId]) -> Option<&ProcessId> {
-    processes.iter().max_by_key(|process| weight(partition, process))
+    processes
+        .iter()
+        .max_by_key(|process| weight(partition, process))
 }
 
 /// A process's weight for a partition; ties (of equal hashes) go to the greater id.
 fn weight(partition: usize, process: &ProcessId) -> (u64, &ProcessId) {
-    (rendezvous_weight(partition as u64, process.as_str()), process)
+    (
+        rendezvous_weight(partition as u64, process.as_str()),
+        process,
+    )
 }
 
 /// A set of partitions.
@@ -89,7 +94,10 @@ impl Share {
 
     /// How many partitions it holds.
     pub fn len(&self) -> usize {
-        self.bits.iter().map(|word| word.count_ones() as usize).sum()
+        self.bits
+            .iter()
+            .map(|word| word.count_ones() as usize)
+            .sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -111,6 +119,35 @@ impl Share {
         Share {
             bits: std::array::from_fn(|i| self.bits[i] & !other.bits[i]),
         }
+    }
+}
+
+/// A share is written as the hex digits of its partitions' bits (64 of them, partition 0 in
+/// the last digit's lowest bit), in heartbeats.
+impl serde::Serialize for Share {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let hex: String = self
+            .bits
+            .iter()
+            .rev()
+            .map(|word| format!("{word:016x}"))
+            .collect();
+        serializer.serialize_str(&hex)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Share {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let hex = String::deserialize(deserializer)?;
+        let bad = || serde::de::Error::custom(format!("not a share: {hex}"));
+        if hex.len() != WORDS * 16 || !hex.is_ascii() {
+            return Err(bad());
+        }
+        let mut bits = [0; WORDS];
+        for (i, word) in bits.iter_mut().rev().enumerate() {
+            *word = u64::from_str_radix(&hex[i * 16..(i + 1) * 16], 16).map_err(|_| bad())?;
+        }
+        Ok(Share { bits })
     }
 }
 
@@ -140,7 +177,8 @@ impl ShareKeeper {
         let owned = Share::of(&self.me, processes);
         let lost = self.owned.minus(owned);
         if !lost.is_empty() {
-            self.releasing.push((lost, now_ms + HANDOFF.as_millis() as i64));
+            self.releasing
+                .push((lost, now_ms + HANDOFF.as_millis() as i64));
         }
         self.owned = owned;
         self.firing(now_ms)

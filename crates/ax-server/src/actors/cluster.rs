@@ -1,16 +1,22 @@
 //! ClusterActor: keeps this process's heartbeat in Redis and lists the live processes, so the
 //! supervisor can tell a dead process's claims from a live one's (without Redis the cluster is
-//! this process alone), and checks this process's clock against the cluster's reference clock,
-//! the database's: past the allowed skew the process fires and claims nothing.
+//! this process alone); decides this process's share of the tasks from that list (see
+//! `ax_core::cluster::shares`); and checks this process's clock against the cluster's reference
+//! clock, the database's: past the allowed skew the process fires and claims nothing, and its
+//! heartbeat says so, so that the others take its share.
 
 use ax_core::ids::ProcessId;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
+use ax_core::cluster::shares::{Share, ShareKeeper};
 use ax_core::metrics::metrics;
 use ax_core::time::clock::{rfc3339_serde, ClockCheck, Reading, SharedClock};
 use ax_store::queries::meta;
@@ -27,11 +33,13 @@ pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
 /// How often this process's clock is checked against the reference clock.
 pub const CLOCK_CHECK_INTERVAL: Duration = Duration::from_secs(5);
+/// How far back the fires a heartbeat tells of are counted.
+const FIRE_RATE_WINDOW: usize = 5;
 /// How often a skewed clock is logged at ERROR while it stays skewed.
 const SKEW_LOG_INTERVAL: Duration = Duration::from_secs(60);
 
 /// A live ax process, as its heartbeat says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Member {
     pub instance_id: ProcessId,
@@ -40,6 +48,54 @@ pub struct Member {
     pub started_at: DateTime<Utc>,
     #[serde(serialize_with = "rfc3339_serde")]
     pub last_seen: DateTime<Utc>,
+    /// Whether it fires: not while its clock is skewed. Only firing processes have a share.
+    #[serde(default = "firing_unless_said")]
+    pub firing: bool,
+    /// The partitions it fires now (its own, and those it is handing over).
+    #[serde(default = "all_unless_said")]
+    pub share: Share,
+    /// Runs it fired per second, over its last few heartbeats.
+    #[serde(default)]
+    pub fires_per_sec: f64,
+}
+
+/// A process's share as shown: how many partitions it fires, the enabled tasks in them, and the
+/// runs it fires per second.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShareFigures {
+    pub partitions: usize,
+    pub tasks: u64,
+    pub fires_per_sec: f64,
+}
+
+impl ShareFigures {
+    /// The figures of `member`, with the enabled tasks counted per partition.
+    pub fn of(member: &Member, tasks_per_partition: &[u64]) -> ShareFigures {
+        let share = if member.firing {
+            member.share
+        } else {
+            Share::NONE
+        };
+        ShareFigures {
+            partitions: share.len(),
+            tasks: share
+                .partitions()
+                .filter_map(|p| tasks_per_partition.get(p))
+                .sum(),
+            fires_per_sec: (member.fires_per_sec * 10.0).round() / 10.0,
+        }
+    }
+}
+
+/// A heartbeat without `firing` is a process of a version before shares: it fires.
+fn firing_unless_said() -> bool {
+    true
+}
+
+/// A heartbeat without `share` is a process of a version before shares: it fires every task.
+fn all_unless_said() -> Share {
+    Share::ALL
 }
 
 /// The actor holding this process's membership.
@@ -52,6 +108,17 @@ pub struct ClusterActor {
     /// This process, once its HTTP address is known (see `Announce`).
     me: Option<Member>,
     clock: ClockWatch,
+    /// This process's share, decided from each list of the firing processes.
+    keeper: ShareKeeper,
+    /// Where the share goes: the wheel and the supervisor watch it.
+    share: watch::Sender<Share>,
+    /// The fires counter at the last heartbeats, oldest first.
+    fire_counts: VecDeque<(Instant, u64)>,
+    /// Shutting down: its heartbeat says it no longer fires, so the others take its share,
+    /// while its wheel still fires it until they have.
+    leaving: bool,
+    /// Other firing processes in the last list.
+    others_firing: usize,
 }
 
 /// The Redis that holds the cluster's heartbeats, and their keys.
@@ -81,9 +148,71 @@ impl ClusterActor {
         ClusterActor {
             redis,
             store,
+            keeper: ShareKeeper::new(instance_id.clone()),
             instance_id,
             me: None,
             clock,
+            share: watch::Sender::new(Share::ALL),
+            fire_counts: VecDeque::new(),
+            leaving: false,
+            others_firing: 0,
+        }
+    }
+
+    /// This process's share of the tasks, as it changes: every task until the cluster's list
+    /// says otherwise, and always every task without Redis.
+    pub fn share(&self) -> watch::Receiver<Share> {
+        self.share.subscribe()
+    }
+
+    /// Takes the firing processes of a fresh list (`None`: Redis did not answer, and the last
+    /// list stands) and publishes the share it gives this process.
+    fn take_list(&mut self, members: Option<&[Member]>) {
+        let now_ms = self.clock.clock.now().timestamp_millis();
+        let firing: Option<Vec<ProcessId>> = members.map(|members| {
+            members
+                .iter()
+                .filter(|member| member.firing && member.instance_id != self.instance_id)
+                .map(|member| member.instance_id.clone())
+                .collect()
+        });
+        if let Some(others) = &firing {
+            self.others_firing = others.len();
+        }
+        let share = match firing {
+            // A skewed process fires nothing whatever it owns, and one leaving keeps its share
+            // until it stops: both wait, the one for its clock, the other for the others.
+            Some(_) if self.clock.check.is_skewed() || self.leaving => self.keeper.firing(now_ms),
+            Some(others) => self.keeper.update(&others, now_ms),
+            None => self.keeper.firing(now_ms),
+        };
+        self.share.send_if_modified(|held| {
+            let changed = *held != share;
+            if changed {
+                log::info!(
+                    "this process now fires {} of the {} partitions of the tasks",
+                    share.len(),
+                    ax_core::cluster::shares::PARTITIONS
+                );
+                *held = share;
+            }
+            changed
+        });
+    }
+
+    /// Runs fired per second since the oldest of the last few heartbeats.
+    fn fire_rate(&mut self) -> f64 {
+        let now = (Instant::now(), metrics().fires.load(Ordering::Relaxed));
+        self.fire_counts.push_back(now);
+        while self.fire_counts.len() > FIRE_RATE_WINDOW {
+            self.fire_counts.pop_front();
+        }
+        let (since, then) = self.fire_counts[0];
+        let secs = now.0.duration_since(since).as_secs_f64();
+        if secs > 0.0 {
+            (now.1 - then) as f64 / secs
+        } else {
+            0.0
         }
     }
 
@@ -157,22 +286,28 @@ impl ClusterActor {
     /// that one is told (`PROCESS_LEFT`) within a beat of its expiry whether or not anyone
     /// lists the cluster.
     fn beat(&mut self, ctx: &mut Context<Self>) {
+        let fires_per_sec = self.fire_rate();
+        let firing = !self.clock.check.is_skewed() && !self.leaving;
+        let share = *self.share.borrow();
         let (Some(redis), Some(me)) = (&self.redis, &mut self.me) else {
             return;
         };
         me.last_seen = Utc::now();
+        (me.firing, me.share, me.fires_per_sec) = (firing, share, fires_per_sec);
         let (redis, me, store) = (redis.clone(), me.clone(), self.store.clone());
-        ctx.spawn(
-            async move {
-                if let Err(err) = redis_heartbeat(&redis, me).await {
-                    log::warn!("heartbeat not sent: {err}");
-                }
-                if let Err(err) = live_members(&redis, &store).await {
-                    log::debug!("the cluster's members were not read: {err}");
-                }
+        let listed = async move {
+            if let Err(err) = redis_heartbeat(&redis, me).await {
+                log::warn!("heartbeat not sent: {err}");
             }
-            .into_actor(self),
-        );
+            live_members(&redis, &store).await
+        };
+        ctx.spawn(listed.into_actor(self).map(|listed, act, _| match listed {
+            Ok(members) => act.take_list(Some(&members)),
+            Err(err) => {
+                log::debug!("the cluster's members were not read: {err}");
+                act.take_list(None);
+            }
+        }));
     }
 }
 
@@ -329,6 +464,9 @@ impl Handler<Announce> for ClusterActor {
             addr: msg.0,
             started_at: now,
             last_seen: now,
+            firing: true,
+            share: *self.share.borrow(),
+            fires_per_sec: 0.0,
         });
         self.beat(ctx);
         ctx.run_interval(HEARTBEAT_INTERVAL, |act, ctx| act.beat(ctx));
@@ -350,13 +488,32 @@ impl Handler<Members> for ClusterActor {
                 Box::pin(async move { live_members(&redis, &store).await })
             }
             None => {
+                let fires_per_sec = self.fire_rate();
+                let firing = !self.clock.check.is_skewed();
                 let me = self.me.clone().map(|mut me| {
                     me.last_seen = Utc::now();
+                    (me.firing, me.fires_per_sec) = (firing, fires_per_sec);
                     me
                 });
                 Box::pin(async move { Ok(me.into_iter().collect()) })
             }
         }
+    }
+}
+
+/// Says in this process's heartbeat that it no longer fires, so that the others take its
+/// share (shutdown); answers how many other processes fire, that is, whether any will.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct HandOver;
+
+impl Handler<HandOver> for ClusterActor {
+    type Result = usize;
+
+    fn handle(&mut self, _: HandOver, ctx: &mut Context<Self>) -> usize {
+        self.leaving = true;
+        self.beat(ctx);
+        self.others_firing
     }
 }
 
@@ -397,6 +554,12 @@ impl ClusterHandle {
     /// The live processes of the cluster.
     pub async fn members(&self) -> Result<Vec<Member>, LockError> {
         self.addr.send(Members).await.map_err(unavailable)?
+    }
+
+    /// Hands this process's share over to the others (see [`HandOver`]); answers how many
+    /// other processes fire.
+    pub async fn hand_over(&self) -> usize {
+        self.addr.send(HandOver).await.unwrap_or(0)
     }
 
     /// Leaves the cluster (shutdown).

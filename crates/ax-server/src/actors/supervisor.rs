@@ -1,7 +1,8 @@
-//! SupervisorActor: fills the wheel at start-up with every enabled task due within the preload
-//! window (overdue ones included: the missed-run policy decides for them), keeps the window
-//! topped up, applies every task change any process made (the change feed, each second, and a
-//! reconcile of the wheel against the store each minute), finds tasks nobody fired (a dead ax),
+//! SupervisorActor: fills the wheel at start-up with every enabled task of this process's share
+//! due within the preload window (overdue ones included: the missed-run policy decides for
+//! them), keeps the window topped up, loads the tasks of a share grown (a process gone), applies
+//! every task change any process made (the change feed, each second, and a reconcile of the
+//! wheel against the store each minute), finds tasks nobody fired (a dead ax, of any share),
 //! offers due attempts (retries, and runs whose dispatcher died) to the wheel, and sends RUNNING
 //! runs past their deadline to the retry path.
 
@@ -12,10 +13,12 @@ use std::time::Duration;
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
+use tokio::sync::watch;
 
 use super::fire::reload;
 use super::store::{boxed, StoreHandle};
 use super::wheel::{ScheduleMode, WheelHandle};
+use ax_core::cluster::shares::Share;
 use ax_core::metrics::metrics;
 use ax_core::plan::sync::{self, ChangeCursor};
 use ax_core::run::TaskId;
@@ -75,6 +78,8 @@ enum Job {
     Retention,
     Changes,
     Reconcile,
+    /// Loading the tasks of partitions this process's share gained.
+    Gain,
 }
 
 impl Job {
@@ -105,6 +110,10 @@ pub struct SupervisorActor {
     started: std::time::Instant,
     /// Where this process is in the task change feed; `None` until its start is read.
     changes: Option<ChangeCursor>,
+    /// This process's share of the tasks, as the cluster decides it.
+    share: watch::Receiver<Share>,
+    /// The partitions whose tasks the wheel has been loaded with, over the window.
+    loaded_share: Share,
 }
 
 impl SupervisorActor {
@@ -112,10 +121,12 @@ impl SupervisorActor {
         settings: SupervisorSettings,
         (clock, clock_check): (SharedClock, Arc<ClockCheck>),
         store: StoreHandle,
-        wheel: WheelHandle,
+        (wheel, share): (WheelHandle, watch::Receiver<Share>),
         instance_id: ProcessId,
     ) -> Self {
         SupervisorActor {
+            loaded_share: Share::NONE,
+            share,
             settings,
             clock,
             clock_check,
@@ -159,6 +170,7 @@ impl SupervisorActor {
         };
         self.running.push(Job::Changes);
         let (store, wheel, clock) = (self.store.clone(), self.wheel.clone(), self.clock.clone());
+        let share = *self.share.borrow();
         let work = async move {
             let wanted = cursor.wanted();
             let read = store
@@ -175,6 +187,8 @@ impl SupervisorActor {
                 .filter(|(_, fresh)| *fresh)
                 .map(|((_, task), _)| *task)
                 .collect();
+            // Another process's tasks are its own to read again.
+            changed.retain(|task| share.owns(*task));
             changed.sort();
             changed.dedup();
             if !changed.is_empty() {
@@ -202,13 +216,16 @@ impl SupervisorActor {
         };
         let (store, wheel) = (self.store.clone(), self.wheel.clone());
         let settled_after = self.clock.now().timestamp() + SETTLING_SECS;
+        let share = *self.share.borrow();
         self.run(Job::Reconcile, ctx, async move {
-            let held = wheel
+            let mut held = wheel
                 .held_tasks(until)
                 .await
                 .map_err(|err| StoreError::Pool(format!("wheel unavailable: {err}")))?;
+            // An overdue run of another process's task may be in the wheel for a moment.
+            held.retain(|task, _| share.owns(*task));
             let stored = store
-                .query(move |conn| boxed(task_changes::due_by(conn, to_db(until))))
+                .query(move |conn| boxed(task_changes::due_by(conn, to_db(until), share)))
                 .await?;
             let stored = stored
                 .into_iter()
@@ -272,15 +289,16 @@ impl SupervisorActor {
         let from = self
             .loaded_until
             .map_or(DueCursor::start(), |at| DueCursor::after(to_db(at)));
+        let share = self.follow_share();
         let work = preload(
-            self.store.clone(),
-            self.wheel.clone(),
-            from,
-            until,
+            (self.store.clone(), self.wheel.clone()),
+            (from, until),
+            (share, ScheduleMode::Fill),
             self.settings.page_size,
         );
         self.run_then(Job::Preload, ctx, work, move |act| {
             if act.loaded_until.is_none() {
+                act.loaded_share = share;
                 let took = act.started.elapsed();
                 metrics().startup_preload_done(took);
                 log::info!(
@@ -292,16 +310,52 @@ impl SupervisorActor {
         });
     }
 
+    /// Puts in the wheel the tasks of every share that nobody fired in time: a process that
+    /// died or paused has its share taken by the others only once its heartbeat expires, and
+    /// its runs go out meanwhile, late by this scan's grace.
     fn overdue(&mut self, ctx: &mut Context<Self>) {
         let until = self.clock.now() - chrono::Duration::seconds(self.settings.grace_secs);
         let work = preload(
-            self.store.clone(),
-            self.wheel.clone(),
-            DueCursor::start(),
-            until,
+            (self.store.clone(), self.wheel.clone()),
+            (DueCursor::start(), until),
+            (Share::ALL, ScheduleMode::Overdue),
             self.settings.page_size,
         );
         self.run(Job::Overdue, ctx, work);
+    }
+
+    /// The share now; the partitions it lost since the last look count as not loaded any
+    /// more, so that gaining one back loads it again.
+    fn follow_share(&mut self) -> Share {
+        let share = *self.share.borrow();
+        self.loaded_share = self.loaded_share.minus(self.loaded_share.minus(share));
+        share
+    }
+
+    /// Loads, over the loaded window, the tasks of the partitions the share gained: a process
+    /// gone or stopped firing leaves its partitions to the others, overdue runs included.
+    fn gain(&mut self, ctx: &mut Context<Self>) {
+        let share = self.follow_share();
+        let gained = share.minus(self.loaded_share);
+        let Some(until) = self.loaded_until else {
+            return;
+        };
+        if gained.is_empty() || self.running.contains(&Job::Gain) {
+            return;
+        }
+        log::info!(
+            "{} partitions joined this process's share: loading their tasks",
+            gained.len()
+        );
+        let work = preload(
+            (self.store.clone(), self.wheel.clone()),
+            (DueCursor::start(), until),
+            (gained, ScheduleMode::Fill),
+            self.settings.page_size,
+        );
+        self.run_then(Job::Gain, ctx, work, move |act| {
+            act.loaded_share = act.loaded_share.union(gained);
+        });
     }
 
     fn attempts(&mut self, ctx: &mut Context<Self>) {
@@ -435,18 +489,18 @@ impl SupervisorActor {
     }
 }
 
-/// Streams the enabled tasks due after `from` and by `until` into the wheel, a page at a time;
-/// the next page is read while the wheel takes the last one.
+/// Streams the enabled tasks of `share` due after `from` and by `until` into the wheel, a page
+/// at a time; the next page is read while the wheel takes the last one.
 async fn preload(
-    store: StoreHandle,
-    wheel: WheelHandle,
-    from: DueCursor,
-    until: DateTime<Utc>,
+    (store, wheel): (StoreHandle, WheelHandle),
+    (from, until): (DueCursor, DateTime<Utc>),
+    (share, mode): (Share, ScheduleMode),
     page_size: i64,
 ) -> Result<usize, StoreError> {
     let until = to_db(until);
-    let read =
-        |cursor| store.query(move |conn| boxed(tasks::due_until(conn, cursor, until, page_size)));
+    let read = |cursor| {
+        store.query(move |conn| boxed(tasks::due_until(conn, (cursor, until), share, page_size)))
+    };
     let mut page = read(from).await?;
     let mut count = 0;
     loop {
@@ -455,7 +509,7 @@ async fn preload(
         };
         count += page.len();
         let next = (page.len() as i64 == page_size).then(|| read(DueCursor::past(last)));
-        let scheduled = wheel.schedule(models::wheel_entries(&page), ScheduleMode::Fill);
+        let scheduled = wheel.schedule(models::wheel_entries(&page), mode);
         let (scheduled, next) = match next {
             Some(next) => futures_util::future::join(scheduled, next).await,
             None => return wheel_took(scheduled.await).map(|()| count),
@@ -476,7 +530,10 @@ impl Actor for SupervisorActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.open_feed(ctx, |act, ctx| act.preload(ctx));
         self.attempts(ctx);
-        ctx.run_interval(CHANGES_INTERVAL, |act, ctx| act.changes(ctx));
+        ctx.run_interval(CHANGES_INTERVAL, |act, ctx| {
+            act.changes(ctx);
+            act.gain(ctx);
+        });
         ctx.run_interval(RECONCILE_INTERVAL, |act, ctx| act.reconcile(ctx));
         ctx.run_interval(self.settings.preload_interval, |act, ctx| act.preload(ctx));
         ctx.run_interval(OVERDUE_INTERVAL, |act, ctx| act.overdue(ctx));

@@ -1,5 +1,5 @@
 use actix_web::{web, HttpResponse};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::ApiState;
 use crate::error::ApiError;
@@ -37,9 +37,24 @@ pub async fn prometheus(state: web::Data<ApiState>) -> HttpResponse {
         .body(text)
 }
 
-/// `GET /api/cluster`: the live ax processes (heartbeats in Redis; just this one without).
+/// `GET /api/cluster`: the live ax processes (heartbeats in Redis; just this one without),
+/// each with its share of the tasks.
 pub async fn cluster(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
-    let instances = state.service.cluster().await?;
+    let members = state.service.cluster().await?;
+    let shares = state.service.shares(&members).await?;
+    let instances: Vec<Value> = members
+        .iter()
+        .zip(shares)
+        .map(|(member, share)| {
+            let mut instance = json!(member);
+            if let Some(fields) = instance.as_object_mut() {
+                // The heartbeat's bits and rate, shown as figures.
+                fields.remove("firesPerSec");
+                fields.insert("share".into(), json!(share));
+            }
+            instance
+        })
+        .collect();
     Ok(HttpResponse::Ok().json(json!({
         "self": state.instance_id,
         "instances": instances,

@@ -19,7 +19,9 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
 use crate::actors::alerts::{AlertActor, AlertSettings};
-use crate::actors::cluster::{ClockWatch, ClusterActor, ClusterHandle, Heartbeats};
+use crate::actors::cluster::{
+    ClockWatch, ClusterActor, ClusterHandle, Heartbeats, HEARTBEAT_INTERVAL,
+};
 use crate::actors::dispatch::{DispatchHandle, DispatchSettings};
 use crate::actors::feed::FeedActor;
 use crate::actors::fire::FireContext;
@@ -349,7 +351,9 @@ impl Actors {
             keys: redis_keys,
         });
         let cluster_actor =
-            ClusterActor::new(instance_id.clone(), heartbeats, store.clone(), clock_watch).start();
+            ClusterActor::new(instance_id.clone(), heartbeats, store.clone(), clock_watch);
+        let share = cluster_actor.share();
+        let cluster_actor = cluster_actor.start();
         let cluster = ClusterHandle::new(cluster_actor.clone());
         let fire = FireContext {
             lock: lock.clone(),
@@ -374,7 +378,7 @@ impl Actors {
                 queued_runs: config.scheduler.max_queued_runs,
             },
         };
-        let wheel = WheelActor::new(wheel_settings, clock.clone(), fire, epoch);
+        let wheel = WheelActor::new(wheel_settings, clock.clone(), fire, (epoch, share.clone()));
         let ticks = wheel.ticks();
         let wheel = wheel.start();
         let supervisor = SupervisorActor::new(
@@ -387,7 +391,7 @@ impl Actors {
             },
             (clock.clone(), clock_check.clone()),
             store.clone(),
-            WheelHandle::new(wheel.clone()),
+            (WheelHandle::new(wheel.clone()), share),
             instance_id.clone(),
         )
         .start();
@@ -592,6 +596,14 @@ impl Ax {
         let _ = self.actors.feed.send(Halt).await;
         self.server.stop(true).await;
         let actors = &self.actors;
+        // The others take this process's share at their next heartbeat and load it; its wheel
+        // fires it meanwhile, so no run waits for a process gone.
+        if actors.cluster.hand_over().await > 0 {
+            let handoff =
+                (HEARTBEAT_INTERVAL * 2 + Duration::from_secs(1)).min(self.shutdown_timeout);
+            log::info!("shutdown: handing this process's share to the others ({handoff:?})");
+            actix_rt::time::sleep(handoff).await;
+        }
         let wheel = WheelHandle::new(actors.wheel.clone());
         let stopped = wheel.stop();
         if tokio::time::timeout(self.shutdown_timeout, stopped)

@@ -17,13 +17,14 @@ use super::paths::{scene_href, task_href, EXECUTORS};
 use super::runs::{run_href, task_ids, task_link};
 use super::session::Visitor;
 use super::{ok, ConsoleError};
-use crate::actors::cluster::{Member, HEARTBEAT_INTERVAL};
+use crate::actors::cluster::{Member, ShareFigures, HEARTBEAT_INTERVAL};
 use crate::actors::health::Report;
 use crate::actors::redis_link::LockError;
 use crate::console::attention::{self, FailingTask, TaskNow, Trouble};
 use crate::service::console_reads::{Pauses, RunCounts, DAY_COUNTS_SECS};
 use crate::service::executors::MemberState;
 use crate::web::ApiState;
+use ax_core::cluster::shares::PARTITIONS;
 use ax_core::dispatch::routing::HealthState;
 use ax_core::run::{RunStatus, TaskId};
 use ax_store::queries::executors::{GoneRow, HealthRow};
@@ -61,7 +62,8 @@ struct Dashboard {
     /// Whether the chart had more runs than it was drawn from.
     chart_cut: bool,
     names: HashMap<TaskId, String>,
-    cluster: Result<Vec<Member>, LockError>,
+    /// The live processes, each with its share of the tasks.
+    cluster: Result<Vec<(Member, ShareFigures)>, LockError>,
     health: Report,
 }
 
@@ -113,6 +115,13 @@ pub async fn show(
     let mut recovered = recovered?;
     recovered.retain(|member| !unhealthy.iter().any(|(url, _)| *url == member.url));
     let dispatches = dispatches?;
+    let cluster = match cluster {
+        Ok(members) => {
+            let shares = service.shares(&members).await?;
+            Ok(members.into_iter().zip(shares).collect())
+        }
+        Err(err) => Err(err),
+    };
     let dashboard = Dashboard {
         chart: chart::per_minute(now, &dispatches),
         chart_cut: dispatches.len() as i64 == CHART_RUNS,
@@ -202,7 +211,7 @@ fn counts(last_hour: &HashMap<RunStatus, i64>, last_day: &HashMap<RunStatus, i64
 /// Health and cluster in one line; what is wrong, below it.
 fn status_line(
     report: &Report,
-    members: &Result<Vec<Member>, LockError>,
+    members: &Result<Vec<(Member, ShareFigures)>, LockError>,
     now: DateTime<Utc>,
 ) -> Markup {
     let late = |member: &Member| now - member.last_seen > late_heartbeat();
@@ -215,9 +224,13 @@ fn status_line(
                 Ok(members) if members.is_empty() => span.muted { "No ax process has announced itself yet." },
                 Ok(members) => {
                     (members.len()) @if members.len() == 1 { " ax process: " } @else { " ax processes: " }
-                    @for (n, member) in members.iter().enumerate() {
+                    @for (n, (member, share)) in members.iter().enumerate() {
                         @if n > 0 { ", " }
                         code title=(format!("at {}, started {}", member.addr, member.started_at.to_rfc3339())) { (member.instance_id) }
+                        " " span.share title=(format!("{} of the {PARTITIONS} partitions of the tasks", share.partitions)) {
+                            "(" (share.tasks) " tasks · " (share.fires_per_sec) " fires/s)"
+                        }
+                        @if !member.firing { " " span.badge.bad { "NOT FIRING" } }
                         @if late(member) { " " span.badge.bad { "LATE HEARTBEAT" } }
                     }
                 }

@@ -11,16 +11,17 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
-use crate::actors::cluster::{ClusterHandle, Member};
+use crate::actors::cluster::{ClusterHandle, Member, ShareFigures};
 use crate::actors::dispatch::DispatchHandle;
 use crate::actors::redis_link::LockError;
-use crate::actors::store::StoreHandle;
+use crate::actors::store::{boxed, StoreHandle};
 use crate::actors::wheel::WheelHandle;
 use crate::config::{AlertsConfig, Config, ExecutorsConfig, RunLogsConfig};
 use ax_core::metrics::WheelStats;
 use ax_core::run::RunStatus;
 use ax_core::task::schedule_load::Load;
 use ax_core::time::clock::SharedClock;
+use ax_store::queries::shares;
 
 pub mod alerts;
 pub mod audit_diff;
@@ -117,6 +118,18 @@ impl Service {
     /// The live ax processes sharing this store.
     pub async fn cluster(&self) -> std::result::Result<Vec<Member>, LockError> {
         self.cluster.members().await
+    }
+
+    /// Each process's share of the tasks, in the order of `members`.
+    pub async fn shares(&self, members: &[Member]) -> error::Result<Vec<ShareFigures>> {
+        let per_partition = self
+            .store
+            .query(|conn| boxed(shares::enabled_per_partition(conn)))
+            .await?;
+        Ok(members
+            .iter()
+            .map(|member| ShareFigures::of(member, &per_partition))
+            .collect())
     }
 
     /// How many entries the wheel holds.

@@ -20,6 +20,7 @@ pub mod run_writes;
 pub mod runs;
 pub mod search;
 pub mod sessions;
+pub mod shares;
 pub mod success_watch;
 pub mod task_changes;
 mod task_locks;

@@ -7,11 +7,13 @@ use diesel::dsl::max;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use crate::queries::shares;
 use crate::rows::models::TaskStatus;
 use crate::rows::schema::ax_task::dsl as t;
 use crate::rows::schema::ax_task_change::dsl as c;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
+use ax_core::cluster::shares::Share;
 use ax_core::run::TaskId;
 
 /// Most change rows one read takes; the next read, a second later, takes the rest.
@@ -62,18 +64,25 @@ pub async fn prune(conn: &mut Conn, before: NaiveDateTime) -> Result<usize, Stor
     .await)?)
 }
 
-/// The enabled tasks due by `until`, as the store holds them: (task, its next run's second,
-/// its version).
+/// The enabled tasks of `share` due by `until`, as the store holds them: (task, its next
+/// run's second, its version).
 pub async fn due_by(
     conn: &mut Conn,
     until: NaiveDateTime,
+    share: Share,
 ) -> Result<Vec<(TaskId, i64, i64)>, StoreError> {
-    let rows: Vec<(i64, i64, Option<NaiveDateTime>)> = with_conn!(conn, |c| t::ax_task
-        .select((t::id, t::version, t::next_run_at))
-        .filter(t::status.eq(TaskStatus::Enabled))
-        .filter(t::next_run_at.le(until))
-        .load(c)
-        .await)?;
+    let partitions = shares::filter_of(share);
+    let rows: Vec<(i64, i64, Option<NaiveDateTime>)> = with_conn!(conn, |c| {
+        let mut query = t::ax_task
+            .select((t::id, t::version, t::next_run_at))
+            .filter(t::status.eq(TaskStatus::Enabled))
+            .filter(t::next_run_at.le(until))
+            .into_boxed();
+        if let Some(partitions) = &partitions {
+            query = query.filter(shares::partition().eq_any(partitions));
+        }
+        query.load(c).await
+    })?;
     Ok(rows
         .into_iter()
         .filter_map(|(id, version, next)| {

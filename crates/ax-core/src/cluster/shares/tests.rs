@@ -57,6 +57,18 @@ fn a_lost_partition_is_kept_for_the_handoff_and_a_gained_one_taken_at_once() {
     assert!(keeper.update(std::slice::from_ref(&a), 9_000).is_all());
 }
 
+#[test]
+fn a_share_is_written_as_hex() {
+    let mut share = Share::NONE;
+    share.insert(0);
+    share.insert(255);
+    let text = serde_json::to_string(&share).expect("json");
+    assert_eq!(text, format!("\"8{}1\"", "0".repeat(62)));
+    assert_eq!(serde_json::from_str::<Share>(&text).expect("back"), share);
+    assert!(serde_json::from_str::<Share>("\"ff\"").is_err());
+    assert!(serde_json::from_str::<Share>(&format!("\"{}\"", "g".repeat(64))).is_err());
+}
+
 proptest! {
     /// A process that joins takes partitions only from the others, and one that leaves gives
     /// only its own to the others: every partition that changes owner is the newcomer's or the

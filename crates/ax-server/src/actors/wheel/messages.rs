@@ -33,6 +33,10 @@ pub enum ScheduleMode {
     /// wheel ahead of the database is firing that task right now (its commit is under way);
     /// putting the old time back would fire it twice.
     Fill,
+    /// A scan for runs nobody fired: as `Fill`, for a task of any process's share. The process
+    /// owning it may be dead; of several that fire it, the lock and the compare-and-set let
+    /// one record it, and its next run goes back to its owner's wheel only.
+    Overdue,
 }
 
 impl Schedule {
@@ -48,14 +52,21 @@ impl Handler<Schedule> for WheelActor {
     type Result = ();
 
     fn handle(&mut self, msg: Schedule, _: &mut Context<Self>) {
+        let share = self.share();
         for (spec, due) in msg.entries {
             let key = WheelKey::Task(spec.id);
+            if msg.mode != ScheduleMode::Overdue && !share.owns(spec.id) {
+                // Another process's task: what the wheel held of it goes too.
+                self.wheel.remove(&key);
+                self.deferred.remove(&spec.id);
+                continue;
+            }
             let held = self
                 .wheel
                 .due_of(&key)
                 .or_else(|| self.deferred.get(&spec.id).map(|(entry, _)| entry.due_sec));
             let ahead = held.is_some_and(|held| held >= due.timestamp());
-            if msg.mode == ScheduleMode::Fill && ahead {
+            if msg.mode != ScheduleMode::Replace && ahead {
                 continue;
             }
             self.deferred.remove(&spec.id);

@@ -25,6 +25,7 @@ use tokio::sync::watch;
 
 use super::fire::{FireContext, PlannedFire};
 use super::InFlight;
+use ax_core::cluster::shares::Share;
 use ax_core::plan::{MissedRunPolicy, TaskSpec};
 use ax_core::run::{RequestId, TaskId};
 use ax_core::time::clock::SharedClock;
@@ -86,6 +87,9 @@ pub struct WheelActor {
     deferred: HashMap<TaskId, (Due<WheelKey, WheelEntry>, i64)>,
     load: PipelineLoad,
     lag_log: LagLog,
+    /// This process's share of the tasks, as the cluster decides it: the wheel holds the next
+    /// runs of those tasks only (and, for a moment, overdue ones of any task).
+    share: watch::Receiver<Share>,
 }
 
 /// One batch for the fire pipeline.
@@ -129,8 +133,14 @@ struct Promises {
 }
 
 impl WheelActor {
-    /// The wheel of a process that took `epoch` at start (see `ax_core::cluster::fencing`).
-    pub fn new(settings: WheelSettings, clock: SharedClock, fire: FireContext, epoch: i64) -> Self {
+    /// The wheel of a process that took `epoch` at start (see `ax_core::cluster::fencing`),
+    /// holding the tasks of `share`.
+    pub fn new(
+        settings: WheelSettings,
+        clock: SharedClock,
+        fire: FireContext,
+        (epoch, share): (i64, watch::Receiver<Share>),
+    ) -> Self {
         let now = clock.now().timestamp();
         WheelActor {
             // Start one second back so that a run due this very second still fires.
@@ -152,7 +162,33 @@ impl WheelActor {
             deferred: HashMap::new(),
             load: PipelineLoad::default(),
             lag_log: LagLog::default(),
+            share,
         }
+    }
+
+    /// This process's share now. A share grown since the last look needs nothing here (the
+    /// supervisor loads what it gained); the tasks of a share shrunk leave the wheel.
+    fn share(&mut self) -> Share {
+        if !self.share.has_changed().unwrap_or(false) {
+            return *self.share.borrow();
+        }
+        let share = *self.share.borrow_and_update();
+        let gone: Vec<WheelKey> = self
+            .wheel
+            .entries()
+            .filter_map(|due| match &due.key {
+                WheelKey::Task(task) if !share.owns(*task) => Some(due.key.clone()),
+                _ => None,
+            })
+            .collect();
+        for key in &gone {
+            self.wheel.remove(key);
+        }
+        self.deferred.retain(|task, _| share.owns(*task));
+        if !gone.is_empty() {
+            log::debug!("{} tasks left this process's share", gone.len());
+        }
+        share
     }
 
     /// The second of the last tick, for health checks.

@@ -32,6 +32,7 @@ impl WheelActor {
         stalls: &mut Stalls,
     ) {
         let mut planned = Planned::default();
+        let share = self.share();
         let seen = at_second(step).min(now);
         let horizon = now.timestamp() + self.settings.window_secs;
         for (entry, taken) in due {
@@ -55,9 +56,10 @@ impl WheelActor {
                         plan_fires(&spec.cron, due, seen, policy)
                     };
                     stalls.count(&spec, &plan, seen, policy);
-                    // The next run enters the wheel now; if this fire turns out stale, a
-                    // refresh from the database corrects it.
-                    if let Some(next) = plan.next.filter(|next| next.timestamp() <= horizon) {
+                    // The next run enters the wheel now, if the task is this process's; if
+                    // this fire turns out stale, a refresh from the database corrects it.
+                    let next = plan.next.filter(|next| next.timestamp() <= horizon);
+                    if let Some(next) = next.filter(|_| share.owns(spec.id)) {
                         let (key, value) =
                             (WheelKey::Task(spec.id), WheelEntry::Task(spec.clone()));
                         self.wheel.insert(key, next.timestamp(), value);

@@ -44,6 +44,7 @@ impl WheelActor {
     /// second.
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
+        self.share();
         self.reached.send_replace(now.timestamp());
         self.promise((now + PROMISE_AHEAD).timestamp(), ctx);
         // A skewed clock fires nothing: the other processes carry its tasks meanwhile, and the
