@@ -286,6 +286,8 @@ impl ClusterActor {
     /// that one is told (`PROCESS_LEFT`) within a beat of its expiry whether or not anyone
     /// lists the cluster.
     fn beat(&mut self, ctx: &mut Context<Self>) {
+        // The share a handoff ended since the last beat is the one to tell.
+        self.take_list(None);
         let fires_per_sec = self.fire_rate();
         let firing = !self.clock.check.is_skewed() && !self.leaving;
         let share = *self.share.borrow();

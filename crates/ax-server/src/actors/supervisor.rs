@@ -314,6 +314,11 @@ impl SupervisorActor {
     /// died or paused has its share taken by the others only once its heartbeat expires, and
     /// its runs go out meanwhile, late by this scan's grace.
     fn overdue(&mut self, ctx: &mut Context<Self>) {
+        // Until the start-up preload is done, this process's own tasks are not in the wheel
+        // yet, and are its preload's, for the missed-run policy.
+        if self.loaded_until.is_none() {
+            return;
+        }
         let until = self.clock.now() - chrono::Duration::seconds(self.settings.grace_secs);
         let work = preload(
             (self.store.clone(), self.wheel.clone()),
@@ -350,7 +355,7 @@ impl SupervisorActor {
         let work = preload(
             (self.store.clone(), self.wheel.clone()),
             (DueCursor::start(), until),
-            (gained, ScheduleMode::Fill),
+            (gained, ScheduleMode::Overdue),
             self.settings.page_size,
         );
         self.run_then(Job::Gain, ctx, work, move |act| {

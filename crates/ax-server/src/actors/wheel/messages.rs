@@ -33,9 +33,12 @@ pub enum ScheduleMode {
     /// wheel ahead of the database is firing that task right now (its commit is under way);
     /// putting the old time back would fire it twice.
     Fill,
-    /// A scan for runs nobody fired: as `Fill`, for a task of any process's share. The process
-    /// owning it may be dead; of several that fire it, the lock and the compare-and-set let
-    /// one record it, and its next run goes back to its owner's wheel only.
+    /// Runs nobody fired, of any process's share (the overdue scan), or of partitions this
+    /// process just took over: as `Fill`, and each overdue run is fired, late, rather than
+    /// folded by the missed-run policy (up to [`RESCUE_LATE_SECS`](super::RESCUE_LATE_SECS)):
+    /// a process gone costs its runs time, not runs. Of several processes that fire one, the
+    /// lock and the compare-and-set let one record it, and its next run goes to its owner's
+    /// wheel only.
     Overdue,
 }
 
@@ -70,6 +73,11 @@ impl Handler<Schedule> for WheelActor {
                 continue;
             }
             self.deferred.remove(&spec.id);
+            if msg.mode == ScheduleMode::Overdue && due < self.clock.now() {
+                self.rescued.insert(spec.id);
+            } else {
+                self.rescued.remove(&spec.id);
+            }
             self.schedule(key, WheelEntry::Task(spec), due);
         }
     }
@@ -86,6 +94,7 @@ impl Handler<Unschedule> for WheelActor {
     fn handle(&mut self, msg: Unschedule, _: &mut Context<Self>) {
         self.wheel.remove(&WheelKey::Task(msg.0));
         self.deferred.remove(&msg.0);
+        self.rescued.remove(&msg.0);
     }
 }
 

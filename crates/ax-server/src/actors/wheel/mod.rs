@@ -38,6 +38,12 @@ pub use messages::{
     GetWheelStats, HeldTasks, Schedule, ScheduleAttempts, ScheduleMode, StopTicking, Unschedule,
 };
 
+/// How late a run nobody fired may be and still go out by itself, rather than folded by the
+/// missed-run policy (see [`ScheduleMode::Overdue`]): past the time the others take a dead
+/// process's share over (its heartbeat's expiry, the overdue scan's interval and grace), with
+/// room to spare.
+pub const RESCUE_LATE_SECS: i64 = 30;
+
 /// Settings of the wheel.
 #[derive(Debug, Clone)]
 pub struct WheelSettings {
@@ -90,6 +96,8 @@ pub struct WheelActor {
     /// This process's share of the tasks, as the cluster decides it: the wheel holds the next
     /// runs of those tasks only (and, for a moment, overdue ones of any task).
     share: watch::Receiver<Share>,
+    /// Tasks whose entry is a run nobody fired (see [`ScheduleMode::Overdue`]).
+    rescued: HashSet<TaskId>,
 }
 
 /// One batch for the fire pipeline.
@@ -163,6 +171,7 @@ impl WheelActor {
             load: PipelineLoad::default(),
             lag_log: LagLog::default(),
             share,
+            rescued: HashSet::new(),
         }
     }
 
@@ -185,6 +194,7 @@ impl WheelActor {
             self.wheel.remove(key);
         }
         self.deferred.retain(|task, _| share.owns(*task));
+        self.rescued.retain(|task| share.owns(*task));
         if !gone.is_empty() {
             log::debug!("{} tasks left this process's share", gone.len());
         }

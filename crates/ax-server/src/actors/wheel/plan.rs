@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 
-use super::{Batch, WheelActor, WheelEntry, WheelKey};
+use super::{Batch, WheelActor, WheelEntry, WheelKey, RESCUE_LATE_SECS};
 use crate::actors::fire::PlannedFire;
 use ax_core::plan::{
     plan_each, plan_fires, FirePlan, MissedRunPolicy, RunDecision, TaskSpec, MAX_COUNTED_PERIODS,
@@ -50,7 +50,8 @@ impl WheelActor {
                     let policy = spec.missed_run_policy(self.settings.policy);
                     let due = at_second(entry.due_sec);
                     let late = (at_second(taken).min(now) - due).num_seconds();
-                    let plan = if late <= policy.grace_secs {
+                    let rescued = self.rescued.remove(&spec.id) && late <= RESCUE_LATE_SECS;
+                    let plan = if late <= policy.grace_secs || rescued {
                         plan_each(&spec.cron, due, seen)
                     } else {
                         plan_fires(&spec.cron, due, seen, policy)
