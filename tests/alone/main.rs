@@ -10,6 +10,7 @@ mod common;
 
 mod alert_mail;
 mod cluster;
+mod sentinel;
 
 /// One test of this binary at a time.
 pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {

@@ -925,11 +925,43 @@ impl RedisProcess {
     /// Starts it with `args` besides the port, and waits until it listens.
     pub async fn start(port: u16, args: &[&str]) -> RedisProcess {
         let port_arg = port.to_string();
-        let child = std::process::Command::new("redis-server")
+        let mut command = std::process::Command::new("redis-server");
+        command
             .args(["--port", &port_arg, "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .args(args)
-            .current_dir(std::env::temp_dir())
+            .current_dir(std::env::temp_dir());
+        RedisProcess::spawn(port, command).await
+    }
+
+    /// A Redis Sentinel on `port` that monitors the primary on `primary_port` as `service`
+    /// (down after 1 s, quorum 2), its config (which it rewrites) in `dir`.
+    pub async fn sentinel(
+        dir: &std::path::Path,
+        port: u16,
+        service: &str,
+        primary_port: u16,
+    ) -> RedisProcess {
+        let config = dir.join(format!("sentinel-{port}.conf"));
+        std::fs::write(
+            &config,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+                 sentinel monitor {service} 127.0.0.1 {primary_port} 2\n\
+                 sentinel down-after-milliseconds {service} 1000\n\
+                 sentinel failover-timeout {service} 3000\n\
+                 sentinel parallel-syncs {service} 1\n",
+                dir = dir.display()
+            ),
+        )
+        .expect("sentinel config");
+        let mut command = std::process::Command::new("redis-server");
+        command.arg(&config).arg("--sentinel").current_dir(dir);
+        RedisProcess::spawn(port, command).await
+    }
+
+    async fn spawn(port: u16, mut command: std::process::Command) -> RedisProcess {
+        let child = command
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("start redis-server (Debian's redis-server package)");
