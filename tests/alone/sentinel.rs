@@ -12,6 +12,8 @@ use serde_json::json;
 use crate::common::{free_port, AxProcess, Executor, RedisProcess, Reply, TestStore};
 
 const SERVICE: &str = "axprimary";
+/// The data nodes' password (the sentinels have none): never to be found in ax's log.
+const PASSWORD: &str = "sentinel-test-hunter2";
 const TASKS: usize = 8;
 /// The longest ax may take after the kill to lock on the new primary again: the sentinels'
 /// 1 s to call the primary down, their election and promotion, and ax's back-off (2 s at most).
@@ -19,7 +21,7 @@ const RESUME_WITHIN: Duration = Duration::from_secs(10);
 
 /// `ROLE`'s first word: `master`, `slave` or `sentinel`.
 async fn role(redis: &RedisProcess) -> String {
-    let mut conn = redis.conn().await;
+    let mut conn = redis.conn_with(PASSWORD).await;
     let role: Vec<redis::Value> = redis::cmd("ROLE")
         .query_async(&mut conn)
         .await
@@ -63,7 +65,7 @@ async fn redis_up(node: &AxProcess) -> bool {
 
 /// How many `SET`s `redis` has run (ax's fire locks are `SET … NX PX`; nothing else sets).
 async fn sets(redis: &RedisProcess) -> u64 {
-    let mut conn = redis.conn().await;
+    let mut conn = redis.conn_with(PASSWORD).await;
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(&mut conn)
@@ -77,7 +79,7 @@ async fn sets(redis: &RedisProcess) -> u64 {
 
 /// The keys of `redis`.
 async fn keys(redis: &RedisProcess) -> Vec<String> {
-    let mut conn = redis.conn().await;
+    let mut conn = redis.conn_with(PASSWORD).await;
     redis::cmd("KEYS")
         .arg("*")
         .query_async(&mut conn)
@@ -92,14 +94,17 @@ async fn a_killed_primary_is_followed_to_the_promoted_replica() {
     let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let primary_port = free_port();
-    let mut primary = Some(RedisProcess::start(primary_port, &[]).await);
+    let auth = ["--requirepass", PASSWORD, "--masterauth", PASSWORD];
+    let mut primary = Some(RedisProcess::start(primary_port, &auth).await);
     let replica_port = free_port();
     let replica_of = format!("127.0.0.1 {primary_port}");
-    let replica = RedisProcess::start(replica_port, &["--replicaof", &replica_of]).await;
+    let replica_args = [&auth[..], &["--replicaof", &replica_of]].concat();
+    let replica = RedisProcess::start(replica_port, &replica_args).await;
     let mut sentinels = Vec::new();
     for _ in 0..3 {
-        sentinels
-            .push(RedisProcess::sentinel(dir.path(), free_port(), SERVICE, primary_port).await);
+        sentinels.push(
+            RedisProcess::sentinel(dir.path(), free_port(), SERVICE, primary_port, PASSWORD).await,
+        );
     }
     // A failover needs the sentinels to know the replica and each other (hellos every 2 s).
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -119,7 +124,10 @@ async fn a_killed_primary_is_followed_to_the_promoted_replica() {
         .iter()
         .map(|s| format!("127.0.0.1:{}", s.port))
         .collect();
-    let url = format!("redis+sentinel://{}/{SERVICE}/0", hosts.join(","));
+    let url = format!(
+        "redis+sentinel://:{PASSWORD}@{}/{SERVICE}/0",
+        hosts.join(",")
+    );
     let instance = format!(
         "sentinel-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
@@ -198,7 +206,17 @@ async fn a_killed_primary_is_followed_to_the_promoted_replica() {
     );
     let to = Utc::now().timestamp() - 3;
     actix_rt::time::sleep(Duration::from_secs(3)).await;
+    let log_path = node.log_path();
     assert_eq!(node.terminate().await, Some(0));
+    let log = std::fs::read_to_string(log_path).expect("ax's log");
+    assert!(
+        log.contains(&format!("127.0.0.1:{replica_port}")),
+        "ax's log names the new primary:\n{log}"
+    );
+    assert!(
+        !log.contains(PASSWORD),
+        "ax's log shows the password:\n{log}"
+    );
 
     let db = Db::connect(&store.url(), 2).await.expect("store");
     let deliveries = executor.received();

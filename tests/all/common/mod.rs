@@ -935,12 +935,14 @@ impl RedisProcess {
     }
 
     /// A Redis Sentinel on `port` that monitors the primary on `primary_port` as `service`
-    /// (down after 1 s, quorum 2), its config (which it rewrites) in `dir`.
+    /// (down after 1 s, quorum 2) with the data nodes' `password`, its config (which it
+    /// rewrites) in `dir`.
     pub async fn sentinel(
         dir: &std::path::Path,
         port: u16,
         service: &str,
         primary_port: u16,
+        password: &str,
     ) -> RedisProcess {
         let config = dir.join(format!("sentinel-{port}.conf"));
         std::fs::write(
@@ -948,6 +950,7 @@ impl RedisProcess {
             format!(
                 "port {port}\nbind 127.0.0.1\ndir {dir}\n\
                  sentinel monitor {service} 127.0.0.1 {primary_port} 2\n\
+                 sentinel auth-pass {service} {password}\n\
                  sentinel down-after-milliseconds {service} 1000\n\
                  sentinel failover-timeout {service} 3000\n\
                  sentinel parallel-syncs {service} 1\n",
@@ -979,7 +982,17 @@ impl RedisProcess {
 
     /// A connection to it (without a password).
     pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
-        redis::Client::open(format!("redis://127.0.0.1:{}", self.port))
+        self.conn_with("").await
+    }
+
+    /// A connection to it with `password` (none if empty).
+    pub async fn conn_with(&self, password: &str) -> redis::aio::MultiplexedConnection {
+        let credentials = if password.is_empty() {
+            String::new()
+        } else {
+            format!(":{password}@")
+        };
+        redis::Client::open(format!("redis://{credentials}127.0.0.1:{}", self.port))
             .expect("redis url")
             .get_multiplexed_async_connection()
             .await
