@@ -6,6 +6,7 @@ use actix::Actor;
 use ax_core::run::TaskId;
 use ax_server::actors::lock::{lock_key, LockActor, LockHandle, LOCK_TTL};
 use ax_server::actors::redis_link::{LockError, RedisLink};
+use ax_server::config::RedisConfig;
 
 use crate::common::{free_port, redis_server, RedisProcess};
 
@@ -17,7 +18,7 @@ fn unique_ids<const N: usize>() -> [TaskId; N] {
 }
 
 async fn redis_node(instance_id: &str) -> LockHandle {
-    let link = RedisLink::connect(redis_server())
+    let link = RedisLink::connect(redis_server(), &RedisConfig::default())
         .await
         .unwrap_or_else(|err| panic!("Redis lock at {}: {err}", redis_server()));
     assert!(link.is_up(), "{} answers", redis_server());
@@ -163,7 +164,8 @@ async fn empty_requests_are_answered() {
 async fn a_lock_on_an_unanswering_redis_answers_at_once_and_locks_once_redis_is_back() {
     let port = free_port();
     let started = Instant::now();
-    let link = RedisLink::connect(&format!("redis://127.0.0.1:{port}"))
+    let url = format!("redis://127.0.0.1:{port}");
+    let link = RedisLink::connect(&url, &RedisConfig::default())
         .await
         .expect("a link whether or not Redis answers");
     assert!(
@@ -200,11 +202,11 @@ async fn a_lock_on_an_unanswering_redis_answers_at_once_and_locks_once_redis_is_
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn redis_lock_rejects_a_bad_url() {
-    match RedisLink::connect("not-a-redis-url").await {
+    match RedisLink::connect("not-a-redis-url", &RedisConfig::default()).await {
         Ok(_) => panic!("a lock with a bad URL started"),
         Err(err) => {
             assert!(matches!(err, LockError::BadUrl(_)), "{err:?}");
-            assert!(err.to_string().starts_with("invalid Redis URL"), "{err}");
+            assert!(err.to_string().starts_with("redis.url must be"), "{err}");
         }
     }
 }

@@ -336,3 +336,137 @@ fn relay(client: &TcpStream, server: &TcpStream, tracked: &Mutex<Vec<TcpStream>>
     }
     tracked.lock().expect("lock").extend([client, server]);
 }
+
+/// A certificate authority made for a test: its PEM, and the issuer to sign with.
+fn test_ca(name: &str) -> (String, rcgen::CertifiedIssuer<'static, rcgen::KeyPair>) {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let key = rcgen::KeyPair::generate().expect("CA key");
+    let ca = rcgen::CertifiedIssuer::self_signed(params, key).expect("CA");
+    (ca.pem(), ca)
+}
+
+/// `redis.url = rediss://…` with `redis.ca_file`: ax checks Redis's certificate against the
+/// CA file, connects (its heartbeat is written over TLS) and shows no password. A certificate
+/// of another CA, a CA file that cannot be read, or a CA file for a URL without TLS: `ax
+/// serve` exits 2 at once, naming the settings and not the password.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn rediss_is_checked_against_redis_ca_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let (ca_pem, ca) = test_ca("ax test CA");
+    let (other_pem, _) = test_ca("another CA");
+    let server_key = rcgen::KeyPair::generate().expect("server key");
+    let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .expect("server params")
+        .signed_by(&server_key, &ca)
+        .expect("server certificate");
+    for (name, pem) in [
+        ("ca.pem", ca_pem),
+        ("other-ca.pem", other_pem),
+        ("server.pem", server.pem()),
+        ("server.key", server_key.serialize_pem()),
+    ] {
+        std::fs::write(path(name), pem).expect("write PEM");
+    }
+    let port = free_port();
+    let port_arg = port.to_string();
+    let (cert, key, ca_file) = (path("server.pem"), path("server.key"), path("ca.pem"));
+    let _redis = RedisProcess::start(
+        port,
+        &[
+            "--port",
+            "0",
+            "--tls-port",
+            &port_arg,
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &key,
+            "--tls-ca-cert-file",
+            &ca_file,
+            "--tls-auth-clients",
+            "no",
+            "--requirepass",
+            "tls-secret",
+        ],
+    )
+    .await;
+    let store = TestStore::sqlite();
+    let url = format!("rediss://:tls-secret@127.0.0.1:{port}");
+
+    let refusals = [
+        (
+            path("other-ca.pem"),
+            url.clone(),
+            format!(
+                "ax: cannot start: redis.url, redis.ca_file: the TLS certificate of Redis at \
+                 127.0.0.1:{port} is not trusted"
+            ),
+        ),
+        (
+            path("missing.pem"),
+            url.clone(),
+            format!(
+                "ax: cannot start: redis.ca_file: cannot read {}",
+                path("missing.pem")
+            ),
+        ),
+        (
+            ca_file.clone(),
+            format!("redis://:tls-secret@127.0.0.1:{port}"),
+            "ax: cannot start: redis.ca_file is set but redis.url is not rediss://".to_string(),
+        ),
+    ];
+    for (ca, url, expected) in refusals {
+        let started = Instant::now();
+        let env = [
+            ("AX_REDIS_URL", url.as_str()),
+            ("AX_REDIS_CA_FILE", ca.as_str()),
+        ];
+        let (code, line) = serve_refused(&store, None, &env);
+        assert_eq!(code, Some(2), "{ca}: {line}");
+        assert!(line.starts_with(&expected), "{ca}: {line}");
+        assert!(!line.contains("tls-secret"), "the password shown: {line}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{ca}: slow");
+    }
+
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), url.clone()),
+        ("AX_REDIS_CA_FILE".to_string(), ca_file.clone()),
+        ("RUST_LOG".to_string(), "info".to_string()),
+    ];
+    let ax = AxProcess::start(dir.path(), "tls", env).await;
+    let (status, health) = Api::at(ax.base()).get("/healthz").await;
+    assert_eq!(
+        (status, &health["redis"]),
+        (200, &Value::from("up")),
+        "{health}"
+    );
+    let certificates = redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(std::fs::read(&ca_file).expect("CA")),
+    };
+    let mut conn = redis::Client::build_with_tls(url.as_str(), certificates)
+        .expect("TLS client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("the test's TLS connection");
+    let heartbeats: Vec<String> = redis::cmd("KEYS")
+        .arg("*instance*")
+        .query_async(&mut conn)
+        .await
+        .expect("KEYS");
+    assert!(
+        heartbeats.iter().any(|key| key.ends_with(":tls")),
+        "ax's heartbeat over TLS: {heartbeats:?}"
+    );
+    let log_path = ax.log_path();
+    assert_eq!(ax.terminate().await, Some(0));
+    let log = std::fs::read_to_string(log_path).expect("ax's log");
+    assert!(!log.contains("tls-secret"), "the password logged:\n{log}");
+}
