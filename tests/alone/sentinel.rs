@@ -1,5 +1,6 @@
-//! Redis behind Sentinel: ax finds the primary through the sentinels, and when the primary is
-//! killed under load and a replica promoted, it follows the new one. No run is lost or
+//! Redis behind Sentinel: ax finds the primary through the sentinels and follows it under load,
+//! through a planned failover (`SENTINEL FAILOVER`: the old primary stays up a while, taking
+//! writes, before it is demoted) and through a kill -9 of the primary. No run is lost or
 //! delivered twice meanwhile: the database's compare-and-set fires on while Redis is out.
 
 use std::collections::{BTreeSet, HashMap};
@@ -15,8 +16,9 @@ const SERVICE: &str = "axprimary";
 /// The data nodes' password (the sentinels have none): never to be found in ax's log.
 const PASSWORD: &str = "sentinel-test-hunter2";
 const TASKS: usize = 8;
-/// The longest ax may take after the kill to lock on the new primary again: the sentinels'
-/// 1 s to call the primary down, their election and promotion, and ax's back-off (2 s at most).
+/// The longest ax may take after a failover to lock on the new primary: after a kill, the
+/// sentinels' 1 s to call the primary down, their election and promotion, and ax's back-off
+/// (2 s at most); after a planned one, the promotion and its announcement.
 const RESUME_WITHIN: Duration = Duration::from_secs(10);
 
 /// `ROLE`'s first word: `master`, `slave` or `sentinel`.
@@ -32,10 +34,11 @@ async fn role(redis: &RedisProcess) -> String {
     }
 }
 
-/// How many replicas and other sentinels `sentinel` knows of.
-async fn known(sentinel: &RedisProcess) -> (usize, usize) {
+/// Whether `sentinel` knows the other two sentinels and the replica on `port`, in sync with
+/// its primary: what a failover to that replica needs.
+async fn ready_for_failover(sentinel: &RedisProcess, port: u16) -> bool {
     let mut conn = sentinel.conn().await;
-    let replicas: Vec<redis::Value> = redis::cmd("SENTINEL")
+    let replicas: Vec<HashMap<String, String>> = redis::cmd("SENTINEL")
         .arg("REPLICAS")
         .arg(SERVICE)
         .query_async(&mut conn)
@@ -47,7 +50,56 @@ async fn known(sentinel: &RedisProcess) -> (usize, usize) {
         .query_async(&mut conn)
         .await
         .expect("SENTINEL SENTINELS");
-    (replicas.len(), others.len())
+    let replica_ready = replicas.iter().any(|replica| {
+        let flags = replica.get("flags").map_or("", String::as_str);
+        replica.get("port") == Some(&port.to_string())
+            && replica.get("master-link-status").map(String::as_str) == Some("ok")
+            && !flags.contains("down")
+            && !flags.contains("disconnected")
+    });
+    replica_ready && others.len() == 2
+}
+
+/// Waits until the sentinels could fail the primary over to the replica on `port`.
+async fn wait_ready_for_failover(sentinels: &[RedisProcess], port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut ready = true;
+        for sentinel in sentinels {
+            ready &= ready_for_failover(sentinel, port).await;
+        }
+        if ready {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sentinels never saw the replica on {port} in sync"
+        );
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until `redis` is the primary and ax takes fire locks on it (`/healthz` says Redis
+/// is up and a tick's worth of `SET`s reached it); returns the time since `since`.
+async fn locks_move_to(redis: &RedisProcess, node: &AxProcess, since: Instant) -> Duration {
+    let give_up = since + Duration::from_secs(30);
+    while role(redis).await != "master" {
+        assert!(Instant::now() < give_up, "{} never promoted", redis.port);
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    let promoted = sets(redis).await;
+    loop {
+        if redis_up(node).await && sets(redis).await >= promoted + TASKS as u64 {
+            return since.elapsed();
+        }
+        assert!(
+            Instant::now() < give_up,
+            "ax never took its locks on {}; see {}",
+            redis.port,
+            node.log_path().display()
+        );
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Whether `/healthz` says ax's link to Redis is up.
@@ -88,37 +140,25 @@ async fn keys(redis: &RedisProcess) -> Vec<String> {
 }
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_killed_primary_is_followed_to_the_promoted_replica() {
+async fn ax_follows_the_primary_through_a_planned_failover_and_a_kill() {
     let _serial = crate::serial().await;
     let started = Instant::now();
     let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
-    let primary_port = free_port();
     let auth = ["--requirepass", PASSWORD, "--masterauth", PASSWORD];
-    let mut primary = Some(RedisProcess::start(primary_port, &auth).await);
-    let replica_port = free_port();
-    let replica_of = format!("127.0.0.1 {primary_port}");
+    let first_port = free_port();
+    let first = RedisProcess::start(first_port, &auth).await;
+    let second_port = free_port();
+    let replica_of = format!("127.0.0.1 {first_port}");
     let replica_args = [&auth[..], &["--replicaof", &replica_of]].concat();
-    let replica = RedisProcess::start(replica_port, &replica_args).await;
+    let mut second = Some(RedisProcess::start(second_port, &replica_args).await);
     let mut sentinels = Vec::new();
     for _ in 0..3 {
         sentinels.push(
-            RedisProcess::sentinel(dir.path(), free_port(), SERVICE, primary_port, PASSWORD).await,
+            RedisProcess::sentinel(dir.path(), free_port(), SERVICE, first_port, PASSWORD).await,
         );
     }
-    // A failover needs the sentinels to know the replica and each other (hellos every 2 s).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut ready = true;
-        for sentinel in &sentinels {
-            ready &= known(sentinel).await == (1, 2);
-        }
-        if ready {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the sentinels never met");
-        actix_rt::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_ready_for_failover(&sentinels, second_port).await;
 
     let hosts: Vec<String> = sentinels
         .iter()
@@ -153,66 +193,63 @@ async fn a_killed_primary_is_followed_to_the_promoted_replica() {
     }
     actix_rt::time::sleep(Duration::from_secs(2)).await;
     let from = Utc::now().timestamp() + 1;
-    actix_rt::time::sleep(Duration::from_secs(4)).await;
+    actix_rt::time::sleep(Duration::from_secs(3)).await;
+    assert!(redis_up(&node).await, "ax's Redis link is up");
+    let heartbeats = keys(&first).await;
     assert!(
-        redis_up(&node).await,
-        "ax's Redis link is up before the kill"
-    );
-    let first = primary.as_ref().expect("primary");
-    let before = keys(first).await;
-    assert!(
-        before.iter().any(|k| k.contains(&instance)),
-        "ax's heartbeat on the first primary: {before:?}"
+        heartbeats.iter().any(|k| k.contains(&instance)),
+        "ax's heartbeat on the first primary: {heartbeats:?}"
     );
     assert!(
-        sets(first).await >= TASKS as u64,
+        sets(&first).await >= TASKS as u64,
         "fire locks on the first primary"
     );
 
-    // kill -9 under load.
-    drop(primary.take());
+    // A planned failover: the first primary is demoted to a replica of the second.
+    let mut conn = sentinels[0].conn().await;
+    let asked = Instant::now();
+    let _: String = redis::cmd("SENTINEL")
+        .arg("FAILOVER")
+        .arg(SERVICE)
+        .query_async(&mut conn)
+        .await
+        .expect("SENTINEL FAILOVER");
+    let planned = locks_move_to(second.as_ref().expect("second"), &node, asked).await;
+    assert!(
+        planned <= RESUME_WITHIN,
+        "fire locks on the second primary {planned:?} after the planned failover"
+    );
+    // A sentinel tries the same primary's failover again only after twice its timeout (6 s).
+    actix_rt::time::sleep(Duration::from_secs(7)).await;
+    wait_ready_for_failover(&sentinels, first_port).await;
+
+    // kill -9 of the second primary, under load: the first is promoted back.
+    drop(second.take());
     let killed = Instant::now();
-    let mut down_seen = false;
-    let resumed = loop {
-        let up = redis_up(&node).await;
-        down_seen |= !up;
-        if up && down_seen && role(&replica).await == "master" {
-            break killed.elapsed();
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(30),
-            "ax never came back to Redis after the failover; see {}",
-            node.log_path().display()
-        );
-        actix_rt::time::sleep(Duration::from_millis(100)).await;
-    };
+    let resumed = locks_move_to(&first, &node, killed).await;
     assert!(
         resumed <= RESUME_WITHIN,
         "fire locks resumed {resumed:?} after the kill"
     );
-    let promoted_sets = sets(&replica).await;
     // Past every key's life (locks 3 s, heartbeats 10 s): those on the new primary are ax's
     // writes since the promotion.
     actix_rt::time::sleep(Duration::from_secs(11)).await;
-    let after = keys(&replica).await;
+    let after = keys(&first).await;
     assert!(
         after.iter().any(|k| k.contains(&instance)),
         "ax's heartbeat on the new primary: {after:?}"
-    );
-    let locks_after = sets(&replica).await - promoted_sets;
-    assert!(
-        locks_after >= 10 * TASKS as u64,
-        "{locks_after} fire locks on the new primary in 11 s"
     );
     let to = Utc::now().timestamp() - 3;
     actix_rt::time::sleep(Duration::from_secs(3)).await;
     let log_path = node.log_path();
     assert_eq!(node.terminate().await, Some(0));
     let log = std::fs::read_to_string(log_path).expect("ax's log");
-    assert!(
-        log.contains(&format!("127.0.0.1:{replica_port}")),
-        "ax's log names the new primary:\n{log}"
-    );
+    for port in [first_port, second_port] {
+        assert!(
+            log.contains(&format!("names 127.0.0.1:{port} the primary")),
+            "ax's log names each primary:\n{log}"
+        );
+    }
     assert!(
         !log.contains(PASSWORD),
         "ax's log shows the password:\n{log}"
@@ -246,10 +283,11 @@ async fn a_killed_primary_is_followed_to_the_promoted_replica() {
         }
     }
     println!(
-        "sentinel failover: {TASKS} every-second tasks over {} s, {rows_checked} runs each \
+        "sentinel failovers: {TASKS} every-second tasks over {} s, {rows_checked} runs each \
          recorded and delivered once, 0 lost, 0 twice; fire locks on the new primary {:.1} s \
-         after the kill; test took {:.0} s",
+         after a planned failover, {:.1} s after a kill -9; test took {:.0} s",
         to - from + 1,
+        planned.as_secs_f64(),
         resumed.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );

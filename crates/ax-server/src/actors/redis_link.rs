@@ -8,10 +8,16 @@
 //! Redis is one server, or the primary that Redis Sentinel names: each new connection then
 //! asks the sentinels which server is the primary. A connection that fails, or that a demoted
 //! primary answers with `READONLY`, is dropped, and Redis counted out of reach: the next
-//! connection, the reconnect task's, asks the sentinels again and so follows a failover.
+//! connection, the reconnect task's, asks the sentinels again and so follows a failover. A
+//! planned failover leaves the old primary up, taking writes, until the sentinels demote it
+//! (seconds later): so a task listens to the sentinels' `+switch-master` and retires every
+//! connection made before it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
+
+use futures_util::StreamExt;
 
 use redis::aio::MultiplexedConnection;
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
@@ -114,7 +120,7 @@ impl RedisLink {
         let target =
             RedisTarget::parse(url).map_err(|why| LockError::BadUrl(format!("redis.url {why}")))?;
         let addr = target.shown();
-        let manager = Dialer::new(target, settings)?;
+        let (manager, watch) = Dialer::new(target, settings)?;
         let pool = bb8::Pool::builder()
             .max_size(POOL_SIZE)
             // Every call is bounded by its own wait; trying a failed dial again is the link's
@@ -133,6 +139,9 @@ impl RedisLink {
         }
         let changes = shared.up.subscribe();
         actix_rt::spawn(reconnect(Arc::downgrade(&shared), changes));
+        if let Some(watch) = watch {
+            actix_rt::spawn(watch_failovers(Arc::downgrade(&shared), watch));
+        }
         Ok(RedisLink { shared })
     }
 
@@ -314,6 +323,8 @@ pub enum Dialer {
         client: tokio::sync::Mutex<SentinelClient>,
         /// The primary the last dial reached, to say when a failover moved it.
         primary: std::sync::Mutex<Option<String>>,
+        /// Failovers announced so far: a connection made before the last one is retired.
+        failovers: Arc<AtomicU64>,
     },
 }
 
@@ -321,29 +332,74 @@ pub enum Dialer {
 pub struct Conn {
     inner: MultiplexedConnection,
     broken: bool,
+    /// The failovers announced before it was made.
+    failovers: u64,
+}
+
+/// What the task that listens for failovers needs: each sentinel, the service, and the count
+/// it bumps.
+struct FailoverWatch {
+    sentinels: Vec<redis::Client>,
+    service: String,
+    failovers: Arc<AtomicU64>,
 }
 
 impl Dialer {
-    /// The dialer of `target`, with the CA file and the sentinels' password of `settings`.
-    fn new(target: RedisTarget, settings: &RedisConfig) -> Result<Dialer, LockError> {
+    /// The dialer of `target`, with the CA file and the sentinels' password of `settings`, and
+    /// for sentinels what the task that listens for their failovers needs.
+    fn new(
+        target: RedisTarget,
+        settings: &RedisConfig,
+    ) -> Result<(Dialer, Option<FailoverWatch>), LockError> {
         let certificates = ca_certificates(&target, settings.ca_file.as_deref())?;
         let bad = |err: redis::RedisError| LockError::BadUrl(format!("redis.url: {err}"));
         match target {
             RedisTarget::Node(info) => {
-                let client = match certificates {
-                    Some(certificates) => redis::Client::build_with_tls(info, certificates),
-                    None => redis::Client::open(info),
-                };
-                Ok(Dialer::Node(client.map_err(bad)?))
+                let client = tls_client(info, certificates).map_err(bad)?;
+                Ok((Dialer::Node(client), None))
             }
             RedisTarget::Sentinel(target) => {
+                let sentinel_settings = match &settings.sentinel_password {
+                    Some(password) => redis::RedisConnectionInfo::default().set_password(password),
+                    None => redis::RedisConnectionInfo::default(),
+                };
+                let sentinels = target
+                    .sentinels
+                    .iter()
+                    .map(|addr| {
+                        let info = redis::IntoConnectionInfo::into_connection_info(addr.clone())?
+                            .set_redis_settings(sentinel_settings.clone());
+                        tls_client(info, certificates.clone())
+                    })
+                    .collect::<RedisResult<Vec<_>>>()
+                    .map_err(bad)?;
+                let watch = FailoverWatch {
+                    sentinels,
+                    service: target.service.clone(),
+                    failovers: Arc::default(),
+                };
                 let client = sentinel_client(target, certificates, settings).map_err(bad)?;
-                Ok(Dialer::Sentinel {
+                let dialer = Dialer::Sentinel {
                     client: tokio::sync::Mutex::new(client),
                     primary: std::sync::Mutex::new(None),
-                })
+                    failovers: watch.failovers.clone(),
+                };
+                Ok((dialer, Some(watch)))
             }
         }
+    }
+
+    /// The failovers announced so far (none for one Redis).
+    fn failovers(&self) -> u64 {
+        match self {
+            Dialer::Node(_) => 0,
+            Dialer::Sentinel { failovers, .. } => failovers.load(Ordering::Acquire),
+        }
+    }
+
+    /// Whether `conn` is not to be handed out again.
+    fn retired(&self, conn: &Conn) -> bool {
+        conn.broken || conn.failovers != self.failovers()
     }
 
     /// Says where the primary is the first time, and again when it moved.
@@ -371,6 +427,7 @@ impl bb8::ManageConnection for Dialer {
     type Error = redis::RedisError;
 
     async fn connect(&self) -> Result<Conn, redis::RedisError> {
+        let failovers = self.failovers();
         let inner = match self {
             Dialer::Node(client) => client.get_multiplexed_async_connection().await?,
             Dialer::Sentinel { client, .. } => {
@@ -383,10 +440,17 @@ impl bb8::ManageConnection for Dialer {
         Ok(Conn {
             inner,
             broken: false,
+            failovers,
         })
     }
 
     async fn is_valid(&self, conn: &mut Conn) -> Result<(), redis::RedisError> {
+        if self.retired(conn) {
+            return Err(redis::RedisError::from((
+                ErrorKind::Io,
+                "made before the last failover",
+            )));
+        }
         redis::cmd("PING")
             .query_async::<String>(&mut conn.inner)
             .await
@@ -394,7 +458,53 @@ impl bb8::ManageConnection for Dialer {
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
-        conn.broken
+        self.retired(conn)
+    }
+}
+
+/// A client of `info`, checked against `certificates` when given.
+fn tls_client(
+    info: redis::ConnectionInfo,
+    certificates: Option<TlsCertificates>,
+) -> RedisResult<redis::Client> {
+    match certificates {
+        Some(certificates) => redis::Client::build_with_tls(info, certificates),
+        None => redis::Client::open(info),
+    }
+}
+
+/// Listens to one sentinel after another for `+switch-master` of the service, and counts each
+/// such failover, which retires the connections made before it. Ends when the link is gone.
+async fn watch_failovers(link: Weak<Shared>, watch: FailoverWatch) {
+    for sentinel in watch.sentinels.iter().cycle() {
+        if let Ok(mut pubsub) = sentinel.get_async_pubsub().await {
+            if pubsub.subscribe("+switch-master").await.is_ok() {
+                let mut messages = pubsub.on_message();
+                loop {
+                    // Woken now and then to end with the link.
+                    let next = tokio::time::timeout(MAX_PAUSE, messages.next()).await;
+                    if link.strong_count() == 0 {
+                        return;
+                    }
+                    match next {
+                        Ok(Some(message)) => {
+                            // `<service> <old ip> <old port> <new ip> <new port>`
+                            let said: String = message.get_payload().unwrap_or_default();
+                            if said.split(' ').next() == Some(watch.service.as_str()) {
+                                watch.failovers.fetch_add(1, Ordering::AcqRel);
+                                log::info!("Redis Sentinel announces a failover: {said}");
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+        actix_rt::time::sleep(MAX_PAUSE).await;
+        if link.strong_count() == 0 {
+            return;
+        }
     }
 }
 
