@@ -944,6 +944,19 @@ impl RedisProcess {
         primary_port: u16,
         password: &str,
     ) -> RedisProcess {
+        RedisProcess::sentinel_with(dir, port, service, primary_port, password, "").await
+    }
+
+    /// [`RedisProcess::sentinel`] with `extra` lines of config after its own (TLS, a password
+    /// of its own).
+    pub async fn sentinel_with(
+        dir: &std::path::Path,
+        port: u16,
+        service: &str,
+        primary_port: u16,
+        password: &str,
+        extra: &str,
+    ) -> RedisProcess {
         let config = dir.join(format!("sentinel-{port}.conf"));
         std::fs::write(
             &config,
@@ -953,7 +966,7 @@ impl RedisProcess {
                  sentinel auth-pass {service} {password}\n\
                  sentinel down-after-milliseconds {service} 1000\n\
                  sentinel failover-timeout {service} 3000\n\
-                 sentinel parallel-syncs {service} 1\n",
+                 sentinel parallel-syncs {service} 1\n{extra}",
                 dir = dir.display()
             ),
         )

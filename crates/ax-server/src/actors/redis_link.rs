@@ -58,10 +58,15 @@ pub enum LockError {
     /// No answer: Redis is down, unreachable, or too slow to wait for.
     #[error("Redis unavailable: {0}")]
     Unavailable(String),
-    /// Redis answered and refused the credentials `redis.url` gives (none shown): a setting to
+    /// Redis answered and refused the credentials that `keys` give (none shown): a setting to
     /// correct, not an outage to wait out.
-    #[error("redis.url: Redis at {addr} refused the credentials it gives: {why}")]
-    Refused { addr: String, why: String },
+    #[error("{keys}: Redis at {addr} refused the credentials it gives: {why}")]
+    Refused {
+        /// `redis.url`, and under Sentinel `redis.sentinel_password` as well.
+        keys: &'static str,
+        addr: String,
+        why: String,
+    },
     /// Redis's TLS certificate is not one `redis.ca_file` (or the system) vouches for, or does
     /// not name the host `redis.url` gives: a setting to correct, as refused credentials are.
     #[error(
@@ -106,6 +111,8 @@ struct Shared {
     pool: RedisPool,
     /// Redis as logs name it, without credentials: `host:port`, or the sentinels' service.
     addr: String,
+    /// The settings that give the credentials.
+    credential_keys: &'static str,
     /// Whether Redis answers: false from a call that got no answer until a try gets one.
     up: watch::Sender<bool>,
 }
@@ -120,6 +127,10 @@ impl RedisLink {
         let target =
             RedisTarget::parse(url).map_err(|why| LockError::BadUrl(format!("redis.url {why}")))?;
         let addr = target.shown();
+        let credential_keys = match target {
+            RedisTarget::Node(_) => "redis.url",
+            RedisTarget::Sentinel(_) => "redis.url, redis.sentinel_password",
+        };
         let (manager, watch) = Dialer::new(target, settings)?;
         let pool = bb8::Pool::builder()
             .max_size(POOL_SIZE)
@@ -130,6 +141,7 @@ impl RedisLink {
         let shared = Arc::new(Shared {
             pool,
             addr,
+            credential_keys,
             up: watch::channel(true).0,
         });
         match shared.probe().await {
@@ -216,6 +228,7 @@ impl Shared {
     fn failure(&self, err: redis::RedisError) -> LockError {
         match verdict(&err) {
             Verdict::Refused => LockError::Refused {
+                keys: self.credential_keys,
                 addr: self.addr.clone(),
                 why: err.to_string(),
             },
