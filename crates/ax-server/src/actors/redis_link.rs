@@ -18,7 +18,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-
 use redis::aio::MultiplexedConnection;
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{ErrorKind, RedisResult, ServerErrorKind, TlsCertificates, TlsMode};
@@ -330,7 +329,9 @@ fn untrusted(err: &redis::RedisError) -> bool {
 /// How a connection is made: to the one Redis of `redis.url`, or to the primary the sentinels
 /// name, asked at each dial.
 pub enum Dialer {
+    /// One Redis.
     Node(redis::Client),
+    /// The primary of a service, which the sentinels name.
     Sentinel {
         /// Asked by one dial at a time (it keeps its connections to the sentinels).
         client: tokio::sync::Mutex<SentinelClient>,
