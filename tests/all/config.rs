@@ -27,6 +27,11 @@ fn assert_refused(output: &Output, line: &str) {
     assert!(output.stdout.is_empty(), "{output:?}");
 }
 
+/// What `redis.url` must be, in the words of a refusal.
+const REDIS_RULE: &str = "redis.url must be redis://[user:password@]host:port[/DB], rediss://… \
+                          (TLS) or redis+sentinel://[user:password@]host:port,host:port,…/\
+                          SERVICE[/DB] (rediss+sentinel://… over TLS)";
+
 #[test]
 fn a_bad_value_of_any_kind_is_refused_at_start_in_the_keys_words() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -51,10 +56,12 @@ fn a_bad_value_of_any_kind_is_refused_at_start_in_the_keys_words() {
             "postgres://ax:secret@db/ax",
             "store.url must be sqlite://PATH or mysql://user:pass@host:port/db".into(),
         ),
+        ("AX_REDIS_URL", "http://127.0.0.1:6379", REDIS_RULE.into()),
+        // A sentinel URL without the service the sentinels know the primary by.
         (
             "AX_REDIS_URL",
-            "http://127.0.0.1:6379",
-            "redis.url must be redis://host:port or redis://host:port/DB".into(),
+            "redis+sentinel://ax:secret@h1:26379,h2:26379",
+            REDIS_RULE.into(),
         ),
         (
             "AX_INSTANCE_ID",

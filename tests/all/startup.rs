@@ -336,3 +336,245 @@ fn relay(client: &TcpStream, server: &TcpStream, tracked: &Mutex<Vec<TcpStream>>
     }
     tracked.lock().expect("lock").extend([client, server]);
 }
+
+/// A certificate authority made for a test: its PEM, and the issuer to sign with.
+fn test_ca(name: &str) -> (String, rcgen::CertifiedIssuer<'static, rcgen::KeyPair>) {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let key = rcgen::KeyPair::generate().expect("CA key");
+    let ca = rcgen::CertifiedIssuer::self_signed(params, key).expect("CA");
+    (ca.pem(), ca)
+}
+
+/// The PEM files of a TLS Redis in `dir`: `ca.pem`, the CA that signed `server.pem` (for
+/// 127.0.0.1) and its key `server.key`, and `other-ca.pem`, a CA that signed nothing.
+struct TlsFiles {
+    ca: String,
+    other_ca: String,
+    cert: String,
+    key: String,
+}
+
+impl TlsFiles {
+    fn make(dir: &std::path::Path) -> TlsFiles {
+        let path = |name: &str| dir.join(name).display().to_string();
+        let (ca_pem, ca) = test_ca("ax test CA");
+        let (other_pem, _) = test_ca("another CA");
+        let server_key = rcgen::KeyPair::generate().expect("server key");
+        let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .expect("server params")
+            .signed_by(&server_key, &ca)
+            .expect("server certificate");
+        let files = TlsFiles {
+            ca: path("ca.pem"),
+            other_ca: path("other-ca.pem"),
+            cert: path("server.pem"),
+            key: path("server.key"),
+        };
+        for (file, pem) in [
+            (&files.ca, ca_pem),
+            (&files.other_ca, other_pem),
+            (&files.cert, server.pem()),
+            (&files.key, server_key.serialize_pem()),
+        ] {
+            std::fs::write(file, pem).expect("write PEM");
+        }
+        files
+    }
+
+    /// A `redis-server` answering only TLS on `port`, with `password`.
+    async fn redis(&self, port: u16, password: &str) -> RedisProcess {
+        let port = port.to_string();
+        let args = [
+            "--port",
+            "0",
+            "--tls-port",
+            &port,
+            "--tls-cert-file",
+            &self.cert,
+            "--tls-key-file",
+            &self.key,
+            "--tls-ca-cert-file",
+            &self.ca,
+            "--tls-auth-clients",
+            "no",
+            "--requirepass",
+            password,
+        ];
+        RedisProcess::start(port.parse().expect("port"), &args).await
+    }
+
+    /// A TLS connection to the Redis at `url`, checked against the test's CA.
+    async fn conn(&self, url: &str) -> redis::aio::MultiplexedConnection {
+        let certificates = redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(std::fs::read(&self.ca).expect("CA")),
+        };
+        redis::Client::build_with_tls(url, certificates)
+            .expect("TLS client")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("the test's TLS connection")
+    }
+}
+
+/// The heartbeat keys of the Redis `conn` reaches.
+async fn heartbeats(conn: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    redis::cmd("KEYS")
+        .arg("*instance*")
+        .query_async(conn)
+        .await
+        .expect("KEYS")
+}
+
+/// `redis.url = rediss://…` with `redis.ca_file`: ax checks Redis's certificate against the
+/// CA file, connects (its heartbeat is written over TLS) and shows no password. A certificate
+/// of another CA, a CA file that cannot be read, or a CA file for a URL without TLS: `ax
+/// serve` exits 2 at once, naming the settings and not the password.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn rediss_is_checked_against_redis_ca_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let tls = TlsFiles::make(dir.path());
+    let port = free_port();
+    let _redis = tls.redis(port, "tls-secret").await;
+    let ca_file = tls.ca.clone();
+    let store = TestStore::sqlite();
+    let url = format!("rediss://:tls-secret@127.0.0.1:{port}");
+
+    let refusals = [
+        (
+            tls.other_ca.clone(),
+            url.clone(),
+            format!(
+                "ax: cannot start: redis.url, redis.ca_file: the TLS certificate of Redis at \
+                 127.0.0.1:{port} is not trusted"
+            ),
+        ),
+        (
+            path("missing.pem"),
+            url.clone(),
+            format!(
+                "ax: cannot start: redis.ca_file: cannot read {}",
+                path("missing.pem")
+            ),
+        ),
+        (
+            ca_file.clone(),
+            format!("redis://:tls-secret@127.0.0.1:{port}"),
+            "ax: cannot start: redis.ca_file is set but redis.url is not rediss://".to_string(),
+        ),
+    ];
+    for (ca, url, expected) in refusals {
+        let started = Instant::now();
+        let env = [
+            ("AX_REDIS_URL", url.as_str()),
+            ("AX_REDIS_CA_FILE", ca.as_str()),
+        ];
+        let (code, line) = serve_refused(&store, None, &env);
+        assert_eq!(code, Some(2), "{ca}: {line}");
+        assert!(line.starts_with(&expected), "{ca}: {line}");
+        assert!(!line.contains("tls-secret"), "the password shown: {line}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{ca}: slow");
+    }
+
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), url.clone()),
+        ("AX_REDIS_CA_FILE".to_string(), ca_file.clone()),
+        ("RUST_LOG".to_string(), "info".to_string()),
+    ];
+    let ax = AxProcess::start(dir.path(), "tls", env).await;
+    let (status, health) = Api::at(ax.base()).get("/healthz").await;
+    assert_eq!(
+        (status, &health["redis"]),
+        (200, &Value::from("up")),
+        "{health}"
+    );
+    let written = heartbeats(&mut tls.conn(&url).await).await;
+    assert!(
+        written.iter().any(|key| key.ends_with(":tls")),
+        "ax's heartbeat over TLS: {written:?}"
+    );
+    let log_path = ax.log_path();
+    assert_eq!(ax.terminate().await, Some(0));
+    let log = std::fs::read_to_string(log_path).expect("ax's log");
+    assert!(!log.contains("tls-secret"), "the password logged:\n{log}");
+}
+
+/// `rediss+sentinel://` with `redis.ca_file` and `redis.sentinel_password`: ax asks a TLS
+/// sentinel that has a password of its own for the primary, and reaches the primary over TLS
+/// with the URL's password. Without the sentinel's password, `ax serve` exits 2. Neither
+/// password is shown or logged.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn rediss_sentinel_takes_the_ca_file_and_the_sentinels_password() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tls = TlsFiles::make(dir.path());
+    let primary_port = free_port();
+    let _primary = tls.redis(primary_port, "data-secret").await;
+    let sentinel_port = free_port();
+    let tls_config = format!(
+        "port 0\ntls-port {sentinel_port}\ntls-cert-file {}\ntls-key-file {}\n\
+         tls-ca-cert-file {}\ntls-auth-clients no\ntls-replication yes\n\
+         requirepass sentinel-secret\n",
+        tls.cert, tls.key, tls.ca
+    );
+    let _sentinel = RedisProcess::sentinel_with(
+        dir.path(),
+        sentinel_port,
+        "tlsprimary",
+        primary_port,
+        "data-secret",
+        &tls_config,
+    )
+    .await;
+    let store = TestStore::sqlite();
+    let url = format!("rediss+sentinel://:data-secret@127.0.0.1:{sentinel_port}/tlsprimary");
+    let env = [
+        ("AX_REDIS_URL", url.as_str()),
+        ("AX_REDIS_CA_FILE", tls.ca.as_str()),
+    ];
+    let (code, line) = serve_refused(&store, None, &env);
+    assert_eq!(code, Some(2), "no sentinel password: {line}");
+    let expected = format!(
+        "ax: cannot start: redis.url, redis.sentinel_password: Redis at the primary of \
+         `tlsprimary` (sentinels 127.0.0.1:{sentinel_port}) refused"
+    );
+    assert!(line.starts_with(&expected), "{line}");
+    assert!(!line.contains("secret"), "a password shown: {line}");
+
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), url),
+        ("AX_REDIS_CA_FILE".to_string(), tls.ca.clone()),
+        (
+            "AX_REDIS_SENTINEL_PASSWORD".to_string(),
+            "sentinel-secret".to_string(),
+        ),
+        ("RUST_LOG".to_string(), "info".to_string()),
+    ];
+    let ax = AxProcess::start(dir.path(), "tls-sentinel", env).await;
+    let (status, health) = Api::at(ax.base()).get("/healthz").await;
+    assert_eq!(
+        (status, &health["redis"]),
+        (200, &Value::from("up")),
+        "{health}"
+    );
+    let primary_url = format!("rediss://:data-secret@127.0.0.1:{primary_port}");
+    let written = heartbeats(&mut tls.conn(&primary_url).await).await;
+    assert!(
+        written.iter().any(|key| key.ends_with(":tls-sentinel")),
+        "ax's heartbeat on the primary, over TLS: {written:?}"
+    );
+    let log_path = ax.log_path();
+    assert_eq!(ax.terminate().await, Some(0));
+    let log = std::fs::read_to_string(log_path).expect("ax's log");
+    assert!(
+        log.contains(&format!("names 127.0.0.1:{primary_port} the primary")),
+        "{log}"
+    );
+    assert!(!log.contains("secret"), "a password logged:\n{log}");
+}

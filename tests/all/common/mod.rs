@@ -925,11 +925,59 @@ impl RedisProcess {
     /// Starts it with `args` besides the port, and waits until it listens.
     pub async fn start(port: u16, args: &[&str]) -> RedisProcess {
         let port_arg = port.to_string();
-        let child = std::process::Command::new("redis-server")
+        let mut command = std::process::Command::new("redis-server");
+        command
             .args(["--port", &port_arg, "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .args(args)
-            .current_dir(std::env::temp_dir())
+            .current_dir(std::env::temp_dir());
+        RedisProcess::spawn(port, command).await
+    }
+
+    /// A Redis Sentinel on `port` that monitors the primary on `primary_port` as `service`
+    /// (down after 1 s, quorum 2) with the data nodes' `password`, its config (which it
+    /// rewrites) in `dir`.
+    pub async fn sentinel(
+        dir: &std::path::Path,
+        port: u16,
+        service: &str,
+        primary_port: u16,
+        password: &str,
+    ) -> RedisProcess {
+        RedisProcess::sentinel_with(dir, port, service, primary_port, password, "").await
+    }
+
+    /// [`RedisProcess::sentinel`] with `extra` lines of config after its own (TLS, a password
+    /// of its own).
+    pub async fn sentinel_with(
+        dir: &std::path::Path,
+        port: u16,
+        service: &str,
+        primary_port: u16,
+        password: &str,
+        extra: &str,
+    ) -> RedisProcess {
+        let config = dir.join(format!("sentinel-{port}.conf"));
+        std::fs::write(
+            &config,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+                 sentinel monitor {service} 127.0.0.1 {primary_port} 2\n\
+                 sentinel auth-pass {service} {password}\n\
+                 sentinel down-after-milliseconds {service} 1000\n\
+                 sentinel failover-timeout {service} 3000\n\
+                 sentinel parallel-syncs {service} 1\n{extra}",
+                dir = dir.display()
+            ),
+        )
+        .expect("sentinel config");
+        let mut command = std::process::Command::new("redis-server");
+        command.arg(&config).arg("--sentinel").current_dir(dir);
+        RedisProcess::spawn(port, command).await
+    }
+
+    async fn spawn(port: u16, mut command: std::process::Command) -> RedisProcess {
+        let child = command
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("start redis-server (Debian's redis-server package)");
@@ -947,7 +995,17 @@ impl RedisProcess {
 
     /// A connection to it (without a password).
     pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
-        redis::Client::open(format!("redis://127.0.0.1:{}", self.port))
+        self.conn_with("").await
+    }
+
+    /// A connection to it with `password` (none if empty).
+    pub async fn conn_with(&self, password: &str) -> redis::aio::MultiplexedConnection {
+        let credentials = if password.is_empty() {
+            String::new()
+        } else {
+            format!(":{password}@")
+        };
+        redis::Client::open(format!("redis://{credentials}127.0.0.1:{}", self.port))
             .expect("redis url")
             .get_multiplexed_async_connection()
             .await

@@ -1,7 +1,8 @@
 //! `crates/ax-store/src/queries/tasks.rs`: task CRUD, the due scan (`due_until`), pause and resume of
 //! tasks and scenes, scene counts, and dependencies.
 
-use ax_core::ids::SceneName;
+use ax_core::cluster::shares::{Share, PARTITIONS};
+use ax_core::ids::{ProcessId, SceneName};
 use ax_core::run::TaskId;
 use ax_store::queries::task_pages::{self, Cursor, Keyset, Position, SortColumn, TaskSort};
 use ax_store::queries::tasks::{
@@ -19,6 +20,7 @@ use crate::store::support::{
 on_both_backends!(
     task_crud,
     due_until_pages_by_id,
+    a_share_reads_its_partitions_only,
     pause_tasks_and_scenes,
     resume_tasks_and_scenes,
     scene_counts_by_status,
@@ -257,6 +259,62 @@ async fn task_crud(db: &Db) {
     assert_eq!((ids(&rows), total), (vec![b.id, c.id], 2));
 }
 
+/// A process reads the due tasks of its share only, and the enabled tasks are counted per
+/// partition (a task's id modulo the partitions).
+async fn a_share_reads_its_partitions_only(db: &Db) {
+    use tasks::DueCursor;
+    let until = now_db() + secs(60);
+    let mut inserted = Vec::new();
+    for i in 0..12 {
+        let status = if i == 0 {
+            TaskStatus::Paused
+        } else {
+            TaskStatus::Enabled
+        };
+        inserted.push(
+            insert_task(
+                db,
+                fields(&format!("t{i}"), "s", status, Some(until - secs(5))),
+            )
+            .await,
+        );
+    }
+    let processes: Vec<ProcessId> = ["a", "b", "c"].map(ProcessId::from).to_vec();
+    let mut read = Vec::new();
+    for me in &processes {
+        let share = Share::of(me, &processes);
+        let due = tasks::due_until(&mut conn(db).await, (DueCursor::start(), until), share, 100)
+            .await
+            .expect("due_until");
+        for (task, _) in &due {
+            assert!(
+                share.owns(task.id),
+                "{me}: task {} is not of its share",
+                task.id
+            );
+        }
+        let stored = ax_store::queries::task_changes::due_by(&mut conn(db).await, until, share)
+            .await
+            .expect("due_by");
+        assert_eq!(stored.len(), due.len(), "{me}");
+        read.extend(due.into_iter().map(|(task, _)| task.id));
+    }
+    read.sort();
+    let enabled: Vec<TaskId> = inserted[1..].iter().map(|task| task.id).collect();
+    assert_eq!(
+        read, enabled,
+        "the shares together read every due task once"
+    );
+    let counts = ax_store::queries::shares::enabled_per_partition(&mut conn(db).await)
+        .await
+        .expect("counts");
+    assert_eq!(counts.len(), PARTITIONS);
+    assert_eq!(counts.iter().sum::<u64>(), 11);
+    for task in &enabled {
+        assert!(counts[ax_core::cluster::shares::partition_of(*task)] >= 1);
+    }
+}
+
 async fn due_until_pages_by_id(db: &Db) {
     use tasks::DueCursor;
     let until = NaiveDate::from_ymd_opt(2027, 3, 4)
@@ -288,7 +346,7 @@ async fn due_until_pages_by_id(db: &Db) {
     assert_eq!(expected.len(), 6);
 
     let due = |cursor: DueCursor, limit: i64| async move {
-        tasks::due_until(&mut conn(db).await, cursor, until, limit)
+        tasks::due_until(&mut conn(db).await, (cursor, until), Share::ALL, limit)
             .await
             .expect("due_until")
             .into_iter()
@@ -321,8 +379,8 @@ async fn due_until_pages_by_id(db: &Db) {
     // An earlier horizon sees only the earliest task.
     let early = tasks::due_until(
         &mut conn(db).await,
-        DueCursor::start(),
-        until - secs(3600),
+        (DueCursor::start(), until - secs(3600)),
+        Share::ALL,
         100,
     )
     .await
@@ -337,9 +395,14 @@ async fn due_until_pages_by_id(db: &Db) {
         .await
         .expect("insert")
         .expect("upstream known");
-    let due = tasks::due_until(&mut conn(db).await, DueCursor::start(), until, 100)
-        .await
-        .expect("due_until");
+    let due = tasks::due_until(
+        &mut conn(db).await,
+        (DueCursor::start(), until),
+        Share::ALL,
+        100,
+    )
+    .await
+    .expect("due_until");
     let due_tasks: Vec<_> = due.iter().map(|(task, _)| task.clone()).collect();
     // Tasks read otherwise get the same flag.
     let known = tasks::with_upstreams_known(&mut conn(db).await, due_tasks)

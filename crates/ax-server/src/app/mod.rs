@@ -74,10 +74,7 @@ impl StartError {
     /// Whether a setting is to blame, one no wait mends (exit 2, as for any refused setting),
     /// rather than a server, the machine or another process.
     pub fn is_setting(&self) -> bool {
-        matches!(
-            self,
-            StartError::Lock(LockError::Refused { .. } | LockError::BadUrl(_))
-        )
+        matches!(self, StartError::Lock(err) if err.is_setting())
     }
 }
 
@@ -125,7 +122,7 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     let security = security(config, &db).await?;
     let backend = db.backend();
     let redis = match &config.redis.url {
-        Some(url) => Some(RedisLink::connect(url).await?),
+        Some(url) => Some(RedisLink::connect(url, &config.redis).await?),
         None => None,
     };
     log::info!(

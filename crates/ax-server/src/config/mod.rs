@@ -8,6 +8,7 @@ mod duration;
 mod error;
 mod file;
 mod kind;
+mod redis_url;
 pub mod reference;
 mod settings;
 mod values;
@@ -20,6 +21,7 @@ use ax_core::run::RetryPolicy;
 pub use declare::Setting;
 pub use error::{ConfigError, Origin};
 pub use kind::{Kind, MAX_IN_FLIGHT_PER_HOST};
+pub use redis_url::{RedisTarget, SentinelTarget};
 pub use settings::{
     AlertsConfig, Alias, Config, DispatchConfig, ExecutorsConfig, RedisConfig, RunLogsConfig,
     SchedulerConfig, SecurityConfig, ServerConfig, StoreConfig, ALIASES, MAX_COMMIT_AHEAD_MS,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::declare::settings;
 use super::duration::{self, TimeUnit};
 use super::kind::{Kind, MAX_IN_FLIGHT_PER_HOST};
-use super::{dsn, is_instance_id, is_key_prefix, HostConfig, NamedToken};
+use super::{dsn, is_instance_id, is_key_prefix, redis_url, HostConfig, NamedToken};
 use ax_core::alerting::{AlertRule, Channel};
 
 /// Longest a run may be committed ahead of its time, in ms.
@@ -157,10 +157,22 @@ settings! {
             env: "AX_REDIS_URL",
             default: None,
             kind: Kind::Checked {
-                rule: "must be redis://host:port or redis://host:port/DB",
-                accepts: |url| redis::IntoConnectionInfo::into_connection_info(url).is_ok(),
+                rule: redis_url::RULE,
+                accepts: redis_url::is_redis_url,
             },
-            doc: "`redis://host:port`; unset (or empty): in-process lock, for a single ax",
+            doc: "`redis://[user:password@]host:port[/DB]`, `rediss://…` over TLS, or `redis+sentinel://[user:password@]host:port,host:port,…/SERVICE[/DB]` (`rediss+sentinel://…` over TLS): the primary the sentinels name for SERVICE, followed on a failover; the password is the data nodes'; unset (or empty): in-process lock, for a single ax",
+        }
+        ca_file: Option<String> {
+            env: "AX_REDIS_CA_FILE",
+            default: None,
+            kind: Kind::Text,
+            doc: "PEM file of the certificate authorities that `rediss://` (and `rediss+sentinel://`) Redis certificates are checked against, in place of the system's; unset: the system's",
+        }
+        sentinel_password: Option<String> {
+            env: "AX_REDIS_SENTINEL_PASSWORD",
+            default: None,
+            kind: Kind::Text,
+            doc: "password of the sentinels themselves (their `requirepass`), when they have one; the password in `redis.url` is the data nodes'",
         }
         key_prefix: String {
             env: "AX_REDIS_KEY_PREFIX",

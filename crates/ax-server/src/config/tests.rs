@@ -230,7 +230,9 @@ fn a_bad_value_is_refused_in_the_keys_words_naming_where_it_came_from() {
         (
             "AX_REDIS_URL",
             "http://127.0.0.1:6379",
-            "redis.url must be redis://host:port or redis://host:port/DB",
+            "redis.url must be redis://[user:password@]host:port[/DB], rediss://… (TLS) or \
+             redis+sentinel://[user:password@]host:port,host:port,…/SERVICE[/DB] \
+             (rediss+sentinel://… over TLS)",
         ),
         (
             "AX_PRELOAD_WINDOW_SECS",
