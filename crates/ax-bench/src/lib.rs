@@ -353,7 +353,12 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     let events_received = streams.close();
 
     actix_rt::time::sleep(args.grace()).await;
-    let ax_peak_rss_mb = cluster.peak_rss_mb()?;
+    let peaks = cluster.peak_rss_mb_each()?;
+    let ax_peak_rss_mb = peaks.iter().copied().fold(0.0, f64::max);
+    let mut per_process = window.processes.clone();
+    for (process, peak) in per_process.iter_mut().zip(peaks) {
+        process.peak_rss_mb = round1(peak);
+    }
     let ax_clean_exit = cluster.stop(STOP_TIMEOUT).await;
     let ax_log_warnings = count_log_warnings(&cluster.logs());
     let deliveries = executor.deliveries();
@@ -399,6 +404,7 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
         ax_cpu_percent: cpu_percent(window.ax_cpu_ticks, CLOCK_TICKS_PER_SEC, window.wall_secs)
             .map(round1),
         ax_peak_rss_mb: round1(ax_peak_rss_mb),
+        per_process,
         per_fire: window.per_fire(received),
         injected_failures: load(&counters.injected_failures),
         callbacks_ok: load(&counters.callbacks_ok),

@@ -25,6 +25,15 @@ const ABORT_TIMEOUT: Duration = Duration::from_secs(5);
 /// architecture ax runs on (the kernel fixes it for user space whatever HZ is).
 pub const CLOCK_TICKS_PER_SEC: u64 = 100;
 
+/// One process's counters at one time (see [`Cluster::readings`]).
+#[derive(Debug, Clone)]
+pub struct ProcessReading {
+    pub instance_id: String,
+    pub cpu_ticks: u64,
+    pub fires: u64,
+    pub redis_commands: u64,
+}
+
 /// What every ax process of the cluster shares.
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {
@@ -140,17 +149,48 @@ impl Cluster {
         Ok(total)
     }
 
-    /// The largest peak resident set size of the processes, in MiB.
-    pub fn peak_rss_mb(&self) -> anyhow::Result<f64> {
-        let mut peak_kb = 0;
+    /// Each process's peak resident set size, in MiB.
+    pub fn peak_rss_mb_each(&self) -> anyhow::Result<Vec<f64>> {
+        let mut peaks = Vec::new();
         for process in &self.processes {
             let path = format!("/proc/{}/status", process.child.id());
             let status = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read {path} of {}", process.instance_id))?;
             let kb = parse_vm_hwm_kb(&status).with_context(|| format!("no VmHWM in {path}"))?;
-            peak_kb = peak_kb.max(kb);
+            peaks.push(kb as f64 / 1024.0);
         }
-        Ok(peak_kb as f64 / 1024.0)
+        Ok(peaks)
+    }
+
+    /// Each process's counters now: its CPU time, and from its `/metrics` the runs it fired
+    /// and the commands it sent to Redis.
+    pub async fn readings(&self) -> anyhow::Result<Vec<ProcessReading>> {
+        let client = awc::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .finish();
+        let mut readings = Vec::new();
+        for process in &self.processes {
+            let url = format!("{}/metrics", process.base_url);
+            let mut response = client
+                .get(&url)
+                .send()
+                .await
+                .map_err(|err| anyhow::anyhow!("{url}: {err}"))?;
+            let body = response
+                .body()
+                .limit(16 * 1024 * 1024)
+                .await
+                .with_context(|| format!("{url}: no body"))?;
+            let text = String::from_utf8_lossy(&body);
+            readings.push(ProcessReading {
+                instance_id: process.instance_id.clone(),
+                cpu_ticks: process_cpu_ticks(process.child.id())
+                    .with_context(|| format!("the CPU time of {}", process.instance_id))?,
+                fires: gauge(&text, "ax_fires_total").unwrap_or(0.0) as u64,
+                redis_commands: gauge(&text, "ax_redis_commands_total").unwrap_or(0.0) as u64,
+            });
+        }
+        Ok(readings)
     }
 
     /// Stops every process the way an operator would (SIGTERM), waiting at most `timeout`

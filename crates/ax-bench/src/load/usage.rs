@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 
-use crate::load::cluster::{Cluster, CLOCK_TICKS_PER_SEC};
+use crate::load::cluster::{Cluster, ProcessReading, CLOCK_TICKS_PER_SEC};
 use crate::load::counters::{info_field, process_cpu_ticks, ServerCounters, Traffic};
 use crate::load::db::BenchStore;
 use crate::load::executor::MockExecutor;
@@ -16,6 +16,7 @@ use crate::measure::report::{round1, round2, PerFire};
 pub struct Window {
     opened: Instant,
     at_open: Counters,
+    processes_at_open: Vec<ProcessReading>,
 }
 
 /// One reading of every counter; `None` where a counter is not available (the database is
@@ -38,7 +39,7 @@ struct RedisCounters {
 }
 
 /// What the window used, from the differences of the counters.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct WindowUse {
     pub wall_secs: f64,
     pub ax_cpu_ticks: u64,
@@ -47,19 +48,52 @@ pub struct WindowUse {
     db_cpu_ticks: Option<u64>,
     db: Option<ServerCounters>,
     redis_commands: Option<u64>,
+    /// Each process's part, in the cluster's order.
+    pub processes: Vec<ProcessUse>,
+}
+
+/// What one ax process used in the window.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ProcessUse {
+    pub instance_id: String,
+    /// Its CPU time, in percent of one core.
+    pub cpu_percent: f64,
+    /// Its peak resident memory (filled in once the window is over).
+    pub peak_rss_mb: f64,
+    pub fires_per_sec: f64,
+    pub redis_commands_per_sec: f64,
 }
 
 impl Window {
     pub async fn open(peers: &Peers<'_>) -> anyhow::Result<Self> {
         Ok(Window {
             at_open: Counters::read(peers).await?,
+            processes_at_open: peers.cluster.readings().await?,
             opened: Instant::now(),
         })
     }
 
     pub async fn close(self, peers: &Peers<'_>) -> anyhow::Result<WindowUse> {
         let wall_secs = self.opened.elapsed().as_secs_f64();
+        let processes = peers.cluster.readings().await?;
         let now = Counters::read(peers).await?;
+        let per_sec =
+            |after: u64, before: u64| round1(after.saturating_sub(before) as f64 / wall_secs);
+        let processes = processes
+            .into_iter()
+            .zip(&self.processes_at_open)
+            .map(|(now, then)| ProcessUse {
+                cpu_percent: round1(
+                    now.cpu_ticks.saturating_sub(then.cpu_ticks) as f64 * 100.0
+                        / CLOCK_TICKS_PER_SEC as f64
+                        / wall_secs,
+                ),
+                peak_rss_mb: 0.0,
+                fires_per_sec: per_sec(now.fires, then.fires),
+                redis_commands_per_sec: per_sec(now.redis_commands, then.redis_commands),
+                instance_id: now.instance_id,
+            })
+            .collect();
         let before = self.at_open;
         let minus = |after: Option<u64>, before: Option<u64>| Some(after?.saturating_sub(before?));
         let db = now
@@ -84,6 +118,7 @@ impl Window {
             db_cpu_ticks: minus(now.db_cpu_ticks, before.db_cpu_ticks),
             db,
             redis_commands: redis.map(|r| r.commands),
+            processes,
         })
     }
 }
@@ -183,6 +218,7 @@ mod tests {
                 traffic: Traffic::default(),
             }),
             redis_commands: None,
+            processes: Vec::new(),
         };
         assert_eq!(
             used.per_fire(1_000),

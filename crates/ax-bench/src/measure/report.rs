@@ -30,6 +30,9 @@ The report: one JSON line on stdout, with these keys.
   open_after_stop         runs of any time left open at stop, by status (shutdown should leave none)
   ax_cpu_percent          ax CPU time in the window, in percent of one core
   ax_peak_rss_mb          the ax processes' peak resident memory
+  per_process             each ax process's part of the window: instance_id, cpu_percent (of one
+                          core), peak_rss_mb, fires_per_sec (runs it fired) and
+                          redis_commands_per_sec (commands it sent to Redis)
   per_fire                the window's cost divided by the runs received in it (received_per_sec
                           × window_secs); null where not measured:
     ax_cpu_us             ax CPU time, in µs
@@ -99,6 +102,7 @@ pub struct Report {
     pub open_after_stop: BTreeMap<String, u64>,
     pub ax_cpu_percent: Option<f64>,
     pub ax_peak_rss_mb: f64,
+    pub per_process: Vec<crate::load::usage::ProcessUse>,
     /// The window's cost per run received in it.
     pub per_fire: PerFire,
     /// Executor counters, for runs scheduled in the window.

@@ -96,6 +96,8 @@ pub struct Metrics {
     pub alerts_failed: AtomicU64,
     pub retries: AtomicU64,
     pub lock_conflicts: AtomicU64,
+    /// Commands this process sent to Redis.
+    pub redis_commands: AtomicU64,
     /// Dispatcher replies made moot by their run's result before they were written.
     pub writes_folded: AtomicU64,
     dispatch_results: [AtomicU64; 3],
@@ -142,6 +144,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     alerts_failed: AtomicU64::new(0),
     retries: AtomicU64::new(0),
     lock_conflicts: AtomicU64::new(0),
+    redis_commands: AtomicU64::new(0),
     writes_folded: AtomicU64::new(0),
     dispatch_results: Default::default(),
     overlap: Default::default(),
@@ -310,6 +313,12 @@ impl Metrics {
             "ax_lock_conflicts_total",
             "Fires skipped because another ax held the task's lock.",
             &self.lock_conflicts,
+        );
+        counter(
+            &mut out,
+            "ax_redis_commands_total",
+            "Commands this process sent to Redis (fire locks, heartbeats, the process list).",
+            &self.redis_commands,
         );
         counter(
             &mut out,
@@ -489,6 +498,7 @@ mod tests {
             "ax_missed_runs_total",
             "ax_retries_total",
             "ax_lock_conflicts_total",
+            "ax_redis_commands_total",
             "ax_dispatch_results_total{outcome=\"success\"}",
             "ax_overlap_runs_total{decision=\"buffered\"}",
             "ax_cancelled_runs_total",

@@ -23,7 +23,7 @@ use ax_core::alerting::{
     expand, retry_at, Alert, AlertEvent, AlertLane, AlertRule, Channel, ChannelKind, Outage,
     OutageVerdict,
 };
-use ax_core::metrics::metrics;
+use ax_core::metrics::{add, metrics};
 use ax_core::security::{sign_dispatch, Allowlist, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use ax_store::from_db;
 use ax_store::queries::alerts::{self, AlertRow};
@@ -267,6 +267,7 @@ impl AlertActor {
 /// out of reach).
 async fn redis_answers(link: RedisLink) -> bool {
     let ping = link.call(CALL_WAIT, async |conn| {
+        add(&metrics().redis_commands, 1);
         redis::cmd("PING").query_async::<String>(&mut *conn).await
     });
     ping.await.is_ok()

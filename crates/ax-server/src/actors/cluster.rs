@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use ax_core::cluster::shares::{Share, ShareKeeper};
-use ax_core::metrics::metrics;
+use ax_core::metrics::{add, metrics};
 use ax_core::time::clock::{rfc3339_serde, ClockCheck, Reading, SharedClock};
 use ax_store::queries::meta;
 
@@ -352,6 +352,7 @@ async fn redis_heartbeat(redis: &Heartbeats, me: Member) -> Result<(), LockError
     redis
         .link
         .call(CALL_WAIT, async |conn| {
+            add(&metrics().redis_commands, 2);
             pipe.query_async::<()>(&mut *conn).await
         })
         .await
@@ -365,6 +366,7 @@ async fn redis_members(redis: &Heartbeats) -> Result<(Vec<Member>, Vec<String>),
     redis
         .link
         .call(CALL_WAIT, async |conn| {
+            add(&metrics().redis_commands, 1);
             let ids: Vec<String> = redis::cmd("SMEMBERS")
                 .arg(keys.members())
                 .query_async(&mut *conn)
@@ -373,6 +375,7 @@ async fn redis_members(redis: &Heartbeats) -> Result<(Vec<Member>, Vec<String>),
                 return Ok((Vec::new(), Vec::new()));
             }
             let beat_keys: Vec<String> = ids.iter().map(|id| keys.heartbeat(id)).collect();
+            add(&metrics().redis_commands, 1);
             let beats: Vec<Option<String>> = redis::cmd("MGET")
                 .arg(&beat_keys)
                 .query_async(&mut *conn)
@@ -382,6 +385,7 @@ async fn redis_members(redis: &Heartbeats) -> Result<(Vec<Member>, Vec<String>),
                 match beat.and_then(|b| serde_json::from_str::<Member>(&b).ok()) {
                     Some(member) => members.push(member),
                     None => {
+                        add(&metrics().redis_commands, 1);
                         let removed: Result<i64, _> = redis::cmd("SREM")
                             .arg(keys.members())
                             .arg(&id)
@@ -446,6 +450,7 @@ async fn redis_leave(redis: Heartbeats, instance_id: ProcessId) {
     let _ = redis
         .link
         .call(CALL_WAIT, async |conn| {
+            add(&metrics().redis_commands, 2);
             pipe.query_async::<()>(&mut *conn).await
         })
         .await;

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use super::redis_keys::RedisKeys;
 use super::redis_link::{LockError, RedisLink};
 use actix::prelude::*;
+use ax_core::metrics::{add, metrics};
 use ax_core::run::TaskId;
 
 /// How long a fire lock lives if its holder never releases it.
@@ -107,6 +108,7 @@ async fn redis_acquire(
                 .arg("PX")
                 .arg(LOCK_TTL.as_millis() as u64);
         }
+        add(&metrics().redis_commands, task_ids.len() as u64);
         let replies: Vec<Option<String>> = pipe.query_async(&mut *conn).await?;
         let mut held: Vec<bool> = replies.iter().map(Option::is_some).collect();
         // A lock this process still holds from its previous fire of the task (released late)
@@ -114,6 +116,7 @@ async fn redis_acquire(
         let refused: Vec<usize> = (0..held.len()).filter(|&i| !held[i]).collect();
         if !refused.is_empty() {
             let keys: Vec<String> = refused.iter().map(|&i| keys.lock(task_ids[i])).collect();
+            add(&metrics().redis_commands, 1);
             let holders: Vec<Option<String>> = redis::cmd("MGET")
                 .arg(&keys)
                 .query_async(&mut *conn)
@@ -140,6 +143,7 @@ async fn redis_release(
     }
     eval.arg(instance_id.as_str());
     link.call(LOCK_WAIT, async |conn| {
+        add(&metrics().redis_commands, 1);
         eval.query_async::<()>(&mut *conn).await
     })
     .await
