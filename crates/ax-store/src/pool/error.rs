@@ -3,7 +3,7 @@
 /// Errors of the storage layer.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("unsupported store URL `{0}`: use sqlite://PATH or mysql://user:pass@host:port/db")]
+    #[error("unsupported store URL {0}")]
     BadUrl(String),
     #[error("cannot connect to the store: {0}")]
     Connect(String),
@@ -57,13 +57,17 @@ impl StoreError {
     }
 
     /// A failure that rolled the transaction back and may pass on a second try: a deadlock
-    /// or lock wait timeout (MySQL: "try restarting transaction"), or a busy SQLite file.
+    /// or lock wait timeout (MySQL: "try restarting transaction"), which is also how a Galera
+    /// node reports a certification conflict (another node committed a write to the same rows
+    /// first), a Galera node not yet synced with its cluster (error 1047, "WSREP has not yet
+    /// prepared node for application use"), or a busy SQLite file.
     pub fn is_transient(&self) -> bool {
         match self {
             StoreError::WriteTurn(_) => true,
             StoreError::Query(diesel::result::Error::DatabaseError(_, info)) => {
                 let message = info.message();
                 message.contains("try restarting transaction")
+                    || message.contains("WSREP has not yet prepared node")
                     || message.contains("database is locked")
             }
             _ => false,
@@ -90,10 +94,11 @@ mod tests {
     }
 
     #[test]
-    fn deadlocks_and_busy_locks_are_transient() {
+    fn deadlocks_certification_conflicts_and_busy_locks_are_transient() {
         for message in [
             "Deadlock found when trying to get lock; try restarting transaction",
             "Lock wait timeout exceeded; try restarting transaction",
+            "WSREP has not yet prepared node for application use",
             "database is locked",
         ] {
             assert!(database_error(message).is_transient(), "{message}");

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod due;
 pub mod executors;
 
+pub mod leases;
 pub mod meta;
 pub mod named_locks;
 pub mod overlap;
