@@ -1,7 +1,8 @@
 //! The tests that run one at a time, in a process of their own: each holds [`serial`] for its
 //! whole run. The cluster's tests run two or three ax processes under load and check their
-//! timing, which another test beside them would disturb; the alert mail's test sets a variable
-//! of the process's environment, which no other thread may read meanwhile.
+//! timing, which another test beside them would disturb; so does the Galera test, which runs
+//! three MariaDB nodes besides. The alert mail's test sets a variable of the process's
+//! environment, which no other thread may read meanwhile.
 
 // The harness of `tests/all`, of which these tests use a part.
 #[path = "../all/common/mod.rs"]
@@ -10,6 +11,7 @@ mod common;
 
 mod alert_mail;
 mod cluster;
+mod galera;
 
 /// One test of this binary at a time.
 pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {

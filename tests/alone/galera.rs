@@ -1,0 +1,319 @@
+//! ax on a three-node MariaDB Galera Cluster, its store URL listing the three: the node it
+//! writes to is killed (`kill -9`) under load, ax moves to the next, and every scheduled second
+//! is still run once and delivered once.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ax_store::Db;
+use chrono::Utc;
+use serde_json::json;
+
+use crate::common::{free_port, redis_url, rows_of, Api, AxProcess, Executor, Reply};
+
+const PROVIDER: &str = "/usr/lib/galera/libgalera_smm.so";
+const TASKS: usize = 4;
+/// How long after the kill firing must have resumed.
+const RESUME_WITHIN: Duration = Duration::from_secs(10);
+
+/// A Galera node's ports: SQL, group communication, incremental and full state transfer.
+#[derive(Clone, Copy)]
+struct Ports {
+    sql: u16,
+    group: u16,
+    ist: u16,
+    sst: u16,
+}
+
+/// A three-node cluster on loopback ports, in a temporary folder; dropped, it kills every node
+/// it started (the folder goes with it).
+struct Galera {
+    dir: tempfile::TempDir,
+    ports: Vec<Ports>,
+    nodes: Vec<Option<Child>>,
+}
+
+impl Galera {
+    /// Makes the first node's data folder, bootstraps the cluster on it, and has the others
+    /// join one by one (each copies the first by rsync), waiting until all three are synced.
+    fn start() -> Galera {
+        let dir = tempfile::tempdir().expect("dir");
+        // rsync receives a joiner's copy as `nobody`, who must reach its folder.
+        run(Command::new("chmod").arg("755").arg(dir.path()));
+        let ports = (0..3)
+            .map(|_| Ports {
+                sql: free_port(),
+                group: free_port(),
+                ist: free_port(),
+                sst: free_port(),
+            })
+            .collect();
+        let mut galera = Galera {
+            dir,
+            ports,
+            nodes: Vec::new(),
+        };
+        run(Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", galera.data(0).display()))
+            .args(["--user=root", "--auth-root-authentication-method=normal"])
+            .arg("--skip-test-db"));
+        for node in 0..3 {
+            if node > 0 {
+                std::fs::create_dir(galera.data(node)).expect("data folder");
+                run(Command::new("chown")
+                    .arg("nobody:nogroup")
+                    .arg(galera.data(node)));
+            }
+            let child = galera.launch(node);
+            galera.nodes.push(Some(child));
+            galera.wait_synced(node);
+        }
+        galera
+    }
+
+    fn data(&self, node: usize) -> PathBuf {
+        self.dir.path().join(format!("node{node}"))
+    }
+
+    fn launch(&self, node: usize) -> Child {
+        let data = self.data(node);
+        let Ports {
+            sql,
+            group,
+            ist,
+            sst,
+        } = self.ports[node];
+        let members: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{}", p.group))
+            .collect();
+        let mut command = Command::new("mariadbd");
+        command
+            .arg("--no-defaults")
+            .arg("--user=root")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--port={sql}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--socket={}", data.join("sock").display()))
+            .arg(format!("--pid-file={}", data.join("pid").display()))
+            .arg(format!("--log-error={}", data.join("error.log").display()))
+            .arg("--wsrep_on=ON")
+            .arg(format!("--wsrep_provider={PROVIDER}"))
+            .arg("--wsrep_cluster_name=ax_test")
+            .arg(format!(
+                "--wsrep_cluster_address=gcomm://{}",
+                members.join(",")
+            ))
+            .arg(format!("--wsrep_node_address=127.0.0.1:{group}"))
+            .arg(format!(
+                "--wsrep_provider_options=gmcast.listen_addr=tcp://127.0.0.1:{group};\
+                 ist.recv_addr=127.0.0.1:{ist}"
+            ))
+            .arg(format!("--wsrep_sst_receive_address=127.0.0.1:{sst}"))
+            .arg("--wsrep_sst_method=rsync")
+            .arg("--binlog_format=ROW")
+            .arg("--innodb_autoinc_lock_mode=2")
+            .arg("--innodb_buffer_pool_size=64M")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if node == 0 {
+            command.arg("--wsrep-new-cluster");
+        }
+        command.spawn().expect("mariadbd")
+    }
+
+    /// Waits until `node` says it is synced with the cluster.
+    fn wait_synced(&mut self, node: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if self.status(node, "wsrep_local_state_comment").as_deref() == Some("Synced") {
+                return;
+            }
+            if let Some(Ok(Some(status))) = self.nodes[node].as_mut().map(Child::try_wait) {
+                panic!("node {node} ended ({status}): see {}", self.log(node));
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!("node {node} not synced within 60 s: see {}", self.log(node));
+    }
+
+    fn log(&self, node: usize) -> String {
+        let log = std::fs::read_to_string(self.data(node).join("error.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    }
+
+    /// A status variable of `node`, if it answers.
+    fn status(&self, node: usize, name: &str) -> Option<String> {
+        let sql = format!("SHOW STATUS LIKE '{name}'");
+        let row = self.query(node, &sql)?;
+        row.split('\t').nth(1).map(str::to_string)
+    }
+
+    /// The first row `sql` gives on `node`, tab-separated, if it answers.
+    fn query(&self, node: usize, sql: &str) -> Option<String> {
+        let output = Command::new("mariadb")
+            .args(["-h127.0.0.1", "-uroot", "-N", "--connect-timeout=2"])
+            .arg(format!("-P{}", self.ports[node].sql))
+            .args(["-e", sql])
+            .output()
+            .ok()?;
+        let text = String::from_utf8(output.stdout).ok()?;
+        output
+            .status
+            .success()
+            .then(|| text.lines().next().unwrap_or_default().to_string())
+    }
+
+    /// `mysql://root@127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/{database}`.
+    fn url(&self, database: &str) -> String {
+        let hosts: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{}", p.sql))
+            .collect();
+        format!("mysql://root@{}/{database}", hosts.join(","))
+    }
+
+    /// `kill -9`.
+    fn kill(&mut self, node: usize) {
+        if let Some(mut child) = self.nodes[node].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Galera {
+    fn drop(&mut self) {
+        for node in 0..self.nodes.len() {
+            self.kill(node);
+        }
+    }
+}
+
+fn run(command: &mut Command) {
+    let output = command.output().expect("command");
+    assert!(
+        output.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn the_node_ax_writes_to_is_killed_under_load() {
+    let _serial = crate::serial().await;
+    let started = Instant::now();
+    let mut galera = Galera::start();
+    let cluster_up = started.elapsed();
+    let url = galera.url("axdb");
+    let dir = tempfile::tempdir().expect("dir");
+    let executor = Executor::start(Reply::Success).await;
+    let env = vec![
+        ("AX_STORE_URL".to_string(), url.clone()),
+        ("AX_REDIS_URL".to_string(), redis_url()),
+        ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
+    ];
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let ax = AxProcess::start(dir.path(), &format!("galera-{}", &run_id[..8]), env).await;
+    let api = Api::at(ax.base());
+    let mut tasks = Vec::new();
+    for i in 0..TASKS {
+        let task = api
+            .create_task(json!({
+                "name": format!("galera-{i}"), "cron": "* * * * * *",
+                "handlerUrl": executor.url, "maxRetry": 0, "timeoutMs": 2000,
+            }))
+            .await;
+        tasks.push(task["id"].as_i64().expect("id"));
+    }
+    let loaded = Utc::now();
+    actix_rt::time::sleep(Duration::from_secs(6)).await;
+    // ax writes to the first node of its URL, which answered.
+    let sessions = galera.query(
+        0,
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = 'axdb'",
+    );
+    assert!(
+        sessions.as_deref().is_some_and(|n| n != "0"),
+        "ax's sessions on the first node: {sessions:?}"
+    );
+    let before = executor.received().len();
+    assert!(before >= TASKS * 4, "{before} deliveries before the kill");
+
+    galera.kill(0);
+    let killed = Utc::now();
+    let killed_at = Instant::now();
+    // Firing has resumed once a run scheduled after the kill is delivered.
+    let mut resumed = None;
+    while killed_at.elapsed() < Duration::from_secs(20) {
+        if resumed.is_none()
+            && executor
+                .received()
+                .iter()
+                .any(|d| scheduled_second(d) > killed.timestamp())
+        {
+            resumed = Some(killed_at.elapsed());
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ended = Utc::now();
+    let resumed = resumed.expect("firing resumes after the node is killed");
+    assert!(
+        resumed <= RESUME_WITHIN,
+        "firing resumed {resumed:?} after the kill"
+    );
+    let mut ax = ax;
+    assert_eq!(ax.stop().await, Some(0), "see {}", ax.log_path().display());
+
+    // Read through the same URL: its first node is dead.
+    let db = Db::connect(&url, 2).await.expect("store");
+    let deliveries = executor.received();
+    let mut per_run: HashMap<&str, usize> = HashMap::new();
+    for d in &deliveries {
+        *per_run.entry(d.request_id.as_str()).or_default() += 1;
+    }
+    let twice: Vec<&&str> = per_run.keys().filter(|r| per_run[**r] > 1).collect();
+    assert!(twice.is_empty(), "delivered twice: {twice:?}");
+    // Every second from the first full one after the tasks were made to two before the end.
+    let window = (loaded.timestamp() + 2)..=(ended.timestamp() - 2);
+    let mut rows_total = 0;
+    for task in &tasks {
+        let rows = rows_of(&db, *task).await;
+        let by_second = crate::common::one_row_per_second(*task, &rows);
+        let missing: BTreeSet<i64> = window
+            .clone()
+            .filter(|s| !by_second.contains_key(s))
+            .collect();
+        assert!(missing.is_empty(), "task {task}: no run for {missing:?}");
+        for second in window.clone() {
+            let row = by_second[&second];
+            assert!(
+                per_run.contains_key(row.request_id.as_str()),
+                "task {task}: the run of {second} was not delivered: {row:?}"
+            );
+        }
+        rows_total += rows.len();
+    }
+    println!(
+        "galera test: cluster up in {cluster_up:?}, {TASKS} every-second tasks, {rows_total} \
+         runs, {} deliveries, 0 lost, 0 delivered twice; firing resumed {resumed:?} after the \
+         node was killed; {:?} in all",
+        deliveries.len(),
+        started.elapsed()
+    );
+    executor.stop().await;
+    drop(galera);
+}
+
+fn scheduled_second(received: &crate::common::Received) -> i64 {
+    received.body["scheduledAt"]
+        .as_str()
+        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+        .map_or(i64::MIN, |at| at.timestamp())
+}
