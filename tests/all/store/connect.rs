@@ -1,4 +1,5 @@
-//! `crates/ax-store/src/lib.rs`: connecting (migrations, the folders of a SQLite file, bad store URLs)
+//! `crates/ax-store/src/lib.rs`: connecting (migrations, the folders of a SQLite file, bad store URLs,
+//! a URL of several servers)
 //! and the conversion of times to and from the database (`to_db`, `from_db`).
 
 use ax_core::ids::SceneName;
@@ -11,7 +12,9 @@ use ax_store::rows::models::TaskStatus;
 use ax_store::{from_db, to_db, Db, StoreError};
 use chrono::{DateTime, Timelike, Utc};
 
-use crate::common::{on_each_backend, TestStore};
+use crate::common::{
+    config, free_port, mysql_server, on_each_backend, start_ax, Api, Executor, Reply, TestStore,
+};
 use crate::store::support::{
     applied, base, conn, connect, decide, fields, find_task, fire_record, ids, insert_run,
     insert_task, instance, new_instance, on_both_backends, page, record, request_id,
@@ -130,6 +133,45 @@ async fn connect_reports_an_unwritable_sqlite_path() {
     let err = connect_error(&format!("sqlite://{}/ax.db", file.display())).await;
     assert!(matches!(err, StoreError::Connect(_)), "{err:?}");
     assert!(err.to_string().contains("plain-file"), "{err}");
+}
+
+/// A store URL whose first server is down (a closed port) and whose second never answers (a
+/// port that accepts, in the kernel, and never greets): ax connects to the third, serves and
+/// fires; the wait on the silent one is bounded.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn a_store_url_whose_first_servers_do_not_answer_reaches_the_next() {
+    let store = TestStore::mysql();
+    let TestStore::Mysql(name) = &store else {
+        unreachable!("a MariaDB store")
+    };
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let silent = silent.local_addr().expect("address");
+    let closed = free_port();
+    let server = mysql_server();
+    let (user, live) = server
+        .strip_prefix("mysql://")
+        .and_then(|rest| rest.rsplit_once('@'))
+        .map_or(("", server.trim_start_matches("mysql://")), |(u, h)| (u, h));
+    let at = if user.is_empty() { "" } else { "@" };
+    let url = format!("mysql://{user}{at}127.0.0.1:{closed},{silent},{live}/{name}");
+    let mut config = config(&store, false, "multi-host");
+    config.store.url = url;
+    let started = Instant::now();
+    let ax = start_ax(&config).await;
+    let took = started.elapsed();
+    // Each dial of the silent server waits 2 s: the migrations', the pool's, the identity's.
+    assert!(took < Duration::from_secs(10), "started in {took:?}");
+    let executor = Executor::start(Reply::Success).await;
+    let api = Api::new(&ax);
+    let task = api
+        .create_task(serde_json::json!({
+            "name": "multi-host", "cron": "* * * * * *", "handlerUrl": executor.url,
+        }))
+        .await;
+    let received = executor.wait_for(2, Duration::from_secs(8)).await;
+    assert!(received.len() >= 2, "{} deliveries", received.len());
+    assert_eq!(received[0].body["taskId"], task["id"]);
+    executor.stop().await;
 }
 
 fn utc(rfc3339: &str) -> DateTime<Utc> {

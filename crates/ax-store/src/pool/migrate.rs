@@ -100,7 +100,7 @@ fn answering(hosts: &MysqlHosts) -> Result<String, StoreError> {
 /// A process killed while migrating holds the next one up that long.
 const MIGRATION_LEASE: Duration = Duration::from_secs(120);
 
-/// Runs `migrate` holding the lease `ax_migrations` (Galera, where `GET_LOCK` is refused),
+/// Runs `migrate` holding the lease `ax_migrations` (Galera, where `GET_LOCK` is one node's alone),
 /// waiting up to [`MIGRATION_LEASE`] for another process's to end. The lease table is made
 /// first, by its own migration's statement (which is `IF NOT EXISTS`).
 fn under_lease(

@@ -1,7 +1,6 @@
 //! Leases: rows that say who holds a name until when, for MariaDB Galera Cluster, which does
-//! not replicate `GET_LOCK` (a named lock is one node's, and Galera refuses it outright). A
-//! lease is taken when free, expired or already its holder's, renewed by its holder before it
-//! expires, and deleted on a clean stop; a holder that died leaves it to expire. Times are the
+//! not replicate `GET_LOCK` (a named lock is one node's alone there). A lease is taken when
+//! free, expired or already its holder's, renewed by its holder before it expires, and deleted on a clean stop; a holder that died leaves it to expire. Times are the
 //! server's (`UTC_TIMESTAMP`), so the processes' clocks do not matter.
 //!
 //! The statements are built here once and run by the async code (the instance id's keeper)
