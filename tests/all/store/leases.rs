@@ -60,7 +60,9 @@ async fn a_lease_is_one_holders_until_it_expires_or_is_given_up() {
         "the first lost it"
     );
     assert!(
-        !leases::is_galera(&mut conn).await.expect("wsrep_on"),
+        !ax_store::queries::wsrep::is_galera(&mut conn)
+            .await
+            .expect("wsrep_on"),
         "the shared MariaDB is no Galera node"
     );
 }

@@ -15,9 +15,9 @@ use diesel_async::AsyncMysqlConnection;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use ax_store::queries::leases;
 use ax_store::queries::meta;
 use ax_store::queries::named_locks::{self, Taken};
+use ax_store::queries::{leases, wsrep};
 use ax_store::{Db, Dialer, MysqlHosts, StoreError, StoreUrl};
 
 /// How long start-up waits for the identity's previous holder to be gone (a process still
@@ -239,7 +239,7 @@ enum Hold {
 impl Hold {
     /// The way to hold `id` on the server at the other end of `conn`.
     async fn of(conn: &mut AsyncMysqlConnection, id: &str) -> Result<Hold, StoreError> {
-        Ok(match leases::is_galera(conn).await? {
+        Ok(match wsrep::is_galera(conn).await? {
             true => Hold::Lease {
                 name: format!("ax_instance:{id}"),
                 holder: Uuid::new_v4().to_string(),

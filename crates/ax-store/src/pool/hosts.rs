@@ -9,6 +9,7 @@ use diesel::ConnectionError;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection};
 
 use super::backend::{redacted, MysqlHosts};
+use crate::queries::wsrep;
 
 /// How long one server may take to accept a connection and greet ax: a server that is down
 /// refuses at once, but one that is unreachable (a host gone from the network) never answers,
@@ -43,34 +44,44 @@ impl Dialer {
     }
 
     /// A connection to the server that answered last or, if it does not answer within
-    /// [`CONNECT_TIMEOUT`], to the next one that does, in the URL's order from there (wrapping
-    /// round). Fails with every server's reason when none answers.
+    /// [`CONNECT_TIMEOUT`] or cannot serve (a Galera node out of its cluster), to the next one
+    /// that does, in the URL's order from there (wrapping round). Fails with every server's
+    /// reason when none answers.
     pub async fn connect(&self) -> Result<AsyncMysqlConnection, ConnectionError> {
         let urls = self.hosts.urls();
-        let start = self.last_good.load(Ordering::Relaxed);
+        let start = self.answered();
         let mut failures = Vec::new();
         for index in (start..urls.len()).chain(0..start) {
             let url = &urls[index];
-            let failure =
-                match tokio::time::timeout(CONNECT_TIMEOUT, AsyncMysqlConnection::establish(url))
-                    .await
-                {
-                    Ok(Ok(conn)) => {
-                        if index != start {
-                            log::warn!(
-                                "store: connected to {} ({} failed)",
-                                redacted(url),
-                                failures.join("; ")
-                            );
-                        }
-                        self.last_good.store(index, Ordering::Relaxed);
-                        return Ok(conn);
+            let failure = match tokio::time::timeout(CONNECT_TIMEOUT, open(url)).await {
+                Ok(Ok(conn)) => {
+                    if index != start {
+                        log::warn!(
+                            "store: connected to {} ({} failed)",
+                            redacted(url),
+                            failures.join("; ")
+                        );
                     }
-                    Ok(Err(err)) => err.to_string(),
-                    Err(_) => format!("no answer within {CONNECT_TIMEOUT:?}"),
-                };
+                    self.last_good.store(index, Ordering::Relaxed);
+                    return Ok(conn);
+                }
+                Ok(Err(why)) => why,
+                Err(_) => format!("no answer within {CONNECT_TIMEOUT:?}"),
+            };
             failures.push(format!("{}: {failure}", redacted(url)));
         }
         Err(ConnectionError::BadConnection(failures.join("; ")))
+    }
+}
+
+/// A connection to the server at `url`, if it can serve ax now.
+async fn open(url: &str) -> Result<AsyncMysqlConnection, String> {
+    let mut conn = AsyncMysqlConnection::establish(url)
+        .await
+        .map_err(|err| err.to_string())?;
+    match wsrep::unready(&mut conn).await {
+        Ok(None) => Ok(conn),
+        Ok(Some(why)) => Err(why),
+        Err(err) => Err(err.to_string()),
     }
 }

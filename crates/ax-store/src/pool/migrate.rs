@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use super::backend::{database_name, sqlite_pragmas, MysqlHosts, StoreUrl};
 use super::error::StoreError;
 use super::hosts::Dialer;
-use crate::queries::leases;
+use crate::queries::{leases, wsrep};
 use crate::rows::models::MAX_NAME_CHARS;
 use ax_core::text::Escaped;
 
@@ -69,8 +69,8 @@ fn migrate_blocking(url: &StoreUrl) -> Result<Vec<String>, StoreError> {
                 .map_err(|err| StoreError::Connect(err.to_string()))?;
             // Several ax processes may start at once on a new database: one migrates, the
             // others wait for it and then find nothing pending.
-            let settings: Vec<leases::Setting> = leases::wsrep_on().load(&mut conn)?;
-            if leases::galera(&settings) {
+            let settings: Vec<wsrep::Setting> = wsrep::wsrep_on().load(&mut conn)?;
+            if wsrep::on(&settings) {
                 return under_lease(&mut conn, |conn| apply(conn, MYSQL_MIGRATIONS));
             }
             diesel::sql_query("SELECT GET_LOCK('ax_migrations', 120)").execute(&mut conn)?;

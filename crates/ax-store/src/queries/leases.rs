@@ -57,35 +57,11 @@ pub fn release(name: &str, holder: &str) -> LeaseQuery {
         .bind::<Text, _>(holder.to_string())
 }
 
-/// Whether the server is a Galera node: reads [`Setting`] rows (none on a server without
-/// Galera's variables, as Oracle's MySQL).
-pub fn wsrep_on() -> SqlQuery {
-    diesel::sql_query("SHOW VARIABLES LIKE 'wsrep_on'")
-}
-
 /// The answer of [`held_by`].
 #[derive(QueryableByName)]
 pub struct Held {
     #[diesel(sql_type = BigInt)]
     pub held: i64,
-}
-
-/// A row of `SHOW VARIABLES`.
-#[derive(QueryableByName)]
-pub struct Setting {
-    #[diesel(sql_type = Text, column_name = "Value")]
-    pub value: String,
-}
-
-/// Whether any row of [`wsrep_on`] says `ON`.
-pub fn galera(settings: &[Setting]) -> bool {
-    settings.iter().any(|s| s.value.eq_ignore_ascii_case("ON"))
-}
-
-/// Whether the server at the other end of `conn` is a Galera node.
-pub async fn is_galera(conn: &mut AsyncMysqlConnection) -> Result<bool, StoreError> {
-    let settings: Vec<Setting> = wsrep_on().load(conn).await?;
-    Ok(galera(&settings))
 }
 
 /// Takes or renews the lease `name` for `holder` (see [`take`]); whether `holder` has it.

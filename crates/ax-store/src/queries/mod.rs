@@ -27,6 +27,7 @@ mod task_locks;
 pub mod task_pages;
 pub mod tasks;
 pub mod transitions;
+pub mod wsrep;
 
 /// One page of a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
