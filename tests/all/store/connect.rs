@@ -9,7 +9,7 @@ use ax_core::run::{Event, RunStatus};
 use ax_store::queries::runs::FireOutcome;
 use ax_store::queries::tasks::{self, TaskFilter};
 use ax_store::rows::models::TaskStatus;
-use ax_store::{from_db, to_db, Db, StoreError};
+use ax_store::{from_db, to_db, Db, Dialer, StoreError, StoreUrl};
 use chrono::{DateTime, Timelike, Utc};
 
 use crate::common::{
@@ -147,13 +147,7 @@ async fn a_store_url_whose_first_servers_do_not_answer_reaches_the_next() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
     let silent = silent.local_addr().expect("address");
     let closed = free_port();
-    let server = mysql_server();
-    let (user, live) = server
-        .strip_prefix("mysql://")
-        .and_then(|rest| rest.rsplit_once('@'))
-        .map_or(("", server.trim_start_matches("mysql://")), |(u, h)| (u, h));
-    let at = if user.is_empty() { "" } else { "@" };
-    let url = format!("mysql://{user}{at}127.0.0.1:{closed},{silent},{live}/{name}");
+    let url = servers_before(&[format!("127.0.0.1:{closed}"), silent.to_string()], name);
     let mut config = config(&store, false, "multi-host");
     config.store.url = url;
     let started = Instant::now();
@@ -172,6 +166,65 @@ async fn a_store_url_whose_first_servers_do_not_answer_reaches_the_next() {
     assert!(received.len() >= 2, "{} deliveries", received.len());
     assert_eq!(received[0].body["taskId"], task["id"]);
     executor.stop().await;
+}
+
+/// The URL of database `name` on the test's MariaDB, listing the servers `before` ahead of it.
+fn servers_before(before: &[String], name: &str) -> String {
+    let server = mysql_server();
+    let (user, live) = server
+        .strip_prefix("mysql://")
+        .and_then(|rest| rest.rsplit_once('@'))
+        .map_or(("", server.trim_start_matches("mysql://")), |(u, h)| (u, h));
+    let at = if user.is_empty() { "" } else { "@" };
+    format!("mysql://{user}{at}{},{live}/{name}", before.join(","))
+}
+
+/// Once a server other than the first has answered, new connections go to it first (those of
+/// a clone of the dialer too): a server that failed is not dialled again while it answers.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn connections_go_to_the_server_that_answered_last() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let store = TestStore::mysql();
+    let TestStore::Mysql(name) = &store else {
+        unreachable!("a MariaDB store")
+    };
+    // The database exists before the dialer needs it.
+    drop(Db::connect(&store.url(), 1).await.expect("store"));
+    // A server that hangs up at once, counting the dials.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listener");
+    let hanging_up = listener.local_addr().expect("address");
+    let dials = Arc::new(AtomicUsize::new(0));
+    let counted = dials.clone();
+    actix_rt::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    let url = servers_before(&[hanging_up.to_string()], name);
+    let StoreUrl::Mysql(hosts) = StoreUrl::parse(&url).expect("url") else {
+        panic!("{url}: a MySQL URL")
+    };
+    let live = hosts.urls()[1].clone();
+    let dialer = Dialer::new(hosts);
+    assert_eq!(dialer.current(), hosts_first(&url));
+    dialer.connect().await.expect("the second server answers");
+    assert_eq!(dials.load(Ordering::SeqCst), 1, "the first was tried");
+    assert_eq!(dialer.current(), live);
+    dialer.connect().await.expect("again");
+    dialer.clone().connect().await.expect("through a clone");
+    assert_eq!(dials.load(Ordering::SeqCst), 1, "and not again");
+}
+
+/// The connection URL of the first server `url` lists.
+fn hosts_first(url: &str) -> String {
+    match StoreUrl::parse(url) {
+        Ok(StoreUrl::Mysql(hosts)) => hosts.urls()[0].clone(),
+        other => panic!("{url}: {other:?}"),
+    }
 }
 
 fn utc(rfc3339: &str) -> DateTime<Utc> {

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use diesel::backend::Backend;
 use diesel::connection::LoadConnection;
@@ -16,8 +17,6 @@ use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection};
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::AsyncMysqlConnection;
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
-
-use std::time::{Duration, Instant};
 
 use super::backend::{database_name, sqlite_pragmas, MysqlHosts, StoreUrl};
 use super::error::StoreError;
@@ -100,9 +99,9 @@ fn answering(hosts: &MysqlHosts) -> Result<String, StoreError> {
 /// A process killed while migrating holds the next one up that long.
 const MIGRATION_LEASE: Duration = Duration::from_secs(120);
 
-/// Runs `migrate` holding the lease `ax_migrations` (Galera, where `GET_LOCK` is one node's alone),
-/// waiting up to [`MIGRATION_LEASE`] for another process's to end. The lease table is made
-/// first, by its own migration's statement (which is `IF NOT EXISTS`).
+/// Runs `migrate` holding the lease `ax_migrations` (on Galera, where `GET_LOCK` is one
+/// node's alone), waiting up to [`MIGRATION_LEASE`] for another process's to end. The lease
+/// table is made first, by its own migration's statement (which is `IF NOT EXISTS`).
 fn under_lease(
     conn: &mut MysqlSyncConn,
     migrate: impl FnOnce(&mut MysqlSyncConn) -> Result<Vec<String>, StoreError>,
