@@ -13,7 +13,8 @@ use ax_store::{from_db, to_db, Db, Dialer, StoreError, StoreUrl};
 use chrono::{DateTime, Timelike, Utc};
 
 use crate::common::{
-    config, free_port, mysql_server, on_each_backend, start_ax, Api, Executor, Reply, TestStore,
+    config, free_port, mysql_server_after, on_each_backend, start_ax, Api, Executor, Reply,
+    TestStore,
 };
 use crate::store::support::{
     applied, base, conn, connect, decide, fields, find_task, fire_record, ids, insert_run,
@@ -147,7 +148,7 @@ async fn a_store_url_whose_first_servers_do_not_answer_reaches_the_next() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
     let silent = silent.local_addr().expect("address");
     let closed = free_port();
-    let url = servers_before(&[format!("127.0.0.1:{closed}"), silent.to_string()], name);
+    let url = mysql_server_after(&[format!("127.0.0.1:{closed}"), silent.to_string()], name);
     let mut config = config(&store, false, "multi-host");
     config.store.url = url;
     let started = Instant::now();
@@ -166,17 +167,6 @@ async fn a_store_url_whose_first_servers_do_not_answer_reaches_the_next() {
     assert!(received.len() >= 2, "{} deliveries", received.len());
     assert_eq!(received[0].body["taskId"], task["id"]);
     executor.stop().await;
-}
-
-/// The URL of database `name` on the test's MariaDB, listing the servers `before` ahead of it.
-fn servers_before(before: &[String], name: &str) -> String {
-    let server = mysql_server();
-    let (user, live) = server
-        .strip_prefix("mysql://")
-        .and_then(|rest| rest.rsplit_once('@'))
-        .map_or(("", server.trim_start_matches("mysql://")), |(u, h)| (u, h));
-    let at = if user.is_empty() { "" } else { "@" };
-    format!("mysql://{user}{at}{},{live}/{name}", before.join(","))
 }
 
 /// Once a server other than the first has answered, new connections go to it first (those of
@@ -204,7 +194,7 @@ async fn connections_go_to_the_server_that_answered_last() {
             drop(stream);
         }
     });
-    let url = servers_before(&[hanging_up.to_string()], name);
+    let url = mysql_server_after(&[hanging_up.to_string()], name);
     let StoreUrl::Mysql(hosts) = StoreUrl::parse(&url).expect("url") else {
         panic!("{url}: a MySQL URL")
     };
