@@ -1,7 +1,8 @@
 //! ax on a three-node MariaDB Galera Cluster, its store URL listing the three, under load: the
 //! node it writes to is cut off from the others (alive, refusing queries), then the node it
 //! moved to is killed (`kill -9`); each time ax moves to another node, and every scheduled
-//! second is still run once and delivered once.
+//! second is still run once and delivered once. Then ax itself is killed and restarts under
+//! its instance id once the lease a Galera store holds it by has expired.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -311,10 +312,25 @@ async fn the_node_ax_writes_to_is_cut_off_then_killed_under_load() {
         isolated <= ISOLATED_RESUME_WITHIN,
         "firing resumed {isolated:?} after the node was cut off"
     );
+    // Killed, ax leaves its instance id's lease to expire (15 s, renewed every 5 s): the same
+    // id starts again once it has; stopped, it gives the lease up.
     let mut ax = ax;
+    ax.kill();
+    let restart = Instant::now();
+    ax.restart().await;
+    let restarted = restart.elapsed();
+    assert!(
+        restarted <= Duration::from_secs(25),
+        "restarted after {restarted:?}"
+    );
     assert_eq!(ax.stop().await, Some(0), "see {}", ax.log_path().display());
+    let leases = galera.query(
+        0,
+        "SELECT COUNT(*) FROM axdb.ax_lease WHERE name LIKE 'ax_instance:%'",
+    );
+    assert_eq!(leases.as_deref(), Some("0"), "the lease is given up");
 
-    // Read through the same URL: its first node is dead.
+    // Read through the same URL: its second node is dead.
     let db = Db::connect(&url, 2).await.expect("store");
     let deliveries = executor.received();
     let mut per_run: HashMap<&str, usize> = HashMap::new();
@@ -355,7 +371,8 @@ async fn the_node_ax_writes_to_is_cut_off_then_killed_under_load() {
         "galera test: cluster up in {cluster_up:?}, {TASKS} every-second tasks, {rows_total} \
          runs, {} deliveries, 0 delivered twice; node cut off: firing resumed after \
          {isolated:?}, {folded} seconds folded into catch-up runs; node killed: firing resumed \
-         after {killed:?}, 0 lost; {:?} in all",
+         after {killed:?}, 0 lost; ax killed and restarted under its id in {restarted:?}; \
+         {:?} in all",
         deliveries.len(),
         started.elapsed()
     );
