@@ -366,6 +366,27 @@ fn migrate_creates_the_sqlite_store() {
     );
 }
 
+/// `ax migrate` tries the servers of a URL as `ax serve` does: a closed port, then the test's
+/// MariaDB.
+#[test]
+fn migrate_goes_to_the_first_server_of_the_url_that_answers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = TestStore::mysql();
+    let TestStore::Mysql(name) = &store else {
+        unreachable!("a MariaDB store")
+    };
+    let closed = format!("127.0.0.1:{}", crate::common::free_port());
+    let url = crate::common::mysql_server_after(&[closed], name);
+    let output = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let said = stdout(&output);
+    assert!(said.contains(&url), "{said}");
+    assert!(
+        said.contains("applied migration 2026-11-29-000000_init"),
+        "{said}"
+    );
+}
+
 #[test]
 fn migrate_reads_the_store_url_from_a_config_file() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -36,6 +36,8 @@ const REDIS_RULE: &str = "redis.url must be redis://[user:password@]host:port[/D
 fn a_bad_value_of_any_kind_is_refused_at_start_in_the_keys_words() {
     let dir = tempfile::tempdir().expect("temp dir");
     let port = "server.port must be 1-65535";
+    let store_url = "store.url must be sqlite://PATH or mysql://user:pass@host:port/db (several \
+                     servers: mysql://user:pass@host1:port,host2:port/db)";
     for (name, value, message) in [
         ("AX_PORT", "70000", port.to_string()),
         ("AX_PORT", "eighty", port.to_string()),
@@ -54,7 +56,12 @@ fn a_bad_value_of_any_kind_is_refused_at_start_in_the_keys_words() {
         (
             "AX_STORE_URL",
             "postgres://ax:secret@db/ax",
-            "store.url must be sqlite://PATH or mysql://user:pass@host:port/db".into(),
+            store_url.into(),
+        ),
+        (
+            "AX_STORE_URL",
+            "mysql://ax:secret@db1,,db3/ax",
+            store_url.into(),
         ),
         ("AX_REDIS_URL", "http://127.0.0.1:6379", REDIS_RULE.into()),
         // A sentinel URL without the service the sentinels know the primary by.

@@ -1,8 +1,9 @@
 //! The tests that run one at a time, in a process of their own: each holds [`serial`] for its
 //! whole run. The cluster's tests run two or three ax processes under load and check their
-//! timing, which another test beside them would disturb, and so does the Sentinel test, which
-//! fails Redis over under load; the alert mail's test sets a variable
-//! of the process's environment, which no other thread may read meanwhile.
+//! timing, which another test beside them would disturb; so do the Sentinel test, which fails
+//! Redis over under load, and the Galera test, which runs three MariaDB nodes besides. The
+//! alert mail's test sets a variable of the process's environment, which no other thread may
+//! read meanwhile.
 
 // The harness of `tests/all`, of which these tests use a part.
 #[path = "../all/common/mod.rs"]
@@ -11,6 +12,7 @@ mod common;
 
 mod alert_mail;
 mod cluster;
+mod galera;
 mod sentinel;
 mod shares;
 

@@ -7,9 +7,10 @@ pub mod pool;
 pub mod queries;
 pub mod rows;
 
-pub use pool::backend::{redacted, StoreUrl};
+pub use pool::backend::{redacted, MysqlHosts, StoreUrl};
 use pool::backend::{sqlite_pragmas, BUSY_TIMEOUT};
 pub use pool::error::StoreError;
+pub use pool::hosts::Dialer;
 pub use pool::migrate::run_migrations;
 pub use pool::write_turns::WriteTurns;
 pub use rows::time::{from_db, to_db};
@@ -19,7 +20,9 @@ use std::pin::Pin;
 
 use diesel::SqliteConnection;
 use diesel_async::pooled_connection::bb8::{Pool, PooledConnection};
-use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
 use futures_util::FutureExt;
@@ -118,11 +121,17 @@ impl Db {
         let parsed = StoreUrl::parse(url)?;
         run_migrations(parsed.clone()).await?;
         let db = match parsed {
-            StoreUrl::Mysql(url) => {
+            StoreUrl::Mysql(hosts) => {
+                let dialer = Dialer::new(hosts);
+                let first = dialer.current().to_string();
                 let mut config = ManagerConfig::default();
-                config.custom_setup = Box::new(|url| establish_mysql(url.to_string()).boxed());
+                // The manager's URL is the first server's; the dialer picks the one to use.
+                config.custom_setup = Box::new(move |_| establish_mysql(dialer.clone()).boxed());
+                // Checked on a table, not by `SELECT 1`: a Galera node cut off from its
+                // cluster still answers that, and refuses everything else.
+                config.recycling_method = RecyclingMethod::CustomQuery(CHECK_QUERY.into());
                 let manager = AsyncDieselConnectionManager::<AsyncMysqlConnection>::new_with_config(
-                    url, config,
+                    first, config,
                 );
                 Db::Mysql(
                     pool_builder(pool_size)
@@ -199,11 +208,18 @@ fn connect_error(err: impl std::fmt::Display) -> StoreError {
     StoreError::Connect(err.to_string())
 }
 
+/// The statement a pooled MySQL connection must pass each time it is handed out.
+const CHECK_QUERY: &str = "SELECT 1 FROM ax_meta LIMIT 1";
+
 /// MySQL sessions read committed data: ax's writes are guarded by row locks and
 /// compare-and-set, so REPEATABLE READ's gap locks would only add deadlocks between
 /// concurrent batches.
-async fn establish_mysql(url: String) -> diesel::ConnectionResult<AsyncMysqlConnection> {
-    let mut conn = AsyncMysqlConnection::establish(&url).await?;
+///
+/// A connection goes to whichever server of the URL answers and can serve (see [`Dialer`]);
+/// one that broke, or whose Galera node left the cluster, fails the pool's check
+/// ([`CHECK_QUERY`]) when next taken (bb8 tests each on check-out) and is replaced.
+async fn establish_mysql(dialer: Dialer) -> diesel::ConnectionResult<AsyncMysqlConnection> {
+    let mut conn = dialer.connect().await?;
     conn.batch_execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         .await
         .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;

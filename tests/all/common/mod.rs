@@ -38,6 +38,17 @@ pub fn mysql_server() -> &'static str {
     &URL
 }
 
+/// The URL of database `name` on the test's MariaDB, listing the servers `before` ahead of it.
+pub fn mysql_server_after(before: &[String], name: &str) -> String {
+    let server = mysql_server();
+    let (user, live) = server
+        .strip_prefix("mysql://")
+        .and_then(|rest| rest.rsplit_once('@'))
+        .map_or(("", server.trim_start_matches("mysql://")), |(u, h)| (u, h));
+    let at = if user.is_empty() { "" } else { "@" };
+    format!("mysql://{user}{at}{},{live}/{name}", before.join(","))
+}
+
 /// The Redis server the tests use (databases of it by number): `AX_TEST_REDIS`, by default the
 /// local one.
 pub fn redis_server() -> &'static str {

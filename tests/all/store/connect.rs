@@ -1,4 +1,5 @@
-//! `crates/ax-store/src/lib.rs`: connecting (migrations, the folders of a SQLite file, bad store URLs)
+//! `crates/ax-store/src/lib.rs`: connecting (migrations, the folders of a SQLite file, bad store URLs,
+//! a URL of several servers)
 //! and the conversion of times to and from the database (`to_db`, `from_db`).
 
 use ax_core::ids::SceneName;
@@ -8,10 +9,13 @@ use ax_core::run::{Event, RunStatus};
 use ax_store::queries::runs::FireOutcome;
 use ax_store::queries::tasks::{self, TaskFilter};
 use ax_store::rows::models::TaskStatus;
-use ax_store::{from_db, to_db, Db, StoreError};
+use ax_store::{from_db, to_db, Db, Dialer, StoreError, StoreUrl};
 use chrono::{DateTime, Timelike, Utc};
 
-use crate::common::{on_each_backend, TestStore};
+use crate::common::{
+    config, free_port, mysql_server_after, on_each_backend, start_ax, Api, Executor, Reply,
+    TestStore,
+};
 use crate::store::support::{
     applied, base, conn, connect, decide, fields, find_task, fire_record, ids, insert_run,
     insert_task, instance, new_instance, on_both_backends, page, record, request_id,
@@ -130,6 +134,87 @@ async fn connect_reports_an_unwritable_sqlite_path() {
     let err = connect_error(&format!("sqlite://{}/ax.db", file.display())).await;
     assert!(matches!(err, StoreError::Connect(_)), "{err:?}");
     assert!(err.to_string().contains("plain-file"), "{err}");
+}
+
+/// A store URL whose first server is down (a closed port) and whose second never answers (a
+/// port that accepts, in the kernel, and never greets): ax connects to the third, serves and
+/// fires; the wait on the silent one is bounded.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn a_store_url_whose_first_servers_do_not_answer_reaches_the_next() {
+    let store = TestStore::mysql();
+    let TestStore::Mysql(name) = &store else {
+        unreachable!("a MariaDB store")
+    };
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let silent = silent.local_addr().expect("address");
+    let closed = free_port();
+    let url = mysql_server_after(&[format!("127.0.0.1:{closed}"), silent.to_string()], name);
+    let mut config = config(&store, false, "multi-host");
+    config.store.url = url;
+    let started = Instant::now();
+    let ax = start_ax(&config).await;
+    let took = started.elapsed();
+    // Each dial of the silent server waits 2 s: the migrations', the pool's, the identity's.
+    assert!(took < Duration::from_secs(10), "started in {took:?}");
+    let executor = Executor::start(Reply::Success).await;
+    let api = Api::new(&ax);
+    let task = api
+        .create_task(serde_json::json!({
+            "name": "multi-host", "cron": "* * * * * *", "handlerUrl": executor.url,
+        }))
+        .await;
+    let received = executor.wait_for(2, Duration::from_secs(8)).await;
+    assert!(received.len() >= 2, "{} deliveries", received.len());
+    assert_eq!(received[0].body["taskId"], task["id"]);
+    executor.stop().await;
+}
+
+/// Once a server other than the first has answered, new connections go to it first (those of
+/// a clone of the dialer too): a server that failed is not dialled again while it answers.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn connections_go_to_the_server_that_answered_last() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let store = TestStore::mysql();
+    let TestStore::Mysql(name) = &store else {
+        unreachable!("a MariaDB store")
+    };
+    // The database exists before the dialer needs it.
+    drop(Db::connect(&store.url(), 1).await.expect("store"));
+    // A server that hangs up at once, counting the dials.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listener");
+    let hanging_up = listener.local_addr().expect("address");
+    let dials = Arc::new(AtomicUsize::new(0));
+    let counted = dials.clone();
+    actix_rt::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    let url = mysql_server_after(&[hanging_up.to_string()], name);
+    let StoreUrl::Mysql(hosts) = StoreUrl::parse(&url).expect("url") else {
+        panic!("{url}: a MySQL URL")
+    };
+    let live = hosts.urls()[1].clone();
+    let dialer = Dialer::new(hosts);
+    assert_eq!(dialer.current(), hosts_first(&url));
+    dialer.connect().await.expect("the second server answers");
+    assert_eq!(dials.load(Ordering::SeqCst), 1, "the first was tried");
+    assert_eq!(dialer.current(), live);
+    dialer.connect().await.expect("again");
+    dialer.clone().connect().await.expect("through a clone");
+    assert_eq!(dials.load(Ordering::SeqCst), 1, "and not again");
+}
+
+/// The connection URL of the first server `url` lists.
+fn hosts_first(url: &str) -> String {
+    match StoreUrl::parse(url) {
+        Ok(StoreUrl::Mysql(hosts)) => hosts.urls()[0].clone(),
+        other => panic!("{url}: {other:?}"),
+    }
 }
 
 fn utc(rfc3339: &str) -> DateTime<Utc> {

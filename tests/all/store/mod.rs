@@ -2,7 +2,7 @@
 //! on a fresh SQLite file and on a fresh MariaDB database.
 //!
 //! The modules follow the code they test: `connect` the store itself (`crates/ax-store/src/lib.rs`),
-//! `tasks`, `task_changes`, `meta`, `executors`, `overview` and `search` their query modules,
+//! `tasks`, `task_changes`, `meta`, `leases`, `executors`, `overview` and `search` their query modules,
 //! `fires` and `history` the parts of
 //! `queries/instances.rs`, `runs` (the writes themselves), `results`, `attempts` and `pending`
 //! the parts of `queries/transitions.rs`, and `store_actor` the StoreActor (`crates/ax-server/src/actors/store.rs`).
@@ -15,6 +15,7 @@ mod connect;
 mod executors;
 mod fires;
 mod history;
+mod leases;
 mod meta;
 mod overview;
 mod pending;

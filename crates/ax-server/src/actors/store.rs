@@ -293,8 +293,13 @@ struct Writer {
     watch: Arc<SuccessWatch>,
 }
 
-/// How often a batch is tried when the database reports a deadlock or a busy lock.
-const COMMIT_TRIES: usize = 3;
+/// How often a batch is tried when the database reports a deadlock, a busy lock or (Galera) a
+/// certification conflict or a node not synced.
+const COMMIT_TRIES: usize = 5;
+/// The pause before the second try of a batch, doubled before each later one (50, 100, 200,
+/// 400 ms): long enough for the write that won to commit, or a node to finish syncing, short
+/// enough that fires stay within their second or two.
+const COMMIT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Commits one batch in one transaction, then answers every caller. A batch the database
 /// refuses (not a lost connection: a statement it will not take) is committed again one write
@@ -363,8 +368,11 @@ fn rejection(write: &Write, err: &StoreError) -> Option<Write> {
     }))
 }
 
-/// Commits writes in one transaction, tried again when the database reports a deadlock or a
-/// busy lock (which roll the whole transaction back).
+/// Commits writes in one transaction, tried again after a short pause when the database
+/// reports a deadlock, a busy lock or a Galera conflict. Each of those rolls the whole
+/// transaction back, so a try starts from nothing: its reads, compare-and-sets and inserts are
+/// decided again on what is committed then (a fire another process recorded meanwhile is
+/// `Stale` or `Duplicate`, a claim another won is lost), never applied twice.
 async fn commit_once(writer: &Writer, writes: Arc<Vec<Write>>) -> Result<Vec<Done>, StoreError> {
     let rows: usize = writes.iter().map(Write::rows).sum();
     let started = Instant::now();
@@ -377,6 +385,7 @@ async fn commit_once(writer: &Writer, writes: Arc<Vec<Write>>) -> Result<Vec<Don
                     "a batch of {} writes rolled back, trying again: {err}",
                     writes.len()
                 );
+                tokio::time::sleep(COMMIT_BACKOFF * (1 << (tries - 1))).await;
             }
             result => break result?,
         }

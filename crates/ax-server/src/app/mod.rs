@@ -108,7 +108,11 @@ pub async fn start(config: &Config, clock: SharedClock) -> Result<Ax, StartError
     // Before the store is touched: a second process on a SQLite file migrates nothing.
     let claim = StoreClaim::take(&url).await?;
     let db = Db::connect(&config.store.url, config.store.pool_size).await?;
-    log::info!("store: {} ({})", db.backend(), config.store.url);
+    log::info!(
+        "store: {} ({})",
+        db.backend(),
+        ax_store::redacted(&config.store.url)
+    );
     let identity = Identity::claim(&db, claim, config.server.instance_id.as_deref()).await?;
     let instance_id = ProcessId::from(identity.id());
     let clock_check = Arc::new(ClockCheck::default());

@@ -2,7 +2,10 @@
 //! its host keeps in the store, so that a restarted node is the same node and recovers its own
 //! runs at once. No two live processes share one: the identity is locked for the process's
 //! lifetime, with a lock the system frees when the process dies, even by `kill -9`. On SQLite
-//! the lock is the database file's own: one ax process per file, whatever its id.
+//! the lock is the database file's own: one ax process per file, whatever its id. On MariaDB
+//! Galera Cluster, which does not replicate named locks, it is a lease in the store instead,
+//! which a killed process leaves to expire: a restart with the same id waits up to
+//! [`LEASE_TTL`] for it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,7 +17,8 @@ use uuid::Uuid;
 
 use ax_store::queries::meta;
 use ax_store::queries::named_locks::{self, Taken};
-use ax_store::{Db, StoreError, StoreUrl};
+use ax_store::queries::{leases, wsrep};
+use ax_store::{Db, Dialer, MysqlHosts, StoreError, StoreUrl};
 
 /// How long start-up waits for the identity's previous holder to be gone (a process still
 /// shutting down, or one just killed whose connection the server has not yet closed).
@@ -22,6 +26,12 @@ const CLAIM_WAIT: Duration = Duration::from_secs(5);
 /// How often the MySQL lock's connection is used, so that it never idles out
 /// (`wait_timeout`), and the lock is checked and taken again if the connection was lost.
 const KEEP_INTERVAL: Duration = Duration::from_secs(30);
+/// How long an instance id's lease lasts on Galera unless renewed; it is renewed every third
+/// of that, so a renewal may fail twice (the node the lease was written to died, the next
+/// connection goes to another) before it lapses.
+const LEASE_TTL: Duration = Duration::from_secs(15);
+/// How soon the keeper tries again after its connection failed.
+const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 /// How many characters of the host name a generated id keeps, with `-` and 8 hex digits.
 const HOST_CHARS: usize = 55;
 
@@ -51,8 +61,8 @@ pub struct Identity {
 
 /// How an identity is locked: the one backend-specific part of it.
 enum Lock {
-    /// A named lock (`GET_LOCK`) on a connection of its own, kept by a background task; the
-    /// server frees it when the connection dies.
+    /// A named lock (`GET_LOCK`) on a connection of its own, which the server frees when the
+    /// connection dies, or on Galera a lease; kept by a background task.
     Mysql(Keeper),
     /// The SQLite file's own lock (see [`StoreClaim`]).
     Sqlite(std::fs::File),
@@ -64,7 +74,7 @@ enum Lock {
 /// dies. The file stays: removing it would let a process lock a file nobody else sees.
 pub enum StoreClaim {
     /// MySQL/MariaDB, shared by several processes: their ids are locked one by one.
-    Shared(String),
+    Shared(MysqlHosts),
     Sqlite(std::fs::File),
 }
 
@@ -72,7 +82,7 @@ impl StoreClaim {
     /// Claims the store at `url`; fails when another live ax process uses its SQLite file.
     pub async fn take(url: &StoreUrl) -> Result<StoreClaim, IdentityError> {
         Ok(match url {
-            StoreUrl::Mysql(url) => StoreClaim::Shared(url.clone()),
+            StoreUrl::Mysql(hosts) => StoreClaim::Shared(hosts.clone()),
             StoreUrl::Sqlite(path) => {
                 let in_use = || IdentityError::FileInUse(path.clone());
                 StoreClaim::Sqlite(lock_file(&format!("{path}.lock"), in_use).await?)
@@ -108,7 +118,7 @@ impl Identity {
         };
         let held = Arc::new(AtomicBool::new(true));
         let lock = match store {
-            StoreClaim::Shared(url) => lock_mysql(&url, &id, held.clone()).await?,
+            StoreClaim::Shared(hosts) => lock_mysql(hosts, &id, held.clone()).await?,
             // The process has the file to itself: no other can hold its id.
             StoreClaim::Sqlite(file) => Lock::Sqlite(file),
         };
@@ -218,22 +228,107 @@ async fn lock_file(
     }
 }
 
-/// Takes the named lock of `id` on a connection of its own and starts the task that keeps it.
-async fn lock_mysql(url: &str, id: &str, held: Arc<AtomicBool>) -> Result<Lock, IdentityError> {
-    let mut conn = named_locks::connect(url).await?;
-    let name = named_locks::name_of(&mut conn, id).await?;
-    match named_locks::take(&mut conn, &name, CLAIM_WAIT).await? {
+/// How an instance id is held on a MySQL/MariaDB store.
+enum Hold {
+    /// A named lock (`GET_LOCK`) of the connection.
+    Named(String),
+    /// On Galera: the lease `name`, held by `holder` (this process).
+    Lease { name: String, holder: String },
+}
+
+impl Hold {
+    /// The way to hold `id` on the server at the other end of `conn`.
+    async fn of(conn: &mut AsyncMysqlConnection, id: &str) -> Result<Hold, StoreError> {
+        Ok(match wsrep::is_galera(conn).await? {
+            true => Hold::Lease {
+                name: format!("ax_instance:{id}"),
+                holder: Uuid::new_v4().to_string(),
+            },
+            false => Hold::Named(named_locks::name_of(conn, id).await?),
+        })
+    }
+
+    /// Takes it, waiting up to [`CLAIM_WAIT`] for a named lock's holder to let it go, or up to
+    /// a lease's lifetime for a dead holder's lease to expire.
+    async fn take(&self, conn: &mut AsyncMysqlConnection) -> Result<Taken, StoreError> {
+        match self {
+            Hold::Named(name) => named_locks::take(conn, name, CLAIM_WAIT).await,
+            Hold::Lease { .. } => {
+                let deadline = Instant::now() + LEASE_TTL + Duration::from_secs(1);
+                loop {
+                    // A certification conflict with a process taking it on another node fails
+                    // the statement: the next round reads who won.
+                    match self.keep(conn).await {
+                        Ok(true) => return Ok(Taken::Yes),
+                        Ok(false) => {}
+                        Err(err) if err.is_transient() => {}
+                        Err(err) => return Err(err),
+                    }
+                    if Instant::now() >= deadline {
+                        return Ok(Taken::InUse);
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }
+    }
+
+    /// Whether it is still this process's, taking it again if it is free (renewing a lease).
+    async fn keep(&self, conn: &mut AsyncMysqlConnection) -> Result<bool, StoreError> {
+        match self {
+            Hold::Named(name) => named_locks::still_held(conn, name).await,
+            Hold::Lease { name, holder } => leases::hold(conn, name, holder, LEASE_TTL).await,
+        }
+    }
+
+    async fn release(&self, conn: &mut AsyncMysqlConnection) -> Result<(), StoreError> {
+        match self {
+            Hold::Named(name) => named_locks::release(conn, name).await,
+            Hold::Lease { name, holder } => leases::give_up(conn, name, holder).await,
+        }
+    }
+
+    /// How often it is checked: a named lock only so that its connection never idles out
+    /// (`wait_timeout`), a lease before it expires.
+    fn interval(&self) -> Duration {
+        match self {
+            Hold::Named(_) => KEEP_INTERVAL,
+            Hold::Lease { .. } => LEASE_TTL / 3,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Hold::Named(name) => format!("GET_LOCK({name})"),
+            Hold::Lease { name, .. } => format!("the lease {name}"),
+        }
+    }
+}
+
+/// Takes `id` on a connection of its own to the first of `hosts` that answers and starts the
+/// task that keeps it.
+async fn lock_mysql(
+    hosts: MysqlHosts,
+    id: &str,
+    held: Arc<AtomicBool>,
+) -> Result<Lock, IdentityError> {
+    let dialer = Dialer::new(hosts);
+    let mut conn = connect(&dialer).await?;
+    let hold = Hold::of(&mut conn, id).await?;
+    match hold.take(&mut conn).await? {
         Taken::Yes => {}
         Taken::InUse => return Err(IdentityError::InUse(id.to_string())),
-        Taken::Failed => return Err(IdentityError::Lock(format!("GET_LOCK({name}) failed"))),
+        Taken::Failed => {
+            return Err(IdentityError::Lock(format!("{} failed", hold.describe())));
+        }
     }
     let (stop, stopped) = oneshot::channel();
     let task = actix_rt::spawn(keep_mysql(
         Some(conn),
         Keep {
-            url: url.to_string(),
+            dialer,
             id: id.to_string(),
-            name,
+            hold,
             held,
         },
         stopped,
@@ -244,33 +339,42 @@ async fn lock_mysql(url: &str, id: &str, held: Arc<AtomicBool>) -> Result<Lock, 
     }))
 }
 
+async fn connect(dialer: &Dialer) -> Result<AsyncMysqlConnection, StoreError> {
+    dialer
+        .connect()
+        .await
+        .map_err(|err| StoreError::Connect(err.to_string()))
+}
+
 /// What the keeper of a MySQL lock needs.
 struct Keep {
-    url: String,
+    dialer: Dialer,
     id: String,
-    name: String,
+    hold: Hold,
     held: Arc<AtomicBool>,
 }
 
-/// Uses the lock's connection every [`KEEP_INTERVAL`] until `stop`, taking the lock again on a
-/// new connection if the old one died; then releases it.
+/// Checks the lock (renews the lease) every [`Hold::interval`] until `stop`, taking it again
+/// on a new connection (to whichever server answers) if the old one died; then releases it.
 async fn keep_mysql(
     mut conn: Option<AsyncMysqlConnection>,
     keep: Keep,
     mut stop: oneshot::Receiver<()>,
 ) {
+    let mut wait = keep.hold.interval();
     loop {
         tokio::select! {
             _ = &mut stop => break,
-            _ = tokio::time::sleep(KEEP_INTERVAL) => {}
+            _ = tokio::time::sleep(wait) => {}
         }
         let held = match conn.as_mut() {
-            Some(c) => named_locks::still_held(c, &keep.name).await,
-            None => match named_locks::connect(&keep.url).await {
-                Ok(c) => named_locks::still_held(conn.insert(c), &keep.name).await,
+            Some(c) => keep.hold.keep(c).await,
+            None => match connect(&keep.dialer).await {
+                Ok(c) => keep.hold.keep(conn.insert(c)).await,
                 Err(err) => Err(err),
             },
         };
+        wait = keep.hold.interval();
         match held {
             Ok(held) => {
                 if keep.held.swap(held, Ordering::Relaxed) != held {
@@ -287,13 +391,15 @@ async fn keep_mysql(
             Err(err) => {
                 log::warn!("instance id {}: lock connection lost: {err}", keep.id);
                 conn = None;
+                wait = RETRY_INTERVAL;
             }
         }
     }
     if let Some(mut conn) = conn {
-        if let Err(err) = named_locks::release(&mut conn, &keep.name).await {
+        if let Err(err) = keep.hold.release(&mut conn).await {
             log::warn!(
-                "instance id {}: not released ({err}); the server frees it with the connection",
+                "instance id {}: not released ({err}); the server frees it with the connection \
+                 (a lease: when it expires)",
                 keep.id
             );
         }

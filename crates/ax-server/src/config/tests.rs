@@ -225,7 +225,8 @@ fn a_bad_value_is_refused_in_the_keys_words_naming_where_it_came_from() {
         (
             "AX_STORE_URL",
             "postgres://x",
-            "store.url must be sqlite://PATH or mysql://user:pass@host:port/db",
+            "store.url must be sqlite://PATH or mysql://user:pass@host:port/db (several servers: \
+             mysql://user:pass@host1:port,host2:port/db)",
         ),
         (
             "AX_REDIS_URL",

@@ -29,31 +29,94 @@ pub(crate) fn sqlite_pragmas() -> String {
 pub enum StoreUrl {
     /// A file path for the embedded store.
     Sqlite(String),
-    /// A `mysql://` URL, as ax connects to it: over TCP to its host and port, unless it names
-    /// a socket itself (`socket=`, or `prefer_socket=true`).
-    Mysql(String),
+    /// A `mysql://` URL: the servers it lists, tried in order (see [`MysqlHosts`]).
+    Mysql(MysqlHosts),
 }
 
+/// The servers of a `mysql://` URL, in the URL's order, each as the URL ax connects to it by:
+/// over TCP to its host and port, unless the URL names a socket itself (`socket=`, or
+/// `prefer_socket=true`). `mysql://u:p@h1:3306,h2:3306/db` lists two, sharing the user, the
+/// database and the options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MysqlHosts(Vec<String>);
+
+impl MysqlHosts {
+    /// One URL per server, in order.
+    pub fn urls(&self) -> &[String] {
+        &self.0
+    }
+
+    /// The same servers, with no database chosen: to reach them before it exists.
+    pub(crate) fn servers(&self) -> MysqlHosts {
+        let servers = self.0.iter().filter_map(|url| {
+            let mut url = url::Url::parse(url).ok()?;
+            url.set_path("");
+            Some(url.into())
+        });
+        MysqlHosts(servers.collect())
+    }
+}
+
+/// How a store URL is written, as refusals say it.
+const URL_FORMS: &str = "store.url must be sqlite://PATH or mysql://user:pass@host:port/db \
+                         (several servers: mysql://user:pass@host1:port,host2:port/db)";
+
 impl StoreUrl {
-    /// Parses `sqlite://PATH` or `mysql://user:pass@host:port/db`.
+    /// Parses `sqlite://PATH` or `mysql://user:pass@host:port[,host:port…]/db`.
     pub fn parse(url: &str) -> Result<Self, StoreError> {
+        let refuse =
+            |why: &str| StoreError::BadUrl(format!("`{}` ({why}): {URL_FORMS}", redacted(url)));
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() {
-                return Err(StoreError::BadUrl(url.to_string()));
+                return Err(refuse("no path"));
             }
             Ok(StoreUrl::Sqlite(path.to_string()))
-        } else if url.starts_with("mysql://") {
-            let parsed = url::Url::parse(url).map_err(|_| StoreError::BadUrl(url.to_string()))?;
-            if parsed.host_str().is_none() || database_name(&parsed).is_none() {
-                return Err(StoreError::BadUrl(url.to_string()));
-            }
-            Ok(StoreUrl::Mysql(tcp_unless_socket(parsed)))
+        } else if let Some(rest) = url.strip_prefix("mysql://") {
+            mysql_hosts(rest)
+                .map(StoreUrl::Mysql)
+                .map_err(|why| refuse(&why))
         } else {
-            Err(StoreError::BadUrl(url.to_string()))
+            Err(refuse("neither sqlite:// nor mysql://"))
         }
     }
 }
 
+/// The part of a URL after `scheme://` cut in its user (with `@`, if any), its hosts and what
+/// follows them (path, query, fragment).
+fn authority(rest: &str) -> (&str, &str, &str) {
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    match authority.rfind('@') {
+        Some(at) => (&authority[..=at], &authority[at + 1..], tail),
+        None => ("", authority, tail),
+    }
+}
+
+/// The servers of a MySQL URL (what follows `mysql://`), or why it names none.
+fn mysql_hosts(rest: &str) -> Result<MysqlHosts, String> {
+    let (user, hosts, tail) = authority(rest);
+    if hosts.is_empty() {
+        return Err("no host".into());
+    }
+    let urls = hosts
+        .split(',')
+        .map(|host| {
+            if host.is_empty() {
+                return Err("an empty host in the list".to_string());
+            }
+            let parsed = url::Url::parse(&format!("mysql://{user}{host}{tail}"))
+                .map_err(|err| format!("`{host}`: {err}"))?;
+            if parsed.host_str().is_none() {
+                return Err(format!("`{host}` is no host"));
+            }
+            if database_name(&parsed).is_none() {
+                return Err("no database name after the /".into());
+            }
+            Ok(tcp_unless_socket(parsed))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(MysqlHosts(urls))
+}
 /// Adds `prefer_socket=false` unless the URL chooses `socket` or `prefer_socket` itself.
 ///
 /// mysql_async prefers a socket by default: after connecting over TCP it asks the server for
@@ -75,14 +138,16 @@ pub(crate) fn database_name(url: &url::Url) -> Option<String> {
     (!name.is_empty()).then(|| name.to_string())
 }
 
-/// A store URL fit to print: its password, if any, replaced by `***`.
+/// A store URL fit to print: its password, if any, replaced by `***` (for every host of a
+/// MySQL URL, which shares one user).
 pub fn redacted(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
-        }
-        _ => url.to_string(),
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (user, hosts, tail) = authority(rest);
+    match user.split_once(':') {
+        Some((name, _)) => format!("{scheme}://{name}:***@{hosts}{tail}"),
+        None => url.to_string(),
     }
 }
 
@@ -90,10 +155,63 @@ pub fn redacted(url: &str) -> String {
 mod tests {
     use super::*;
 
-    fn mysql_url(url: &str) -> String {
+    fn mysql_urls(url: &str) -> Vec<String> {
         match StoreUrl::parse(url) {
-            Ok(StoreUrl::Mysql(url)) => url,
+            Ok(StoreUrl::Mysql(hosts)) => hosts.urls().to_vec(),
             other => panic!("{url}: {other:?}"),
+        }
+    }
+
+    fn mysql_url(url: &str) -> String {
+        let urls = mysql_urls(url);
+        assert_eq!(urls.len(), 1, "{url}");
+        urls[0].clone()
+    }
+
+    #[test]
+    fn a_mysql_url_lists_its_servers_in_order() {
+        assert_eq!(
+            mysql_urls("mysql://ax:s%40cret@db1:3306,db2:3307,[::1]:3308,10.0.0.4/axdb?pool_min=1"),
+            [
+                "mysql://ax:s%40cret@db1:3306/axdb?pool_min=1&prefer_socket=false",
+                "mysql://ax:s%40cret@db2:3307/axdb?pool_min=1&prefer_socket=false",
+                "mysql://ax:s%40cret@[::1]:3308/axdb?pool_min=1&prefer_socket=false",
+                "mysql://ax:s%40cret@10.0.0.4/axdb?pool_min=1&prefer_socket=false",
+            ]
+        );
+        assert_eq!(
+            mysql_urls("mysql://root@127.0.0.1:1,127.0.0.1:3306/ax"),
+            [
+                "mysql://root@127.0.0.1:1/ax?prefer_socket=false",
+                "mysql://root@127.0.0.1:3306/ax?prefer_socket=false",
+            ]
+        );
+        assert_eq!(
+            mysql_url("mysql://root@[::1]:3306/ax"),
+            "mysql://root@[::1]:3306/ax?prefer_socket=false"
+        );
+    }
+
+    #[test]
+    fn a_bad_store_url_is_refused_naming_the_setting_and_hiding_the_password() {
+        for (url, why) in [
+            ("mysql://ax:pw@db1,,db2/ax", "an empty host in the list"),
+            ("mysql://ax:pw@db1,/ax", "an empty host in the list"),
+            ("mysql://ax:pw@db1:3306,db2:99999/ax", "`db2:99999`"),
+            ("mysql://ax:pw@[::1/ax", "`[::1`"),
+            ("mysql://ax:pw@/ax", "no host"),
+            ("mysql://ax:pw@db1,db2", "no database name"),
+            ("mysql://ax:pw@db1:3306,db2:3306/", "no database name"),
+            ("sqlite://", "no path"),
+            ("postgres://ax:pw@db/ax", "neither sqlite:// nor mysql://"),
+        ] {
+            let message = match StoreUrl::parse(url) {
+                Err(err @ StoreError::BadUrl(_)) => err.to_string(),
+                other => panic!("{url}: {other:?}"),
+            };
+            assert!(message.contains(why), "{url}: {message}");
+            assert!(message.contains("store.url must be"), "{url}: {message}");
+            assert!(!message.contains(":pw@"), "{url}: {message}");
         }
     }
 
@@ -124,5 +242,10 @@ mod tests {
         );
         assert_eq!(redacted("sqlite://ax.db"), "sqlite://ax.db");
         assert_eq!(redacted("mysql://root@db/ax"), "mysql://root@db/ax");
+        assert_eq!(
+            redacted("mysql://ax:s3cret@db1:3306,[::1]:3307/ax?x=a@b"),
+            "mysql://ax:***@db1:3306,[::1]:3307/ax?x=a@b"
+        );
+        assert_eq!(redacted("mysql://ax:p@ss@db/ax"), "mysql://ax:***@db/ax");
     }
 }

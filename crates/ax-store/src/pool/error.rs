@@ -1,9 +1,18 @@
 //! Errors of the storage layer, and what a caller may do about each.
 
+/// What a Galera node says when it is out of its cluster's primary component (cut off from
+/// the majority, or still joining): error 1047 for a new statement, and this provider status
+/// for a commit it could not replicate. The node keeps its connections, but none of them can
+/// write until it is back.
+pub const GALERA_NODE_OUT: &[&str] = &[
+    "WSREP has not yet prepared node for application use",
+    "Not connected to Primary Component",
+];
+
 /// Errors of the storage layer.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("unsupported store URL `{0}`: use sqlite://PATH or mysql://user:pass@host:port/db")]
+    #[error("unsupported store URL {0}")]
     BadUrl(String),
     #[error("cannot connect to the store: {0}")]
     Connect(String),
@@ -20,16 +29,19 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// The database could not be reached (no connection, or it broke), as opposed to a
-    /// statement it refused: the same write may pass once it is back.
+    /// The database could not be reached (no connection, or it broke, or a Galera node cannot
+    /// serve: see [`GALERA_NODE_OUT`]), as opposed to a statement it refused: the same write
+    /// may pass once it is back.
     pub fn is_unreachable(&self) -> bool {
         use diesel::result::{DatabaseErrorKind, Error};
         match self {
             StoreError::Pool(_) | StoreError::Connect(_) => true,
-            StoreError::Query(Error::DatabaseError(kind, _)) => matches!(
-                kind,
-                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand
-            ),
+            StoreError::Query(Error::DatabaseError(kind, info)) => {
+                matches!(
+                    kind,
+                    DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand
+                ) || GALERA_NODE_OUT.iter().any(|m| info.message().contains(m))
+            }
             _ => false,
         }
     }
@@ -57,13 +69,17 @@ impl StoreError {
     }
 
     /// A failure that rolled the transaction back and may pass on a second try: a deadlock
-    /// or lock wait timeout (MySQL: "try restarting transaction"), or a busy SQLite file.
+    /// or lock wait timeout (MySQL: "try restarting transaction"), which is also how a Galera
+    /// node reports a certification conflict (another node committed a write to the same rows
+    /// first), a Galera node that cannot serve ([`GALERA_NODE_OUT`]: the next try takes a
+    /// connection the pool has checked, to another node if need be), or a busy SQLite file.
     pub fn is_transient(&self) -> bool {
         match self {
             StoreError::WriteTurn(_) => true,
             StoreError::Query(diesel::result::Error::DatabaseError(_, info)) => {
                 let message = info.message();
                 message.contains("try restarting transaction")
+                    || GALERA_NODE_OUT.iter().any(|m| message.contains(m))
                     || message.contains("database is locked")
             }
             _ => false,
@@ -90,15 +106,28 @@ mod tests {
     }
 
     #[test]
-    fn deadlocks_and_busy_locks_are_transient() {
+    fn deadlocks_certification_conflicts_and_busy_locks_are_transient() {
         for message in [
             "Deadlock found when trying to get lock; try restarting transaction",
             "Lock wait timeout exceeded; try restarting transaction",
+            "WSREP has not yet prepared node for application use",
             "database is locked",
         ] {
             assert!(database_error(message).is_transient(), "{message}");
         }
         assert!(!database_error("Duplicate entry 'x' for key 'uq'").is_transient());
+        let out = "Error while appending streaming replication fragment(provider status: Not \
+                   connected to Primary Component)";
+        assert!(database_error(out).is_transient());
         assert!(!StoreError::Pool("timed out".into()).is_transient());
+    }
+
+    #[test]
+    fn a_galera_node_out_of_its_cluster_is_unreachable_not_a_refusal() {
+        for message in GALERA_NODE_OUT {
+            assert!(database_error(message).is_unreachable(), "{message}");
+        }
+        assert!(!database_error("Deadlock found when trying to get lock").is_unreachable());
+        assert!(!database_error("Duplicate entry 'x' for key 'uq'").is_unreachable());
     }
 }

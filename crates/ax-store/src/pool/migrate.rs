@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use diesel::backend::Backend;
 use diesel::connection::LoadConnection;
@@ -17,8 +18,10 @@ use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::AsyncMysqlConnection;
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
-use super::backend::{database_name, sqlite_pragmas, StoreUrl};
+use super::backend::{database_name, sqlite_pragmas, MysqlHosts, StoreUrl};
 use super::error::StoreError;
+use super::hosts::Dialer;
+use crate::queries::{leases, wsrep};
 use crate::rows::models::MAX_NAME_CHARS;
 use ax_core::text::Escaped;
 
@@ -58,12 +61,17 @@ fn migrate_blocking(url: &StoreUrl) -> Result<Vec<String>, StoreError> {
             diesel::connection::SimpleConnection::batch_execute(&mut conn, &sqlite_pragmas())?;
             apply(&mut conn, SQLITE_MIGRATIONS)
         }
-        StoreUrl::Mysql(url) => {
-            create_mysql_database(url)?;
-            let mut conn = <MysqlSyncConn as Connection>::establish(url)
+        StoreUrl::Mysql(hosts) => {
+            let url = answering(hosts)?;
+            create_mysql_database(&url)?;
+            let mut conn = <MysqlSyncConn as Connection>::establish(&url)
                 .map_err(|err| StoreError::Connect(err.to_string()))?;
             // Several ax processes may start at once on a new database: one migrates, the
             // others wait for it and then find nothing pending.
+            let settings: Vec<wsrep::Setting> = wsrep::wsrep_on().load(&mut conn)?;
+            if wsrep::on(&settings) {
+                return under_lease(&mut conn, |conn| apply(conn, MYSQL_MIGRATIONS));
+            }
             diesel::sql_query("SELECT GET_LOCK('ax_migrations', 120)").execute(&mut conn)?;
             let applied = apply(&mut conn, MYSQL_MIGRATIONS);
             diesel::sql_query("SELECT RELEASE_LOCK('ax_migrations')").execute(&mut conn)?;
@@ -71,6 +79,68 @@ fn migrate_blocking(url: &StoreUrl) -> Result<Vec<String>, StoreError> {
         }
     }
 }
+
+/// The URL (with the database) of the first server of `hosts` that answers, tried as the
+/// store's connections try them (see [`Dialer`]); asked without the database, which may not
+/// exist yet.
+fn answering(hosts: &MysqlHosts) -> Result<String, StoreError> {
+    let dialer = Dialer::new(hosts.servers());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| StoreError::Connect(err.to_string()))?;
+    runtime
+        .block_on(dialer.connect())
+        .map_err(|err| StoreError::Connect(err.to_string()))?;
+    Ok(hosts.urls()[dialer.answered()].clone())
+}
+
+/// How long the migrations' lease lasts on Galera: as long as `GET_LOCK` waits elsewhere.
+/// A process killed while migrating holds the next one up that long.
+const MIGRATION_LEASE: Duration = Duration::from_secs(120);
+
+/// Runs `migrate` holding the lease `ax_migrations` (on Galera, where `GET_LOCK` is one
+/// node's alone), waiting up to [`MIGRATION_LEASE`] for another process's to end. The lease
+/// table is made first, by its own migration's statement (which is `IF NOT EXISTS`).
+fn under_lease(
+    conn: &mut MysqlSyncConn,
+    migrate: impl FnOnce(&mut MysqlSyncConn) -> Result<Vec<String>, StoreError>,
+) -> Result<Vec<String>, StoreError> {
+    diesel::connection::SimpleConnection::batch_execute(conn, LEASE_TABLE)?;
+    let holder = uuid::Uuid::new_v4().to_string();
+    let deadline = Instant::now() + MIGRATION_LEASE;
+    loop {
+        // A certification conflict (another node's process took it at the same time) is an
+        // error here: the read that follows, next time round, says who won.
+        let taken = leases::take(MIGRATIONS_LEASE_NAME, &holder, MIGRATION_LEASE)
+            .execute(conn)
+            .map_err(StoreError::from);
+        if let Err(err) = &taken {
+            log::warn!("migrations: lease not taken ({err}); trying again");
+        }
+        let held: leases::Held =
+            leases::held_by(MIGRATIONS_LEASE_NAME, &holder).get_result(conn)?;
+        if taken.is_ok() && held.held > 0 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(StoreError::Migration(format!(
+                "another ax process held the migrations' lease for {MIGRATION_LEASE:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let applied = migrate(conn);
+    leases::release(MIGRATIONS_LEASE_NAME, &holder).execute(conn)?;
+    applied
+}
+
+/// The lease the migrations are run under, on Galera.
+const MIGRATIONS_LEASE_NAME: &str = "ax_migrations";
+
+/// The lease table, as its migration makes it.
+const LEASE_TABLE: &str =
+    include_str!("../../../../migrations/mysql/2026-12-07-000100_leases/up.sql");
 
 /// Applies the pending migrations; returns their names, in order.
 fn apply<C, B>(conn: &mut C, migrations: EmbeddedMigrations) -> Result<Vec<String>, StoreError>
@@ -185,8 +255,9 @@ fn numbered(name: &str, n: u32) -> String {
 /// Creates the database a MySQL URL names, if the user may; a user without the right gets the
 /// connection error of the next step instead, which names the real problem.
 fn create_mysql_database(url: &str) -> Result<(), StoreError> {
-    let mut server = url::Url::parse(url).map_err(|_| StoreError::BadUrl(url.to_string()))?;
-    let name = database_name(&server).ok_or_else(|| StoreError::BadUrl(url.to_string()))?;
+    let bad = || StoreError::BadUrl(super::backend::redacted(url));
+    let mut server = url::Url::parse(url).map_err(|_| bad())?;
+    let name = database_name(&server).ok_or_else(bad)?;
     server.set_path("");
     let mut conn = <MysqlSyncConn as Connection>::establish(server.as_str())
         .map_err(|err| StoreError::Connect(err.to_string()))?;

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod due;
 pub mod executors;
 
+pub mod leases;
 pub mod meta;
 pub mod named_locks;
 pub mod overlap;
@@ -27,6 +28,7 @@ mod task_locks;
 pub mod task_pages;
 pub mod tasks;
 pub mod transitions;
+pub mod wsrep;
 
 /// One page of a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

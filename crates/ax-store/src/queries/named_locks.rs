@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::QueryableByName;
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 
 use crate::StoreError;
 
@@ -29,13 +29,6 @@ struct LockName {
 struct Locked {
     #[diesel(sql_type = Nullable<BigInt>)]
     locked: Option<i64>,
-}
-
-/// A connection of its own to the server at `url`, for a lock.
-pub async fn connect(url: &str) -> Result<AsyncMysqlConnection, StoreError> {
-    AsyncMysqlConnection::establish(url)
-        .await
-        .map_err(|err| StoreError::Connect(err.to_string()))
 }
 
 /// The lock name of instance id `id`. Lock names are global to the server, so the name covers
