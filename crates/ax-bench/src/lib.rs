@@ -311,7 +311,13 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     };
     let tasks = tokio::time::timeout(
         limit,
-        register_tasks(&cluster.base_urls(), &target, args.tasks, args.period, &store),
+        register_tasks(
+            &cluster.base_urls(),
+            &target,
+            args.tasks,
+            args.period,
+            &store,
+        ),
     )
     .await
     .map_err(|_| anyhow!("registering {} tasks took over {limit:?}", args.tasks))??;

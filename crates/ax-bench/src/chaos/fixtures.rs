@@ -117,11 +117,7 @@ impl Redis {
         extra: &[String],
     ) -> anyhow::Result<Redis> {
         let port = free_port("127.0.0.1")?;
-        let mut args = vec![
-            "--port".to_string(),
-            port.to_string(),
-            "--bind".to_string(),
-        ];
+        let mut args = vec!["--port".to_string(), port.to_string(), "--bind".to_string()];
         args.extend(binds.iter().cloned());
         args.extend(
             ["--save", "", "--appendonly", "no", "--protected-mode", "no"]
@@ -220,7 +216,11 @@ impl Mariadb {
         ];
         let daemon = Daemon::spawn("mariadbd", "mariadbd", &args, &dir.join("mariadb.log"))?;
         wait_ready("MariaDB", || {
-            faults::run("mysqladmin", &[&format!("--socket={socket}"), "-uroot", "ping"]).is_ok()
+            faults::run(
+                "mysqladmin",
+                &[&format!("--socket={socket}"), "-uroot", "ping"],
+            )
+            .is_ok()
         })
         .await?;
         // Root from the veth pair's address too (no name resolution: `localhost` would not

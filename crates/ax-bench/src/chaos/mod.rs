@@ -158,10 +158,7 @@ impl Suite {
             bind: netns.ns_address.clone(),
             wrapper: netns.wrapper(),
             env: vec![
-                (
-                    "AX_STORE_URL".into(),
-                    self.mariadb.url(&netns.host_address),
-                ),
+                ("AX_STORE_URL".into(), self.mariadb.url(&netns.host_address)),
                 ("AX_REDIS_URL".into(), self.redis.url(&netns.host_address)),
             ],
         })
@@ -174,11 +171,7 @@ impl Suite {
     }
 }
 
-async fn run_suite(
-    args: &Args,
-    scenarios: &[Scenario],
-    dir: PathBuf,
-) -> anyhow::Result<Vec<Row>> {
+async fn run_suite(args: &Args, scenarios: &[Scenario], dir: PathBuf) -> anyhow::Result<Vec<Row>> {
     let timing = if args.short {
         Timing::SHORT
     } else {
@@ -242,7 +235,11 @@ async fn start_suite(args: &Args, scenarios: &[Scenario], dir: PathBuf) -> anyho
     if netns.is_some() {
         binds.push(host.clone());
     }
-    eprintln!("ax bench chaos: starting MariaDB, Redis and {} ax processes in {}", args.instances, dir.display());
+    eprintln!(
+        "ax bench chaos: starting MariaDB, Redis and {} ax processes in {}",
+        args.instances,
+        dir.display()
+    );
     let mariadb = Mariadb::start(&dir, &binds).await?;
     let redis = Redis::start("redis", &dir, &binds, &[]).await?;
     let store = BenchStore::open(&mariadb.url("127.0.0.1")).await?;
@@ -262,7 +259,9 @@ async fn start_suite(args: &Args, scenarios: &[Scenario], dir: PathBuf) -> anyho
         alerts_url: None,
         exe: std::env::current_exe().context("cannot find the ax binary")?,
     };
-    let nodes = Nodes::start(spec).await?;
+    // The executor's address: a link-local one is refused unless allowed.
+    let allowlist = vec![("AX_HANDLER_ALLOWLIST".to_string(), host.clone())];
+    let nodes = Nodes::start(spec, allowlist).await?;
     // Short claims and quick retries: a run held by a process that is cut off goes back to
     // the others within the settle time.
     let target = json!({
@@ -272,14 +271,8 @@ async fn start_suite(args: &Args, scenarios: &[Scenario], dir: PathBuf) -> anyho
         "retryBackoffSecs": 1,
         "retryFactor": 1,
     });
-    let tasks = register_tasks(
-        &nodes.base_urls(),
-        &target,
-        args.tasks,
-        args.period,
-        &store,
-    )
-    .await?;
+    let tasks =
+        register_tasks(&nodes.base_urls(), &target, args.tasks, args.period, &store).await?;
     Ok(Suite {
         nodes,
         executor,
@@ -306,9 +299,7 @@ async fn run_scenario(
     }
     let start = next_whole_second(Utc::now() + Duration::from_secs(2));
     let end = start + timing.window;
-    scenario
-        .inject(suite, &mut prepared, start, timing)
-        .await?;
+    scenario.inject(suite, &mut prepared, start, timing).await?;
     sleep_until(end + timing.settle).await;
     let expected = expected_fires(&suite.tasks, start, end);
     let deliveries = suite.executor.deliveries();
@@ -350,10 +341,18 @@ async fn restore(suite: &mut Suite) -> anyhow::Result<()> {
     for n in 0..suite.nodes.len() {
         let _ = suite.nodes.signal(n, faults::Signal::Cont);
     }
-    if suite.nodes.wait_all_healthy(Duration::from_secs(30)).await.is_err() {
+    if suite
+        .nodes
+        .wait_all_healthy(Duration::from_secs(30))
+        .await
+        .is_err()
+    {
         // A process that died or hangs: start it again.
         restore_launches(suite, true).await?;
-        suite.nodes.wait_all_healthy(Duration::from_secs(60)).await?;
+        suite
+            .nodes
+            .wait_all_healthy(Duration::from_secs(60))
+            .await?;
     }
     Ok(())
 }

@@ -20,6 +20,8 @@ pub struct Nodes {
     spec: ClusterSpec,
     config: PathBuf,
     processes: Vec<AxProcess>,
+    /// Environment of every process, under each launch's own.
+    common_env: Vec<(String, String)>,
     client: awc::Client,
 }
 
@@ -33,13 +35,18 @@ pub enum Health {
 }
 
 impl Nodes {
-    /// Starts `spec.instances` processes the normal way and waits until each is healthy.
-    pub async fn start(spec: ClusterSpec) -> anyhow::Result<Nodes> {
+    /// Starts `spec.instances` processes the normal way, with `common_env` besides the spec's,
+    /// and waits until each is healthy.
+    pub async fn start(
+        spec: ClusterSpec,
+        common_env: Vec<(String, String)>,
+    ) -> anyhow::Result<Nodes> {
         let config = crate::load::cluster::write_config(&spec)?;
         let mut nodes = Nodes {
             spec,
             config,
             processes: Vec::new(),
+            common_env,
             client: awc::Client::builder()
                 .timeout(Duration::from_secs(2))
                 .finish(),
@@ -49,7 +56,7 @@ impl Nodes {
                 &nodes.spec,
                 &nodes.config,
                 &instance_id(n as usize - 1),
-                &Launch::default(),
+                &nodes.with_common_env(&Launch::default()),
             )?;
             nodes.processes.push(process);
         }
@@ -86,7 +93,8 @@ impl Nodes {
     /// `/healthz` at all (a process with a skewed clock answers 503).
     pub async fn restart(&mut self, n: usize, launch: &Launch) -> anyhow::Result<()> {
         stop_all(std::slice::from_mut(&mut self.processes[n]), STOP_TIMEOUT).await;
-        self.processes[n] = spawn(&self.spec, &self.config, &instance_id(n), launch)?;
+        let launch = self.with_common_env(launch);
+        self.processes[n] = spawn(&self.spec, &self.config, &instance_id(n), &launch)?;
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let process = &mut self.processes[n];
@@ -108,6 +116,15 @@ impl Nodes {
                 );
             }
             actix_rt::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn with_common_env(&self, launch: &Launch) -> Launch {
+        let mut env = self.common_env.clone();
+        env.extend(launch.env.iter().cloned());
+        Launch {
+            env,
+            ..launch.clone()
         }
     }
 

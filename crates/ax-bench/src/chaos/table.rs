@@ -70,7 +70,10 @@ pub fn tally(
     // Each task's delivered seconds in order, with their first receipt.
     let mut by_task: BTreeMap<i64, BTreeMap<i64, i64>> = BTreeMap::new();
     for ((task, second), received_us) in &first {
-        by_task.entry(*task).or_default().insert(*second, *received_us);
+        by_task
+            .entry(*task)
+            .or_default()
+            .insert(*second, *received_us);
     }
     let with_row: HashSet<RunKey> = rows.iter().map(|(task, at, _)| (*task, *at)).collect();
     tally.duplicate_rows = rows.len() - with_row.len();

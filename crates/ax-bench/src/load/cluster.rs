@@ -361,7 +361,8 @@ fn gauge(text: &str, name: &str) -> Option<f64> {
 /// A port of `host` free now. Another process may take it before ax binds it; ax then exits
 /// with a clear message, which the start-up check reports.
 pub fn free_port(host: &str) -> anyhow::Result<u16> {
-    let listener = TcpListener::bind((host, 0)).with_context(|| format!("no free port on {host}"))?;
+    let listener =
+        TcpListener::bind((host, 0)).with_context(|| format!("no free port on {host}"))?;
     Ok(listener.local_addr().context("no local address")?.port())
 }
 
