@@ -172,20 +172,38 @@ impl Redis {
     }
 }
 
-/// The suite's MariaDB: its own data folder (`mariadb-install-db`), its own port, root with no
-/// password from any address it listens on.
+/// A MariaDB server of the suite: its own data folder (`mariadb-install-db`), its own port, root
+/// with no password from any address it listens on; restartable on the same folder and port.
 pub struct Mariadb {
     pub port: u16,
-    daemon: Daemon,
+    name: String,
+    args: Vec<String>,
+    socket: String,
+    log: PathBuf,
+    daemon: Option<Daemon>,
 }
 
 /// The database the ax processes share.
 pub const DATABASE: &str = "ax_chaos";
 
 impl Mariadb {
-    /// Installs and starts a MariaDB server listening on `binds`.
+    /// Installs and starts the suite's MariaDB server, listening on `binds`.
     pub async fn start(dir: &Path, binds: &[String]) -> anyhow::Result<Mariadb> {
-        let data = dir.join("mariadb");
+        let mut server = Mariadb::install("mariadb", dir, binds, &[])?;
+        server.restart().await?;
+        server.let_root_in()?;
+        Ok(server)
+    }
+
+    /// Makes the data folder `dir/name` and the arguments of a server on a free port, with
+    /// `extra` arguments (Galera's); starts nothing.
+    fn install(
+        name: &str,
+        dir: &Path,
+        binds: &[String],
+        extra: &[String],
+    ) -> anyhow::Result<Mariadb> {
+        let data = dir.join(name);
         std::fs::create_dir_all(&data)
             .with_context(|| format!("cannot create {}", data.display()))?;
         let datadir = format!("--datadir={}", data.display());
@@ -199,14 +217,14 @@ impl Mariadb {
                 "--skip-test-db",
             ],
         )
-        .context("cannot create the MariaDB data folder")?;
+        .with_context(|| format!("cannot create the data folder of {name}"))?;
         let port = free_port("127.0.0.1")?;
-        let socket = data.join("mariadb.sock").display().to_string();
-        let args: Vec<String> = vec![
+        let socket = dir.join(format!("{name}.sock")).display().to_string();
+        let mut args: Vec<String> = vec![
             "--no-defaults".into(),
             datadir,
             format!("--socket={socket}"),
-            format!("--pid-file={}", data.join("mariadb.pid").display()),
+            format!("--pid-file={}", dir.join(format!("{name}.pid")).display()),
             format!("--port={port}"),
             format!("--bind-address={}", binds.join(",")),
             "--user=root".into(),
@@ -214,29 +232,49 @@ impl Mariadb {
             "--innodb-buffer-pool-size=128M".into(),
             "--max-connections=400".into(),
         ];
-        let daemon = Daemon::spawn("mariadbd", "mariadbd", &args, &dir.join("mariadb.log"))?;
-        wait_ready("MariaDB", || {
-            faults::run(
-                "mysqladmin",
-                &[&format!("--socket={socket}"), "-uroot", "ping"],
-            )
-            .is_ok()
+        args.extend(extra.iter().cloned());
+        Ok(Mariadb {
+            port,
+            name: name.to_string(),
+            args,
+            socket,
+            log: dir.join(format!("{name}.log")),
+            daemon: None,
         })
-        .await?;
-        // Root from the veth pair's address too (no name resolution: `localhost` would not
-        // match a TCP client).
+    }
+
+    /// Starts the server (again) with `extra` arguments for this start only, and waits until
+    /// it answers.
+    async fn start_with(&mut self, extra: &[String]) -> anyhow::Result<()> {
+        let mut args = self.args.clone();
+        args.extend(extra.iter().cloned());
+        self.daemon = Some(Daemon::spawn(&self.name, "mariadbd", &args, &self.log)?);
+        let socket = format!("--socket={}", self.socket);
+        wait_ready(&self.name, || {
+            faults::run("mysqladmin", &[&socket, "-uroot", "ping"]).is_ok()
+        })
+        .await
+    }
+
+    /// Starts the server again (after [`Mariadb::kill`]) and waits until it answers.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.start_with(&[]).await
+    }
+
+    /// Root from any address the server listens on (no name resolution: `localhost` would not
+    /// match a TCP client).
+    fn let_root_in(&self) -> anyhow::Result<()> {
         faults::run(
             "mariadb",
             &[
-                &format!("--socket={socket}"),
+                &format!("--socket={}", self.socket),
                 "-uroot",
                 "-e",
                 "CREATE USER IF NOT EXISTS 'root'@'%'; \
                  GRANT ALL ON *.* TO 'root'@'%' WITH GRANT OPTION;",
             ],
         )
-        .context("cannot let root in over TCP")?;
-        Ok(Mariadb { port, daemon })
+        .with_context(|| format!("cannot let root into {} over TCP", self.name))
     }
 
     /// The store URL of the ax processes, reaching it on `host`.
@@ -245,7 +283,76 @@ impl Mariadb {
     }
 
     pub fn signal(&self, signal: Signal) -> anyhow::Result<()> {
-        self.daemon.signal(signal)
+        match &self.daemon {
+            Some(daemon) => daemon.signal(signal),
+            None => bail!("{} is not running", self.name),
+        }
+    }
+
+    /// `kill -9`.
+    pub fn kill(&mut self) {
+        if let Some(mut daemon) = self.daemon.take() {
+            daemon.kill();
+        }
+    }
+}
+
+/// Galera's provider library, from Debian's `galera-4`.
+pub const GALERA: &str = "/usr/lib/galera/libgalera_smm.so";
+
+/// Three MariaDB servers in one Galera cluster on loopback (replication, IST and rsync SST on
+/// ports of their own).
+pub struct Galera {
+    pub nodes: Vec<Mariadb>,
+}
+
+impl Galera {
+    /// Bootstraps the first node, then joins the others to it one at a time (a full state
+    /// transfer each, by rsync).
+    pub async fn start(dir: &Path) -> anyhow::Result<Galera> {
+        let loopback = ["127.0.0.1".to_string()];
+        let ports: Vec<[u16; 3]> = (0..3)
+            .map(|_| {
+                Ok([
+                    free_port("127.0.0.1")?,
+                    free_port("127.0.0.1")?,
+                    free_port("127.0.0.1")?,
+                ])
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let members: Vec<String> = ports
+            .iter()
+            .map(|[group, ..]| format!("127.0.0.1:{group}"))
+            .collect();
+        let mut nodes = Vec::new();
+        for (n, [group, ist, sst]) in ports.iter().enumerate() {
+            let extra = vec![
+                "--wsrep-on=ON".to_string(),
+                format!("--wsrep-provider={GALERA}"),
+                format!("--wsrep-cluster-address=gcomm://{}", members.join(",")),
+                "--wsrep-cluster-name=ax_chaos".to_string(),
+                format!("--wsrep-node-name=galera-{}", n + 1),
+                format!("--wsrep-node-address=127.0.0.1:{group}"),
+                format!(
+                    "--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:{group};\
+                     ist.recv_addr=127.0.0.1:{ist}"
+                ),
+                "--wsrep-sst-method=rsync".to_string(),
+                format!("--wsrep-sst-receive-address=127.0.0.1:{sst}"),
+                "--binlog-format=ROW".to_string(),
+                "--innodb-autoinc-lock-mode=2".to_string(),
+            ];
+            let mut node = Mariadb::install(&format!("galera-{}", n + 1), dir, &loopback, &extra)?;
+            if n == 0 {
+                node.start_with(&["--wsrep-new-cluster".to_string()])
+                    .await?;
+                node.let_root_in()?;
+            } else {
+                node.restart().await?;
+            }
+            nodes.push(node);
+        }
+        Ok(Galera { nodes })
     }
 }
 

@@ -47,6 +47,8 @@ Scenarios (--scenarios, comma-separated; all by default):
   redis-failover       Redis behind 3 Sentinels, its primary killed; not run on a build
                        that refuses redis+sentinel:// URLs
   db-stop              SIGSTOP of MariaDB for 30 s (8 s)
+  galera-kill          the processes on a 3-node Galera cluster (one node each), a node
+                       killed, restarted 20 s (8 s) later
   net-cut              a process in a network namespace, its veth pair cut for 20 s (8 s);
                        needs CAP_NET_ADMIN
   start-without-redis  Redis killed, a process restarted while it is down, Redis back 20 s
@@ -148,6 +150,16 @@ pub struct Suite {
     netns_error: Option<String>,
     dir: PathBuf,
     tasks: Vec<(i64, CronSchedule)>,
+    /// The tasks' dispatch fields, for a scenario that registers them in another store.
+    target: serde_json::Value,
+    load: Load,
+}
+
+/// The load every scenario runs under.
+#[derive(Debug, Clone, Copy)]
+pub struct Load {
+    pub tasks: u32,
+    pub period: u32,
 }
 
 impl Suite {
@@ -283,6 +295,11 @@ async fn start_suite(args: &Args, scenarios: &[Scenario], dir: PathBuf) -> anyho
         netns_error,
         dir,
         tasks,
+        target,
+        load: Load {
+            tasks: args.tasks,
+            period: args.period,
+        },
     })
 }
 
@@ -301,9 +318,13 @@ async fn run_scenario(
     let end = start + timing.window;
     scenario.inject(suite, &mut prepared, start, timing).await?;
     sleep_until(end + timing.settle).await;
-    let expected = expected_fires(&suite.tasks, start, end);
+    let (store, tasks) = match &prepared.store {
+        Some((store, tasks)) => (store, tasks),
+        None => (&suite.store, &suite.tasks),
+    };
+    let expected = expected_fires(tasks, start, end);
     let deliveries = suite.executor.deliveries();
-    let rows = suite.store.runs_in(start, end).await?;
+    let rows = store.runs_in(start, end).await?;
     restore_launches(suite, prepared.relaunched).await?;
     drop(prepared);
     Ok(Outcome::Measured(table::tally(

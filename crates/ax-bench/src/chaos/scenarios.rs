@@ -7,11 +7,14 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::faults::Signal;
-use super::fixtures::Sentinels;
+use super::fixtures::{Galera, Sentinels, GALERA};
 use super::nodes::Health;
 use super::Suite;
 use crate::load::cluster::Launch;
+use crate::load::db::BenchStore;
+use crate::register_tasks;
 use crate::sleep_until;
+use ax_cron::CronSchedule;
 
 /// libfaketime, from Debian's `faketime` package (scripts/test.sh installs it).
 pub const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
@@ -36,6 +39,9 @@ pub enum Scenario {
     RedisFailover,
     /// MariaDB paused (`SIGSTOP`) for 30 s.
     DbStop,
+    /// The processes on a 3-node Galera cluster, one node each; a node killed, restarted 20 s
+    /// later.
+    GaleraKill,
     /// A process in a network namespace cut off from MariaDB, Redis and the executor for 20 s.
     NetCut,
     /// A process started while Redis is down.
@@ -43,7 +49,7 @@ pub enum Scenario {
 }
 
 /// The order of a full run.
-pub const ALL: [Scenario; 10] = [
+pub const ALL: [Scenario; 11] = [
     Scenario::Kill9,
     Scenario::Sigstop,
     Scenario::ClockAhead,
@@ -52,6 +58,7 @@ pub const ALL: [Scenario; 10] = [
     Scenario::RedisStop,
     Scenario::RedisFailover,
     Scenario::DbStop,
+    Scenario::GaleraKill,
     Scenario::NetCut,
     Scenario::StartWithoutRedis,
 ];
@@ -106,6 +113,7 @@ impl Scenario {
             Scenario::RedisStop => "redis-stop",
             Scenario::RedisFailover => "redis-failover",
             Scenario::DbStop => "db-stop",
+            Scenario::GaleraKill => "galera-kill",
             Scenario::NetCut => "net-cut",
             Scenario::StartWithoutRedis => "start-without-redis",
         }
@@ -137,6 +145,10 @@ impl Scenario {
             Scenario::DbStop => {
                 "0 lost, 0 delivered twice; nothing fires during the stall and each task's \
                  missed seconds fold into one catch-up run when the database is back"
+            }
+            Scenario::GaleraKill => {
+                "0 lost, 0 delivered twice; the process on the killed node fires nothing until \
+                 the node is back, the others carry its share"
             }
             Scenario::NetCut => {
                 "0 lost; the cut process's share late or folded until it is fenced (about \
@@ -205,6 +217,38 @@ impl Scenario {
                     ));
                 }
             }
+            Scenario::GaleraKill => {
+                if !std::path::Path::new(GALERA).exists() {
+                    return Ok(Prepared::not_run(format!(
+                        "{GALERA} is missing (apt-get install galera-4 rsync)"
+                    )));
+                }
+                let galera = Galera::start(&suite.dir).await?;
+                let store = BenchStore::open(&galera.nodes[0].url("127.0.0.1")).await?;
+                prepared.relaunched = true;
+                for n in 0..suite.nodes.len() {
+                    let node = &galera.nodes[n % galera.nodes.len()];
+                    let launch = Launch {
+                        env: vec![("AX_STORE_URL".into(), node.url("127.0.0.1"))],
+                        ..Launch::default()
+                    };
+                    suite.nodes.restart(n, &launch).await?;
+                }
+                suite
+                    .nodes
+                    .wait_all_healthy(Duration::from_secs(30))
+                    .await?;
+                let tasks = register_tasks(
+                    &suite.nodes.base_urls(),
+                    &suite.target,
+                    suite.load.tasks,
+                    suite.load.period,
+                    &store,
+                )
+                .await?;
+                prepared.galera = Some(galera);
+                prepared.store = Some((store, tasks));
+            }
             _ => {}
         }
         Ok(prepared)
@@ -271,6 +315,17 @@ impl Scenario {
                 sleep_until(fault + timing.hold(30)).await;
                 suite.mariadb.signal(Signal::Cont)?;
             }
+            Scenario::GaleraKill => {
+                let galera = prepared
+                    .galera
+                    .as_mut()
+                    .ok_or_else(|| anyhow::anyhow!("no Galera cluster"))?;
+                // The node the victim process writes to.
+                let node = &mut galera.nodes[VICTIM];
+                node.kill();
+                sleep_until(fault + timing.hold(20)).await;
+                node.restart().await?;
+            }
             Scenario::NetCut => {
                 let netns = suite
                     .netns
@@ -310,6 +365,9 @@ pub struct Prepared {
     /// Some processes run another way: start them all the normal way afterwards.
     pub relaunched: bool,
     pub sentinels: Option<Sentinels>,
+    pub galera: Option<Galera>,
+    /// Another store than the suite's, and the tasks registered in it.
+    pub store: Option<(BenchStore, Vec<(i64, CronSchedule)>)>,
 }
 
 impl Prepared {
