@@ -377,3 +377,59 @@ async fn restore(suite: &mut Suite) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Args, clap::Error> {
+        Cli::try_parse_from(std::iter::once("chaos").chain(argv.iter().copied())).map(|c| c.args)
+    }
+
+    #[test]
+    fn scenarios_are_named_as_the_table_names_them() {
+        let args = parse(&["--short", "--scenarios", "kill-9,db-stop,net-cut"]).expect("parses");
+        assert!(args.short);
+        assert_eq!(
+            args.scenarios,
+            [Scenario::Kill9, Scenario::DbStop, Scenario::NetCut]
+        );
+        for scenario in scenarios::ALL {
+            let parsed = parse(&["--scenarios", scenario.name()]).expect("parses");
+            assert_eq!(parsed.scenarios, [scenario]);
+            assert!(
+                SCENARIOS_HELP.contains(scenario.name()),
+                "{}",
+                scenario.name()
+            );
+        }
+        let defaults = parse(&[]).expect("defaults");
+        assert_eq!(
+            (defaults.tasks, defaults.period, defaults.instances),
+            (100, 1, 3)
+        );
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        for argv in [
+            &["--scenarios", "kill-7"][..],
+            &["--period", "120"],
+            &["--period", "7"],
+            &["--instances", "1"],
+            &["--tasks", "0"],
+        ] {
+            let err = parse(argv)
+                .err()
+                .unwrap_or_else(|| panic!("{argv:?} accepted"));
+            assert_eq!(err.exit_code(), 2, "{argv:?}");
+        }
+    }
+}
