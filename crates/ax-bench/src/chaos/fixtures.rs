@@ -180,6 +180,9 @@ pub struct Mariadb {
     args: Vec<String>,
     socket: String,
     log: PathBuf,
+    /// A Galera joiner's data folder: a state transfer writes it through an rsync daemon that
+    /// runs as `nobody`, so `nobody` owns it before every start (the server, root, reads it).
+    joiner: Option<PathBuf>,
     daemon: Option<Daemon>,
 }
 
@@ -189,35 +192,39 @@ pub const DATABASE: &str = "ax_chaos";
 impl Mariadb {
     /// Installs and starts the suite's MariaDB server, listening on `binds`.
     pub async fn start(dir: &Path, binds: &[String]) -> anyhow::Result<Mariadb> {
-        let mut server = Mariadb::install("mariadb", dir, binds, &[])?;
+        let mut server = Mariadb::install("mariadb", dir, binds, &[], false)?;
         server.restart().await?;
         server.let_root_in()?;
         Ok(server)
     }
 
     /// Makes the data folder `dir/name` and the arguments of a server on a free port, with
-    /// `extra` arguments (Galera's); starts nothing.
+    /// `extra` arguments (Galera's); starts nothing. An `empty` folder is a Galera joiner's:
+    /// its state transfer fills it.
     fn install(
         name: &str,
         dir: &Path,
         binds: &[String],
         extra: &[String],
+        empty: bool,
     ) -> anyhow::Result<Mariadb> {
         let data = dir.join(name);
         std::fs::create_dir_all(&data)
             .with_context(|| format!("cannot create {}", data.display()))?;
         let datadir = format!("--datadir={}", data.display());
-        faults::run(
-            "mariadb-install-db",
-            &[
-                "--no-defaults",
-                &datadir,
-                "--user=root",
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-            ],
-        )
-        .with_context(|| format!("cannot create the data folder of {name}"))?;
+        if !empty {
+            faults::run(
+                "mariadb-install-db",
+                &[
+                    "--no-defaults",
+                    &datadir,
+                    "--user=root",
+                    "--auth-root-authentication-method=normal",
+                    "--skip-test-db",
+                ],
+            )
+            .with_context(|| format!("cannot create the data folder of {name}"))?;
+        }
         let port = free_port("127.0.0.1")?;
         let socket = dir.join(format!("{name}.sock")).display().to_string();
         let mut args: Vec<String> = vec![
@@ -239,6 +246,7 @@ impl Mariadb {
             args,
             socket,
             log: dir.join(format!("{name}.log")),
+            joiner: empty.then_some(data),
             daemon: None,
         })
     }
@@ -246,6 +254,13 @@ impl Mariadb {
     /// Starts the server (again) with `extra` arguments for this start only, and waits until
     /// it answers.
     async fn start_with(&mut self, extra: &[String]) -> anyhow::Result<()> {
+        if let Some(data) = &self.joiner {
+            faults::run(
+                "chown",
+                &["-R", "nobody:nogroup", &data.display().to_string()],
+            )
+            .with_context(|| format!("cannot open {} to the state transfer", data.display()))?;
+        }
         let mut args = self.args.clone();
         args.extend(extra.iter().cloned());
         self.daemon = Some(Daemon::spawn(&self.name, "mariadbd", &args, &self.log)?);
@@ -342,7 +357,8 @@ impl Galera {
                 "--binlog-format=ROW".to_string(),
                 "--innodb-autoinc-lock-mode=2".to_string(),
             ];
-            let mut node = Mariadb::install(&format!("galera-{}", n + 1), dir, &loopback, &extra)?;
+            let name = format!("galera-{}", n + 1);
+            let mut node = Mariadb::install(&name, dir, &loopback, &extra, n > 0)?;
             if n == 0 {
                 node.start_with(&["--wsrep-new-cluster".to_string()])
                     .await?;
