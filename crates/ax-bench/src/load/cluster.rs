@@ -324,7 +324,7 @@ pub fn spawn(
     command
         .env("AX_BIND", &launch.bind)
         .env("AX_PORT", port.to_string())
-        .env("AX_INSTANCE_ID", &instance_id)
+        .env("AX_INSTANCE_ID", instance_id)
         .env("AX_STORE_URL", &spec.store_url)
         .env("AX_REDIS_URL", spec.redis_url.as_deref().unwrap_or(""))
         // The mock executor is one host standing for many executor hosts: it is not capped as
