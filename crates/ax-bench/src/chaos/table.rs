@@ -362,5 +362,11 @@ mod tests {
         let json = serde_json::to_value(&failed).expect("json");
         assert_eq!(json["outcome"], "failed");
         assert_eq!(json["error"], "boom");
+        let json = serde_json::to_value(row(Outcome::Measured(Tally::default()))).expect("json");
+        assert_eq!(json["outcome"], "measured");
+        assert_eq!(
+            (json["scenario"].as_str(), json["lost"].as_u64()),
+            (Some("kill-9"), Some(0))
+        );
     }
 }
