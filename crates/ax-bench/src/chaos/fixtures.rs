@@ -124,7 +124,11 @@ impl Redis {
                 .iter()
                 .map(|arg| arg.to_string()),
         );
-        args.extend(["--dir".to_string(), dir.display().to_string()]);
+        // A folder each: a replica's full sync writes its RDB file there.
+        let data = dir.join(name);
+        std::fs::create_dir_all(&data)
+            .with_context(|| format!("cannot create {}", data.display()))?;
+        args.extend(["--dir".to_string(), data.display().to_string()]);
         args.extend(extra.iter().cloned());
         let mut redis = Redis {
             port,
