@@ -9,6 +9,7 @@
 //! `ax bench console` measures the web console's pages on a seeded database instead (see
 //! [`console`]).
 
+mod chaos;
 mod load;
 mod measure;
 
@@ -61,12 +62,18 @@ pub enum Bench {
     /// runs by default), starts ax on it and times every page; one JSON line of figures.
     #[command(after_long_help = console::PAGES_HELP)]
     Console(console::Args),
+    /// Faults under a steady load: kills, pauses, skewed clocks, Redis and database outages, a
+    /// process cut off from the network; starts its own MariaDB, Redis and ax processes on
+    /// loopback and prints what was lost, delivered twice or late in each scenario.
+    #[command(after_long_help = chaos::SCENARIOS_HELP)]
+    Chaos(chaos::Args),
 }
 
 /// Runs `ax bench` or the bench its subcommand names.
 pub fn main(command: Command) -> ExitCode {
     match command.bench {
         Some(Bench::Console(args)) => console::run(args),
+        Some(Bench::Chaos(args)) => chaos::run(args),
         None => run(command.load),
     }
 }
@@ -247,7 +254,7 @@ async fn run_bounded(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     }
 }
 
-async fn interrupted() -> &'static str {
+pub(crate) async fn interrupted() -> &'static str {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => tokio::select! {
@@ -304,7 +311,13 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     };
     let tasks = tokio::time::timeout(
         limit,
-        register_tasks(&cluster.base_urls(), &target, args, &store),
+        register_tasks(
+            &cluster.base_urls(),
+            &target,
+            args.tasks,
+            args.period,
+            &store,
+        ),
     )
     .await
     .map_err(|_| anyhow!("registering {} tasks took over {limit:?}", args.tasks))??;
@@ -428,7 +441,8 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
 async fn register_tasks(
     ax_urls: &[String],
     target: &Value,
-    args: &Args,
+    count: u32,
+    period: u32,
     store: &BenchStore,
 ) -> anyhow::Result<Vec<(i64, CronSchedule)>> {
     let client = awc::Client::builder()
@@ -436,8 +450,8 @@ async fn register_tasks(
         .timeout(Duration::from_secs(60))
         .finish();
     let client = &client;
-    let registering = &progress(u64::from(args.tasks), "registering tasks");
-    let calls: Vec<Vec<u32>> = (0..args.tasks)
+    let registering = &progress(u64::from(count), "registering tasks");
+    let calls: Vec<Vec<u32>> = (0..count)
         .collect::<Vec<u32>>()
         .chunks(BULK_ITEMS)
         .map(<[u32]>::to_vec)
@@ -447,7 +461,7 @@ async fn register_tasks(
         async move {
             for n in (lane..calls.len()).step_by(REGISTER_CONCURRENCY) {
                 let ax_url = &ax_urls[n % ax_urls.len()];
-                register_bulk(client, ax_url, target, &calls[n], args.period)
+                register_bulk(client, ax_url, target, &calls[n], period)
                     .await
                     .with_context(|| format!("cannot register tasks on {ax_url}"))?;
                 registering.inc(calls[n].len() as u64);
@@ -459,18 +473,18 @@ async fn register_tasks(
         lane?;
     }
     registering.finish_and_clear();
-    let mut tasks = Vec::with_capacity(args.tasks as usize);
+    let mut tasks = Vec::with_capacity(count as usize);
     for (id, name) in store.task_names().await? {
         let index: u32 = name
             .strip_prefix(TASK_NAME_PREFIX)
             .and_then(|n| n.parse().ok())
             .ok_or_else(|| anyhow!("a task the bench did not register: `{name}`"))?;
-        let cron = task_cron(index, args.period);
+        let cron = task_cron(index, period);
         let schedule = CronSchedule::parse(&cron).with_context(|| format!("bad cron `{cron}`"))?;
         tasks.push((id, schedule));
     }
-    if tasks.len() != args.tasks as usize {
-        bail!("{} tasks registered, {} stored", args.tasks, tasks.len());
+    if tasks.len() != count as usize {
+        bail!("{count} tasks registered, {} stored", tasks.len());
     }
     Ok(tasks)
 }

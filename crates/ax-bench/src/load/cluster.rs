@@ -60,11 +60,44 @@ fn config_file(alerts_url: Option<&str>) -> String {
     }
 }
 
+/// How one ax process is started besides what the cluster shares: the normal way (loopback,
+/// the spec's store and Redis) unless `ax bench chaos` asks for a network namespace, a skewed
+/// clock or another store or Redis address.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The address ax binds and the bench reaches it on.
+    pub bind: String,
+    /// A command the ax binary runs under (`ip netns exec NS`), empty for none.
+    pub wrapper: Vec<String>,
+    /// Environment set on top of the cluster's (`LD_PRELOAD`, `AX_STORE_URL`, …).
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for Launch {
+    fn default() -> Launch {
+        Launch {
+            bind: "127.0.0.1".into(),
+            wrapper: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+}
+
+/// Writes the processes' config file into the spec's folder; returns its path. Built-in
+/// defaults, whatever `config/ax.yaml` of the current directory says (but the alerts of
+/// `--alerts`); the environment of [`spawn`] sets the rest.
+pub fn write_config(spec: &ClusterSpec) -> anyhow::Result<PathBuf> {
+    let config = spec.dir.join("ax.yaml");
+    std::fs::write(&config, config_file(spec.alerts_url.as_deref()))
+        .with_context(|| format!("cannot write {}", config.display()))?;
+    Ok(config)
+}
+
 /// One ax child process.
-struct AxProcess {
-    instance_id: String,
-    base_url: String,
-    log: PathBuf,
+pub struct AxProcess {
+    pub instance_id: String,
+    pub base_url: String,
+    pub log: PathBuf,
     child: Child,
     exit: Option<ExitStatus>,
 }
@@ -77,16 +110,15 @@ pub struct Cluster {
 impl Cluster {
     /// Spawns every ax process and waits until each answers `/healthz`.
     pub async fn start(spec: &ClusterSpec) -> anyhow::Result<Cluster> {
-        let config = spec.dir.join("ax.yaml");
-        // Built-in defaults, whatever `config/ax.yaml` of the current directory says (but the
-        // alerts of `--alerts`); the environment below sets the rest.
-        std::fs::write(&config, config_file(spec.alerts_url.as_deref()))
-            .with_context(|| format!("cannot write {}", config.display()))?;
+        let config = write_config(spec)?;
         let mut cluster = Cluster {
             processes: Vec::new(),
         };
         for n in 1..=spec.instances {
-            cluster.processes.push(spawn(spec, &config, n)?);
+            let instance_id = format!("bench-{n}");
+            cluster
+                .processes
+                .push(spawn(spec, &config, &instance_id, &Launch::default())?);
         }
         let client = awc::Client::builder()
             .timeout(Duration::from_secs(2))
@@ -196,20 +228,7 @@ impl Cluster {
     /// Stops every process the way an operator would (SIGTERM), waiting at most `timeout`
     /// before killing the stragglers. Returns whether all of them exited 0 by themselves.
     pub async fn stop(&mut self, timeout: Duration) -> bool {
-        for process in &mut self.processes {
-            process.terminate();
-        }
-        let deadline = Instant::now() + timeout;
-        while !self.all_exited() && Instant::now() < deadline {
-            actix_rt::time::sleep(Duration::from_millis(50)).await;
-        }
-        let clean = self.all_exited()
-            && self
-                .processes
-                .iter()
-                .all(|p| p.exit.is_some_and(|status| status.success()));
-        self.kill_remaining();
-        clean
+        stop_all(&mut self.processes, timeout).await
     }
 
     fn all_exited(&mut self) -> bool {
@@ -217,13 +236,7 @@ impl Cluster {
     }
 
     fn kill_remaining(&mut self) {
-        for process in &mut self.processes {
-            if !process.has_exited() {
-                log::warn!("{} did not stop in time: killing it", process.instance_id);
-                let _ = process.child.kill();
-                process.exit = process.child.wait().ok();
-            }
-        }
+        kill_remaining(&mut self.processes);
     }
 
     /// Log files, for the report of a failed run.
@@ -249,8 +262,49 @@ impl Drop for Cluster {
     }
 }
 
+/// Stops `processes` with SIGTERM, waiting at most `timeout` before killing the stragglers.
+/// Returns whether all of them exited 0 by themselves.
+pub async fn stop_all(processes: &mut [AxProcess], timeout: Duration) -> bool {
+    for process in processes.iter_mut() {
+        process.terminate();
+    }
+    let deadline = Instant::now() + timeout;
+    while !processes.iter_mut().all(AxProcess::has_exited) && Instant::now() < deadline {
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    let clean = processes
+        .iter_mut()
+        .all(|p| p.has_exited() && p.exit.is_some_and(|status| status.success()));
+    kill_remaining(processes);
+    clean
+}
+
+/// Kills (SIGKILL) every process of `processes` still running, and reaps it.
+pub fn kill_remaining(processes: &mut [AxProcess]) {
+    for process in processes {
+        if !process.has_exited() {
+            log::warn!("{} did not stop in time: killing it", process.instance_id);
+            process.kill();
+        }
+    }
+}
+
 impl AxProcess {
-    fn has_exited(&mut self) -> bool {
+    /// Its process id (the wrapper's, which execs ax).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, and reaped.
+    pub fn kill(&mut self) {
+        if !self.has_exited() {
+            let _ = self.child.kill();
+            self.exit = self.child.wait().ok();
+        }
+    }
+
+    /// Whether it has exited; reaps it if so.
+    pub fn has_exited(&mut self) -> bool {
         if self.exit.is_none() {
             self.exit = self.child.try_wait().ok().flatten();
         }
@@ -259,7 +313,7 @@ impl AxProcess {
 
     /// Sends SIGTERM (ax's graceful shutdown) through kill(1): std can only send SIGKILL, and
     /// this keeps the bench free of `unsafe` and of a libc dependency.
-    fn terminate(&mut self) {
+    pub fn terminate(&mut self) {
         if self.has_exited() {
             return;
         }
@@ -275,9 +329,15 @@ impl AxProcess {
     }
 }
 
-fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess> {
-    let instance_id = format!("bench-{n}");
-    let port = free_port()?;
+/// Spawns one ax process of the cluster `spec` describes, started as `launch` says.
+pub fn spawn(
+    spec: &ClusterSpec,
+    config: &Path,
+    instance_id: &str,
+    launch: &Launch,
+) -> anyhow::Result<AxProcess> {
+    // Free on the loopback of this namespace; a fresh network namespace has nothing bound.
+    let port = free_port("127.0.0.1")?;
     let log = spec.dir.join(format!("{instance_id}.log"));
     // Appended to: a restarted process keeps the log of the one before.
     let out = std::fs::OpenOptions::new()
@@ -288,22 +348,30 @@ fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess>
     let err = out
         .try_clone()
         .with_context(|| format!("cannot open {} twice", log.display()))?;
-    let mut command = Command::new(&spec.exe);
+    let mut command = match launch.wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(&spec.exe);
+            command
+        }
+        None => Command::new(&spec.exe),
+    };
     command.arg("serve").arg("--config").arg(config);
     // Only the settings below: a stray AX_… variable of the caller would skew the figures.
     for name in env_vars() {
         command.env_remove(name);
     }
     command
-        .env("AX_BIND", "127.0.0.1")
+        .env("AX_BIND", &launch.bind)
         .env("AX_PORT", port.to_string())
-        .env("AX_INSTANCE_ID", &instance_id)
+        .env("AX_INSTANCE_ID", instance_id)
         .env("AX_STORE_URL", &spec.store_url)
         .env("AX_REDIS_URL", spec.redis_url.as_deref().unwrap_or(""))
         // The mock executor is one host standing for many executor hosts: it is not capped as
         // one real executor host is (64); the dispatchers' own bound (2 × 512) holds.
         .env("AX_DISPATCH_MAX_IN_FLIGHT_PER_HOST", "100000")
         .env("RUST_LOG", "warn")
+        .envs(launch.env.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err);
@@ -311,8 +379,8 @@ fn spawn(spec: &ClusterSpec, config: &Path, n: u32) -> anyhow::Result<AxProcess>
         .spawn()
         .with_context(|| format!("cannot start {instance_id}"))?;
     Ok(AxProcess {
-        instance_id,
-        base_url: format!("http://127.0.0.1:{port}"),
+        instance_id: instance_id.to_string(),
+        base_url: format!("http://{}:{port}", launch.bind),
         log,
         child,
         exit: None,
@@ -330,14 +398,16 @@ fn gauge(text: &str, name: &str) -> Option<f64> {
     })
 }
 
-/// A port free now. Another process may take it before ax binds it; ax then exits with a
-/// clear message, which the start-up check reports.
-fn free_port() -> anyhow::Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("no free port on 127.0.0.1")?;
+/// A port of `host` free now. Another process may take it before ax binds it; ax then exits
+/// with a clear message, which the start-up check reports.
+pub fn free_port(host: &str) -> anyhow::Result<u16> {
+    let listener =
+        TcpListener::bind((host, 0)).with_context(|| format!("no free port on {host}"))?;
     Ok(listener.local_addr().context("no local address")?.port())
 }
 
-async fn wait_healthy(client: &awc::Client, process: &mut AxProcess) -> anyhow::Result<()> {
+/// Waits until `process` answers `/healthz` with 200.
+pub async fn wait_healthy(client: &awc::Client, process: &mut AxProcess) -> anyhow::Result<()> {
     let deadline = Instant::now() + START_TIMEOUT;
     let url = format!("{}/healthz", process.base_url);
     loop {

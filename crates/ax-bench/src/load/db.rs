@@ -54,6 +54,44 @@ impl BenchStore {
         })
     }
 
+    /// Opens the store of `url` (a MariaDB database is created if missing) and applies ax's
+    /// migrations to it; nothing is dropped afterwards (`ax bench chaos` throws its whole
+    /// server away).
+    pub async fn open(url: &str) -> anyhow::Result<BenchStore> {
+        let db = Db::connect(url, 2)
+            .await
+            .with_context(|| format!("cannot prepare the store {url}"))?;
+        Ok(BenchStore {
+            url: url.to_string(),
+            db,
+            _database: None,
+        })
+    }
+
+    /// Every run row scheduled in `[start, end)`: its task, its scheduled second (Unix) and
+    /// its status.
+    pub async fn runs_in(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> anyhow::Result<Vec<(i64, i64, String)>> {
+        let (start, end) = (to_db(start), to_db(end));
+        let mut conn = self.db.conn().await?;
+        let rows: Vec<(TaskId, chrono::NaiveDateTime, String)> = with_conn!(&mut conn, |c| {
+            i::ax_instance
+                .filter(i::scheduled_at.ge(start))
+                .filter(i::scheduled_at.lt(end))
+                .select((i::task_id, i::scheduled_at, i::status))
+                .load(c)
+                .await
+        })
+        .context("cannot read the runs")?;
+        Ok(rows
+            .into_iter()
+            .map(|(task, at, status)| (task.0, at.and_utc().timestamp(), status))
+            .collect())
+    }
+
     /// The server's statement and row counters (all clients); `None` on SQLite.
     pub async fn server_counters(&self) -> anyhow::Result<Option<ServerCounters>> {
         let Db::Mysql(pool) = &self.db else {

@@ -102,6 +102,15 @@ impl MockExecutor {
     /// Starts the executor on `ports` free ports of 127.0.0.1 (one server, so one count of
     /// what every port received). Must run inside an actix system.
     pub fn start(behaviour: Behaviour, ports: usize) -> anyhow::Result<MockExecutor> {
+        MockExecutor::start_on(behaviour, ports, "127.0.0.1")
+    }
+
+    /// The same on free ports of `host`.
+    pub fn start_on(
+        behaviour: Behaviour,
+        ports: usize,
+        host: &str,
+    ) -> anyhow::Result<MockExecutor> {
         let shared = Arc::new(Shared {
             behaviour,
             deliveries: Mutex::new(Vec::with_capacity(1 << 16)),
@@ -130,7 +139,7 @@ impl MockExecutor {
         .backlog(4096);
         for _ in 0..ports.max(1) {
             server = server
-                .bind("127.0.0.1:0")
+                .bind((host, 0))
                 .context("cannot start the mock executor")?;
         }
         let bases: Vec<String> = server

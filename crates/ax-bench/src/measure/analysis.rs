@@ -123,13 +123,13 @@ pub fn received_within(deliveries: &[Delivery], start_sec: i64, end_sec: i64) ->
         .count()
 }
 
-fn has_derived_id(delivery: &Delivery) -> bool {
+pub(crate) fn has_derived_id(delivery: &Delivery) -> bool {
     DateTime::from_timestamp(delivery.scheduled_at, 0)
         .is_some_and(|at| scheduled_request_id(delivery.task_id, at) == delivery.request_id)
 }
 
 /// The id ax gives the run of `task_id` scheduled at `at`, as the executor receives it.
-fn scheduled_request_id(task_id: i64, at: DateTime<Utc>) -> Uuid {
+pub(crate) fn scheduled_request_id(task_id: i64, at: DateTime<Utc>) -> Uuid {
     Uuid::parse_str(RequestId::scheduled(TaskId(task_id), at).as_str()).unwrap_or_default()
 }
 
