@@ -47,8 +47,9 @@ Scenarios (--scenarios, comma-separated; all by default):
   redis-failover       Redis behind 3 Sentinels, its primary killed; not run on a build
                        that refuses redis+sentinel:// URLs
   db-stop              SIGSTOP of MariaDB for 30 s (8 s)
-  galera-kill          the processes on a 3-node Galera cluster (one node each), a node
-                       killed, restarted 20 s (8 s) later
+  galera-kill          the processes on a 3-node Galera cluster, each listing every node from
+                       a node of its own on; that node of one killed, restarted 20 s (8 s)
+                       later
   net-cut              a process in a network namespace, its veth pair cut for 20 s (8 s);
                        needs CAP_NET_ADMIN
   start-without-redis  Redis killed, a process restarted while it is down, Redis back 20 s

@@ -39,8 +39,8 @@ pub enum Scenario {
     RedisFailover,
     /// MariaDB paused (`SIGSTOP`) for 30 s.
     DbStop,
-    /// The processes on a 3-node Galera cluster, one node each; a node killed, restarted 20 s
-    /// later.
+    /// The processes on a 3-node Galera cluster, each listing every node from a node of its own
+    /// on; that node of one killed, restarted 20 s later.
     GaleraKill,
     /// A process in a network namespace cut off from MariaDB, Redis and the executor for 20 s.
     NetCut,

@@ -41,8 +41,13 @@ const RECONCILE_INTERVAL: Duration = Duration::from_secs(60);
 const SETTLING_SECS: i64 = 3;
 /// How long change rows are kept.
 const CHANGES_KEPT: chrono::Duration = chrono::Duration::hours(1);
-/// How often tasks that nobody fired are looked for.
-const OVERDUE_INTERVAL: Duration = Duration::from_secs(3);
+/// How often tasks that nobody fired are looked for: a dead or paused process's share goes
+/// out within about this and [`OVERDUE_AFTER`] of its time, until the others take it over.
+const OVERDUE_INTERVAL: Duration = Duration::from_secs(1);
+/// How late a task's run must be for nobody to have fired it: its owner commits it ahead of its
+/// second, and a run not committed a second after it is one a dead or paused process holds (or
+/// a busy one, which the fire lock and the compare-and-set then settle with the rescuer).
+const OVERDUE_AFTER: chrono::Duration = chrono::Duration::seconds(1);
 /// How often processes whose promise went stale are looked for (see `ax_core::cluster::fencing`): a
 /// run a dead process fired ahead goes out within a few seconds of its time.
 const FENCE_INTERVAL: Duration = Duration::from_secs(1);
@@ -60,8 +65,6 @@ pub struct SupervisorSettings {
     pub window_secs: i64,
     pub preload_interval: Duration,
     pub page_size: i64,
-    /// A task this late that the wheel has not fired is overdue (see `MissedRunPolicy`).
-    pub grace_secs: i64,
     /// Finished runs older than this are deleted.
     pub retention: chrono::Duration,
 }
@@ -312,14 +315,14 @@ impl SupervisorActor {
 
     /// Puts in the wheel the tasks of every share that nobody fired in time: a process that
     /// died or paused has its share taken by the others only once its heartbeat expires, and
-    /// its runs go out meanwhile, late by this scan's grace.
+    /// its runs go out meanwhile, late by a second or two.
     fn overdue(&mut self, ctx: &mut Context<Self>) {
         // Until the start-up preload is done, this process's own tasks are not in the wheel
         // yet, and are its preload's, for the missed-run policy.
         if self.loaded_until.is_none() {
             return;
         }
-        let until = self.clock.now() - chrono::Duration::seconds(self.settings.grace_secs);
+        let until = self.clock.now() - OVERDUE_AFTER;
         let work = preload(
             (self.store.clone(), self.wheel.clone()),
             (DueCursor::start(), until),

@@ -387,7 +387,6 @@ impl Actors {
                 window_secs: config.scheduler.preload_window_secs,
                 preload_interval: Duration::from_secs(config.scheduler.preload_interval_secs),
                 page_size: config.scheduler.max_grab_batch,
-                grace_secs: config.missed_run_policy().grace_secs,
                 retention: chrono::Duration::days(config.store.retention_days),
             },
             (clock.clone(), clock_check.clone()),
