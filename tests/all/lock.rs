@@ -348,11 +348,7 @@ async fn two_deployments_share_one_redis_under_their_prefixes() {
         }
     }
     for delivery in &received {
-        let scheduled: DateTime<Utc> = delivery.body["scheduledAt"]
-            .as_str()
-            .and_then(|at| at.parse().ok())
-            .expect("scheduledAt");
-        let late = delivery.wall - scheduled;
+        let late = delivery.lateness();
         assert!(
             late < chrono::Duration::milliseconds(1500),
             "{} delivered {late} late",

@@ -138,11 +138,7 @@ async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost() {
     let mut delivered: HashMap<&str, usize> = HashMap::new();
     for delivery in &deliveries {
         *delivered.entry(delivery.request_id.as_str()).or_default() += 1;
-        let scheduled: DateTime<Utc> = delivery.body["scheduledAt"]
-            .as_str()
-            .and_then(|at| at.parse().ok())
-            .expect("scheduledAt");
-        let late = delivery.wall - scheduled;
+        let (scheduled, late) = (delivery.scheduled_at(), delivery.lateness());
         assert!(
             late < chrono::Duration::seconds(2),
             "{} scheduled at {scheduled} delivered {late} late (joined {joined}, left {left})",

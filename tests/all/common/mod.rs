@@ -221,6 +221,19 @@ pub struct Received {
 }
 
 impl Received {
+    /// Its run's scheduled time, from the body.
+    pub fn scheduled_at(&self) -> chrono::DateTime<chrono::Utc> {
+        self.body["scheduledAt"]
+            .as_str()
+            .and_then(|at| at.parse().ok())
+            .expect("scheduledAt")
+    }
+
+    /// How long after its run's scheduled time it arrived.
+    pub fn lateness(&self) -> chrono::Duration {
+        self.wall - self.scheduled_at()
+    }
+
     /// A result callback for this run, with its callback token and these extra fields.
     pub fn callback(&self, status: &str, extra: Value) -> Value {
         let mut body = serde_json::json!({

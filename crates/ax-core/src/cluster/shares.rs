@@ -160,15 +160,20 @@ pub struct ShareKeeper {
     owned: Share,
     /// Partitions let go of, each kept until the time (ms) beside it.
     releasing: Vec<(Share, i64)>,
+    /// Whether a list has been read yet: until then the process has fired nothing the others
+    /// wait for, and has nothing to hand over.
+    heard: bool,
 }
 
 impl ShareKeeper {
-    /// A process that knows of no other yet: it fires every partition until it learns better.
+    /// A process that knows of no other yet: it fires every partition until it reads the first
+    /// list, which gives it its share at once (the others fire theirs already).
     pub fn new(me: ProcessId) -> Self {
         ShareKeeper {
             me,
             owned: Share::ALL,
             releasing: Vec::new(),
+            heard: false,
         }
     }
 
@@ -176,7 +181,8 @@ impl ShareKeeper {
     pub fn update(&mut self, processes: &[ProcessId], now_ms: i64) -> Share {
         let owned = Share::of(&self.me, processes);
         let lost = self.owned.minus(owned);
-        if !lost.is_empty() {
+        let handing_over = std::mem::replace(&mut self.heard, true);
+        if handing_over && !lost.is_empty() {
             self.releasing
                 .push((lost, now_ms + HANDOFF.as_millis() as i64));
         }

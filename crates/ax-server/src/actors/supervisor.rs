@@ -34,6 +34,8 @@ use ax_store::{to_db, StoreError};
 const SCAN_INTERVAL: Duration = Duration::from_secs(1);
 /// How often the task change feed is read: every process applies a change within this.
 const CHANGES_INTERVAL: Duration = Duration::from_secs(1);
+/// Most pages of the change feed one read takes; the next read, a second later, takes the rest.
+const CHANGE_PAGES: usize = 20;
 /// How often the wheel is compared with the store whole, for whatever the feed missed.
 const RECONCILE_INTERVAL: Duration = Duration::from_secs(60);
 /// Seconds from now within which a task may be firing, its entry and row moving (see
@@ -175,28 +177,39 @@ impl SupervisorActor {
         let (store, wheel, clock) = (self.store.clone(), self.wheel.clone(), self.clock.clone());
         let share = *self.share.borrow();
         let work = async move {
-            let wanted = cursor.wanted();
-            let read = store
-                .query(move |conn| {
-                    boxed(async move { task_changes::read(conn, &wanted.gaps, wanted.after).await })
-                })
-                .await?;
             let mut cursor = cursor;
-            let ids: Vec<i64> = read.iter().map(|(id, _)| *id).collect();
-            let fresh = cursor.take(&ids, clock.now().timestamp_millis());
-            let mut changed: Vec<TaskId> = read
-                .iter()
-                .zip(fresh)
-                .filter(|(_, fresh)| *fresh)
-                .map(|((_, task), _)| *task)
-                .collect();
-            // Another process's tasks are its own to read again.
-            changed.retain(|task| share.owns(*task));
-            changed.sort();
-            changed.dedup();
-            if !changed.is_empty() {
-                log::debug!("task changes: {changed:?} read again");
-                reload(&store, &wheel, changed).await?;
+            // A full page means more are waiting (a bulk registration elsewhere): they are read
+            // at once, since until then the tasks of this process's share they add fire late,
+            // by the overdue scan.
+            for _ in 0..CHANGE_PAGES {
+                let wanted = cursor.wanted();
+                let read =
+                    store
+                        .query(move |conn| {
+                            boxed(async move {
+                                task_changes::read(conn, &wanted.gaps, wanted.after).await
+                            })
+                        })
+                        .await?;
+                let ids: Vec<i64> = read.iter().map(|(id, _)| *id).collect();
+                let fresh = cursor.take(&ids, clock.now().timestamp_millis());
+                let mut changed: Vec<TaskId> = read
+                    .iter()
+                    .zip(fresh)
+                    .filter(|(_, fresh)| *fresh)
+                    .map(|((_, task), _)| *task)
+                    .collect();
+                // Another process's tasks are its own to read again.
+                changed.retain(|task| share.owns(*task));
+                changed.sort();
+                changed.dedup();
+                if !changed.is_empty() {
+                    log::debug!("task changes: {} tasks read again", changed.len());
+                    reload(&store, &wheel, changed).await?;
+                }
+                if (read.len() as i64) < task_changes::PAGE {
+                    break;
+                }
             }
             Ok::<_, StoreError>(cursor)
         };

@@ -46,6 +46,10 @@ fn a_lost_partition_is_kept_for_the_handoff_and_a_gained_one_taken_at_once() {
     let (a, b) = (ProcessId::from("a"), ProcessId::from("b"));
     let mut keeper = ShareKeeper::new(a.clone());
     assert!(keeper.firing(0).is_all(), "alone until it hears of others");
+    assert!(
+        keeper.update(std::slice::from_ref(&a), 500).is_all(),
+        "alone in the list"
+    );
     let both = [a.clone(), b.clone()];
     let firing = keeper.update(&both, 1_000);
     assert!(firing.is_all(), "b's partitions kept for the handoff");
@@ -67,6 +71,14 @@ fn a_share_is_written_as_hex() {
     assert_eq!(serde_json::from_str::<Share>(&text).expect("back"), share);
     assert!(serde_json::from_str::<Share>("\"ff\"").is_err());
     assert!(serde_json::from_str::<Share>(&format!("\"{}\"", "g".repeat(64))).is_err());
+}
+
+#[test]
+fn a_process_that_first_hears_of_others_takes_its_share_at_once() {
+    let (a, b) = (ProcessId::from("a"), ProcessId::from("b"));
+    let both = [a.clone(), b.clone()];
+    let mut keeper = ShareKeeper::new(b.clone());
+    assert_eq!(keeper.update(&both, 0), Share::of(&b, &both));
 }
 
 proptest! {
