@@ -8,7 +8,7 @@ use std::time::Duration;
 use ax_core::cluster::shares::{owner, partition_of, PARTITIONS};
 use ax_core::ids::{ProcessId, TaskId};
 use ax_store::Db;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde_json::{json, Value};
 
 use crate::common::{redis_url, rows_of, Api, AxProcess, Executor, Reply, TestStore};
