@@ -21,27 +21,23 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _};
 use chrono::{DateTime, Utc};
-use futures_util::future::join_all;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use ax_core::EXIT_USAGE;
-use ax_cron::CronSchedule;
 use ax_server::config::StoreConfig;
 use load::cluster::{Cluster, ClusterSpec, CLOCK_TICKS_PER_SEC, STOP_TIMEOUT};
 use load::db::BenchStore;
 use load::event_streams::EventStreams;
 use load::executor::{Behaviour, MockExecutor};
 pub use load::kinds::{Mode, StoreKind};
+use load::register::{progress, register_tasks};
+use load::timing::{interrupted, next_whole_second, parse_period, sleep_until};
 use load::usage::Window;
-use measure::analysis::{
-    cpu_percent, expected_fires, match_deliveries, received_within, task_cron,
-};
+use measure::analysis::{cpu_percent, expected_fires, match_deliveries, received_within};
 pub use measure::report::FIELDS_HELP;
 use measure::report::{round1, Lag, Report};
 
 const REDIS_URL: &str = "redis://127.0.0.1:6379";
-/// Bulk registration calls in flight at once.
-const REGISTER_CONCURRENCY: usize = 4;
 /// The largest run the bench accepts: expected runs are held in memory.
 const MAX_EXPECTED_RUNS: u64 = 20_000_000;
 
@@ -141,22 +137,6 @@ pub struct Args {
     pub ax: Option<PathBuf>,
 }
 
-fn parse_period(text: &str) -> Result<u32, String> {
-    let period: u32 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a whole number of seconds"))?;
-    let divides_a_minute = period > 0 && 60 % period == 0;
-    let minutes_dividing_an_hour = period.is_multiple_of(60) && period > 0 && 3600 % period == 0;
-    if !(divides_a_minute || minutes_dividing_an_hour) {
-        return Err(
-            "must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60) or be whole minutes \
-             dividing an hour (120, 180, …, 1800, 3600)"
-                .into(),
-        );
-    }
-    Ok(period)
-}
-
 fn parse_fraction(text: &str) -> Result<f64, String> {
     let value: f64 = text
         .parse()
@@ -251,20 +231,6 @@ async fn run_bounded(args: &Args, dir: &Path) -> anyhow::Result<Report> {
             result.unwrap_or_else(|_| Err(anyhow!("the run took longer than {limit:?}: stopped")))
         }
         signal = interrupted() => Err(anyhow!("{signal} received: stopped")),
-    }
-}
-
-pub(crate) async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => tokio::select! {
-            _ = tokio::signal::ctrl_c() => "SIGINT",
-            _ = term.recv() => "SIGTERM",
-        },
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            "SIGINT"
-        }
     }
 }
 
@@ -434,66 +400,6 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     })
 }
 
-/// Registers the bench's tasks, round-robin over the ax processes, a bounded number at a time;
-/// returns each task's id and schedule.
-/// Registers the tasks through `POST /api/tasks/bulk`, a thousand a call, calls spread over
-/// the ax processes; then reads their ids from the store.
-async fn register_tasks(
-    ax_urls: &[String],
-    target: &Value,
-    count: u32,
-    period: u32,
-    store: &BenchStore,
-) -> anyhow::Result<Vec<(i64, CronSchedule)>> {
-    let client = awc::Client::builder()
-        .connector(awc::Connector::new().limit(REGISTER_CONCURRENCY))
-        .timeout(Duration::from_secs(60))
-        .finish();
-    let client = &client;
-    let registering = &progress(u64::from(count), "registering tasks");
-    let calls: Vec<Vec<u32>> = (0..count)
-        .collect::<Vec<u32>>()
-        .chunks(BULK_ITEMS)
-        .map(<[u32]>::to_vec)
-        .collect();
-    let lanes = (0..REGISTER_CONCURRENCY).map(|lane| {
-        let calls = &calls;
-        async move {
-            for n in (lane..calls.len()).step_by(REGISTER_CONCURRENCY) {
-                let ax_url = &ax_urls[n % ax_urls.len()];
-                register_bulk(client, ax_url, target, &calls[n], period)
-                    .await
-                    .with_context(|| format!("cannot register tasks on {ax_url}"))?;
-                registering.inc(calls[n].len() as u64);
-            }
-            anyhow::Ok(())
-        }
-    });
-    for lane in join_all(lanes).await {
-        lane?;
-    }
-    registering.finish_and_clear();
-    let mut tasks = Vec::with_capacity(count as usize);
-    for (id, name) in store.task_names().await? {
-        let index: u32 = name
-            .strip_prefix(TASK_NAME_PREFIX)
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| anyhow!("a task the bench did not register: `{name}`"))?;
-        let cron = task_cron(index, period);
-        let schedule = CronSchedule::parse(&cron).with_context(|| format!("bad cron `{cron}`"))?;
-        tasks.push((id, schedule));
-    }
-    if tasks.len() != count as usize {
-        bail!("{count} tasks registered, {} stored", tasks.len());
-    }
-    Ok(tasks)
-}
-
-/// Names of the bench's tasks: the prefix and the task's index.
-const TASK_NAME_PREFIX: &str = "bench-";
-/// Tasks per bulk call: the most the API takes.
-const BULK_ITEMS: usize = 1000;
-
 /// The executor group of `--executors`.
 const BENCH_GROUP: &str = "bench";
 
@@ -515,63 +421,6 @@ async fn define_group(ax_url: &str, members: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Registers the tasks of `indexes`, each dispatched to `target` (its `handlerUrl` or
-/// `executor` field).
-async fn register_bulk(
-    client: &awc::Client,
-    ax_url: &str,
-    target: &Value,
-    indexes: &[u32],
-    period: u32,
-) -> anyhow::Result<()> {
-    let items: Vec<Value> = indexes
-        .iter()
-        .map(|&index| {
-            let mut task = json!({
-                "name": format!("{TASK_NAME_PREFIX}{index}"),
-                "scene": "bench",
-                "cron": task_cron(index, period),
-                "timeoutMs": 30_000,
-                "maxRetry": 0,
-            });
-            if let (Some(task), Some(target)) = (task.as_object_mut(), target.as_object()) {
-                task.extend(target.clone());
-            }
-            task
-        })
-        .collect();
-    // awc's errors are not `Send`: keep their text only.
-    let mut response = client
-        .post(format!("{ax_url}/api/tasks/bulk"))
-        .send_json(&json!({"items": items}))
-        .await
-        .map_err(|err| anyhow!("{err}"))?;
-    let bytes = response
-        .body()
-        .limit(1 << 20)
-        .await
-        .map_err(|err| anyhow!("reading the reply: {err}"))?;
-    if response.status().as_u16() != 200 {
-        bail!(
-            "HTTP {}: {}",
-            response.status(),
-            String::from_utf8_lossy(&bytes)
-        );
-    }
-    Ok(())
-}
-
-/// The first whole second at or after `at`.
-fn next_whole_second(at: DateTime<Utc>) -> DateTime<Utc> {
-    let secs = at.timestamp() + i64::from(at.timestamp_subsec_nanos() > 0);
-    DateTime::from_timestamp(secs, 0).unwrap_or(at)
-}
-
-async fn sleep_until(at: DateTime<Utc>) {
-    let wait = (at - Utc::now()).to_std().unwrap_or_default();
-    actix_rt::time::sleep(wait).await;
-}
-
 /// WARN and ERROR lines (and panics) in the ax logs: a clean run has none. The start-up
 /// notice that no admin token is set is expected (the bench's ax listens on 127.0.0.1 only).
 fn count_log_warnings(logs: &[PathBuf]) -> usize {
@@ -587,16 +436,6 @@ fn is_warning(line: &str) -> bool {
 }
 
 /// A bar on stderr (drawn only on a terminal) counting `total` things.
-fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(total);
-    let style = indicatif::ProgressStyle::with_template(&format!(
-        "{what} [{{bar:40}}] {{pos}}/{{len}} {{elapsed}}"
-    ))
-    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-    bar.set_style(style.progress_chars("=> "));
-    bar
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

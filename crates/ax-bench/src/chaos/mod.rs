@@ -14,6 +14,7 @@ mod faults;
 mod fixtures;
 mod nodes;
 mod scenarios;
+mod suite;
 mod table;
 
 use std::path::PathBuf;
@@ -27,12 +28,14 @@ use serde_json::json;
 use crate::load::cluster::{ClusterSpec, Launch};
 use crate::load::db::BenchStore;
 use crate::load::executor::{Behaviour, MockExecutor};
+use crate::load::kinds::Mode;
+use crate::load::register::register_tasks;
+use crate::load::timing::{next_whole_second, sleep_until};
 use crate::measure::analysis::expected_fires;
-use crate::{next_whole_second, register_tasks, sleep_until, Mode};
-use ax_cron::CronSchedule;
 use fixtures::{Mariadb, Netns, Redis};
 use nodes::Nodes;
 use scenarios::{Scenario, Timing};
+use suite::{Load, Suite};
 use table::{Outcome, Row};
 
 /// The scenarios, for `ax bench chaos --help`.
@@ -89,7 +92,7 @@ pub struct Args {
 }
 
 fn parse_period(text: &str) -> Result<u32, String> {
-    match crate::parse_period(text)? {
+    match crate::load::timing::parse_period(text)? {
         period if period <= 60 => Ok(period),
         _ => Err("must divide 60: a window holds every task's runs".into()),
     }
@@ -109,7 +112,7 @@ pub fn run(args: Args) -> ExitCode {
     let result = actix_rt::System::new().block_on(async {
         tokio::select! {
             rows = run_suite(&args, &scenarios, dir.clone()) => rows,
-            signal = crate::interrupted() => Err(anyhow!("{signal} received: stopped")),
+            signal = crate::load::timing::interrupted() => Err(anyhow!("{signal} received: stopped")),
         }
     });
     let rows = match result {
@@ -136,31 +139,6 @@ pub fn run(args: Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// What every scenario shares. Fields drop in order: the ax processes before the servers they
-/// use, the namespace last.
-pub struct Suite {
-    nodes: Nodes,
-    executor: MockExecutor,
-    store: BenchStore,
-    redis: Redis,
-    mariadb: Mariadb,
-    netns: Option<Netns>,
-    /// Why there is no namespace, when a scenario wanted one.
-    netns_error: Option<String>,
-    dir: PathBuf,
-    tasks: Vec<(i64, CronSchedule)>,
-    /// The tasks' dispatch fields, for a scenario that registers them in another store.
-    target: serde_json::Value,
-    load: Load,
-}
-
-/// The load every scenario runs under.
-#[derive(Debug, Clone, Copy)]
-pub struct Load {
-    pub tasks: u32,
-    pub period: u32,
 }
 
 impl Suite {

@@ -9,11 +9,11 @@ use chrono::{DateTime, Utc};
 use super::faults::Signal;
 use super::fixtures::{Galera, Sentinels, GALERA};
 use super::nodes::Health;
-use super::Suite;
+use super::suite::Suite;
 use crate::load::cluster::Launch;
 use crate::load::db::BenchStore;
-use crate::register_tasks;
-use crate::sleep_until;
+use crate::load::register::register_tasks;
+use crate::load::timing::sleep_until;
 use ax_cron::CronSchedule;
 
 /// libfaketime, from Debian's `faketime` package (scripts/test.sh installs it).

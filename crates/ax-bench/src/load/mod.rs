@@ -9,5 +9,7 @@ pub mod db;
 pub mod event_streams;
 pub mod executor;
 pub mod kinds;
+pub mod register;
 pub mod seed;
+pub mod timing;
 pub mod usage;

@@ -10,7 +10,7 @@ use crate::load::cluster::{Cluster, ProcessReading, CLOCK_TICKS_PER_SEC};
 use crate::load::counters::{info_field, process_cpu_ticks, ServerCounters, Traffic};
 use crate::load::db::BenchStore;
 use crate::load::executor::MockExecutor;
-use crate::measure::report::{round1, round2, PerFire};
+use crate::measure::report::{round1, round2, PerFire, ProcessUse};
 
 /// Counters as they were when the window opened.
 pub struct Window {
@@ -50,18 +50,6 @@ pub struct WindowUse {
     redis_commands: Option<u64>,
     /// Each process's part, in the cluster's order.
     pub processes: Vec<ProcessUse>,
-}
-
-/// What one ax process used in the window.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ProcessUse {
-    pub instance_id: String,
-    /// Its CPU time, in percent of one core.
-    pub cpu_percent: f64,
-    /// Its peak resident memory (filled in once the window is over).
-    pub peak_rss_mb: f64,
-    pub fires_per_sec: f64,
-    pub redis_commands_per_sec: f64,
 }
 
 impl Window {

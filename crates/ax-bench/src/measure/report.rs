@@ -60,6 +60,18 @@ The report: one JSON line on stdout, with these keys.
   startup_preload_secs    with --restart: from the restart to the window being in the wheel
   elapsed_secs            the whole bench";
 
+/// What one ax process used in the window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessUse {
+    pub instance_id: String,
+    /// Its CPU time, in percent of one core.
+    pub cpu_percent: f64,
+    /// Its peak resident memory (filled in once the window is over).
+    pub peak_rss_mb: f64,
+    pub fires_per_sec: f64,
+    pub redis_commands_per_sec: f64,
+}
+
 /// Everything one run measured. Field names are the report's keys.
 #[derive(Debug, Default, Serialize)]
 pub struct Report {
@@ -102,7 +114,7 @@ pub struct Report {
     pub open_after_stop: BTreeMap<String, u64>,
     pub ax_cpu_percent: Option<f64>,
     pub ax_peak_rss_mb: f64,
-    pub per_process: Vec<crate::load::usage::ProcessUse>,
+    pub per_process: Vec<ProcessUse>,
     /// The window's cost per run received in it.
     pub per_fire: PerFire,
     /// Executor counters, for runs scheduled in the window.
