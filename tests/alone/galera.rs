@@ -2,7 +2,9 @@
 //! node it writes to is cut off from the others (alive, refusing queries), then the node it
 //! moved to is killed (`kill -9`); each time ax moves to another node, and every scheduled
 //! second is still run once and delivered once. Then ax itself is killed and restarts under
-//! its instance id once the lease a Galera store holds it by has expired.
+//! its instance id once the lease a Galera store holds it by has expired. Before the faults,
+//! API writes to a task another node's client keeps changing meet certification conflicts,
+//! which ax tries again: every one answers 200.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -276,6 +278,7 @@ async fn the_node_ax_writes_to_is_cut_off_then_killed_under_load() {
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let ax = AxProcess::start(dir.path(), &format!("galera-{}", &run_id[..8]), env).await;
     let api = Api::at(ax.base());
+    let retried = api_writes_meet_conflicts(&galera, &api, &executor.url, ax.log_path()).await;
     let mut tasks = Vec::new();
     for i in 0..TASKS {
         let task = api
@@ -368,7 +371,8 @@ async fn the_node_ax_writes_to_is_cut_off_then_killed_under_load() {
         rows_total += rows.len();
     }
     println!(
-        "galera test: cluster up in {cluster_up:?}, {TASKS} every-second tasks, {rows_total} \
+        "galera test: cluster up in {cluster_up:?}, {retried} API writes tried again after a \
+         certification conflict, {TASKS} every-second tasks, {rows_total} \
          runs, {} deliveries, 0 delivered twice; node cut off: firing resumed after \
          {isolated:?}, {folded} seconds folded into catch-up runs; node killed: firing resumed \
          after {killed:?}, 0 lost; ax killed and restarted under its id in {restarted:?}; \
@@ -378,6 +382,62 @@ async fn the_node_ax_writes_to_is_cut_off_then_killed_under_load() {
     );
     executor.stop().await;
     drop(galera);
+}
+
+/// Pauses and resumes a task through ax (writing to the first node) while a client of the
+/// second keeps changing the task's row: ax's transactions lose certification to the other
+/// node's writes and are tried again. Every answer is 200; answers how many tries the log
+/// says rolled back (at least one, or the test proved nothing).
+async fn api_writes_meet_conflicts(
+    galera: &Galera,
+    api: &Api,
+    handler_url: &str,
+    log: PathBuf,
+) -> usize {
+    let task = api
+        .create_task(json!({"name": "galera-conflicts", "cron": "0 0 0 1 1 *",
+                            "handlerUrl": handler_url}))
+        .await;
+    let id = task["id"].as_i64().expect("id");
+    // A change every 10 ms or so: often enough to meet ax's writes, not so often that one
+    // meets a change on each of its tries.
+    let updates: String = (0..400)
+        .map(|n| {
+            format!(
+                "UPDATE axdb.ax_task SET params = '{{\"otherNode\":{n}}}' WHERE id = {id}; \
+                 DO SLEEP(0.01);\n"
+            )
+        })
+        .collect();
+    let mut other_node = Command::new("mariadb")
+        .args(["-h127.0.0.1", "-uroot"])
+        .arg(format!("-P{}", galera.ports[1].sql))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("mariadb client");
+    let mut stdin = other_node.stdin.take().expect("stdin");
+    let feeding = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(updates.as_bytes())
+    });
+    let mut writes = 0;
+    while other_node.try_wait().expect("client").is_none() {
+        for action in ["pause", "resume"] {
+            let (status, body) = api
+                .post(&format!("/api/tasks/{id}/{action}"), json!({}))
+                .await;
+            assert_eq!(status, 200, "{action} #{writes}: {body}");
+            writes += 1;
+        }
+    }
+    feeding.join().expect("feeding").expect("updates written");
+    let retried = std::fs::read_to_string(&log)
+        .expect("ax log")
+        .matches("a write rolled back, trying again")
+        .count();
+    assert!(retried > 0, "{writes} API writes met no conflict");
+    retried
 }
 
 /// Applies `fault`, then runs the load for [`AFTER_FAULT`]; answers the second of the fault and

@@ -14,17 +14,45 @@ use crate::store::support::{
 
 on_both_backends!(
     every_change_of_a_task_is_in_the_feed,
+    a_read_takes_the_gaps_and_the_new_from_where_its_last_page_ended,
     a_fire_planned_from_an_older_version_is_stale,
 );
 
 /// The tasks the feed names after `floor`, in order.
 async fn changed_after(db: &Db, floor: i64) -> Vec<TaskId> {
-    task_changes::read(&mut conn(db).await, &[], floor)
+    task_changes::read(&mut conn(db).await, (&[], floor), floor)
         .await
         .expect("read")
         .into_iter()
         .map(|(_, task)| task)
         .collect()
+}
+
+async fn a_read_takes_the_gaps_and_the_new_from_where_its_last_page_ended(db: &Db) {
+    let t = base();
+    let start = latest(db).await;
+    let mut made = Vec::new();
+    for name in ["a", "b", "c", "d"] {
+        let task = insert_task(db, fields(name, "s1", TaskStatus::Enabled, Some(t))).await;
+        made.push((latest(db).await, task.id));
+    }
+    let ids: Vec<i64> = made.iter().map(|(id, _)| *id).collect();
+    let read = |wanted: (Vec<(i64, i64)>, i64), from: i64| async move {
+        task_changes::read(&mut conn(db).await, (&wanted.0, wanted.1), from)
+            .await
+            .expect("read")
+    };
+    // The gap below the last id read, and what is new.
+    assert_eq!(
+        read((vec![(ids[0], ids[1])], ids[2]), start).await,
+        vec![made[0], made[1], made[3]]
+    );
+    // A later page of the same read: only what lies past where the last page ended.
+    assert_eq!(read((vec![], ids[0]), ids[2]).await, vec![made[3]]);
+    assert_eq!(
+        read((vec![(ids[0], ids[1])], ids[2]), ids[0]).await,
+        vec![made[1], made[3]]
+    );
 }
 
 async fn latest(db: &Db) -> i64 {

@@ -10,7 +10,9 @@ use crate::run::TaskId;
 /// when its transaction writes it, so a longer transaction commits a lower id after a shorter
 /// one's higher id. Past this the cursor moves on and the minute's reconcile has the rest.
 pub const GAP_WAIT_MS: i64 = 10_000;
-/// Most gaps the cursor waits on; past it the lowest are given up first.
+/// Most id ranges one read of the gaps names; past it the highest gaps are read as one range,
+/// ids already applied in it read again (a bulk registration's transactions, committing in
+/// turn, leave a gap at every other id).
 pub const MAX_GAPS: usize = 64;
 
 /// Where a process is in the change feed. Ids are taken in order but may commit out of it, so
@@ -26,7 +28,8 @@ pub struct ChangeCursor {
 /// What the next read of the feed asks for: the ids in the gaps, and every id past `after`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wanted {
-    /// Inclusive ranges of ids not read yet below the highest id read.
+    /// Inclusive ranges of ids not read yet below the highest id read (at most [`MAX_GAPS`],
+    /// the last of which may hold ids read already).
     pub gaps: Vec<(i64, i64)>,
     pub after: i64,
 }
@@ -46,8 +49,14 @@ impl ChangeCursor {
     }
 
     pub fn wanted(&self) -> Wanted {
+        let mut gaps: Vec<(i64, i64)> = self.gaps().into_iter().map(|(gap, _)| gap).collect();
+        if gaps.len() > MAX_GAPS {
+            let last = gaps[gaps.len() - 1].1;
+            gaps.truncate(MAX_GAPS);
+            gaps[MAX_GAPS - 1].1 = last;
+        }
         Wanted {
-            gaps: self.gaps().into_iter().map(|(gap, _)| gap).collect(),
+            gaps,
             after: self.seen.keys().next_back().copied().unwrap_or(self.floor),
         }
     }
@@ -95,11 +104,9 @@ impl ChangeCursor {
 
     fn settle(&mut self, now_ms: i64) {
         self.lift();
-        let gaps = self.gaps();
-        let surplus = gaps.len().saturating_sub(MAX_GAPS);
         // Lowest first: a lower gap has waited at least as long as any above it.
-        for (i, ((_, end), noticed)) in gaps.into_iter().enumerate() {
-            if now_ms - noticed < GAP_WAIT_MS && i >= surplus {
+        for ((_, end), noticed) in self.gaps() {
+            if now_ms - noticed < GAP_WAIT_MS {
                 break;
             }
             self.floor = end;
@@ -215,12 +222,27 @@ mod tests {
     }
 
     #[test]
-    fn too_many_gaps_give_up_the_lowest() {
+    fn many_gaps_are_waited_on_the_highest_read_as_one_range() {
+        // Two transactions taking every other id: the first committed, the second not yet.
         let mut cursor = ChangeCursor::new(0);
         let ids: Vec<i64> = (1..=(MAX_GAPS as i64 + 3)).map(|k| 2 * k).collect();
-        cursor.take(&ids, 0);
-        assert_eq!(cursor.wanted().gaps.len(), MAX_GAPS);
-        assert_eq!(cursor.floor(), 6);
+        assert!(cursor.take(&ids, 0).into_iter().all(|fresh| fresh));
+        let wanted = cursor.wanted();
+        assert_eq!(wanted.gaps.len(), MAX_GAPS);
+        assert_eq!(wanted.gaps[0], (1, 1));
+        assert_eq!(
+            wanted.gaps[MAX_GAPS - 1],
+            (2 * MAX_GAPS as i64 - 1, 2 * MAX_GAPS as i64 + 5)
+        );
+        assert_eq!(cursor.floor(), 0);
+        // The second commits: every one of its ids is applied, none of the first's again.
+        let all: Vec<i64> = (1..=2 * (MAX_GAPS as i64 + 3)).collect();
+        let fresh = cursor.take(&all, 1_000);
+        assert!(all
+            .iter()
+            .zip(fresh)
+            .all(|(id, fresh)| fresh == (id % 2 == 1)));
+        assert_eq!(cursor.floor(), 2 * (MAX_GAPS as i64 + 3));
     }
 
     fn held(second: i64, version: i64) -> Held {
@@ -257,8 +279,8 @@ mod tests {
         /// Whatever order ids commit in, every id is applied exactly once, and once none is
         /// missing the floor is the highest.
         #[test]
-        fn every_id_is_applied_once(order in Just((1..=40i64).collect::<Vec<_>>()).prop_shuffle(),
-                                    cut in 1usize..40) {
+        fn every_id_is_applied_once(order in Just((1..=300i64).collect::<Vec<_>>()).prop_shuffle(),
+                                    cut in 1usize..300) {
             let mut cursor = ChangeCursor::new(0);
             let mut applied = Vec::new();
             let mut committed: Vec<i64> = Vec::new();
@@ -279,8 +301,8 @@ mod tests {
                 applied.extend(read.iter().zip(fresh).filter(|(_, f)| *f).map(|(id, _)| *id));
             }
             applied.sort();
-            prop_assert_eq!(applied, (1..=40).collect::<Vec<_>>());
-            prop_assert_eq!(cursor.floor(), 40);
+            prop_assert_eq!(applied, (1..=300).collect::<Vec<_>>());
+            prop_assert_eq!(cursor.floor(), 300);
         }
     }
 }

@@ -116,6 +116,14 @@ impl<K: Eq + Hash + Clone, V> TimeWheel<K, V> {
         Some(self.swap_out(loc))
     }
 
+    /// Gives back the room of entries removed (a share of the tasks gone to another process).
+    pub fn shrink_to_fit(&mut self) {
+        self.index.shrink_to_fit();
+        for bucket in &mut self.buckets {
+            bucket.shrink_to_fit();
+        }
+    }
+
     /// The due second of `key`'s entry, if present.
     pub fn due_of(&self, key: &K) -> Option<i64> {
         let loc = self.index.get(key)?;
@@ -259,7 +267,7 @@ impl<K: Eq + Hash + Clone, V> TimeWheel<K, V> {
     /// Moves every overdue entry to `out` (unsorted).
     fn drain_overdue(&mut self, out: &mut Vec<Due<K, V>>) {
         let n = self.slots();
-        for e in self.buckets[n].drain(..) {
+        for e in std::mem::take(&mut self.buckets[n]) {
             self.index.remove(&e.key);
             out.push(e);
         }
@@ -297,6 +305,11 @@ impl<K: Eq + Hash + Clone, V> TimeWheel<K, V> {
             } else {
                 min = min.min(bucket[i].due_sec);
             }
+        }
+        // An emptied slot gives its room back: otherwise every slot keeps the room of the
+        // busiest second it ever held, and a wheel takes `slots` times a second's fires.
+        if bucket.is_empty() {
+            *bucket = Vec::new();
         }
         self.min_due[slot] = min;
     }

@@ -425,3 +425,39 @@ fn big_jump_visits_each_slot_at_most_once() {
     w.advance(i64::MAX);
     assert_eq!(w.visits, 600);
 }
+
+/// The room the wheel holds, in entries: what its slots and index keep allocated.
+fn room(w: &W) -> usize {
+    w.buckets.iter().map(Vec::capacity).sum::<usize>() + w.index.capacity()
+}
+
+#[test]
+fn a_slot_fired_gives_its_room_back() {
+    // A busy second each second for a whole lap: every slot held 1,000 entries once.
+    let mut w = W::new(60, 0);
+    for lap_second in 1..=60i64 {
+        for k in 0..1_000u32 {
+            w.insert(lap_second as u32 * 1_000 + k, lap_second, 0);
+        }
+        assert_eq!(w.advance(lap_second).len(), 1_000);
+    }
+    assert!(w.is_empty());
+    // What is left is the index's room for one second's entries, not the lap's.
+    assert!(room(&w) < 4 * 1_000, "room kept: {}", room(&w));
+}
+
+#[test]
+fn shrink_to_fit_gives_back_the_room_of_removed_entries() {
+    let mut w = W::new(60, 0);
+    for k in 0..6_000u32 {
+        w.insert(k, i64::from(k % 60) + 1, 0);
+    }
+    for k in 0..5_900u32 {
+        assert!(w.remove(&k).is_some());
+    }
+    let before = room(&w);
+    w.shrink_to_fit();
+    assert!(room(&w) * 10 < before, "room {} of {before}", room(&w));
+    assert_eq!(w.len(), 100);
+    assert_eq!(w.advance(60).len(), 100);
+}

@@ -293,7 +293,7 @@ struct Writer {
     watch: Arc<SuccessWatch>,
 }
 
-/// How often a batch is tried when the database reports a deadlock, a busy lock or (Galera) a
+/// How often a batch (or an API's write) is tried when the database reports a deadlock, a busy lock or (Galera) a
 /// certification conflict or a node not synced.
 const COMMIT_TRIES: usize = 5;
 /// The pause before the second try of a batch, doubled before each later one (50, 100, 200,
@@ -376,20 +376,7 @@ fn rejection(write: &Write, err: &StoreError) -> Option<Write> {
 async fn commit_once(writer: &Writer, writes: Arc<Vec<Write>>) -> Result<Vec<Done>, StoreError> {
     let rows: usize = writes.iter().map(Write::rows).sum();
     let started = Instant::now();
-    let mut tries = 0;
-    let done = loop {
-        tries += 1;
-        match run_batch(writer, writes.clone()).await {
-            Err(err) if err.is_transient() && tries < COMMIT_TRIES => {
-                log::warn!(
-                    "a batch of {} writes rolled back, trying again: {err}",
-                    writes.len()
-                );
-                tokio::time::sleep(COMMIT_BACKOFF * (1 << (tries - 1))).await;
-            }
-            result => break result?,
-        }
-    };
+    let done = retry_transient("a batch of writes", || run_batch(writer, writes.clone())).await?;
     log::debug!(
         "committed {} writes in {:?}",
         writes.len(),
@@ -398,6 +385,26 @@ async fn commit_once(writer: &Writer, writes: Arc<Vec<Write>>) -> Result<Vec<Don
     metrics().commit_seconds.observe_duration(started.elapsed());
     metrics().batch_rows.observe(rows as f64);
     Ok(done)
+}
+
+/// Tries `attempt` again, after a pause that doubles each time, while the database rolls it
+/// back for a reason that may pass ([`StoreError::is_transient`]), up to [`COMMIT_TRIES`] tries.
+async fn retry_transient<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, StoreError>>,
+{
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match attempt().await {
+            Err(err) if err.is_transient() && tries < COMMIT_TRIES => {
+                log::warn!("{what} rolled back, trying again: {err}");
+                tokio::time::sleep(COMMIT_BACKOFF * (1 << (tries - 1))).await;
+            }
+            result => return result,
+        }
+    }
 }
 
 /// Hands each caller its write's outcome; `done` holds one per write, in the writes' order
@@ -643,6 +650,25 @@ impl StoreHandle {
             .send(Query(Box::new(query)))
             .await
             .map_err(mailbox)?
+    }
+
+    /// Runs `write` (a transaction, or one statement) with `input` on a pooled connection, and
+    /// again with a copy of `input` on a connection taken anew while the database rolls it back
+    /// for a reason that may pass: a deadlock, or a Galera node's certification conflict (a
+    /// process writing through another node changed the same rows first). Each try is decided
+    /// on what is committed when it runs.
+    pub async fn write<I, T, F>(&self, input: I, write: F) -> Result<T, StoreError>
+    where
+        I: Clone + Send + 'static,
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut Conn, I) -> ax_store::ConnFuture<'c, T> + Send + Sync + 'static,
+    {
+        let write = Arc::new(write);
+        retry_transient("a write", || {
+            let (write, input) = (write.clone(), input.clone());
+            self.query(move |conn| write(conn, input))
+        })
+        .await
     }
 
     pub async fn flush(&self) {

@@ -175,23 +175,25 @@ impl SupervisorActor {
         };
         self.running.push(Job::Changes);
         let (store, wheel, clock) = (self.store.clone(), self.wheel.clone(), self.clock.clone());
-        let share = *self.share.borrow();
+        let share = self.share.clone();
         let work = async move {
             let mut cursor = cursor;
             // A full page means more are waiting (a bulk registration elsewhere): they are read
             // at once, since until then the tasks of this process's share they add fire late,
-            // by the overdue scan.
+            // by the overdue scan. Each page goes on from the last id the one before read.
+            let mut from = cursor.floor();
             for _ in 0..CHANGE_PAGES {
                 let wanted = cursor.wanted();
-                let read =
-                    store
-                        .query(move |conn| {
-                            boxed(async move {
-                                task_changes::read(conn, &wanted.gaps, wanted.after).await
-                            })
+                let read = store
+                    .query(move |conn| {
+                        boxed(async move {
+                            let wanted = (wanted.gaps.as_slice(), wanted.after);
+                            task_changes::read(conn, wanted, from).await
                         })
-                        .await?;
+                    })
+                    .await?;
                 let ids: Vec<i64> = read.iter().map(|(id, _)| *id).collect();
+                from = ids.last().copied().unwrap_or(from);
                 let fresh = cursor.take(&ids, clock.now().timestamp_millis());
                 let mut changed: Vec<TaskId> = read
                     .iter()
@@ -199,7 +201,11 @@ impl SupervisorActor {
                     .filter(|(_, fresh)| *fresh)
                     .map(|((_, task), _)| *task)
                     .collect();
-                // Another process's tasks are its own to read again.
+                // Another process's tasks are its own to read again. The share is looked at
+                // after the read: a partition gained since is loaded from what was committed
+                // after the share changed, so a change read before that and dropped here would
+                // be lost to the wheel.
+                let share = *share.borrow();
                 changed.retain(|task| share.owns(*task));
                 changed.sort();
                 changed.dedup();

@@ -76,7 +76,7 @@ impl Service {
         let max_in_flight = input.max_in_flight;
         let created = self
             .store
-            .query(move |conn| {
+            .write((group, members), move |conn, (group, members)| {
                 boxed(async move {
                     let settings = GroupSettings {
                         routing,
@@ -162,7 +162,7 @@ impl Service {
         let group = name.clone();
         let deleted = self
             .store
-            .query(move |conn| {
+            .write(group, move |conn, group| {
                 boxed(async move {
                     let users = executors::tasks_using(conn, &group).await?;
                     if !users.is_empty() {
@@ -208,15 +208,16 @@ impl Service {
             live_since: self.live_since(now),
         };
         let (name, url, token) = (group.clone(), member.url.clone(), actor.name.clone());
+        let capacity = member.capacity;
         let acts_on_any = actor.acts_on_any_member();
         let registered = self
             .store
-            .query(move |conn| {
+            .write((name, url, token), move |conn, (name, url, token)| {
                 boxed(async move {
                     let joining = Joining {
                         group: &name,
                         url: &url,
-                        capacity: member.capacity,
+                        capacity,
                         by: Registrant {
                             token: &token,
                             acts_on_any,
@@ -265,7 +266,7 @@ impl Service {
         let now = to_db(self.clock.now());
         let unregistered = self
             .store
-            .query(move |conn| {
+            .write((name, member, token), move |conn, (name, member, token)| {
                 boxed(async move {
                     let by = Registrant {
                         token: &token,

@@ -29,7 +29,7 @@ impl Service {
         let grace = Duration::seconds(self.run_logs.grace_secs);
         let answer = self
             .store
-            .query(move |conn| {
+            .write((id, input), move |conn, (id, input)| {
                 boxed(conn.transaction(move |conn| {
                     boxed(async move {
                         let Some(run) = runs::find_by_request_id(conn, &id).await? else {

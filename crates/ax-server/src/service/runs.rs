@@ -135,7 +135,7 @@ impl Service {
         let per_sec = self.backfill_per_sec;
         let done = self
             .store
-            .query(move |conn| {
+            .write(runs, move |conn, runs| {
                 boxed(conn.transaction(move |conn| {
                     boxed(async move {
                         let after = runs::last_backfill_due(conn, id).await?;

@@ -29,7 +29,7 @@ impl Service {
         let (name, by) = (scene.clone(), actor.name.clone());
         let count = self
             .store
-            .query(move |conn| {
+            .write((name, by), move |conn, (name, by)| {
                 boxed(async move { tasks::pause_scene(conn, &name, now, &by).await })
             })
             .await?;
@@ -54,7 +54,9 @@ impl Service {
         let name = scene.clone();
         let resumed = self
             .store
-            .query(move |conn| boxed(async move { tasks::resume_scene(conn, &name, now).await }))
+            .write(name, move |conn, name| {
+                boxed(async move { tasks::resume_scene(conn, &name, now).await })
+            })
             .await?;
         let count = resumed.len();
         self.reschedule(resumed).await?;

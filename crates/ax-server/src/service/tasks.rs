@@ -58,7 +58,9 @@ impl Service {
         let (stored, upstreams) = (fields.clone(), depends_on.clone());
         let task = self
             .store
-            .query(move |conn| boxed(tasks::insert(conn, stored, upstreams)))
+            .write((stored, upstreams), |conn, (stored, upstreams)| {
+                boxed(tasks::insert(conn, stored, upstreams))
+            })
             .await
             .map_err(|err| ServiceError::naming(err, &fields))?
             .map_err(ServiceError::from)?;
@@ -84,7 +86,10 @@ impl Service {
         let (stored, upstreams) = (fields.clone(), depends_on.clone());
         let updated = self
             .store
-            .query(move |conn| boxed(tasks::update(conn, id, versions, stored, upstreams)))
+            .write((versions, stored, upstreams), move |conn, input| {
+                let (versions, stored, upstreams) = input;
+                boxed(tasks::update(conn, id, versions, stored, upstreams))
+            })
             .await
             .map_err(|err| ServiceError::naming(err, &fields))?;
         let task = self.found(id, updated).await?.map_err(ServiceError::from)?;
@@ -139,7 +144,9 @@ impl Service {
             .collect();
         let outcome = self
             .store
-            .query(move |conn| boxed(tasks::register(conn, items, upsert)))
+            .write(items, move |conn, items| {
+                boxed(tasks::register(conn, items, upsert))
+            })
             .await
             .map_err(|err| match err.is_name_taken() {
                 true => ServiceError::Raced,
@@ -184,7 +191,9 @@ impl Service {
         let (at, by) = (to_db(self.clock.now()), actor.name.clone());
         let noted = self
             .store
-            .query(move |conn| boxed(async move { tasks::note_pauses(conn, &ids, at, &by).await }))
+            .write((ids, by), move |conn, (ids, by)| {
+                boxed(async move { tasks::note_pauses(conn, &ids, at, &by).await })
+            })
             .await;
         if let Err(err) = noted {
             log::error!("when and by whom tasks were paused, not noted: {err}");
@@ -225,7 +234,9 @@ impl Service {
         let now = self.clock.now();
         let deleted = self
             .store
-            .query(move |conn| boxed(tasks::delete(conn, id, versions, now)))
+            .write(versions, move |conn, versions| {
+                boxed(tasks::delete(conn, id, versions, now))
+            })
             .await?;
         self.found(id, deleted).await?;
         self.wheel.unschedule(id);
@@ -304,7 +315,7 @@ impl Service {
         let before = self.task(id).await?.task;
         let now = to_db(self.clock.now());
         self.store
-            .query(move |conn| boxed(tasks::pause(conn, id, now)))
+            .write((), move |conn, ()| boxed(tasks::pause(conn, id, now)))
             .await?;
         self.wheel.unschedule(id);
         self.note_pauses(vec![id], actor).await;
@@ -323,7 +334,7 @@ impl Service {
         let now = self.clock.now();
         let resumed = self
             .store
-            .query(move |conn| boxed(tasks::resume(conn, id, now)))
+            .write((), move |conn, ()| boxed(tasks::resume(conn, id, now)))
             .await?;
         if let Some(task) = resumed {
             log::info!("task {id} resumed");

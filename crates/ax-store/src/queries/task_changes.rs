@@ -28,22 +28,27 @@ pub async fn latest(conn: &mut Conn) -> Result<i64, StoreError> {
     Ok(latest.unwrap_or(0))
 }
 
-/// The changes past `after` and in the `gaps` (inclusive ranges of ids), by id: (change id,
-/// task id).
+/// The changes past `after` and in the `gaps` (inclusive ranges of ids), by id, from the
+/// first past `from` (a page of a read that goes on past the last page): (change id, task id).
 pub async fn read(
     conn: &mut Conn,
-    gaps: &[(i64, i64)],
-    after: i64,
+    (gaps, after): (&[(i64, i64)], i64),
+    from: i64,
 ) -> Result<Vec<(i64, TaskId)>, StoreError> {
     let rows: Vec<(i64, i64)> = with_conn!(conn, |c| {
-        let mut query = c::ax_task_change
+        let mut wanted = c::ax_task_change
             .select((c::id, c::task_id))
             .filter(c::id.gt(after))
             .into_boxed();
-        for &(from, to) in gaps {
-            query = query.or_filter(c::id.between(from, to));
+        for &(low, high) in gaps {
+            wanted = wanted.or_filter(c::id.between(low, high));
         }
-        query.order(c::id).limit(PAGE).load(c).await
+        wanted
+            .filter(c::id.gt(from))
+            .order(c::id)
+            .limit(PAGE)
+            .load(c)
+            .await
     })?;
     Ok(rows
         .into_iter()

@@ -196,6 +196,7 @@ impl WheelActor {
         self.deferred.retain(|task, _| share.owns(*task));
         self.rescued.retain(|task| share.owns(*task));
         if !gone.is_empty() {
+            self.wheel.shrink_to_fit();
             log::debug!("{} tasks left this process's share", gone.len());
         }
         share
