@@ -332,11 +332,12 @@ async fn bench(args: &Args, dir: &Path) -> anyhow::Result<Report> {
     let events_received = streams.close();
 
     actix_rt::time::sleep(args.grace()).await;
-    let peaks = cluster.peak_rss_mb_each()?;
-    let ax_peak_rss_mb = peaks.iter().copied().fold(0.0, f64::max);
+    let sizes = cluster.rss_mb_each()?;
+    let ax_peak_rss_mb = sizes.iter().map(|(peak, _)| *peak).fold(0.0, f64::max);
     let mut per_process = window.processes.clone();
-    for (process, peak) in per_process.iter_mut().zip(peaks) {
+    for (process, (peak, now)) in per_process.iter_mut().zip(sizes) {
         process.peak_rss_mb = round1(peak);
+        process.rss_mb = round1(now);
     }
     let ax_clean_exit = cluster.stop(STOP_TIMEOUT).await;
     let ax_log_warnings = count_log_warnings(&cluster.logs());

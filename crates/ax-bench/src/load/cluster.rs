@@ -48,6 +48,14 @@ pub struct ClusterSpec {
     pub exe: PathBuf,
 }
 
+impl ClusterSpec {
+    /// The Redis key prefix of this run's processes: its folder's name, unique to the run.
+    fn redis_key_prefix(&self) -> String {
+        let run = self.dir.file_name().map(|name| name.to_string_lossy());
+        format!("{}:", run.as_deref().unwrap_or("ax-bench"))
+    }
+}
+
 /// The processes' config file: empty, or one webhook channel in the default rule for every
 /// event.
 fn config_file(alerts_url: Option<&str>) -> String {
@@ -181,17 +189,19 @@ impl Cluster {
         Ok(total)
     }
 
-    /// Each process's peak resident set size, in MiB.
-    pub fn peak_rss_mb_each(&self) -> anyhow::Result<Vec<f64>> {
-        let mut peaks = Vec::new();
+    /// Each process's resident set size, in MiB: its peak (`VmHWM`, registration included)
+    /// and now (`VmRSS`).
+    pub fn rss_mb_each(&self) -> anyhow::Result<Vec<(f64, f64)>> {
+        let mut sizes = Vec::new();
         for process in &self.processes {
             let path = format!("/proc/{}/status", process.child.id());
             let status = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read {path} of {}", process.instance_id))?;
-            let kb = parse_vm_hwm_kb(&status).with_context(|| format!("no VmHWM in {path}"))?;
-            peaks.push(kb as f64 / 1024.0);
+            let kb =
+                |field| status_kb(&status, field).with_context(|| format!("no {field} in {path}"));
+            sizes.push((kb("VmHWM")? as f64 / 1024.0, kb("VmRSS")? as f64 / 1024.0));
         }
-        Ok(peaks)
+        Ok(sizes)
     }
 
     /// Each process's counters now: its CPU time, and from its `/metrics` the runs it fired
@@ -367,6 +377,9 @@ pub fn spawn(
         .env("AX_INSTANCE_ID", instance_id)
         .env("AX_STORE_URL", &spec.store_url)
         .env("AX_REDIS_URL", spec.redis_url.as_deref().unwrap_or(""))
+        // Keys of this run's own: a process of another run (one left running, or another
+        // bench at once) on the same Redis would count as one of this run's and own a share.
+        .env("AX_REDIS_KEY_PREFIX", spec.redis_key_prefix())
         // The mock executor is one host standing for many executor hosts: it is not capped as
         // one real executor host is (64); the dispatchers' own bound (2 × 512) holds.
         .env("AX_DISPATCH_MAX_IN_FLIGHT_PER_HOST", "100000")
@@ -435,11 +448,12 @@ pub async fn wait_healthy(client: &awc::Client, process: &mut AxProcess) -> anyh
     }
 }
 
-/// `VmHWM` (peak resident set size) of a `/proc/<pid>/status` text, in KiB.
-pub fn parse_vm_hwm_kb(status: &str) -> Option<u64> {
+/// A field of a `/proc/<pid>/status` text in KiB (`VmHWM`, the peak resident set size;
+/// `VmRSS`, the resident set size).
+pub fn status_kb(status: &str, field: &str) -> Option<u64> {
     status
         .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|value| value.split_whitespace().next())
         .and_then(|kb| kb.parse().ok())
 }
@@ -458,16 +472,17 @@ mod tests {
     }
 
     #[test]
-    fn peak_rss_is_read_from_vm_hwm() {
+    fn resident_sizes_are_read_from_the_status() {
         let status = "Name:\tax\nVmPeak:\t  900000 kB\nVmHWM:\t   51234 kB\nVmRSS:\t 40000 kB\n";
-        assert_eq!(parse_vm_hwm_kb(status), Some(51_234));
-        assert_eq!(parse_vm_hwm_kb("Name:\tax\n"), None);
+        assert_eq!(status_kb(status, "VmHWM"), Some(51_234));
+        assert_eq!(status_kb(status, "VmRSS"), Some(40_000));
+        assert_eq!(status_kb("Name:\tax\n", "VmHWM"), None);
     }
 
     #[test]
     fn this_process_can_be_measured() {
         let pid = std::process::id();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-        assert!(parse_vm_hwm_kb(&status).is_some_and(|kb| kb > 0));
+        assert!(status_kb(&status, "VmHWM").is_some_and(|kb| kb > 0));
     }
 }

@@ -77,6 +77,7 @@ impl Window {
                         / wall_secs,
                 ),
                 peak_rss_mb: 0.0,
+                rss_mb: 0.0,
                 fires_per_sec: per_sec(now.fires, then.fires),
                 redis_commands_per_sec: per_sec(now.redis_commands, then.redis_commands),
                 instance_id: now.instance_id,

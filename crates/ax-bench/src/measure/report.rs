@@ -31,7 +31,8 @@ The report: one JSON line on stdout, with these keys.
   ax_cpu_percent          ax CPU time in the window, in percent of one core
   ax_peak_rss_mb          the ax processes' peak resident memory
   per_process             each ax process's part of the window: instance_id, cpu_percent (of one
-                          core), peak_rss_mb, fires_per_sec (runs it fired) and
+                          core), peak_rss_mb (registering the tasks included), rss_mb (after
+                          the window), fires_per_sec (runs it fired) and
                           redis_commands_per_sec (commands it sent to Redis)
   per_fire                the window's cost divided by the runs received in it (received_per_sec
                           × window_secs); null where not measured:
@@ -66,8 +67,10 @@ pub struct ProcessUse {
     pub instance_id: String,
     /// Its CPU time, in percent of one core.
     pub cpu_percent: f64,
-    /// Its peak resident memory (filled in once the window is over).
+    /// Its peak resident memory, and its resident memory once the window is over (both filled
+    /// in then).
     pub peak_rss_mb: f64,
+    pub rss_mb: f64,
     pub fires_per_sec: f64,
     pub redis_commands_per_sec: f64,
 }
