@@ -1,0 +1,2 @@
+DROP TABLE ax_instance;
+DROP TABLE ax_task;

@@ -1,0 +1,1 @@
+ALTER TABLE ax_instance DROP COLUMN dispatched_at;

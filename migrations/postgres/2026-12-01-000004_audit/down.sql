@@ -1,0 +1,1 @@
+DROP TABLE ax_audit;

@@ -1,0 +1,2 @@
+DROP INDEX idx_ax_task_scene_status;
+DROP INDEX idx_ax_instance_status_scheduled;

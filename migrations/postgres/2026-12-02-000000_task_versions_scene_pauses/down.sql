@@ -1,0 +1,2 @@
+DROP TABLE ax_scene;
+ALTER TABLE ax_task DROP COLUMN version;

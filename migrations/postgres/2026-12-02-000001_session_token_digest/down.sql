@@ -1,0 +1,1 @@
+ALTER TABLE ax_session DROP COLUMN token_digest;

@@ -1,0 +1,1 @@
+ALTER TABLE ax_task DROP COLUMN labels;

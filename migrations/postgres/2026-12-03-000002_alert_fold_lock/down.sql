@@ -1,0 +1,1 @@
+DELETE FROM ax_alert_state WHERE id = 2;

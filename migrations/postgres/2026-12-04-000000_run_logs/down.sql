@@ -1,0 +1,2 @@
+DROP TABLE ax_run_log_attempt;
+DROP TABLE ax_run_log;

@@ -1,0 +1,1 @@
+DROP INDEX idx_ax_run_log_attempt_updated;

@@ -1,0 +1,1 @@
+DROP INDEX idx_ax_task_name;

@@ -1,0 +1,1 @@
+ALTER TABLE ax_executor_member DROP COLUMN registered_by;

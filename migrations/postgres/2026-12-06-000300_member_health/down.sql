@@ -1,0 +1,2 @@
+DROP TABLE ax_member_gone;
+DROP TABLE ax_member_health;
