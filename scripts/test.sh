@@ -2,7 +2,8 @@
 # Runs every test of ax: unit tests (cron, wheel, scheduling decisions), integration tests on
 # both stores (embedded SQLite and MariaDB) with Redis, end-to-end tests that start ax with a
 # real HTTP executor, and the console in headless Chromium (screenshots in target/screenshots/).
-# Starts MariaDB and Redis if they are installed but stopped; fails loudly if they are missing.
+# Starts MariaDB, Redis and PostgreSQL if they are installed but stopped; fails loudly if they
+# are missing.
 # Installs Chromium and its driver from Debian's packages when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,18 @@ if ! redis_up >/dev/null 2>&1; then
   fi
 fi
 
+pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q; }
+if ! pg_up >/dev/null 2>&1; then
+  if [ -d /etc/postgresql ]; then
+    echo "test.sh: starting PostgreSQL"
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start
+    wait_for PostgreSQL 60 pg_up
+  else
+    echo "test.sh: PostgreSQL is not running on 127.0.0.1:5432 and is not installed" >&2
+    exit 1
+  fi
+fi
+
 # The console's browser tests drive Debian's Chromium through its chromedriver; nothing
 # downloads a browser build.
 install_chromium() {
@@ -62,6 +75,10 @@ if ! python3 -c "import openapi_spec_validator" >/dev/null 2>&1; then
   echo "test.sh: installing openapi-spec-validator"
   python3 -m pip install --quiet openapi-spec-validator
 fi
+
+# PostgreSQL's schema (migrations/postgres): up, down and up again on a scratch database, its
+# columns against the diesel schema, its triggers.
+scripts/check-postgres-migrations.sh
 
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
