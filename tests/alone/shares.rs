@@ -56,21 +56,29 @@ fn owners(tasks: &[i64], names: &[&str]) -> HashMap<i64, String> {
         .collect()
 }
 
+/// The names of `count` processes of one test run (`{kind}{n}-{run}`) and their environment:
+/// the store, Redis, and a key prefix of the run's own, since another test binary may lease
+/// the same Redis database.
+fn one_run(kind: &str, count: usize, store: &TestStore) -> (Vec<String>, Vec<(String, String)>) {
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let run = &run[..8];
+    let names = (1..=count).map(|n| format!("{kind}{n}-{run}")).collect();
+    let env = vec![
+        ("AX_STORE_URL".to_string(), store.url()),
+        ("AX_REDIS_URL".to_string(), redis_url()),
+        ("AX_REDIS_KEY_PREFIX".to_string(), format!("{run}:")),
+    ];
+    (names, env)
+}
+
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost() {
     let _serial = crate::serial().await;
     let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
-    let run = uuid::Uuid::new_v4().simple().to_string();
-    let names: Vec<String> = (1..=3).map(|n| format!("share{n}-{}", &run[..8])).collect();
+    let (names, mut env) = one_run("share", 3, &store);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let env = vec![
-        ("AX_STORE_URL".to_string(), store.url()),
-        ("AX_REDIS_URL".to_string(), redis_url()),
-        // Under a prefix of its own: another test binary may lease the same Redis database.
-        ("AX_REDIS_KEY_PREFIX".to_string(), format!("{}:", &run[..8])),
-        ("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()),
-    ];
+    env.push(("AX_STORE_BATCH_INTERVAL_MS".to_string(), "100".to_string()));
     let executor = Executor::start(Reply::Success).await;
     let mut first = AxProcess::start(dir.path(), names[0], env.clone()).await;
     let second = AxProcess::start(dir.path(), names[1], env.clone()).await;
@@ -215,14 +223,8 @@ async fn bulk_registrations_through_two_processes_at_once_reach_every_owner() {
     let _serial = crate::serial().await;
     let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
-    let run = uuid::Uuid::new_v4().simple().to_string();
-    let names: Vec<String> = (1..=2).map(|n| format!("bulk{n}-{}", &run[..8])).collect();
+    let (names, env) = one_run("bulk", 2, &store);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let env = vec![
-        ("AX_STORE_URL".to_string(), store.url()),
-        ("AX_REDIS_URL".to_string(), redis_url()),
-        ("AX_REDIS_KEY_PREFIX".to_string(), format!("{}:", &run[..8])),
-    ];
     let executor = Executor::start(Reply::Success).await;
     let nodes = [
         AxProcess::start(dir.path(), names[0], env.clone()).await,

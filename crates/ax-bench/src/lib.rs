@@ -436,7 +436,6 @@ fn is_warning(line: &str) -> bool {
     flagged && !line.contains(ax_server::app::NO_TOKEN_NOTICE)
 }
 
-/// A bar on stderr (drawn only on a terminal) counting `total` things.
 #[cfg(test)]
 mod tests {
     use super::*;
