@@ -271,11 +271,16 @@ async fn advance_tasks(
     Ok(())
 }
 
+/// The most runs one kept insert statement takes: a commit's batch (`store.batch_size`, 100 by
+/// default) in two or three statements, with few parameters kept per connection (see
+/// [`chunks`]).
+const RUNS_PER_INSERT: usize = 64;
+
 /// Inserts the runs in a statement for each of their [`chunks`]; fails whole on a duplicate
 /// request id (in the caller's transaction: a later statement's failure takes back the
 /// earlier ones, to a savepoint).
 pub(super) async fn insert_runs(conn: &mut Conn, runs: &[&NewRunRow]) -> Result<(), StoreError> {
-    let chunks = chunks(runs);
+    let chunks = chunks(runs, RUNS_PER_INSERT);
     if let [only] = chunks.as_slice() {
         return insert_chunk(conn, only).await;
     }

@@ -206,8 +206,12 @@ async fn by_scene_and_name(
         .collect())
 }
 
+/// The most tasks one kept insert statement takes: each connection keeps its statements
+/// (see [`chunks`]), and a registration's are of no use to the fire path.
+const ROWS_PER_INSERT: usize = 64;
+
 /// Inserts tasks and returns them as stored, in order (on MySQL a statement per [`chunks`],
-/// each kept prepared: the database parses a thousand rows' text once per connection, not on
+/// each kept prepared: the database parses the rows' text once per connection, not on
 /// every registration). A failing statement fails the caller's transaction.
 async fn insert_all<'a>(
     conn: &mut Conn,
@@ -219,7 +223,7 @@ async fn insert_all<'a>(
     let mut first = None;
     match conn {
         Conn::Mysql(c) => {
-            for chunk in chunks(&rows) {
+            for chunk in chunks(&rows, ROWS_PER_INSERT) {
                 Kept(diesel::insert_into(t::ax_task).values(chunk))
                     .execute(&mut **c)
                     .await?;
