@@ -57,7 +57,8 @@ enum Command {
         /// token).
         #[arg(long)]
         bind: Option<String>,
-        /// Store URL: sqlite://PATH or mysql://user:pass@host:port/db (store.url,
+        /// Store URL: sqlite://PATH, mysql://user:pass@host:port/db or
+        /// postgres://user:pass@host:port/db (migrate only, so far) (store.url,
         /// AX_STORE_URL; default sqlite://./data/ax.db).
         #[arg(long)]
         store: Option<String>,

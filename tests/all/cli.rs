@@ -387,6 +387,43 @@ fn migrate_goes_to_the_first_server_of_the_url_that_answers() {
     );
 }
 
+/// `ax migrate` creates a PostgreSQL database and its schema (encrypted if the server offers
+/// TLS with a certificate ax trusts, else in plain text); `ax serve` says it does not run there
+/// yet.
+#[test]
+fn migrate_creates_the_postgres_schema_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let database = crate::common::PostgresDatabase::new();
+    let url = database.url();
+    let output = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let said = stdout(&output);
+    assert!(said.contains(&url), "{said}");
+    for migration in ["2026-11-29-000000_init", "2026-12-07-000100_leases"] {
+        assert!(
+            said.contains(&format!("applied migration {migration}")),
+            "{said}"
+        );
+    }
+    let again = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
+    assert_eq!(again.status.code(), Some(0), "stderr: {}", stderr(&again));
+    assert!(
+        stdout(&again).contains("no migrations pending"),
+        "{}",
+        stdout(&again)
+    );
+    let serve = run(ax(dir.path())
+        .arg("serve")
+        .env("AX_STORE_URL", &url)
+        .env("AX_PORT", "0"));
+    assert_eq!(serve.status.code(), Some(1), "stderr: {}", stderr(&serve));
+    assert!(
+        stderr(&serve).contains("does not run on PostgreSQL yet"),
+        "{}",
+        stderr(&serve)
+    );
+}
+
 #[test]
 fn migrate_reads_the_store_url_from_a_config_file() {
     let dir = tempfile::tempdir().expect("temp dir");

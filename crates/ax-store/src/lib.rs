@@ -1,17 +1,19 @@
-//! Durable state: one source of queries for SQLite (embedded default) and MySQL/MariaDB.
+//! Durable state: one source of queries for SQLite (embedded default), MySQL/MariaDB and
+//! PostgreSQL.
 //!
 //! `Db` is an enum of pools; `with_conn!` expands one query body per backend, so every query
-//! is written once and type-checked against both real backends.
+//! is written once and type-checked against every real backend.
 
 pub mod pool;
 pub mod queries;
 pub mod rows;
 
-pub use pool::backend::{redacted, MysqlHosts, StoreUrl};
+pub use pool::backend::{redacted, MysqlHosts, PostgresUrl, StoreUrl};
 use pool::backend::{sqlite_pragmas, BUSY_TIMEOUT};
 pub use pool::error::StoreError;
 pub use pool::hosts::Dialer;
 pub use pool::migrate::run_migrations;
+use pool::postgres;
 pub use pool::write_turns::WriteTurns;
 pub use rows::time::{from_db, to_db};
 
@@ -24,7 +26,9 @@ use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
 };
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
+use diesel_async::{
+    AsyncConnection, AsyncMysqlConnection, AsyncPgConnection, SimpleAsyncConnection,
+};
 use futures_util::FutureExt;
 
 /// The async SQLite connection: diesel's sync connection run on blocking threads.
@@ -34,12 +38,15 @@ pub type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
 #[derive(Clone)]
 pub enum Db {
     Mysql(Pool<AsyncMysqlConnection>),
+    Postgres(Pool<AsyncPgConnection>),
     Sqlite(Pool<SqliteConn>, WriteTurns),
 }
 
 /// One connection taken from a `Db` pool.
 pub enum Conn {
     Mysql(PooledConnection<'static, AsyncMysqlConnection>),
+    /// Boxed: a PostgreSQL connection is three times a MySQL one's size.
+    Postgres(Box<PooledConnection<'static, AsyncPgConnection>>),
     Sqlite(PooledConnection<'static, SqliteConn>, WriteTurns),
 }
 
@@ -53,9 +60,35 @@ macro_rules! with_conn {
                 let $c: &mut diesel_async::AsyncMysqlConnection = &mut *pooled;
                 $body
             }
+            $crate::Conn::Postgres(pooled) => {
+                let $c: &mut diesel_async::AsyncPgConnection = &mut **pooled;
+                $body
+            }
             $crate::Conn::Sqlite(pooled, _) => {
                 let $c: &mut $crate::SqliteConn = &mut *pooled;
                 $body
+            }
+        }
+    };
+}
+
+/// Runs `$server` on MySQL and PostgreSQL and `$sqlite` on SQLite, binding `$c` to the concrete
+/// connection: for the statements SQLite takes otherwise (no row locks, one row an insert).
+#[macro_export]
+macro_rules! server_or_sqlite {
+    ($conn:expr, |$c:ident| $server:expr, |$s:ident| $sqlite:expr) => {
+        match $conn {
+            $crate::Conn::Mysql(pooled) => {
+                let $c: &mut diesel_async::AsyncMysqlConnection = &mut *pooled;
+                $server
+            }
+            $crate::Conn::Postgres(pooled) => {
+                let $c: &mut diesel_async::AsyncPgConnection = &mut **pooled;
+                $server
+            }
+            $crate::Conn::Sqlite(pooled, _) => {
+                let $s: &mut $crate::SqliteConn = &mut *pooled;
+                $sqlite
             }
         }
     };
@@ -65,6 +98,26 @@ macro_rules! with_conn {
 pub type ConnFuture<'c, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'c>>;
 
 impl Conn {
+    /// `sql` with its `?` placeholders as the backend writes them: numbered `$1, $2, …` on
+    /// PostgreSQL. (ax's SQL texts hold no `?` but placeholders.)
+    pub fn binds<'a>(&self, sql: &'a str) -> std::borrow::Cow<'a, str> {
+        if !matches!(self, Conn::Postgres(_)) {
+            return sql.into();
+        }
+        let mut numbered = String::with_capacity(sql.len() + sql.len() / 4);
+        let mut next = 0;
+        for ch in sql.chars() {
+            if ch == '?' {
+                next += 1;
+                numbered.push('$');
+                numbered.push_str(&next.to_string());
+            } else {
+                numbered.push(ch);
+            }
+        }
+        numbered.into()
+    }
+
     /// Runs `body` in one transaction: committed if it returns `Ok`, rolled back otherwise.
     /// SQLite takes the write lock up front (`BEGIN IMMEDIATE`) so that a transaction never
     /// fails half-way for want of it, once it is this process's turn to write (see
@@ -74,7 +127,7 @@ impl Conn {
         F: for<'c> FnOnce(&'c mut Conn) -> ConnFuture<'c, T>,
     {
         let _turn = match self {
-            Conn::Mysql(_) => None,
+            Conn::Mysql(_) | Conn::Postgres(_) => None,
             Conn::Sqlite(_, turns) => Some(turns.take(BUSY_TIMEOUT).await?),
         };
         self.begin().await?;
@@ -94,7 +147,7 @@ impl Conn {
 
     async fn begin(&mut self) -> Result<(), StoreError> {
         let sql = match self {
-            Conn::Mysql(_) => "BEGIN",
+            Conn::Mysql(_) | Conn::Postgres(_) => "BEGIN",
             Conn::Sqlite(..) => "BEGIN IMMEDIATE",
         };
         self.execute(sql).await
@@ -116,7 +169,7 @@ impl Conn {
 
 impl Db {
     /// Connects to the store named by `url`, creating the SQLite file (and its folder) or the
-    /// MySQL database when missing, and applies pending migrations.
+    /// MySQL or PostgreSQL database when missing, and applies pending migrations.
     pub async fn connect(url: &str, pool_size: u32) -> Result<Db, StoreError> {
         let parsed = StoreUrl::parse(url)?;
         run_migrations(parsed.clone()).await?;
@@ -134,6 +187,22 @@ impl Db {
                     first, config,
                 );
                 Db::Mysql(
+                    pool_builder(pool_size)
+                        .build(manager)
+                        .await
+                        .map_err(connect_error)?,
+                )
+            }
+            StoreUrl::Postgres(url) => {
+                let mut config = ManagerConfig::default();
+                let setup = url.clone();
+                config.custom_setup = Box::new(move |_| postgres::establish(setup.clone()).boxed());
+                config.recycling_method = RecyclingMethod::CustomQuery(CHECK_QUERY.into());
+                let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(
+                    url.url(),
+                    config,
+                );
+                Db::Postgres(
                     pool_builder(pool_size)
                         .build(manager)
                         .await
@@ -166,6 +235,7 @@ impl Db {
     pub async fn conn(&self) -> Result<Conn, StoreError> {
         Ok(match self {
             Db::Mysql(pool) => Conn::Mysql(pool.get_owned().await?),
+            Db::Postgres(pool) => Conn::Postgres(Box::new(pool.get_owned().await?)),
             Db::Sqlite(pool, turns) => Conn::Sqlite(pool.get_owned().await?, turns.clone()),
         })
     }
@@ -174,6 +244,7 @@ impl Db {
     pub fn backend(&self) -> &'static str {
         match self {
             Db::Mysql(_) => "mysql",
+            Db::Postgres(_) => "postgres",
             Db::Sqlite(..) => "sqlite",
         }
     }
@@ -208,7 +279,7 @@ fn connect_error(err: impl std::fmt::Display) -> StoreError {
     StoreError::Connect(err.to_string())
 }
 
-/// The statement a pooled MySQL connection must pass each time it is handed out.
+/// The statement a pooled MySQL or PostgreSQL connection must pass each time it is handed out.
 const CHECK_QUERY: &str = "SELECT 1 FROM ax_meta LIMIT 1";
 
 /// MySQL sessions read committed data: ax's writes are guarded by row locks and

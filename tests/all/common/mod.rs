@@ -49,6 +49,47 @@ pub fn mysql_server_after(before: &[String], name: &str) -> String {
     format!("mysql://{user}{at}{},{live}/{name}", before.join(","))
 }
 
+/// The PostgreSQL server the tests make their databases on: `AX_TEST_POSTGRES` (a URL without
+/// a database), by default the local one.
+pub fn postgres_server() -> &'static str {
+    static URL: LazyLock<String> =
+        LazyLock::new(|| server_url("AX_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432"));
+    &URL
+}
+
+/// A uniquely named PostgreSQL database (created by ax), dropped with this.
+pub struct PostgresDatabase(String);
+
+impl PostgresDatabase {
+    pub fn new() -> PostgresDatabase {
+        PostgresDatabase(format!("ax_test_{}", uuid::Uuid::new_v4().simple()))
+    }
+
+    pub fn url(&self) -> String {
+        format!("{}/{}", postgres_server(), self.0)
+    }
+}
+
+impl Drop for PostgresDatabase {
+    /// From a thread of its own, as [`TestStore`]'s: drop may run inside a runtime.
+    fn drop(&mut self) {
+        use diesel::connection::SimpleConnection;
+        use diesel::Connection;
+        type Sync = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<
+            diesel_async::AsyncPgConnection,
+        >;
+        let sql = format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.0);
+        let _ = std::thread::spawn(move || {
+            if let Ok(mut conn) =
+                <Sync as Connection>::establish(&format!("{}/postgres", postgres_server()))
+            {
+                let _ = conn.batch_execute(&sql);
+            }
+        })
+        .join();
+    }
+}
+
 /// The Redis server the tests use (databases of it by number): `AX_TEST_REDIS`, by default the
 /// local one.
 pub fn redis_server() -> &'static str {

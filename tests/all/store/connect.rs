@@ -60,6 +60,38 @@ on_each_backend!(
     mariadb: migrations_are_idempotent_mysql
 );
 
+/// The PostgreSQL store so far: created with its schema, pooled, a task kept and read back,
+/// its clock the cluster's reference.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn a_postgres_store_is_created_and_keeps_a_task() {
+    let database = crate::common::PostgresDatabase::new();
+    let db = Db::connect(&database.url(), 4)
+        .await
+        .expect("connect to PostgreSQL");
+    assert_eq!(db.backend(), "postgres");
+    let task = insert_task(&db, fields("kept", "s", TaskStatus::Enabled, Some(base()))).await;
+    let again = insert_task(&db, fields("next", "s", TaskStatus::Enabled, Some(base()))).await;
+    assert_eq!(
+        again.id.0,
+        task.id.0 + 1,
+        "ids from the task's own sequence"
+    );
+    drop(db);
+    let db = Db::connect(&database.url(), 4).await.expect("reconnect");
+    assert_eq!(
+        find_task(&db, task.id).await.map(|t| t.name).as_deref(),
+        Some("kept")
+    );
+    let applied = ax_store::run_migrations(StoreUrl::parse(&database.url()).expect("url"))
+        .await
+        .expect("migrations again");
+    assert!(applied.is_empty(), "{applied:?}");
+    let now = ax_store::queries::meta::reference_time(&mut conn(&db).await)
+        .await
+        .expect("the database's clock");
+    assert!((now - Utc::now()).num_seconds().abs() < 5, "{now}");
+}
+
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn sqlite_connect_creates_missing_folders() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -360,11 +392,8 @@ async fn the_unique_names_migration_renames_clashes(store: TestStore) {
     };
     let undo =
         format!("{down}\nDELETE FROM __diesel_schema_migrations WHERE version = '20261201000001';");
-    match &mut conn(&db).await {
-        ax_store::Conn::Mysql(c) => c.batch_execute(&undo).await,
-        ax_store::Conn::Sqlite(c, _) => c.batch_execute(&undo).await,
-    }
-    .expect("undo the migration");
+    ax_store::with_conn!(&mut conn(&db).await, |c| c.batch_execute(&undo).await)
+        .expect("undo the migration");
     let name = |n: &str, scene: &str| fields(n, scene, TaskStatus::Enabled, Some(base()));
     let mut ids = Vec::new();
     for (n, scene) in [

@@ -130,6 +130,7 @@ impl BenchStore {
     pub fn server_pid(&self) -> Option<u32> {
         match self.db {
             Db::Mysql(_) => find_process(&["mariadbd", "mysqld"]),
+            Db::Postgres(_) => find_process(&["postgres"]),
             Db::Sqlite(..) => None,
         }
     }

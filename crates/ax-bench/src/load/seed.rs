@@ -253,7 +253,7 @@ type MysqlConn = PooledConnection<'static, AsyncMysqlConnection>;
 async fn mysql(db: &Db) -> anyhow::Result<MysqlConn> {
     match db {
         Db::Mysql(pool) => Ok(pool.get_owned().await?),
-        Db::Sqlite(..) => bail!("the console bench seeds MariaDB only"),
+        Db::Sqlite(..) | Db::Postgres(_) => bail!("the console bench seeds MariaDB only"),
     }
 }
 

@@ -95,6 +95,17 @@ macro_rules! json_text {
             }
         }
 
+        impl diesel::serialize::ToSql<diesel::sql_types::Text, diesel::pg::Pg> for $name {
+            fn to_sql<'b>(
+                &'b self,
+                out: &mut diesel::serialize::Output<'b, '_, diesel::pg::Pg>,
+            ) -> diesel::serialize::Result {
+                use std::io::Write;
+                out.write_all(self.to_text().as_bytes())?;
+                Ok(diesel::serialize::IsNull::No)
+            }
+        }
+
         impl diesel::serialize::ToSql<diesel::sql_types::Text, diesel::sqlite::Sqlite> for $name {
             fn to_sql<'b>(
                 &'b self,

@@ -266,7 +266,7 @@ impl LaneCommits {
     /// for its result's commit, and a second's callbacks come together.
     pub fn on(db: &Db, fires: usize, results: usize) -> Self {
         match db {
-            Db::Mysql(_) => LaneCommits { fires, results },
+            Db::Mysql(_) | Db::Postgres(_) => LaneCommits { fires, results },
             Db::Sqlite(..) => LaneCommits {
                 fires: 1,
                 results: 1,

@@ -49,6 +49,11 @@ pub enum IdentityError {
     Store(#[from] StoreError),
     #[error("cannot lock the instance id: {0}")]
     Lock(String),
+    #[error(
+        "store.url: `ax serve` does not run on PostgreSQL yet (`ax migrate` creates its schema); \
+         use sqlite:// or mysql://"
+    )]
+    PostgresNotYet,
 }
 
 /// The identity of this process, held until [`Identity::release`] or the process ends.
@@ -83,6 +88,7 @@ impl StoreClaim {
     pub async fn take(url: &StoreUrl) -> Result<StoreClaim, IdentityError> {
         Ok(match url {
             StoreUrl::Mysql(hosts) => StoreClaim::Shared(hosts.clone()),
+            StoreUrl::Postgres(_) => return Err(IdentityError::PostgresNotYet),
             StoreUrl::Sqlite(path) => {
                 let in_use = || IdentityError::FileInUse(path.clone());
                 StoreClaim::Sqlite(lock_file(&format!("{path}.lock"), in_use).await?)

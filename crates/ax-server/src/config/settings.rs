@@ -107,10 +107,10 @@ settings! {
             env: "AX_STORE_URL",
             default: "sqlite://./data/ax.db".into(),
             kind: Kind::Checked {
-                rule: "must be sqlite://PATH or mysql://user:pass@host:port/db (several servers: mysql://user:pass@host1:port,host2:port/db)",
+                rule: "must be sqlite://PATH, mysql://user:pass@host:port/db (several servers: mysql://user:pass@host1:port,host2:port/db) or postgres://user:pass@host:port/db[?sslmode=disable|prefer|require]",
                 accepts: |url| ax_store::StoreUrl::parse(url).is_ok(),
             },
-            doc: "`sqlite://PATH` or `mysql://user:pass@host:port/db` (a missing database is created if the user may); MySQL is reached over TCP at exactly that host and port, through a Unix socket only with `?socket=PATH`. Several servers, as a Galera cluster's nodes: `mysql://user:pass@host1:port,host2:port,host3:port/db`; connections go to the server that answered last, else to the next that answers in the listed order, each given 2 s",
+            doc: "`sqlite://PATH` or `mysql://user:pass@host:port/db` (a missing database is created if the user may); MySQL is reached over TCP at exactly that host and port, through a Unix socket only with `?socket=PATH`. Several servers, as a Galera cluster's nodes: `mysql://user:pass@host1:port,host2:port,host3:port/db`; connections go to the server that answered last, else to the next that answers in the listed order, each given 2 s. PostgreSQL (`postgres://user:pass@host:port/db`, `sslmode` `disable`, `prefer` (the default: TLS if the server's certificate is trusted, else plain text) or `require`, `sslrootcert=PATH` for a private authority): `ax migrate` creates its schema; `ax serve` does not run on it yet",
         }
         pool_size: u32 {
             env: "AX_STORE_POOL_SIZE",

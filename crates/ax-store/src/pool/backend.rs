@@ -31,6 +31,55 @@ pub enum StoreUrl {
     Sqlite(String),
     /// A `mysql://` URL: the servers it lists, tried in order (see [`MysqlHosts`]).
     Mysql(MysqlHosts),
+    /// A `postgres://` or `postgresql://` URL, as tokio-postgres reads it.
+    Postgres(PostgresUrl),
+}
+
+/// A PostgreSQL URL, checked: a host, a database and an `sslmode` ax can honour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresUrl {
+    /// The URL for the driver (without `sslrootcert`, which tokio-postgres does not read).
+    url: String,
+    pub ssl: SslMode,
+    /// A PEM file of the certificate authorities to trust besides the web PKI's
+    /// (`sslrootcert=PATH`).
+    pub root_cert: Option<String>,
+}
+
+/// Whether a PostgreSQL connection is encrypted: `require`d (the server's certificate checked
+/// against the trusted authorities), `prefer`red (the default: encrypted and checked if that
+/// works, else in plain text), or `disable`d.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    Disable,
+    Prefer,
+    Require,
+}
+
+impl PostgresUrl {
+    /// The URL the driver connects by.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The name of its database.
+    pub fn database(&self) -> String {
+        url::Url::parse(&self.url)
+            .ok()
+            .as_ref()
+            .and_then(database_name)
+            .unwrap_or_default()
+    }
+
+    /// The same server, its `postgres` database: to create the one the URL names.
+    pub(crate) fn maintenance(&self) -> PostgresUrl {
+        let mut url = url::Url::parse(&self.url).expect("checked when parsed");
+        url.set_path("/postgres");
+        PostgresUrl {
+            url: url.into(),
+            ..self.clone()
+        }
+    }
 }
 
 /// The servers of a `mysql://` URL, in the URL's order, each as the URL ax connects to it by:
@@ -58,11 +107,13 @@ impl MysqlHosts {
 }
 
 /// How a store URL is written, as refusals say it.
-const URL_FORMS: &str = "store.url must be sqlite://PATH or mysql://user:pass@host:port/db \
-                         (several servers: mysql://user:pass@host1:port,host2:port/db)";
+const URL_FORMS: &str = "store.url must be sqlite://PATH, mysql://user:pass@host:port/db \
+                         (several servers: mysql://user:pass@host1:port,host2:port/db) or \
+                         postgres://user:pass@host:port/db[?sslmode=disable|prefer|require]";
 
 impl StoreUrl {
-    /// Parses `sqlite://PATH` or `mysql://user:pass@host:port[,host:port…]/db`.
+    /// Parses `sqlite://PATH`, `mysql://user:pass@host:port[,host:port…]/db` or
+    /// `postgres://user:pass@host:port/db[?sslmode=…]`.
     pub fn parse(url: &str) -> Result<Self, StoreError> {
         let refuse =
             |why: &str| StoreError::BadUrl(format!("`{}` ({why}): {URL_FORMS}", redacted(url)));
@@ -75,8 +126,12 @@ impl StoreUrl {
             mysql_hosts(rest)
                 .map(StoreUrl::Mysql)
                 .map_err(|why| refuse(&why))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            postgres_url(url)
+                .map(StoreUrl::Postgres)
+                .map_err(|why| refuse(&why))
         } else {
-            Err(refuse("neither sqlite:// nor mysql://"))
+            Err(refuse("neither sqlite://, mysql:// nor postgres://"))
         }
     }
 }
@@ -117,6 +172,44 @@ fn mysql_hosts(rest: &str) -> Result<MysqlHosts, String> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(MysqlHosts(urls))
 }
+/// A PostgreSQL URL checked: one host, a database, an `sslmode` of `disable`, `prefer` (the
+/// default) or `require`, and `sslrootcert`. tokio-postgres's other forms (`host=… dbname=…`,
+/// several hosts) are refused: ax prints and redacts URLs.
+fn postgres_url(url: &str) -> Result<PostgresUrl, String> {
+    let mut parsed = url::Url::parse(url).map_err(|err| err.to_string())?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("no host".into());
+    }
+    if database_name(&parsed).is_none() {
+        return Err("no database name after the /".into());
+    }
+    let (mut ssl, mut root_cert) = (SslMode::Prefer, None);
+    let mut kept = Vec::new();
+    for (key, value) in parsed.query_pairs() {
+        match (&*key, &*value) {
+            ("sslmode", "require") => ssl = SslMode::Require,
+            ("sslmode", "prefer") => ssl = SslMode::Prefer,
+            ("sslmode", "disable") => ssl = SslMode::Disable,
+            ("sslmode", other) => {
+                return Err(format!(
+                    "sslmode `{other}` is not one of disable, prefer, require"
+                ))
+            }
+            ("sslrootcert", path) => root_cert = Some(path.to_string()),
+            _ => kept.push((key.to_string(), value.to_string())),
+        }
+    }
+    parsed.set_query(None);
+    if !kept.is_empty() {
+        parsed.query_pairs_mut().extend_pairs(kept);
+    }
+    Ok(PostgresUrl {
+        url: parsed.into(),
+        ssl,
+        root_cert,
+    })
+}
+
 /// Adds `prefer_socket=false` unless the URL chooses `socket` or `prefer_socket` itself.
 ///
 /// mysql_async prefers a socket by default: after connecting over TCP it asks the server for
@@ -203,7 +296,16 @@ mod tests {
             ("mysql://ax:pw@db1,db2", "no database name"),
             ("mysql://ax:pw@db1:3306,db2:3306/", "no database name"),
             ("sqlite://", "no path"),
-            ("postgres://ax:pw@db/ax", "neither sqlite:// nor mysql://"),
+            (
+                "redis://ax:pw@db/ax",
+                "neither sqlite://, mysql:// nor postgres://",
+            ),
+            ("postgres://ax:pw@/ax", "empty host"),
+            ("postgresql://ax:pw@db:5432", "no database name"),
+            (
+                "postgres://ax:pw@db/ax?sslmode=verify-full",
+                "sslmode `verify-full`",
+            ),
         ] {
             let message = match StoreUrl::parse(url) {
                 Err(err @ StoreError::BadUrl(_)) => err.to_string(),
@@ -212,6 +314,44 @@ mod tests {
             assert!(message.contains(why), "{url}: {message}");
             assert!(message.contains("store.url must be"), "{url}: {message}");
             assert!(!message.contains(":pw@"), "{url}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_postgres_url_names_its_database_and_how_it_is_encrypted() {
+        for (url, driver, database, ssl, root_cert) in [
+            (
+                "postgres://postgres@127.0.0.1:5432/ax",
+                "postgres://postgres@127.0.0.1:5432/ax",
+                "ax",
+                SslMode::Prefer,
+                None,
+            ),
+            (
+                "postgresql://ax:s%40cret@db/axdb?sslmode=require&sslrootcert=/etc/ax/ca.pem",
+                "postgresql://ax:s%40cret@db/axdb",
+                "axdb",
+                SslMode::Require,
+                Some("/etc/ax/ca.pem"),
+            ),
+            (
+                "postgres://ax@db/ax?connect_timeout=5&sslmode=disable",
+                "postgres://ax@db/ax?connect_timeout=5",
+                "ax",
+                SslMode::Disable,
+                None,
+            ),
+        ] {
+            match StoreUrl::parse(url) {
+                Ok(StoreUrl::Postgres(parsed)) => {
+                    assert_eq!(parsed.url(), driver);
+                    assert_eq!(parsed.database(), database, "{url}");
+                    assert_eq!(parsed.ssl, ssl, "{url}");
+                    assert_eq!(parsed.root_cert.as_deref(), root_cert, "{url}");
+                    assert!(parsed.maintenance().url().contains("/postgres"), "{url}");
+                }
+                other => panic!("{url}: {other:?}"),
+            }
         }
     }
 

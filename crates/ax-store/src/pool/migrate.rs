@@ -15,10 +15,10 @@ use diesel::sql_types::HasSqlType;
 use diesel::sql_types::{BigInt, Text};
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection};
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
-use diesel_async::AsyncMysqlConnection;
+use diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
-use super::backend::{database_name, sqlite_pragmas, MysqlHosts, StoreUrl};
+use super::backend::{database_name, sqlite_pragmas, MysqlHosts, PostgresUrl, StoreUrl};
 use super::error::StoreError;
 use super::hosts::Dialer;
 use crate::queries::{leases, wsrep};
@@ -30,6 +30,10 @@ type MysqlSyncConn = AsyncConnectionWrapper<AsyncMysqlConnection>;
 
 const MYSQL_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/mysql");
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
+
+/// A blocking PostgreSQL connection for the migration harness.
+type PostgresSyncConn = AsyncConnectionWrapper<AsyncPgConnection>;
 
 /// The migration that makes a task's `(scene, name)` unique.
 const UNIQUE_NAMES: &str = "2026-12-01-000001_task_names_unique";
@@ -75,6 +79,23 @@ fn migrate_blocking(url: &StoreUrl) -> Result<Vec<String>, StoreError> {
             diesel::sql_query("SELECT GET_LOCK('ax_migrations', 120)").execute(&mut conn)?;
             let applied = apply(&mut conn, MYSQL_MIGRATIONS);
             diesel::sql_query("SELECT RELEASE_LOCK('ax_migrations')").execute(&mut conn)?;
+            applied
+        }
+        StoreUrl::Postgres(url) => {
+            // The blocking wrapper drives its connection through this runtime's handle, which
+            // only a runtime with worker threads serves from outside `block_on`.
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .map_err(|err| StoreError::Connect(err.to_string()))?;
+            create_postgres_database(&runtime, url)?;
+            let mut conn = postgres_sync(&runtime, url)?;
+            diesel::sql_query("SELECT pg_advisory_lock(hashtext('ax_migrations'))")
+                .execute(&mut conn)?;
+            let applied = apply(&mut conn, POSTGRES_MIGRATIONS);
+            diesel::sql_query("SELECT pg_advisory_unlock(hashtext('ax_migrations'))")
+                .execute(&mut conn)?;
             applied
         }
     }
@@ -267,6 +288,46 @@ fn create_mysql_database(url: &str) -> Result<(), StoreError> {
     );
     if let Err(err) = diesel::connection::SimpleConnection::batch_execute(&mut conn, &sql) {
         log::warn!("could not create database `{name}`: {err}");
+    }
+    Ok(())
+}
+
+/// A blocking connection to `url`'s server, opened as the pool opens its own (TLS as the URL
+/// says), served by `runtime`.
+fn postgres_sync(
+    runtime: &tokio::runtime::Runtime,
+    url: &PostgresUrl,
+) -> Result<PostgresSyncConn, StoreError> {
+    let conn = runtime
+        .block_on(super::postgres::establish(url.clone()))
+        .map_err(|err| StoreError::Connect(err.to_string()))?;
+    let _serving = runtime.enter();
+    Ok(PostgresSyncConn::from(conn))
+}
+
+/// Creates the database a PostgreSQL URL names, if missing and the user may (see
+/// [`create_mysql_database`]).
+fn create_postgres_database(
+    runtime: &tokio::runtime::Runtime,
+    url: &PostgresUrl,
+) -> Result<(), StoreError> {
+    #[derive(QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = BigInt)]
+        #[allow(dead_code)]
+        found: i64,
+    }
+    let name = url.database();
+    let mut conn = postgres_sync(runtime, &url.maintenance())?;
+    let found: Vec<Found> =
+        diesel::sql_query("SELECT CAST(1 AS BIGINT) AS found FROM pg_database WHERE datname = $1")
+            .bind::<Text, _>(&name)
+            .load(&mut conn)?;
+    if found.is_empty() {
+        let sql = format!("CREATE DATABASE \"{}\"", name.replace('"', "\"\""));
+        if let Err(err) = diesel::connection::SimpleConnection::batch_execute(&mut conn, &sql) {
+            log::warn!("could not create database `{name}`: {err}");
+        }
     }
     Ok(())
 }

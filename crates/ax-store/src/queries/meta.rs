@@ -70,6 +70,11 @@ pub async fn reference_time(conn: &mut Conn) -> Result<DateTime<Utc>, StoreError
                 .get_result(&mut **c)
                 .await?
         }
+        Conn::Postgres(c) => {
+            diesel::select(sql::<Timestamp>("clock_timestamp() AT TIME ZONE 'utc'"))
+                .get_result(&mut ***c)
+                .await?
+        }
         Conn::Sqlite(c, _) => {
             diesel::select(sql::<Timestamp>("strftime('%Y-%m-%d %H:%M:%f', 'now')"))
                 .get_result(&mut **c)

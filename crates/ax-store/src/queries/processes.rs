@@ -27,13 +27,14 @@ pub async fn begin_epoch(
     second: i64,
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
-    with_conn!(conn, |c| diesel::insert_or_ignore_into(p::ax_process)
+    with_conn!(conn, |c| diesel::insert_into(p::ax_process)
         .values((
             p::instance_id.eq(instance_id),
             p::epoch.eq(0_i64),
             p::sent_through.eq(second),
             p::renewed_at.eq(to_db(now)),
         ))
+        .on_conflict_do_nothing()
         .execute(c)
         .await)?;
     loop {

@@ -7,7 +7,7 @@ use diesel_async::RunQueryDsl;
 
 use crate::rows::schema::ax_run_log::dsl as l;
 use crate::rows::schema::ax_run_log_attempt::dsl as s;
-use crate::with_conn;
+use crate::{server_or_sqlite, with_conn};
 use crate::{to_db, Conn, StoreError};
 use ax_core::run::logs::{cut_output, overflow, Limits};
 use ax_core::run::RequestId;
@@ -66,10 +66,10 @@ pub async fn append(conn: &mut Conn, add: &LogAppend<'_>) -> Result<Appended, St
         .filter(s::request_id.eq(run))
         .filter(s::attempt.eq(add.attempt))
         .select((s::line_count, s::byte_count, s::dropped));
-    let (count, bytes, mut dropped): (i32, i64, i64) = match conn {
-        Conn::Mysql(c) => of_attempt.for_update().first(&mut **c).await?,
-        Conn::Sqlite(c, _) => of_attempt.first(&mut **c).await?,
-    };
+    let (count, bytes, mut dropped): (i32, i64, i64) =
+        server_or_sqlite!(conn, |c| of_attempt.for_update().first(c).await?, |c| {
+            of_attempt.first(c).await?
+        });
     // Lines that would not fit even alone are not written at all.
     let sizes: Vec<usize> = add.lines.iter().map(String::len).collect();
     let skip = overflow(&sizes, add.limits);
@@ -84,25 +84,26 @@ pub async fn append(conn: &mut Conn, add: &LogAppend<'_>) -> Result<Appended, St
             bytes: i32::try_from(text.len()).unwrap_or(i32::MAX),
         })
         .collect();
-    // MariaDB takes many rows a statement; SQLite (no round trip) one at a time.
-    match conn {
-        Conn::Mysql(c) => {
+    // A database server takes many rows a statement; SQLite (no round trip) one at a time.
+    server_or_sqlite!(
+        conn,
+        |c| {
             for chunk in rows.chunks(INSERT_CHUNK) {
                 diesel::insert_into(l::ax_run_log)
                     .values(chunk)
-                    .execute(&mut **c)
+                    .execute(c)
                     .await?;
             }
-        }
-        Conn::Sqlite(c, _) => {
+        },
+        |c| {
             for row in &rows {
                 diesel::insert_into(l::ax_run_log)
                     .values(row)
-                    .execute(&mut **c)
+                    .execute(c)
                     .await?;
             }
         }
-    }
+    );
     let mut count = i64::from(count) + rows.len() as i64;
     let mut bytes = bytes + rows.iter().map(|row| i64::from(row.bytes)).sum::<i64>();
     if count > add.limits.lines as i64 || bytes > add.limits.bytes as i64 {
@@ -139,19 +140,18 @@ async fn open_attempt(
     attempt: i32,
     at: NaiveDateTime,
 ) -> Result<(), StoreError> {
-    with_conn!(conn, |c| diesel::insert_or_ignore_into(
-        s::ax_run_log_attempt
-    )
-    .values((
-        s::request_id.eq(run.as_str()),
-        s::attempt.eq(attempt),
-        s::line_count.eq(0),
-        s::byte_count.eq(0_i64),
-        s::dropped.eq(0_i64),
-        s::updated_at.eq(at),
-    ))
-    .execute(c)
-    .await)?;
+    with_conn!(conn, |c| diesel::insert_into(s::ax_run_log_attempt)
+        .values((
+            s::request_id.eq(run.as_str()),
+            s::attempt.eq(attempt),
+            s::line_count.eq(0),
+            s::byte_count.eq(0_i64),
+            s::dropped.eq(0_i64),
+            s::updated_at.eq(at),
+        ))
+        .on_conflict_do_nothing()
+        .execute(c)
+        .await)?;
     Ok(())
 }
 

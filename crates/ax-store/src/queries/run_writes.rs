@@ -249,10 +249,14 @@ async fn changing(
     binds: &[Value],
 ) -> Result<Vec<String>, StoreError> {
     let lock = match conn {
-        Conn::Mysql(_) => " FOR UPDATE",
+        Conn::Mysql(_) | Conn::Postgres(_) => " FOR UPDATE",
         Conn::Sqlite(..) => "",
     };
-    let sql = format!("SELECT request_id FROM ax_instance WHERE {condition}{lock}");
+    let sql = conn
+        .binds(&format!(
+            "SELECT request_id FROM ax_instance WHERE {condition}{lock}"
+        ))
+        .into_owned();
     let ids: Vec<Id> = with_conn!(conn, |c| {
         Kept(bind_values!(
             diesel::sql_query(sql.as_str()).into_boxed(),

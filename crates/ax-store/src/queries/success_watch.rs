@@ -66,6 +66,7 @@ pub async fn watched(
 ) -> Result<Option<Arc<Watched>>, StoreError> {
     let lock = match conn {
         Conn::Mysql(_) => " LOCK IN SHARE MODE",
+        Conn::Postgres(_) => " FOR SHARE",
         // SQLite's writer is alone.
         Conn::Sqlite(..) => "",
     };

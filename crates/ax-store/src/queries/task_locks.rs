@@ -10,7 +10,7 @@ use diesel_async::RunQueryDsl;
 use crate::pool::prepared::{padded, Kept};
 use crate::rows::models::TaskStatus;
 use crate::rows::schema::ax_task::dsl as t;
-use crate::{Conn, StoreError};
+use crate::{server_or_sqlite, Conn, StoreError};
 use ax_core::run::TaskId;
 
 /// The `next_run_at` and version of these tasks, locked for the rest of the transaction
@@ -40,10 +40,11 @@ pub async fn lock_task_schedules(
         TaskStatus,
         NaiveDateTime,
     );
-    let rows: Vec<Row> = match conn {
-        Conn::Mysql(c) => Kept(query.for_update()).load(&mut **c).await?,
-        Conn::Sqlite(c, _) => Kept(query).load(&mut **c).await?,
-    };
+    let rows: Vec<Row> = server_or_sqlite!(
+        conn,
+        |c| Kept(query.for_update()).load(c).await?,
+        |c| Kept(query).load(c).await?
+    );
     Ok(rows
         .into_iter()
         .filter(|(_, _, _, status, _)| *status == TaskStatus::Enabled)

@@ -16,8 +16,8 @@ use crate::rows::schema::ax_alert_fold::dsl as f;
 use crate::rows::schema::ax_alert_state::dsl as s;
 use crate::rows::schema::ax_scene::dsl as sc;
 use crate::rows::schema::ax_task::dsl as t;
-use crate::with_conn;
 use crate::{from_db, to_db, Conn, StoreError};
+use crate::{server_or_sqlite, with_conn};
 use ax_core::alerting::{
     asked, closed_groups, fold_asks, AlertEvent, AlertRule, Asked, FoldState, FoldStates,
     QueuedEvent, TaskFacts,
@@ -178,25 +178,28 @@ async fn read_queue(
 
 /// Writes the new outbox rows; a row there already (the same alert folded before) stays.
 async fn insert_alerts(conn: &mut Conn, rows: &[AlertRow]) -> Result<(), StoreError> {
-    // MariaDB takes many rows a statement; SQLite (no round trip) one by one.
-    match conn {
-        Conn::Mysql(c) => {
+    // A database server takes many rows a statement; SQLite (no round trip) one by one.
+    server_or_sqlite!(
+        conn,
+        |c| {
             for chunk in rows.chunks(INSERT_CHUNK) {
-                diesel::insert_or_ignore_into(a::ax_alert)
+                diesel::insert_into(a::ax_alert)
                     .values(chunk)
-                    .execute(&mut **c)
+                    .on_conflict_do_nothing()
+                    .execute(c)
                     .await?;
             }
-        }
-        Conn::Sqlite(c, _) => {
+        },
+        |c| {
             for row in rows {
-                diesel::insert_or_ignore_into(a::ax_alert)
+                diesel::insert_into(a::ax_alert)
                     .values(row)
-                    .execute(&mut **c)
+                    .on_conflict_do_nothing()
+                    .execute(c)
                     .await?;
             }
         }
-    }
+    );
     Ok(())
 }
 
@@ -400,13 +403,33 @@ async fn save_states(
             alerted: i32::from(state.alerted),
         })
         .collect();
-    // MariaDB takes many rows a statement; SQLite (no round trip) one by one.
+    // A database server takes many rows a statement; SQLite (no round trip) one by one.
+    // PostgreSQL has no `REPLACE`: its upsert names the key and the columns it sets.
     match conn {
         Conn::Mysql(c) => {
             for chunk in rows.chunks(INSERT_CHUNK) {
                 diesel::replace_into(f::ax_alert_fold)
                     .values(chunk)
                     .execute(&mut **c)
+                    .await?;
+            }
+        }
+        Conn::Postgres(c) => {
+            use diesel::upsert::excluded;
+            for chunk in rows.chunks(INSERT_CHUNK) {
+                diesel::insert_into(f::ax_alert_fold)
+                    .values(chunk)
+                    .on_conflict((f::subject, f::event))
+                    .do_update()
+                    .set((
+                        f::window_start.eq(excluded(f::window_start)),
+                        f::window_count.eq(excluded(f::window_count)),
+                        f::silent_until.eq(excluded(f::silent_until)),
+                        f::folded.eq(excluded(f::folded)),
+                        f::folded_since.eq(excluded(f::folded_since)),
+                        f::alerted.eq(excluded(f::alerted)),
+                    ))
+                    .execute(&mut ***c)
                     .await?;
             }
         }

@@ -10,7 +10,7 @@ use crate::rows::schema::ax_executor_group::dsl as g;
 use crate::rows::schema::ax_executor_member::dsl as m;
 use crate::rows::schema::ax_member_gone::dsl as x;
 use crate::rows::schema::ax_task::dsl as t;
-use crate::with_conn;
+use crate::{server_or_sqlite, with_conn};
 use crate::{Conn, StoreError};
 use ax_core::task::executor::TaskExecutor;
 
@@ -134,10 +134,11 @@ pub(super) async fn ensure_group(
         let query = g::ax_executor_group
             .filter(g::name.eq(name))
             .select(g::name);
-        let found: Option<String> = match conn {
-            Conn::Mysql(c) => query.for_update().first(&mut **c).await.optional()?,
-            Conn::Sqlite(c, _) => query.first(&mut **c).await.optional()?,
-        };
+        let found: Option<String> = server_or_sqlite!(
+            conn,
+            |c| query.for_update().first(c).await.optional()?,
+            |c| query.first(c).await.optional()?
+        );
         if found.is_some() {
             return Ok(true);
         }

@@ -92,8 +92,8 @@ pub(super) async fn watch_if_lag_bound<'f>(
     Ok(())
 }
 
-/// The id the connection's last insert generated. The one backend-specific query: MySQL has no
-/// `RETURNING`, and each backend names this function differently.
+/// The id the connection's last insert of a task generated. The one backend-specific query:
+/// MySQL has no `RETURNING`, and each backend names this function differently.
 pub(super) async fn last_insert_id<C>(conn: &mut C) -> QueryResult<i64>
 where
     C: diesel_async::AsyncConnection,
@@ -113,6 +113,12 @@ pub trait LastInsertId {
 
 impl LastInsertId for diesel::mysql::Mysql {
     const LAST_INSERT_ID: &'static str = "CAST(LAST_INSERT_ID() AS SIGNED)";
+}
+
+/// The task's own sequence: `lastval()` would answer the change feed's, which the insert's
+/// trigger took a value of after it.
+impl LastInsertId for diesel::pg::Pg {
+    const LAST_INSERT_ID: &'static str = "currval(pg_get_serial_sequence('ax_task', 'id'))";
 }
 
 impl LastInsertId for diesel::sqlite::Sqlite {

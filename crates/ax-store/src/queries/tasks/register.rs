@@ -233,6 +233,19 @@ async fn insert_all<'a>(
                 }
             }
         }
+        // A multi-row insert takes consecutive ids on PostgreSQL too, but answers the last.
+        Conn::Postgres(c) => {
+            for chunk in chunks(&rows, ROWS_PER_INSERT) {
+                let ids: Vec<i64> = Kept(
+                    diesel::insert_into(t::ax_task)
+                        .values(chunk)
+                        .returning(t::id),
+                )
+                .get_results(&mut ***c)
+                .await?;
+                first = first.or(<[i64]>::first(&ids).copied());
+            }
+        }
         // The async SQLite wrapper has no multi-row insert; rows of an in-process file are
         // cheap one at a time.
         Conn::Sqlite(c, _) => {

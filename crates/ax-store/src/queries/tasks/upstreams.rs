@@ -10,7 +10,7 @@ use crate::queries::meta;
 use crate::rows::models::Task;
 use crate::rows::schema::ax_task::dsl as t;
 use crate::rows::schema::ax_task_dependency::dsl as d;
-use crate::with_conn;
+use crate::{server_or_sqlite, with_conn};
 use crate::{Conn, StoreError};
 use ax_core::run::TaskId;
 use ax_core::task::dependencies::dependency_cycle;
@@ -54,10 +54,10 @@ pub(super) async fn check_all_upstreams(
     wanted.dedup();
     meta::lock_dependency_graph(conn).await?;
     let query = t::ax_task.filter(t::id.eq_any(&wanted)).select(t::id);
-    let found: Vec<TaskId> = match conn {
-        Conn::Mysql(c) => query.for_update().load(&mut **c).await?,
-        Conn::Sqlite(c, _) => query.load(&mut **c).await?,
-    };
+    let found: Vec<TaskId> =
+        server_or_sqlite!(conn, |c| query.for_update().load(c).await?, |c| query
+            .load(c)
+            .await?);
     // A new task has no downstreams yet: only changed ones can close a cycle.
     let mut edges = match tasks.iter().any(|(task, _)| task.is_some()) {
         true => all_dependencies(conn).await?,
