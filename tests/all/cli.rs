@@ -347,23 +347,29 @@ fn migrate_creates_the_sqlite_store() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("nested/x.db");
     let url = format!("sqlite://{}", db.display());
-    let output = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let said = migrate_twice(dir.path(), &url);
     assert!(db.is_file(), "{} was not created", db.display());
-    let said = stdout(&output);
-    assert!(said.contains(&url), "{said}");
     assert!(
         said.contains("applied migration 2026-11-29-000000_init"),
         "{said}"
     );
-    // Migrating again is a no-op that succeeds, and says so.
-    let again = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
+}
+
+/// Runs `ax migrate` on `url`, then again, which must be a no-op that succeeds and says so;
+/// answers what the first said.
+fn migrate_twice(dir: &Path, url: &str) -> String {
+    let output = run(ax(dir).arg("migrate").env("AX_STORE_URL", url));
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let said = stdout(&output);
+    assert!(said.contains(url), "{said}");
+    let again = run(ax(dir).arg("migrate").env("AX_STORE_URL", url));
     assert_eq!(again.status.code(), Some(0), "stderr: {}", stderr(&again));
     assert!(
         stdout(&again).contains("no migrations pending"),
         "{}",
         stdout(&again)
     );
+    said
 }
 
 /// `ax migrate` tries the servers of a URL as `ax serve` does: a closed port, then the test's
@@ -395,23 +401,13 @@ fn migrate_creates_the_postgres_schema_once() {
     let dir = tempfile::tempdir().expect("temp dir");
     let database = crate::common::PostgresDatabase::new();
     let url = database.url();
-    let output = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
-    let said = stdout(&output);
-    assert!(said.contains(&url), "{said}");
+    let said = migrate_twice(dir.path(), &url);
     for migration in ["2026-11-29-000000_init", "2026-12-07-000100_leases"] {
         assert!(
             said.contains(&format!("applied migration {migration}")),
             "{said}"
         );
     }
-    let again = run(ax(dir.path()).arg("migrate").env("AX_STORE_URL", &url));
-    assert_eq!(again.status.code(), Some(0), "stderr: {}", stderr(&again));
-    assert!(
-        stdout(&again).contains("no migrations pending"),
-        "{}",
-        stdout(&again)
-    );
     let serve = run(ax(dir.path())
         .arg("serve")
         .env("AX_STORE_URL", &url)

@@ -36,8 +36,9 @@ const REDIS_RULE: &str = "redis.url must be redis://[user:password@]host:port[/D
 fn a_bad_value_of_any_kind_is_refused_at_start_in_the_keys_words() {
     let dir = tempfile::tempdir().expect("temp dir");
     let port = "server.port must be 1-65535";
-    let store_url = "store.url must be sqlite://PATH or mysql://user:pass@host:port/db (several \
-                     servers: mysql://user:pass@host1:port,host2:port/db)";
+    let store_url = "store.url must be sqlite://PATH, mysql://user:pass@host:port/db (several \
+                     servers: mysql://user:pass@host1:port,host2:port/db) or \
+                     postgres://user:pass@host:port/db[?sslmode=disable|prefer|require]";
     for (name, value, message) in [
         ("AX_PORT", "70000", port.to_string()),
         ("AX_PORT", "eighty", port.to_string()),
@@ -55,7 +56,7 @@ fn a_bad_value_of_any_kind_is_refused_at_start_in_the_keys_words() {
         ),
         (
             "AX_STORE_URL",
-            "postgres://ax:secret@db/ax",
+            "postgres://ax:secret@db/ax?sslmode=verify-full",
             store_url.into(),
         ),
         (
