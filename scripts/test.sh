@@ -111,5 +111,7 @@ echo "$report" | grep -q '"pages":\[{"name":"dashboard"' || {
   exit 1
 }
 
+# A failing test's message, not 50 frames of backtrace, is what the end of the log shows.
+export RUST_BACKTRACE=0
 cargo test "$@"
 

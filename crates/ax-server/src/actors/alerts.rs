@@ -1,8 +1,8 @@
 //! Alerts out: each second, the run ends the database recorded are folded into the outbox,
-//! and the outbox's due rows are claimed and sent to their channels, off every run path (a
-//! channel that hangs holds only its own send, for at most the send timeout). Alerts about
-//! runs are sent on a lane of their own (its own rounds and connections), so a backlog of
-//! alerts about members and processes never delays them. What an alert
+//! and the outbox's due rows are claimed and sent to their channels, off every run path.
+//! Each channel has a sender per lane (its own rounds and connections): a channel that is
+//! slow or hangs holds only its own sends, and a backlog of alerts about members and
+//! processes never delays those about runs. What an alert
 //! says is `ax_core::alerting`'s; which rows are due and how a send settles is the store's.
 
 use ax_core::ids::ProcessId;
@@ -61,14 +61,21 @@ pub struct AlertActor {
     redis_outage: Outage,
     secret: Arc<[u8]>,
     allowlist: Allowlist,
-    /// The runs lane's connections (also the outage's and the test's alerts).
+    /// The outage's and the test's alerts' connections.
     client: Option<Rc<awc::Client>>,
-    /// The other lane's connections: a slow channel's backlog holds none of the runs lane's.
-    others_client: Option<Rc<awc::Client>>,
-    /// A round of folding and sending alerts about runs is under way.
+    /// One per channel and lane.
+    senders: Vec<Sender>,
+    /// A round of folding run ends into the outbox is under way.
+    folding: bool,
+}
+
+/// The sends of one channel's alerts of one lane: a round at a time, on connections of its
+/// own.
+struct Sender {
+    lane: AlertLane,
+    channel: String,
+    client: Rc<awc::Client>,
     busy: bool,
-    /// A round of sending the other alerts is under way.
-    others_busy: bool,
 }
 
 impl AlertActor {
@@ -87,9 +94,8 @@ impl AlertActor {
             secret,
             allowlist,
             client: None,
-            others_client: None,
-            busy: false,
-            others_busy: false,
+            senders: Vec::new(),
+            folding: false,
         }
     }
 }
@@ -103,7 +109,16 @@ impl Actor for AlertActor {
         let limit = usize::try_from(SEND_BATCH).unwrap_or(1);
         let client = || guarded_client(self.allowlist.clone(), limit, timeout, Some(timeout));
         self.client = Some(Rc::new(client()));
-        self.others_client = Some(Rc::new(client()));
+        self.senders = [AlertLane::Runs, AlertLane::Others]
+            .into_iter()
+            .flat_map(|lane| self.settings.channels.iter().map(move |c| (lane, c)))
+            .map(|(lane, channel)| Sender {
+                lane,
+                channel: channel.name.clone(),
+                client: Rc::new(client()),
+                busy: false,
+            })
+            .collect();
         let enabled = !self.settings.channels.is_empty();
         let store = self.store.clone();
         ctx.spawn(
@@ -119,26 +134,22 @@ impl Actor for AlertActor {
         );
         if enabled {
             ctx.run_interval(Duration::from_secs(1), |actor, ctx| {
-                actor.tick(ctx);
-                actor.send_others(ctx);
+                actor.fold(ctx);
+                actor.send(AlertLane::Others, ctx);
             });
         }
     }
 }
 
 impl AlertActor {
-    /// One round of the runs lane: fold, then send the due alerts about runs; the next round
-    /// waits for this one.
-    fn tick(&mut self, ctx: &mut Context<Self>) {
-        let Some(client) = self.client.clone().filter(|_| !self.busy) else {
+    /// One round of folding run ends into the outbox, then the alerts about runs are sent;
+    /// the next round waits for this one.
+    fn fold(&mut self, ctx: &mut Context<Self>) {
+        if self.folding {
             return;
-        };
-        self.busy = true;
-        let (settings, store, secret) = (
-            self.settings.clone(),
-            self.store.clone(),
-            self.secret.clone(),
-        );
+        }
+        self.folding = true;
+        let (settings, store) = (self.settings.clone(), self.store.clone());
         let redis = self.redis.clone();
         ctx.spawn(
             async move {
@@ -146,46 +157,52 @@ impl AlertActor {
                     Some(link) => Some(redis_answers(link).await),
                     None => None,
                 };
-                let rounded = round(&settings, &store, &client, &secret).await;
-                if let Err(err) = &rounded {
+                let folded = fold_all(&settings, &store).await;
+                if let Err(err) = &folded {
                     log::warn!("alerts: {err}");
                 }
-                let store_up = !rounded.is_err_and(|err| err.is_unreachable());
+                let store_up = !folded.is_err_and(|err| err.is_unreachable());
                 (store_up, redis_up)
             }
             .into_actor(self)
             .map(|(store_up, redis_up), actor, ctx| {
-                actor.busy = false;
+                actor.folding = false;
                 actor.observe_store(store_up, ctx);
                 if let Some(up) = redis_up {
                     actor.observe_redis(up, ctx);
                 }
+                actor.send(AlertLane::Runs, ctx);
             }),
         );
     }
 
-    /// One round of the other lane: send the due alerts about members, processes and Redis;
-    /// the next waits for this one, the runs lane for none.
-    fn send_others(&mut self, ctx: &mut Context<Self>) {
-        let Some(client) = self.others_client.clone().filter(|_| !self.others_busy) else {
-            return;
-        };
-        self.others_busy = true;
-        let (settings, store, secret) = (
-            self.settings.clone(),
-            self.store.clone(),
-            self.secret.clone(),
-        );
-        ctx.spawn(
-            async move {
-                let lane = (&settings, &store, &*client, &secret[..]);
-                if let Err(err) = send_due(lane, AlertLane::Others).await {
+    /// A round of sending `lane`'s due alerts for each channel whose last round is over.
+    fn send(&mut self, lane: AlertLane, ctx: &mut Context<Self>) {
+        let idle = self.senders.iter_mut().enumerate();
+        let idle = idle.filter(|(_, sender)| sender.lane == lane && !sender.busy);
+        let mut rounds = Vec::new();
+        for (index, sender) in idle {
+            sender.busy = true;
+            let (settings, store, secret) = (
+                self.settings.clone(),
+                self.store.clone(),
+                self.secret.clone(),
+            );
+            let (channel, client) = (sender.channel.clone(), sender.client.clone());
+            rounds.push((index, async move {
+                let sender = (&settings, &store, &*client, &secret[..]);
+                if let Err(err) = send_due(sender, (lane, &channel)).await {
                     log::warn!("alerts: {err}");
                 }
-            }
-            .into_actor(self)
-            .map(|(), actor, _| actor.others_busy = false),
-        );
+            }));
+        }
+        for (index, round) in rounds {
+            ctx.spawn(
+                round
+                    .into_actor(self)
+                    .map(move |(), actor, _| actor.senders[index].busy = false),
+            );
+        }
     }
 
     /// The store out of reach is told from this process straight to the default rule's
@@ -302,11 +319,10 @@ fn outage_alert(process: &str, event: AlertEvent, since: chrono::DateTime<Utc>) 
     }
 }
 
-async fn round(
+/// Folds the run ends recorded since the last round into the outbox.
+async fn fold_all(
     settings: &Arc<AlertSettings>,
     store: &StoreHandle,
-    client: &awc::Client,
-    secret: &[u8],
 ) -> Result<(), ax_store::StoreError> {
     // A full batch leaves more queued: fold on (bounded, so sending still gets its turn),
     // or failures arriving faster than a batch a round would pile up.
@@ -322,15 +338,16 @@ async fn round(
             break;
         }
     }
-    send_due((settings, store, client, secret), AlertLane::Runs).await
+    Ok(())
 }
 
-/// Claims the due alerts of `lane` and sends them, each settled as it went.
+/// Claims the due alerts of `lane` on `channel` and sends them, each settled as it went.
 async fn send_due(
     (settings, store, client, secret): (&Arc<AlertSettings>, &StoreHandle, &awc::Client, &[u8]),
-    lane: AlertLane,
+    (lane, channel): (AlertLane, &str),
 ) -> Result<(), ax_store::StoreError> {
     let claimant = settings.claimant.clone();
+    let channel = channel.to_string();
     let claim_for = chrono::Duration::from_std(settings.send_timeout * 2)
         .unwrap_or(chrono::Duration::seconds(60));
     let due = store
@@ -338,7 +355,8 @@ async fn send_due(
             boxed(async move {
                 let now = Utc::now();
                 let until = now + claim_for;
-                alerts::claim_due(conn, (&claimant, lane), now, until, SEND_BATCH).await
+                let sender = (claimant.as_str(), lane, channel.as_str());
+                alerts::claim_due(conn, sender, now, until, SEND_BATCH).await
             })
         })
         .await?;

@@ -71,46 +71,44 @@ impl AlertRow {
     }
 }
 
-/// Claims up to `limit` alerts of `lane` due to be sent, for `claimant` until `until`;
-/// returns them.
+/// Claims up to `limit` alerts of `lane` due to be sent on `channel`, for `claimant` until
+/// `until`; returns them.
 pub async fn claim_due(
     conn: &mut Conn,
-    (claimant, lane): (&str, AlertLane),
+    (claimant, lane, channel): (&str, AlertLane, &str),
     now: DateTime<Utc>,
     until: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<AlertRow>, StoreError> {
     let now = to_db(now);
-    let due: Vec<(String, String)> = with_conn!(conn, |c| {
+    let due: Vec<String> = with_conn!(conn, |c| {
         let query = a::ax_alert.into_boxed();
         let query = match lane {
             AlertLane::Runs => query.filter(a::task_id.is_not_null()),
             AlertLane::Others => query.filter(a::task_id.is_null()),
         };
         query
+            .filter(a::channel.eq(channel))
             .filter(a::status.eq(AlertStatus::Pending))
             .filter(a::next_try_at.le(now))
             .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
             .order(a::next_try_at.asc())
             .limit(limit)
-            .select((a::id, a::channel))
+            .select(a::id)
             .load(c)
             .await
     })?;
     if due.is_empty() {
         return Ok(Vec::new());
     }
-    let ids: Vec<&str> = due.iter().map(|(id, _)| id.as_str()).collect();
-    let mut channels: Vec<&str> = due.iter().map(|(_, channel)| channel.as_str()).collect();
-    channels.sort_unstable();
-    channels.dedup();
+    let ids: Vec<&str> = due.iter().map(String::as_str).collect();
     let until = to_db(until);
     // Of two processes that saw a row due, the one whose UPDATE finds it so takes it: the
     // rows this one holds with this claim's expiry are the ones it won.
     with_conn!(conn, |c| diesel::update(
         a::ax_alert
+            .filter(a::channel.eq(channel))
             .filter(a::id.eq_any(&ids))
-            .filter(a::channel.eq_any(&channels))
             .filter(a::status.eq(AlertStatus::Pending))
             .filter(a::next_try_at.le(now))
             .filter(a::claimed_until.is_null().or(a::claimed_until.lt(now)))
@@ -119,6 +117,7 @@ pub async fn claim_due(
     .execute(c)
     .await)?;
     Ok(with_conn!(conn, |c| a::ax_alert
+        .filter(a::channel.eq(channel))
         .filter(a::id.eq_any(&ids))
         .filter(a::claimant.eq(claimant))
         .filter(a::claimed_until.eq(until))
