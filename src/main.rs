@@ -58,8 +58,8 @@ enum Command {
         #[arg(long)]
         bind: Option<String>,
         /// Store URL: sqlite://PATH, mysql://user:pass@host:port/db or
-        /// postgres://user:pass@host:port/db (migrate only, so far) (store.url,
-        /// AX_STORE_URL; default sqlite://./data/ax.db).
+        /// postgres://user:pass@host:port/db (store.url, AX_STORE_URL; default
+        /// sqlite://./data/ax.db).
         #[arg(long)]
         store: Option<String>,
     },
@@ -70,6 +70,21 @@ enum Command {
         /// Store URL (store.url, AX_STORE_URL).
         #[arg(long)]
         store: Option<String>,
+    },
+    /// Copy a deployment from one store to another (any backends): tasks, scenes, executor
+    /// groups, the audit log, and the runs of the last --runs-days days with their attempts,
+    /// logs and alerts; prints a count of each. The target must be empty (or hold an
+    /// unfinished copy of the same source, which a re-run completes). Stop ax first.
+    Copy {
+        /// The source's store URL (sqlite://, mysql:// or postgres://).
+        #[arg(long)]
+        from: String,
+        /// The target's store URL; its schema is made if it has none.
+        #[arg(long)]
+        to: String,
+        /// Copy the runs scheduled in this many days before now (0: no runs).
+        #[arg(long, default_value_t = 30)]
+        runs_days: u32,
     },
     /// Load-test ax: a mock executor, ax child processes, tasks, one JSON line of figures;
     /// `ax bench console` times the web console's pages on a seeded database.
@@ -221,6 +236,11 @@ fn main() -> ExitCode {
         Command::Migrate { config, store } => {
             with_config(config, [("--store", "store.url", store)], migrate)
         }
+        Command::Copy {
+            from,
+            to,
+            runs_days,
+        } => copy(&from, &to, runs_days),
         Command::Bench(command) => ax_bench::main(command),
         Command::Tasks { command } => api(global, |conn| ax_client::tasks(conn, command)),
         Command::Runs { command } => api(global, |conn| ax_client::runs(conn, command)),
@@ -372,6 +392,40 @@ fn migrate(config: Config) -> ExitCode {
             match applied.len() {
                 0 => println!("no migrations pending: {store} is up to date"),
                 n => println!("{n} migrations applied to {store}"),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("ax: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn copy(from: &str, to: &str, runs_days: u32) -> ExitCode {
+    for (flag, url) in [("--from", from), ("--to", to)] {
+        if let Err(err) = ax_store::StoreUrl::parse(url) {
+            eprintln!("ax: invalid {flag}: {err}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
+    if ax_store::redacted(from) == ax_store::redacted(to) {
+        eprintln!("ax: invalid --to: it is the same store as --from");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let since = Utc::now() - chrono::Duration::days(i64::from(runs_days));
+    let source = ax_store::redacted(from);
+    let result = actix_rt::System::new().block_on(async {
+        let source_db = ax_store::Db::connect(from, 2).await?;
+        let target_db = ax_store::Db::connect(to, 2).await?;
+        ax_store::copy::copy((&source_db, &source), &target_db, since).await
+    });
+    match result {
+        Ok(counts) => {
+            let target = ax_store::redacted(to);
+            println!("copied {source} to {target} (runs scheduled since {since}):");
+            for (kind, count) in counts.listed() {
+                println!("  {kind:<13} {count}");
             }
             ExitCode::SUCCESS
         }

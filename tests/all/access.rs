@@ -284,7 +284,12 @@ async fn roles_and_audit(store: TestStore) {
     executor.stop().await;
 }
 
-on_each_backend!(roles_and_audit, sqlite: roles_and_audit_sqlite, mariadb: roles_and_audit_mysql);
+on_each_backend!(
+    roles_and_audit,
+    sqlite: roles_and_audit_sqlite,
+    mariadb: roles_and_audit_mysql,
+    postgres: roles_and_audit_postgres
+);
 
 const BILLING: &str = "billing-token-0123456789";
 const FLEET: &str = "fleet-token-0123456789ab";
@@ -494,7 +499,8 @@ async fn executor_tokens_stay_in_their_groups(store: TestStore) {
 on_each_backend!(
     executor_tokens_stay_in_their_groups,
     sqlite: executor_tokens_stay_in_their_groups_sqlite,
-    mariadb: executor_tokens_stay_in_their_groups_mysql
+    mariadb: executor_tokens_stay_in_their_groups_mysql,
+    postgres: executor_tokens_stay_in_their_groups_postgres
 );
 
 /// Without any token, changes are the anonymous actor's.

@@ -97,7 +97,8 @@ async fn names_are_unique_in_a_scene(store: TestStore) {
 on_each_backend!(
     names_are_unique_in_a_scene,
     sqlite: names_are_unique_in_a_scene_sqlite,
-    mariadb: names_are_unique_in_a_scene_mysql
+    mariadb: names_are_unique_in_a_scene_mysql,
+    postgres: names_are_unique_in_a_scene_postgres
 );
 
 async fn bulk_registers_all_or_none(store: TestStore) {
@@ -221,5 +222,6 @@ async fn bulk_registers_all_or_none(store: TestStore) {
 on_each_backend!(
     bulk_registers_all_or_none,
     sqlite: bulk_registers_all_or_none_sqlite,
-    mariadb: bulk_registers_all_or_none_mysql
+    mariadb: bulk_registers_all_or_none_mysql,
+    postgres: bulk_registers_all_or_none_postgres
 );

@@ -394,8 +394,7 @@ fn migrate_goes_to_the_first_server_of_the_url_that_answers() {
 }
 
 /// `ax migrate` creates a PostgreSQL database and its schema (encrypted if the server offers
-/// TLS with a certificate ax trusts, else in plain text); `ax serve` says it does not run there
-/// yet.
+/// TLS with a certificate ax trusts, else in plain text), once.
 #[test]
 fn migrate_creates_the_postgres_schema_once() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -408,16 +407,6 @@ fn migrate_creates_the_postgres_schema_once() {
             "{said}"
         );
     }
-    let serve = run(ax(dir.path())
-        .arg("serve")
-        .env("AX_STORE_URL", &url)
-        .env("AX_PORT", "0"));
-    assert_eq!(serve.status.code(), Some(1), "stderr: {}", stderr(&serve));
-    assert!(
-        stderr(&serve).contains("does not run on PostgreSQL yet"),
-        "{}",
-        stderr(&serve)
-    );
 }
 
 #[test]

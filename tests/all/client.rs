@@ -154,7 +154,8 @@ async fn the_cli_drives_the_api(store: TestStore) {
 on_each_backend!(
     the_cli_drives_the_api,
     sqlite: the_cli_drives_the_api_sqlite,
-    mariadb: the_cli_drives_the_api_mysql
+    mariadb: the_cli_drives_the_api_mysql,
+    postgres: the_cli_drives_the_api_postgres
 );
 
 async fn tasks_as_code(store: TestStore) {
@@ -284,7 +285,12 @@ async fn tasks_as_code(store: TestStore) {
     ax_process.terminate().await;
 }
 
-on_each_backend!(tasks_as_code, sqlite: tasks_as_code_sqlite, mariadb: tasks_as_code_mysql);
+on_each_backend!(
+    tasks_as_code,
+    sqlite: tasks_as_code_sqlite,
+    mariadb: tasks_as_code_mysql,
+    postgres: tasks_as_code_postgres
+);
 
 /// Labels through the CLI: `ax apply` sets and changes them, `ax export` prints them (none
 /// when empty) and applies back unchanged, `ax tasks list --label` filters by one.
@@ -348,4 +354,9 @@ async fn labels_as_code(store: TestStore) {
     ax_process.terminate().await;
 }
 
-on_each_backend!(labels_as_code, sqlite: labels_as_code_sqlite, mariadb: labels_as_code_mysql);
+on_each_backend!(
+    labels_as_code,
+    sqlite: labels_as_code_sqlite,
+    mariadb: labels_as_code_mysql,
+    postgres: labels_as_code_postgres
+);

@@ -208,7 +208,7 @@ async fn pages_show_tasks_and_runs(store: TestStore) {
 async fn the_dashboard_shows_what_needs_attention(store: TestStore) {
     let ax = start_ax(&config(&store, false, "attention")).await;
     let api = Api::new(&ax);
-    if !store.is_mysql() {
+    if !store.is_shared() {
         let quiet = page(&ax, "/console").await;
         assert!(
             quiet.contains(r#"id="attention-none""#),
@@ -249,10 +249,16 @@ async fn the_dashboard_shows_what_needs_attention(store: TestStore) {
 on_each_backend!(
     the_dashboard_shows_what_needs_attention,
     sqlite: the_dashboard_shows_what_needs_attention_on_sqlite,
-    mariadb: the_dashboard_shows_what_needs_attention_on_mariadb
+    mariadb: the_dashboard_shows_what_needs_attention_on_mariadb,
+    postgres: the_dashboard_shows_what_needs_attention_on_postgres
 );
 
-on_each_backend!(pages_show_tasks_and_runs, sqlite: pages_on_sqlite, mariadb: pages_on_mysql);
+on_each_backend!(
+    pages_show_tasks_and_runs,
+    sqlite: pages_on_sqlite,
+    mariadb: pages_on_mysql,
+    postgres: pages_on_postgres
+);
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn a_zoned_task_shows_its_dst_notes() {
@@ -700,7 +706,8 @@ async fn signing_in_sessions_and_csrf(store: TestStore) {
 on_each_backend!(
     signing_in_sessions_and_csrf,
     sqlite: signing_in_on_sqlite,
-    mariadb: signing_in_on_mysql
+    mariadb: signing_in_on_mysql,
+    postgres: signing_in_on_postgres
 );
 
 impl Visitor {
@@ -1020,7 +1027,8 @@ async fn a_viewer_is_offered_no_change(store: TestStore) {
 on_each_backend!(
     a_viewer_is_offered_no_change,
     sqlite: a_viewer_is_offered_no_change_on_sqlite,
-    mariadb: a_viewer_is_offered_no_change_on_mysql
+    mariadb: a_viewer_is_offered_no_change_on_mysql,
+    postgres: a_viewer_is_offered_no_change_on_postgres
 );
 
 /// The request id in a `/console/runs/{requestId}?…` location.
@@ -1537,7 +1545,12 @@ async fn task_actions(store: TestStore) {
     accepting.stop().await;
 }
 
-on_each_backend!(task_actions, sqlite: task_actions_on_sqlite, mariadb: task_actions_on_mysql);
+on_each_backend!(
+    task_actions,
+    sqlite: task_actions_on_sqlite,
+    mariadb: task_actions_on_mysql,
+    postgres: task_actions_on_postgres
+);
 
 /// A run cancelled from its page (and a second cancel refused), run again with its params;
 /// a scene paused and resumed, the notices counting its tasks; all in the audit log by the
@@ -1694,7 +1707,8 @@ async fn run_and_scene_actions(store: TestStore) {
 on_each_backend!(
     run_and_scene_actions,
     sqlite: run_and_scene_actions_on_sqlite,
-    mariadb: run_and_scene_actions_on_mysql
+    mariadb: run_and_scene_actions_on_mysql,
+    postgres: run_and_scene_actions_on_postgres
 );
 
 /// Labels in the console: the tasks filter (`label=KEY=VALUE`, a bad one beside its input), a
@@ -1786,7 +1800,8 @@ async fn labels_in_the_console(store: TestStore) {
 on_each_backend!(
     labels_in_the_console,
     sqlite: labels_in_the_console_on_sqlite,
-    mariadb: labels_in_the_console_on_mysql
+    mariadb: labels_in_the_console_on_mysql,
+    postgres: labels_in_the_console_on_postgres
 );
 
 /// The executors page while `wanted` is not on it yet (the dispatchers' counts settle as runs
@@ -1886,7 +1901,8 @@ async fn executors_in_the_console(store: TestStore) {
 on_each_backend!(
     executors_in_the_console,
     sqlite: executors_in_the_console_on_sqlite,
-    mariadb: executors_in_the_console_on_mysql
+    mariadb: executors_in_the_console_on_mysql,
+    postgres: executors_in_the_console_on_postgres
 );
 
 /// Waits until `GET /api/alerts{query}` lists `n` alerts of which one matches `wanted`;
@@ -2094,7 +2110,8 @@ async fn alerts_in_the_console(store: TestStore) {
 on_each_backend!(
     alerts_in_the_console,
     sqlite: alerts_in_the_console_on_sqlite,
-    mariadb: alerts_in_the_console_on_mysql
+    mariadb: alerts_in_the_console_on_mysql,
+    postgres: alerts_in_the_console_on_postgres
 );
 
 /// A save refused for several fields shows each error beside its field and a summary at the

@@ -162,7 +162,12 @@ async fn runs_filters(store: TestStore) {
     );
 }
 
-on_each_backend!(runs_filters, sqlite: runs_filters_on_sqlite, mariadb: runs_filters_on_mysql);
+on_each_backend!(
+    runs_filters,
+    sqlite: runs_filters_on_sqlite,
+    mariadb: runs_filters_on_mysql,
+    postgres: runs_filters_on_postgres
+);
 
 /// A page's status and body (no redirect followed).
 async fn fetch(ax: &ax_server::app::Ax, path: &str) -> (u16, String) {
@@ -395,5 +400,6 @@ async fn fetch_location(ax: &ax_server::app::Ax, path: &str) -> (u16, Option<Str
 on_each_backend!(
     tasks_sort_paging_and_confirmation,
     sqlite: tasks_sort_paging_and_confirmation_on_sqlite,
-    mariadb: tasks_sort_paging_and_confirmation_on_mysql
+    mariadb: tasks_sort_paging_and_confirmation_on_mysql,
+    postgres: tasks_sort_paging_and_confirmation_on_postgres
 );

@@ -32,7 +32,7 @@ struct Outage {
 
 async fn crash_and_recover(store: TestStore) {
     // On MariaDB with Redis, as a cluster runs; on SQLite alone.
-    let redis = store.is_mysql();
+    let redis = store.is_shared();
     let seed = Utc::now().timestamp_nanos_opt().unwrap_or(1) as u64 | 1;
     println!("kill schedule seed: {seed}");
     let mut rng = XorShift(seed);
@@ -172,5 +172,6 @@ async fn crash_and_recover(store: TestStore) {
 on_each_backend!(
     crash_and_recover,
     sqlite: kill_9_on_sqlite,
-    mariadb: kill_9_on_mariadb_with_redis
+    mariadb: kill_9_on_mariadb_with_redis,
+    postgres: kill_9_on_postgres
 );

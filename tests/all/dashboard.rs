@@ -14,7 +14,12 @@ use crate::common::{
     config, on_each_backend, refusing_base, start_ax, unique_name, Api, Executor, Reply, TestStore,
 };
 
-on_each_backend!(tells_the_truth, sqlite: dashboard_on_sqlite, mariadb: dashboard_on_mysql);
+on_each_backend!(
+    tells_the_truth,
+    sqlite: dashboard_on_sqlite,
+    mariadb: dashboard_on_mysql,
+    postgres: dashboard_on_postgres
+);
 
 async fn page(ax: &ax_server::app::Ax, path: &str) -> String {
     let mut response = awc::Client::builder()

@@ -27,7 +27,7 @@ fn time(value: &Value) -> DateTime<Utc> {
 /// A task fires on schedule; every delivery is recorded, final, and carries its request id.
 async fn fires_dispatches_and_records(store: TestStore) {
     // On MariaDB with Redis, as a cluster runs; on SQLite alone.
-    let redis = store.is_mysql();
+    let redis = store.is_shared();
     let ax = start_ax(&config(&store, redis, "e2e")).await;
     let api = Api::new(&ax);
     let executor = Executor::start(Reply::Success).await;
@@ -121,12 +121,13 @@ async fn fires_dispatches_and_records(store: TestStore) {
 on_each_backend!(
     fires_dispatches_and_records,
     sqlite: fires_on_sqlite,
-    mariadb: fires_on_mariadb_with_redis
+    mariadb: fires_on_mariadb_with_redis,
+    postgres: fires_on_postgres
 );
 
 /// A 202 leaves the run RUNNING until the executor's callback; a second result changes nothing.
 async fn callback_completes_a_run(store: TestStore) {
-    let ax = start_ax(&config(&store, store.is_mysql(), "cb")).await;
+    let ax = start_ax(&config(&store, store.is_shared(), "cb")).await;
     let api = Api::new(&ax);
     let executor = Executor::start(Reply::Accepted).await;
     let task = api.create_task(every_second(&executor.url)).await;
@@ -251,7 +252,8 @@ async fn callback_completes_a_run(store: TestStore) {
 on_each_backend!(
     callback_completes_a_run,
     sqlite: callback_on_sqlite,
-    mariadb: callback_on_mariadb
+    mariadb: callback_on_mariadb,
+    postgres: callback_on_postgres
 );
 
 /// Each way an attempt fails ends the run FAILED with the reason recorded.
@@ -301,7 +303,7 @@ async fn failed_attempts_record_the_reason() {
 /// A failed attempt is retried with the same request id until it succeeds or the retries are
 /// used up; the executor can stop retries.
 async fn retries_until_success_or_given_up(store: TestStore) {
-    let ax = start_ax(&config(&store, store.is_mysql(), "retry")).await;
+    let ax = start_ax(&config(&store, store.is_shared(), "retry")).await;
     let api = Api::new(&ax);
     let flaky = Executor::start(Reply::FailFirst(2)).await;
     let broken = Executor::start(Reply::Status(503)).await;
@@ -423,7 +425,8 @@ async fn retries_until_success_or_given_up(store: TestStore) {
 on_each_backend!(
     retries_until_success_or_given_up,
     sqlite: retries_on_sqlite,
-    mariadb: retries_on_mariadb
+    mariadb: retries_on_mariadb,
+    postgres: retries_on_postgres
 );
 
 /// A late result still counts while the run is open: a SUCCESS after a timeout ends the run
@@ -775,7 +778,8 @@ async fn worst_case_replies_are_stored_within_their_columns(store: TestStore) {
 on_each_backend!(
     worst_case_replies_are_stored_within_their_columns,
     sqlite: worst_case_replies_on_sqlite,
-    mariadb: worst_case_replies_on_mariadb
+    mariadb: worst_case_replies_on_mariadb,
+    postgres: worst_case_replies_on_postgres
 );
 
 /// `timeoutMs` bounds the whole exchange: a handler that sends its headers at once and its
@@ -1232,7 +1236,8 @@ async fn versions_make_changes_conditional(store: TestStore) {
 on_each_backend!(
     versions_make_changes_conditional,
     sqlite: versions_on_sqlite,
-    mariadb: versions_on_mariadb
+    mariadb: versions_on_mariadb,
+    postgres: versions_on_postgres
 );
 
 /// An executor's pooled connection stays open while it waits for the next burst: a callback

@@ -45,7 +45,7 @@ async fn open(base: &str, query: &str) -> Events {
 }
 
 async fn a_triggered_run_is_told_to_its_end(store: TestStore) {
-    let ax = start_ax(&config(&store, store.is_mysql(), &unique_name("events"))).await;
+    let ax = start_ax(&config(&store, store.is_shared(), &unique_name("events"))).await;
     let api = Api::new(&ax);
     let base = format!("http://{}", ax.addr());
     let executor = Executor::start(Reply::Accepted).await;
@@ -113,7 +113,8 @@ async fn a_triggered_run_is_told_to_its_end(store: TestStore) {
 on_each_backend!(
     a_triggered_run_is_told_to_its_end,
     sqlite: a_triggered_run_is_told_to_its_end_on_sqlite,
-    mariadb: a_triggered_run_is_told_to_its_end_on_mariadb
+    mariadb: a_triggered_run_is_told_to_its_end_on_mariadb,
+    postgres: a_triggered_run_is_told_to_its_end_on_postgres
 );
 
 /// Two ax on one MariaDB and one Redis: the one that did not fire the run tells it.

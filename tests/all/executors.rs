@@ -52,7 +52,7 @@ async fn page_at(base: &str, path: &str) -> String {
 }
 
 async fn fleet(store: TestStore) {
-    let mut config = config(&store, store.is_mysql(), &unique_name("fleet"));
+    let mut config = config(&store, store.is_shared(), &unique_name("fleet"));
     config.executors.member_ttl_secs = 3;
     let ax = start_ax(&config).await;
     let api = Api::new(&ax);
@@ -231,7 +231,8 @@ async fn fleet(store: TestStore) {
 on_each_backend!(
     fleet,
     sqlite: a_group_routes_fails_over_and_keeps_members_on_sqlite,
-    mariadb: a_group_routes_fails_over_and_keeps_members_on_mariadb
+    mariadb: a_group_routes_fails_over_and_keeps_members_on_mariadb,
+    postgres: a_group_routes_fails_over_and_keeps_members_on_postgres
 );
 
 /// 200 runs due in one second on a group of 2 executors, each with a listen backlog of 5 and

@@ -224,7 +224,8 @@ async fn input_beyond_the_store_is_refused(store: TestStore) {
 on_each_backend!(
     input_beyond_the_store_is_refused,
     sqlite: input_beyond_the_store_is_refused_on_sqlite,
-    mariadb: input_beyond_the_store_is_refused_on_mariadb
+    mariadb: input_beyond_the_store_is_refused_on_mariadb,
+    postgres: input_beyond_the_store_is_refused_on_postgres
 );
 
 /// Requests the HTTP layer refuses before any handler sees them — a 100 KB URI, a malformed
@@ -362,7 +363,8 @@ async fn duplicate_keys_are_refused(store: TestStore) {
 on_each_backend!(
     duplicate_keys_are_refused,
     sqlite: duplicate_keys_are_refused_on_sqlite,
-    mariadb: duplicate_keys_are_refused_on_mariadb
+    mariadb: duplicate_keys_are_refused_on_mariadb,
+    postgres: duplicate_keys_are_refused_on_postgres
 );
 
 /// Names and scenes holding invisible or reordering characters (bidi overrides, zero-width

@@ -164,5 +164,6 @@ async fn labels_are_stored_filtered_and_refused(store: TestStore) {
 on_each_backend!(
     labels_are_stored_filtered_and_refused,
     sqlite: labels_are_stored_filtered_and_refused_on_sqlite,
-    mariadb: labels_are_stored_filtered_and_refused_on_mariadb
+    mariadb: labels_are_stored_filtered_and_refused_on_mariadb,
+    postgres: labels_are_stored_filtered_and_refused_on_postgres
 );

@@ -26,6 +26,7 @@ mod client;
 mod config;
 mod console;
 mod console_friction;
+mod copy;
 mod crash;
 mod dashboard;
 mod docs;

@@ -22,7 +22,7 @@ fn deliveries_of(executor: &Executor, task_id: i64) -> usize {
 /// A paused task (or scene) fires no more — also not from entries already in the wheel — and
 /// resuming starts from now, with no burst of the runs that fell in the pause.
 async fn pause_and_resume(store: TestStore) {
-    let ax = start_ax(&config(&store, store.is_mysql(), "ops")).await;
+    let ax = start_ax(&config(&store, store.is_shared(), "ops")).await;
     let api = Api::new(&ax);
     let executor = Executor::start(Reply::Success).await;
     let a = api
@@ -128,7 +128,8 @@ async fn pause_and_resume(store: TestStore) {
 on_each_backend!(
     pause_and_resume,
     sqlite: pause_and_resume_on_sqlite,
-    mariadb: pause_and_resume_on_mariadb
+    mariadb: pause_and_resume_on_mariadb,
+    postgres: pause_and_resume_on_postgres
 );
 
 /// Waits at least 3 s, and until task `live` has `more` deliveries beyond `since` (at most
@@ -150,7 +151,7 @@ async fn wait_for_fires(executor: &Executor, live: i64, since: usize, more: usiz
 /// a task created in it meanwhile too, and their own state stays; resuming the scene leaves a
 /// task paused by itself paused, and the others fire again.
 async fn a_scene_pause_is_its_own(store: TestStore) {
-    let clustered = store.is_mysql();
+    let clustered = store.is_shared();
     let scene = crate::common::unique_name("quiet");
     let ax = start_ax(&config(&store, clustered, "scene-a")).await;
     // On MariaDB a second process shares the store: the pause must reach its wheel too.
@@ -268,7 +269,8 @@ async fn a_scene_pause_is_its_own(store: TestStore) {
 on_each_backend!(
     a_scene_pause_is_its_own,
     sqlite: a_scene_pause_on_sqlite,
-    mariadb: a_scene_pause_on_mariadb_with_two_processes
+    mariadb: a_scene_pause_on_mariadb_with_two_processes,
+    postgres: a_scene_pause_on_postgres
 );
 
 /// A manual run fires now with its own request id and params, outside the schedule.

@@ -62,7 +62,7 @@ async fn sleep_secs(secs: f64) {
 /// next run goes out.
 async fn skip_records_overlapping_runs_skipped(store: TestStore) {
     // On MariaDB with Redis and two processes; on SQLite one.
-    let redis = store.is_mysql();
+    let redis = store.is_shared();
     let first_config = config(&store, redis, "policy-a");
     let a = start_ax(&first_config).await;
     // The decision is the store's: a second process firing the same task decides alike.
@@ -448,7 +448,8 @@ async fn jitter_delays_each_run_by_its_offset(store: TestStore) {
 on_each_backend!(
     skip_records_overlapping_runs_skipped,
     sqlite: skip_sqlite,
-    mariadb: skip_mysql_two_processes
+    mariadb: skip_mysql_two_processes,
+    postgres: skip_postgres
 );
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
@@ -466,9 +467,19 @@ async fn allow_sqlite() {
     allow_sends_every_run(TestStore::sqlite()).await;
 }
 
-on_each_backend!(cancel_ends_an_open_run, sqlite: cancel_sqlite, mariadb: cancel_mysql);
+on_each_backend!(
+    cancel_ends_an_open_run,
+    sqlite: cancel_sqlite,
+    mariadb: cancel_mysql,
+    postgres: cancel_postgres
+);
 
-on_each_backend!(backfill_fills_a_range_once, sqlite: backfill_sqlite, mariadb: backfill_mysql);
+on_each_backend!(
+    backfill_fills_a_range_once,
+    sqlite: backfill_sqlite,
+    mariadb: backfill_mysql,
+    postgres: backfill_postgres
+);
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn backfill_overlap_mysql() {
@@ -535,7 +546,8 @@ async fn time_zones_drive_the_schedule(store: TestStore) {
 on_each_backend!(
     time_zones_drive_the_schedule,
     sqlite: time_zones_sqlite,
-    mariadb: time_zones_mysql
+    mariadb: time_zones_mysql,
+    postgres: time_zones_postgres
 );
 
 /// `GET /api/cron/next`: the DST gap in Berlin, as UTC and local times with the note,

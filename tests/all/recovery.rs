@@ -36,7 +36,7 @@ fn scheduled_at(d: &Received) -> DateTime<Utc> {
 
 async fn kill_loop(store: TestStore) {
     // On MariaDB with Redis, as a cluster runs; on SQLite alone.
-    let redis = store.is_mysql();
+    let redis = store.is_shared();
     let seed = Utc::now().timestamp_nanos_opt().unwrap_or(1) as u64 | 1;
     println!("kill schedule seed: {seed}");
     let mut rng = XorShift(seed);
@@ -172,4 +172,9 @@ async fn kill_loop(store: TestStore) {
     executor.stop().await;
 }
 
-on_each_backend!(kill_loop, sqlite: kill_loop_on_sqlite, mariadb: kill_loop_on_mariadb_with_redis);
+on_each_backend!(
+    kill_loop,
+    sqlite: kill_loop_on_sqlite,
+    mariadb: kill_loop_on_mariadb_with_redis,
+    postgres: kill_loop_on_postgres
+);

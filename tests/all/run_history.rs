@@ -118,4 +118,9 @@ async fn history_and_upstream_links(store: TestStore) {
     ax.shutdown().await;
 }
 
-on_each_backend!(history_and_upstream_links, sqlite: history_on_sqlite, mariadb: history_on_mysql);
+on_each_backend!(
+    history_and_upstream_links,
+    sqlite: history_on_sqlite,
+    mariadb: history_on_mysql,
+    postgres: history_on_postgres
+);

@@ -30,7 +30,7 @@ fn texts(attempt: &Value) -> Vec<String> {
 /// beyond the bound the last lines stay, after a marker; a callback's output is kept, and
 /// after the grace the log is closed.
 async fn an_open_run_keeps_what_its_executor_says(store: TestStore) {
-    let mut cfg = config(&store, store.is_mysql(), &unique_name("logs"));
+    let mut cfg = config(&store, store.is_shared(), &unique_name("logs"));
     cfg.run_logs.max_lines = 5;
     cfg.run_logs.grace_secs = 1;
     let ax = start_ax(&cfg).await;
@@ -155,7 +155,8 @@ async fn an_open_run_keeps_what_its_executor_says(store: TestStore) {
 on_each_backend!(
     an_open_run_keeps_what_its_executor_says,
     sqlite: an_open_run_keeps_what_its_executor_says_on_sqlite,
-    mariadb: an_open_run_keeps_what_its_executor_says_on_mariadb
+    mariadb: an_open_run_keeps_what_its_executor_says_on_mariadb,
+    postgres: an_open_run_keeps_what_its_executor_says_on_postgres
 );
 
 /// The output in a handler's reply is kept with its attempt.

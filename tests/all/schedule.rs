@@ -63,7 +63,7 @@ async fn the_schedule_ahead(store: TestStore) {
         );
     }
     assert!(!firing.contains(&ticker), "a disabled task does not fire");
-    if !store.is_mysql() {
+    if !store.is_shared() {
         // A store of its own: the counts are exactly these tasks'.
         assert_eq!(load["tasks"], 3);
         assert_eq!(load["totalRuns"], 6, "3 tasks, 2 hours");
@@ -125,7 +125,7 @@ async fn the_schedule_ahead(store: TestStore) {
         page.contains("(the top of the hour)</strong> — "),
         "the busiest second named"
     );
-    if !store.is_mysql() {
+    if !store.is_shared() {
         assert!(
             page.contains(&format!("/console/tasks/{}", hourly[0])),
             "its tasks linked"
@@ -142,7 +142,8 @@ async fn the_schedule_ahead(store: TestStore) {
 on_each_backend!(
     the_schedule_ahead,
     sqlite: the_schedule_ahead_on_sqlite,
-    mariadb: the_schedule_ahead_on_mariadb
+    mariadb: the_schedule_ahead_on_mariadb,
+    postgres: the_schedule_ahead_on_postgres
 );
 
 /// `ax plan` with `args`, run off the test's thread: the ax under test shares that thread's

@@ -12,7 +12,12 @@ use crate::common::{
     config, on_each_backend, start_ax, unique_name, Api, Executor, Reply, TestStore,
 };
 
-on_each_backend!(finds_runs_and_tasks, sqlite: search_on_sqlite, mariadb: search_on_mysql);
+on_each_backend!(
+    finds_runs_and_tasks,
+    sqlite: search_on_sqlite,
+    mariadb: search_on_mysql,
+    postgres: search_on_postgres
+);
 
 /// A GET without following redirects: its status, `Location` and body.
 async fn get(ax: &ax_server::app::Ax, path: &str) -> (u16, Option<String>, String) {

@@ -517,5 +517,6 @@ async fn sessions_end_with_their_token(store: TestStore) {
 on_each_backend!(
     sessions_end_with_their_token,
     sqlite: sessions_end_with_their_token_on_sqlite,
-    mariadb: sessions_end_with_their_token_on_mysql
+    mariadb: sessions_end_with_their_token_on_mysql,
+    postgres: sessions_end_with_their_token_on_postgres
 );

@@ -1,5 +1,5 @@
-//! A real ax starting up: its instance id across restarts and kills, on SQLite and MariaDB;
-//! one process per SQLite file; and what `/healthz` says when a part of it is gone.
+//! A real ax starting up: its instance id across restarts and kills, on SQLite, MariaDB and
+//! PostgreSQL; one process per SQLite file; and what `/healthz` says when a part of it is gone.
 
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
@@ -14,8 +14,12 @@ use crate::common::{
     config, free_port, host_port, mysql_server, start_ax, Api, AxProcess, RedisProcess, TestStore,
 };
 
-fn both_stores() -> [TestStore; 2] {
-    [TestStore::sqlite(), TestStore::mysql()]
+fn every_store() -> [TestStore; 3] {
+    [
+        TestStore::sqlite(),
+        TestStore::mysql(),
+        TestStore::postgres(),
+    ]
 }
 
 fn on(store: &TestStore) -> Vec<(String, String)> {
@@ -81,7 +85,7 @@ fn serve_refused(
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn a_node_keeps_its_host_identity_across_restarts_and_kills() {
-    for store in both_stores() {
+    for store in every_store() {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut node = AxProcess::start_with_host_identity(dir.path(), "node", on(&store)).await;
         let id = instance_id(&node).await;
@@ -110,7 +114,7 @@ async fn a_node_keeps_its_host_identity_across_restarts_and_kills() {
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn a_second_process_with_a_live_identity_is_refused() {
     // On SQLite a second process is refused whatever its id: see the next test.
-    for store in [TestStore::mysql()] {
+    for store in [TestStore::mysql(), TestStore::postgres()] {
         let dir = tempfile::tempdir().expect("temp dir");
         let first = AxProcess::start_with_host_identity(dir.path(), "first", on(&store)).await;
         let id = instance_id(&first).await;

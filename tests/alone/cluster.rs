@@ -1,6 +1,6 @@
-//! Three ax processes on one MariaDB and one Redis: each run is recorded once and delivered,
-//! results reach any instance, and when one instance is killed the others take over its share
-//! within the documented failover gap and report it gone from `/api/cluster`.
+//! Three ax processes on one MariaDB (or PostgreSQL) and one Redis: each run is recorded once
+//! and delivered, results reach any instance, and when one instance is killed the others take
+//! over its share within the documented failover gap and report it gone from `/api/cluster`.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -63,8 +63,16 @@ async fn live_members(api: &Api) -> Vec<String> {
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn three_instances_one_killed() {
+    three_instances_one_killed_on(TestStore::mysql()).await;
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn three_instances_one_killed_on_postgres() {
+    three_instances_one_killed_on(TestStore::postgres()).await;
+}
+
+async fn three_instances_one_killed_on(store: TestStore) {
     let _serial = crate::serial().await;
-    let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let names: Vec<String> = (1..=3)
@@ -656,9 +664,17 @@ async fn sleep_into_second(fraction: f64) {
 /// their claims, their replies reach the woken process, and nothing is delivered twice.
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn a_paused_process_never_sends_twice() {
+    a_paused_process_never_sends_twice_on(TestStore::mysql()).await;
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn a_paused_process_never_sends_twice_on_postgres() {
+    a_paused_process_never_sends_twice_on(TestStore::postgres()).await;
+}
+
+async fn a_paused_process_never_sends_twice_on(store: TestStore) {
     let _serial = crate::serial().await;
     const SLOW: usize = 10;
-    let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let env = cluster_env(&store);

@@ -73,8 +73,17 @@ fn one_run(kind: &str, count: usize, store: &TestStore) -> (Vec<String>, Vec<(St
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost() {
+    processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on(TestStore::mysql()).await;
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on_postgres() {
+    processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on(TestStore::postgres())
+        .await;
+}
+
+async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on(store: TestStore) {
     let _serial = crate::serial().await;
-    let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let (names, mut env) = one_run("share", 3, &store);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();

@@ -96,7 +96,7 @@ pub struct Args {
     /// Use the Redis of 127.0.0.1:6379 for the fire lock.
     #[arg(long)]
     pub redis: bool,
-    /// ax processes sharing the store (more than one needs --store mysql).
+    /// ax processes sharing the store (more than one needs --store mysql or postgres).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub instances: u32,
     #[arg(long, value_enum, default_value_t = Mode::Sync)]
@@ -150,9 +150,11 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 impl Args {
     /// Rules that involve several options.
     fn check(&self) -> Result<(), String> {
-        if self.instances > 1 && self.store != StoreKind::Mysql {
+        if self.instances > 1 && !self.store.is_shared() {
             return Err(
-                "--instances above 1 needs --store mysql: one ax process per SQLite file".into(),
+                "--instances above 1 needs --store mysql or postgres: one ax process per SQLite \
+                 file"
+                    .into(),
             );
         }
         let runs = u64::from(self.tasks) * self.duration / u64::from(self.period);
@@ -496,7 +498,7 @@ mod tests {
             &["--fail-rate", "1.5"],
             &["--fail-rate", "NaN"],
             &["--instances", "0"],
-            &["--store", "postgres"],
+            &["--store", "oracle"],
             &["--mode", "async"],
         ] {
             let err = parse(argv)

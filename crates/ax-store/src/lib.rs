@@ -4,6 +4,7 @@
 //! `Db` is an enum of pools; `with_conn!` expands one query body per backend, so every query
 //! is written once and type-checked against every real backend.
 
+pub mod copy;
 pub mod pool;
 pub mod queries;
 pub mod rows;

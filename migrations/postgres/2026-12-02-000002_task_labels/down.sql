@@ -1,1 +1,2 @@
+DROP FUNCTION instr(TEXT, TEXT);
 ALTER TABLE ax_task DROP COLUMN labels;

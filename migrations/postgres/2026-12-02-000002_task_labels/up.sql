@@ -3,3 +3,9 @@
 -- (COLLATE "C"): a label filter matches case and all, as on SQLite. Existing tasks have none.
 ALTER TABLE ax_task
     ADD COLUMN labels TEXT COLLATE "C" NOT NULL DEFAULT '{}';
+
+-- The task list finds a label with `instr`, which MySQL and SQLite have built in: PostgreSQL's
+-- own is `strpos`, under the common name.
+CREATE FUNCTION instr(haystack TEXT, needle TEXT) RETURNS INTEGER
+    LANGUAGE SQL IMMUTABLE STRICT PARALLEL SAFE
+    RETURN strpos(haystack, needle);

@@ -181,5 +181,6 @@ async fn members_gone_fold_and_runs_are_told_at_once(store: TestStore) {
 on_each_backend!(
     members_gone_fold_and_runs_are_told_at_once,
     sqlite: members_gone_fold_and_runs_are_told_at_once_on_sqlite,
-    mariadb: members_gone_fold_and_runs_are_told_at_once_on_mariadb
+    mariadb: members_gone_fold_and_runs_are_told_at_once_on_mariadb,
+    postgres: members_gone_fold_and_runs_are_told_at_once_on_postgres
 );

@@ -196,7 +196,8 @@ async fn a_failing_task_alerts_once_and_resolves(store: TestStore) {
 on_each_backend!(
     a_failing_task_alerts_once_and_resolves,
     sqlite: a_failing_task_alerts_once_and_resolves_on_sqlite,
-    mariadb: a_failing_task_alerts_once_and_resolves_on_mysql
+    mariadb: a_failing_task_alerts_once_and_resolves_on_mysql,
+    postgres: a_failing_task_alerts_once_and_resolves_on_postgres
 );
 
 /// Two ax processes on one MariaDB and Redis: each alert is sent by one of them, once.

@@ -1,10 +1,12 @@
 //! A scenario run on each store ax speaks: written once as `async fn(TestStore)`, it becomes
-//! two tests, one on a fresh SQLite file and one on a fresh MariaDB database.
+//! three tests, one on a fresh SQLite file, one on a fresh MariaDB database and one on a fresh
+//! PostgreSQL database.
 
-/// `on_each_backend!(scenario, sqlite: name_on_sqlite, mariadb: name_on_mariadb);` declares
-/// the two tests of `scenario`, each named as given (the names filters and docs know them by).
+/// `on_each_backend!(scenario, sqlite: name_on_sqlite, mariadb: name_on_mariadb, postgres:
+/// name_on_postgres);` declares the three tests of `scenario`, each named as given (the names
+/// filters and docs know them by).
 macro_rules! on_each_backend {
-    ($scenario:path, sqlite: $sqlite:ident, mariadb: $mariadb:ident $(,)?) => {
+    ($scenario:path, sqlite: $sqlite:ident, mariadb: $mariadb:ident, postgres: $postgres:ident $(,)?) => {
         #[actix_rt::test(system = "crate::common::TestSystem")]
         async fn $sqlite() {
             $scenario($crate::common::TestStore::sqlite()).await;
@@ -13,6 +15,11 @@ macro_rules! on_each_backend {
         #[actix_rt::test(system = "crate::common::TestSystem")]
         async fn $mariadb() {
             $scenario($crate::common::TestStore::mysql()).await;
+        }
+
+        #[actix_rt::test(system = "crate::common::TestSystem")]
+        async fn $postgres() {
+            $scenario($crate::common::TestStore::postgres()).await;
         }
     };
 }

@@ -58,7 +58,7 @@ pub fn postgres_server() -> &'static str {
 }
 
 /// A uniquely named PostgreSQL database (created by ax), dropped with this.
-pub struct PostgresDatabase(String);
+pub struct PostgresDatabase(pub String);
 
 impl PostgresDatabase {
     pub fn new() -> PostgresDatabase {
@@ -114,6 +114,7 @@ pub const SECRET: &str = "test-signing-secret";
 pub enum TestStore {
     Sqlite(tempfile::TempDir),
     Mysql(String),
+    Postgres(PostgresDatabase),
 }
 
 impl TestStore {
@@ -128,21 +129,40 @@ impl TestStore {
         TestStore::Mysql(name)
     }
 
+    /// A uniquely named PostgreSQL database (created by ax's own start-up).
+    pub fn postgres() -> TestStore {
+        TestStore::Postgres(PostgresDatabase::new())
+    }
+
     pub fn url(&self) -> String {
         match self {
             TestStore::Sqlite(dir) => format!("sqlite://{}/ax.db", dir.path().display()),
             TestStore::Mysql(name) => format!("{}/{name}", mysql_server()),
+            TestStore::Postgres(database) => database.url(),
         }
     }
 
-    pub fn is_mysql(&self) -> bool {
-        matches!(self, TestStore::Mysql(_))
+    /// The backend's name, as `Db::backend` says it.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            TestStore::Sqlite(_) => "sqlite",
+            TestStore::Mysql(_) => "mysql",
+            TestStore::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Whether it is a database server's, which several ax processes share (with Redis).
+    pub fn is_shared(&self) -> bool {
+        !matches!(self, TestStore::Sqlite(_))
     }
 
     /// The URL of this MariaDB database with its server reached through `proxy`.
     pub fn url_through(&self, proxy: &Proxy) -> String {
         match self {
             TestStore::Mysql(name) => format!("mysql://root@{}/{name}", proxy.addr),
+            TestStore::Postgres(database) => {
+                format!("postgres://postgres@{}/{}", proxy.addr, database.0)
+            }
             TestStore::Sqlite(_) => panic!("a SQLite store has no server to proxy"),
         }
     }

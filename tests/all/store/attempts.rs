@@ -10,11 +10,11 @@ use chrono::NaiveDateTime;
 
 use crate::store::support::{
     accepted, applied, at, base, born, claim_event, conn, decide, due_attempt, failed, fields,
-    fired, fired_claim, insert_run, insert_task, instance, millis, new_instance, on_both_backends,
+    fired, fired_claim, insert_run, insert_task, instance, millis, new_instance, on_every_backend,
     origin, report, request_id, secs,
 };
 
-on_both_backends!(
+on_every_backend!(
     due_attempts_and_claims,
     due_attempts_use_manual_params,
     recovery_makes_own_claims_due_at_once,

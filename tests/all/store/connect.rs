@@ -18,10 +18,10 @@ use crate::common::{
 };
 use crate::store::support::{
     applied, base, conn, connect, decide, fields, find_task, fire_record, ids, insert_run,
-    insert_task, instance, new_instance, on_both_backends, page, record, request_id,
+    insert_task, instance, new_instance, on_every_backend, page, record, request_id,
 };
 
-on_both_backends!(times_round_trip_exactly);
+on_every_backend!(times_round_trip_exactly);
 
 async fn migrations_are_idempotent(store: TestStore) {
     let first = connect(&store).await;
@@ -57,7 +57,8 @@ async fn migrations_are_idempotent(store: TestStore) {
 on_each_backend!(
     migrations_are_idempotent,
     sqlite: migrations_are_idempotent_sqlite,
-    mariadb: migrations_are_idempotent_mysql
+    mariadb: migrations_are_idempotent_mysql,
+    postgres: migrations_are_idempotent_postgres
 );
 
 /// The PostgreSQL store so far: created with its schema, pooled, a task kept and read back,
@@ -382,11 +383,14 @@ async fn the_unique_names_migration_renames_clashes(store: TestStore) {
     use diesel_async::SimpleAsyncConnection;
     let db = connect(&store).await;
     // Back to the schema before the migration (its own down.sql), as an older ax left it.
-    let down = match store.is_mysql() {
-        true => {
+    let down = match store {
+        TestStore::Mysql(_) => {
             include_str!("../../../migrations/mysql/2026-12-01-000001_task_names_unique/down.sql")
         }
-        false => {
+        TestStore::Postgres(_) => include_str!(
+            "../../../migrations/postgres/2026-12-01-000001_task_names_unique/down.sql"
+        ),
+        TestStore::Sqlite(_) => {
             include_str!("../../../migrations/sqlite/2026-12-01-000001_task_names_unique/down.sql")
         }
     };
@@ -438,5 +442,6 @@ async fn the_unique_names_migration_renames_clashes(store: TestStore) {
 on_each_backend!(
     the_unique_names_migration_renames_clashes,
     sqlite: the_unique_names_migration_renames_clashes_sqlite,
-    mariadb: the_unique_names_migration_renames_clashes_mysql
+    mariadb: the_unique_names_migration_renames_clashes_mysql,
+    postgres: the_unique_names_migration_renames_clashes_postgres
 );

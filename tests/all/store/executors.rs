@@ -10,9 +10,9 @@ use ax_store::Db;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use crate::store::support::{base, conn, on_both_backends, secs};
+use crate::store::support::{base, conn, on_every_backend, secs};
 
-on_both_backends!(
+on_every_backend!(
     members_stay_with_their_token,
     registrations_are_capped_per_group
 );

@@ -13,11 +13,11 @@ use chrono::NaiveDateTime;
 use crate::common::TestStore;
 use crate::store::support::{
     at, base, born, conn, connect, fields, find_task, fire_record, fired_claim, insert_run,
-    insert_task, instance, millis, new_instance, now_db, on_both_backends, origin, record,
+    insert_task, instance, millis, new_instance, now_db, on_every_backend, origin, record,
     request_id, runs_of, secs,
 };
 
-on_both_backends!(
+on_every_backend!(
     record_fires_compare_and_set,
     record_fires_rolls_back_with_its_transaction,
     duplicate_request_id,
@@ -472,8 +472,10 @@ async fn a_backfill_finds_runs_by_their_second_whatever_their_id(db: &Db) {
             NewRunRow::new(backfilled, &NewRun::due(at(t0)))
         })
         .collect();
+    // In a transaction, as the API records one.
     let mut c = conn(db).await;
-    let done = runs::backfill(&mut c, runs, |_| NewRun::due(at(t0)))
+    let done = c
+        .transaction(|c| Box::pin(runs::backfill(c, runs, move |_| NewRun::due(at(t0)))))
         .await
         .expect("backfill");
     assert_eq!((done.runs, done.existing), (2, 1));

@@ -7,11 +7,11 @@ use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::store::support::{
-    base, conn, fields, insert_run, insert_task, millis, new_instance, on_both_backends,
+    base, conn, fields, insert_run, insert_task, millis, new_instance, on_every_backend,
     request_id, runs_of, secs, set_dispatched_at,
 };
 
-on_both_backends!(
+on_every_backend!(
     history_filters_and_pages,
     stats_rows_in_range,
     retention_deletes_in_batches,

@@ -2,9 +2,9 @@
 
 use ax_store::Db;
 
-use crate::store::support::{conn, on_both_backends};
+use crate::store::support::{conn, on_every_backend};
 
-on_both_backends!(signing_secret_is_shared);
+on_every_backend!(signing_secret_is_shared);
 
 async fn signing_secret_is_shared(db: &Db) {
     use ax_store::queries::meta;

@@ -6,7 +6,7 @@
 //! `fires` and `history` the parts of
 //! `queries/instances.rs`, `runs` (the writes themselves), `results`, `attempts` and `pending`
 //! the parts of `queries/transitions.rs`, and `store_actor` the StoreActor (`crates/ax-server/src/actors/store.rs`).
-//! `support` holds the helpers and `on_both_backends!`.
+//! `support` holds the helpers and `on_every_backend!`.
 
 mod support;
 

@@ -10,11 +10,11 @@ use ax_store::Db;
 use chrono::NaiveDateTime;
 
 use crate::store::support::{
-    base, conn, fields, insert_run, insert_task, millis, new_instance, on_both_backends,
+    base, conn, fields, insert_run, insert_task, millis, new_instance, on_every_backend,
     request_id, secs,
 };
 
-on_both_backends!(
+on_every_backend!(
     runs_by_status_over_a_range_and_its_recent_end,
     pauses_note_since_when_and_by_whom,
     members_recovered_within_the_hour,

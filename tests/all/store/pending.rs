@@ -9,10 +9,10 @@ use chrono::NaiveDateTime;
 
 use crate::store::support::{
     applied, at, base, born, conn, decide, fields, insert_run, insert_task, instance, millis,
-    new_instance, on_both_backends, report, request_id, secs, succeeded,
+    new_instance, on_every_backend, report, request_id, secs, succeeded,
 };
 
-on_both_backends!(check_pending_follows_upstreams);
+on_every_backend!(check_pending_follows_upstreams);
 
 async fn check_pending_follows_upstreams(db: &Db) {
     use RunStatus::*;

@@ -13,11 +13,11 @@ use chrono::NaiveDateTime;
 
 use crate::store::support::{
     accepted, applied, at, base, claim, columns_of, conn, decide, failed, failed_for_good, fields,
-    fired, fired_claim, insert_run, insert_task, instance, millis, new_instance, on_both_backends,
+    fired, fired_claim, insert_run, insert_task, instance, millis, new_instance, on_every_backend,
     refused, report, request_id, runs_of, secs, succeeded, with_retry,
 };
 
-on_both_backends!(
+on_every_backend!(
     apply_result_transitions,
     apply_result_schedules_retries,
     results_applied_at_once,

@@ -18,10 +18,10 @@ use diesel_async::RunQueryDsl;
 
 use crate::store::support::{
     applied, at, base, born, columns, columns_of, conn, decide, fields, fired, insert_run,
-    insert_task, instance, new_instance, on_both_backends, origin, request_id, state, with_retry,
+    insert_task, instance, new_instance, on_every_backend, origin, request_id, state, with_retry,
 };
 
-on_both_backends!(
+on_every_backend!(
     sql_writes_match_the_model,
     decide_many_orders_events_of_one_run,
 );

@@ -8,10 +8,10 @@ use ax_store::rows::models::TaskStatus;
 use ax_store::{Conn, Db};
 
 use crate::store::support::{
-    base, conn, fields, insert_run, insert_task, new_instance, on_both_backends, secs,
+    base, conn, fields, insert_run, insert_task, new_instance, on_every_backend, secs,
 };
 
-on_both_backends!(
+on_every_backend!(
     runs_by_the_start_of_their_request_id,
     tasks_by_text_in_scene_or_name
 );

@@ -10,10 +10,10 @@ use chrono::NaiveDateTime;
 
 use crate::store::support::{
     at, base, born, conn, fields, fire_record, fired, insert_run, insert_task, instance,
-    new_instance, on_both_backends, record, request_id, runs_of, secs,
+    new_instance, on_every_backend, record, request_id, runs_of, secs,
 };
 
-on_both_backends!(
+on_every_backend!(
     a_broadcast_fire_is_recorded_as_one,
     a_broadcast_upstream_succeeded_when_every_shard_did,
 );

@@ -9,10 +9,10 @@ use ax_store::Db;
 
 use crate::store::support::{
     accepted, applied, at, base, born, claim_event, due_attempt, fields, fired, insert_run,
-    insert_task, instance, now_db, on_both_backends, report, request_id, secs, succeeded,
+    insert_task, instance, now_db, on_every_backend, report, request_id, secs, succeeded,
 };
 
-on_both_backends!(
+on_every_backend!(
     store_actor_commits_a_backlog_of_results,
     store_actor_records_claims,
     a_lone_result_commits_at_once,

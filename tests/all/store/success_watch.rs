@@ -14,10 +14,10 @@ use chrono::NaiveDateTime;
 
 use crate::store::support::{
     at, base, conn, decide, failed_for_good, fields, fired, insert_run, insert_task,
-    on_both_backends, report, request_id, secs, succeeded, with_retry,
+    on_every_backend, report, request_id, secs, succeeded, with_retry,
 };
 
-on_both_backends!(a_success_is_queued_only_while_its_task_is_watched);
+on_every_backend!(a_success_is_queued_only_while_its_task_is_watched);
 
 fn rule() -> AlertRule {
     AlertRule {

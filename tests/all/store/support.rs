@@ -1,5 +1,5 @@
 //! What every module of the store tests shares: connections, fixed times, task and run
-//! fixtures, events and short forms of the queries, and `on_both_backends!`.
+//! fixtures, events and short forms of the queries, and `on_every_backend!`.
 
 use ax_core::run::{
     claim_until, Decided, Event, NewRun, Outcome, OverlapPolicy, Refusal, Report, RequestId,
@@ -21,7 +21,7 @@ pub(crate) async fn connect(store: &TestStore) -> Db {
         Ok(db) => db,
         Err(err) => panic!("connect to {}: {err}", store.url()),
     };
-    assert_eq!(db.backend() == "mysql", store.is_mysql(), "{}", store.url());
+    assert_eq!(db.backend(), store.backend(), "{}", store.url());
     db
 }
 
@@ -394,10 +394,11 @@ pub(crate) fn page(limit: i64, offset: i64) -> Page {
     Page { limit, offset }
 }
 
-/// Runs each scenario, an `async fn(&Db)`, on a fresh SQLite file and on a fresh MariaDB
-/// database: [`on_each_backend!`](crate::common::on_each_backend) with the store connected, as
-/// the tests `{scenario}::sqlite` and `{scenario}::mysql`.
-macro_rules! on_both_backends {
+/// Runs each scenario, an `async fn(&Db)`, on a fresh SQLite file, MariaDB database and
+/// PostgreSQL database: [`on_each_backend!`](crate::common::on_each_backend) with the store
+/// connected, as the tests `{scenario}::sqlite`, `{scenario}::mysql` and
+/// `{scenario}::postgres`.
+macro_rules! on_every_backend {
     ($($scenario:ident),+ $(,)?) => {
         $(
             mod $scenario {
@@ -406,13 +407,18 @@ macro_rules! on_both_backends {
                     super::$scenario(&db).await;
                 }
 
-                crate::common::on_each_backend!(on, sqlite: sqlite, mariadb: mysql);
+                crate::common::on_each_backend!(
+                    on,
+                    sqlite: sqlite,
+                    mariadb: mysql,
+                    postgres: postgres
+                );
             }
         )+
     };
 }
 
-pub(crate) use on_both_backends;
+pub(crate) use on_every_backend;
 
 /// Sets when a run's first attempt was sent, as its reply would.
 pub(crate) async fn set_dispatched_at(db: &Db, request_id: &RequestId, at: NaiveDateTime) {

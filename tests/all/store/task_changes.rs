@@ -9,10 +9,10 @@ use ax_store::rows::models::TaskStatus;
 use ax_store::{from_db, Db};
 
 use crate::store::support::{
-    base, conn, fields, fire_record, insert_task, on_both_backends, record, request_id, secs,
+    base, conn, fields, fire_record, insert_task, on_every_backend, record, request_id, secs,
 };
 
-on_both_backends!(
+on_every_backend!(
     every_change_of_a_task_is_in_the_feed,
     a_read_takes_the_gaps_and_the_new_from_where_its_last_page_ended,
     a_fire_planned_from_an_older_version_is_stale,

@@ -14,10 +14,10 @@ use ax_store::{from_db, Db};
 use chrono::{NaiveDate, NaiveDateTime};
 
 use crate::store::support::{
-    base, conn, fields, find_task, ids, insert_task, millis, now_db, on_both_backends, page, secs,
+    base, conn, fields, find_task, ids, insert_task, millis, now_db, on_every_backend, page, secs,
 };
 
-on_both_backends!(
+on_every_backend!(
     task_crud,
     due_until_pages_by_id,
     a_share_reads_its_partitions_only,

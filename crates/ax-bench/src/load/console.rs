@@ -124,10 +124,12 @@ pub struct Args {
     /// Audit log entries to seed.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
     pub audit: u32,
-    /// The store: MariaDB only (the seed uses its Sequence engine).
+    /// The store: MariaDB, or PostgreSQL (seeded on MariaDB, whose Sequence engine makes the
+    /// runs, then copied as `ax copy` does, into a database of the same name).
     #[arg(long, value_enum, default_value_t = StoreKind::Mysql)]
     pub store: StoreKind,
-    /// The database on 127.0.0.1:3306 the bench seeds (dropped first) and keeps.
+    /// The database the bench seeds (dropped first) and keeps: on 127.0.0.1:3306, and with
+    /// --store postgres also on 127.0.0.1:5432.
     #[arg(long, default_value = "ax_console_bench", value_parser = parse_database)]
     pub database: String,
     /// Keep the database if it holds a seed of this size (ax's pending migrations are applied
@@ -190,8 +192,12 @@ impl Args {
     }
 
     fn check(&self) -> Result<(), String> {
-        if self.store != StoreKind::Mysql {
-            return Err("the console bench runs on MariaDB only: --store mysql".into());
+        if !self.store.is_shared() {
+            return Err(
+                "the console bench runs on MariaDB or PostgreSQL: --store mysql or \
+                        postgres"
+                    .into(),
+            );
         }
         seed::check(&self.size())
     }
@@ -249,7 +255,10 @@ impl Clock for SeedClock {
 
 async fn bench(args: &Args) -> anyhow::Result<Report> {
     let size = args.size();
-    let seeded = seed::prepare(&args.database, size, args.reuse).await?;
+    let mut seeded = seed::prepare(&args.database, size, args.reuse).await?;
+    if args.store == StoreKind::Postgres {
+        seeded = seed::onto_postgres(seeded, &args.database).await?;
+    }
     let executor = MockExecutor::start(
         Behaviour {
             mode: Mode::Sync,
@@ -294,15 +303,12 @@ async fn bench(args: &Args) -> anyhow::Result<Report> {
 
 /// Points every seeded task at this bench's executor, so what ax fires meanwhile succeeds.
 async fn point_tasks_at(seeded: &Seeded, url: &str) -> anyhow::Result<()> {
-    let ax_store::Db::Mysql(pool) = &seeded.db else {
-        bail!("MariaDB only");
-    };
-    let mut conn = pool.get().await?;
-    diesel::update(t::ax_task)
+    let mut conn = seeded.db.conn().await?;
+    ax_store::with_conn!(&mut conn, |c| diesel::update(t::ax_task)
         .set(t::handler_url.eq(url))
-        .execute(&mut *conn)
-        .await
-        .context("cannot point the tasks at the executor")?;
+        .execute(c)
+        .await)
+    .context("cannot point the tasks at the executor")?;
     Ok(())
 }
 

@@ -68,16 +68,19 @@ pub fn parse_cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
-/// The first process on this machine whose command name is one of `names`.
-pub fn find_process(names: &[&str]) -> Option<u32> {
-    std::fs::read_dir("/proc")
-        .ok()?
+/// The processes on this machine whose command name is one of `names`.
+pub fn find_processes(names: &[&str]) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
         .filter_map(Result::ok)
         .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .find(|pid| {
+        .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/comm"))
                 .is_ok_and(|comm| names.contains(&comm.trim()))
         })
+        .collect()
 }
 
 /// A numeric field of Redis's `INFO` text.
@@ -111,7 +114,7 @@ mod tests {
     #[test]
     fn this_process_is_found_by_its_name() {
         let comm = std::fs::read_to_string("/proc/self/comm").expect("comm");
-        assert!(find_process(&[comm.trim()]).is_some());
-        assert_eq!(find_process(&["no-such-process-name"]), None);
+        assert!(find_processes(&[comm.trim()]).contains(&std::process::id()));
+        assert_eq!(find_processes(&["no-such-process-name"]), Vec::<u32>::new());
     }
 }

@@ -12,7 +12,7 @@ use diesel::prelude::*;
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 
-use crate::load::counters::{find_process, ServerCounters, Traffic};
+use crate::load::counters::{find_processes, process_cpu_ticks, ServerCounters, Traffic};
 use crate::StoreKind;
 use ax_core::run::{RunStatus, TaskId};
 use ax_store::rows::schema::ax_instance::dsl as i;
@@ -22,13 +22,15 @@ use ax_store::{to_db, Db};
 
 /// The MariaDB server of the bench (root, no password, loopback only).
 pub const MYSQL_SERVER: &str = "mysql://root@127.0.0.1:3306";
+/// The PostgreSQL server `--store postgres` makes its databases on.
+pub const POSTGRES_SERVER: &str = "postgres://postgres@127.0.0.1:5432";
 
 /// A store made for one bench run.
 pub struct BenchStore {
     pub url: String,
     db: Db,
     /// Dropped with the store.
-    _database: Option<MysqlDatabase>,
+    _database: Option<BenchDatabase>,
 }
 
 impl BenchStore {
@@ -36,12 +38,10 @@ impl BenchStore {
     pub async fn create(kind: StoreKind, dir: &Path) -> anyhow::Result<BenchStore> {
         let (url, database) = match kind {
             StoreKind::Sqlite => (format!("sqlite://{}/ax.db", dir.display()), None),
-            StoreKind::Mysql => {
+            StoreKind::Mysql | StoreKind::Postgres => {
                 let name = format!("ax_bench_{}", uuid::Uuid::new_v4().simple());
-                (
-                    format!("{MYSQL_SERVER}/{name}"),
-                    Some(MysqlDatabase { name }),
-                )
+                let database = BenchDatabase { kind, name };
+                (database.url(), Some(database))
             }
         };
         let db = Db::connect(&url, 2)
@@ -126,13 +126,23 @@ impl BenchStore {
         }))
     }
 
-    /// The database server's process on this machine; `None` on SQLite.
-    pub fn server_pid(&self) -> Option<u32> {
-        match self.db {
-            Db::Mysql(_) => find_process(&["mariadbd", "mysqld"]),
-            Db::Postgres(_) => find_process(&["postgres"]),
-            Db::Sqlite(..) => None,
+    /// The CPU the database server's processes on this machine have spent (MariaDB's one, or
+    /// PostgreSQL's process per connection and its helpers), in clock ticks; `None` on SQLite.
+    pub fn server_cpu_ticks(&self) -> anyhow::Result<Option<u64>> {
+        let names: &[&str] = match self.db {
+            Db::Mysql(_) => &["mariadbd", "mysqld"],
+            Db::Postgres(_) => &["postgres"],
+            Db::Sqlite(..) => return Ok(None),
+        };
+        let processes = find_processes(names);
+        if processes.is_empty() {
+            return Ok(None);
         }
+        // A process that ended in between counts no more.
+        let ticks = processes
+            .into_iter()
+            .filter_map(|pid| process_cpu_ticks(pid).ok());
+        Ok(Some(ticks.sum()))
     }
 
     /// Every task's id and name.
@@ -209,54 +219,53 @@ struct StatusRow {
     value: String,
 }
 
-/// A MariaDB database of the bench, dropped when this is.
-struct MysqlDatabase {
+/// A MariaDB or PostgreSQL database of the bench, dropped when this is.
+struct BenchDatabase {
+    kind: StoreKind,
     name: String,
 }
 
-impl Drop for MysqlDatabase {
+impl BenchDatabase {
+    fn url(&self) -> String {
+        match self.kind {
+            StoreKind::Postgres => format!("{POSTGRES_SERVER}/{}", self.name),
+            _ => format!("{MYSQL_SERVER}/{}", self.name),
+        }
+    }
+
+    /// Drops it over a connection of `Conn`'s to `server`.
+    fn drop_over<Conn>(server: &str, sql: String) -> Result<(), String>
+    where
+        Conn: diesel::Connection + diesel::connection::SimpleConnection,
+    {
+        let mut conn = Conn::establish(server).map_err(|err| err.to_string())?;
+        conn.batch_execute(&sql).map_err(|err| err.to_string())
+    }
+}
+
+impl Drop for BenchDatabase {
     fn drop(&mut self) {
-        use diesel::connection::SimpleConnection;
-        type SyncMysql = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<
-            diesel_async::AsyncMysqlConnection,
-        >;
-        let sql = format!("DROP DATABASE IF EXISTS `{}`", self.name);
-        let name = self.name.clone();
+        use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
+        type SyncMysql = AsyncConnectionWrapper<diesel_async::AsyncMysqlConnection>;
+        type SyncPostgres = AsyncConnectionWrapper<diesel_async::AsyncPgConnection>;
+        let (kind, name) = (self.kind, self.name.clone());
         // A thread of its own: the blocking wrapper must not run on the bench's runtime.
-        let dropped = std::thread::spawn(move || {
-            let mut conn =
-                <SyncMysql as diesel::Connection>::establish(&format!("{MYSQL_SERVER}/"))
-                    .map_err(|err| err.to_string())?;
-            conn.batch_execute(&sql).map_err(|err| err.to_string())
+        let dropped = std::thread::spawn(move || match kind {
+            StoreKind::Postgres => BenchDatabase::drop_over::<SyncPostgres>(
+                &format!("{POSTGRES_SERVER}/postgres"),
+                format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
+            ),
+            _ => BenchDatabase::drop_over::<SyncMysql>(
+                &format!("{MYSQL_SERVER}/"),
+                format!("DROP DATABASE IF EXISTS `{name}`"),
+            ),
         })
         .join();
+        let name = &self.name;
         match dropped {
             Ok(Ok(())) => {}
             Ok(Err(err)) => eprintln!("ax bench: could not drop database `{name}`: {err}"),
             Err(_) => eprintln!("ax bench: could not drop database `{name}`"),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn open_states_are_not_final() {
-        use RunStatus::*;
-        let name = |status: RunStatus| status.to_string();
-        let statuses = BTreeMap::from([
-            (name(Success), 10),
-            (name(Failed), 2),
-            (name(Missed), 1),
-            (name(Running), 3),
-            (name(Ready), 4),
-        ]);
-        assert_eq!(not_final(&statuses), 7);
-        assert_eq!(
-            open_only(statuses).into_iter().collect::<Vec<_>>(),
-            vec![(name(Ready), 4), (name(Running), 3)]
-        );
     }
 }

@@ -7,13 +7,21 @@ pub enum StoreKind {
     Sqlite,
     /// A fresh database on the MariaDB of 127.0.0.1:3306, dropped at the end.
     Mysql,
+    /// A fresh database on the PostgreSQL of 127.0.0.1:5432, dropped at the end.
+    Postgres,
 }
 
 impl StoreKind {
+    /// Whether several ax processes can share it.
+    pub fn is_shared(self) -> bool {
+        self != StoreKind::Sqlite
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             StoreKind::Sqlite => "sqlite",
             StoreKind::Mysql => "mysql",
+            StoreKind::Postgres => "postgres",
         }
     }
 }

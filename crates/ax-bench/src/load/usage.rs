@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 
 use crate::load::cluster::{Cluster, ProcessReading, CLOCK_TICKS_PER_SEC};
-use crate::load::counters::{info_field, process_cpu_ticks, ServerCounters, Traffic};
+use crate::load::counters::{info_field, ServerCounters, Traffic};
 use crate::load::db::BenchStore;
 use crate::load::executor::MockExecutor;
 use crate::measure::report::{round1, round2, PerFire, ProcessUse};
@@ -123,10 +123,7 @@ pub struct Peers<'a> {
 
 impl Counters {
     async fn read(peers: &Peers<'_>) -> anyhow::Result<Self> {
-        let db_cpu_ticks = match peers.store.server_pid() {
-            Some(pid) => Some(process_cpu_ticks(pid)?),
-            None => None,
-        };
+        let db_cpu_ticks = peers.store.server_cpu_ticks()?;
         let http = &peers.executor.counters().http_bytes;
         Ok(Counters {
             ax_cpu_ticks: peers.cluster.cpu_ticks()?,

@@ -1,8 +1,9 @@
 //! This process's identity in a cluster (`server.instance_id`): the configured one, or the one
 //! its host keeps in the store, so that a restarted node is the same node and recovers its own
 //! runs at once. No two live processes share one: the identity is locked for the process's
-//! lifetime, with a lock the system frees when the process dies, even by `kill -9`. On SQLite
-//! the lock is the database file's own: one ax process per file, whatever its id. On MariaDB
+//! lifetime, with a lock the system frees when the process dies, even by `kill -9`: a named
+//! lock on MySQL/MariaDB, an advisory lock on PostgreSQL, each on a connection of its own. On
+//! SQLite the lock is the database file's own: one ax process per file, whatever its id. On MariaDB
 //! Galera Cluster, which does not replicate named locks, it is a lease in the store instead,
 //! which a killed process leaves to expire: a restart with the same id waits up to
 //! [`LEASE_TTL`] for it.
@@ -11,20 +12,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use diesel_async::AsyncMysqlConnection;
+use diesel_async::{AsyncMysqlConnection, AsyncPgConnection};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use ax_store::pool::postgres;
 use ax_store::queries::meta;
 use ax_store::queries::named_locks::{self, Taken};
-use ax_store::queries::{leases, wsrep};
-use ax_store::{Db, Dialer, MysqlHosts, StoreError, StoreUrl};
+use ax_store::queries::{advisory_locks, leases, wsrep};
+use ax_store::{Db, Dialer, MysqlHosts, PostgresUrl, StoreError, StoreUrl};
 
 /// How long start-up waits for the identity's previous holder to be gone (a process still
 /// shutting down, or one just killed whose connection the server has not yet closed).
 const CLAIM_WAIT: Duration = Duration::from_secs(5);
-/// How often the MySQL lock's connection is used, so that it never idles out
-/// (`wait_timeout`), and the lock is checked and taken again if the connection was lost.
+/// How often a server lock's connection is used, so that it never idles out (MySQL's
+/// `wait_timeout`), and the lock is checked and taken again if the connection was lost.
 const KEEP_INTERVAL: Duration = Duration::from_secs(30);
 /// How long an instance id's lease lasts on Galera unless renewed; it is renewed every third
 /// of that, so a renewal may fail twice (the node the lease was written to died, the next
@@ -49,26 +51,21 @@ pub enum IdentityError {
     Store(#[from] StoreError),
     #[error("cannot lock the instance id: {0}")]
     Lock(String),
-    #[error(
-        "store.url: `ax serve` does not run on PostgreSQL yet (`ax migrate` creates its schema); \
-         use sqlite:// or mysql://"
-    )]
-    PostgresNotYet,
 }
 
 /// The identity of this process, held until [`Identity::release`] or the process ends.
 pub struct Identity {
     id: String,
-    /// Whether the lock is still this process's (a MySQL lock goes with a lost connection).
+    /// Whether the lock is still this process's (a server lock goes with a lost connection).
     held: Arc<AtomicBool>,
     lock: Lock,
 }
 
 /// How an identity is locked: the one backend-specific part of it.
 enum Lock {
-    /// A named lock (`GET_LOCK`) on a connection of its own, which the server frees when the
-    /// connection dies, or on Galera a lease; kept by a background task.
-    Mysql(Keeper),
+    /// A lock on a connection of its own, which the server frees when the connection dies
+    /// (on Galera a lease); kept by a background task.
+    Server(Keeper),
     /// The SQLite file's own lock (see [`StoreClaim`]).
     Sqlite(std::fs::File),
 }
@@ -78,8 +75,10 @@ enum Lock {
 /// process uses the file, whatever its instance id. The kernel frees the lock when the process
 /// dies. The file stays: removing it would let a process lock a file nobody else sees.
 pub enum StoreClaim {
-    /// MySQL/MariaDB, shared by several processes: their ids are locked one by one.
-    Shared(MysqlHosts),
+    /// MySQL/MariaDB and PostgreSQL, shared by several processes: their ids are locked one
+    /// by one.
+    Mysql(MysqlHosts),
+    Postgres(PostgresUrl),
     Sqlite(std::fs::File),
 }
 
@@ -87,8 +86,8 @@ impl StoreClaim {
     /// Claims the store at `url`; fails when another live ax process uses its SQLite file.
     pub async fn take(url: &StoreUrl) -> Result<StoreClaim, IdentityError> {
         Ok(match url {
-            StoreUrl::Mysql(hosts) => StoreClaim::Shared(hosts.clone()),
-            StoreUrl::Postgres(_) => return Err(IdentityError::PostgresNotYet),
+            StoreUrl::Mysql(hosts) => StoreClaim::Mysql(hosts.clone()),
+            StoreUrl::Postgres(url) => StoreClaim::Postgres(url.clone()),
             StoreUrl::Sqlite(path) => {
                 let in_use = || IdentityError::FileInUse(path.clone());
                 StoreClaim::Sqlite(lock_file(&format!("{path}.lock"), in_use).await?)
@@ -97,7 +96,7 @@ impl StoreClaim {
     }
 }
 
-/// The task keeping a MySQL lock. Dropped (a start-up that failed later), it is aborted, and
+/// The task keeping a server lock. Dropped (a start-up that failed later), it is aborted, and
 /// its connection closes, freeing the lock.
 struct Keeper {
     stop: Option<oneshot::Sender<()>>,
@@ -124,7 +123,17 @@ impl Identity {
         };
         let held = Arc::new(AtomicBool::new(true));
         let lock = match store {
-            StoreClaim::Shared(hosts) => lock_mysql(hosts, &id, held.clone()).await?,
+            StoreClaim::Mysql(hosts) => {
+                let dialer = Dialer::new(hosts);
+                let mut conn = connect_mysql(&dialer).await?;
+                let hold = Hold::of(&mut conn, &id).await?;
+                hold_on(MysqlLock { dialer, hold }, conn, &id, held.clone()).await?
+            }
+            StoreClaim::Postgres(url) => {
+                let mut conn = connect_postgres(&url).await?;
+                let key = advisory_locks::key_of(&mut conn, &id).await?;
+                hold_on(AdvisoryLock { url, key }, conn, &id, held.clone()).await?
+            }
             // The process has the file to itself: no other can hold its id.
             StoreClaim::Sqlite(file) => Lock::Sqlite(file),
         };
@@ -141,7 +150,7 @@ impl Identity {
         &self.id
     }
 
-    /// Whether the identity is still this process's alone; `false` after the MySQL lock was
+    /// Whether the identity is still this process's alone; `false` after the server lock was
     /// lost with its connection and another process took it meanwhile.
     pub fn held(&self) -> Arc<AtomicBool> {
         self.held.clone()
@@ -150,7 +159,7 @@ impl Identity {
     /// Frees the identity for the next process (shutdown).
     pub async fn release(self) {
         match self.lock {
-            Lock::Mysql(mut keeper) => {
+            Lock::Server(mut keeper) => {
                 if let Some(stop) = keeper.stop.take() {
                     let _ = stop.send(());
                 }
@@ -234,6 +243,25 @@ async fn lock_file(
     }
 }
 
+/// A lock on an instance id that a server holds for one connection: how it is taken, kept,
+/// given up and reached again.
+trait ServerLock {
+    type Conn;
+    /// A connection of its own, to the server that answers.
+    async fn connect(&self) -> Result<Self::Conn, StoreError>;
+    /// Takes it, waiting for a holder that is going (up to [`CLAIM_WAIT`], or a lease's life).
+    async fn take(&self, conn: &mut Self::Conn) -> Result<Taken, StoreError>;
+    /// Whether it is still this process's, taking it again if it is free (renewing a lease).
+    async fn keep(&self, conn: &mut Self::Conn) -> Result<bool, StoreError>;
+    async fn release(&self, conn: &mut Self::Conn) -> Result<(), StoreError>;
+    /// How often it is checked: a lock only so that its connection never idles out, a lease
+    /// before it expires.
+    fn interval(&self) -> Duration {
+        KEEP_INTERVAL
+    }
+    fn describe(&self) -> String;
+}
+
 /// How an instance id is held on a MySQL/MariaDB store.
 enum Hold {
     /// A named lock (`GET_LOCK`) of the connection.
@@ -253,11 +281,23 @@ impl Hold {
             false => Hold::Named(named_locks::name_of(conn, id).await?),
         })
     }
+}
 
-    /// Takes it, waiting up to [`CLAIM_WAIT`] for a named lock's holder to let it go, or up to
-    /// a lease's lifetime for a dead holder's lease to expire.
+/// An instance id's lock on MySQL/MariaDB, and the servers to reach it on.
+struct MysqlLock {
+    dialer: Dialer,
+    hold: Hold,
+}
+
+impl ServerLock for MysqlLock {
+    type Conn = AsyncMysqlConnection;
+
+    async fn connect(&self) -> Result<AsyncMysqlConnection, StoreError> {
+        connect_mysql(&self.dialer).await
+    }
+
     async fn take(&self, conn: &mut AsyncMysqlConnection) -> Result<Taken, StoreError> {
-        match self {
+        match &self.hold {
             Hold::Named(name) => named_locks::take(conn, name, CLAIM_WAIT).await,
             Hold::Lease { .. } => {
                 let deadline = Instant::now() + LEASE_TTL + Duration::from_secs(1);
@@ -279,108 +319,134 @@ impl Hold {
         }
     }
 
-    /// Whether it is still this process's, taking it again if it is free (renewing a lease).
     async fn keep(&self, conn: &mut AsyncMysqlConnection) -> Result<bool, StoreError> {
-        match self {
+        match &self.hold {
             Hold::Named(name) => named_locks::still_held(conn, name).await,
             Hold::Lease { name, holder } => leases::hold(conn, name, holder, LEASE_TTL).await,
         }
     }
 
     async fn release(&self, conn: &mut AsyncMysqlConnection) -> Result<(), StoreError> {
-        match self {
+        match &self.hold {
             Hold::Named(name) => named_locks::release(conn, name).await,
             Hold::Lease { name, holder } => leases::give_up(conn, name, holder).await,
         }
     }
 
-    /// How often it is checked: a named lock only so that its connection never idles out
-    /// (`wait_timeout`), a lease before it expires.
     fn interval(&self) -> Duration {
-        match self {
+        match self.hold {
             Hold::Named(_) => KEEP_INTERVAL,
             Hold::Lease { .. } => LEASE_TTL / 3,
         }
     }
 
     fn describe(&self) -> String {
-        match self {
+        match &self.hold {
             Hold::Named(name) => format!("GET_LOCK({name})"),
             Hold::Lease { name, .. } => format!("the lease {name}"),
         }
     }
 }
 
-/// Takes `id` on a connection of its own to the first of `hosts` that answers and starts the
-/// task that keeps it.
-async fn lock_mysql(
-    hosts: MysqlHosts,
+/// An instance id's session advisory lock on PostgreSQL.
+struct AdvisoryLock {
+    url: PostgresUrl,
+    key: i64,
+}
+
+impl ServerLock for AdvisoryLock {
+    type Conn = AsyncPgConnection;
+
+    async fn connect(&self) -> Result<AsyncPgConnection, StoreError> {
+        connect_postgres(&self.url).await
+    }
+
+    async fn take(&self, conn: &mut AsyncPgConnection) -> Result<Taken, StoreError> {
+        advisory_locks::take(conn, self.key, CLAIM_WAIT).await
+    }
+
+    async fn keep(&self, conn: &mut AsyncPgConnection) -> Result<bool, StoreError> {
+        advisory_locks::still_held(conn, self.key).await
+    }
+
+    async fn release(&self, conn: &mut AsyncPgConnection) -> Result<(), StoreError> {
+        advisory_locks::release(conn, self.key).await
+    }
+
+    fn describe(&self) -> String {
+        format!("pg_advisory_lock({})", self.key)
+    }
+}
+
+/// Takes `lock` for `id` on `conn` and starts the task that keeps it.
+async fn hold_on<L: ServerLock + 'static>(
+    lock: L,
+    mut conn: L::Conn,
     id: &str,
     held: Arc<AtomicBool>,
 ) -> Result<Lock, IdentityError> {
-    let dialer = Dialer::new(hosts);
-    let mut conn = connect(&dialer).await?;
-    let hold = Hold::of(&mut conn, id).await?;
-    match hold.take(&mut conn).await? {
+    match lock.take(&mut conn).await? {
         Taken::Yes => {}
         Taken::InUse => return Err(IdentityError::InUse(id.to_string())),
         Taken::Failed => {
-            return Err(IdentityError::Lock(format!("{} failed", hold.describe())));
+            return Err(IdentityError::Lock(format!("{} failed", lock.describe())));
         }
     }
     let (stop, stopped) = oneshot::channel();
-    let task = actix_rt::spawn(keep_mysql(
-        Some(conn),
-        Keep {
-            dialer,
-            id: id.to_string(),
-            hold,
-            held,
-        },
-        stopped,
-    ));
-    Ok(Lock::Mysql(Keeper {
+    let keep = Keep {
+        lock,
+        id: id.to_string(),
+        held,
+    };
+    let task = actix_rt::spawn(keep_lock(Some(conn), keep, stopped));
+    Ok(Lock::Server(Keeper {
         stop: Some(stop),
         task,
     }))
 }
 
-async fn connect(dialer: &Dialer) -> Result<AsyncMysqlConnection, StoreError> {
+async fn connect_mysql(dialer: &Dialer) -> Result<AsyncMysqlConnection, StoreError> {
     dialer
         .connect()
         .await
         .map_err(|err| StoreError::Connect(err.to_string()))
 }
 
-/// What the keeper of a MySQL lock needs.
-struct Keep {
-    dialer: Dialer,
+async fn connect_postgres(url: &PostgresUrl) -> Result<AsyncPgConnection, StoreError> {
+    postgres::establish(url.clone())
+        .await
+        .map_err(|err| StoreError::Connect(err.to_string()))
+}
+
+/// What the keeper of a server lock needs.
+struct Keep<L> {
+    lock: L,
     id: String,
-    hold: Hold,
     held: Arc<AtomicBool>,
 }
 
-/// Checks the lock (renews the lease) every [`Hold::interval`] until `stop`, taking it again
-/// on a new connection (to whichever server answers) if the old one died; then releases it.
-async fn keep_mysql(
-    mut conn: Option<AsyncMysqlConnection>,
-    keep: Keep,
+/// Checks the lock (renews the lease) every [`ServerLock::interval`] until `stop`, taking it
+/// again on a new connection (to whichever server answers) if the old one died; then
+/// releases it.
+async fn keep_lock<L: ServerLock>(
+    mut conn: Option<L::Conn>,
+    keep: Keep<L>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let mut wait = keep.hold.interval();
+    let mut wait = keep.lock.interval();
     loop {
         tokio::select! {
             _ = &mut stop => break,
             _ = tokio::time::sleep(wait) => {}
         }
         let held = match conn.as_mut() {
-            Some(c) => keep.hold.keep(c).await,
-            None => match connect(&keep.dialer).await {
-                Ok(c) => keep.hold.keep(conn.insert(c)).await,
+            Some(c) => keep.lock.keep(c).await,
+            None => match keep.lock.connect().await {
+                Ok(c) => keep.lock.keep(conn.insert(c)).await,
                 Err(err) => Err(err),
             },
         };
-        wait = keep.hold.interval();
+        wait = keep.lock.interval();
         match held {
             Ok(held) => {
                 if keep.held.swap(held, Ordering::Relaxed) != held {
@@ -402,7 +468,7 @@ async fn keep_mysql(
         }
     }
     if let Some(mut conn) = conn {
-        if let Err(err) = keep.hold.release(&mut conn).await {
+        if let Err(err) = keep.lock.release(&mut conn).await {
             log::warn!(
                 "instance id {}: not released ({err}); the server frees it with the connection \
                  (a lease: when it expires)",

@@ -63,7 +63,7 @@ fn migrate_blocking(url: &StoreUrl) -> Result<Vec<String>, StoreError> {
             let mut conn = SqliteConnection::establish(path)
                 .map_err(|err| StoreError::Connect(format!("{path}: {err}")))?;
             diesel::connection::SimpleConnection::batch_execute(&mut conn, &sqlite_pragmas())?;
-            apply(&mut conn, SQLITE_MIGRATIONS)
+            apply(&mut conn, (SQLITE_MIGRATIONS, RENAME_TASK))
         }
         StoreUrl::Mysql(hosts) => {
             let url = answering(hosts)?;
@@ -74,10 +74,12 @@ fn migrate_blocking(url: &StoreUrl) -> Result<Vec<String>, StoreError> {
             // others wait for it and then find nothing pending.
             let settings: Vec<wsrep::Setting> = wsrep::wsrep_on().load(&mut conn)?;
             if wsrep::on(&settings) {
-                return under_lease(&mut conn, |conn| apply(conn, MYSQL_MIGRATIONS));
+                return under_lease(&mut conn, |conn| {
+                    apply(conn, (MYSQL_MIGRATIONS, RENAME_TASK))
+                });
             }
             diesel::sql_query("SELECT GET_LOCK('ax_migrations', 120)").execute(&mut conn)?;
-            let applied = apply(&mut conn, MYSQL_MIGRATIONS);
+            let applied = apply(&mut conn, (MYSQL_MIGRATIONS, RENAME_TASK));
             diesel::sql_query("SELECT RELEASE_LOCK('ax_migrations')").execute(&mut conn)?;
             applied
         }
@@ -93,7 +95,7 @@ fn migrate_blocking(url: &StoreUrl) -> Result<Vec<String>, StoreError> {
             let mut conn = postgres_sync(&runtime, url)?;
             diesel::sql_query("SELECT pg_advisory_lock(hashtext('ax_migrations'))")
                 .execute(&mut conn)?;
-            let applied = apply(&mut conn, POSTGRES_MIGRATIONS);
+            let applied = apply(&mut conn, (POSTGRES_MIGRATIONS, RENAME_TASK_POSTGRES));
             diesel::sql_query("SELECT pg_advisory_unlock(hashtext('ax_migrations'))")
                 .execute(&mut conn)?;
             applied
@@ -163,8 +165,17 @@ const MIGRATIONS_LEASE_NAME: &str = "ax_migrations";
 const LEASE_TABLE: &str =
     include_str!("../../../../migrations/mysql/2026-12-07-000100_leases/up.sql");
 
-/// Applies the pending migrations; returns their names, in order.
-fn apply<C, B>(conn: &mut C, migrations: EmbeddedMigrations) -> Result<Vec<String>, StoreError>
+/// The statement renaming a task (its new name, its id), in MySQL's and SQLite's placeholders
+/// and in PostgreSQL's.
+const RENAME_TASK: &str = "UPDATE ax_task SET name = ? WHERE id = ?";
+const RENAME_TASK_POSTGRES: &str = "UPDATE ax_task SET name = $1 WHERE id = $2";
+
+/// Applies the pending migrations; `rename` renames a task (see [`rename_name_clashes`]).
+/// Returns their names, in order.
+fn apply<C, B>(
+    conn: &mut C,
+    (migrations, rename): (EmbeddedMigrations, &'static str),
+) -> Result<Vec<String>, StoreError>
 where
     C: MigrationHarness<B> + Connection<Backend = B> + LoadConnection,
     B: Backend + HasSqlType<Text> + HasSqlType<BigInt>,
@@ -183,7 +194,7 @@ where
     for migration in pending {
         let name = migration.name().to_string();
         if name == UNIQUE_NAMES {
-            rename_name_clashes(conn)?;
+            rename_name_clashes(conn, rename)?;
         }
         conn.run_migration(&migration).map_err(failed)?;
         log::info!("applied migration {name}");
@@ -206,8 +217,9 @@ pub struct NamedTask {
 /// The statement renaming one task.
 pub type Rename<B> = BoxedSqlQuery<'static, B, SqlQuery>;
 
-/// Renames the tasks whose `(scene, name)` another, older task has, in one transaction.
-fn rename_name_clashes<C, B>(conn: &mut C) -> Result<(), StoreError>
+/// Renames the tasks whose `(scene, name)` another, older task has, in one transaction, by
+/// the statement `rename`.
+fn rename_name_clashes<C, B>(conn: &mut C, rename: &'static str) -> Result<(), StoreError>
 where
     C: Connection<Backend = B> + LoadConnection,
     B: Backend + HasSqlType<Text> + HasSqlType<BigInt>,
@@ -222,7 +234,7 @@ where
         let tasks: Vec<(i64, String, String)> =
             tasks.into_iter().map(|t| (t.id, t.scene, t.name)).collect();
         for (id, scene, old, new) in clash_renames(&tasks) {
-            diesel::sql_query("UPDATE ax_task SET name = ? WHERE id = ?")
+            diesel::sql_query(rename)
                 .into_boxed::<B>()
                 .bind::<Text, _>(new.clone())
                 .bind::<BigInt, _>(id)

@@ -3,13 +3,13 @@
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel::result::Error as DieselError;
 use diesel::sql_types::Timestamp;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
 
 use crate::rows::schema::ax_meta::dsl as m;
-use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
+use crate::{server_or_sqlite, with_conn};
 
 const SIGNING_SECRET: &str = "signing_secret";
 /// The key of a host's default instance id; the host name follows it.
@@ -43,20 +43,22 @@ const DEPENDENCY_GRAPH: &str = "dependency_graph";
 
 /// Locks the dependency graph for the rest of the caller's transaction, so that two changes
 /// cannot each close half of a cycle. SQLite's `BEGIN IMMEDIATE` already holds its only write
-/// lock; MySQL locks one `ax_meta` row.
+/// lock; a database server locks one `ax_meta` row.
 pub async fn lock_dependency_graph(conn: &mut Conn) -> Result<(), StoreError> {
-    if let Conn::Mysql(c) = conn {
-        let locked: Option<String> = m::ax_meta
+    let locked: Option<String> = server_or_sqlite!(
+        conn,
+        |c| m::ax_meta
             .filter(m::name.eq(DEPENDENCY_GRAPH))
             .select(m::value)
             .for_update()
-            .first(&mut **c)
+            .first(c)
             .await
-            .optional()?;
-        if locked.is_none() {
-            stored_or_insert(conn, DEPENDENCY_GRAPH, String::new()).await?;
-            return Box::pin(lock_dependency_graph(conn)).await;
-        }
+            .optional()?,
+        |_c| return Ok(())
+    );
+    if locked.is_none() {
+        stored_or_insert(conn, DEPENDENCY_GRAPH, String::new()).await?;
+        return Box::pin(lock_dependency_graph(conn)).await;
     }
     Ok(())
 }
@@ -100,17 +102,16 @@ async fn stored_or_insert(
     if let Some(value) = read(conn, name).await? {
         return Ok(value);
     }
-    let inserted = with_conn!(conn, |c| diesel::insert_into(m::ax_meta)
+    // Of two processes storing one, the first one's stays (a failed insert would end a
+    // PostgreSQL transaction).
+    with_conn!(conn, |c| diesel::insert_into(m::ax_meta)
         .values((m::name.eq(name), m::value.eq(&generated)))
+        .on_conflict_do_nothing()
         .execute(c)
-        .await);
-    match inserted {
-        Ok(_) => Ok(generated),
-        Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => read(conn, name)
-            .await?
-            .ok_or(StoreError::Query(DieselError::NotFound)),
-        Err(err) => Err(err.into()),
-    }
+        .await)?;
+    read(conn, name)
+        .await?
+        .ok_or(StoreError::Query(DieselError::NotFound))
 }
 
 async fn read(conn: &mut Conn, name: &str) -> Result<Option<String>, StoreError> {

@@ -1,5 +1,6 @@
 //! Every query ax runs, written once for all backends (see `with_conn!`).
 
+pub mod advisory_locks;
 pub mod alerts;
 pub mod attempts;
 pub mod audit;

@@ -146,13 +146,14 @@ pub async fn last_runs(
         return Ok(HashMap::new());
     }
     // A correlated subquery, which the query builder does not express; the same text serves
-    // both backends.
+    // every backend.
     let marks = vec!["?"; ids.len()].join(", ");
     let sql = format!(
         "SELECT (SELECT i.id FROM ax_instance i WHERE i.task_id = t.id AND i.scheduled_at <= ? \
                  ORDER BY i.scheduled_at DESC, i.id DESC LIMIT 1) AS run_id \
          FROM ax_task t WHERE t.id IN ({marks})"
     );
+    let sql = conn.binds(&sql).into_owned();
     let latest: Vec<LastRun> = with_conn!(conn, |c| {
         let mut query = diesel::sql_query(&sql)
             .into_boxed()

@@ -227,7 +227,9 @@ pub async fn apply(
         };
         let (set, mut binds) = assignments(&statement);
         binds.extend(condition_binds);
-        let sql = format!("UPDATE ax_instance SET {set} WHERE {condition}");
+        let sql = conn
+            .binds(&format!("UPDATE ax_instance SET {set} WHERE {condition}"))
+            .into_owned();
         changed += with_conn!(conn, |c| {
             Kept(bind_values!(
                 diesel::sql_query(sql.as_str()).into_boxed(),

@@ -7,12 +7,18 @@
 use std::collections::HashMap;
 
 use chrono::NaiveDateTime;
+use diesel::backend::Backend;
+use diesel::expression_methods::PgSortExpressionMethods;
+use diesel::mysql::Mysql;
+use diesel::pg::Pg;
 use diesel::prelude::*;
+use diesel::sqlite::Sqlite;
 use diesel_async::RunQueryDsl;
 
 use super::tasks::{filtered, TaskFilter};
 use crate::rows::models::Task;
 use crate::rows::schema::ax_task::dsl as t;
+use crate::rows::schema::ax_task::BoxedQuery;
 use crate::with_conn;
 use crate::{Conn, StoreError};
 use ax_core::run::TaskId;
@@ -230,6 +236,37 @@ macro_rules! ordered {
     };
 }
 
+/// Orders the tasks by next run then id, a task without one first going up and last going
+/// down, as MySQL and SQLite place a NULL; PostgreSQL places it the other way unless told.
+trait NextRunOrder: Backend + Sized {
+    fn by_next_run(query: BoxedQuery<'_, Self>, asc: bool) -> BoxedQuery<'_, Self>;
+}
+
+impl NextRunOrder for Mysql {
+    fn by_next_run(query: BoxedQuery<'_, Self>, asc: bool) -> BoxedQuery<'_, Self> {
+        ordered!(query, t::next_run_at, asc)
+    }
+}
+
+impl NextRunOrder for Sqlite {
+    fn by_next_run(query: BoxedQuery<'_, Self>, asc: bool) -> BoxedQuery<'_, Self> {
+        ordered!(query, t::next_run_at, asc)
+    }
+}
+
+impl NextRunOrder for Pg {
+    fn by_next_run(query: BoxedQuery<'_, Self>, asc: bool) -> BoxedQuery<'_, Self> {
+        match asc {
+            true => query.order((t::next_run_at.asc().nulls_first(), t::id.asc())),
+            false => query.order((t::next_run_at.desc().nulls_last(), t::id.desc())),
+        }
+    }
+}
+
+fn by_next_run<DB: NextRunOrder>(query: BoxedQuery<'_, DB>, asc: bool) -> BoxedQuery<'_, DB> {
+    DB::by_next_run(query, asc)
+}
+
 /// A page's rows (and one more) from the database, in the order read.
 async fn read_rows(
     conn: &mut Conn,
@@ -279,7 +316,7 @@ async fn read_rows(
             SortColumn::Name => ordered!(query, t::name, asc),
             SortColumn::Scene => ordered!(query, t::scene, asc),
             SortColumn::Status => ordered!(query, t::status, asc),
-            SortColumn::NextRun => ordered!(query, t::next_run_at, asc),
+            SortColumn::NextRun => by_next_run(query, asc),
         };
         query
             .limit(read.limit)

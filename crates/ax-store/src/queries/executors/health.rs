@@ -69,12 +69,11 @@ pub async fn share_health(conn: &mut Conn, row: HealthRow, state: bool) -> Resul
     if exists > 0 {
         return Ok(());
     }
-    let inserted = with_conn!(conn, |c| diesel::insert_into(h::ax_member_health)
+    // Another process may have inserted it meanwhile: its row stands.
+    with_conn!(conn, |c| diesel::insert_into(h::ax_member_health)
         .values(&row)
+        .on_conflict_do_nothing()
         .execute(c)
-        .await);
-    match inserted.map_err(StoreError::from) {
-        Err(err) if err.is_unique_violation() => Ok(()),
-        other => other.map(drop),
-    }
+        .await)?;
+    Ok(())
 }

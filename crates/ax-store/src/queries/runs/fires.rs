@@ -256,6 +256,7 @@ async fn advance_tasks(
         "WHEN ? THEN ? ".repeat(advances.len()),
         placeholders(advances.len(), 1)
     );
+    let sql = conn.binds(&sql).into_owned();
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
         for &(task_id, next_run_at) in &advances {
@@ -281,7 +282,9 @@ const RUNS_PER_INSERT: usize = 64;
 /// earlier ones, to a savepoint).
 pub(super) async fn insert_runs(conn: &mut Conn, runs: &[&NewRunRow]) -> Result<(), StoreError> {
     let chunks = chunks(runs, RUNS_PER_INSERT);
-    if let [only] = chunks.as_slice() {
+    // A failed statement ends a PostgreSQL transaction: there even one statement is taken back
+    // to a savepoint, so that the caller can go on.
+    if let ([only], false) = (chunks.as_slice(), matches!(conn, Conn::Postgres(_))) {
         return insert_chunk(conn, only).await;
     }
     conn.execute("SAVEPOINT ax_insert").await?;
@@ -303,6 +306,7 @@ async fn insert_chunk(conn: &mut Conn, runs: &[&NewRunRow]) -> Result<(), StoreE
          shard_index, shard_total) VALUES {}",
         vec![format!("({})", placeholders(19, 1)); runs.len()].join(", ")
     );
+    let sql = conn.binds(&sql).into_owned();
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
         for run in runs {
@@ -370,6 +374,18 @@ async fn record_fires_one_by_one(
 /// Inserts a run; a duplicate request id is an outcome, not an error (the unique key is the
 /// last guard against a second row for one run).
 pub async fn insert_run(conn: &mut Conn, instance: &NewRunRow) -> Result<FireOutcome, StoreError> {
+    // A failed statement would end a PostgreSQL transaction: there the duplicate is skipped.
+    if let Conn::Postgres(c) = conn {
+        let inserted = diesel::insert_into(i::ax_instance)
+            .values(instance)
+            .on_conflict_do_nothing()
+            .execute(&mut ***c)
+            .await?;
+        return Ok(match inserted {
+            0 => FireOutcome::Duplicate,
+            _ => FireOutcome::Fired,
+        });
+    }
     let inserted = with_conn!(conn, |c| diesel::insert_into(i::ax_instance)
         .values(instance)
         .execute(c)

@@ -25,8 +25,9 @@ use diesel::sql_types::Text;
 use crate::rows::models::TaskStatus;
 
 diesel::define_sql_function! {
-    /// Where `needle` starts in `haystack` (1-based), 0 if it is not in it; on both stores
-    /// (on MySQL by the column's binary collation: case counts, as on SQLite).
+    /// Where `needle` starts in `haystack` (1-based), 0 if it is not in it; on every store
+    /// (on MySQL by the column's binary collation: case counts, as on SQLite; on PostgreSQL a
+    /// function of ax's schema over `strpos`).
     fn instr(haystack: Text, needle: Text) -> Integer;
 }
 

@@ -4,15 +4,16 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDateTime;
-use diesel::mysql::Mysql;
+use diesel::backend::Backend;
 use diesel::prelude::*;
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
-use diesel::sql_types::{Nullable, Text, Timestamp};
+use diesel::serialize::ToSql;
+use diesel::sql_types::{HasSqlType, Nullable, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use crate::rows::models::TaskFields;
 use crate::rows::schema::ax_scene::dsl as sc;
-use crate::with_conn;
+use crate::{server_or_sqlite, with_conn};
 use crate::{Conn, StoreError};
 
 /// How a transaction holds the pause of the scenes it names.
@@ -28,10 +29,10 @@ pub(super) enum SceneLock {
 /// Locks the pause of these scenes for the rest of the transaction and returns the paused
 /// ones. A scene's pause and every write of a task's next run take this lock before any task
 /// row, so a task written while its scene pauses cannot keep a next run, and the two never wait
-/// on each other in a cycle. On MySQL the lock is the scene's row, made when first needed: an
+/// on each other in a cycle. On a database server the lock is the scene's row, made when first needed: an
 /// exclusive lock is an upsert, which takes it at once (a read then a write would deadlock two
 /// pauses); a shared one is an insert that skips an existing row, then a read in share mode.
-/// SQLite's `BEGIN IMMEDIATE` already holds its only write lock.
+/// PostgreSQL does the same with its own upserts. SQLite's `BEGIN IMMEDIATE` already holds its only write lock.
 pub(super) async fn lock_scenes(
     conn: &mut Conn,
     scenes: &[&str],
@@ -44,36 +45,70 @@ pub(super) async fn lock_scenes(
     if scenes.is_empty() {
         return Ok(HashSet::new());
     }
-    if let Conn::Mysql(c) = conn {
-        let rows = vec!["(?)"; scenes.len()].join(", ");
-        let insert = match lock {
-            SceneLock::Exclusive => format!(
-                "INSERT INTO ax_scene (scene) VALUES {rows} ON DUPLICATE KEY UPDATE scene = scene"
-            ),
-            SceneLock::Shared => format!("INSERT IGNORE INTO ax_scene (scene) VALUES {rows}"),
-        };
-        bind_scenes(diesel::sql_query(insert).into_boxed(), &scenes)
-            .execute(&mut **c)
-            .await?;
-        if lock == SceneLock::Shared {
-            // Every named row is read (and so locked), paused or not.
-            let read = format!(
-                "SELECT scene, paused_at FROM ax_scene WHERE scene IN ({}) LOCK IN SHARE MODE",
-                vec!["?"; scenes.len()].join(", ")
-            );
-            let rows: Vec<ScenePause> = bind_scenes(diesel::sql_query(read).into_boxed(), &scenes)
-                .load(&mut **c)
-                .await?;
-            let paused = rows.into_iter().filter(|row| row.paused_at.is_some());
-            return Ok(paused.map(|row| row.scene).collect());
-        }
+    // SQLite's write lock is held already.
+    let Some((insert, share)) = scene_rows(conn, lock) else {
+        return Ok(paused_scenes(conn, Some(&scenes))
+            .await?
+            .into_keys()
+            .collect());
+    };
+    let rows = vec!["(?)"; scenes.len()].join(", ");
+    let insert = conn.binds(&insert.replace("{rows}", &rows)).into_owned();
+    server_or_sqlite!(
+        conn,
+        |c| bind_scenes(diesel::sql_query(insert).into_boxed(), &scenes)
+            .execute(c)
+            .await?,
+        |_c| 0
+    );
+    if lock == SceneLock::Exclusive {
+        return Ok(paused_scenes(conn, Some(&scenes))
+            .await?
+            .into_keys()
+            .collect());
     }
-    Ok(paused_scenes(conn, Some(&scenes))
-        .await?
-        .into_keys()
-        .collect())
+    // Every named row is read (and so locked), paused or not.
+    let read = format!(
+        "SELECT scene, paused_at FROM ax_scene WHERE scene IN ({}) {share}",
+        vec!["?"; scenes.len()].join(", ")
+    );
+    let read = conn.binds(&read).into_owned();
+    let rows: Vec<ScenePause> = server_or_sqlite!(
+        conn,
+        |c| bind_scenes(diesel::sql_query(read).into_boxed(), &scenes)
+            .load(c)
+            .await?,
+        |_c| Vec::new()
+    );
+    let paused = rows.into_iter().filter(|row| row.paused_at.is_some());
+    Ok(paused.map(|row| row.scene).collect())
 }
 
+/// On a database server, the statement that makes the named scenes' rows (`{rows}` their
+/// values) and takes `lock` on them at once (exclusive) or leaves them for a read to lock,
+/// and how that read locks them in share mode; none on SQLite.
+fn scene_rows(conn: &Conn, lock: SceneLock) -> Option<(&'static str, &'static str)> {
+    let insert = match (conn, lock) {
+        (Conn::Sqlite(..), _) => return None,
+        (Conn::Mysql(_), SceneLock::Exclusive) => {
+            "INSERT INTO ax_scene (scene) VALUES {rows} ON DUPLICATE KEY UPDATE scene = scene"
+        }
+        (Conn::Mysql(_), SceneLock::Shared) => "INSERT IGNORE INTO ax_scene (scene) VALUES {rows}",
+        (Conn::Postgres(_), SceneLock::Exclusive) => {
+            "INSERT INTO ax_scene (scene) VALUES {rows} \
+             ON CONFLICT (scene) DO UPDATE SET scene = excluded.scene"
+        }
+        (Conn::Postgres(_), SceneLock::Shared) => {
+            "INSERT INTO ax_scene (scene) VALUES {rows} ON CONFLICT DO NOTHING"
+        }
+    };
+    // MariaDB has no `FOR SHARE`.
+    let share = match conn {
+        Conn::Mysql(_) => "LOCK IN SHARE MODE",
+        _ => "FOR SHARE",
+    };
+    Some((insert, share))
+}
 /// A scene's pause, as [`lock_scenes`] reads it.
 #[derive(QueryableByName)]
 struct ScenePause {
@@ -83,11 +118,15 @@ struct ScenePause {
     paused_at: Option<NaiveDateTime>,
 }
 
-/// A raw MySQL statement, its parameters bound one by one.
-type MysqlSql<'a> = BoxedSqlQuery<'a, Mysql, SqlQuery>;
-
 /// `query` with each scene bound, in order.
-fn bind_scenes<'a>(mut query: MysqlSql<'a>, scenes: &[&'a str]) -> MysqlSql<'a> {
+fn bind_scenes<'a, DB>(
+    mut query: BoxedSqlQuery<'a, DB, SqlQuery>,
+    scenes: &[&'a str],
+) -> BoxedSqlQuery<'a, DB, SqlQuery>
+where
+    DB: Backend + HasSqlType<Text>,
+    &'a str: ToSql<Text, DB>,
+{
     for scene in scenes {
         query = query.bind::<Text, _>(*scene);
     }
