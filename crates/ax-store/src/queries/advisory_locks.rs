@@ -1,6 +1,6 @@
-//! PostgreSQL session advisory locks, each on a connection of its own outside the pool: the
-//! server frees a lock when its session ends, which is what an instance id's lock needs (the
-//! PostgreSQL form of `named_locks`).
+//! PostgreSQL advisory locks: a session's, each on a connection of its own outside the pool,
+//! which the server frees when the session ends, as an instance id's lock needs (the PostgreSQL
+//! form of `named_locks`); and a transaction's, which its commit frees.
 
 use std::time::{Duration, Instant};
 
@@ -82,4 +82,17 @@ pub async fn release(conn: &mut AsyncPgConnection, key: i64) -> Result<(), Store
         .get_result::<Locked>(conn)
         .await?;
     Ok(())
+}
+
+/// Takes the lock named `name` for the rest of the transaction if no other transaction holds
+/// it; whether it did.
+pub async fn try_for_transaction(
+    conn: &mut AsyncPgConnection,
+    name: &str,
+) -> Result<bool, StoreError> {
+    let taken = diesel::sql_query("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked")
+        .bind::<Text, _>(name)
+        .get_result::<Locked>(conn)
+        .await?;
+    Ok(taken.locked)
 }

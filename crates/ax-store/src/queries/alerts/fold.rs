@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::outbox::AlertRow;
-use crate::queries::success_watch;
+use crate::queries::{advisory_locks, success_watch};
 use crate::rows::schema::ax_alert::dsl as a;
 use crate::rows::schema::ax_alert_event::dsl as e;
 use crate::rows::schema::ax_alert_fold::dsl as f;
@@ -87,6 +87,13 @@ pub async fn fold(
     let (folder, default_rule) = (folder.to_string(), default_rule.clone());
     conn.transaction(move |conn| {
         Box::pin(async move {
+            // On PostgreSQL a folder busy in another process is not waited for: this one's
+            // next round comes within a second.
+            if let Conn::Postgres(c) = conn {
+                if !advisory_locks::try_for_transaction(c, "ax_alert_fold").await? {
+                    return Ok(0);
+                }
+            }
             // The fold lock row makes folders take turns (and SQLite's write lock); not row 1,
             // which every run's end reads.
             with_conn!(conn, |c| diesel::update(
