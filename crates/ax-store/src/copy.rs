@@ -381,7 +381,9 @@ async fn copy_runs(
 
 /// What the copied rows leave behind in the target: the alert events its triggers queued
 /// for runs that ended long ago (told already, by the source), and on PostgreSQL identity
-/// counters behind the ids copied in (MySQL and SQLite move theirs on by themselves).
+/// counters behind the ids copied in (MySQL and SQLite move theirs on by themselves) and a
+/// planner that knows nothing of the rows yet (a list of 5,000,000 runs by status took 1.3 s
+/// instead of 43 ms until autovacuum came by).
 async fn settle_target(to: &mut Conn) -> Result<(), StoreError> {
     with_conn!(to, |c| diesel::delete(ax_alert_event::table)
         .execute(c)
@@ -403,7 +405,7 @@ async fn settle_target(to: &mut Conn) -> Result<(), StoreError> {
                 )
             })
             .collect();
-        c.batch_execute(&sql).await?;
+        c.batch_execute(&format!("{sql} ANALYZE;")).await?;
     }
     Ok(())
 }
