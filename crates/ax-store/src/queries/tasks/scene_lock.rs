@@ -29,10 +29,11 @@ pub(super) enum SceneLock {
 /// Locks the pause of these scenes for the rest of the transaction and returns the paused
 /// ones. A scene's pause and every write of a task's next run take this lock before any task
 /// row, so a task written while its scene pauses cannot keep a next run, and the two never wait
-/// on each other in a cycle. On a database server the lock is the scene's row, made when first needed: an
-/// exclusive lock is an upsert, which takes it at once (a read then a write would deadlock two
-/// pauses); a shared one is an insert that skips an existing row, then a read in share mode.
-/// PostgreSQL does the same with its own upserts. SQLite's `BEGIN IMMEDIATE` already holds its only write lock.
+/// on each other in a cycle. On a database server the lock is the scene's row, made when first
+/// needed: an exclusive lock is an upsert, which takes it at once (a read then a write would
+/// deadlock two pauses); a shared one is an insert that skips an existing row, then a read in
+/// share mode (each in MySQL's or PostgreSQL's words). SQLite's `BEGIN IMMEDIATE` already holds
+/// its only write lock.
 pub(super) async fn lock_scenes(
     conn: &mut Conn,
     scenes: &[&str],
