@@ -199,6 +199,38 @@ macro_rules! insert_new {
     }};
 }
 
+/// Copies every row of the small `$table` (each a `$row`) from `$from` into `$to`; how many.
+macro_rules! whole {
+    (($from:expr, $to:expr), $table:ident, $row:ty) => {{
+        let rows: Vec<$row> = with_conn!($from, |c| $table::table
+            .select(<$row>::as_select())
+            .load(c)
+            .await)?;
+        insert_new!($to, $table::table, rows)
+    }};
+}
+
+/// Copies every row of `$table` (each a `$row`) from `$from` into `$to`, [`PAGE`] rows at a
+/// time in the order of their ids; how many.
+macro_rules! in_id_pages {
+    (($from:expr, $to:expr), $table:ident, $row:ty) => {{
+        let (mut after, mut copied) = (i64::MIN, 0);
+        loop {
+            let rows: Vec<$row> = with_conn!($from, |c| $table::table
+                .filter($table::id.gt(after))
+                .order($table::id)
+                .limit(PAGE)
+                .select(<$row>::as_select())
+                .load(c)
+                .await)?;
+            let Some(last) = rows.last() else { break };
+            after = last.id;
+            copied += insert_new!($to, $table::table, rows);
+        }
+        copied
+    }};
+}
+
 /// Copies the rows of `$table` (each a `$row`) of the runs `$ids` from `$from` into `$to`;
 /// how many.
 macro_rules! of_runs {
@@ -300,52 +332,12 @@ async fn copy_definitions(
     to: &mut Conn,
     counts: &mut Counts,
 ) -> Result<(), StoreError> {
-    let mut after = i64::MIN;
-    loop {
-        let tasks: Vec<TaskRow> = with_conn!(from, |c| ax_task::table
-            .filter(ax_task::id.gt(after))
-            .order(ax_task::id)
-            .limit(PAGE)
-            .select(TaskRow::as_select())
-            .load(c)
-            .await)?;
-        let Some(last) = tasks.last() else { break };
-        after = last.id;
-        counts.tasks += insert_new!(to, ax_task::table, tasks);
-    }
-    let dependencies: Vec<DependencyRow> = with_conn!(from, |c| ax_task_dependency::table
-        .select(DependencyRow::as_select())
-        .load(c)
-        .await)?;
-    counts.dependencies += insert_new!(to, ax_task_dependency::table, dependencies);
-    let scenes: Vec<SceneRow> = with_conn!(from, |c| ax_scene::table
-        .select(SceneRow::as_select())
-        .load(c)
-        .await)?;
-    counts.scenes += insert_new!(to, ax_scene::table, scenes);
-    let groups: Vec<GroupRow> = with_conn!(from, |c| ax_executor_group::table
-        .select(GroupRow::as_select())
-        .load(c)
-        .await)?;
-    counts.groups += insert_new!(to, ax_executor_group::table, groups);
-    let members: Vec<MemberRow> = with_conn!(from, |c| ax_executor_member::table
-        .select(MemberRow::as_select())
-        .load(c)
-        .await)?;
-    counts.members += insert_new!(to, ax_executor_member::table, members);
-    let mut after = i64::MIN;
-    loop {
-        let entries: Vec<AuditRow> = with_conn!(from, |c| ax_audit::table
-            .filter(ax_audit::id.gt(after))
-            .order(ax_audit::id)
-            .limit(PAGE)
-            .select(AuditRow::as_select())
-            .load(c)
-            .await)?;
-        let Some(last) = entries.last() else { break };
-        after = last.id;
-        counts.audit += insert_new!(to, ax_audit::table, entries);
-    }
+    counts.tasks += in_id_pages!((from, to), ax_task, TaskRow);
+    counts.dependencies += whole!((from, to), ax_task_dependency, DependencyRow);
+    counts.scenes += whole!((from, to), ax_scene, SceneRow);
+    counts.groups += whole!((from, to), ax_executor_group, GroupRow);
+    counts.members += whole!((from, to), ax_executor_member, MemberRow);
+    counts.audit += in_id_pages!((from, to), ax_audit, AuditRow);
     Ok(())
 }
 

@@ -100,10 +100,10 @@ pub type ConnFuture<'c, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> 
 
 impl Conn {
     /// `sql` with its `?` placeholders as the backend writes them: numbered `$1, $2, …` on
-    /// PostgreSQL. (ax's SQL texts hold no `?` but placeholders.)
-    pub fn binds<'a>(&self, sql: &'a str) -> std::borrow::Cow<'a, str> {
+    /// PostgreSQL, the text as it is elsewhere. (ax's SQL texts hold no `?` but placeholders.)
+    pub fn binds(&self, sql: String) -> String {
         if !matches!(self, Conn::Postgres(_)) {
-            return sql.into();
+            return sql;
         }
         let mut numbered = String::with_capacity(sql.len() + sql.len() / 4);
         let mut next = 0;
@@ -116,7 +116,7 @@ impl Conn {
                 numbered.push(ch);
             }
         }
-        numbered.into()
+        numbered
     }
 
     /// Runs `body` in one transaction: committed if it returns `Ok`, rolled back otherwise.

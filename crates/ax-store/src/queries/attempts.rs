@@ -42,7 +42,7 @@ pub async fn record(
         ]
         .join(", ")
     );
-    let sql = conn.binds(&sql).into_owned();
+    let sql = conn.binds(sql);
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
         for (id, attempt) in ended {

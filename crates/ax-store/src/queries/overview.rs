@@ -153,7 +153,7 @@ pub async fn last_runs(
                  ORDER BY i.scheduled_at DESC, i.id DESC LIMIT 1) AS run_id \
          FROM ax_task t WHERE t.id IN ({marks})"
     );
-    let sql = conn.binds(&sql).into_owned();
+    let sql = conn.binds(sql);
     let latest: Vec<LastRun> = with_conn!(conn, |c| {
         let mut query = diesel::sql_query(&sql)
             .into_boxed()

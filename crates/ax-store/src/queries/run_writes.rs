@@ -227,9 +227,7 @@ pub async fn apply(
         };
         let (set, mut binds) = assignments(&statement);
         binds.extend(condition_binds);
-        let sql = conn
-            .binds(&format!("UPDATE ax_instance SET {set} WHERE {condition}"))
-            .into_owned();
+        let sql = conn.binds(format!("UPDATE ax_instance SET {set} WHERE {condition}"));
         changed += with_conn!(conn, |c| {
             Kept(bind_values!(
                 diesel::sql_query(sql.as_str()).into_boxed(),
@@ -254,11 +252,9 @@ async fn changing(
         Conn::Mysql(_) | Conn::Postgres(_) => " FOR UPDATE",
         Conn::Sqlite(..) => "",
     };
-    let sql = conn
-        .binds(&format!(
-            "SELECT request_id FROM ax_instance WHERE {condition}{lock}"
-        ))
-        .into_owned();
+    let sql = conn.binds(format!(
+        "SELECT request_id FROM ax_instance WHERE {condition}{lock}"
+    ));
     let ids: Vec<Id> = with_conn!(conn, |c| {
         Kept(bind_values!(
             diesel::sql_query(sql.as_str()).into_boxed(),

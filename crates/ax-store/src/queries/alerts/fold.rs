@@ -238,7 +238,7 @@ async fn queue_first_successes(
              FROM ax_instance WHERE status = '{}' AND ({since}) ORDER BY finished_at",
             RunStatus::Success.as_str()
         );
-        let sql = conn.binds(&sql).into_owned();
+        let sql = conn.binds(sql);
         let found: Vec<FoundSuccess> = with_conn!(conn, |c| {
             let mut query = diesel::sql_query(sql.as_str()).into_boxed();
             for (task, at) in chunk {

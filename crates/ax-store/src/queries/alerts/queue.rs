@@ -60,9 +60,8 @@ pub async fn queue_successes(conn: &mut Conn, request_ids: &[String]) -> Result<
         ),
     };
     let ids = vec!["?"; request_ids.len()].join(", ");
-    let sql = conn
-        .binds(&format!(
-            "INSERT INTO ax_alert_event (request_id, task_id, status, code, message, at, lag_ms) \
+    let sql = conn.binds(format!(
+        "INSERT INTO ax_alert_event (request_id, task_id, status, code, message, at, lag_ms) \
          SELECT i.request_id, i.task_id, i.status, i.callback_code, i.callback_message, \
                 COALESCE(i.finished_at, {now}), {lag} \
          FROM ax_instance i JOIN ax_task t ON t.id = i.task_id \
@@ -70,8 +69,7 @@ pub async fn queue_successes(conn: &mut Conn, request_ids: &[String]) -> Result<
            AND (EXISTS (SELECT 1 FROM ax_alert_fold f \
                         WHERE f.subject = {subject} AND f.alerted = 1) \
                 OR (t.alert_lag_ms IS NOT NULL AND {lag} > t.alert_lag_ms))"
-        ))
-        .into_owned();
+    ));
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
         for id in request_ids {

@@ -256,7 +256,7 @@ async fn advance_tasks(
         "WHEN ? THEN ? ".repeat(advances.len()),
         placeholders(advances.len(), 1)
     );
-    let sql = conn.binds(&sql).into_owned();
+    let sql = conn.binds(sql);
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
         for &(task_id, next_run_at) in &advances {
@@ -306,7 +306,7 @@ async fn insert_chunk(conn: &mut Conn, runs: &[&NewRunRow]) -> Result<(), StoreE
          shard_index, shard_total) VALUES {}",
         vec![format!("({})", placeholders(19, 1)); runs.len()].join(", ")
     );
-    let sql = conn.binds(&sql).into_owned();
+    let sql = conn.binds(sql);
     with_conn!(conn, |c| {
         let mut query = diesel::sql_query(sql.as_str()).into_boxed();
         for run in runs {

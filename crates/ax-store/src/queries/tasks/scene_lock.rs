@@ -54,7 +54,7 @@ pub(super) async fn lock_scenes(
             .collect());
     };
     let rows = vec!["(?)"; scenes.len()].join(", ");
-    let insert = conn.binds(&insert.replace("{rows}", &rows)).into_owned();
+    let insert = conn.binds(insert.replace("{rows}", &rows));
     server_or_sqlite!(
         conn,
         |c| bind_scenes(diesel::sql_query(insert).into_boxed(), &scenes)
@@ -73,7 +73,7 @@ pub(super) async fn lock_scenes(
         "SELECT scene, paused_at FROM ax_scene WHERE scene IN ({}) {share}",
         vec!["?"; scenes.len()].join(", ")
     );
-    let read = conn.binds(&read).into_owned();
+    let read = conn.binds(read);
     let rows: Vec<ScenePause> = server_or_sqlite!(
         conn,
         |c| bind_scenes(diesel::sql_query(read).into_boxed(), &scenes)
