@@ -1,8 +1,8 @@
 //! Outages of the servers ax depends on, made with in-test TCP proxies in front of the shared
-//! MariaDB and Redis (which keep running for everyone else): ax runs as a child process whose
-//! store or lock goes through a proxy, every-second tasks fire into an in-test executor, and the
-//! proxy is cut for 60 s. Afterwards the rows are read straight from the database: no
-//! (task, second) has two rows, no run is lost, and every run was delivered.
+//! MariaDB, PostgreSQL and Redis (which keep running for everyone else): ax runs as a child
+//! process whose store or lock goes through a proxy, every-second tasks fire into an in-test
+//! executor, and the proxy is cut for 60 s. Afterwards the rows are read straight from the
+//! database: no (task, second) has two rows, no run is lost, and every run was delivered.
 //!
 //! Also here: ax started while its Redis is down (a `redis-server` of the test's own comes up
 //! later), and ax's MySQL connections go where the URL says, which is what lets a proxy stand in
@@ -431,15 +431,29 @@ async fn ax_started_while_redis_is_down_fires_and_takes_redis_up_when_it_answers
 /// cut are all dispatched and finished, ax stays up, and no (task, second) has two rows.
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
+    the_database_unreachable_for_60_s_catches_up_once_per_task(TestStore::mysql()).await;
+}
+
+/// The same with PostgreSQL.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn postgres_unreachable_for_60_s_catches_up_once_per_task() {
+    the_database_unreachable_for_60_s_catches_up_once_per_task(TestStore::postgres()).await;
+}
+
+async fn the_database_unreachable_for_60_s_catches_up_once_per_task(store: TestStore) {
     let started = Instant::now();
-    let store = TestStore::mysql();
-    let mysql = Proxy::start(&host_port(mysql_server())).await;
-    let mut scene = Scene::start("mariadb-outage", store.url_through(&mysql), redis_url()).await;
+    let server = Proxy::start(&host_port(store.server())).await;
+    let mut scene = Scene::start(
+        &format!("{}-outage", store.backend()),
+        store.url_through(&server),
+        redis_url(),
+    )
+    .await;
     // The test's own connection goes to the server directly, around the proxy.
     let db = Db::connect(&store.url(), 2).await.expect("store");
     actix_rt::time::sleep(WARM_UP).await;
     let cut = Utc::now();
-    mysql.cut();
+    server.cut();
     // What the server holds once the cut connections are gone: the runs committed before it.
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     let mut committed_before = Vec::new();
@@ -448,9 +462,9 @@ async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
     }
     actix_rt::time::sleep(OUTAGE - Duration::from_millis(300)).await;
     let healthy_during = scene.api.try_call("GET", "/healthz", None).await;
-    mysql.restore();
+    server.restore();
     let restored = Utc::now();
-    let refused = mysql.refused();
+    let refused = server.refused();
 
     // Back: firing resumes, and the runs caught by the cut finish.
     let deadline = Instant::now() + Duration::from_secs(25);
@@ -566,12 +580,13 @@ async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
         .filter(|r| r.status != RunStatus::Success)
         .count();
     println!(
-        "mariadb outage: {} s cut, {refused} connections refused; {} rows, {} deliveries \
+        "{} outage: {} s cut, {refused} connections refused; {} rows, {} deliveries \
          ({again} repeated: results the cut kept from committing), {} catch-up runs \
          ((lateness s, s after the restore): {catch_ups:?}), {catch_up_logs} catch-up plans \
          logged; {} runs committed before the cut ({open_at_cut} of them still open at the \
          cut) all finished; 0 duplicate rows; /healthz during the outage: {:?}; settled \
          {:.1} s after the restore; {:.0} s in all",
+        store.backend(),
         (restored - cut).num_seconds(),
         rows.len(),
         received.len(),

@@ -284,9 +284,17 @@ async fn metric(base: &str, name: &str) -> Option<f64> {
 /// params, handler, cron), and every second the definition fires is delivered once.
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn a_change_through_either_process_reaches_both() {
+    a_change_through_either_process_reaches_both_on(TestStore::mysql()).await;
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn a_change_through_either_process_reaches_both_on_postgres() {
+    a_change_through_either_process_reaches_both_on(TestStore::postgres()).await;
+}
+
+async fn a_change_through_either_process_reaches_both_on(store: TestStore) {
     let _serial = crate::serial().await;
     const NOISE: usize = 20;
-    let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let env = cluster_env(&store);
@@ -509,13 +517,21 @@ const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 /// manual runs triggered through the skewed ones included.
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn skewed_clocks_fire_nothing_and_say_so() {
+    skewed_clocks_fire_nothing_and_say_so_on(TestStore::mysql()).await;
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn skewed_clocks_fire_nothing_and_say_so_on_postgres() {
+    skewed_clocks_fire_nothing_and_say_so_on(TestStore::postgres()).await;
+}
+
+async fn skewed_clocks_fire_nothing_and_say_so_on(store: TestStore) {
     let _serial = crate::serial().await;
     assert!(
         std::path::Path::new(FAKETIME).exists(),
         "libfaketime is missing: apt-get install faketime"
     );
     const TASKS: usize = 6;
-    let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let env = cluster_env(&store);
@@ -780,8 +796,16 @@ async fn a_paused_process_never_sends_twice_on(store: TestStore) {
 /// delivers each within 5 s of its second.
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn a_killed_process_runs_fired_ahead_go_out_within_5_s() {
+    a_killed_process_runs_fired_ahead_go_out_within_5_s_on(TestStore::mysql()).await;
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn a_killed_process_runs_fired_ahead_go_out_within_5_s_on_postgres() {
+    a_killed_process_runs_fired_ahead_go_out_within_5_s_on(TestStore::postgres()).await;
+}
+
+async fn a_killed_process_runs_fired_ahead_go_out_within_5_s_on(store: TestStore) {
     let _serial = crate::serial().await;
-    let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let env = cluster_env(&store);

@@ -227,10 +227,19 @@ async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on(st
 /// minute's reconcile).
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn bulk_registrations_through_two_processes_at_once_reach_every_owner() {
+    bulk_registrations_through_two_processes_at_once_reach_every_owner_on(TestStore::mysql()).await;
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn bulk_registrations_through_two_processes_at_once_reach_every_owner_on_postgres() {
+    bulk_registrations_through_two_processes_at_once_reach_every_owner_on(TestStore::postgres())
+        .await;
+}
+
+async fn bulk_registrations_through_two_processes_at_once_reach_every_owner_on(store: TestStore) {
     const CALLS: usize = 8;
     const PER_CALL: usize = 1_000;
     let _serial = crate::serial().await;
-    let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let (names, env) = one_run("bulk", 2, &store);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();

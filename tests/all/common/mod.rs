@@ -156,7 +156,16 @@ impl TestStore {
         !matches!(self, TestStore::Sqlite(_))
     }
 
-    /// The URL of this MariaDB database with its server reached through `proxy`.
+    /// The URL of its database server (without a database).
+    pub fn server(&self) -> &'static str {
+        match self {
+            TestStore::Mysql(_) => mysql_server(),
+            TestStore::Postgres(_) => postgres_server(),
+            TestStore::Sqlite(_) => panic!("a SQLite store has no server"),
+        }
+    }
+
+    /// The URL of this database with its server reached through `proxy`.
     pub fn url_through(&self, proxy: &Proxy) -> String {
         match self {
             TestStore::Mysql(name) => format!("mysql://root@{}/{name}", proxy.addr),

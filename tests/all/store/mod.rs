@@ -10,6 +10,7 @@
 
 mod support;
 
+mod alert_claims;
 mod attempts;
 mod connect;
 mod executors;

@@ -72,14 +72,17 @@ async fn a_broadcast_fire_is_recorded_as_one(db: &Db) {
     assert_eq!(record(db, vec![fire]).await, vec![FireOutcome::Stale]);
     assert_eq!(runs_of(db, task.id).await.1, 3);
 
-    // Its shard 0 exists already: a duplicate, and none of its siblings is added.
+    // Its shard 0 exists already: a duplicate, and none of its siblings is added, in a batch
+    // beside another fire too (recorded).
     let t2 = t + secs(1);
     let id2 = RequestId::scheduled(task.id, at(t2));
     insert_run(db, &fired(task.id, &id2, t2)).await;
     let again = broadcast(fired(task.id, &id2, t2), t2, OverlapPolicy::Allow);
-    let outcomes = record(db, vec![again]).await;
-    assert_eq!(outcomes, vec![FireOutcome::Duplicate]);
+    let other = fire_record(plain.id, &request_id(), t2, Some(t2 + secs(1)));
+    let outcomes = record(db, vec![again, other]).await;
+    assert_eq!(outcomes, vec![FireOutcome::Duplicate, FireOutcome::Fired]);
     assert_eq!(runs_of(db, task.id).await.1, 4);
+    assert_eq!(runs_of(db, plain.id).await.1, 2);
 
     // Under SKIP with an earlier fire's shards open: every shard is skipped together, and
     // shards of one fire never skip each other.

@@ -3,6 +3,7 @@
 use ax_core::ids::SceneName;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 
 use crate::rows::schema::ax_alert::dsl as a;
@@ -12,9 +13,9 @@ use ax_core::alerting::{AlertEvent, AlertLane, AlertStatus, NewAlert};
 use ax_core::run::TaskId;
 
 /// An outbox row: one alert on one channel.
-#[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable, Insertable)]
+#[derive(Debug, Clone, PartialEq, Eq, Queryable, QueryableByName, Selectable, Insertable)]
 #[diesel(table_name = crate::rows::schema::ax_alert)]
-#[diesel(check_for_backend(diesel::mysql::Mysql, diesel::sqlite::Sqlite))]
+#[diesel(check_for_backend(diesel::mysql::Mysql, diesel::pg::Pg, diesel::sqlite::Sqlite))]
 pub struct AlertRow {
     pub id: String,
     /// Empty for a folded event: it goes out with the next alert.
@@ -81,6 +82,33 @@ pub async fn claim_due(
     limit: i64,
 ) -> Result<Vec<AlertRow>, StoreError> {
     let now = to_db(now);
+    // PostgreSQL claims in one statement: the due rows another sender is claiming are skipped,
+    // not waited for, and the claimed rows come back with the update.
+    if let Conn::Postgres(c) = conn {
+        let of_lane = match lane {
+            AlertLane::Runs => "IS NOT NULL",
+            AlertLane::Others => "IS NULL",
+        };
+        // The due rows are chosen once (MATERIALIZED): a subquery in the UPDATE's WHERE may be
+        // run again for each row, each time locking the next rows of the limit.
+        let sql = format!(
+            "WITH due AS MATERIALIZED (SELECT id FROM ax_alert WHERE channel = $3 \
+             AND task_id {of_lane} AND status = $4 AND next_try_at <= $5 \
+             AND (claimed_until IS NULL OR claimed_until < $5) \
+             ORDER BY next_try_at LIMIT $6 FOR UPDATE SKIP LOCKED) \
+             UPDATE ax_alert SET claimant = $1, claimed_until = $2 FROM due \
+             WHERE ax_alert.channel = $3 AND ax_alert.id = due.id RETURNING ax_alert.*"
+        );
+        return Ok(diesel::sql_query(sql)
+            .bind::<Text, _>(claimant)
+            .bind::<Timestamp, _>(to_db(until))
+            .bind::<Text, _>(channel)
+            .bind::<Text, _>(AlertStatus::Pending)
+            .bind::<Timestamp, _>(now)
+            .bind::<BigInt, _>(limit)
+            .load(&mut ***c)
+            .await?);
+    }
     let due: Vec<String> = with_conn!(conn, |c| {
         let query = a::ax_alert.into_boxed();
         let query = match lane {

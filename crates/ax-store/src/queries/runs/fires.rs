@@ -140,28 +140,32 @@ async fn record_fires_at_once(
         .map(|(k, fire)| fire.runs(overlapped.get(&k)))
         .collect();
     let rows: Vec<&NewRunRow> = fire_runs.iter().flatten().map(|run| &**run).collect();
-    let inserted = if rows.is_empty() {
-        Ok(())
+    let duplicates = if rows.is_empty() {
+        HashSet::new()
     } else {
         advance_tasks(conn, &advances).await?;
-        insert_runs(conn, &rows).await
-    };
-    let duplicates = match inserted {
-        Ok(()) => HashSet::new(),
-        // Some run exists already: insert fire by fire to find which.
-        Err(StoreError::Query(DieselError::DatabaseError(
-            DatabaseErrorKind::UniqueViolation,
-            _,
-        ))) => {
-            let mut duplicates = HashSet::new();
-            for runs in &fire_runs {
-                if insert_fire(conn, runs).await? == FireOutcome::Duplicate {
-                    duplicates.insert(runs[0].request_id.as_str());
+        match conn {
+            // PostgreSQL finds the duplicates in the insert itself, with no savepoint to take
+            // the batch back to (a failed statement would end its transaction).
+            Conn::Postgres(_) => insert_new_fires(conn, &fire_runs).await?,
+            _ => match insert_runs(conn, &rows).await {
+                Ok(()) => HashSet::new(),
+                // Some run exists already: insert fire by fire to find which.
+                Err(StoreError::Query(DieselError::DatabaseError(
+                    DatabaseErrorKind::UniqueViolation,
+                    _,
+                ))) => {
+                    let mut duplicates = HashSet::new();
+                    for runs in &fire_runs {
+                        if insert_fire(conn, runs).await? == FireOutcome::Duplicate {
+                            duplicates.insert(runs[0].request_id.as_str());
+                        }
+                    }
+                    duplicates
                 }
-            }
-            duplicates
+                Err(err) => return Err(err),
+            },
         }
-        Err(err) => return Err(err),
     };
     let mut fire_runs = fire_runs.iter();
     Ok(fresh
@@ -174,6 +178,91 @@ async fn record_fires_at_once(
             Some(runs) => FireOutcome::recorded(&runs[0]),
         })
         .collect())
+}
+
+/// Binds each of `$runs` (`&[&NewRunRow]`) into the boxed `$query`, in the order of
+/// [`insert_statement`]'s columns.
+macro_rules! bind_runs {
+    ($query:expr, $runs:expr) => {{
+        let mut query = $query;
+        for run in $runs {
+            query = query
+                .bind::<BigInt, _>(run.task_id)
+                .bind::<Text, _>(&run.request_id)
+                .bind::<Text, _>(&run.trigger_type)
+                .bind::<Timestamp, _>(run.scheduled_at)
+                .bind::<Timestamp, _>(run.trigger_at)
+                .bind::<Text, _>(&run.status)
+                .bind::<Text, _>(&run.fired_by)
+                .bind::<Timestamp, _>(run.created_at)
+                .bind::<Nullable<Timestamp>, _>(run.finished_at)
+                .bind::<Nullable<Timestamp>, _>(run.next_attempt_at)
+                .bind::<Nullable<Timestamp>, _>(run.deadline_at)
+                .bind::<Nullable<Text>, _>(&run.params)
+                .bind::<Integer, _>(run.dispatched_attempt)
+                .bind::<Nullable<Timestamp>, _>(run.claimed_until)
+                .bind::<Nullable<Text>, _>(&run.callback_code)
+                .bind::<Nullable<Text>, _>(&run.callback_message)
+                .bind::<Nullable<Text>, _>(&run.member)
+                .bind::<Nullable<Integer>, _>(run.shard_index)
+                .bind::<Nullable<Integer>, _>(run.shard_total);
+        }
+        query
+    }};
+}
+
+/// PostgreSQL: inserts the fires' runs but those whose request id exists already
+/// (`ON CONFLICT DO NOTHING RETURNING`), and answers the fires that were duplicates (by their
+/// first run's id). A duplicate fire is recorded not at all: any of its other shards that
+/// were new are taken out again.
+async fn insert_new_fires<'f>(
+    conn: &mut Conn,
+    fire_runs: &'f [Vec<std::borrow::Cow<'_, NewRunRow>>],
+) -> Result<HashSet<&'f str>, StoreError> {
+    let rows: Vec<&NewRunRow> = fire_runs.iter().flatten().map(|run| &**run).collect();
+    let mut inserted = HashSet::new();
+    for chunk in chunks(&rows, RUNS_PER_INSERT) {
+        let sql = conn.binds(format!(
+            "{} ON CONFLICT (request_id) DO NOTHING RETURNING request_id",
+            insert_statement(chunk.len())
+        ));
+        let Conn::Postgres(c) = &mut *conn else {
+            return Err(StoreError::Pool(
+                "a PostgreSQL insert on another store".into(),
+            ));
+        };
+        let query = bind_runs!(diesel::sql_query(sql.as_str()).into_boxed(), chunk);
+        let ids: Vec<InsertedId> = Kept(query).load(&mut ***c).await?;
+        inserted.extend(ids.into_iter().map(|id| id.request_id));
+    }
+    let mut duplicates = HashSet::new();
+    let mut strays = Vec::new();
+    for runs in fire_runs {
+        if !inserted.contains(runs[0].request_id.as_str()) {
+            duplicates.insert(runs[0].request_id.as_str());
+            strays.extend(
+                runs[1..]
+                    .iter()
+                    .map(|run| run.request_id.as_str())
+                    .filter(|id| inserted.contains(*id)),
+            );
+        }
+    }
+    if !strays.is_empty() {
+        with_conn!(conn, |c| diesel::delete(
+            i::ax_instance.filter(i::request_id.eq_any(&strays))
+        )
+        .execute(c)
+        .await)?;
+    }
+    Ok(duplicates)
+}
+
+/// A run's id, as an insert returns it.
+#[derive(QueryableByName)]
+struct InsertedId {
+    #[diesel(sql_type = Text)]
+    request_id: String,
 }
 
 /// Inserts a fire's runs (its shards), the first alone first: a fire recorded already is a
@@ -299,41 +388,23 @@ pub(super) async fn insert_runs(conn: &mut Conn, runs: &[&NewRunRow]) -> Result<
 }
 
 async fn insert_chunk(conn: &mut Conn, runs: &[&NewRunRow]) -> Result<(), StoreError> {
-    let sql = format!(
+    let sql = conn.binds(insert_statement(runs.len()));
+    with_conn!(conn, |c| {
+        let query = bind_runs!(diesel::sql_query(sql.as_str()).into_boxed(), runs);
+        Kept(query).execute(c).await
+    })?;
+    Ok(())
+}
+
+/// The `INSERT` of `n` runs, with `?` placeholders.
+fn insert_statement(n: usize) -> String {
+    format!(
         "INSERT INTO ax_instance (task_id, request_id, trigger_type, scheduled_at, trigger_at, \
          status, fired_by, created_at, finished_at, next_attempt_at, deadline_at, params, \
          dispatched_attempt, claimed_until, callback_code, callback_message, member, \
          shard_index, shard_total) VALUES {}",
-        vec![format!("({})", placeholders(19, 1)); runs.len()].join(", ")
-    );
-    let sql = conn.binds(sql);
-    with_conn!(conn, |c| {
-        let mut query = diesel::sql_query(sql.as_str()).into_boxed();
-        for run in runs {
-            query = query
-                .bind::<BigInt, _>(run.task_id)
-                .bind::<Text, _>(&run.request_id)
-                .bind::<Text, _>(&run.trigger_type)
-                .bind::<Timestamp, _>(run.scheduled_at)
-                .bind::<Timestamp, _>(run.trigger_at)
-                .bind::<Text, _>(&run.status)
-                .bind::<Text, _>(&run.fired_by)
-                .bind::<Timestamp, _>(run.created_at)
-                .bind::<Nullable<Timestamp>, _>(run.finished_at)
-                .bind::<Nullable<Timestamp>, _>(run.next_attempt_at)
-                .bind::<Nullable<Timestamp>, _>(run.deadline_at)
-                .bind::<Nullable<Text>, _>(&run.params)
-                .bind::<Integer, _>(run.dispatched_attempt)
-                .bind::<Nullable<Timestamp>, _>(run.claimed_until)
-                .bind::<Nullable<Text>, _>(&run.callback_code)
-                .bind::<Nullable<Text>, _>(&run.callback_message)
-                .bind::<Nullable<Text>, _>(&run.member)
-                .bind::<Nullable<Integer>, _>(run.shard_index)
-                .bind::<Nullable<Integer>, _>(run.shard_total);
-        }
-        Kept(query).execute(c).await
-    })?;
-    Ok(())
+        vec![format!("({})", placeholders(19, 1)); n].join(", ")
+    )
 }
 
 /// `n` groups of `width` comma-separated placeholders.
