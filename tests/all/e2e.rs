@@ -684,10 +684,10 @@ async fn callbacks_count_once_per_attempt() {
     executor.stop().await;
 }
 
+on_each_backend!(a_manual_run_is_claimed_and_dispatched_once_on, mariadb: a_manual_run_is_claimed_and_dispatched_once, postgres: a_manual_run_is_claimed_and_dispatched_once_on_postgres);
+
 /// A manual run goes the way of every due attempt: into the wheel, claimed, dispatched once.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_manual_run_is_claimed_and_dispatched_once() {
-    let store = TestStore::mysql();
+async fn a_manual_run_is_claimed_and_dispatched_once_on(store: TestStore) {
     let ax = start_ax(&config(&store, true, "manual")).await;
     let api = Api::new(&ax);
     let executor = Executor::start(Reply::Success).await;

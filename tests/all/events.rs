@@ -117,10 +117,10 @@ on_each_backend!(
     postgres: a_triggered_run_is_told_to_its_end_on_postgres
 );
 
+on_each_backend!(any_instance_serves_the_stream_on, mariadb: any_instance_serves_the_stream, postgres: any_instance_serves_the_stream_on_postgres);
+
 /// Two ax on one MariaDB and one Redis: the one that did not fire the run tells it.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn any_instance_serves_the_stream() {
-    let store = TestStore::mysql();
+async fn any_instance_serves_the_stream_on(store: TestStore) {
     let first = start_ax(&config(&store, true, &unique_name("events-a"))).await;
     let second = start_ax(&config(&store, true, &unique_name("events-b"))).await;
     let api = Api::new(&first);

@@ -235,12 +235,12 @@ on_each_backend!(
     postgres: a_group_routes_fails_over_and_keeps_members_on_postgres
 );
 
+on_each_backend!(a_burst_is_held_to_each_members_cap_on, mariadb: a_burst_is_held_to_each_members_cap, postgres: a_burst_is_held_to_each_members_cap_on_postgres);
+
 /// 200 runs due in one second on a group of 2 executors, each with a listen backlog of 5 and
 /// `maxInFlight` 4: none waits on a dropped SYN (never more than 4 connections at once on
 /// either), none fails, both serve.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_burst_is_held_to_each_members_cap() {
-    let store = TestStore::mysql();
+async fn a_burst_is_held_to_each_members_cap_on(store: TestStore) {
     let mut config = config(&store, true, "burst");
     config.scheduler.backfill_per_sec = 1000;
     let ax = start_ax(&config).await;
@@ -389,13 +389,13 @@ async fn a_failing_job_does_not_take_its_member_out() {
     ax.shutdown().await;
 }
 
+on_each_backend!(a_member_set_aside_by_one_process_is_set_aside_on_every_process_on, mariadb: a_member_set_aside_by_one_process_is_set_aside_on_every_process, postgres: a_member_set_aside_by_one_process_is_set_aside_on_every_process_on_postgres);
+
 /// Member health is the cluster's: a member set aside by transport failures through one
 /// `ax serve` process is UNHEALTHY, until the same time and with the same failure, on a second
 /// process that never dispatched to it (its API, list and console page alike), and the second
 /// does not send to it either.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_member_set_aside_by_one_process_is_set_aside_on_every_process() {
-    let store = TestStore::mysql();
+async fn a_member_set_aside_by_one_process_is_set_aside_on_every_process_on(store: TestStore) {
     let dir = tempfile::tempdir().expect("dir");
     let run_id = unique_name("shared");
     let env = vec![
@@ -486,12 +486,12 @@ async fn a_member_set_aside_by_one_process_is_set_aside_on_every_process() {
     drop((one, two));
 }
 
+on_each_backend!(consistent_hash_holds_across_a_cluster_and_a_joining_member_on, mariadb: consistent_hash_holds_across_a_cluster_and_a_joining_member, postgres: consistent_hash_holds_across_a_cluster_and_a_joining_member_on_postgres);
+
 /// CONSISTENT_HASH keeps each task on one member, on two ax processes sharing MariaDB and
 /// Redis, and a member that registers through one process is routed to by both; when it
 /// joins, only tasks that move to it change member.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn consistent_hash_holds_across_a_cluster_and_a_joining_member() {
-    let store = TestStore::mysql();
+async fn consistent_hash_holds_across_a_cluster_and_a_joining_member_on(store: TestStore) {
     let (one, two) = (
         start_ax(&config(&store, true, &unique_name("hash-a"))).await,
         start_ax(&config(&store, true, &unique_name("hash-b"))).await,
@@ -588,14 +588,16 @@ async fn placement_since(
     placed
 }
 
+on_each_backend!(a_broadcast_shards_a_fire_over_the_members_and_moves_a_killed_ones_shard_on, mariadb: a_broadcast_shards_a_fire_over_the_members_and_moves_a_killed_ones_shard, postgres: a_broadcast_shards_a_fire_over_the_members_and_moves_a_killed_ones_shard_on_postgres);
+
 /// BROADCAST on two ax processes sharing MariaDB + Redis: a fire is one run per member
 /// (shardIndex/shardTotal in each signed body, a request id per shard), fired once across the
 /// cluster; a member killed while its shard runs has the shard moved to another member (same
 /// request id and shard); a downstream task waits for every shard of the fire, and the run's
 /// detail lists the fire's shards.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_broadcast_shards_a_fire_over_the_members_and_moves_a_killed_ones_shard() {
-    let store = TestStore::mysql();
+async fn a_broadcast_shards_a_fire_over_the_members_and_moves_a_killed_ones_shard_on(
+    store: TestStore,
+) {
     let ax = start_ax(&config(&store, true, &unique_name("broadcast-a"))).await;
     let other = start_ax(&config(&store, true, &unique_name("broadcast-b"))).await;
     let api = Api::new(&ax);

@@ -15,7 +15,9 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
-use crate::common::{config, start_ax, unique_name, Api, Executor, Reply, TestStore};
+use crate::common::{
+    config, on_each_backend, start_ax, unique_name, Api, Executor, Reply, TestStore,
+};
 
 /// An executor that accepts every connection, reads the request and never answers; on a path
 /// starting `/ok` it answers at once (a healthy handler of the same host).
@@ -261,12 +263,12 @@ fn sleep(secs: f64) -> actix_rt::time::Sleep {
     actix_rt::time::sleep(Duration::from_secs_f64(secs))
 }
 
+on_each_backend!(a_hung_executor_holds_only_its_own_slots_on, mariadb: a_hung_executor_holds_only_its_own_slots, postgres: a_hung_executor_holds_only_its_own_slots_on_postgres);
+
 /// The first repro, scaled: a task with a 10-minute timeout backfilled over 1,100
 /// seconds on the hung executor, and a control task every second on a healthy one, defaults
 /// otherwise.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_hung_executor_holds_only_its_own_slots() {
-    let store = TestStore::mysql();
+async fn a_hung_executor_holds_only_its_own_slots_on(store: TestStore) {
     let mut config = config(&store, true, "isolation");
     config.scheduler.backfill_per_sec = 1000;
     let ax = start_ax(&config).await;
@@ -323,13 +325,13 @@ async fn a_hung_executor_holds_only_its_own_slots() {
     ax.shutdown().await;
 }
 
+on_each_backend!(a_hung_handler_cannot_starve_the_other_handlers_of_its_host_on, mariadb: a_hung_handler_cannot_starve_the_other_handlers_of_its_host, postgres: a_hung_handler_cannot_starve_the_other_handlers_of_its_host_on_postgres);
+
 /// A hot handler: 150 every-second tasks whose handler hangs (`timeoutMs` 10 s) beside a
 /// healthy every-second task on the same host and port, another path, defaults otherwise.
 /// Once the hung handler's first attempts have timed out, the healthy task is delivered in at
 /// least 27 of the next 30 s with its usual lag, and no run is sent twice.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_hung_handler_cannot_starve_the_other_handlers_of_its_host() {
-    let store = TestStore::mysql();
+async fn a_hung_handler_cannot_starve_the_other_handlers_of_its_host_on(store: TestStore) {
     let config = config(&store, true, "lanes");
     let ax = start_ax(&config).await;
     let api = Api::new(&ax);
@@ -402,13 +404,13 @@ async fn a_hung_handler_cannot_starve_the_other_handlers_of_its_host() {
     ax.shutdown().await;
 }
 
+on_each_backend!(runs_waiting_for_a_host_are_neither_claimed_again_nor_sent_twice_on, mariadb: runs_waiting_for_a_host_are_neither_claimed_again_nor_sent_twice, postgres: runs_waiting_for_a_host_are_neither_claimed_again_nor_sent_twice_on_postgres);
+
 /// The second repro, scaled, on two ax processes sharing MariaDB and Redis: 30
 /// every-second tasks on the hung executor (timeout 1 s, no retries) with 4 slots a process,
 /// so runs wait long past their first claim; each is delivered at most once, and the control
 /// task keeps its lag.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn runs_waiting_for_a_host_are_neither_claimed_again_nor_sent_twice() {
-    let store = TestStore::mysql();
+async fn runs_waiting_for_a_host_are_neither_claimed_again_nor_sent_twice_on(store: TestStore) {
     let mut first = config(&store, true, "isolation-a");
     first.dispatch.max_in_flight_per_host = 4;
     let mut second = first.clone();
@@ -442,12 +444,12 @@ async fn runs_waiting_for_a_host_are_neither_claimed_again_nor_sent_twice() {
     b.shutdown().await;
 }
 
+on_each_backend!(a_run_in_flight_past_its_first_claim_is_not_sent_again_on, mariadb: a_run_in_flight_past_its_first_claim_is_not_sent_again, postgres: a_run_in_flight_past_its_first_claim_is_not_sent_again_on_postgres);
+
 /// A run that waited for its host's only slot, then hangs in flight past its first claim
 /// (timeout + 10 s from its commit): its claim is renewed while it is in flight, so a second
 /// ax process on the same store neither takes it nor sends it again before it times out.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_run_in_flight_past_its_first_claim_is_not_sent_again() {
-    let store = TestStore::mysql();
+async fn a_run_in_flight_past_its_first_claim_is_not_sent_again_on(store: TestStore) {
     let mut first = config(&store, true, "in-flight-a");
     first.dispatch.max_in_flight_per_host = 1;
     let mut second = first.clone();

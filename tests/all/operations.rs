@@ -325,11 +325,11 @@ async fn manual_run_fires_now_and_leaves_the_schedule_alone() {
     ax.shutdown().await;
 }
 
+on_each_backend!(one_level_dependencies_on, mariadb: one_level_dependencies, postgres: one_level_dependencies_on_postgres);
+
 /// B waits on A: B's run is released when A's latest run at or before it succeeded, fails
 /// with UPSTREAM_FAILED when it failed, and DEPENDENCY_TIMEOUT when A never ran.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn one_level_dependencies() {
-    let store = TestStore::mysql();
+async fn one_level_dependencies_on(store: TestStore) {
     let ax = start_ax(&config(&store, true, "deps")).await;
     let api = Api::new(&ax);
     let ok = Executor::start(Reply::Success).await;

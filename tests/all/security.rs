@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::common::{
-    config, start_ax, status_and_header, unique_name, Api, AxProcess, Executor, Reply, TestStore,
+    config, on_each_backend, start_ax, status_and_header, unique_name, Api, AxProcess, Executor,
+    Reply, TestStore,
 };
 
 const TOKEN: &str = "admin-s3cret-0123456";
@@ -277,9 +278,9 @@ async fn the_allowlist_is_checked_again_at_dispatch() {
     executor.stop().await;
 }
 
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn hostile_input_gets_a_clear_4xx_and_changes_nothing() {
-    let store = TestStore::mysql();
+on_each_backend!(hostile_input_gets_a_clear_4xx_and_changes_nothing_on, mariadb: hostile_input_gets_a_clear_4xx_and_changes_nothing, postgres: hostile_input_gets_a_clear_4xx_and_changes_nothing_on_postgres);
+
+async fn hostile_input_gets_a_clear_4xx_and_changes_nothing_on(store: TestStore) {
     let ax = start_ax(&config(&store, false, "hostile")).await;
     let api = Api::new(&ax);
     let json_type = "application/json";

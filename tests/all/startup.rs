@@ -11,7 +11,8 @@ use ax_server::actors::Halt;
 use serde_json::Value;
 
 use crate::common::{
-    config, free_port, host_port, mysql_server, start_ax, Api, AxProcess, RedisProcess, TestStore,
+    config, free_port, host_port, on_each_backend, start_ax, Api, AxProcess, RedisProcess,
+    TestStore,
 };
 
 fn every_store() -> [TestStore; 3] {
@@ -234,20 +235,24 @@ async fn healthz_is_503_once_the_wheel_has_stopped() {
     ax.shutdown().await;
 }
 
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn healthz_follows_a_database_outage() {
-    let store = TestStore::mysql();
-    let server = host_port(mysql_server());
+on_each_backend!(healthz_follows_a_database_outage_on, mariadb: healthz_follows_a_database_outage, postgres: healthz_follows_a_database_outage_on_postgres);
+
+async fn healthz_follows_a_database_outage_on(store: TestStore) {
+    let server = host_port(store.server());
     let proxy = Proxy::start(server.clone());
     let mut config = config(&store, false, "health-db");
-    // The driver would move to the server's Unix socket, past the proxy, unless told not to.
     let through_proxy = format!("127.0.0.1:{}", proxy.port);
     let url = store.url().replace(&server, &through_proxy);
-    config.store.url = format!("{url}?prefer_socket=false");
+    // MySQL's driver would move to the server's Unix socket, past the proxy, unless told not
+    // to.
+    config.store.url = match store {
+        TestStore::Mysql(_) => format!("{url}?prefer_socket=false"),
+        _ => url,
+    };
     let ax = start_ax(&config).await;
     let api = Api::new(&ax);
     let (_, health) = wait_for_health(&api, 200, Duration::from_secs(5)).await;
-    assert_eq!(health["store"], "mysql", "{health}");
+    assert_eq!(health["store"], store.backend(), "{health}");
 
     proxy.cut();
     let (took, health) = wait_for_health(&api, 503, Duration::from_secs(10)).await;

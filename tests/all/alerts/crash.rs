@@ -13,7 +13,8 @@ use chrono::Utc;
 use serde_json::json;
 
 use crate::common::{
-    redis_url, rows_of, unique_name, Api, AxProcess, Executor, Reply, TestStore, XorShift,
+    on_each_backend, redis_url, rows_of, unique_name, Api, AxProcess, Executor, Reply, TestStore,
+    XorShift,
 };
 
 const TASKS: usize = 4;
@@ -31,12 +32,12 @@ fn config_file(dir: &std::path::Path, hook: &str) {
     std::fs::write(dir.join("config/ax.yaml"), yaml).expect("config file");
 }
 
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn alerts_survive_kill_9_and_a_process_gone_is_told() {
+on_each_backend!(alerts_survive_kill_9_and_a_process_gone_is_told_on, mariadb: alerts_survive_kill_9_and_a_process_gone_is_told, postgres: alerts_survive_kill_9_and_a_process_gone_is_told_on_postgres);
+
+async fn alerts_survive_kill_9_and_a_process_gone_is_told_on(store: TestStore) {
     let seed = Utc::now().timestamp_nanos_opt().unwrap_or(1) as u64 | 1;
     println!("kill schedule seed: {seed}");
     let mut rng = XorShift(seed);
-    let store = TestStore::mysql();
     // Slow enough that sends are in flight when a process is killed.
     let hook = Executor::start(Reply::Slow(Duration::from_millis(300))).await;
     let dir = tempfile::tempdir().expect("dir");

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::alerts::webhook::{channel, with_channels};
 use crate::common::{
-    host_port, mysql_server, redis_database, redis_server, start_ax, unique_name, Api, Executor,
+    host_port, on_each_backend, redis_database, redis_server, start_ax, unique_name, Api, Executor,
     Proxy, Received, Reply, TestStore,
 };
 
@@ -165,14 +165,14 @@ async fn a_member_gone_alerts_and_its_return_resolves() {
     ax.shutdown().await;
 }
 
+on_each_backend!(redis_and_store_outages_alert_and_resolve_on, mariadb: redis_and_store_outages_alert_and_resolve, postgres: redis_and_store_outages_alert_and_resolve_on_postgres);
+
 /// Redis, then the store, cut for longer than `alerts.outage_secs`: each alerts once and
 /// its return resolves it.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn redis_and_store_outages_alert_and_resolve() {
-    let store = TestStore::mysql();
+async fn redis_and_store_outages_alert_and_resolve_on(store: TestStore) {
     let hook = Executor::start(Reply::Success).await;
     let redis = Proxy::start(&host_port(redis_server())).await;
-    let mysql = Proxy::start(&host_port(mysql_server())).await;
+    let server = Proxy::start(&host_port(store.server())).await;
     // The database exists before ax reaches it through the proxy.
     drop(ax_store::Db::connect(&store.url(), 1).await.expect("store"));
     let mut config = with_channels(
@@ -183,7 +183,7 @@ async fn redis_and_store_outages_alert_and_resolve() {
             format!("{}hook", hook.base()),
         )],
     );
-    config.store.url = store.url_through(&mysql);
+    config.store.url = store.url_through(&server);
     // The test's own Redis database, reached through the proxy.
     let database = redis_database();
     config.redis.url = Some(format!("redis://{}/{database}", redis.addr));
@@ -210,7 +210,7 @@ async fn redis_and_store_outages_alert_and_resolve() {
         "told once"
     );
 
-    mysql.cut();
+    server.cut();
     let down = told(&hook, "STORE_UNREACHABLE", 1, Duration::from_secs(30)).await;
     let alert = &down.first().expect("a STORE_UNREACHABLE alert").body;
     assert!(
@@ -219,7 +219,7 @@ async fn redis_and_store_outages_alert_and_resolve() {
             .is_some_and(|s| s.starts_with("store")),
         "{alert}"
     );
-    mysql.restore();
+    server.restore();
     let back = told(&hook, "RESOLVED", 2, Duration::from_secs(30)).await;
     assert!(
         back.iter().any(|r| r.body["subject"] == alert["subject"]),

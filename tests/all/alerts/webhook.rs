@@ -200,10 +200,10 @@ on_each_backend!(
     postgres: a_failing_task_alerts_once_and_resolves_on_postgres
 );
 
+on_each_backend!(two_processes_send_each_alert_once_on, mariadb: two_processes_send_each_alert_once, postgres: two_processes_send_each_alert_once_on_postgres);
+
 /// Two ax processes on one MariaDB and Redis: each alert is sent by one of them, once.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn two_processes_send_each_alert_once() {
-    let store = TestStore::mysql();
+async fn two_processes_send_each_alert_once_on(store: TestStore) {
     let hook = Executor::start(Reply::Success).await;
     let channels = || {
         vec![channel(
