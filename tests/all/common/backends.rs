@@ -24,15 +24,7 @@ macro_rules! on_each_backend {
             $scenario($crate::common::TestStore::sqlite()).await;
         }
 
-        #[actix_rt::test(system = "crate::common::TestSystem")]
-        async fn $mariadb() {
-            $scenario($crate::common::TestStore::mysql()).await;
-        }
-
-        #[actix_rt::test(system = "crate::common::TestSystem")]
-        async fn $postgres() {
-            $scenario($crate::common::TestStore::postgres()).await;
-        }
+        $crate::common::on_each_backend!($scenario, mariadb: $mariadb, postgres: $postgres);
     };
 }
 
