@@ -20,8 +20,9 @@ use diesel_async::RunQueryDsl;
 use serde_json::json;
 
 use crate::common::{
-    free_port, host_port, mysql_server, one_row_per_second, redis_database, redis_server,
-    redis_url, rows_of, Api, AxProcess, Executor, Proxy, Received, RedisProcess, Reply, TestStore,
+    free_port, host_port, mysql_server, on_each_backend, one_row_per_second, redis_database,
+    redis_server, redis_url, rows_of, Api, AxProcess, Executor, Proxy, Received, RedisProcess,
+    Reply, TestStore,
 };
 
 const TASKS: usize = 4;
@@ -208,13 +209,13 @@ fn worst_delivery_lag(received: &[Received], from: DateTime<Utc>, to: DateTime<U
         .fold(0.0, f64::max)
 }
 
+on_each_backend!(redis_down_for_60_s_loses_no_run_and_duplicates_none_on, mariadb: redis_down_for_60_s_loses_no_run_and_duplicates_none, postgres: redis_down_for_60_s_loses_no_run_and_duplicates_none_on_postgres);
+
 /// Redis goes away for 60 s: the fire lock is unavailable, so ax fires unlocked on the
 /// database's compare-and-set, and every second of every task still has exactly one run,
 /// delivered once.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn redis_down_for_60_s_loses_no_run_and_duplicates_none() {
+async fn redis_down_for_60_s_loses_no_run_and_duplicates_none_on(store: TestStore) {
     let started = Instant::now();
-    let store = TestStore::mysql();
     let redis = Proxy::start(&host_port(redis_server())).await;
     let scene = Scene::start(
         "redis-outage",
@@ -297,14 +298,16 @@ async fn redis_down_for_60_s_loses_no_run_and_duplicates_none() {
     );
 }
 
+on_each_backend!(ax_started_while_redis_is_down_fires_and_takes_redis_up_when_it_answers_on, mariadb: ax_started_while_redis_is_down_fires_and_takes_redis_up_when_it_answers, postgres: ax_started_while_redis_is_down_fires_and_takes_redis_up_when_it_answers_on_postgres);
+
 /// ax started while its Redis is down starts all the same: `/healthz` answers 200 and names
 /// Redis down, and the tasks fire unlocked, every run delivered. When a Redis comes up on that
 /// port, ax takes it up by itself: `/healthz` says so, its heartbeat is there, its fire locks
 /// are taken and released there (and no more fire goes unlocked), and no second of any task
 /// has two rows or none.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn ax_started_while_redis_is_down_fires_and_takes_redis_up_when_it_answers() {
-    let store = TestStore::mysql();
+async fn ax_started_while_redis_is_down_fires_and_takes_redis_up_when_it_answers_on(
+    store: TestStore,
+) {
     let port = free_port();
     let mut scene = Scene::start(
         "redis-down-at-start",
@@ -425,21 +428,17 @@ async fn ax_started_while_redis_is_down_fires_and_takes_redis_up_when_it_answers
     );
 }
 
-/// MariaDB becomes unreachable for 60 s: nothing can be committed, so nothing fires; when it
-/// returns, each task's missed seconds collapse into one catch-up run (the missed-run policy,
-/// within `misfireThresholdSecs`) and firing goes on every second. Runs committed before the
-/// cut are all dispatched and finished, ax stays up, and no (task, second) has two rows.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn mariadb_unreachable_for_60_s_catches_up_once_per_task() {
-    the_database_unreachable_for_60_s_catches_up_once_per_task(TestStore::mysql()).await;
-}
+on_each_backend!(
+    the_database_unreachable_for_60_s_catches_up_once_per_task,
+    mariadb: mariadb_unreachable_for_60_s_catches_up_once_per_task,
+    postgres: postgres_unreachable_for_60_s_catches_up_once_per_task
+);
 
-/// The same with PostgreSQL.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn postgres_unreachable_for_60_s_catches_up_once_per_task() {
-    the_database_unreachable_for_60_s_catches_up_once_per_task(TestStore::postgres()).await;
-}
-
+/// The database becomes unreachable for 60 s: nothing can be committed, so nothing fires; when
+/// it returns, each task's missed seconds collapse into one catch-up run (the missed-run
+/// policy, within `misfireThresholdSecs`) and firing goes on every second. Runs committed
+/// before the cut are all dispatched and finished, ax stays up, and no (task, second) has two
+/// rows.
 async fn the_database_unreachable_for_60_s_catches_up_once_per_task(store: TestStore) {
     let started = Instant::now();
     let server = Proxy::start(&host_port(store.server())).await;

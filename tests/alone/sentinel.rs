@@ -141,9 +141,17 @@ async fn keys(redis: &RedisProcess) -> Vec<String> {
 
 #[actix_rt::test(system = "crate::common::TestSystem")]
 async fn ax_follows_the_primary_through_a_planned_failover_and_a_kill() {
+    ax_follows_the_primary_through_a_planned_failover_and_a_kill_on(TestStore::mysql()).await;
+}
+
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn ax_follows_the_primary_through_a_planned_failover_and_a_kill_on_postgres() {
+    ax_follows_the_primary_through_a_planned_failover_and_a_kill_on(TestStore::postgres()).await;
+}
+
+async fn ax_follows_the_primary_through_a_planned_failover_and_a_kill_on(store: TestStore) {
     let _serial = crate::serial().await;
     let started = Instant::now();
-    let store = TestStore::mysql();
     let dir = tempfile::tempdir().expect("dir");
     let auth = ["--requirepass", PASSWORD, "--masterauth", PASSWORD];
     let first_port = free_port();

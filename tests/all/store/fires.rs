@@ -10,7 +10,7 @@ use ax_store::rows::models::{NewRunRow, Run, TaskStatus};
 use ax_store::{Db, StoreError};
 use chrono::NaiveDateTime;
 
-use crate::common::TestStore;
+use crate::common::{on_each_backend, TestStore};
 use crate::store::support::{
     at, base, born, conn, connect, fields, find_task, fire_record, fired_claim, insert_run,
     insert_task, instance, millis, new_instance, now_db, on_every_backend, origin, record,
@@ -366,13 +366,13 @@ async fn fire_chains_recorded_at_once(db: &Db) {
     }
 }
 
-/// Fire batches commit side by side on MySQL while tasks are being created, and a tick's
-/// batches can overlap the next tick's, which hold the same tasks: none may deadlock.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn concurrent_fire_batches_do_not_deadlock_mysql() {
+on_each_backend!(concurrent_fire_batches_do_not_deadlock_on, mariadb: concurrent_fire_batches_do_not_deadlock_mysql, postgres: concurrent_fire_batches_do_not_deadlock_postgres);
+
+/// Fire batches commit side by side on a database server while tasks are being created, and a
+/// tick's batches can overlap the next tick's, which hold the same tasks: none may deadlock.
+async fn concurrent_fire_batches_do_not_deadlock_on(store: TestStore) {
     const BATCHES: usize = 8;
     const PER_BATCH: usize = 40;
-    let store = TestStore::mysql();
     let db = connect(&store).await;
     let t = base();
     let mut tasks_ = Vec::new();

@@ -7,6 +7,7 @@ use ax_server::actors::store::{LaneCommits, RunEvent, StoreActor, StoreHandle};
 use ax_store::rows::models::TaskStatus;
 use ax_store::Db;
 
+use crate::common::{on_each_backend, TestStore};
 use crate::store::support::{
     accepted, applied, at, base, born, claim_event, due_attempt, fields, fired, insert_run,
     insert_task, instance, now_db, on_every_backend, report, request_id, secs, succeeded,
@@ -121,13 +122,14 @@ async fn store_actor_records_claims(db: &Db) {
     assert_eq!(instance(db, &first).await.status, RunStatus::Running);
 }
 
-/// A group commit that MariaDB refuses for one write's sake (a `code` longer than its column,
-/// in strict mode) is committed again one write at a time: the bad result is recorded as the
-/// run's failure (`RESULT_REJECTED`, with the reason), every other result of the batch commits.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn one_refused_write_fails_alone_mysql() {
+on_each_backend!(one_refused_write_fails_alone_on, mariadb: one_refused_write_fails_alone_mysql, postgres: one_refused_write_fails_alone_postgres);
+
+/// A group commit that the database refuses for one write's sake (a `code` longer than its
+/// column, MariaDB in strict mode) is committed again one write at a time: the bad result is
+/// recorded as the run's failure (`RESULT_REJECTED`, with the reason), every other result of
+/// the batch commits.
+async fn one_refused_write_fails_alone_on(test_store: TestStore) {
     const RUNS: usize = 20;
-    let test_store = crate::common::TestStore::mysql();
     let db = crate::store::support::connect(&test_store).await;
     // The first result commits alone; the others, queued while it commits, join one group
     // commit.

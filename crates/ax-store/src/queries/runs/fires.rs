@@ -226,13 +226,10 @@ async fn insert_new_fires<'f>(
             "{} ON CONFLICT (request_id) DO NOTHING RETURNING request_id",
             insert_statement(chunk.len())
         ));
-        let Conn::Postgres(c) = &mut *conn else {
-            return Err(StoreError::Pool(
-                "a PostgreSQL insert on another store".into(),
-            ));
-        };
-        let query = bind_runs!(diesel::sql_query(sql.as_str()).into_boxed(), chunk);
-        let ids: Vec<InsertedId> = Kept(query).load(&mut ***c).await?;
+        let ids: Vec<InsertedId> = with_conn!(conn, |c| {
+            let query = bind_runs!(diesel::sql_query(sql.as_str()).into_boxed(), chunk);
+            Kept(query).load(c).await
+        })?;
         inserted.extend(ids.into_iter().map(|id| id.request_id));
     }
     let mut duplicates = HashSet::new();
