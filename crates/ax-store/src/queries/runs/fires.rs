@@ -147,7 +147,7 @@ async fn record_fires_at_once(
         match conn {
             // PostgreSQL finds the duplicates in the insert itself, with no savepoint to take
             // the batch back to (a failed statement would end its transaction).
-            Conn::Postgres(_) => insert_new_fires(conn, &fire_runs).await?,
+            Conn::Postgres(_) => insert_new_fires(conn, &rows, &fire_runs).await?,
             _ => match insert_runs(conn, &rows).await {
                 Ok(()) => HashSet::new(),
                 // Some run exists already: insert fire by fire to find which.
@@ -211,17 +211,17 @@ macro_rules! bind_runs {
     }};
 }
 
-/// PostgreSQL: inserts the fires' runs but those whose request id exists already
-/// (`ON CONFLICT DO NOTHING RETURNING`), and answers the fires that were duplicates (by their
-/// first run's id). A duplicate fire is recorded not at all: any of its other shards that
-/// were new are taken out again.
+/// PostgreSQL: inserts the fires' runs (`rows`, all of `fire_runs`) but those whose request id
+/// exists already (`ON CONFLICT DO NOTHING RETURNING`), and answers the fires that were
+/// duplicates (by their first run's id). A duplicate fire is recorded not at all: any of its
+/// other shards that were new are taken out again.
 async fn insert_new_fires<'f>(
     conn: &mut Conn,
+    rows: &[&NewRunRow],
     fire_runs: &'f [Vec<std::borrow::Cow<'_, NewRunRow>>],
 ) -> Result<HashSet<&'f str>, StoreError> {
-    let rows: Vec<&NewRunRow> = fire_runs.iter().flatten().map(|run| &**run).collect();
     let mut inserted = HashSet::new();
-    for chunk in chunks(&rows, RUNS_PER_INSERT) {
+    for chunk in chunks(rows, RUNS_PER_INSERT) {
         let sql = conn.binds(format!(
             "{} ON CONFLICT (request_id) DO NOTHING RETURNING request_id",
             insert_statement(chunk.len())
