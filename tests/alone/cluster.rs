@@ -9,7 +9,7 @@ use ax_store::Db;
 use chrono::Utc;
 use serde_json::json;
 
-use crate::common::{redis_url, Api, AxProcess, Executor, Reply, TestStore};
+use crate::common::{on_each_backend, redis_url, Api, AxProcess, Executor, Reply, TestStore};
 
 const TASKS: usize = 6;
 /// The documented failover gap: the dead instance's fire locks expire (3 s), then the next
@@ -61,15 +61,7 @@ async fn live_members(api: &Api) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn three_instances_one_killed() {
-    three_instances_one_killed_on(TestStore::mysql()).await;
-}
-
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn three_instances_one_killed_on_postgres() {
-    three_instances_one_killed_on(TestStore::postgres()).await;
-}
+on_each_backend!(three_instances_one_killed_on, mariadb: three_instances_one_killed, postgres: three_instances_one_killed_on_postgres);
 
 async fn three_instances_one_killed_on(store: TestStore) {
     let _serial = crate::serial().await;
@@ -279,19 +271,11 @@ async fn metric(base: &str, name: &str) -> Option<f64> {
         .and_then(|value| value.trim().parse().ok())
 }
 
+on_each_backend!(a_change_through_either_process_reaches_both_on, mariadb: a_change_through_either_process_reaches_both, postgres: a_change_through_either_process_reaches_both_on_postgres);
+
 /// Every change, pause and scene pause, delete and re-create made through either of two
 /// processes reaches both at once: each delivery after a change carries its definition (task,
 /// params, handler, cron), and every second the definition fires is delivered once.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_change_through_either_process_reaches_both() {
-    a_change_through_either_process_reaches_both_on(TestStore::mysql()).await;
-}
-
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_change_through_either_process_reaches_both_on_postgres() {
-    a_change_through_either_process_reaches_both_on(TestStore::postgres()).await;
-}
-
 async fn a_change_through_either_process_reaches_both_on(store: TestStore) {
     let _serial = crate::serial().await;
     const NOISE: usize = 20;
@@ -512,19 +496,11 @@ async fn a_change_through_either_process_reaches_both_on(store: TestStore) {
 /// libfaketime, from Debian's `faketime` package (scripts/test.sh installs it).
 const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 
+on_each_backend!(skewed_clocks_fire_nothing_and_say_so_on, mariadb: skewed_clocks_fire_nothing_and_say_so, postgres: skewed_clocks_fire_nothing_and_say_so_on_postgres);
+
 /// A process 30 s ahead and one 30 s behind beside a correct one: the skewed ones say so and
 /// fire and claim nothing; the correct one carries every run, none early, lost or twice, the
 /// manual runs triggered through the skewed ones included.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn skewed_clocks_fire_nothing_and_say_so() {
-    skewed_clocks_fire_nothing_and_say_so_on(TestStore::mysql()).await;
-}
-
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn skewed_clocks_fire_nothing_and_say_so_on_postgres() {
-    skewed_clocks_fire_nothing_and_say_so_on(TestStore::postgres()).await;
-}
-
 async fn skewed_clocks_fire_nothing_and_say_so_on(store: TestStore) {
     let _serial = crate::serial().await;
     assert!(
@@ -674,20 +650,12 @@ async fn sleep_into_second(fraction: f64) {
     actix_rt::time::sleep(Duration::from_secs_f64(wait)).await;
 }
 
+on_each_backend!(a_paused_process_never_sends_twice_on, mariadb: a_paused_process_never_sends_twice, postgres: a_paused_process_never_sends_twice_on_postgres);
+
 /// A process paused for 20 s (SIGSTOP) while it holds runs in flight to a slow executor and
 /// runs fired ahead of their second: the other process takes only what was never sent (the
 /// runs fired ahead), and the paused one, woken, sends none of those; the runs in flight keep
 /// their claims, their replies reach the woken process, and nothing is delivered twice.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_paused_process_never_sends_twice() {
-    a_paused_process_never_sends_twice_on(TestStore::mysql()).await;
-}
-
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_paused_process_never_sends_twice_on_postgres() {
-    a_paused_process_never_sends_twice_on(TestStore::postgres()).await;
-}
-
 async fn a_paused_process_never_sends_twice_on(store: TestStore) {
     let _serial = crate::serial().await;
     const SLOW: usize = 10;
@@ -792,18 +760,10 @@ async fn a_paused_process_never_sends_twice_on(store: TestStore) {
     fast.stop().await;
 }
 
+on_each_backend!(a_killed_process_runs_fired_ahead_go_out_within_5_s_on, mariadb: a_killed_process_runs_fired_ahead_go_out_within_5_s, postgres: a_killed_process_runs_fired_ahead_go_out_within_5_s_on_postgres);
+
 /// A process killed (`kill -9`) holding runs fired ahead of their second: another process
 /// delivers each within 5 s of its second.
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_killed_process_runs_fired_ahead_go_out_within_5_s() {
-    a_killed_process_runs_fired_ahead_go_out_within_5_s_on(TestStore::mysql()).await;
-}
-
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn a_killed_process_runs_fired_ahead_go_out_within_5_s_on_postgres() {
-    a_killed_process_runs_fired_ahead_go_out_within_5_s_on(TestStore::postgres()).await;
-}
-
 async fn a_killed_process_runs_fired_ahead_go_out_within_5_s_on(store: TestStore) {
     let _serial = crate::serial().await;
     let dir = tempfile::tempdir().expect("dir");

@@ -10,7 +10,9 @@ use ax_store::Db;
 use chrono::Utc;
 use serde_json::json;
 
-use crate::common::{free_port, AxProcess, Executor, RedisProcess, Reply, TestStore};
+use crate::common::{
+    free_port, on_each_backend, AxProcess, Executor, RedisProcess, Reply, TestStore,
+};
 
 const SERVICE: &str = "axprimary";
 /// The data nodes' password (the sentinels have none): never to be found in ax's log.
@@ -139,15 +141,7 @@ async fn keys(redis: &RedisProcess) -> Vec<String> {
         .expect("KEYS")
 }
 
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn ax_follows_the_primary_through_a_planned_failover_and_a_kill() {
-    ax_follows_the_primary_through_a_planned_failover_and_a_kill_on(TestStore::mysql()).await;
-}
-
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn ax_follows_the_primary_through_a_planned_failover_and_a_kill_on_postgres() {
-    ax_follows_the_primary_through_a_planned_failover_and_a_kill_on(TestStore::postgres()).await;
-}
+on_each_backend!(ax_follows_the_primary_through_a_planned_failover_and_a_kill_on, mariadb: ax_follows_the_primary_through_a_planned_failover_and_a_kill, postgres: ax_follows_the_primary_through_a_planned_failover_and_a_kill_on_postgres);
 
 async fn ax_follows_the_primary_through_a_planned_failover_and_a_kill_on(store: TestStore) {
     let _serial = crate::serial().await;

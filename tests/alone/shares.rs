@@ -11,7 +11,9 @@ use ax_store::Db;
 use chrono::Utc;
 use serde_json::{json, Value};
 
-use crate::common::{redis_url, rows_of, Api, AxProcess, Executor, Reply, TestStore};
+use crate::common::{
+    on_each_backend, redis_url, rows_of, Api, AxProcess, Executor, Reply, TestStore,
+};
 
 const TASKS: usize = 48;
 /// How long after a process joins or stops the others have read the list and moved the shares
@@ -71,16 +73,7 @@ fn one_run(kind: &str, count: usize, store: &TestStore) -> (Vec<String>, Vec<(St
     (names, env)
 }
 
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost() {
-    processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on(TestStore::mysql()).await;
-}
-
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on_postgres() {
-    processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on(TestStore::postgres())
-        .await;
-}
+on_each_backend!(processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on, mariadb: processes_fire_their_shares_and_hand_them_over_without_a_run_lost, postgres: processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on_postgres);
 
 async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on(store: TestStore) {
     let _serial = crate::serial().await;
@@ -221,21 +214,12 @@ async fn processes_fire_their_shares_and_hand_them_over_without_a_run_lost_on(st
     executor.stop().await;
 }
 
+on_each_backend!(bulk_registrations_through_two_processes_at_once_reach_every_owner_on, mariadb: bulk_registrations_through_two_processes_at_once_reach_every_owner, postgres: bulk_registrations_through_two_processes_at_once_reach_every_owner_on_postgres);
+
 /// Bulk registrations through two processes at once: their transactions take change ids in
 /// turn, so the change feed meets a gap at every other id until the last commits. Each owner
 /// still reads every change: within seconds the wheels hold every task, once (not at the
 /// minute's reconcile).
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn bulk_registrations_through_two_processes_at_once_reach_every_owner() {
-    bulk_registrations_through_two_processes_at_once_reach_every_owner_on(TestStore::mysql()).await;
-}
-
-#[actix_rt::test(system = "crate::common::TestSystem")]
-async fn bulk_registrations_through_two_processes_at_once_reach_every_owner_on_postgres() {
-    bulk_registrations_through_two_processes_at_once_reach_every_owner_on(TestStore::postgres())
-        .await;
-}
-
 async fn bulk_registrations_through_two_processes_at_once_reach_every_owner_on(store: TestStore) {
     const CALLS: usize = 8;
     const PER_CALL: usize = 1_000;
