@@ -8,7 +8,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 
 use ax_client::{
-    AlertsCommand, AuditCommand, ClientError, Connection, ExecutorsCommand, GlobalArgs,
+    AlertsCommand, AuditCommand, CheckArgs, ClientError, Connection, ExecutorsCommand, GlobalArgs,
     RunsCommand, ScenesCommand, TasksCommand,
 };
 use ax_core::time::clock::SystemClock;
@@ -118,7 +118,9 @@ enum Command {
         #[command(subcommand)]
         command: AlertsCommand,
     },
-    /// Executor groups through the HTTP API: list, get, apply a file of groups.
+    /// Executor groups through the HTTP API: list, get, apply a file of groups; and `check`, an
+    /// executor tried against the executor protocol (`ax executor check URL`).
+    #[command(visible_alias = "executor")]
     Executors {
         #[command(subcommand)]
         command: ExecutorsAction,
@@ -187,6 +189,10 @@ enum ExecutorsAction {
         #[arg(short = 'f', long = "file")]
         file: PathBuf,
     },
+    /// Send an executor a handful of test dispatches (signed, repeated, forged, stale) and say
+    /// what conforms to the executor protocol (docs/protocol.md): exit 0 when all does, 1 when
+    /// something does not. The dispatches run its handler for real: point it at a test one.
+    Check(CheckArgs),
 }
 
 #[derive(Subcommand)]
@@ -251,6 +257,9 @@ fn main() -> ExitCode {
         Command::Executors {
             command: ExecutorsAction::Show(command),
         } => api(global, |conn| ax_client::executors(conn, command)),
+        Command::Executors {
+            command: ExecutorsAction::Check(args),
+        } => api(global, |conn| ax_client::check_executor(conn, args)),
         Command::Executors {
             command: ExecutorsAction::Apply { file },
         } => api(global, |conn| ax_client::apply::apply_groups(conn, &file)),

@@ -19,6 +19,7 @@ pub use api::output::Format;
 pub use commands::alerts::{alerts, AlertsCommand};
 pub use commands::audit::{audit, AuditCommand};
 pub use commands::cluster::cluster;
+pub use commands::executor_check::{check_executor, CheckArgs};
 pub use commands::executors::{executors, ExecutorsCommand};
 pub use commands::plan::plan;
 pub use commands::runs::{runs, RunsCommand};

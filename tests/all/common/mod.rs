@@ -286,6 +286,8 @@ pub struct Received {
     pub signature: String,
     /// `X-Ax-Timestamp` as sent.
     pub timestamp: String,
+    /// `X-Ax-Protocol` as sent.
+    pub protocol: String,
     /// The raw body, as signed.
     pub raw: Vec<u8>,
 }
@@ -481,6 +483,7 @@ async fn reply(
         wall: chrono::Utc::now(),
         signature: header("X-Ax-Signature"),
         timestamp: header("X-Ax-Timestamp"),
+        protocol: header("X-Ax-Protocol"),
         raw: raw.to_vec(),
     };
     let deliveries_of_run = {

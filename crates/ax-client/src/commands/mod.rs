@@ -3,6 +3,7 @@
 pub mod alerts;
 pub mod audit;
 pub mod cluster;
+pub mod executor_check;
 pub mod executors;
 pub mod flags;
 pub mod logs;

@@ -133,6 +133,14 @@ pub struct Security {
 /// The header carrying the dispatch signature (`v1=<hex>`), and the one carrying its time.
 pub const SIGNATURE_HEADER: &str = "X-Ax-Signature";
 pub const TIMESTAMP_HEADER: &str = "X-Ax-Timestamp";
+/// The header carrying the executor protocol's version (`docs/protocol.md`), and the version
+/// ax speaks.
+pub const PROTOCOL_HEADER: &str = "X-Ax-Protocol";
+pub const PROTOCOL_VERSION: &str = "1";
+/// Headers of an executor's reply, for `ax executor check`: it keeps each run's result, and
+/// this reply is to a run it had taken already.
+pub const IDEMPOTENT_HEADER: &str = "X-Ax-Idempotent";
+pub const DUPLICATE_HEADER: &str = "X-Ax-Duplicate";
 
 fn hmac_hex(secret: &[u8], parts: &[&[u8]]) -> String {
     // An HMAC key may have any length, so this cannot fail.

@@ -40,7 +40,7 @@ pub struct AlertSettings {
     pub channels: Vec<Channel>,
     pub rule: AlertRule,
     /// Where runs' console pages are: a run's page is this and its request id (the console's
-    /// address, see `console::paths::console_base`, made by the app: actors know no pages).
+    /// address, see `cluster::identity::reachable_at`, made by the app: actors know no pages).
     pub run_links: String,
     pub retry_for: chrono::Duration,
     pub send_timeout: Duration,

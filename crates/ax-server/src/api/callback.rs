@@ -19,16 +19,18 @@ const FIELDS: &[&str] = &[
     "code",
     "message",
     "retry",
+    "stopRetry",
     "attempt",
     "output",
 ];
 
-/// `{requestId, callbackToken, status: "SUCCESS"|"FAILED", code?, message?, retry?, attempt?,
-/// output?}` (`code` a string or an integer; `output` kept with the attempt's log) → 200 `{requestId, status, applied, message}` where `status` is the run's status after the
+/// `{requestId, callbackToken, status: "SUCCESS"|"FAILED", code?, message?, stopRetry?,
+/// attempt?, output?}` (`code` a string or an integer; `output` kept with the attempt's log) →
+/// 200 `{requestId, status, applied, message}` where `status` is the run's status after the
 /// call. A result belongs to the attempt it names, or without `attempt` to the one dispatched
 /// last; it counts once (a repeat, or a result for a final run, changes nothing: `applied:
-/// false`); a result for an attempt never dispatched is 409. `"retry": false` makes a failure
-/// final.
+/// false`); a result for an attempt never dispatched is 409. `"stopRetry": true` (or `"retry":
+/// false`) makes a failure final.
 pub async fn report(state: web::Data<ApiState>, body: JsonBody) -> Result<HttpResponse, ApiError> {
     let started = std::time::Instant::now();
     let (request_id, report, output) = parse(body.0, &state)?;
@@ -151,11 +153,7 @@ fn parse(body: Value, state: &ApiState) -> Result<Callback, ApiError> {
             ))
         }
     };
-    let retry_allowed = match body.remove("retry") {
-        None | Some(Value::Null) | Some(Value::Bool(true)) => true,
-        Some(Value::Bool(false)) => false,
-        Some(_) => return Err(ApiError::invalid("retry", "retry must be true or false")),
-    };
+    let retry_allowed = retry_allowed(&mut body)?;
     let attempt = validate::attempt(body.remove("attempt"))?;
     let output = validate::output(body.remove("output"))?;
     let code = result_text(&mut body, "code", result_code, MAX_CODE_CHARS)?;
@@ -177,6 +175,29 @@ fn parse(body: Value, state: &ApiState) -> Result<Callback, ApiError> {
         member: None,
     };
     Ok((request_id, report, output))
+}
+
+/// Whether a failure may be retried: `"stopRetry": true` (the protocol's word) or `"retry":
+/// false` (the same, as ax first spelled it) says no; both given must agree.
+fn retry_allowed(body: &mut Map<String, Value>) -> Result<bool, ApiError> {
+    let flag = |body: &mut Map<String, Value>, field: &'static str| match body.remove(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(flag)) => Ok(Some(flag)),
+        Some(_) => Err(ApiError::invalid(
+            field,
+            format!("{field} must be true or false"),
+        )),
+    };
+    let stop = flag(body, "stopRetry")?;
+    let retry = flag(body, "retry")?;
+    match (stop, retry) {
+        (Some(stop), Some(retry)) if stop == retry => Err(ApiError::invalid(
+            "stopRetry",
+            "stopRetry and retry disagree: send stopRetry alone",
+        )),
+        (Some(stop), _) => Ok(!stop),
+        (None, retry) => Ok(retry.unwrap_or(true)),
+    }
 }
 
 /// The callback's `code` or `message`, read by `read` as a reply's is (see `ax_core::text`):

@@ -575,7 +575,10 @@ fn schemas() -> Value {
             "message": {"type": "string", "maxLength": 1024,
                 "description": "stored with its control characters dropped but for newlines \
                     and tabs"},
-            "retry": {"type": "boolean"}, "attempt": int,
+            "stopRetry": {"type": "boolean",
+                "description": "true: a failure is final, no further attempt"},
+            "retry": {"type": "boolean", "description": "false: the same as stopRetry true"},
+            "attempt": int,
             "output": {"type": "string", "maxLength": 65536,
                 "description": "what the job printed or produced, kept with the attempt's log"}}},
         "Stats": {"type": "object", "properties": {

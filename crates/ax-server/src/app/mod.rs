@@ -329,6 +329,12 @@ impl Actors {
                 },
                 claimant: instance_id.clone(),
                 clock: clock.clone(),
+                reply_to: crate::cluster::identity::reachable_at(
+                    config.executors.callback_url.as_deref(),
+                    served_on,
+                    crate::cluster::identity::system_host_name(),
+                )
+                .into(),
                 gate: gate.clone(),
             },
             store.clone(),
@@ -467,7 +473,7 @@ fn alert_settings(
     served_on: SocketAddr,
 ) -> AlertSettings {
     let alerts = &config.alerts;
-    let console_url = crate::console::paths::console_base(
+    let console_url = crate::cluster::identity::reachable_at(
         alerts.console_url.as_deref(),
         served_on,
         crate::cluster::identity::system_host_name(),

@@ -199,6 +199,24 @@ pub fn system_host_name() -> Option<String> {
         })
 }
 
+/// The address this process is reached on from elsewhere: `configured` (`alerts.console_url`
+/// for people, `executors.callback_url` for executors) when set, else the address it serves
+/// on, with this machine's `host_name` for an unspecified one (`0.0.0.0` reaches nothing from
+/// elsewhere). No trailing `/`.
+pub fn reachable_at(
+    configured: Option<&str>,
+    served_on: std::net::SocketAddr,
+    host_name: Option<String>,
+) -> String {
+    if let Some(url) = configured {
+        return url.trim_end_matches('/').to_string();
+    }
+    match host_name.filter(|_| served_on.ip().is_unspecified()) {
+        Some(host) => format!("http://{host}:{}", served_on.port()),
+        None => format!("http://{served_on}"),
+    }
+}
+
 /// `name` in the characters an instance id allows, any other one replaced by `-`.
 fn in_id_characters(name: &str) -> String {
     name.chars()
@@ -494,5 +512,21 @@ mod tests {
             assert_ne!(generate(&host), id, "each generated id is new");
         }
         assert_eq!(in_id_characters("a b/c.d"), "a-b-c.d");
+    }
+
+    #[test]
+    fn a_process_is_reached_where_it_serves_unless_configured() {
+        let served: std::net::SocketAddr = "127.0.0.1:8901".parse().expect("addr");
+        let host = || Some("ax-1".to_string());
+        assert_eq!(reachable_at(None, served, host()), "http://127.0.0.1:8901");
+        // Behind a proxy, with a path of its own and a trailing slash.
+        let proxied = reachable_at(Some("https://ops.example.com/ax/"), served, host());
+        assert_eq!(proxied, "https://ops.example.com/ax");
+        // Every interface: the machine's name, which reaches it from elsewhere.
+        let any: std::net::SocketAddr = "0.0.0.0:8901".parse().expect("addr");
+        assert_eq!(reachable_at(None, any, host()), "http://ax-1:8901");
+        assert_eq!(reachable_at(None, any, None), "http://0.0.0.0:8901");
+        let v6: std::net::SocketAddr = "[::1]:8901".parse().expect("addr");
+        assert_eq!(reachable_at(None, v6, host()), "http://[::1]:8901");
     }
 }

@@ -313,6 +313,16 @@ settings! {
 
     /// `executors.*`: executor groups' members and their health.
     executors: ExecutorsConfig {
+        callback_url: Option<String> {
+            env: "AX_CALLBACK_URL",
+            default: None,
+            shown: "the address ax serves on, `http://{server.bind}:{port}` (this machine's name for `0.0.0.0`)",
+            kind: Kind::Checked {
+                rule: "must be an http:// or https:// URL",
+                accepts: |url| url.starts_with("http://") || url.starts_with("https://"),
+            },
+            doc: "ax's API as executors reach it (a load balancer in front of the cluster, a proxy's path included): each dispatch carries `callbackUrl` (`{callback_url}/api/callback`) and `logUrl` under it (see [the executor protocol](protocol.md))",
+        }
         heartbeat_secs: i64 {
             env: "AX_EXECUTOR_HEARTBEAT_SECS",
             default: 10,

@@ -31,6 +31,7 @@ fn sample(setting: &Setting) -> &'static str {
         (_, "security.handler_allowlist") => "10.0.0.0/8",
         (_, "server.allowed_hosts") => "ax.example.com",
         (_, "alerts.console_url") => "https://ax.example.com",
+        (_, "executors.callback_url") => "https://ax.example.com",
         (_, "server.bind") => "127.0.0.2",
         (_, "alerts.send_timeout_ms") => "700",
         (_, "run_logs.max_bytes") => "4096",

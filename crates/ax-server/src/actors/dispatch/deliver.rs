@@ -1,6 +1,7 @@
 //! Delivering one attempt: POSTed signed to its handler or group member, within its timeout,
 //! and the reply turned into the event to record.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -19,9 +20,21 @@ use ax_core::run::{
     TIMEOUT_CODE,
 };
 use ax_core::security::{
-    callback_token, sign_dispatch, Allowlist, SIGNATURE_HEADER, TIMESTAMP_HEADER,
+    callback_token, sign_dispatch, Allowlist, PROTOCOL_HEADER, PROTOCOL_VERSION, SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
 };
 use ax_core::time::clock::{rfc3339, SharedClock};
+
+/// What every dispatch of this process is signed with, may go to, and names as the way back.
+#[derive(Clone)]
+pub struct Envelope {
+    /// Key of signatures and callback tokens.
+    pub secret: Arc<[u8]>,
+    pub allowlist: Allowlist,
+    /// ax's API as executors reach it (`executors.callback_url`): each dispatch's
+    /// `callbackUrl` and `logUrl` are under it.
+    pub reply_to: Arc<str>,
+}
 
 /// Longest reply body read from a handler.
 const MAX_REPLY_BYTES: usize = 64 * 1024;
@@ -37,6 +50,8 @@ struct DispatchBody<'a> {
     attempt: i32,
     /// The result callback must carry this token (see `security::callback_token`).
     callback_token: String,
+    callback_url: String,
+    log_url: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     shard_index: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,7 +74,7 @@ pub(super) enum Delivered {
 /// clock (another process compares its deadline).
 pub(super) async fn deliver(
     client: &awc::Client,
-    (secret, allowlist): (&[u8], &Allowlist),
+    envelope: &Envelope,
     job: &DispatchJob,
     clock: &SharedClock,
 ) -> Delivered {
@@ -72,16 +87,15 @@ pub(super) async fn deliver(
         metrics().trigger_lag.observe(lag as f64 / 1e6);
     }
     let deadline = started + chrono::Duration::milliseconds(job.timeout_ms);
-    let (Reply { outcome, output }, exchange) =
-        match post(client, secret, allowlist, job, deadline).await {
-            Ok(exchanged) => exchanged,
-            Err(why) => {
-                return Delivered::NotSent {
-                    why,
-                    tried_at: started,
-                }
+    let (Reply { outcome, output }, exchange) = match post(client, envelope, job, deadline).await {
+        Ok(exchanged) => exchanged,
+        Err(why) => {
+            return Delivered::NotSent {
+                why,
+                tried_at: started,
             }
-        };
+        }
+    };
     let (result, code) = match &outcome {
         Outcome::Accepted { .. } => (DispatchResult::Accepted, None),
         Outcome::Succeeded { code, .. } => (DispatchResult::Success, code.as_deref()),
@@ -126,11 +140,15 @@ pub(super) async fn deliver(
 /// `Err`: no connection could be made, so nothing was sent (why).
 async fn post(
     client: &awc::Client,
-    secret: &[u8],
-    allowlist: &Allowlist,
+    envelope: &Envelope,
     job: &DispatchJob,
     deadline: DateTime<Utc>,
 ) -> Result<(Reply, Exchange), String> {
+    let Envelope {
+        secret,
+        allowlist,
+        reply_to,
+    } = envelope;
     let unsent = |outcome: Outcome| Ok((outcome.into(), Exchange::Inconclusive));
     let Ok(uri) = job.handler_url.parse::<awc::http::Uri>() else {
         return unsent(failed(CONNECT_ERROR_CODE, BAD_URI_MESSAGE));
@@ -151,6 +169,8 @@ async fn post(
         scheduled_at: rfc3339(job.scheduled_at),
         attempt: job.attempt,
         callback_token: callback_token(secret, job.request_id.as_str()),
+        callback_url: format!("{reply_to}/api/callback"),
+        log_url: format!("{reply_to}/api/instances/{}/log", job.request_id),
         shard_index: job.shard.map(|shard| shard.index),
         shard_total: job.shard.map(|shard| shard.total),
     };
@@ -166,6 +186,7 @@ async fn post(
             .post(uri.clone())
             .timeout(timeout)
             .content_type("application/json")
+            .insert_header((PROTOCOL_HEADER, PROTOCOL_VERSION))
             .insert_header(("X-Ax-Request-Id", job.request_id.to_string()))
             .insert_header((TIMESTAMP_HEADER, timestamp.to_string()))
             .insert_header((SIGNATURE_HEADER, signature.clone()))

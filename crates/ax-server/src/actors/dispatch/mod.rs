@@ -21,6 +21,7 @@ use actix::prelude::*;
 use tokio::sync::Semaphore;
 
 use self::admit::{Held, Shared};
+use self::deliver::Envelope;
 use self::send::Sender;
 use super::groups::{ExecutorGroups, GroupSettings, MemberState};
 use super::resolver::guarded_client;
@@ -29,7 +30,7 @@ use super::InFlight;
 use ax_core::cluster::fencing::SendGate;
 use ax_core::dispatch::host_slots::{HostCaps, HostLoad, HostSlots, LaneSettings};
 use ax_core::run::{RequestId, TaskId};
-use ax_core::security::{Allowlist, Security};
+use ax_core::security::Security;
 use ax_core::task::executor::TaskExecutor;
 use ax_core::time::clock::SharedClock;
 
@@ -40,8 +41,7 @@ pub use reply::{classify_reply, Reply};
 /// at a time, sharing the hosts' slots with the others.
 pub struct DispatchActor {
     shared: Arc<Shared>,
-    secret: Arc<[u8]>,
-    allowlist: Allowlist,
+    envelope: Envelope,
     max_in_flight: usize,
     /// The first dispatcher also keeps the held attempts' claims.
     looks_after_held: bool,
@@ -58,7 +58,7 @@ impl Actor for DispatchActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let client = guarded_client(
-            self.allowlist.clone(),
+            self.envelope.allowlist.clone(),
             self.max_in_flight,
             Duration::from_secs(5),
             None,
@@ -66,8 +66,7 @@ impl Actor for DispatchActor {
         self.sender = Some(Rc::new(Sender {
             shared: self.shared.clone(),
             client,
-            secret: self.secret.clone(),
-            allowlist: self.allowlist.clone(),
+            envelope: self.envelope.clone(),
             permits: Arc::new(Semaphore::new(self.max_in_flight)),
             recording: InFlight::default(),
             recording_permits: Arc::new(Semaphore::new(self.max_in_flight * RESULTS_PER_REQUEST)),
@@ -158,6 +157,8 @@ pub struct DispatchSettings {
     pub claimant: ProcessId,
     /// The cluster's clock (see `ax_core::time::clock::ReferenceClock`).
     pub clock: SharedClock,
+    /// ax's API as executors reach it (`executors.callback_url`).
+    pub reply_to: Arc<str>,
     /// This process's promises (see `ax_core::cluster::fencing`).
     pub gate: SendGate,
 }
@@ -182,10 +183,14 @@ impl DispatchHandle {
         let workers: Vec<_> = (0..settings.workers.max(1))
             .map(|n| {
                 let (shared, security) = (shared.clone(), security.clone());
+                let reply_to = settings.reply_to.clone();
                 DispatchActor::start_in_arbiter(&Arbiter::new().handle(), move |_| DispatchActor {
                     shared,
-                    secret: security.secret.clone(),
-                    allowlist: security.allowlist.clone(),
+                    envelope: Envelope {
+                        secret: security.secret.clone(),
+                        allowlist: security.allowlist.clone(),
+                        reply_to: reply_to.clone(),
+                    },
                     max_in_flight,
                     looks_after_held: n == 0,
                     sender: None,

@@ -85,7 +85,9 @@ pub fn classify_reply(status: u16, body: &[u8], deadline: DateTime<Utc>) -> Repl
         Some(ReportedStatus::Failed) => Outcome::Failed {
             code,
             message,
-            retry: reply.get("retry") != Some(&serde_json::Value::Bool(false)),
+            // `"stopRetry": true`, the protocol's word, or `"retry": false`, ax's first.
+            retry: reply.get("retry") != Some(&serde_json::Value::Bool(false))
+                && reply.get("stopRetry") != Some(&serde_json::Value::Bool(true)),
         },
         None => by_code,
     };

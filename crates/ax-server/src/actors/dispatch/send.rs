@@ -11,7 +11,7 @@ use futures_util::future::abortable;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::admit::{Claim, Renewal, Shared};
-use super::deliver::{deliver, Delivered};
+use super::deliver::{deliver, Delivered, Envelope};
 use super::job::DispatchJob;
 use super::record::{keep_output, record};
 use super::reply::failed;
@@ -21,14 +21,12 @@ use ax_core::dispatch::host_slots::Lane;
 use ax_core::dispatch::routing::Exchange;
 use ax_core::metrics::{metrics, DispatchResult};
 use ax_core::run::{Event, Outcome, Report, CONNECT_ERROR_CODE, NO_EXECUTOR_CODE};
-use ax_core::security::Allowlist;
 
 /// What sending needs, on one dispatcher's thread.
 pub(super) struct Sender {
     pub(super) shared: Arc<Shared>,
     pub(super) client: awc::Client,
-    pub(super) secret: Arc<[u8]>,
-    pub(super) allowlist: Allowlist,
+    pub(super) envelope: Envelope,
     /// Requests in flight on this dispatcher, whatever their host.
     pub(super) permits: Arc<Semaphore>,
     /// Outcomes on their way to the store, at most `RESULTS_PER_REQUEST` per request slot.
@@ -112,7 +110,7 @@ impl Sender {
         let started = std::time::Instant::now();
         let (request, abort) = abortable(deliver(
             &self.client,
-            (&self.secret, &self.allowlist),
+            &self.envelope,
             &job,
             &self.shared.clock,
         ));

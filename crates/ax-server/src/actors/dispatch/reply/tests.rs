@@ -52,6 +52,17 @@ fn a_2xx_with_a_status_is_the_result() {
             retry: false,
         }
     );
+    // The protocol's word for it.
+    let stop = reply(json!({"status": ReportedStatus::Failed, "stopRetry": true}));
+    assert!(matches!(
+        outcome_of(200, &stop, deadline()),
+        Outcome::Failed { retry: false, .. }
+    ));
+    let go_on = reply(json!({"status": ReportedStatus::Failed, "stopRetry": false}));
+    assert!(matches!(
+        outcome_of(200, &go_on, deadline()),
+        Outcome::Failed { retry: true, .. }
+    ));
 }
 
 #[test]
