@@ -112,6 +112,13 @@ echo "$report" | grep -q '"pages":\[{"name":"dashboard"' || {
   exit 1
 }
 
+# The executor SDKs (sdk/), each tested end to end against a real ax: this build's binary.
+cargo build --quiet --bin ax
+export AX_BIN="$PWD/target/debug/ax"
+# Node: the package's tests, its types checked by TypeScript (a dev dependency, from npm).
+(cd sdk/node && npm install --no-audit --no-fund --silent)
+node --test sdk/node/test/
+
 # A failing test's message, not 50 frames of backtrace, is what the end of the log shows.
 export RUST_BACKTRACE=0
 cargo test "$@"
