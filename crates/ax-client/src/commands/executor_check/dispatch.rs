@@ -94,9 +94,12 @@ impl Dispatcher {
             "logUrl": format!("{}/api/instances/{}/log", self.reply_to, run.request_id),
         })
         .to_string();
+        // A connection of its own for each dispatch: a server that closes its connections
+        // after each answer (HTTP/1.0, Python's http.server) never meets a reused one.
         let mut request = self
             .client
             .post(url)
+            .force_close()
             .content_type("application/json")
             .insert_header((PROTOCOL_HEADER, PROTOCOL_VERSION))
             .insert_header(("X-Ax-Request-Id", run.request_id.as_str()));
