@@ -118,8 +118,13 @@ export AX_BIN="$PWD/target/debug/ax"
 # Node: the package's tests, its types checked by TypeScript (a dev dependency, from npm).
 (cd sdk/node && npm install --no-audit --no-fund --silent)
 node --test sdk/node/test/
-# Python: standard library only, the machine's python3.
+# Python: standard library only, the machine's python3; and installable with pip.
 python3 -m unittest discover -s sdk/python/tests -t sdk/python
+venv=$(mktemp -d)
+python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet ./sdk/python
+"$venv/bin/python" -c "import ax_executor; ax_executor.Executor"
+rm -rf "$venv"
 
 # A failing test's message, not 50 frames of backtrace, is what the end of the log shows.
 export RUST_BACKTRACE=0
