@@ -75,14 +75,16 @@ async fn slow(req: HttpRequest, body: web::Bytes) -> HttpResponse {
 }
 
 async fn work_then_report(run: Value) {
+    // Where ax said to answer (`callbackUrl`, `logUrl`), else `AX_URL`.
     let ax = std::env::var("AX_URL").unwrap_or_else(|_| "http://127.0.0.1:8901".into());
+    let url_of =
+        |field: &str, otherwise: String| run[field].as_str().map_or(otherwise, String::from);
     let client = awc::Client::default();
     let token = &run["callbackToken"];
     let attempt = &run["attempt"];
-    let log_url = format!(
-        "{ax}/api/instances/{}/log",
-        run["requestId"].as_str().unwrap_or("")
-    );
+    let request_id = run["requestId"].as_str().unwrap_or("");
+    let log_url = url_of("logUrl", format!("{ax}/api/instances/{request_id}/log"));
+    let callback_url = url_of("callbackUrl", format!("{ax}/api/callback"));
     for (lines, progress) in [(["exporting"], 0), (["written"], 100)] {
         let body = json!({"callbackToken": token, "attempt": attempt, "lines": lines,
                           "progress": progress});
@@ -94,11 +96,7 @@ async fn work_then_report(run: Value) {
     let result = json!({"requestId": run["requestId"], "callbackToken": token,
                         "attempt": attempt, "status": "SUCCESS", "code": "0",
                         "message": "42 rows"});
-    match client
-        .post(format!("{ax}/api/callback"))
-        .send_json(&result)
-        .await
-    {
+    match client.post(&callback_url).send_json(&result).await {
         Ok(mut reply) => {
             let body = reply.body().await.unwrap_or_default();
             println!(

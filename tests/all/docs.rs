@@ -1,6 +1,6 @@
 //! The generated parts of `docs/`: the configuration reference (from the settings'
 //! declarations), the HTTP API reference (from the OpenAPI document), the CLI reference (from
-//! the binary's `--help`) and the Rust executor example (`examples/executor.rs`). Each lives in
+//! the binary's `--help`) and the executor examples (`examples/executor.rs`, each SDK's). Each lives in
 //! its page between `<!-- BEGIN GENERATED name … -->` and `<!-- END GENERATED name -->`; a test
 //! fails when the page differs, and `AX_BLESS=1 cargo test --test all docs::` writes it.
 
@@ -64,10 +64,25 @@ fn the_configuration_reference_is_the_declarations() {
 }
 
 #[test]
-fn the_rust_executor_example_is_the_compiled_one() {
-    let source = std::fs::read_to_string(repo().join("examples/executor.rs")).expect("example");
-    let body = format!("```rust\n{source}```\n");
-    check_generated("docs/executors.md", "rust-executor", &body);
+fn the_executor_examples_are_the_ones_tested() {
+    for (name, file, language) in [
+        ("rust-executor", "examples/executor.rs", "rust"),
+        (
+            "python-sdk-example",
+            "sdk/python/examples/reconcile.py",
+            "python",
+        ),
+        ("node-sdk-example", "sdk/node/examples/reconcile.js", "js"),
+        (
+            "rust-sdk-example",
+            "crates/ax-executor/examples/reconcile.rs",
+            "rust",
+        ),
+    ] {
+        let source = std::fs::read_to_string(repo().join(file)).expect("example");
+        let body = format!("```{language}\n{source}```\n");
+        check_generated("docs/executors.md", name, &body);
+    }
 }
 
 // ---- The HTTP API reference ----

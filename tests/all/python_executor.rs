@@ -16,9 +16,9 @@ const PAGE: &str = include_str!("../../docs/executors.md");
 /// The page's Python executor: the first ```python block of its "In Python" section.
 fn documented_executor() -> String {
     let section = PAGE
-        .split("\n## In Python\n")
+        .split("\n### In Python\n")
         .nth(1)
-        .expect("docs/executors.md has an `## In Python` section");
+        .expect("docs/executors.md has an `### In Python` section");
     let code = section
         .split("```python\n")
         .nth(1)
@@ -144,4 +144,36 @@ async fn the_documented_python_executor_runs_with_axs_signing_secret() {
     assert_eq!(run["code"], "HTTP_401", "{run}");
     drop((executor, stranger));
     ax.shutdown().await;
+}
+
+/// `ax executor check` finds the documented executor conforming: its result comes by callback
+/// to the dispatch's `callbackUrl`, its log lines as ax takes them, forged dispatches refused.
+/// It keeps results in a table but does not say so (`X-Ax-Idempotent`): a warning, no failure.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn the_documented_python_executor_passes_the_check() {
+    let executor = PythonExecutor::start(&crate::common::refusing_base(), SECRET);
+    let mut check = crate::common::ax_command();
+    check
+        .args(["executor", "check", &executor.url(), "--secret", SECRET])
+        .args(["--params", r#"{"region": "eu"}"#])
+        .env("RUST_LOG", "warn");
+    let output = actix_web::rt::task::spawn_blocking(move || check.output().expect("run ax"))
+        .await
+        .expect("check ends");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    for (check, result) in [
+        ("reply", "ok"),
+        ("callback", "ok"),
+        ("duplicate", "warn"),
+        ("forged", "ok"),
+        ("log", "ok"),
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|line| line.split_whitespace().take(2).eq([check, result])),
+            "{check} {result}: {stdout}"
+        );
+    }
 }
