@@ -48,15 +48,19 @@ async fn a_run_killed_mid_way_is_retried_with_the_same_request_id() {
     assert_eq!(run["message"], "exported in 20 steps", "{run}");
 }
 
-#[actix_web::test]
-async fn sigterm_lets_the_run_in_flight_finish() {
-    let ax = Ax::start().await;
-    let port = free_port();
-    let mut executor = start_example("long_job", port, &ax, &example_env(port, 400)).await;
+/// A long job of `steps` at work when its executor (run with `env`) gets SIGTERM: the
+/// executor process, and the run once it ended.
+async fn terminated_mid_run(
+    ax: &Ax,
+    port: u16,
+    env: &[(&'static str, String)],
+    (steps, timeout_ms): (u32, u64),
+) -> (crate::harness::Process, String, serde_json::Value) {
+    let executor = start_example("long_job", port, ax, env).await;
     let task = ax
         .task(
             json!({"handlerUrl": format!("http://127.0.0.1:{port}/export"),
-            "params": {"steps": 10}, "timeoutMs": 30_000}),
+            "params": {"steps": steps}, "timeoutMs": timeout_ms}),
         )
         .await;
     let request_id = ax.trigger(task).await;
@@ -64,6 +68,15 @@ async fn sigterm_lets_the_run_in_flight_finish() {
         .await;
     executor.signal("TERM");
     let run = ax.ended(&request_id).await;
+    (executor, request_id, run)
+}
+
+#[actix_web::test]
+async fn sigterm_lets_the_run_in_flight_finish() {
+    let ax = Ax::start().await;
+    let port = free_port();
+    let (mut executor, request_id, run) =
+        terminated_mid_run(&ax, port, &example_env(port, 400), (10, 30_000)).await;
     assert_eq!(run["status"], "SUCCESS", "{run}");
     assert_eq!(run["attempt"], 1, "{run}");
     assert_eq!(executor.exited(Duration::from_secs(20)).await, Some(0));
@@ -82,18 +95,7 @@ async fn sigterm_reports_a_run_still_at_work_past_the_grace() {
     let port = free_port();
     let mut env = example_env(port, 100);
     env.push(("SHUTDOWN_GRACE_MS", "500".into()));
-    let mut executor = start_example("long_job", port, &ax, &env).await;
-    let task = ax
-        .task(
-            json!({"handlerUrl": format!("http://127.0.0.1:{port}/export"),
-            "params": {"steps": 300}, "timeoutMs": 60_000}),
-        )
-        .await;
-    let request_id = ax.trigger(task).await;
-    ax.run_in(&request_id, &["RUNNING"], Duration::from_secs(30))
-        .await;
-    executor.signal("TERM");
-    let run = ax.ended(&request_id).await;
+    let (mut executor, _, run) = terminated_mid_run(&ax, port, &env, (300, 60_000)).await;
     assert_eq!(run["status"], "FAILED", "{run}");
     assert_eq!(run["code"], "EXECUTOR_SHUTDOWN", "{run}");
     assert_eq!(
