@@ -216,9 +216,9 @@ enum CronCommand {
 
 fn main() -> ExitCode {
     let Cli { global, command } = cli();
-    // `migrate` prints what it applied; its log would say it twice.
+    // `migrate` prints what it applied, `executor check` its table: their logs would say it twice.
     let level = match command {
-        Command::Migrate { .. } => "warn",
+        Command::Migrate { .. } | Command::Executors { .. } => "warn",
         _ => "info",
     };
     // Log times in the one form ax shows people: RFC 3339, UTC, milliseconds.

@@ -442,11 +442,22 @@ fn log_check(receiver: &Receiver, runs: &[TestRun]) -> Line {
     }
     match calls {
         0 => line("log", Verdict::Skip, "no log lines or progress were sent"),
-        _ => line(
-            "log",
-            Verdict::Ok,
-            format!("{calls} calls, {lines} lines, all as ax takes them"),
-        ),
+        _ => {
+            let detail = format!(
+                "{} and {}, all as ax takes them",
+                counted(calls, "call"),
+                counted(lines, "line")
+            );
+            line("log", Verdict::Ok, detail)
+        }
+    }
+}
+
+/// `1 call`, `2 calls`.
+fn counted(n: usize, thing: &str) -> String {
+    match n {
+        1 => format!("1 {thing}"),
+        n => format!("{n} {thing}s"),
     }
 }
 
