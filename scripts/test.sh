@@ -114,7 +114,9 @@ echo "$report" | grep -q '"pages":\[{"name":"dashboard"' || {
 
 # The executor SDKs (sdk/), each tested end to end against a real ax: this build's binary.
 cargo build --quiet --bin ax
-export AX_BIN="$PWD/target/debug/ax"
+AX_BIN="$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/ax"
+export AX_BIN
 # Node: the package's tests, its types checked by TypeScript (a dev dependency, from npm).
 (cd sdk/node && npm install --no-audit --no-fund --silent)
 node --test sdk/node/test/
