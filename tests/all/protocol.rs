@@ -249,6 +249,11 @@ async fn bodies_the_schemas_refuse_ax_refuses() {
         let (status, error) = api.post(path, body.clone()).await;
         assert_eq!(status, 400, "ax takes {body}: {error}");
     }
+    // Both words for one thing, saying opposite things: refused, naming the protocol's.
+    let both = delivery.callback("FAILED", json!({"stopRetry": true, "retry": true}));
+    let (status, error) = api.post("/api/callback", both).await;
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(error["error"]["field"], "stopRetry", "{error}");
     let (_, run) = api.get(&format!("/api/instances/{rid}")).await;
     assert_eq!(run["status"], "RUNNING", "nothing changed: {run}");
 
