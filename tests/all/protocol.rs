@@ -100,11 +100,7 @@ async fn ax_sends_and_takes_what_the_schemas_say() {
                             "maxRetry": 2}),
         )
         .await;
-    let id = task["id"].as_i64().expect("id");
-    let (status, run) = api
-        .post(&format!("/api/tasks/{id}/trigger"), json!({}))
-        .await;
-    assert_eq!(status, 201, "{run}");
+    api.trigger(&task).await;
     let delivery = executor
         .wait_for(1, Duration::from_secs(10))
         .await
@@ -170,9 +166,7 @@ async fn bodies_the_schemas_refuse_ax_refuses() {
                             "handlerUrl": executor.url, "maxRetry": 1}),
         )
         .await;
-    let id = task["id"].as_i64().expect("id");
-    api.post(&format!("/api/tasks/{id}/trigger"), json!({}))
-        .await;
+    api.trigger(&task).await;
     let delivery = executor
         .wait_for(1, Duration::from_secs(10))
         .await
@@ -291,10 +285,7 @@ async fn a_reply_with_stop_retry_is_final() {
                             "handlerUrl": executor.url, "maxRetry": 3}),
         )
         .await;
-    let id = task["id"].as_i64().expect("id");
-    let (_, run) = api
-        .post(&format!("/api/tasks/{id}/trigger"), json!({}))
-        .await;
+    let run = api.trigger(&task).await;
     let rid = run["requestId"].as_str().expect("requestId");
     let run = api
         .wait_status(

@@ -617,6 +617,18 @@ impl Api {
         self.call("POST", path, Some(body)).await
     }
 
+    /// Fires one run of `task` now (`POST /api/tasks/{id}/trigger`); panics unless 201. The run.
+    pub async fn trigger(&self, task: &Value) -> Value {
+        let (status, run) = self
+            .post(
+                &format!("/api/tasks/{}/trigger", task["id"]),
+                serde_json::json!({}),
+            )
+            .await;
+        assert_eq!(status, 201, "trigger task {}: {run}", task["id"]);
+        run
+    }
+
     /// Creates a task; panics unless 201.
     pub async fn create_task(&self, body: Value) -> Value {
         let (status, task) = self.post("/api/tasks", body).await;

@@ -333,8 +333,7 @@ impl Actors {
                     config.executors.callback_url.as_deref(),
                     served_on,
                     crate::cluster::identity::system_host_name(),
-                )
-                .into(),
+                ),
                 gate: gate.clone(),
             },
             store.clone(),

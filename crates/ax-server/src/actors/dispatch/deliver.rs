@@ -31,9 +31,24 @@ pub struct Envelope {
     /// Key of signatures and callback tokens.
     pub secret: Arc<[u8]>,
     pub allowlist: Allowlist,
-    /// ax's API as executors reach it (`executors.callback_url`): each dispatch's
-    /// `callbackUrl` and `logUrl` are under it.
-    pub reply_to: Arc<str>,
+    /// Every dispatch's `callbackUrl`, under ax's API as executors reach it
+    /// (`executors.callback_url`).
+    callback_url: Arc<str>,
+    /// Where each run's `logUrl` starts: `…/api/instances/`, the request id and `/log` follow.
+    runs_url: Arc<str>,
+}
+
+impl Envelope {
+    /// The envelope of `security`'s dispatches, answered at `reply_to`: the URLs every
+    /// dispatch shares are made once here, not per dispatch.
+    pub fn new(security: &ax_core::security::Security, reply_to: &str) -> Envelope {
+        Envelope {
+            secret: security.secret.clone(),
+            allowlist: security.allowlist.clone(),
+            callback_url: format!("{reply_to}/api/callback").into(),
+            runs_url: format!("{reply_to}/api/instances/").into(),
+        }
+    }
 }
 
 /// Longest reply body read from a handler.
@@ -50,7 +65,7 @@ struct DispatchBody<'a> {
     attempt: i32,
     /// The result callback must carry this token (see `security::callback_token`).
     callback_token: String,
-    callback_url: String,
+    callback_url: &'a str,
     log_url: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     shard_index: Option<i32>,
@@ -145,9 +160,7 @@ async fn post(
     deadline: DateTime<Utc>,
 ) -> Result<(Reply, Exchange), String> {
     let Envelope {
-        secret,
-        allowlist,
-        reply_to,
+        secret, allowlist, ..
     } = envelope;
     let unsent = |outcome: Outcome| Ok((outcome.into(), Exchange::Inconclusive));
     let Ok(uri) = job.handler_url.parse::<awc::http::Uri>() else {
@@ -169,8 +182,8 @@ async fn post(
         scheduled_at: rfc3339(job.scheduled_at),
         attempt: job.attempt,
         callback_token: callback_token(secret, job.request_id.as_str()),
-        callback_url: format!("{reply_to}/api/callback"),
-        log_url: format!("{reply_to}/api/instances/{}/log", job.request_id),
+        callback_url: &envelope.callback_url,
+        log_url: format!("{}{}/log", envelope.runs_url, job.request_id),
         shard_index: job.shard.map(|shard| shard.index),
         shard_total: job.shard.map(|shard| shard.total),
     };

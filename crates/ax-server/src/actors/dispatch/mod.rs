@@ -158,7 +158,7 @@ pub struct DispatchSettings {
     /// The cluster's clock (see `ax_core::time::clock::ReferenceClock`).
     pub clock: SharedClock,
     /// ax's API as executors reach it (`executors.callback_url`).
-    pub reply_to: Arc<str>,
+    pub reply_to: String,
     /// This process's promises (see `ax_core::cluster::fencing`).
     pub gate: SendGate,
 }
@@ -180,17 +180,13 @@ impl DispatchHandle {
             shown: Mutex::default(),
         });
         let max_in_flight = settings.max_in_flight.max(1);
+        let envelope = Envelope::new(security, &settings.reply_to);
         let workers: Vec<_> = (0..settings.workers.max(1))
             .map(|n| {
-                let (shared, security) = (shared.clone(), security.clone());
-                let reply_to = settings.reply_to.clone();
+                let (shared, envelope) = (shared.clone(), envelope.clone());
                 DispatchActor::start_in_arbiter(&Arbiter::new().handle(), move |_| DispatchActor {
                     shared,
-                    envelope: Envelope {
-                        secret: security.secret.clone(),
-                        allowlist: security.allowlist.clone(),
-                        reply_to: reply_to.clone(),
-                    },
+                    envelope,
                     max_in_flight,
                     looks_after_held: n == 0,
                     sender: None,
