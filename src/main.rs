@@ -8,8 +8,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 
 use ax_client::{
-    AlertsCommand, AuditCommand, CheckArgs, ClientError, Connection, ExecutorsCommand, GlobalArgs,
-    RunsCommand, ScenesCommand, TasksCommand,
+    AlertsCommand, AuditCommand, CalendarsCommand, CheckArgs, ClientError, Connection,
+    ExecutorsCommand, GlobalArgs, RunsCommand, ScenesCommand, TasksCommand,
 };
 use ax_core::time::clock::SystemClock;
 use ax_core::EXIT_USAGE;
@@ -125,6 +125,12 @@ enum Command {
         #[command(subcommand)]
         command: ExecutorsAction,
     },
+    /// Calendars of days off through the HTTP API: list, get, put a file, delete, import an
+    /// iCalendar (.ics) holiday calendar.
+    Calendars {
+        #[command(subcommand)]
+        command: CalendarsCommand,
+    },
     /// Apply a file of tasks (YAML or JSON, the API's task shape), matched by scene and name:
     /// prints `+ created`, `~ changed (fields)`, `- deleted` (with --prune: the tasks of the
     /// file's scenes it does not have). Its `executors:` groups are written first.
@@ -211,6 +217,14 @@ enum CronCommand {
         /// Match the fields in this IANA time zone (e.g. Europe/Berlin); default UTC.
         #[arg(long)]
         tz: Option<String>,
+        /// Leave out or move the fires on the days off of these calendars (names, by commas),
+        /// as the server at --url holds them; a moved fire says from which day.
+        #[arg(long, value_delimiter = ',')]
+        calendar: Vec<String>,
+        /// What a fire on a day off does: SKIP (the default), PREVIOUS_OPEN_DAY or
+        /// NEXT_OPEN_DAY.
+        #[arg(long, requires = "calendar")]
+        policy: Option<String>,
     },
 }
 
@@ -263,6 +277,7 @@ fn main() -> ExitCode {
         Command::Executors {
             command: ExecutorsAction::Apply { file },
         } => api(global, |conn| ax_client::apply::apply_groups(conn, &file)),
+        Command::Calendars { command } => api(global, |conn| ax_client::calendars(conn, command)),
         Command::Apply {
             file,
             dry_run,
@@ -292,8 +307,28 @@ fn main() -> ExitCode {
                     from,
                     count,
                     tz,
+                    calendar,
+                    policy,
                 },
-        } => cron_next(&expr, from.as_deref(), count, tz.as_deref()),
+        } => match calendar.is_empty() {
+            true => cron_next(&expr, from.as_deref(), count, tz.as_deref()),
+            // The calendars are the server's: the preview is asked of it.
+            false if count > 100 => {
+                eprintln!("ax: --count is at most 100 with --calendar");
+                ExitCode::from(EXIT_USAGE)
+            }
+            false => {
+                let asked = ax_client::CronNext {
+                    expr,
+                    from,
+                    count,
+                    tz,
+                    calendars: calendar,
+                    policy,
+                };
+                api(global, |conn| ax_client::cron_next(conn, asked))
+            }
+        },
     }
 }
 

@@ -14,22 +14,23 @@ use serde_json::json;
 use crate::common::webdriver::{Browser, LAPTOP, PHONE, WAIT};
 use crate::common::{config, start_ax, unique_name, with_webhook, Api, Executor, Reply, TestStore};
 
-/// The browser on one ax's console; each step a user takes is a method or a few calls.
-struct Console {
-    browser: Browser,
-    base: String,
+/// The browser on one ax's console; each step a user takes is a method or a few calls (the
+/// other browser modules' console too).
+pub(crate) struct Console {
+    pub(crate) browser: Browser,
+    pub(crate) base: String,
 }
 
 impl Console {
     /// Opens `path` and waits for its heading to read `heading`; fails on a script error.
-    async fn open(&self, path: &str, heading: &str) {
+    pub(crate) async fn open(&self, path: &str, heading: &str) {
         self.browser.goto(&format!("{}{path}", self.base)).await;
         self.on_page(heading).await;
     }
 
     /// Waits until the page's heading reads `heading` (after a click, say): its title names it
     /// too, and it logged no error.
-    async fn on_page(&self, heading: &str) {
+    pub(crate) async fn on_page(&self, heading: &str) {
         self.browser.wait_for_text("main h1", heading).await;
         let title = self.browser.title().await;
         assert!(
@@ -41,7 +42,7 @@ impl Console {
     }
 
     /// A screenshot of the viewport, named for `page` and the viewport's size.
-    async fn shot(&self, page: &str) {
+    pub(crate) async fn shot(&self, page: &str) {
         let size = self
             .browser
             .execute("return window.innerWidth + 'x' + window.innerHeight")
@@ -54,7 +55,7 @@ impl Console {
 
     /// Fails unless the page fits the viewport's width: wide tables scroll inside their
     /// region, nothing else is wider.
-    async fn fits_the_width(&self, page: &str) {
+    pub(crate) async fn fits_the_width(&self, page: &str) {
         let widths = self
             .browser
             .execute("return [document.documentElement.scrollWidth, window.innerWidth]")
@@ -88,20 +89,20 @@ impl Console {
     }
 
     /// Empties the field `#{id}` and types `text` into it.
-    async fn fill(&self, id: &str, text: &str) {
+    pub(crate) async fn fill(&self, id: &str, text: &str) {
         let field = self.browser.find(&format!("#{id}")).await;
         field.clear().await;
         field.type_text(text).await;
     }
 
     /// Clicks the button showing `label` (the first one).
-    async fn press_button(&self, label: &str) {
+    pub(crate) async fn press_button(&self, label: &str) {
         self.browser.click_text("button", label).await;
     }
 
     /// What the pages logged as errors since the last look, each of which must be one of the
     /// answers the test asked for: a message naming one of `expected` (a path) and its status.
-    async fn expected_errors(&self, expected: &[(&str, u16)]) {
+    pub(crate) async fn expected_errors(&self, expected: &[(&str, u16)]) {
         for error in self.browser.console_errors().await {
             let known = expected.iter().any(|(path, status)| {
                 error.contains(path) && error.contains(&format!("status of {status}"))
@@ -354,6 +355,7 @@ async fn every_console_page_in_chromium() {
         ("run", href.clone(), "Run"),
         ("scenes", "/console/scenes".to_string(), "Scenes"),
         ("executors", "/console/executors".to_string(), "Executors"),
+        ("calendars", "/console/calendars".to_string(), "Calendars"),
         ("audit", "/console/audit".to_string(), "Audit log"),
     ];
     for (page, path, heading) in &pages {

@@ -1,5 +1,6 @@
 //! The `ax` binary: `cron next`, `migrate`, a failing `serve`, a refused `apply`, and executor
-//! groups as code and `runs logs` against a running `ax serve`, run as a real process.
+//! groups as code, calendars and `runs logs` against a running `ax serve`, run as a real
+//! process.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -840,6 +841,162 @@ async fn executor_groups_as_code() {
     assert_usage_error_naming(&apply(&[]), "apply, bad routing", "executors[0].routing");
     let (_, ledger) = api.get("/api/executors/ledger").await;
     assert_eq!(ledger["routing"], "FIRST", "unchanged: {ledger}");
+    ax_process.terminate().await;
+}
+
+/// `ax calendars import|list|get|put|delete` against a running ax: a real holiday calendar
+/// read from its `.ics` file, a calendar from a YAML file, and the refusals (bad name, bad
+/// file, a calendar in use).
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn calendars_from_files_and_ics() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = TestStore::sqlite();
+    let env = vec![("AX_STORE_URL".to_string(), store.url())];
+    let ax_process = AxProcess::start(dir.path(), "calendars", env).await;
+    let url = ax_process.base();
+    let client = |args: &[&str]| run(ax(dir.path()).args(args).args(["--url", &url]));
+    let ics = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/calendars/uk-england-wales-holidays.ics")
+        .display()
+        .to_string();
+
+    let dry = client(&[
+        "calendars",
+        "import",
+        "uk",
+        &ics,
+        "--until",
+        "2030",
+        "--dry-run",
+    ]);
+    assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
+    let read: Value = serde_json::from_str(&stdout(&dry)).expect("JSON");
+    assert_eq!(read["dates"].as_array().map(Vec::len), Some(80), "{read}");
+    let api = Api::at(url.clone());
+    let (status, _) = api.get("/api/calendars/uk").await;
+    assert_eq!(status, 404, "a dry run sends nothing");
+    let import = ["calendars", "import", "uk", ics.as_str(), "--until", "2030"];
+    assert_lines(
+        &client(&import),
+        &["created calendar uk: 80 dates, 0 ranges, 0 weekdays"],
+    );
+    assert_lines(
+        &client(&import),
+        &["replaced calendar uk: 80 dates, 0 ranges, 0 weekdays"],
+    );
+
+    let days = dir.path().join("office.yaml");
+    std::fs::write(
+        &days,
+        "dates: [2026-12-31]\nranges: [{from: 2026-12-24, to: 2026-12-27}]\nweekdays: [SAT, SUN]\n",
+    )
+    .expect("write the file");
+    let days_path = days.display().to_string();
+    assert_lines(
+        &client(&["calendars", "put", "office", &days_path]),
+        &["created calendar office: 1 date, 1 range, 2 weekdays"],
+    );
+    let list = client(&["calendars", "list"]);
+    assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
+    let rows: Vec<Vec<String>> = stdout(&list)
+        .lines()
+        .map(|line| line.split_whitespace().map(str::to_string).collect())
+        .collect();
+    assert_eq!(
+        rows[0][..5],
+        ["NAME", "DATES", "RANGES", "WEEKDAYS", "TASKS"],
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows[1][..5],
+        ["office", "1", "1", "SAT,SUN", "0"],
+        "{rows:?}"
+    );
+    assert_eq!(rows[2][..5], ["uk", "80", "0", "-", "0"], "{rows:?}");
+    // `ax cron next --calendar` asks the server: weekdays at 09:00 in London, the bank
+    // holidays of Christmas 2027 (Monday 27th, Tuesday 28th) moved to the next open day.
+    let preview = [
+        "cron",
+        "next",
+        "0 0 9 * * MON-FRI",
+        "--tz",
+        "Europe/London",
+        "--count",
+        "3",
+        "--from",
+        "2027-12-24T12:00:00Z",
+        "--calendar",
+        "uk",
+        "--policy",
+        "NEXT_OPEN_DAY",
+    ];
+    assert_lines(
+        &client(&preview),
+        &[
+            "2027-12-29T09:00:00.000Z",
+            "2027-12-30T09:00:00.000Z",
+            "2027-12-31T09:00:00.000Z",
+            "- 2027-12-27T09:00:00.000Z  day off (uk)",
+            "- 2027-12-28T09:00:00.000Z  day off (uk)",
+        ],
+    );
+    let unknown = ["cron", "next", "0 0 9 * * *", "--calendar", "nope"];
+    assert_eq!(
+        client(&unknown).status.code(),
+        Some(2),
+        "an unknown calendar"
+    );
+    let got = stdout(&client(&["calendars", "get", "uk"]));
+    assert!(got.lines().any(|line| line == "2027-12-27"), "{got}");
+    assert!(
+        !got.lines().any(|line| line == "2027-12-25"),
+        "moved: {got}"
+    );
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"dates": ["2026-02-30"]}"#).expect("write the file");
+    let bad_path = bad.display().to_string();
+    assert_usage_error_naming(
+        &client(&["calendars", "put", "office", &bad_path]),
+        "a bad calendar file",
+        "bad.json: dates[0]",
+    );
+    assert_usage_error_naming(
+        &client(&["calendars", "get", "UK Holidays"]),
+        "a bad calendar name",
+        "<NAME>",
+    );
+    let timed = dir.path().join("meeting.ics");
+    std::fs::write(
+        &timed,
+        "BEGIN:VCALENDAR\nBEGIN:VEVENT\nSUMMARY:Standup\nDTSTART:20261225T090000Z\n\
+         END:VEVENT\nEND:VCALENDAR\n",
+    )
+    .expect("write the file");
+    assert_usage_error_naming(
+        &client(&["calendars", "import", "team", &timed.display().to_string()]),
+        "an event at a time of day",
+        "meeting.ics: line 4: event `Standup`",
+    );
+
+    api.create_task(serde_json::json!({"name": "payroll", "cron": "0 0 9 * * *",
+        "handlerUrl": "http://127.0.0.1:9/run", "calendars": {"exclude": ["uk"]}}))
+        .await;
+    let in_use = client(&["calendars", "delete", "uk"]);
+    assert_eq!(in_use.status.code(), Some(1), "{}", stderr(&in_use));
+    assert!(
+        stderr(&in_use).contains("CONFLICT (name)"),
+        "{}",
+        stderr(&in_use)
+    );
+    assert!(stderr(&in_use).contains("payroll"), "{}", stderr(&in_use));
+    assert_lines(
+        &client(&["calendars", "delete", "office"]),
+        &["deleted calendar office"],
+    );
+    let gone = client(&["calendars", "get", "office"]);
+    assert_eq!(gone.status.code(), Some(1), "{}", stderr(&gone));
+    assert!(stderr(&gone).contains("NOT_FOUND"), "{}", stderr(&gone));
     ax_process.terminate().await;
 }
 

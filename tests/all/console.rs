@@ -371,8 +371,8 @@ async fn unknown_pages_bad_filters_redirects_and_assets() {
 }
 
 /// A visitor of the console over plain HTTP: keeps its cookies, reads each page's CSRF
-/// token, and sends forms as a browser would.
-struct Visitor {
+/// token, and sends forms as a browser would (the other console modules' visitor too).
+pub(crate) struct Visitor {
     base: String,
     cookies: std::collections::BTreeMap<String, String>,
     /// The `Set-Cookie` headers of the last response.
@@ -383,7 +383,7 @@ struct Visitor {
 }
 
 impl Visitor {
-    fn new(ax: &ax_server::app::Ax) -> Visitor {
+    pub(crate) fn new(ax: &ax_server::app::Ax) -> Visitor {
         Visitor {
             base: format!("http://{}", ax.addr()),
             cookies: Default::default(),
@@ -395,7 +395,7 @@ impl Visitor {
 
     /// GET or POST (form fields, the page's CSRF token added unless `csrf` says otherwise);
     /// no redirect followed. Returns the status, the `Location` and the body.
-    async fn send(
+    pub(crate) async fn send(
         &mut self,
         method: &str,
         path: &str,
@@ -464,11 +464,15 @@ impl Visitor {
         (response.status().as_u16(), location, body)
     }
 
-    async fn get(&mut self, path: &str) -> (u16, Option<String>, String) {
+    pub(crate) async fn get(&mut self, path: &str) -> (u16, Option<String>, String) {
         self.send("GET", path, &[], None).await
     }
 
-    async fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> (u16, Option<String>, String) {
+    pub(crate) async fn post(
+        &mut self,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> (u16, Option<String>, String) {
         self.send("POST", path, fields, None).await
     }
 
@@ -515,8 +519,8 @@ fn task_id_in(location: &str) -> i64 {
         .unwrap_or_else(|| panic!("no task id in {location}"))
 }
 
-const ADMIN_TOKEN: &str = "admin-token-for-the-console";
-const VIEWER_TOKEN: &str = "viewer-token-for-the-console";
+pub(crate) const ADMIN_TOKEN: &str = "admin-token-for-the-console";
+pub(crate) const VIEWER_TOKEN: &str = "viewer-token-for-the-console";
 
 async fn signing_in_sessions_and_csrf(store: TestStore) {
     let mut settings = config(&store, false, "console-token");
@@ -718,7 +722,7 @@ impl Visitor {
 
     /// Signs in with `token` and reads the session's CSRF token off the dashboard; fails the
     /// test unless it worked.
-    async fn sign_in(&mut self, token: &str) {
+    pub(crate) async fn sign_in(&mut self, token: &str) {
         self.get("/console/sign-in").await;
         let (status, _, body) = self.post("/console/sign-in", &[("token", token)]).await;
         assert_eq!(status, 303, "{body}");
@@ -760,7 +764,7 @@ fn assert_console_headers(visitor: &Visitor, what: &str, private: bool) {
 }
 
 /// A console error page: the layout's navigation around the message.
-fn assert_error_page(visitor: &Visitor, body: &str, title: &str, message: &str) {
+pub(crate) fn assert_error_page(visitor: &Visitor, body: &str, title: &str, message: &str) {
     let kind = visitor.header("content-type").unwrap_or_default();
     assert!(kind.starts_with("text/html"), "{title}: {kind}");
     assert!(

@@ -1,6 +1,6 @@
-//! `ax tasks|runs|scenes|audit|cluster|executors|alerts|plan …`: a thin client of the HTTP
-//! API, a module per resource. Each command makes a request or a few (lists page through
-//! everything; `--watch` and `runs logs --follow` repeat theirs); the reply is printed as
+//! `ax tasks|runs|scenes|audit|cluster|executors|calendars|alerts|plan …`: a thin client of
+//! the HTTP API, a module per resource. Each command makes a request or a few (lists page
+//! through everything; `--watch` and `runs logs --follow` repeat theirs); the reply is printed as
 //! `-o table|wide|json|yaml`. Errors are [`ClientError`]s, mapped to exit codes in one place:
 //! 2 for bad usage or input, 1 when the server said no or could not be reached.
 
@@ -18,7 +18,9 @@ pub use api::http::{request, send, Call, Reply};
 pub use api::output::Format;
 pub use commands::alerts::{alerts, AlertsCommand};
 pub use commands::audit::{audit, AuditCommand};
+pub use commands::calendars::{calendars, CalendarsCommand};
 pub use commands::cluster::cluster;
+pub use commands::cron::{cron_next, CronNext};
 pub use commands::executor_check::{check_executor, CheckArgs};
 pub use commands::executors::{executors, ExecutorsCommand};
 pub use commands::plan::plan;

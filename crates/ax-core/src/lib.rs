@@ -3,6 +3,7 @@
 //! only maps ids and stored vocabularies to their SQL types.
 
 pub mod alerting;
+pub mod calendar;
 pub mod cluster;
 pub mod dispatch;
 pub mod hash;

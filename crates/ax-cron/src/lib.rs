@@ -127,7 +127,7 @@ impl CronSchedule {
         let mut at = after;
         while fires.len() < count {
             let next = self.next_after(at).filter(|utc| *utc <= LAST_TIME);
-            let Some(fire) = next.and_then(|utc| self.fire(utc)) else {
+            let Some(fire) = next.and_then(|utc| self.fire_at(utc)) else {
                 break;
             };
             at = fire.utc;
@@ -136,8 +136,8 @@ impl CronSchedule {
         fires
     }
 
-    /// `utc` (a fire time) as a [`Fire`].
-    fn fire(&self, utc: DateTime<Utc>) -> Option<Fire> {
+    /// `utc` (a fire time) as a [`Fire`], with its local time and its DST note.
+    pub fn fire_at(&self, utc: DateTime<Utc>) -> Option<Fire> {
         let t = utc.timestamp();
         let offset = i32::try_from(self.zone.offset_at(t)?).ok()?;
         Some(Fire {

@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-use jiff::tz::{TimeZone, TimeZoneDatabase};
+use chrono::{DateTime, Datelike, NaiveDateTime, Timelike, Utc};
+use jiff::tz::{AmbiguousOffset, TimeZone, TimeZoneDatabase};
 use jiff::Timestamp;
 
 use super::CronError;
@@ -84,6 +85,42 @@ impl Zone {
     /// The tz rules, or `None` for UTC.
     pub(super) fn rules(&self) -> Option<&TimeZone> {
         self.tz.as_ref()
+    }
+
+    /// The wall-clock time at `at` in this zone; `None` past the tz crate's range.
+    pub fn wall_clock(&self, at: DateTime<Utc>) -> Option<NaiveDateTime> {
+        let offset = self.offset_at(at.timestamp())?;
+        DateTime::from_timestamp(at.timestamp().checked_add(offset)?, 0).map(|t| t.naive_utc())
+    }
+
+    /// The first instant whose wall-clock time is `local` or later: `local` itself in ordinary
+    /// time, its first copy where clocks fall back, and the end of the gap for a time that
+    /// does not exist (as a fixed cron expression fires, see the [crate docs](crate)).
+    pub fn earliest_at(&self, local: NaiveDateTime) -> Option<DateTime<Utc>> {
+        let local_secs = local.and_utc().timestamp();
+        let Some(tz) = &self.tz else {
+            return Some(local.and_utc());
+        };
+        let civil = jiff::civil::DateTime::new(
+            i16::try_from(local.year()).ok()?,
+            i8::try_from(local.month()).ok()?,
+            i8::try_from(local.day()).ok()?,
+            i8::try_from(local.hour()).ok()?,
+            i8::try_from(local.minute()).ok()?,
+            i8::try_from(local.second()).ok()?,
+            0,
+        )
+        .ok()?;
+        let t = match tz.to_ambiguous_timestamp(civil).offset() {
+            AmbiguousOffset::Unambiguous { offset } => local_secs - i64::from(offset.seconds()),
+            AmbiguousOffset::Fold { before, .. } => local_secs - i64::from(before.seconds()),
+            // Read with the offset before the gap, `local` is an instant at or after the
+            // change: the segment holding it starts where the gap ends.
+            AmbiguousOffset::Gap { before, .. } => {
+                segment_at(tz, local_secs - i64::from(before.seconds()))?.start
+            }
+        };
+        DateTime::from_timestamp(t, 0)
     }
 
     /// The UTC offset in seconds at instant `t` (Unix seconds); `None` past
@@ -225,5 +262,41 @@ mod tests {
         );
         assert_eq!(berlin.offset_at(t - 1), Some(3600));
         assert_eq!(Zone::utc().offset_at(t), Some(0));
+    }
+
+    fn local(text: &str) -> NaiveDateTime {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn wall_clock_and_earliest_at() {
+        let berlin = Zone::parse("Europe/Berlin").unwrap();
+        let utc = |text: &str| text.parse::<DateTime<Utc>>().unwrap();
+        let at = utc("2027-01-10T08:30:00Z");
+        assert_eq!(berlin.wall_clock(at), Some(local("2027-01-10T09:30:00")));
+        assert_eq!(berlin.earliest_at(local("2027-01-10T09:30:00")), Some(at));
+        // Spring forward on 2027-03-28: 02:00-03:00 does not exist; its times are 03:00.
+        let gap_end = utc("2027-03-28T01:00:00Z");
+        for time in ["02:00:00", "02:30:00", "02:59:59", "03:00:00"] {
+            let wall = local(&format!("2027-03-28T{time}"));
+            assert_eq!(berlin.earliest_at(wall), Some(gap_end), "{time}");
+        }
+        assert_eq!(
+            berlin.wall_clock(gap_end),
+            Some(local("2027-03-28T03:00:00"))
+        );
+        // Fall back on 2027-10-31: 02:00-03:00 happens twice; the first copy is at +02:00.
+        assert_eq!(
+            berlin.earliest_at(local("2027-10-31T02:30:00")),
+            Some(utc("2027-10-31T00:30:00Z"))
+        );
+        assert_eq!(
+            berlin.wall_clock(utc("2027-10-31T01:30:00Z")),
+            Some(local("2027-10-31T02:30:00"))
+        );
+        assert_eq!(
+            Zone::utc().earliest_at(local("2027-03-28T02:30:00")),
+            Some(utc("2027-03-28T02:30:00Z"))
+        );
     }
 }

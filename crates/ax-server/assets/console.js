@@ -85,7 +85,7 @@
   }
 
   // The preview table, built as the server builds it (text only, never HTML from the reply).
-  function previewTable(reply, zone) {
+  function previewTable(reply, zone, policy) {
     var table = el("table"), head = el("tr"), body = el("tbody");
     head.appendChild(el("th", "In " + zone));
     head.appendChild(el("th", "UTC"));
@@ -93,13 +93,26 @@
     var thead = el("thead");
     thead.appendChild(head);
     table.appendChild(thead);
-    reply.times.forEach(function (fire) {
-      var row = el("tr");
+    // Moved fires are among the times; the cron's own fires on a day off come in between.
+    var rows = reply.times.concat((reply.excluded || []).map(function (fire) {
+      return { utc: fire.utc, local: fire.local, note: fire.note, off: fire.calendar };
+    }));
+    rows.sort(function (a, b) { return a.utc < b.utc ? -1 : a.utc > b.utc ? 1 : 0; });
+    rows.forEach(function (fire) {
+      var row = el("tr", undefined, fire.off ? "day-off" : "");
       row.appendChild(el("td", fire.local.replace("T", " ").replace(/\.\d+/, "")
         .replace(/(Z|[+-]\d\d:\d\d)$/, " $1").replace(/ Z$/, " +00:00"), "mono"));
       row.appendChild(el("td", fire.utc.replace("T", " ").replace(/\.\d+Z$/, " UTC")));
       var note = el("td");
-      note.appendChild(fire.note ? el("span", fire.note, "badge warn") : el("span", "—", "none"));
+      if (fire.note) note.appendChild(el("span", fire.note, "badge warn"));
+      if (fire.movedFrom) {
+        note.appendChild(el("span", "moved from " + fire.movedFrom + " (" + fire.calendar + ")", "badge busy"));
+      } else if (fire.off) {
+        note.appendChild(el("span", "day off in " + fire.off + ": " +
+          (policy === "SKIP" ? "left out" : "moved"), "badge idle"));
+      } else if (!fire.note) {
+        note.appendChild(el("span", "—", "none"));
+      }
       row.appendChild(note);
       body.appendChild(row);
     });
@@ -254,16 +267,34 @@
     });
   }
 
+  // The calendars field's {exclude, policy} when it reads as such, else none (the server's
+  // check names what is wrong on save).
+  function calendarsOf(field) {
+    if (!field || !field.value.trim()) return null;
+    try {
+      var value = JSON.parse(field.value);
+      var names = value && Array.isArray(value.exclude) ? value.exclude.filter(function (n) {
+        return typeof n === "string" && n; }) : [];
+      return names.length ? { exclude: names, policy: value.policy } : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
   function editor() {
     var cron = document.getElementById("cron");
     var tz = document.getElementById("timeZone");
+    var calendars = document.getElementById("calendars");
     var preview = document.getElementById("preview");
     if (cron && tz && preview) {
       var timer, asked = 0;
       var update = function () {
         var n = ++asked;
+        var days = calendarsOf(calendars), policy = days ? days.policy || "SKIP" : "SKIP";
         var url = "/api/cron/next?count=10&expr=" + encodeURIComponent(cron.value) +
-          "&tz=" + encodeURIComponent(tz.value || "UTC");
+          "&tz=" + encodeURIComponent(tz.value || "UTC") + (days ?
+            "&calendar=" + encodeURIComponent(days.exclude.join(",")) +
+            "&policy=" + encodeURIComponent(policy) : "");
         fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
           .then(function (r) { return r.json(); })
           .then(function (reply) {
@@ -276,7 +307,7 @@
             var description = el("p", reply.description);
             description.id = "preview-description";
             preview.appendChild(description);
-            preview.appendChild(reply.times.length ? previewTable(reply, tz.value || "UTC") :
+            preview.appendChild(reply.times.length ? previewTable(reply, tz.value || "UTC", policy) :
               el("p", "The schedule fires no more.", "muted"));
           })
           .catch(function () { /* the server's preview of the last save stays */ });
@@ -284,6 +315,7 @@
       var soon = function () { clearTimeout(timer); timer = setTimeout(update, 250); };
       cron.addEventListener("input", soon);
       tz.addEventListener("input", soon);
+      if (calendars) calendars.addEventListener("input", soon);
     }
     var params = document.getElementById("params");
     var check = document.getElementById("params-check");

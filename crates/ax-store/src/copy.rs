@@ -1,7 +1,7 @@
 //! Copying a deployment from one store to another, whatever their backends (`ax copy`): the
-//! definitions (tasks and their dependencies, scenes, executor groups and their members), the
-//! audit log, and the runs scheduled since a given time with their attempts, log lines and
-//! alerts. Rows keep their ids, so a run still names its task. The target must be empty, or
+//! definitions (calendars, tasks and their dependencies, scenes, executor groups and their
+//! members), the audit log, and the runs scheduled since a given time with their attempts, log
+//! lines and alerts. Rows keep their ids, so a run still names its task. The target must be empty, or
 //! hold an unfinished copy of the same source: a copy that failed half-way is run again, and
 //! what it wrote already is skipped.
 
@@ -10,8 +10,9 @@ use diesel::prelude::*;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
 
 use crate::rows::schema::{
-    ax_alert, ax_alert_event, ax_attempt, ax_audit, ax_executor_group, ax_executor_member,
-    ax_instance, ax_meta, ax_run_log, ax_run_log_attempt, ax_scene, ax_task, ax_task_dependency,
+    ax_alert, ax_alert_event, ax_attempt, ax_audit, ax_calendar, ax_executor_group,
+    ax_executor_member, ax_instance, ax_meta, ax_run_log, ax_run_log_attempt, ax_scene, ax_task,
+    ax_task_dependency,
 };
 use crate::{server_or_sqlite, to_db, with_conn, Conn, Db, StoreError};
 
@@ -36,6 +37,7 @@ pub enum CopyError {
 /// How many rows of each kind a copy wrote (or found already there, on a re-run).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {
+    pub calendars: u64,
     pub tasks: u64,
     pub dependencies: u64,
     pub scenes: u64,
@@ -51,8 +53,9 @@ pub struct Counts {
 
 impl Counts {
     /// Each kind's name and count, in the order they are copied.
-    pub fn listed(&self) -> [(&'static str, u64); 11] {
+    pub fn listed(&self) -> [(&'static str, u64); 12] {
         [
+            ("calendars", self.calendars),
             ("tasks", self.tasks),
             ("dependencies", self.dependencies),
             ("scenes", self.scenes),
@@ -88,6 +91,7 @@ copied_row!(TaskRow, ax_task {
     dependency_timeout_secs: Option<i32>, time_zone: String, overlap: String, jitter_secs: i32,
     version: i64, labels: String, executor: Option<String>, alerts: Option<String>,
     alert_lag_ms: Option<i64>, paused_at: Option<NaiveDateTime>, paused_by: Option<String>,
+    calendars: Option<String>,
 });
 copied_row!(
     DependencyRow,
@@ -100,6 +104,14 @@ copied_row!(SceneRow, ax_scene {
     scene: String, paused_at: Option<NaiveDateTime>, alerts: Option<String>,
     paused_by: Option<String>,
 });
+copied_row!(
+    CalendarRow,
+    ax_calendar {
+        name: String,
+        days: String,
+        updated_at: NaiveDateTime,
+    }
+);
 copied_row!(
     GroupRow,
     ax_executor_group {
@@ -326,12 +338,13 @@ async fn mark(to: &mut Conn, source: &str, state: &str) -> Result<(), StoreError
     Ok(())
 }
 
-/// Tasks, their dependencies, scenes, groups, members and the audit log: all of them.
+/// Calendars, tasks, their dependencies, scenes, groups, members and the audit log: all of them.
 async fn copy_definitions(
     from: &mut Conn,
     to: &mut Conn,
     counts: &mut Counts,
 ) -> Result<(), StoreError> {
+    counts.calendars += whole!((from, to), ax_calendar, CalendarRow);
     counts.tasks += in_id_pages!((from, to), ax_task, TaskRow);
     counts.dependencies += whole!((from, to), ax_task_dependency, DependencyRow);
     counts.scenes += whole!((from, to), ax_scene, SceneRow);

@@ -87,6 +87,7 @@ pub(crate) fn fields(
         executor: None,
         alerts: None,
         alert_lag_ms: None,
+        calendars: None,
     }
 }
 

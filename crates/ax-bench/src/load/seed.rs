@@ -402,6 +402,7 @@ async fn seed_tasks(conn: &mut MysqlConn, size: Size, now: DateTime<Utc>) -> any
                 executor: None,
                 alerts: None,
                 alert_lag_ms: None,
+                calendars: None,
             };
             rows.push((t::created_at.eq(created), fields));
             if rows.len() == TASK_BATCH {

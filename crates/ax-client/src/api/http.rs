@@ -48,8 +48,10 @@ impl Call {
     }
 }
 
-/// A 2xx reply: its JSON (`null` for none, as a 204's) and its `ETag`.
+/// A 2xx reply: its status (201 for a creation), its JSON (`null` for none, as a 204's) and
+/// its `ETag`.
 pub struct Reply {
+    pub status: u16,
     pub body: Value,
     pub etag: Option<String>,
 }
@@ -99,7 +101,11 @@ pub async fn request(conn: &Connection, call: &Call) -> Result<Reply, ClientErro
             .get(awc::http::header::ETAG)
             .and_then(|value| value.to_str().ok())
             .map(str::to_string);
-        return Ok(Reply { body, etag });
+        return Ok(Reply {
+            status: status.as_u16(),
+            body,
+            etag,
+        });
     }
     let error = &body["error"];
     Err(ClientError::Refused {

@@ -1,14 +1,15 @@
 //! Every task field reaches `ax apply`'s plan, the audit diff and the stored definition.
 
+use ax_core::calendar::CalendarBook;
 use ax_core::task::fields::{Default, ALL, NAME, SCENE};
 use ax_server::api::validate::task_examples::{details, input, required, stored, with_example};
 
 #[test]
 fn every_field_is_in_the_audit_diff_the_apply_plan_and_the_stored_definition() {
     let plain = input(required());
-    let now = chrono::DateTime::UNIX_EPOCH;
-    let stored_plain = stored(plain.fields(now));
-    assert!(plain.fields(now).defines(&stored_plain));
+    let (now, book) = (chrono::DateTime::UNIX_EPOCH, CalendarBook::default());
+    let stored_plain = stored(plain.fields(now, &book));
+    assert!(plain.fields(now, &book).defines(&stored_plain));
     for field in ALL {
         let changed = input(with_example(field));
         let apply = super::changed_fields(&changed, &plain);
@@ -31,7 +32,7 @@ fn every_field_is_in_the_audit_diff_the_apply_plan_and_the_stored_definition() {
             continue;
         }
         assert!(
-            !changed.fields(now).defines(&stored_plain),
+            !changed.fields(now, &book).defines(&stored_plain),
             "{}: a bulk upsert would leave it unchanged",
             field.name
         );

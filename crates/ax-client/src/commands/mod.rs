@@ -2,7 +2,9 @@
 
 pub mod alerts;
 pub mod audit;
+pub mod calendars;
 pub mod cluster;
+pub mod cron;
 pub mod executor_check;
 pub mod executors;
 pub mod flags;

@@ -38,7 +38,7 @@ macro_rules! text_column {
 
 mod names;
 
-pub use names::{GroupName, ProcessId, SceneName};
+pub use names::{CalendarName, GroupName, ProcessId, SceneName};
 
 use chrono::{DateTime, Utc};
 use diesel::backend::Backend;

@@ -1,4 +1,4 @@
-//! Names that serve as ids: an ax process's, a scene's, an executor group's. Each is text in its
+//! Names that serve as ids: an ax process's, a scene's, an executor group's, a calendar's. Each is text in its
 //! column and in JSON, and a type of its own in the code, so a function that takes a group's
 //! name cannot be handed a scene's or a process's. Whether a name is well formed is the
 //! input's rule (the API's and the config's validation), not the type's: a stored name is
@@ -122,6 +122,11 @@ name_type! {
 name_type! {
     /// An executor group's name: the members a task's runs are routed over.
     GroupName
+}
+
+name_type! {
+    /// A calendar's name: the days off a task's schedule leaves out or moves.
+    CalendarName
 }
 
 #[cfg(test)]

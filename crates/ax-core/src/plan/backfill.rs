@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use ax_cron::CronSchedule;
+use crate::calendar::schedule::Schedule;
 
 /// Most fire times one backfill covers.
 pub const MAX_BACKFILL_RUNS: usize = 10_000;
@@ -10,7 +10,7 @@ pub const MAX_BACKFILL_RUNS: usize = 10_000;
 /// The schedule's fire times in `[from, to)`, earliest first; `None` if there are more than
 /// `max`.
 pub fn fire_times(
-    cron: &CronSchedule,
+    cron: &Schedule,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     max: usize,
@@ -41,8 +41,10 @@ pub fn paced(start: DateTime<Utc>, n: usize, per_sec: i64) -> DateTime<Utc> {
 mod tests {
     use super::*;
 
-    fn cron(expr: &str) -> CronSchedule {
-        CronSchedule::parse(expr).expect("valid cron")
+    fn cron(expr: &str) -> Schedule {
+        ax_cron::CronSchedule::parse(expr)
+            .expect("valid cron")
+            .into()
     }
 
     fn t(secs: i64) -> DateTime<Utc> {

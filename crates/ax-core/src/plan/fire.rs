@@ -4,15 +4,15 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::calendar::schedule::Schedule;
 use crate::run::{OverlapPolicy, TaskId};
 use crate::task::executor::TaskExecutor;
-use ax_cron::CronSchedule;
 
 /// What the scheduler needs to fire a task, parsed once when the task enters the wheel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskSpec {
     pub id: TaskId,
-    pub cron: CronSchedule,
+    pub cron: Schedule,
     pub handler_url: String,
     /// The executor group its runs go to, instead of `handler_url`.
     pub executor: Option<Arc<TaskExecutor>>,
@@ -101,7 +101,7 @@ pub const MAX_COUNTED_PERIODS: u64 = 1_000_000;
 
 /// The schedule's times from `due` through `through`, `due` included, counted up to
 /// `MAX_COUNTED_PERIODS`.
-pub fn periods(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>) -> u64 {
+pub fn periods(cron: &Schedule, due: DateTime<Utc>, through: DateTime<Utc>) -> u64 {
     let (mut count, mut at) = (1, due);
     while count < MAX_COUNTED_PERIODS {
         match cron.next_after(at).filter(|next| *next <= through) {
@@ -114,7 +114,7 @@ pub fn periods(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>) 
 
 /// Plans the runs of a task due at `due`, seen at `now`.
 pub fn plan_fires(
-    cron: &CronSchedule,
+    cron: &Schedule,
     due: DateTime<Utc>,
     now: DateTime<Utc>,
     policy: MissedRunPolicy,
@@ -139,7 +139,7 @@ pub fn plan_fires(
 
 /// Every run from `due` through `through`, each by itself: a task on time, or one whose runs
 /// ax itself held back (its own lag is no stall of the task's).
-pub fn plan_each(cron: &CronSchedule, due: DateTime<Utc>, through: DateTime<Utc>) -> FirePlan {
+pub fn plan_each(cron: &Schedule, due: DateTime<Utc>, through: DateTime<Utc>) -> FirePlan {
     let mut decisions = vec![RunDecision::Fire(due)];
     let mut next = cron.next_after(due);
     while let Some(at) = next.filter(|at| *at <= through) {
@@ -165,8 +165,10 @@ mod tests {
             .expect("valid time")
     }
 
-    fn cron(expr: &str) -> CronSchedule {
-        CronSchedule::parse(expr).expect("valid cron")
+    fn cron(expr: &str) -> Schedule {
+        ax_cron::CronSchedule::parse(expr)
+            .expect("valid cron")
+            .into()
     }
 
     const POLICY: MissedRunPolicy = MissedRunPolicy {

@@ -82,6 +82,10 @@ pub enum Kind {
     },
     /// An alert rule: the shape of `alerts.default` (see `crate::alerting::AlertRule`).
     AlertRule,
+    /// Up to `max` calendars' names and a policy (see `crate::calendar::TaskCalendars`).
+    Calendars {
+        max: usize,
+    },
 }
 
 /// A field's value when a body does not give it.
@@ -335,12 +339,27 @@ pub const ALERT_LAG_MS: Field = Field {
     example: "2000",
 };
 
+pub const CALENDARS: Field = Field {
+    name: "calendars",
+    kind: Kind::Calendars {
+        max: crate::calendar::MAX_EXCLUDED,
+    },
+    default: Default::Null("no days off"),
+    column: Some("calendars"),
+    doc: "`{exclude, policy}`: a fire whose day, in timeZone, is in one of the calendars named in \
+          exclude is left out (policy SKIP, the default) or fires at the same time on the \
+          nearest open day before (PREVIOUS_OPEN_DAY) or after (NEXT_OPEN_DAY)",
+    label: "Calendars of days off (JSON: {\"exclude\": [\"holidays\"], \"policy\": \"SKIP\"})",
+    example: r#"{"exclude": ["holidays"], "policy": "NEXT_OPEN_DAY"}"#,
+};
+
 /// Every field, in the order the audit log and `ax apply` list changes.
-pub const ALL: [&Field; 20] = [
+pub const ALL: [&Field; 21] = [
     &NAME,
     &SCENE,
     &CRON,
     &TIME_ZONE,
+    &CALENDARS,
     &HANDLER_URL,
     &EXECUTOR,
     &PARAMS,
@@ -495,6 +514,12 @@ impl Field {
                     "threshold": {"type": "integer", "minimum": 1},
                     "windowSecs": {"type": "integer", "minimum": 1},
                     "silenceSecs": {"type": "integer", "minimum": 0}}}),
+            Kind::Calendars { max } => json!({"type": "object", "additionalProperties": false,
+                "properties": {
+                    "exclude": {"type": "array", "maxItems": max,
+                        "items": {"type": "string", "pattern": "^[a-z0-9_.-]{1,64}$"}},
+                    "policy": {"type": "string", "enum": crate::calendar::CalendarPolicy::NAMES,
+                        "default": "SKIP"}}}),
         };
         let doc = match self.kind {
             Kind::Object { max_bytes } => format!("{}; at most {} KiB", self.doc, max_bytes / 1024),

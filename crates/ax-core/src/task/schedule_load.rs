@@ -6,8 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Duration, Timelike, Utc};
 
+use crate::calendar::schedule::Schedule;
 use crate::run::{jittered, TaskId};
-use ax_cron::CronSchedule;
 
 /// Busiest seconds named.
 pub const BUSIEST: usize = 10;
@@ -18,7 +18,7 @@ pub const HOURS: (i64, i64) = (1, 168);
 #[derive(Debug, Clone)]
 pub struct Planned {
     pub id: TaskId,
-    pub schedule: CronSchedule,
+    pub schedule: Schedule,
     pub jitter_secs: i32,
 }
 
@@ -54,7 +54,7 @@ impl Load {
 }
 
 /// Fires of `schedule` in `[from, to)`, as seconds from `from`.
-fn fire_seconds(schedule: &CronSchedule, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<u32> {
+fn fire_seconds(schedule: &Schedule, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<u32> {
     let mut seconds = Vec::new();
     // `next_after` is strictly after: start a second early so `from` itself counts.
     let mut at = from - Duration::seconds(1);
@@ -65,9 +65,9 @@ fn fire_seconds(schedule: &CronSchedule, from: DateTime<Utc>, to: DateTime<Utc>)
     seconds
 }
 
-/// A set of tasks sharing one schedule and no jitter, or one jittered task.
+/// A set of tasks sharing one schedule and no jitter, or one task alone.
 struct Group<'a> {
-    schedule: &'a CronSchedule,
+    schedule: &'a Schedule,
     tasks: Vec<&'a Planned>,
     jittered: bool,
 }
@@ -76,15 +76,19 @@ fn groups(tasks: &[Planned]) -> Vec<Group<'_>> {
     let mut shared: HashMap<(&str, &str), usize> = HashMap::new();
     let mut groups: Vec<Group<'_>> = Vec::new();
     for task in tasks {
-        if task.jitter_secs > 0 {
+        // A jittered task, or one with days off, fires on a schedule of its own.
+        if task.jitter_secs > 0 || task.schedule.days_off().is_some() {
             groups.push(Group {
                 schedule: &task.schedule,
                 tasks: vec![task],
-                jittered: true,
+                jittered: task.jitter_secs > 0,
             });
             continue;
         }
-        let key = (task.schedule.expression(), task.schedule.zone().name());
+        let key = (
+            task.schedule.cron().expression(),
+            task.schedule.cron().zone().name(),
+        );
         match shared.get(&key) {
             Some(&n) => groups[n].tasks.push(task),
             None => {
@@ -268,7 +272,7 @@ mod tests {
     fn task(id: i64, cron: &str, jitter_secs: i32) -> Planned {
         Planned {
             id: TaskId(id),
-            schedule: CronSchedule::parse(cron).expect("a cron"),
+            schedule: ax_cron::CronSchedule::parse(cron).expect("a cron").into(),
             jitter_secs,
         }
     }
@@ -327,7 +331,10 @@ mod tests {
         let mut berlin = task(1, "0 0 9 * * *", 0);
         berlin.schedule = berlin
             .schedule
-            .in_zone(ax_cron::Zone::parse("Europe/Berlin").expect("a zone"));
+            .cron()
+            .clone()
+            .in_zone(ax_cron::Zone::parse("Europe/Berlin").expect("a zone"))
+            .into();
         let load = load(&[berlin], at("2027-01-01T00:00:00Z"), 24);
         assert_eq!(load.busiest[0].at, at("2027-01-01T08:00:00Z"));
     }

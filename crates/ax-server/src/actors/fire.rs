@@ -24,7 +24,7 @@ use ax_core::run::{
 use ax_core::time::clock::{rfc3339, ClockCheck};
 use ax_store::queries::due::DueAttempt;
 use ax_store::queries::runs::{FireOutcome, FireRecord};
-use ax_store::queries::tasks;
+use ax_store::queries::{calendars, tasks};
 use ax_store::rows::models::{self, NewRunRow, RunOrigin};
 use ax_store::{from_db, to_db, StoreError};
 
@@ -482,14 +482,15 @@ pub async fn reload(
     task_ids: Vec<TaskId>,
 ) -> Result<(), StoreError> {
     let ids = task_ids.clone();
-    let tasks = store
+    let (tasks, book) = store
         .query(move |conn| {
             boxed(async move {
                 let rows = tasks::find_many(conn, ids).await?;
-                tasks::with_upstreams_known(conn, rows).await
+                let book = calendars::book_for(conn, &rows).await?;
+                Ok((tasks::with_upstreams_known(conn, rows).await?, book))
             })
         })
         .await?;
-    wheel.replace(&task_ids, models::wheel_entries(&tasks));
+    wheel.replace(&task_ids, models::wheel_entries(&tasks, &book));
     Ok(())
 }

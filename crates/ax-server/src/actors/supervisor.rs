@@ -26,7 +26,7 @@ use ax_core::run::{failed_attempt, Decided, Event, TIMEOUT_CODE, TIMEOUT_MESSAGE
 use ax_core::time::clock::{ClockCheck, SharedClock};
 use ax_store::queries::runs;
 use ax_store::queries::tasks::{self, DueCursor};
-use ax_store::queries::{due, pending, recovery, task_changes};
+use ax_store::queries::{calendars, due, pending, recovery, task_changes};
 use ax_store::rows::models;
 use ax_store::{to_db, StoreError};
 
@@ -526,9 +526,15 @@ async fn preload(
 ) -> Result<usize, StoreError> {
     let until = to_db(until);
     let read = |cursor| {
-        store.query(move |conn| boxed(tasks::due_until(conn, (cursor, until), share, page_size)))
+        store.query(move |conn| {
+            boxed(async move {
+                let page = tasks::due_until(conn, (cursor, until), share, page_size).await?;
+                let book = calendars::book_for(conn, page.iter().map(|(task, _)| task)).await?;
+                Ok((page, book))
+            })
+        })
     };
-    let mut page = read(from).await?;
+    let (mut page, mut book) = read(from).await?;
     let mut count = 0;
     loop {
         let Some((last, _)) = page.last() else {
@@ -536,13 +542,13 @@ async fn preload(
         };
         count += page.len();
         let next = (page.len() as i64 == page_size).then(|| read(DueCursor::past(last)));
-        let scheduled = wheel.schedule(models::wheel_entries(&page), mode);
+        let scheduled = wheel.schedule(models::wheel_entries(&page, &book), mode);
         let (scheduled, next) = match next {
             Some(next) => futures_util::future::join(scheduled, next).await,
             None => return wheel_took(scheduled.await).map(|()| count),
         };
         wheel_took(scheduled)?;
-        page = next?;
+        (page, book) = next?;
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod alerts;
 mod audit;
+mod calendars;
 mod callback;
 mod cron;
 mod endpoint;
@@ -84,11 +85,15 @@ pub const ENDPOINTS: &[Endpoint] = &[
     endpoint!(delete "/api/executors/{group}", executors::delete, true, "Delete an executor group (409 while tasks use it)"),
     endpoint!(post "/api/executors/{group}/members", executors::register, true, "An executor registers itself in a group (created with the defaults if missing), or heartbeats"),
     endpoint!(delete "/api/executors/{group}/members", executors::unregister, true, "An executor leaves its group (?url=)"),
+    endpoint!(get "/api/calendars", calendars::list, true, "Calendars of days off, each with how many tasks name it"),
+    endpoint!(get "/api/calendars/{name}", calendars::get, true, "One calendar, with the first tasks naming it"),
+    endpoint!(put "/api/calendars/{name}", calendars::put, true, "Create or replace a calendar (dates, ranges from-to, weekdays); the tasks naming it move their next runs onto its days at once"),
+    endpoint!(delete "/api/calendars/{name}", calendars::delete, true, "Delete a calendar (409 while tasks name it)"),
     endpoint!(get "/api/alerts", alerts::list, true, "Alerts, newest first, one per channel: pending, sent, folded (told with the next alert) or failed; ?task=&scene=&status=&limit=&cursor="),
     endpoint!(post "/api/alerts/test", alerts::test, true, "Send a test alert to a configured channel now: 200 once it took it, 502 with the channel's error"),
     endpoint!(get "/api/audit", audit::list, true, "The audit log, newest first: who changed what and when"),
     endpoint!(get "/api/schedule/load", schedule::load, true, "The schedule ahead across all tasks: runs per minute over the next ?hours= (1-168, default 24), the busiest seconds with their tasks, and a jitter suggestion"),
-    endpoint!(get "/api/cron/next", cron::next, true, "The next fire times of a cron expression in a time zone, with DST notes and a description in English"),
+    endpoint!(get "/api/cron/next", cron::next, true, "The next fire times of a cron expression in a time zone, less the days off of calendars (?calendar=a,b&policy=), with DST notes, the fires on days off, and a description in English"),
 ];
 
 /// Mounts every endpoint.

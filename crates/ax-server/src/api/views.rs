@@ -9,6 +9,7 @@ use crate::service::scenes::SceneCounts;
 use crate::service::stats::{OverlapCounts, TaskStats};
 use crate::service::task_details::TaskDetails;
 use ax_core::alerting::AlertRule;
+use ax_core::calendar::TaskCalendars;
 use ax_core::run::logs::{dropped_marker, Limits};
 use ax_core::run::{OverlapPolicy, RequestId, RunStatus, TaskId, TriggerType};
 use ax_core::task::executor::TaskExecutor;
@@ -49,6 +50,7 @@ pub struct TaskView {
     dependency_timeout_secs: Option<i32>,
     depends_on: Vec<TaskId>,
     time_zone: String,
+    calendars: Option<TaskCalendars>,
     overlap: OverlapPolicy,
     jitter_secs: i32,
     labels: Labels,
@@ -82,6 +84,7 @@ impl From<TaskDetails> for TaskView {
             retry_factor: task.retry_factor,
             misfire_threshold_secs: task.misfire_threshold_secs,
             time_zone: task.time_zone,
+            calendars: task.calendars,
             overlap: task.overlap,
             jitter_secs: task.jitter_secs,
             labels: task.labels,
@@ -362,7 +365,8 @@ mod tests {
             // Every field comes back as it was, upstreams included.
             assert_eq!(as_json(&first), as_json(&again));
             let now = chrono::DateTime::UNIX_EPOCH;
-            assert_eq!(first.fields(now), again.fields(now));
+            let book = ax_core::calendar::CalendarBook::default();
+            assert_eq!(first.fields(now, &book), again.fields(now, &book));
         }
     }
 }

@@ -47,7 +47,9 @@ pub enum ConsoleError {
 impl From<ServiceError> for ConsoleError {
     fn from(err: ServiceError) -> Self {
         match err {
-            ServiceError::TaskNotFound(_) | ServiceError::RunNotFound(_) => {
+            ServiceError::TaskNotFound(_)
+            | ServiceError::RunNotFound(_)
+            | ServiceError::CalendarNotFound(_) => {
                 ConsoleError::NotFound(format!("{}.", capitalized(&err.to_string())))
             }
             ServiceError::Store(err) => ConsoleError::Unavailable(err.to_string()),

@@ -6,7 +6,7 @@ use maud::{html, Markup, DOCTYPE};
 
 use super::filters::{Around, Params};
 pub use super::notice::Notice;
-use super::paths::{asset_href, ALERTS, EXECUTORS, SCENES, SEARCH};
+use super::paths::{asset_href, ALERTS, CALENDARS, EXECUTORS, SCENES, SEARCH};
 use super::visitor::{csrf_field, sign_out_form, Visitor};
 use ax_core::alerting::{AlertEvent, AlertStatus};
 use ax_core::dispatch::routing::HealthState;
@@ -23,6 +23,7 @@ pub enum Section {
     Alerts,
     Scenes,
     Executors,
+    Calendars,
     Schedule,
     Audit,
 }
@@ -34,6 +35,7 @@ const SECTIONS: &[(Section, &str, &str)] = &[
     (Section::Alerts, "Alerts", ALERTS),
     (Section::Scenes, "Scenes", SCENES),
     (Section::Executors, "Executors", EXECUTORS),
+    (Section::Calendars, "Calendars", CALENDARS),
     (Section::Schedule, "Schedule", "/console/schedule"),
     (Section::Audit, "Audit log", "/console/audit"),
 ];

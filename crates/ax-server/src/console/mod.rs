@@ -9,6 +9,7 @@ mod alerts;
 mod assets;
 pub mod attention;
 mod audit;
+mod calendars;
 mod chart;
 mod dashboard;
 mod editor;
@@ -82,6 +83,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/scenes/resume", web::post().to(scenes::resume))
                 .route("/scenes/{scene}", web::get().to(scenes::detail))
                 .route("/executors", web::get().to(executors::list))
+                .route("/calendars", web::get().to(calendars::list))
+                .route("/calendars", web::post().to(calendars::create))
+                .route("/calendars/{name}", web::get().to(calendars::detail))
+                .route("/calendars/{name}", web::post().to(calendars::save))
+                .route(
+                    "/calendars/{name}/delete",
+                    web::get().to(calendars::confirm_delete),
+                )
+                .route(
+                    "/calendars/{name}/delete",
+                    web::post().to(calendars::delete),
+                )
                 .route("/schedule", web::get().to(schedule::show))
                 .route("/search", web::get().to(search::show))
                 .route("/audit", web::get().to(audit::list))

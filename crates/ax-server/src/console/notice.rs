@@ -19,6 +19,10 @@ pub enum Notice {
     /// A scene paused or resumed: how many of its tasks stop or start firing.
     ScenePaused(i64),
     SceneResumed(i64),
+    /// A calendar made, changed or deleted on its pages.
+    CalendarCreated,
+    CalendarSaved,
+    CalendarDeleted,
     SignedOut,
     /// A bulk action asked with no task selected.
     NothingSelected,
@@ -50,6 +54,9 @@ impl Notice {
             "triggered-many" => Notice::TriggeredMany(n),
             "scene-paused" => Notice::ScenePaused(n),
             "scene-resumed" => Notice::SceneResumed(n),
+            "calendar-created" => Notice::CalendarCreated,
+            "calendar-saved" => Notice::CalendarSaved,
+            "calendar-deleted" => Notice::CalendarDeleted,
             "signed-out" => Notice::SignedOut,
             "none-selected" => Notice::NothingSelected,
             _ => return None,
@@ -72,6 +79,9 @@ impl Notice {
             Notice::TriggeredMany(n) => ("triggered-many", Some(n)),
             Notice::ScenePaused(n) => ("scene-paused", Some(n)),
             Notice::SceneResumed(n) => ("scene-resumed", Some(n)),
+            Notice::CalendarCreated => ("calendar-created", None),
+            Notice::CalendarSaved => ("calendar-saved", None),
+            Notice::CalendarDeleted => ("calendar-deleted", None),
             Notice::SignedOut => ("signed-out", None),
             Notice::NothingSelected => ("none-selected", None),
         };
@@ -107,6 +117,11 @@ impl Notice {
             Notice::ScenePaused(n) => format!("Scene paused: {n} tasks stop firing."),
             Notice::SceneResumed(1) => "Scene resumed: 1 task fires again.".into(),
             Notice::SceneResumed(n) => format!("Scene resumed: {n} tasks fire again."),
+            Notice::CalendarCreated => "Calendar created.".into(),
+            Notice::CalendarSaved => {
+                "Calendar saved; the tasks naming it fire on its new days from now on.".into()
+            }
+            Notice::CalendarDeleted => "Calendar deleted.".into(),
             Notice::SignedOut => "Signed out.".into(),
             Notice::NothingSelected => {
                 "Nothing was done: no task was selected. Check the tasks to act on first.".into()

@@ -1,5 +1,5 @@
 //! The console's URLs: its pages' home (`web::console_home`), sign-in, assets, tasks, runs,
-//! scenes, alerts and executor groups, and a run's page under the console's address (the links
+//! scenes, alerts, executor groups and calendars, and a run's page under the console's address (the links
 //! in alerts).
 
 pub use crate::web::console_home::HOME;
@@ -39,6 +39,15 @@ pub const SCENES: &str = "/console/scenes";
 /// path segment as they are).
 pub fn scene_href(scene: &str) -> String {
     format!("{SCENES}/{scene}")
+}
+
+/// The calendars page.
+pub const CALENDARS: &str = "/console/calendars";
+
+/// The link to a calendar's page (calendar names are `a-z 0-9 _ . -`, so they make a valid
+/// path segment as they are).
+pub fn calendar_href(name: &str) -> String {
+    format!("{CALENDARS}/{name}")
 }
 
 /// The alerts page.

@@ -77,6 +77,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::TaskNotFound(_)
             | ServiceError::RunNotFound(_)
             | ServiceError::GroupNotFound(_)
+            | ServiceError::CalendarNotFound(_)
             | ServiceError::MemberNotFound { .. } => ApiError::NotFound(err.to_string()),
             ServiceError::NotInGroups { .. } => ApiError::NotPermitted {
                 field: "group".into(),
@@ -94,6 +95,13 @@ impl From<ServiceError> for ApiError {
                 field: Some("group".into()),
                 message: err.to_string(),
             },
+            ServiceError::CalendarInUse { .. } => ApiError::Conflict {
+                field: Some("name".into()),
+                message: err.to_string(),
+            },
+            ServiceError::UnknownCalendar { ref field, .. } => {
+                ApiError::invalid(field.clone(), err.to_string())
+            }
             ServiceError::Backfill(message) => ApiError::invalid("to", message),
             ServiceError::RunFinal { .. } => ApiError::Conflict {
                 field: None,
@@ -110,7 +118,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::UnknownUpstreams(_) | ServiceError::Cycle(_) => {
                 ApiError::invalid("dependsOn", err.to_string())
             }
-            ServiceError::NameTaken { .. } | ServiceError::Exists(_) => ApiError::Conflict {
+            ServiceError::NameTaken { .. }
+            | ServiceError::Exists(_)
+            | ServiceError::CalendarExists(_) => ApiError::Conflict {
                 field: Some("name".into()),
                 message: err.to_string(),
             },

@@ -106,6 +106,7 @@ mod tests {
             executor: None,
             alerts: None,
             alert_lag_ms: None,
+            calendars: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! The errors of the service's operations.
 
 use super::task_details::TaskDetails;
-use ax_core::ids::{GroupName, SceneName};
+use ax_core::ids::{CalendarName, GroupName, SceneName};
 use ax_core::run::{RequestId, RunStatus, TaskId};
 use ax_store::queries::executors::Holder;
 use ax_store::queries::tasks::UpstreamProblem;
@@ -55,6 +55,18 @@ pub enum ServiceError {
         group: GroupName,
         tasks: Vec<String>,
     },
+    #[error("no calendar `{0}`")]
+    CalendarNotFound(CalendarName),
+    #[error("a calendar named `{0}` exists already: pick another name, or change that one")]
+    CalendarExists(CalendarName),
+    #[error("calendar `{calendar}` is used by {} tasks: {}; take it out of their calendars first", .tasks.len(), .tasks.join(", "))]
+    CalendarInUse {
+        calendar: CalendarName,
+        tasks: Vec<String>,
+    },
+    /// A task's `calendars` naming a calendar that does not exist.
+    #[error("no calendar `{name}`: create it first (PUT /api/calendars/{name})")]
+    UnknownCalendar { field: String, name: CalendarName },
     #[error("executor group `{group}` has no member {url}")]
     MemberNotFound { group: GroupName, url: String },
     /// An executor's token outside its groups (`server.tokens[N].groups`).

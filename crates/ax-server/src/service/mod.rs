@@ -26,6 +26,7 @@ use ax_store::queries::shares;
 pub mod alerts;
 pub mod audit_diff;
 mod audit_log;
+pub mod calendars;
 pub mod console_reads;
 pub mod error;
 pub mod etag;

@@ -8,9 +8,9 @@ use chrono::{DateTime, Duration, Utc};
 use super::error::Result;
 use super::Service;
 use crate::actors::store::boxed;
+use ax_core::calendar::schedule::Schedule;
 use ax_core::run::history::{MissedReason, Span};
 use ax_core::run::{RequestId, RunStatus, TaskId, UPSTREAM_FAILED_CODE};
-use ax_cron::CronSchedule;
 use ax_store::queries::run_history as queries;
 use ax_store::queries::tasks;
 use ax_store::rows::models::Run;
@@ -177,22 +177,23 @@ impl Service {
             Err(super::error::ServiceError::TaskNotFound(_)) => return Ok(None),
             Err(err) => return Err(err),
         };
-        Ok(task
-            .schedule()
+        Ok(self
+            .schedule_of(&task)
+            .await?
             .ok()
-            .map(|cron| missed_reason(&cron, from_db(run.scheduled_at), from_db(noticed))))
+            .map(|schedule| missed_reason(&schedule, from_db(run.scheduled_at), from_db(noticed))))
     }
 }
 
 /// The reason of a run scheduled at `scheduled` and recorded MISSED at `noticed`.
 fn missed_reason(
-    cron: &CronSchedule,
+    schedule: &Schedule,
     scheduled: DateTime<Utc>,
     noticed: DateTime<Utc>,
 ) -> MissedReason {
     MissedReason {
         late: noticed - scheduled,
-        periods: ax_core::plan::periods(cron, scheduled, noticed),
+        periods: ax_core::plan::periods(schedule, scheduled, noticed),
     }
 }
 
@@ -206,8 +207,8 @@ mod tests {
 
     #[test]
     fn a_missed_run_says_how_late_and_how_many_periods() {
-        let cron = CronSchedule::parse("0 * * * * *").expect("every minute");
-        let reason = missed_reason(&cron, at(600), at(600 + 330));
+        let cron = ax_cron::CronSchedule::parse("0 * * * * *").expect("every minute");
+        let reason = missed_reason(&cron.into(), at(600), at(600 + 330));
         assert_eq!(reason.late, Duration::seconds(330));
         // 10:00, 11:00 … 15:00 of the minute hand: six periods.
         assert_eq!(reason.periods, 6);

@@ -106,8 +106,9 @@ impl Service {
                 ax_core::time::clock::rfc3339(now)
             )));
         }
-        let cron = task
-            .schedule()
+        let cron = self
+            .schedule_of(&task)
+            .await?
             .map_err(|err| ServiceError::Backfill(format!("the task's cron is invalid: {err}")))?;
         let times =
             plan::fire_times(&cron, from, to, plan::MAX_BACKFILL_RUNS).ok_or_else(|| {

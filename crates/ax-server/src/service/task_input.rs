@@ -4,6 +4,8 @@ use ax_core::ids::SceneName;
 use chrono::{DateTime, Utc};
 
 use ax_core::alerting::AlertRule;
+use ax_core::calendar::schedule::Schedule;
+use ax_core::calendar::{CalendarBook, TaskCalendars};
 use ax_core::run::{OverlapPolicy, TaskId};
 use ax_core::task::executor::TaskExecutor;
 use ax_core::task::fields;
@@ -47,6 +49,8 @@ pub struct TaskInput {
     /// Its own alert rule (the scene's, else the default, without).
     pub alerts: Option<AlertRule>,
     pub alert_lag_ms: Option<i64>,
+    /// The calendars whose days it does not fire on, and what it does instead.
+    pub calendars: Option<TaskCalendars>,
 }
 
 /// A schedule as the fields `cron` and `timeZone`.
@@ -62,11 +66,17 @@ fn schedule_fields<S: serde::Serializer>(
 }
 
 impl TaskInput {
-    /// The stored fields of the task, its next run computed from `now`.
-    pub fn fields(&self, now: DateTime<Utc>) -> TaskFields {
+    /// Its schedule: its cron less the days off of its calendars (read into `book`).
+    pub fn schedule(&self, book: &CalendarBook) -> Schedule {
+        Schedule::new(self.cron.clone(), book.days_off(self.calendars.as_ref()))
+    }
+
+    /// The stored fields of the task, its next run computed from `now`; `book` holds its
+    /// calendars.
+    pub fn fields(&self, now: DateTime<Utc>, book: &CalendarBook) -> TaskFields {
         let next_run_at = self
             .enabled
-            .then(|| self.cron.next_after(now))
+            .then(|| self.schedule(book).next_after(now))
             .flatten()
             .map(to_db);
         let status = if self.enabled {
@@ -96,6 +106,7 @@ impl TaskInput {
             executor: self.executor.clone(),
             alerts: self.alerts.clone(),
             alert_lag_ms: self.alert_lag_ms,
+            calendars: self.calendars.clone(),
         }
     }
 }

@@ -6,9 +6,11 @@ use super::task_input::TaskInput;
 use super::Service;
 use crate::actors::store::boxed;
 use crate::service::audit_diff::{self, task_target};
+use ax_core::calendar::CalendarBook;
 use ax_core::run::TaskId;
 use ax_core::security::Principal;
 use ax_core::text::Escaped;
+use ax_store::queries::calendars;
 use ax_store::queries::task_pages::{self, Keyset, TaskPage};
 use ax_store::queries::tasks::{self, BulkItem, BulkProblem, Conditional, TaskFilter, Versions};
 use ax_store::queries::Page;
@@ -26,9 +28,12 @@ pub struct Registered {
 }
 
 impl Service {
-    /// The stored fields of a task, its next run computed from now.
-    fn fields(&self, input: &TaskInput) -> TaskFields {
-        input.fields(self.clock.now())
+    /// The stored fields of a task, its next run computed from now with its calendars, each
+    /// of which must exist.
+    async fn fields(&self, input: &TaskInput) -> Result<TaskFields> {
+        let book = self.book_for(input.calendars.as_ref()).await?;
+        check_calendars(input, &book)?;
+        Ok(input.fields(self.clock.now(), &book))
     }
 
     /// A task's own alert rule names configured channels only.
@@ -42,11 +47,16 @@ impl Service {
     /// Puts the tasks' next runs in the wheel, or takes them out.
     pub(super) async fn reschedule(&self, changed: Vec<Task>) -> Result<()> {
         let ids: Vec<TaskId> = changed.iter().map(|task| task.id).collect();
-        let tasks = self
+        let (tasks, book) = self
             .store
-            .query(move |conn| boxed(tasks::with_upstreams_known(conn, changed)))
+            .query(move |conn| {
+                boxed(async move {
+                    let book = calendars::book_for(conn, &changed).await?;
+                    Ok((tasks::with_upstreams_known(conn, changed).await?, book))
+                })
+            })
             .await?;
-        let entries = models::wheel_entries(&tasks);
+        let entries = models::wheel_entries(&tasks, &book);
         self.wheel.replace(&ids, entries);
         Ok(())
     }
@@ -54,7 +64,7 @@ impl Service {
     /// Creates a task. Its upstreams are checked in the transaction that writes it.
     pub async fn create_task(&self, input: TaskInput, actor: &Principal) -> Result<TaskDetails> {
         self.check_task_alerts(&input)?;
-        let (fields, depends_on) = (self.fields(&input), input.depends_on);
+        let (fields, depends_on) = (self.fields(&input).await?, input.depends_on);
         let (stored, upstreams) = (fields.clone(), depends_on.clone());
         let task = self
             .store
@@ -82,7 +92,7 @@ impl Service {
     ) -> Result<TaskDetails> {
         self.check_task_alerts(&input)?;
         let before = self.task(id).await?;
-        let (fields, depends_on) = (self.fields(&input), input.depends_on);
+        let (fields, depends_on) = (self.fields(&input).await?, input.depends_on);
         let (stored, upstreams) = (fields.clone(), depends_on.clone());
         let updated = self
             .store
@@ -128,17 +138,22 @@ impl Service {
         upsert: bool,
         actor: &Principal,
     ) -> Result<Registered> {
+        let book = self
+            .book_for(inputs.iter().filter_map(|input| input.calendars.as_ref()))
+            .await?;
         for (index, input) in inputs.iter().enumerate() {
             self.check_task_alerts(input)
+                .and_then(|()| check_calendars(input, &book))
                 .map_err(|err| ServiceError::Item {
                     index,
                     error: Box::new(err),
                 })?;
         }
+        let now = self.clock.now();
         let items: Vec<BulkItem> = inputs
             .into_iter()
             .map(|input| BulkItem {
-                fields: self.fields(&input),
+                fields: input.fields(now, &book),
                 depends_on: input.depends_on,
             })
             .collect();
@@ -351,5 +366,19 @@ impl Service {
         )
         .await;
         Ok(after)
+    }
+}
+
+/// A task's calendars are all in `book` (else a refusal naming the first missing one).
+fn check_calendars(input: &TaskInput, book: &CalendarBook) -> Result<()> {
+    let Some(calendars) = &input.calendars else {
+        return Ok(());
+    };
+    match book.first_missing(calendars) {
+        None => Ok(()),
+        Some((at, name)) => Err(ServiceError::UnknownCalendar {
+            field: format!("calendars.exclude[{at}]"),
+            name: name.clone(),
+        }),
     }
 }

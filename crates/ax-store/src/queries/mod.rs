@@ -4,6 +4,7 @@ pub mod advisory_locks;
 pub mod alerts;
 pub mod attempts;
 pub mod audit;
+pub mod calendars;
 pub mod due;
 pub mod executors;
 

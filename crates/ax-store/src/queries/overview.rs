@@ -16,6 +16,7 @@ use crate::rows::schema::ax_scene::dsl as sc;
 use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{from_db, Conn, StoreError};
+use ax_core::calendar::TaskCalendars;
 use ax_core::run::{RunStatus, TaskId, TriggerType};
 
 /// How many runs scheduled in `[since, until]` are in each status, and how many of them were
@@ -251,13 +252,14 @@ pub async fn next_runs(
 
 /// Every task that fires (enabled, its scene not paused: it has a next run), as
 /// `(id, cron, time zone, jitter)`.
-pub async fn firing_tasks(
-    conn: &mut Conn,
-) -> Result<Vec<(TaskId, String, String, i32)>, StoreError> {
+pub async fn firing_tasks(conn: &mut Conn) -> Result<Vec<FiringTask>, StoreError> {
     Ok(with_conn!(conn, |c| t::ax_task
         .filter(t::status.eq(TaskStatus::Enabled))
         .filter(t::next_run_at.is_not_null())
-        .select((t::id, t::cron, t::time_zone, t::jitter_secs))
+        .select((t::id, t::cron, t::time_zone, t::jitter_secs, t::calendars))
         .load(c)
         .await)?)
 }
+
+/// A firing task's schedule as stored: (id, cron, zone, jitter, calendars).
+pub type FiringTask = (TaskId, String, String, i32, Option<TaskCalendars>);

@@ -8,6 +8,8 @@ use diesel::prelude::*;
 use super::schema::{ax_instance, ax_task};
 use super::time::{from_db, to_db};
 use ax_core::alerting::AlertRule;
+use ax_core::calendar::schedule::Schedule;
+use ax_core::calendar::{CalendarBook, TaskCalendars};
 use ax_core::ids::{ProcessId, SceneName};
 use ax_core::plan::TaskSpec;
 use ax_core::run::{NewRun, OverlapPolicy, RequestId, RunStatus, Shard, TaskId, TriggerType};
@@ -71,31 +73,43 @@ pub struct Task {
     pub alerts: Option<AlertRule>,
     /// A first dispatch later than this after the run was due is a LAG alert event.
     pub alert_lag_ms: Option<i64>,
+    /// The calendars whose days it does not fire on, and what it does instead.
+    pub calendars: Option<TaskCalendars>,
 }
 
 impl Task {
-    /// Its schedule: the cron expression (as stored, perhaps by an earlier ax), matched in its
-    /// time zone.
-    pub fn schedule(&self) -> Result<CronSchedule, CronError> {
+    /// Its cron expression (as stored, perhaps by an earlier ax), matched in its time zone.
+    pub fn cron(&self) -> Result<CronSchedule, CronError> {
         Ok(CronSchedule::parse_stored(&self.cron)?.in_zone(Zone::parse(&self.time_zone)?))
+    }
+
+    /// Its schedule: its cron, less the days off of its calendars (read into `book`).
+    pub fn schedule(&self, book: &CalendarBook) -> Result<Schedule, CronError> {
+        Ok(Schedule::new(
+            self.cron()?,
+            book.days_off(self.calendars.as_ref()),
+        ))
     }
 }
 
 /// The wheel entries of these tasks, each with whether it has upstreams: the enabled ones
-/// with a next run.
-pub fn wheel_entries(tasks: &[(Task, bool)]) -> Vec<(Arc<TaskSpec>, DateTime<Utc>)> {
+/// with a next run; `book` holds their calendars.
+pub fn wheel_entries(
+    tasks: &[(Task, bool)],
+    book: &CalendarBook,
+) -> Vec<(Arc<TaskSpec>, DateTime<Utc>)> {
     tasks
         .iter()
-        .filter_map(|(task, has_dependencies)| task.wheel_entry(*has_dependencies))
+        .filter_map(|(task, has_dependencies)| task.wheel_entry(*has_dependencies, book))
         .collect()
 }
 
 impl Task {
     /// The spec the wheel fires this task by.
-    pub fn spec(&self, has_dependencies: bool) -> Result<TaskSpec, CronError> {
+    pub fn spec(&self, has_dependencies: bool, book: &CalendarBook) -> Result<TaskSpec, CronError> {
         Ok(TaskSpec {
             id: self.id,
-            cron: self.schedule()?,
+            cron: self.schedule(book)?,
             handler_url: self.handler_url.clone(),
             executor: self.executor.clone().map(Arc::new),
             params: self.params.as_str().into(),
@@ -111,12 +125,16 @@ impl Task {
 
     /// What a stored task puts in the wheel: its spec and next run, if it is enabled and has
     /// one. A stored cron that no longer parses is logged and left out.
-    pub fn wheel_entry(&self, has_dependencies: bool) -> Option<(Arc<TaskSpec>, DateTime<Utc>)> {
+    pub fn wheel_entry(
+        &self,
+        has_dependencies: bool,
+        book: &CalendarBook,
+    ) -> Option<(Arc<TaskSpec>, DateTime<Utc>)> {
         if self.status != TaskStatus::Enabled {
             return None;
         }
         let next = self.next_run_at?.and_utc();
-        match self.spec(has_dependencies) {
+        match self.spec(has_dependencies, book) {
             Ok(spec) => Some((Arc::new(spec), next)),
             Err(err) => {
                 log::error!("task {}: stored cron is invalid: {err}", self.id);
@@ -155,6 +173,7 @@ pub struct TaskFields {
     pub executor: Option<TaskExecutor>,
     pub alerts: Option<AlertRule>,
     pub alert_lag_ms: Option<i64>,
+    pub calendars: Option<TaskCalendars>,
 }
 
 impl TaskFields {
@@ -334,6 +353,8 @@ ax_core::text_enum! {
         ExecutorGroupDelete => "executor.delete",
         ExecutorMemberJoin => "executor.join",
         ExecutorMemberLeave => "executor.leave",
+        CalendarPut => "calendar.put",
+        CalendarDelete => "calendar.delete",
     }
 }
 

@@ -29,6 +29,7 @@ diesel::table! {
         alert_lag_ms -> Nullable<BigInt>,
         paused_at -> Nullable<Timestamp>,
         paused_by -> Nullable<Text>,
+        calendars -> Nullable<Text>,
     }
 }
 
@@ -114,6 +115,14 @@ diesel::table! {
         paused_at -> Nullable<Timestamp>,
         alerts -> Nullable<Text>,
         paused_by -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    ax_calendar (name) {
+        name -> Text,
+        days -> Text,
+        updated_at -> Timestamp,
     }
 }
 

@@ -8,6 +8,7 @@ use super::ids::task_id;
 use super::task::{scene, zone};
 use crate::error::ApiError;
 use ax_core::alerting::AlertStatus;
+use ax_core::calendar::TaskCalendars;
 use ax_core::run::feed::Interest;
 use ax_core::run::{RequestIdPrefix, RunStatus};
 use ax_core::time::clock::rfc3339;
@@ -70,12 +71,22 @@ pub fn events_query(query: &HashMap<String, String>) -> Result<Interest, ApiErro
 pub const MAX_PREVIEW_COUNT: i64 = 100;
 pub const DEFAULT_PREVIEW_COUNT: i64 = 10;
 
-/// The query of `GET /api/cron/next`: the schedule (`expr` in zone `tz`), the time after which
-/// to list (`from`, default now) and how many (`count`).
+/// What `GET /api/cron/next` previews: the cron, its calendars, from when and how many fires.
+pub struct CronPreview {
+    pub cron: CronSchedule,
+    /// `calendar` (names, by commas) and `policy`.
+    pub calendars: Option<TaskCalendars>,
+    pub from: DateTime<Utc>,
+    pub count: usize,
+}
+
+/// The query of `GET /api/cron/next`: the schedule (`expr` in zone `tz`, less the days of the
+/// calendars named in `calendar` under `policy`), the time after which to list (`from`,
+/// default now) and how many (`count`).
 pub fn cron_preview(
     query: &HashMap<String, String>,
     now: DateTime<Utc>,
-) -> Result<(CronSchedule, DateTime<Utc>, usize), ApiError> {
+) -> Result<CronPreview, ApiError> {
     let expr = query
         .get("expr")
         .ok_or_else(|| ApiError::invalid("expr", "expr is required"))?;
@@ -86,7 +97,47 @@ pub fn cron_preview(
         .map_or(Ok(Zone::utc()), |name| zone(name, "tz"))?;
     let from = query_time(query, "from")?.map_or(now, |at| at.and_utc());
     let count = query_int(query, "count", (1, MAX_PREVIEW_COUNT))?.unwrap_or(DEFAULT_PREVIEW_COUNT);
-    Ok((schedule.in_zone(zone), from, count as usize))
+    Ok(CronPreview {
+        cron: schedule.in_zone(zone),
+        calendars: preview_calendars(query)?,
+        from,
+        count: count as usize,
+    })
+}
+
+/// `calendar=a,b&policy=…` of a preview, read as a task's `calendars` field is.
+fn preview_calendars(query: &HashMap<String, String>) -> Result<Option<TaskCalendars>, ApiError> {
+    let names: Vec<&str> = query
+        .get("calendar")
+        .map(|names| {
+            names
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    if names.is_empty() {
+        if query.contains_key("policy") {
+            return Err(ApiError::invalid(
+                "policy",
+                "policy applies to the calendars named in calendar",
+            ));
+        }
+        return Ok(None);
+    }
+    let mut field = serde_json::json!({ "exclude": names });
+    if let Some(policy) = query.get("policy") {
+        field["policy"] = serde_json::Value::from(policy.as_str());
+    }
+    TaskCalendars::from_json(&field).map_err(|err| {
+        let name = if err.field().ends_with("policy") {
+            "policy"
+        } else {
+            "calendar"
+        };
+        ApiError::invalid(name, err.message())
+    })
 }
 
 /// `windowSecs` of the task stats.

@@ -11,6 +11,7 @@ use super::executor::task_executor;
 use super::handler_url::handler_url;
 use crate::error::ApiError;
 use crate::service::task_input::TaskInput;
+use ax_core::calendar::TaskCalendars;
 use ax_core::run::{OverlapPolicy, TaskId};
 use ax_core::security::Allowlist;
 use ax_core::task::fields;
@@ -170,6 +171,10 @@ pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, A
         Some(rule) => alert_rule(rule, "alerts.").map(Some),
     });
     let alert_lag_ms = refused.check(integer(&mut body, fields::ALERT_LAG_MS.name, ALERT_LAG_MS));
+    let calendars = refused.check(
+        TaskCalendars::from_json(&body.remove(fields::CALENDARS.name).unwrap_or(Value::Null))
+            .map_err(|err| ApiError::invalid(err.field(), err.message())),
+    );
     // Which of the two a task runs on, once each passed on its own.
     if let (Some(handler_url), Some(executor)) = (&handler_url, &executor) {
         refused.check(one_destination(handler_url.is_some(), executor.is_some()));
@@ -195,6 +200,7 @@ pub fn task_input(mut body: Value, allowlist: &Allowlist) -> Result<TaskInput, A
             labels: labels?,
             alerts: alerts?,
             alert_lag_ms: alert_lag_ms?,
+            calendars: calendars?,
         })
     })();
     match input {

@@ -5,6 +5,7 @@
 use super::task_input;
 use crate::service::task_details::TaskDetails;
 use crate::service::task_input::TaskInput;
+use ax_core::calendar::CalendarBook;
 use ax_core::security::Allowlist;
 use ax_core::task::fields::{Default, Field, ALL, CRON, HANDLER_URL, NAME};
 use ax_store::rows::models::{Task, TaskFields};
@@ -76,6 +77,7 @@ pub fn stored(fields: TaskFields) -> Task {
         executor,
         alerts,
         alert_lag_ms,
+        calendars,
     } = fields;
     Task {
         id: ax_core::run::TaskId(1),
@@ -102,13 +104,14 @@ pub fn stored(fields: TaskFields) -> Task {
         executor,
         alerts,
         alert_lag_ms,
+        calendars,
     }
 }
 
 /// The task a definition is stored as, with its upstreams.
 pub fn details(input: &TaskInput) -> TaskDetails {
     TaskDetails {
-        task: stored(input.fields(chrono::DateTime::UNIX_EPOCH)),
+        task: stored(input.fields(chrono::DateTime::UNIX_EPOCH, &CalendarBook::default())),
         depends_on: input.depends_on.clone(),
         scene_paused: false,
     }

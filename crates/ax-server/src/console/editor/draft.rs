@@ -10,7 +10,7 @@ use crate::console::layout::pretty_json;
 use crate::console::session::Submitted;
 use crate::error::ApiError;
 use ax_core::run::{OverlapPolicy, TaskId};
-use ax_core::task::fields::{self, Field, Kind, ALERTS, EXECUTOR, LABELS, PARAMS};
+use ax_core::task::fields::{self, Field, Kind, ALERTS, CALENDARS, EXECUTOR, LABELS, PARAMS};
 use ax_core::task::labels::Labels;
 use ax_store::rows::models::{Task, TaskStatus};
 
@@ -22,6 +22,8 @@ pub(super) struct Draft {
     pub(super) scene: String,
     pub(super) cron: String,
     pub(super) time_zone: String,
+    /// `{"exclude": [...], "policy": …}` as JSON text; empty: no days off.
+    pub(super) calendars: String,
     pub(super) handler_url: String,
     /// Instead of the handler URL: `{"group": …, "path": …}` as JSON text.
     pub(super) executor: String,
@@ -59,6 +61,7 @@ impl Draft {
             scene: scene.unwrap_or(DEFAULT_SCENE).to_string(),
             cron: "0 * * * * *".into(),
             time_zone: "UTC".into(),
+            calendars: String::new(),
             handler_url: String::new(),
             executor: String::new(),
             params: "{}".into(),
@@ -90,6 +93,11 @@ impl Draft {
             scene: task.scene.to_string(),
             cron: task.cron.clone(),
             time_zone: task.time_zone.clone(),
+            calendars: task
+                .calendars
+                .as_ref()
+                .and_then(|calendars| serde_json::to_string(calendars).ok())
+                .unwrap_or_default(),
             handler_url: task.handler_url.clone(),
             executor: task
                 .executor
@@ -128,6 +136,7 @@ impl Draft {
             scene: text("scene"),
             cron: text("cron"),
             time_zone: text("timeZone"),
+            calendars: form.raw("calendars").unwrap_or_default().trim().to_string(),
             handler_url: text("handlerUrl"),
             executor: text("executor"),
             params: form.raw("params").unwrap_or_default().trim().to_string(),
@@ -154,6 +163,7 @@ impl Draft {
             ("scene", self.scene.clone()),
             ("cron", self.cron.clone()),
             ("timeZone", self.time_zone.clone()),
+            ("calendars", pretty_json(&self.calendars)),
             ("handlerUrl", self.handler_url.clone()),
             ("executor", self.executor.clone()),
             ("enabled", self.enabled.to_string()),
@@ -277,6 +287,7 @@ impl Draft {
             }
         }
         for (name, text) in [
+            (CALENDARS.name, &self.calendars),
             (EXECUTOR.name, &self.executor),
             (ALERTS.name, &self.alerts),
             (PARAMS.name, &self.params),

@@ -10,6 +10,7 @@ mod refusals;
 mod upstreams;
 
 pub use handlers::{create, edit_form, new_form, update};
+pub(super) use refusals::Refusal;
 
 #[cfg(test)]
 mod tests;

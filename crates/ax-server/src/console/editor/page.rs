@@ -14,10 +14,12 @@ use crate::console::paths::task_href;
 use crate::console::session::{csrf_field, Visitor};
 use crate::console::{ok, tasks, ConsoleError};
 use crate::web::ApiState;
+use ax_core::calendar::schedule::Schedule;
+use ax_core::calendar::TaskCalendars;
 use ax_core::run::{OverlapPolicy, TaskId};
 use ax_core::task::fields::{
-    ALERTS, CRON, DEPENDS_ON, ENABLED, EXECUTOR, HANDLER_URL, LABELS, NAME, OVERLAP, PARAMS, SCENE,
-    TIME_ZONE,
+    ALERTS, CALENDARS, CRON, DEPENDS_ON, ENABLED, EXECUTOR, HANDLER_URL, LABELS, NAME, OVERLAP,
+    PARAMS, SCENE, TIME_ZONE,
 };
 use ax_core::task::labels::{MAX_KEY_CHARS, MAX_VALUE_CHARS};
 
@@ -53,7 +55,7 @@ pub(super) async fn editor(
         .service
         .names_in_scene(draft.scene_or_default().into(), SUGGESTED_NAMES)
         .await?;
-    let preview = preview(state, draft);
+    let preview = preview(state, draft).await?;
     let title = match target {
         Target::New => "New task".to_string(),
         Target::Existing { .. } => format!("Edit task {}", draft.name),
@@ -67,21 +69,29 @@ pub(super) async fn editor(
     Ok(ok(page))
 }
 
-/// The preview of the draft's schedule, as `GET /api/cron/next` reads it (the same checks).
-fn preview(state: &ApiState, draft: &Draft) -> Markup {
+/// The preview of the draft's schedule, as `GET /api/cron/next` reads it (the same checks),
+/// less the days off of its calendars when the field reads as such.
+async fn preview(state: &ApiState, draft: &Draft) -> Result<Markup, ConsoleError> {
     let query: HashMap<String, String> = [("expr", &draft.cron), ("tz", &draft.time_zone)]
         .into_iter()
         .filter(|(_, value)| !value.is_empty())
         .map(|(key, value)| (key.to_string(), value.clone()))
         .collect();
     let now = state.service.now();
-    match validate::cron_preview(&query, now) {
-        Ok((schedule, from, count)) => html! {
-            p #preview-description { (schedule.describe()) }
-            (tasks::upcoming(&schedule, &schedule.upcoming(from, count)))
-        },
-        Err(err) => html! { p.error #preview-description { (err.to_string()) } },
-    }
+    let asked = match validate::cron_preview(&query, now) {
+        Ok(asked) => asked,
+        Err(err) => return Ok(html! { p.error #preview-description { (err.to_string()) } }),
+    };
+    let calendars = serde_json::from_str(&draft.calendars)
+        .ok()
+        .and_then(|field| TaskCalendars::from_json(&field).ok().flatten());
+    let book = state.service.book_for(calendars.as_ref()).await?;
+    let description = asked.cron.describe();
+    let schedule = Schedule::new(asked.cron, book.days_off(calendars.as_ref()));
+    Ok(html! {
+        p #preview-description { (description) }
+        (tasks::upcoming(&schedule, &schedule.preview(asked.from, asked.count)))
+    })
 }
 
 pub(super) fn editor_form(
@@ -149,6 +159,11 @@ pub(super) fn editor_form(
                 legend { "Schedule" }
                 (layout::input("cron", CRON.label, "text", Some(&draft.cron), error("cron").as_deref()))
                 (layout::searchable("timeZone", TIME_ZONE.label, &draft.time_zone, &zones, error("timeZone").as_deref()))
+                (layout::textarea("calendars", CALENDARS.label, &draft.calendars, 2, error("calendars").as_deref()))
+                p.hint {
+                    "Policy SKIP (the default), PREVIOUS_OPEN_DAY or NEXT_OPEN_DAY; "
+                    a href="/console/calendars" { "the calendars" } "."
+                }
                 section.preview aria-labelledby="preview-heading" {
                     h2 #preview-heading { "Next 10 fire times" }
                     div #preview aria-live="polite" { (preview) }

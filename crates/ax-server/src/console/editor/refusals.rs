@@ -38,11 +38,12 @@ pub(super) fn every_refusal(own: Vec<ApiError>, api: Option<ApiError>) -> ApiErr
     ApiError::all(refusals)
 }
 
-/// A refusal of a save: the field named, if any, and the message.
+/// A refusal of a save: the field named, if any, and the message (a calendar's form shows
+/// them too).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Refusal {
-    pub(super) field: Option<String>,
-    pub(super) message: String,
+pub(in crate::console) struct Refusal {
+    pub(in crate::console) field: Option<String>,
+    pub(in crate::console) message: String,
 }
 
 /// Why the editor is shown again after a save: refused, or the task changed since the form
@@ -65,7 +66,7 @@ impl Unsaved {
 
 impl Refusal {
     /// Every field `err` refuses, or its message alone when it names none (a conflict).
-    pub(super) fn all(err: &ApiError) -> Vec<Refusal> {
+    pub(in crate::console) fn all(err: &ApiError) -> Vec<Refusal> {
         let fields = err.field_errors();
         if fields.is_empty() {
             return vec![Refusal {
@@ -83,7 +84,7 @@ impl Refusal {
     }
 
     /// The message of the refusals of `field`, or of a part of it (`labels.team`).
-    pub(super) fn for_field(refusals: &[Refusal], field: &str) -> Option<String> {
+    pub(in crate::console) fn for_field(refusals: &[Refusal], field: &str) -> Option<String> {
         let messages: Vec<&str> = refusals
             .iter()
             .filter(|r| r.field.as_deref().map(form_field) == Some(field))

@@ -229,7 +229,7 @@ pub(super) fn schedule(task: &Task) -> Markup {
     html! {
         code { (task.cron) }
         br;
-        @match task.schedule() {
+        @match task.cron() {
             Ok(schedule) => span.muted { (schedule.describe()) },
             Err(err) => span.error { "Cannot be read: " (err.to_string()) },
         }

@@ -19,7 +19,7 @@ use crate::console::layout::{
     self, action_button, maybe_time, none, page, scrolling, stored_time, task_state, Section,
 };
 use crate::console::live;
-use crate::console::paths::{group_href, scene_href, task_href};
+use crate::console::paths::{calendar_href, group_href, scene_href, task_href};
 use crate::console::session::{csrf_field, Visitor};
 use crate::console::timeline;
 use crate::console::{html as respond, runs, ConsoleError};
@@ -28,9 +28,11 @@ use crate::service::run_history::{
 };
 use crate::service::task_details::TaskDetails;
 use crate::web::ApiState;
+use ax_core::calendar::schedule::{DayOff, Previewed, Schedule};
+use ax_core::calendar::CalendarPolicy;
 use ax_core::run::history::{stats, Percentiles};
 use ax_core::run::TaskId;
-use ax_cron::{CronSchedule, Fire};
+use ax_cron::CronError;
 use ax_store::queries::alerts::AlertFilter;
 use ax_store::queries::Page;
 use ax_store::rows::models::{Run, Task, TaskStatus};
@@ -111,9 +113,10 @@ pub(super) async fn task_page(
     let rule = rule_in_force(own_rule, scene_rule.as_ref(), service.default_alert_rule());
     let alerts = alert_section(rule, &last_alerts?, ("task", &id.to_string()));
     let history = history_section(&details, &history?);
+    let schedule = service.schedule_of(&details.task).await?;
     let page = detail_page(
         visitor,
-        &details,
+        (&details, &schedule),
         (&runs, total),
         (alerts, history, &relations),
         service.now(),
@@ -142,14 +145,13 @@ pub(super) async fn refused(
 /// section.
 fn detail_page(
     visitor: &Visitor,
-    details: &TaskDetails,
+    (details, schedule): (&TaskDetails, &Result<Schedule, CronError>),
     (latest, total): (&[Run], i64),
     (alerts, history, relations): (Markup, Markup, &Relations),
     now: DateTime<Utc>,
     forms: &Forms,
 ) -> Markup {
     let task = &details.task;
-    let schedule = task.schedule();
     page(
         visitor,
         &format!("Task {}", task.name),
@@ -181,8 +183,8 @@ fn detail_page(
             h2 #dependencies-heading { "Dependencies" }
             (dependencies(details, relations))
             h2 { "Next " (UPCOMING) " fire times" }
-            @match &schedule {
-                Ok(schedule) => (upcoming(schedule, &schedule.upcoming(now, UPCOMING))),
+            @match schedule {
+                Ok(schedule) => (upcoming(schedule, &schedule.preview(now, UPCOMING))),
                 Err(err) => p.error { "The cron expression cannot be read: " (err.to_string()) },
             }
         },
@@ -269,6 +271,7 @@ fn definition(details: &TaskDetails, relations: &Relations) -> Markup {
             dt { "Id" } dd { (task.id) }
             dt { "Name" } dd { (task.name) }
             dt { "Time zone" } dd { (task.time_zone) }
+            (days_off(task))
             (destination(task))
             dt { "Params" } dd { pre { (pretty_json(&task.params)) } }
             dt { "Max retries" } dd { (task.max_retry) }
@@ -297,6 +300,34 @@ fn definition(details: &TaskDetails, relations: &Relations) -> Markup {
             }
             dt { "Created" } dd { (stored_time(task.created_at)) }
             dt { "Updated" } dd { (stored_time(task.updated_at)) }
+        }
+    }
+}
+
+/// The calendars whose days off the task does not fire on, each linked to its page, and what
+/// its policy does with such a fire; nothing when it names none.
+fn days_off(task: &Task) -> Markup {
+    let Some(calendars) = &task.calendars else {
+        return html! {};
+    };
+    let policy = match calendars.policy {
+        CalendarPolicy::Skip => "a fire on a day off is left out",
+        CalendarPolicy::PreviousOpenDay => {
+            "a fire on a day off is moved to the nearest open day before it, same time"
+        }
+        CalendarPolicy::NextOpenDay => {
+            "a fire on a day off is moved to the nearest open day after it, same time"
+        }
+    };
+    html! {
+        dt { "Calendars" }
+        dd.calendars {
+            @for (n, name) in calendars.exclude.iter().enumerate() {
+                @if n > 0 { ", " }
+                a href=(calendar_href(name)) { (name) }
+            }
+            br;
+            "Policy " code { (calendars.policy.as_str()) } ": " (policy) "."
         }
     }
 }
@@ -387,11 +418,12 @@ fn destination(task: &Task) -> Markup {
     }
 }
 
-pub(in crate::console) fn upcoming(schedule: &CronSchedule, fires: &[Fire]) -> Markup {
-    let zone = schedule.zone().name();
+pub(in crate::console) fn upcoming(schedule: &Schedule, fires: &[Previewed]) -> Markup {
+    let zone = schedule.cron().zone().name();
     if fires.is_empty() {
         return html! { p.muted { "The schedule fires no more." } };
     }
+    let policy = schedule.days_off().map(|off| off.policy);
     scrolling(
         "Next fire times",
         html! {
@@ -404,14 +436,24 @@ pub(in crate::console) fn upcoming(schedule: &CronSchedule, fires: &[Fire]) -> M
                     }
                 }
                 tbody {
-                    @for fire in fires {
-                        tr {
+                    @for Previewed { fire, day_off } in fires {
+                        tr.day-off[matches!(day_off, Some(DayOff::Off(_)))] {
                             td.mono { (fire.local.format("%Y-%m-%d %H:%M:%S %:z")) }
                             td { (layout::fixed_utc(fire.utc)) }
                             td {
-                                @match &fire.note {
-                                    Some(note) => span.badge.warn { (note) },
-                                    None => (none()),
+                                @if let Some(note) = &fire.note {
+                                    span.badge.warn { (note) } " "
+                                }
+                                @match day_off {
+                                    Some(DayOff::MovedFrom(day, calendar)) => span.badge.busy {
+                                        "moved from " (day.format("%a %Y-%m-%d")) " (" (calendar) ")"
+                                    },
+                                    Some(DayOff::Off(calendar)) => span.badge.idle {
+                                        "day off in " (calendar) ": "
+                                        (if policy == Some(CalendarPolicy::Skip) { "left out" } else { "moved" })
+                                    },
+                                    None if fire.note.is_none() => (none()),
+                                    None => {}
                                 }
                             }
                         }

@@ -7,11 +7,13 @@ use diesel_async::RunQueryDsl;
 
 use super::crud::find;
 use super::scene_lock::{lock_scenes, SceneLock};
+use crate::queries::calendars;
 use crate::rows::models::{Task, TaskStatus};
 use crate::rows::schema::ax_scene::dsl as sc;
 use crate::rows::schema::ax_task::dsl as t;
 use crate::with_conn;
 use crate::{to_db, Conn, StoreError};
+use ax_core::calendar::CalendarBook;
 use ax_core::run::TaskId;
 
 /// Pauses a task (no next run) and raises its version; `false` if it is not enabled (or not
@@ -52,7 +54,10 @@ pub async fn resume(
             let scene_paused = !lock_scenes(conn, &[task.scene.as_str()], SceneLock::Shared)
                 .await?
                 .is_empty();
-            let next = (!scene_paused).then(|| next_run(&task, now)).flatten();
+            let book = calendars::book_for(conn, [&task]).await?;
+            let next = (!scene_paused)
+                .then(|| next_run(&task, &book, now))
+                .flatten();
             // Guarded by what was read: a task paused again, or moved to another scene, since.
             let changed = with_conn!(conn, |c| diesel::update(
                 t::ax_task
@@ -81,11 +86,11 @@ pub async fn resume(
     .await
 }
 
-/// The task's next fire strictly after `now`, as stored.
-fn next_run(task: &Task, now: DateTime<Utc>) -> Option<NaiveDateTime> {
-    task.schedule()
+/// The task's next fire strictly after `now`, as stored; `book` holds its calendars.
+fn next_run(task: &Task, book: &CalendarBook, now: DateTime<Utc>) -> Option<NaiveDateTime> {
+    task.schedule(book)
         .ok()
-        .and_then(|cron| cron.next_after(now))
+        .and_then(|schedule| schedule.next_after(now))
         .map(to_db)
 }
 
@@ -145,9 +150,10 @@ pub async fn resume_scene(
                 .select(Task::as_select())
                 .load(c)
                 .await)?;
+            let book = calendars::book_for(conn, &enabled).await?;
             let mut resumed = Vec::with_capacity(enabled.len());
             for mut task in enabled {
-                let next = next_run(&task, now);
+                let next = next_run(&task, &book, now);
                 let changed = with_conn!(conn, |c| diesel::update(
                     t::ax_task
                         .filter(t::id.eq(task.id))

@@ -1,0 +1,2 @@
+ALTER TABLE ax_task DROP COLUMN calendars;
+DROP TABLE ax_calendar;
