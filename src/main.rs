@@ -133,7 +133,8 @@ enum Command {
     },
     /// Apply a file of tasks (YAML or JSON, the API's task shape), matched by scene and name:
     /// prints `+ created`, `~ changed (fields)`, `- deleted` (with --prune: the tasks of the
-    /// file's scenes it does not have). Its `executors:` groups are written first.
+    /// file's scenes it does not have). Its `executors:` groups and `calendars:` are written
+    /// first, and never deleted.
     Apply {
         /// The file.
         #[arg(short = 'f', long = "file")]

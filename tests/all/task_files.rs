@@ -1,11 +1,13 @@
-//! Task files that travel (`src/apply.rs`): `dependsOn` by `scene/name`, `ax export` without
-//! defaults in a fixed key order, applied to another ax whose ids differ; `ax apply`'s change
-//! lines and count, `--prune`'s consent, and `ax diff`'s exit status. The `ax` binary is run
-//! as a process against `ax serve` processes.
+//! Task files that travel (`ax_client::apply`): `dependsOn` by `scene/name`, `ax export`
+//! without defaults in a fixed key order, applied to another ax whose ids differ; `ax apply`'s
+//! change lines and count, `--prune`'s consent, and `ax diff`'s exit status; a file's
+//! calendars, written before the tasks that name them. The `ax` binary is run as a process
+//! against `ax serve` processes.
 
 use std::path::Path;
 use std::process::{Output, Stdio};
 
+use chrono::{Datelike, Weekday};
 use serde_json::{json, Value};
 
 use crate::common::{Api, AxProcess, TestStore};
@@ -360,4 +362,122 @@ async fn apply_shows_changes_and_prunes_only_when_told_to() {
     let fine = write(&path, &task("a", ""));
     process.terminate().await;
     exits(&ax(&url, &["diff", "-f", &fine]), 3);
+}
+
+/// A file of a calendar and a task that names it: all but one weekday off (`weekdays`), the
+/// task at 04:00 UTC every day.
+fn calendar_file(weekdays: &str) -> String {
+    format!(
+        "calendars:\n\
+         - name: closed\n  dates: [2030-12-25]\n  weekdays: [{weekdays}]\n\
+         tasks:\n\
+         - name: nightly\n  scene: ops\n  cron: '0 0 4 * * *'\n  timeZone: UTC\n\
+         \x20 handlerUrl: 'http://127.0.0.1:9/run'\n  calendars: {{exclude: [closed]}}\n"
+    )
+}
+
+/// The weekday of the only task's next run.
+async fn next_run_day(api: &Api) -> Weekday {
+    let tasks = tasks_by_name(api).await;
+    let next = tasks[0].2["nextRunAt"].as_str().unwrap_or_default();
+    chrono::DateTime::parse_from_rfc3339(next)
+        .unwrap_or_else(|err| panic!("a next run ({err}): {tasks:?}"))
+        .weekday()
+}
+
+/// A file's calendar is created before the task that names it, in one apply; applied again,
+/// no change; its days changed, it is replaced and the task's next run moves onto its open
+/// day; `ax diff` exits 1 then 0; `--prune` never deletes a calendar; `ax export` writes the
+/// calendar its task names, and the export applied back changes nothing.
+#[actix_rt::test(system = "crate::common::TestSystem")]
+async fn a_files_calendars_are_written_before_its_tasks() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (process, _store) = start(dir.path(), "calendars").await;
+    let url = process.base();
+    let api = Api::at(url.clone());
+    let path = dir.path().join("tasks.yaml");
+    let file = write(&path, &calendar_file("MON, TUE, WED, THU, FRI, SAT"));
+
+    assert_eq!(
+        exits(&ax(&url, &["diff", "-f", &file]), 1),
+        "+ calendar closed\n+ ops/nightly\n"
+    );
+    assert_eq!(
+        lines(&ax(&url, &["apply", "-f", &file])),
+        [
+            "+ calendar closed",
+            "+ ops/nightly",
+            "1 created, 0 changed, 0 deleted; calendars: 1 created, 0 replaced"
+        ]
+    );
+    assert_eq!(next_run_day(&api).await, Weekday::Sun, "only Sundays open");
+    assert_eq!(lines(&ax(&url, &["apply", "-f", &file])), ["no change"]);
+    assert_eq!(exits(&ax(&url, &["diff", "-f", &file]), 0), "");
+
+    // Sunday off instead of Saturday: the calendar replaced, the task's next run moved.
+    write(&path, &calendar_file("SUN, MON, TUE, WED, THU, FRI"));
+    assert_eq!(
+        exits(&ax(&url, &["diff", "-f", &file]), 1),
+        "~ calendar closed (weekdays)\n"
+    );
+    assert_eq!(
+        lines(&ax(&url, &["apply", "-f", &file])),
+        [
+            "~ calendar closed (weekdays)",
+            "0 created, 0 changed, 0 deleted; calendars: 0 created, 1 replaced"
+        ]
+    );
+    assert_eq!(
+        next_run_day(&api).await,
+        Weekday::Sat,
+        "only Saturdays open"
+    );
+    assert_eq!(exits(&ax(&url, &["diff", "-f", &file]), 0), "");
+    let (_, closed) = api.get("/api/calendars/closed").await;
+    assert_eq!(closed["dates"], json!(["2030-12-25"]), "{closed}");
+    assert_eq!(closed["taskCount"], 1, "{closed}");
+
+    // A file without the calendar, with --prune: tasks only are pruned, never calendars.
+    let tasks_only = calendar_file("SAT");
+    let tasks_only = &tasks_only[tasks_only.find("tasks:").expect("tasks")..];
+    let pruned = write(&dir.path().join("tasks-only.yaml"), tasks_only);
+    assert_eq!(
+        lines(&ax(&url, &["apply", "-f", &pruned, "--prune", "--yes"])),
+        ["no change"]
+    );
+    let (status, _) = api.get("/api/calendars/closed").await;
+    assert_eq!(status, 200, "kept");
+
+    // Export writes the calendar the task names, before the tasks; applied back, no change.
+    let exported = exits(&ax(&url, &["export", "--scene", "ops"]), 0);
+    assert!(
+        exported.starts_with("calendars:\n- name: closed\n  dates:\n  - ")
+            && exported.contains("2030-12-25")
+            && exported.contains("\n  weekdays:\n  - MON\n"),
+        "{exported}"
+    );
+    assert!(
+        exported.contains("\ntasks:\n- name: nightly\n"),
+        "{exported}"
+    );
+    let exported_path = write(&dir.path().join("exported.yaml"), &exported);
+    assert_eq!(exits(&ax(&url, &["diff", "-f", &exported_path]), 0), "");
+    assert_eq!(
+        lines(&ax(&url, &["apply", "-f", &exported_path])),
+        ["no change"]
+    );
+
+    // A bad calendar: exit 2 naming its index and key, nothing written.
+    let bad = write(&path, &calendar_file("SAT, SOON"));
+    for command in ["apply", "diff"] {
+        let refused = ax(&url, &[command, "-f", &bad]);
+        exits(&refused, 2);
+        assert!(
+            stderr(&refused).contains("calendars[0].weekdays[1]: must be a weekday"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+    assert_eq!(next_run_day(&api).await, Weekday::Sat, "unchanged");
+    process.terminate().await;
 }

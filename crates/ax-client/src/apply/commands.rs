@@ -8,9 +8,10 @@ use std::process::ExitCode;
 
 use super::error::ApplyError;
 use super::groups::GroupEntry;
+use super::named::EXECUTORS;
 use super::prepare::{prepare, Prepared};
 use super::read::{read_groups_file, read_tasks};
-use super::server::{put_group, stored_groups};
+use super::server::{put_entry, stored_groups};
 use super::write::write;
 use crate::Connection;
 
@@ -146,7 +147,7 @@ async fn put_groups(conn: &Connection, groups: &[GroupEntry]) -> Result<Vec<Stri
     let stored = stored_groups(conn).await?;
     let mut lines = Vec::with_capacity(groups.len() + 1);
     for group in groups {
-        put_group(conn, group).await?;
+        put_entry(conn, &EXECUTORS, group).await?;
         lines.push(match stored.contains_key(group.name.as_str()) {
             true => format!("~ {} (replaced)", group.name),
             false => format!("+ {} (created)", group.name),

@@ -6,11 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use ax_core::calendar::CalendarError;
 use ax_core::task::fields;
 use ax_core::text::yaml;
 use ax_core::EXIT_USAGE;
 use ax_server::error::ApiError;
 
+use super::named::Section;
 use super::upstreams::UpstreamError;
 use crate::api::error::ClientError;
 
@@ -31,13 +33,14 @@ pub enum ApplyError {
     TooDeep { path: PathBuf, line: u64 },
     #[error("{} is not YAML or JSON: {source}", path.display())]
     NotYaml { path: PathBuf, source: yaml::Error },
-    /// A problem of a file's layout (its sections, scenes or groups), named with the file.
+    /// A problem of a file's layout (its sections, scenes, groups or calendars), named with the
+    /// file.
     #[error("{}: {problem}", path.display())]
     InFile {
         path: PathBuf,
         problem: Box<ApplyError>,
     },
-    #[error("expected a list of tasks, or {{executors, scenes, tasks}}")]
+    #[error("expected a list of tasks, or {{calendars, executors, scenes, tasks}}")]
     NotTasks,
     #[error("expected a list of executor groups, or {{executors: [...]}}")]
     NotGroups,
@@ -56,17 +59,29 @@ pub enum ApplyError {
     SceneRefused { scene: String, source: ApiError },
     #[error("scenes.{scene}.paused must be true or false")]
     PauseNotABool { scene: String },
-    #[error("`executors` must be a list of groups")]
-    GroupsNotAList,
-    #[error("executors[{index}]: a group is {{name, routing?, maxInFlight?, members?}}")]
-    GroupNotAMapping { index: usize },
-    #[error("executors[{index}].name: name is required: the group's name")]
-    GroupUnnamed { index: usize },
-    #[error("executors[{index}]: the same name as executors[{first}]")]
-    GroupTwice { index: usize, first: usize },
-    /// A key of a group that the API refuses (`?` when it names none).
-    #[error("executors[{index}].{key}: {source}")]
-    GroupRefused {
+    /// A section of groups or calendars that is no list.
+    #[error("`{}` must be a list of {}s", section.key, section.item)]
+    NotAList { section: &'static Section },
+    #[error("{}[{index}]: a {} is {}", section.key, section.item, section.shape)]
+    NotAMapping {
+        section: &'static Section,
+        index: usize,
+    },
+    #[error("{}[{index}].name: name is required: the {}'s name", section.key, section.item)]
+    Unnamed {
+        section: &'static Section,
+        index: usize,
+    },
+    #[error("{}[{index}]: the same name as {}[{first}]", section.key, section.key)]
+    Twice {
+        section: &'static Section,
+        index: usize,
+        first: usize,
+    },
+    /// A key of a group or calendar that the API refuses (`?` when it names none).
+    #[error("{}[{index}].{key}: {source}", section.key)]
+    Refused {
+        section: &'static Section,
         index: usize,
         key: String,
         source: ApiError,
@@ -94,6 +109,8 @@ pub enum ApplyError {
     Server(#[from] ClientError),
     #[error("stored group {name} has an unknown routing `{routing}`")]
     StoredRouting { name: String, routing: String },
+    #[error("stored calendar {name} reads back invalid: {source}")]
+    StoredCalendar { name: String, source: CalendarError },
     #[error("stored task {id} reads back invalid: {source}")]
     StoredInvalid { id: i64, source: ApiError },
     /// An upstream created by this apply whose id could not be read back.
@@ -119,7 +136,11 @@ impl ApplyError {
     pub fn exit_code(&self, server: u8) -> u8 {
         use ApplyError::*;
         match self {
-            Server(_) | StoredRouting { .. } | StoredInvalid { .. } | NotCreated { .. } => server,
+            Server(_)
+            | StoredRouting { .. }
+            | StoredCalendar { .. }
+            | StoredInvalid { .. }
+            | NotCreated { .. } => server,
             Declined | Unwritable(_) => 1,
             Unreadable { .. }
             | TooDeep { .. }
@@ -132,11 +153,11 @@ impl ApplyError {
             | ScenesNotAMap
             | SceneRefused { .. }
             | PauseNotABool { .. }
-            | GroupsNotAList
-            | GroupNotAMapping { .. }
-            | GroupUnnamed { .. }
-            | GroupTwice { .. }
-            | GroupRefused { .. }
+            | NotAList { .. }
+            | NotAMapping { .. }
+            | Unnamed { .. }
+            | Twice { .. }
+            | Refused { .. }
             | TaskRefused(_)
             | TaskTwice { .. }
             | Upstreams { .. }

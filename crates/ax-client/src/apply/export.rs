@@ -1,8 +1,8 @@
 //! `ax export`: the stored tasks (of a scene) as a file `apply` takes. Each task's fields in
 //! their declared order, leaving out those at their default, and its upstreams by name; the
-//! executor groups its tasks use; `{executors, scenes, tasks}` when there are groups or one of
-//! its scenes is paused, naming each of them, and the plain list otherwise. `ax tasks edit`
-//! opens a task the same way.
+//! executor groups and the calendars its tasks name; `{executors, calendars, scenes, tasks}`
+//! when there are groups or calendars or one of its scenes is paused, naming each of them, and
+//! the plain list otherwise. `ax tasks edit` opens a task the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::calendars::shown_days;
 use super::error::ApplyError;
+use super::named::{Section, CALENDARS, EXECUTORS};
 use super::server::{paused_scenes, tasks_of};
 use super::upstreams::{Directory, Key};
 use crate::api::error::ClientError;
@@ -23,7 +25,7 @@ use ax_server::api::task_body;
 use ax_server::service::executors::DEFAULT_MAX_IN_FLIGHT;
 
 /// A JSON object whose keys are written in the order they were put in (serde_json's map
-/// sorts them): a task's fields in their declared order, a group's name first.
+/// sorts them): a task's fields in their declared order, a group's or calendar's name first.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Ordered(pub Vec<(&'static str, Value)>);
 
@@ -55,6 +57,8 @@ enum ExportFile {
     Sections {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         executors: Vec<Ordered>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        calendars: Vec<Ordered>,
         #[serde(skip_serializing_if = "Option::is_none")]
         scenes: Option<BTreeMap<String, Value>>,
         tasks: Vec<Ordered>,
@@ -80,7 +84,10 @@ pub fn export(conn: Connection, scene: Option<String>) -> ExitCode {
 async fn exported(conn: &Connection, scene: Option<String>) -> Result<ExportFile, ApplyError> {
     let mut tasks = tasks_of(conn, scene.as_deref()).await?;
     tasks.sort_by_key(|t| (t["scene"].to_string(), t["name"].to_string()));
-    let groups = groups_of(conn, &tasks).await?;
+    let named = Named {
+        executors: groups_of(conn, &tasks).await?,
+        calendars: calendars_of(conn, &tasks).await?,
+    };
     let directory = upstream_directory(conn, &tasks).await?;
     let mut paused = paused_scenes(conn).await?;
     if let Some(scene) = &scene {
@@ -90,7 +97,7 @@ async fn exported(conn: &Connection, scene: Option<String>) -> Result<ExportFile
         .into_iter()
         .map(|task| file_entry(task, &directory))
         .collect();
-    Ok(export_file(entries, groups, &paused))
+    Ok(export_file(entries, named, &paused))
 }
 
 /// The file as text: JSON (`json`) or YAML.
@@ -144,21 +151,29 @@ async fn upstream_directory(conn: &Connection, tasks: &[Value]) -> Result<Direct
     Ok(Directory::new(keys.iter().map(|(key, id)| (key, *id)), []))
 }
 
-/// The exported file: the list of tasks, or, when the tasks use executor groups (`groups`,
-/// as file entries) or one of the scenes is paused (`paused`: the store's paused scenes among
-/// those exported), `{executors, scenes, tasks}`: the groups, and every scene of the file
-/// with its pause, so that `apply` restores each.
-fn export_file(
-    tasks: Vec<Ordered>,
+/// The executor groups and calendars the exported tasks name, as file entries.
+#[derive(Debug, Default)]
+struct Named {
     executors: Vec<Ordered>,
-    paused: &BTreeSet<String>,
-) -> ExportFile {
+    calendars: Vec<Ordered>,
+}
+
+/// The exported file: the list of tasks, or, when the tasks name executor groups or calendars
+/// (`named`) or one of the scenes is paused (`paused`: the store's paused scenes among those
+/// exported), `{executors, calendars, scenes, tasks}`: the groups, the calendars, and every
+/// scene of the file with its pause, so that `apply` restores each.
+fn export_file(tasks: Vec<Ordered>, named: Named, paused: &BTreeSet<String>) -> ExportFile {
+    let Named {
+        executors,
+        calendars,
+    } = named;
     if paused.is_empty() {
-        if executors.is_empty() {
+        if executors.is_empty() && calendars.is_empty() {
             return ExportFile::List(tasks);
         }
         return ExportFile::Sections {
             executors,
+            calendars,
             scenes: None,
             tasks,
         };
@@ -177,33 +192,59 @@ fn export_file(
         .collect();
     ExportFile::Sections {
         executors,
+        calendars,
         scenes: Some(scenes),
         tasks,
     }
 }
 
-/// The executor groups `tasks` use, as file entries: name, routing and `maxInFlight` unless
-/// the defaults, and the defined members (registered ones register again themselves).
+/// The executor groups `tasks` use, as file entries (see `group_entry`).
 async fn groups_of(conn: &Connection, tasks: &[Value]) -> Result<Vec<Ordered>, ClientError> {
-    let names: BTreeSet<&str> = tasks
+    let names = tasks
         .iter()
-        .filter_map(|task| task["executor"]["group"].as_str())
-        .collect();
-    let mut groups = Vec::new();
+        .filter_map(|task| task["executor"]["group"].as_str());
+    entries_of(conn, &EXECUTORS, names.collect(), group_entry).await
+}
+
+/// The calendars `tasks` exclude, as file entries (see `calendar_entry`).
+async fn calendars_of(conn: &Connection, tasks: &[Value]) -> Result<Vec<Ordered>, ClientError> {
+    let names = tasks
+        .iter()
+        .flat_map(|task| {
+            task["calendars"]["exclude"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(Value::as_str);
+    entries_of(conn, &CALENDARS, names.collect(), calendar_entry).await
+}
+
+/// The groups or calendars (`section`) of these names, read one by one, as file entries
+/// (`entry`, from the name and the API's reply).
+async fn entries_of(
+    conn: &Connection,
+    section: &Section,
+    names: BTreeSet<&str>,
+    entry: fn(&str, &Value) -> Ordered,
+) -> Result<Vec<Ordered>, ClientError> {
+    let mut entries = Vec::new();
     for name in names {
-        // Group names (`a-z 0-9 _ . -`) need no escaping in a path.
-        let call = Call::new("GET", format!("/api/executors/{name}"));
+        // Group and calendar names (`a-z 0-9 _ . -`) need no escaping in a path.
+        let call = Call::new("GET", format!("{}/{name}", section.path));
         match send(conn, &call).await {
-            Ok(group) => groups.push(group_entry(name, &group)),
+            Ok(shown) => entries.push(entry(name, &shown)),
             // Named by a task before it exists: nothing to export.
             Err(err) if not_found(&err) => {}
             Err(err) => return Err(err),
         }
     }
-    Ok(groups)
+    Ok(entries)
 }
 
-/// A group as `GET /api/executors/{name}` shows it, as a file entry.
+/// A group as `GET /api/executors/{name}` shows it, as a file entry: name, routing and
+/// `maxInFlight` unless the defaults, and the defined members (registered ones register again
+/// themselves).
 fn group_entry(name: &str, group: &Value) -> Ordered {
     let mut entry = vec![("name", json!(name))];
     if group["routing"] != json!(Routing::DEFAULT.name()) {
@@ -223,6 +264,16 @@ fn group_entry(name: &str, group: &Value) -> Ordered {
         entry.push(("members", Value::Array(defined)));
     }
     Ordered(entry)
+}
+
+/// A calendar as `GET /api/calendars/{name}` shows it, as a file entry: name, then its
+/// `dates`, `ranges` and `weekdays` as written, each left out when empty.
+fn calendar_entry(name: &str, calendar: &Value) -> Ordered {
+    Ordered(
+        std::iter::once(("name", json!(name)))
+            .chain(shown_days(calendar))
+            .collect(),
+    )
 }
 
 /// A stored task as `ax tasks edit` opens it: a file entry whose upstreams stay ids (the API

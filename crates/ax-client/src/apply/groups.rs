@@ -1,71 +1,32 @@
 //! The executor groups of a file (`executors: [{name, routing?, maxInFlight?, members?}]`):
-//! each read as the API reads it, and compared with the stored ones. Pure: the caller reads
-//! the store.
+//! each read as the API reads it, and compared with the stored ones (see `named`). Pure: the
+//! caller reads the store.
 
-use ax_core::ids::GroupName;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use super::error::ApplyError;
+use super::named::{self, Change, Entry, EXECUTORS};
+use ax_core::ids::GroupName;
 use ax_core::security::Allowlist;
 use ax_server::api::validate::executor::{group_input, group_name};
 use ax_server::service::executors::GroupInput;
 
 /// An executor group of a file: its name, its definition as the API reads it, and the body
 /// to `PUT /api/executors/{name}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GroupEntry {
-    pub name: GroupName,
-    pub input: GroupInput,
-    pub body: Value,
-}
-
-/// What applying a file does to one of its executor groups.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GroupChange {
-    Create,
-    /// With the keys that differ.
-    Replace(Vec<&'static str>),
-}
+pub type GroupEntry = Entry<GroupName, GroupInput>;
 
 /// The `executors` of a file, each checked as the API checks it; errors name the group's index
 /// and key (`executors[0].routing`).
 pub(super) fn group_entries(value: Option<Value>) -> Result<Vec<GroupEntry>, ApplyError> {
-    let items = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(ApplyError::GroupsNotAList),
-    };
     let allow_any = Allowlist::default();
-    let mut entries: Vec<GroupEntry> = Vec::with_capacity(items.len());
-    for (index, item) in items.into_iter().enumerate() {
-        let Value::Object(mut body) = item else {
-            return Err(ApplyError::GroupNotAMapping { index });
-        };
-        let name = match body.remove("name") {
-            Some(Value::String(name)) => {
-                group_name(name, "name").map_err(|source| ApplyError::GroupRefused {
-                    index,
-                    key: "name".into(),
-                    source,
-                })?
-            }
-            _ => return Err(ApplyError::GroupUnnamed { index }),
-        };
-        if let Some(first) = entries.iter().position(|entry| entry.name == name) {
-            return Err(ApplyError::GroupTwice { index, first });
-        }
-        let body = Value::Object(body);
-        let input =
-            group_input(body.clone(), &allow_any).map_err(|source| ApplyError::GroupRefused {
-                index,
-                key: source.field().unwrap_or("?").to_string(),
-                source,
-            })?;
-        entries.push(GroupEntry { name, input, body });
-    }
-    Ok(entries)
+    named::entries(
+        &EXECUTORS,
+        value,
+        |name| group_name(name, "name"),
+        |body| group_input(body.clone(), &allow_any),
+    )
 }
 
 /// The keys in which a group's definition differs from the stored one. Members are compared
@@ -88,20 +49,8 @@ pub fn group_keys_changed(want: &GroupInput, have: &GroupInput) -> Vec<&'static 
 pub fn group_changes(
     wanted: &[GroupEntry],
     stored: &BTreeMap<String, GroupInput>,
-) -> Vec<(GroupName, GroupChange)> {
-    wanted
-        .iter()
-        .filter_map(|want| {
-            let change = match stored.get(want.name.as_str()) {
-                None => GroupChange::Create,
-                Some(have) => match group_keys_changed(&want.input, have) {
-                    keys if keys.is_empty() => return None,
-                    keys => GroupChange::Replace(keys),
-                },
-            };
-            Some((want.name.clone(), change))
-        })
-        .collect()
+) -> Vec<(GroupName, Change)> {
+    named::changes(wanted, stored, group_keys_changed)
 }
 
 #[cfg(test)]

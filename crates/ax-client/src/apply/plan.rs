@@ -1,15 +1,15 @@
 //! The plan of a file: what applying it creates, changes, deletes or leaves, which scenes it
-//! pauses or resumes and which executor groups it writes, with how `apply` and `diff` print
-//! it. Pure: the caller reads the store (see `prepare`).
+//! pauses or resumes and which executor groups and calendars it writes, with how `apply` and
+//! `diff` print it. Pure: the caller reads the store (see `prepare`).
 
-use ax_core::ids::GroupName;
+use ax_core::ids::{CalendarName, GroupName};
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use super::changes::{self, Difference};
 use super::error::ApplyError;
-use super::groups::GroupChange;
+use super::named::{self, Change, CALENDARS, EXECUTORS};
 use super::read::FileTask;
 use super::upstreams::{self, Directory, Key, Resolved, Upstream, UpstreamError};
 use ax_server::service::task_input::TaskInput;
@@ -28,7 +28,9 @@ pub struct Plan {
     /// Scenes to pause (`true`) or resume.
     pub scenes: Vec<(String, bool)>,
     /// Executor groups to create or replace, by name.
-    pub groups: Vec<(GroupName, GroupChange)>,
+    pub groups: Vec<(GroupName, Change)>,
+    /// Calendars to create or replace, by name.
+    pub calendars: Vec<(CalendarName, Change)>,
 }
 
 impl Plan {
@@ -38,6 +40,7 @@ impl Plan {
             && self.delete.is_empty()
             && self.scenes.is_empty()
             && self.groups.is_empty()
+            && self.calendars.is_empty()
     }
 
     /// The scenes to pause, and those to resume.
@@ -49,16 +52,11 @@ impl Plan {
     }
 
     /// `+ created`, `~ changed: field old → new, …`, `- deleted` lines, one per task, after
-    /// those of the executor groups, which are written first.
+    /// those of the executor groups and the calendars, which are written first.
     pub fn lines(&self) -> Vec<String> {
         let name = |(scene, name): &Key| format!("{scene}/{name}");
-        let mut lines: Vec<String> = self
-            .groups
-            .iter()
-            .map(|(group, change)| match change {
-                GroupChange::Create => format!("+ executor {group}"),
-                GroupChange::Replace(keys) => format!("~ executor {group} ({})", keys.join(", ")),
-            })
+        let mut lines: Vec<String> = named::lines(&EXECUTORS, &self.groups)
+            .chain(named::lines(&CALENDARS, &self.calendars))
             .collect();
         lines.extend(self.create.iter().map(|k| format!("+ {}", name(k))));
         lines.extend(self.change.iter().map(|(k, differences)| {
@@ -74,7 +72,8 @@ impl Plan {
     }
 
     /// The closing count: what was (or, on a dry run, would be) created, changed, deleted,
-    /// and scenes paused or resumed, groups created or replaced; then the tasks kept.
+    /// and scenes paused or resumed, groups and calendars created or replaced; then the tasks
+    /// kept.
     pub(super) fn count(&self, dry_run: bool) -> String {
         let n = |count: usize, done: &str| match dry_run {
             true => format!("{count} would be {done}"),
@@ -92,16 +91,8 @@ impl Plan {
             let (paused, resumed) = (n(paused, "paused"), n(resumed, "resumed"));
             count.push_str(&format!("; scenes: {paused}, {resumed}"));
         }
-        if !self.groups.is_empty() {
-            let created = self
-                .groups
-                .iter()
-                .filter(|(_, change)| *change == GroupChange::Create)
-                .count();
-            let replaced = self.groups.len() - created;
-            let (created, replaced) = (n(created, "created"), n(replaced, "replaced"));
-            count.push_str(&format!("; executors: {created}, {replaced}"));
-        }
+        count.push_str(&named::count(&EXECUTORS, &self.groups, n));
+        count.push_str(&named::count(&CALENDARS, &self.calendars, n));
         count.push_str(&self.kept_note());
         count
     }

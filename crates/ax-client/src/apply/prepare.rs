@@ -1,13 +1,14 @@
-//! A file against the server: the stored tasks, scenes and groups it touches, read, and its
-//! plan, which `apply` writes and `diff` shows.
+//! A file against the server: the stored tasks, scenes, groups and calendars it touches, read,
+//! and its plan, which `apply` writes and `diff` shows.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::calendars::calendar_changes;
 use super::error::ApplyError;
 use super::groups::group_changes;
 use super::plan::{scene_changes, task_plan, Plan};
 use super::read::{FileTask, TaskFile};
-use super::server::{paused_scenes, stored, stored_groups};
+use super::server::{paused_scenes, stored, stored_calendars, stored_groups};
 use super::upstreams::{self, Key, Resolved};
 use crate::Connection;
 
@@ -23,7 +24,7 @@ pub(super) struct Prepared {
 }
 
 /// The plan of a file: the stored tasks of its scenes (and of the scenes its upstream names
-/// point into), scenes and groups read and compared with it.
+/// point into), scenes, groups and calendars read and compared with it.
 pub(super) async fn prepare(
     conn: &Connection,
     (file, tasks): (TaskFile, Vec<FileTask>),
@@ -44,6 +45,9 @@ pub(super) async fn prepare(
     }
     if !file.groups.is_empty() {
         plan.groups = group_changes(&file.groups, &stored_groups(conn).await?);
+    }
+    if !file.calendars.is_empty() {
+        plan.calendars = calendar_changes(&file.calendars, &stored_calendars(conn).await?);
     }
     let ids = stored.into_iter().map(|(key, (id, _))| (key, id)).collect();
     Ok(Prepared {

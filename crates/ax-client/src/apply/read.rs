@@ -1,12 +1,13 @@
-//! Reading files: a file of tasks (the list, or `{executors, scenes, tasks}`), a file of
-//! executor groups, and the tasks of a file checked as the API checks them. Errors name the
-//! file, or the item and field (`items[1].cron`), as the API would.
+//! Reading files: a file of tasks (the list, or `{calendars, executors, scenes, tasks}`), a
+//! file of executor groups, and the tasks of a file checked as the API checks them. Errors
+//! name the file, or the item and field (`items[1].cron`), as the API would.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
 
+use super::calendars::{calendar_entries, CalendarEntry};
 use super::error::ApplyError;
 use super::groups::{group_entries, GroupEntry};
 use super::upstreams::{self, Key, Written};
@@ -17,14 +18,19 @@ use ax_server::api::task_input;
 use ax_server::service::task_input::TaskInput;
 
 /// The top-level keys of a file that is not a bare list.
-const FILE_KEYS: [&str; 3] = ["executors", "scenes", "tasks"];
+const FILE_KEYS: [&str; 4] = ["calendars", "executors", "scenes", "tasks"];
 
-/// A file's contents: its tasks, the pause of the scenes it names, and its executor groups.
+/// The keys that make a mapping a file of tasks (`scenes` alone does not).
+const SECTIONS: [&str; 3] = ["calendars", "executors", "tasks"];
+
+/// A file's contents: its tasks, the pause of the scenes it names, its executor groups and its
+/// calendars.
 #[derive(Debug, Default, PartialEq)]
 pub struct TaskFile {
     pub tasks: Vec<Value>,
     pub scenes: BTreeMap<String, bool>,
     pub groups: Vec<GroupEntry>,
+    pub calendars: Vec<CalendarEntry>,
 }
 
 /// A task of a file: its definition as the API reads it (upstreams aside), its upstreams as
@@ -44,8 +50,8 @@ impl FileTask {
 }
 
 /// Reads a file of tasks: a YAML (JSON is YAML) list of task bodies, or `{tasks: [...]}` with
-/// optional `scenes: {name: {paused: bool}}` and `executors: [{name, …}]` (either of `tasks`
-/// and `executors` may be left out).
+/// optional `scenes: {name: {paused: bool}}`, `executors: [{name, …}]` and `calendars:
+/// [{name, …}]` (any two of `tasks`, `executors` and `calendars` may be left out).
 pub fn read_file(path: &Path) -> Result<TaskFile, ApplyError> {
     let in_file = |problem: ApplyError| problem.in_file(path);
     match read_yaml(path)? {
@@ -53,7 +59,7 @@ pub fn read_file(path: &Path) -> Result<TaskFile, ApplyError> {
             tasks,
             ..TaskFile::default()
         }),
-        Value::Object(mut file) if file.contains_key("tasks") || file.contains_key("executors") => {
+        Value::Object(mut file) if SECTIONS.iter().any(|key| file.contains_key(*key)) => {
             if let Some(key) = file.keys().find(|key| !FILE_KEYS.contains(&key.as_str())) {
                 return Err(in_file(ApplyError::UnknownKey {
                     key: key.clone(),
@@ -67,10 +73,12 @@ pub fn read_file(path: &Path) -> Result<TaskFile, ApplyError> {
             };
             let scenes = scene_pauses(file.remove("scenes")).map_err(in_file)?;
             let groups = group_entries(file.remove("executors")).map_err(in_file)?;
+            let calendars = calendar_entries(file.remove("calendars")).map_err(in_file)?;
             Ok(TaskFile {
                 tasks,
                 scenes,
                 groups,
+                calendars,
             })
         }
         _ => Err(in_file(ApplyError::NotTasks)),

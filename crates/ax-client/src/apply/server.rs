@@ -1,17 +1,20 @@
 //! What task files read from the server and write besides the tasks: the stored tasks (every
-//! page), the paused scenes, the executor groups as definitions; pausing a scene, putting a
-//! group.
+//! page), the paused scenes, the executor groups and the calendars as definitions; pausing a
+//! scene, putting a group or a calendar.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Display;
 
 use serde_json::{json, Value};
 
+use super::calendars::shown_days;
 use super::error::ApplyError;
-use super::groups::GroupEntry;
+use super::named::{Entry, Section, CALENDARS, EXECUTORS};
 use super::upstreams::Key;
 use crate::api::error::ClientError;
 use crate::api::http::{send, Call};
 use crate::Connection;
+use ax_core::calendar::Calendar;
 use ax_core::dispatch::routing::Routing;
 use ax_core::security::Allowlist;
 use ax_server::api::{task_body, task_input};
@@ -87,7 +90,7 @@ pub(super) async fn move_scene(
 pub(super) async fn stored_groups(
     conn: &Connection,
 ) -> Result<BTreeMap<String, GroupInput>, ApplyError> {
-    let listing = send(conn, &Call::new("GET", "/api/executors".into())).await?;
+    let listing = send(conn, &Call::new("GET", EXECUTORS.path.into())).await?;
     let mut groups = BTreeMap::new();
     for group in listing["items"].as_array().into_iter().flatten() {
         let name = group["name"].as_str().unwrap_or_default().to_string();
@@ -113,9 +116,34 @@ pub(super) async fn stored_groups(
     Ok(groups)
 }
 
-/// Creates or replaces a group.
-pub(super) async fn put_group(conn: &Connection, group: &GroupEntry) -> Result<(), ClientError> {
-    // Group names (`a-z 0-9 _ . -`) need no escaping in a path.
-    let call = Call::new("PUT", format!("/api/executors/{}", group.name)).body(group.body.clone());
+/// The store's calendars as definitions, by name.
+pub(super) async fn stored_calendars(
+    conn: &Connection,
+) -> Result<BTreeMap<String, Calendar>, ApplyError> {
+    let listing = send(conn, &Call::new("GET", CALENDARS.path.into())).await?;
+    let mut calendars = BTreeMap::new();
+    for shown in listing["items"].as_array().into_iter().flatten() {
+        let name = shown["name"].as_str().unwrap_or_default().to_string();
+        let days = shown_days(shown).map(|(key, days)| (key.to_string(), days));
+        let calendar = Calendar::from_json(&Value::Object(days.collect())).map_err(|source| {
+            ApplyError::StoredCalendar {
+                name: name.clone(),
+                source,
+            }
+        })?;
+        calendars.insert(name, calendar);
+    }
+    Ok(calendars)
+}
+
+/// Creates or replaces a group or a calendar of `section`.
+pub(super) async fn put_entry<N: Display, T>(
+    conn: &Connection,
+    section: &Section,
+    entry: &Entry<N, T>,
+) -> Result<(), ClientError> {
+    // Group and calendar names (`a-z 0-9 _ . -`) need no escaping in a path.
+    let path = format!("{}/{}", section.path, entry.name);
+    let call = Call::new("PUT", path).body(entry.body.clone());
     send(conn, &call).await.map(drop)
 }

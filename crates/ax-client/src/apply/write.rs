@@ -1,13 +1,15 @@
-//! Writing a plan: groups first (the tasks may name them), scenes paused, tasks upstreams
-//! first through `POST /api/tasks/bulk`, deletes, scenes resumed.
+//! Writing a plan: groups and calendars first (the tasks may name them), scenes paused, tasks
+//! upstreams first through `POST /api/tasks/bulk`, deletes, scenes resumed.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Display;
 
 use serde_json::{json, Value};
 
 use super::error::ApplyError;
+use super::named::{Change, Entry, Section, CALENDARS, EXECUTORS};
 use super::prepare::Prepared;
-use super::server::{move_scene, put_group, stored};
+use super::server::{move_scene, put_entry, stored};
 use super::upstreams::{self, Key, Upstream};
 use crate::api::http::{send, Call};
 use crate::Connection;
@@ -16,15 +18,12 @@ use ax_core::task::fields;
 /// Tasks a bulk call takes.
 const BULK_ITEMS: usize = 1000;
 
-/// Writes a plan: groups first (the tasks may name them), scenes paused, tasks upstreams
-/// first, deletes, scenes resumed.
+/// Writes a plan: groups and calendars first (the tasks may name them), scenes paused, tasks
+/// upstreams first, deletes, scenes resumed.
 pub(super) async fn write(conn: &Connection, prepared: &Prepared) -> Result<(), ApplyError> {
     let (plan, file) = (&prepared.plan, &prepared.file);
-    for (name, _) in &plan.groups {
-        if let Some(group) = file.groups.iter().find(|group| group.name == *name) {
-            put_group(conn, group).await?;
-        }
-    }
+    put_changed(conn, &EXECUTORS, &plan.groups, &file.groups).await?;
+    put_changed(conn, &CALENDARS, &plan.calendars, &file.calendars).await?;
     // Paused before the tasks are written, resumed after: no task of a paused scene fires.
     for scene in plan.scene_moves(true) {
         move_scene(conn, scene, true).await?;
@@ -35,6 +34,22 @@ pub(super) async fn write(conn: &Connection, prepared: &Prepared) -> Result<(), 
     }
     for scene in plan.scene_moves(false) {
         move_scene(conn, scene, false).await?;
+    }
+    Ok(())
+}
+
+/// Puts the file's groups or calendars (`entries`) that the plan creates or replaces
+/// (`changes`).
+async fn put_changed<N: PartialEq + Display, T>(
+    conn: &Connection,
+    section: &Section,
+    changes: &[(N, Change)],
+    entries: &[Entry<N, T>],
+) -> Result<(), ApplyError> {
+    for (name, _) in changes {
+        if let Some(entry) = entries.iter().find(|entry| entry.name == *name) {
+            put_entry(conn, section, entry).await?;
+        }
     }
     Ok(())
 }

@@ -4,6 +4,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::apply::calendars::{calendar_changes, calendar_entries};
 use crate::apply::groups::group_entries;
 use crate::apply::plan::{scene_changes, task_plan, Plan};
 use crate::apply::read::{definitions, scene_pauses};
@@ -87,7 +88,11 @@ fn groups_export_without_defaults_or_registered_members_and_read_back() {
         [("name", json!("g")), ("maxInFlight", json!(8))]
     );
     let task = Ordered(vec![("name", json!("a")), ("cron", json!("* * * * * *"))]);
-    let file = export_file(vec![task], vec![entry], &BTreeSet::new());
+    let named = Named {
+        executors: vec![entry],
+        ..Named::default()
+    };
+    let file = export_file(vec![task], named, &BTreeSet::new());
     let text = yaml(&file);
     assert!(text.starts_with("executors:\n- name: billing\n"), "{text}");
     let file: Value = yaml::from_str(&text).expect("reads back");
@@ -98,15 +103,77 @@ fn groups_export_without_defaults_or_registered_members_and_read_back() {
 }
 
 #[test]
+fn calendars_export_their_days_after_the_groups_and_read_back_as_no_change() {
+    let shown = json!({"name": "holidays", "dates": ["2026-12-25", "2026-12-26"],
+        "ranges": [{"from": "2027-08-01", "to": "2027-08-14"}], "weekdays": [],
+        "taskCount": 1, "updatedAt": "2027-01-01T00:00:00.000Z",
+        "tasks": [{"id": 3, "scene": "s", "name": "a"}]});
+    let entry = calendar_entry("holidays", &shown);
+    assert_eq!(
+        entry.0,
+        [
+            ("name", json!("holidays")),
+            ("dates", json!(["2026-12-25", "2026-12-26"])),
+            (
+                "ranges",
+                json!([{"from": "2027-08-01", "to": "2027-08-14"}])
+            )
+        ]
+    );
+    let weekends = json!({"weekdays": ["SAT", "SUN"], "dates": [], "ranges": []});
+    assert_eq!(
+        calendar_entry("weekends", &weekends).0,
+        [
+            ("name", json!("weekends")),
+            ("weekdays", json!(["SAT", "SUN"]))
+        ]
+    );
+    let task = Ordered(vec![
+        ("name", json!("a")),
+        ("calendars", json!({"exclude": ["holidays"]})),
+    ]);
+    let named = Named {
+        executors: vec![group_entry(
+            "g",
+            &json!({"routing": "FIRST", "maxInFlight": 64, "members": []}),
+        )],
+        calendars: vec![entry],
+    };
+    let text = yaml(&export_file(vec![task], named, &BTreeSet::new()));
+    assert!(
+        text.starts_with("executors:\n- name: g\n")
+            && text.contains("\ncalendars:\n- name: holidays\n"),
+        "{text}"
+    );
+    assert!(text.find("calendars:") < text.find("tasks:"), "{text}");
+    let file: Value = yaml::from_str(&text).expect("reads back");
+    let calendars = calendar_entries(Some(file["calendars"].clone())).expect("read back");
+    let stored = BTreeMap::from([(
+        "holidays".to_string(),
+        ax_core::calendar::Calendar::from_json(&json!({"dates": shown["dates"],
+            "ranges": shown["ranges"], "weekdays": shown["weekdays"]}))
+        .expect("valid"),
+    )]);
+    assert!(
+        calendar_changes(&calendars, &stored).is_empty(),
+        "a round trip"
+    );
+}
+
+#[test]
 fn scene_pauses_export_and_read_back_as_changes() {
     let task = || Ordered(vec![("name", json!("a")), ("cron", json!("* * * * * *"))]);
-    let plain = serde_json::to_value(export_file(vec![task()], Vec::new(), &BTreeSet::new()));
+    let plain = serde_json::to_value(export_file(
+        vec![task()],
+        Named::default(),
+        &BTreeSet::new(),
+    ));
     assert_eq!(
         plain.ok(),
         Some(json!([{"name": "a", "cron": "* * * * * *"}]))
     );
     let paused = BTreeSet::from(["quiet".to_string()]);
-    let file = serde_json::to_value(export_file(vec![task()], Vec::new(), &paused));
+    let file = serde_json::to_value(export_file(vec![task()], Named::default(), &paused));
     let file = file.expect("JSON");
     assert_eq!(
         file["scenes"],
@@ -200,7 +267,7 @@ proptest! {
         let keys: Vec<(Key, i64)> = stored.iter().map(|(k, (id, _))| (k.clone(), *id)).collect();
         let directory = Directory::new(keys.iter().map(|(k, id)| (k, *id)), []);
         let entries = views.into_iter().map(|view| file_entry(view, &directory)).collect();
-        let text = yaml(&export_file(entries, Vec::new(), &BTreeSet::new()));
+        let text = yaml(&export_file(entries, Named::default(), &BTreeSet::new()));
         let items: Vec<Value> = yaml::from_str(&text).expect("YAML");
         let tasks = definitions(&items).expect("valid");
         let (plan, _) = task_plan(&tasks, &stored, true).expect("resolved");
