@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::error::ApplyError;
-use super::named::{self, Change, Entry, CALENDARS};
+use super::named::{self, Change, Entry};
+use super::section::CALENDARS;
 use ax_core::calendar::{self, Calendar, CalendarError};
 use ax_core::ids::CalendarName;
 use ax_server::error::ApiError;

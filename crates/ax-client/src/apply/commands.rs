@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use super::error::ApplyError;
 use super::groups::GroupEntry;
-use super::named::EXECUTORS;
 use super::prepare::{prepare, Prepared};
 use super::read::{read_groups_file, read_tasks};
+use super::section::EXECUTORS;
 use super::server::{put_entry, stored_groups};
 use super::write::write;
 use crate::Connection;

@@ -12,7 +12,7 @@ use ax_core::text::yaml;
 use ax_core::EXIT_USAGE;
 use ax_server::error::ApiError;
 
-use super::named::Section;
+use super::section::Section;
 use super::upstreams::UpstreamError;
 use crate::api::error::ClientError;
 

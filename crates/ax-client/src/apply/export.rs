@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::calendars::shown_days;
 use super::error::ApplyError;
-use super::named::{Section, CALENDARS, EXECUTORS};
+use super::section::{Section, CALENDARS, EXECUTORS};
 use super::server::{paused_scenes, tasks_of};
 use super::upstreams::{Directory, Key};
 use crate::api::error::ClientError;

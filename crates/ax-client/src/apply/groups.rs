@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::error::ApplyError;
-use super::named::{self, Change, Entry, EXECUTORS};
+use super::named::{self, Change, Entry};
+use super::section::EXECUTORS;
 use ax_core::ids::GroupName;
 use ax_core::security::Allowlist;
 use ax_server::api::validate::executor::{group_input, group_name};

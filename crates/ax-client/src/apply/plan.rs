@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use super::changes::{self, Difference};
 use super::error::ApplyError;
-use super::named::{self, Change, CALENDARS, EXECUTORS};
+use super::named::{self, Change};
 use super::read::FileTask;
+use super::section::{CALENDARS, EXECUTORS};
 use super::upstreams::{self, Directory, Key, Resolved, Upstream, UpstreamError};
 use ax_server::service::task_input::TaskInput;
 

@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 
 use super::calendars::shown_days;
 use super::error::ApplyError;
-use super::named::{Entry, Section, CALENDARS, EXECUTORS};
+use super::named::Entry;
+use super::section::{Section, CALENDARS, EXECUTORS};
 use super::upstreams::Key;
 use crate::api::error::ClientError;
 use crate::api::http::{send, Call};

@@ -7,8 +7,9 @@ use std::fmt::Display;
 use serde_json::{json, Value};
 
 use super::error::ApplyError;
-use super::named::{Change, Entry, Section, CALENDARS, EXECUTORS};
+use super::named::{Change, Entry};
 use super::prepare::Prepared;
+use super::section::{Section, CALENDARS, EXECUTORS};
 use super::server::{move_scene, put_entry, stored};
 use super::upstreams::{self, Key, Upstream};
 use crate::api::http::{send, Call};
